@@ -1,0 +1,38 @@
+"""byoc: bring your own codegen to neural-network models.
+
+The public API is re-exported here lazily, so `import byoc_compiler` stays
+cheap and a module that is not needed is never imported.
+"""
+from importlib import import_module
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "ir": ("byoc_compiler.ir", None),
+    "op": ("byoc_compiler.op", None),
+    "transform": ("byoc_compiler.transform", None),
+    "testing": ("byoc_compiler.testing", None),
+    "frontend": ("byoc_compiler.frontend", None),
+    "runtime": ("byoc_compiler.runtime", None),
+    "zoo": ("byoc_compiler.zoo", None),
+    "IRModule": ("byoc_compiler.ir", "IRModule"),
+    "parse": ("byoc_compiler.ir", "parse"),
+    "partition_for": ("byoc_compiler.partition", "partition_for"),
+    "targets": ("byoc_compiler.backend.target", "targets"),
+    "build": ("byoc_compiler.backend.build", "build"),
+}
+
+
+def __getattr__(name):
+    try:
+        module_name, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'byoc_compiler' has no attribute {name!r}") from None
+    module = import_module(module_name)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))

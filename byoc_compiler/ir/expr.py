@@ -1,0 +1,231 @@
+"""Expressions of the dataflow IR.
+
+Nodes have identity semantics (two `Var("x")` are different variables) and are
+treated as immutable: passes build new nodes instead of editing old ones. The
+one mutable slot is `checked_type`, a cache that `transform.InferType` fills;
+it is a pure function of the node's structure, so sharing nodes between
+modules is safe.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .attrs import Attrs
+from .types import TensorType, Type
+
+
+class Span:
+    """Where a node came from in a text file: 1-based line and column."""
+
+    __slots__ = ("source", "line", "column")
+
+    def __init__(self, source: str, line: int, column: int):
+        self.source, self.line, self.column = source, line, column
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}:{self.column}"
+
+
+class Expr:
+    __slots__ = ("checked_type", "span")
+
+    def __init__(self, span: Span | None = None):
+        self.checked_type: Type | None = None
+        self.span = span
+
+    @property
+    def type(self) -> Type:
+        """The inferred type; raises if InferType has not run on this expression."""
+        if self.checked_type is None:
+            raise ValueError(f"the type of {type(self).__name__} is not known yet; run transform.InferType first")
+        return self.checked_type
+
+    def children(self) -> tuple["Expr", ...]:
+        """The expressions this node reads, in evaluation order (not descending into Function bodies)."""
+        return ()
+
+    def __repr__(self) -> str:
+        from .printer import astext
+
+        try:
+            return astext(self)
+        except Exception:  # a repr must never raise
+            return f"<{type(self).__name__} at {id(self):#x}>"
+
+    # Operator sugar so that models read like numpy code.
+    def __add__(self, other):
+        from .. import op
+        return op.add(self, _as_expr(other))
+
+    def __sub__(self, other):
+        from .. import op
+        return op.subtract(self, _as_expr(other))
+
+    def __mul__(self, other):
+        from .. import op
+        return op.multiply(self, _as_expr(other))
+
+    def __truediv__(self, other):
+        from .. import op
+        return op.divide(self, _as_expr(other))
+
+    def __neg__(self):
+        from .. import op
+        return op.negative(self)
+
+    def __getitem__(self, index: int) -> "TupleGetItem":
+        return TupleGetItem(self, index)
+
+
+def _as_expr(value: Any) -> Expr:
+    if isinstance(value, Expr):
+        return value
+    return const(value)
+
+
+class Var(Expr):
+    """A function parameter. `name_hint` is for humans; identity is the object."""
+
+    __slots__ = ("name_hint", "type_annotation")
+
+    def __init__(self, name_hint: str, type_annotation: Type | None = None, span: Span | None = None):
+        super().__init__(span)
+        self.name_hint = str(name_hint)
+        self.type_annotation = type_annotation
+
+
+class Constant(Expr):
+    __slots__ = ("data",)
+
+    def __init__(self, data: np.ndarray, span: Span | None = None):
+        super().__init__(span)
+        data = np.ascontiguousarray(data)
+        if data.dtype == np.float64:
+            data = data.astype(np.float32)
+        data.setflags(write=False)
+        self.data = data
+
+    @property
+    def tensor_type(self) -> TensorType:
+        return TensorType(self.data.shape, str(self.data.dtype))
+
+
+def const(value: Any, dtype: str | None = None) -> Constant:
+    """A Constant from a Python scalar, list or numpy array (floats default to float32)."""
+    arr = np.asarray(value, dtype=dtype)
+    if dtype is None and arr.dtype == np.float64:
+        arr = arr.astype(np.float32)
+    if dtype is None and arr.dtype == np.int64 and not isinstance(value, np.ndarray):
+        arr = arr.astype(np.int32)
+    return Constant(arr)
+
+
+class GlobalVar(Expr):
+    """A reference to a global function of the module, by name."""
+
+    __slots__ = ("name_hint",)
+
+    def __init__(self, name_hint: str, span: Span | None = None):
+        super().__init__(span)
+        self.name_hint = str(name_hint)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GlobalVar) and other.name_hint == self.name_hint
+
+    def __hash__(self) -> int:
+        return hash(("GlobalVar", self.name_hint))
+
+
+class Op:
+    """A primitive operator, looked up in the registry by name (`Op.get("nn.relu")`)."""
+
+    __slots__ = ("name",)
+    _interned: dict[str, "Op"] = {}
+
+    def __new__(cls, name: str):
+        op = cls._interned.get(name)
+        if op is None:
+            op = super().__new__(cls)
+            op.name = name
+            cls._interned[name] = op
+        return op
+
+    @staticmethod
+    def get(name: str) -> "Op":
+        from ..op.registry import get_op_def
+
+        get_op_def(name)  # raises a clear error for unknown names
+        return Op(name)
+
+    @property
+    def definition(self):
+        from ..op.registry import get_op_def
+
+        return get_op_def(self.name)
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+
+class Call(Expr):
+    """`op(args..., attrs)`; `op` is an Op, a Function (composite) or a GlobalVar (external function)."""
+
+    __slots__ = ("op", "args", "attrs")
+
+    def __init__(self, op: "Op | Function | GlobalVar", args: Sequence[Expr],
+                 attrs: Mapping[str, Any] | None = None, span: Span | None = None):
+        super().__init__(span)
+        self.op = op
+        self.args = tuple(args)
+        self.attrs = attrs if isinstance(attrs, Attrs) else Attrs(attrs or {})
+
+    def children(self) -> tuple[Expr, ...]:
+        if isinstance(self.op, Function):
+            return (self.op,) + self.args
+        return self.args
+
+
+class Tuple(Expr):
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: Sequence[Expr], span: Span | None = None):
+        super().__init__(span)
+        self.fields = tuple(fields)
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.fields
+
+
+class TupleGetItem(Expr):
+    __slots__ = ("tuple_value", "index")
+
+    def __init__(self, tuple_value: Expr, index: int, span: Span | None = None):
+        super().__init__(span)
+        self.tuple_value = tuple_value
+        self.index = int(index)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.tuple_value,)
+
+
+class Function(Expr):
+    """A function: parameters, a body and string-keyed attrs (Compiler, global_symbol, Composite, ...)."""
+
+    __slots__ = ("params", "body", "ret_type", "attrs")
+
+    def __init__(self, params: Sequence[Var], body: Expr, ret_type: Type | None = None,
+                 attrs: Mapping[str, Any] | None = None, span: Span | None = None):
+        super().__init__(span)
+        self.params = list(params)
+        self.body = body
+        self.ret_type = ret_type
+        self.attrs = attrs if isinstance(attrs, Attrs) else Attrs(attrs or {})
+
+    def children(self) -> tuple[Expr, ...]:
+        # A function is a scope: its body is reached through visit_function, not as a dataflow input.
+        return ()
+
+    def with_attr(self, **attrs: Any) -> "Function":
+        return Function(self.params, self.body, self.ret_type, self.attrs.with_(**attrs), self.span)

@@ -1,0 +1,182 @@
+"""Memoized, iterative traversal of expression DAGs.
+
+Models are chains of tens of thousands of calls, so nothing here recurses on
+the depth of the graph: traversal keeps its own stack. Every node is visited
+once however many users it has.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from .expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+
+
+def _inputs(node: Expr, into_functions: bool) -> tuple[Expr, ...]:
+    if isinstance(node, Function):
+        return (*node.params, node.body) if into_functions else ()
+    return node.children()
+
+
+def post_order(root: Expr, into_functions: bool = False) -> list[Expr]:
+    """Every node reachable from `root`, each once, inputs before users (a topological order).
+
+    With `into_functions`, the parameters and body of Functions (e.g. composite
+    functions used as call targets) are included before the Function itself.
+    The order is deterministic: inputs are explored left to right.
+    """
+    order: list[Expr] = []
+    seen: set[int] = set()
+    stack: list[tuple[Expr, Iterator[Expr]]] = [(root, iter(_inputs(root, into_functions)))]
+    seen.add(id(root))
+    while stack:
+        node, pending = stack[-1]
+        for child in pending:
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append((child, iter(_inputs(child, into_functions))))
+                break
+        else:
+            stack.pop()
+            order.append(node)
+    return order
+
+
+class ExprVisitor:
+    """Calls `visit_<kind>(node)` once per node, inputs first.
+
+    Override `visit_call`, `visit_var`, ... ; `into_functions` decides whether
+    the bodies of nested Functions (composites) are walked too.
+    """
+
+    into_functions = True
+
+    def visit(self, expr: Expr) -> None:
+        for node in post_order(expr, self.into_functions):
+            _dispatch(self, node)
+
+    def visit_var(self, var: Var) -> None:
+        pass
+
+    def visit_constant(self, const: Constant) -> None:
+        pass
+
+    def visit_global_var(self, gvar: GlobalVar) -> None:
+        pass
+
+    def visit_call(self, call: Call) -> None:
+        pass
+
+    def visit_tuple(self, tup: Tuple) -> None:
+        pass
+
+    def visit_tuple_getitem(self, item: TupleGetItem) -> None:
+        pass
+
+    def visit_function(self, func: Function) -> None:
+        pass
+
+
+_KIND = {
+    Var: "var",
+    Constant: "constant",
+    GlobalVar: "global_var",
+    Call: "call",
+    Tuple: "tuple",
+    TupleGetItem: "tuple_getitem",
+    Function: "function",
+}
+
+
+def _dispatch(obj, node: Expr, *extra):
+    return getattr(obj, "visit_" + _KIND[type(node)])(node, *extra)
+
+
+class ExprMutator:
+    """Rebuilds an expression bottom-up, memoized, without recursion.
+
+    For every node (inputs first) the mutator makes `rebuilt`: the node with its
+    inputs replaced by their rewritten versions (the very same object when no
+    input changed, so untouched subgraphs keep their identity). It then calls
+    `rewrite_<kind>(original, rebuilt)`, whose result replaces the node.
+    Override those hooks; the defaults return `rebuilt`.
+
+    Function bodies are rewritten only when `into_functions` is true.
+    """
+
+    into_functions = True
+
+    def __init__(self) -> None:
+        self.memo: dict[int, Expr] = {}
+
+    def lookup(self, expr: Expr) -> Expr:
+        """The rewritten version of an already-visited node."""
+        return self.memo[id(expr)]
+
+    def visit(self, expr: Expr) -> Expr:
+        if id(expr) in self.memo:
+            return self.memo[id(expr)]
+        for node in post_order(expr, self.into_functions):
+            if id(node) in self.memo:
+                continue
+            rebuilt = self._rebuild(node)
+            result = getattr(self, "rewrite_" + _KIND[type(node)])(node, rebuilt)
+            self.memo[id(node)] = result
+        return self.memo[id(expr)]
+
+    def _rebuild(self, node: Expr) -> Expr:
+        memo = self.memo
+        if isinstance(node, Call):
+            op = memo.get(id(node.op), node.op) if isinstance(node.op, Function) else node.op
+            args = tuple(memo[id(a)] for a in node.args)
+            if op is node.op and all(a is b for a, b in zip(args, node.args)):
+                return node
+            return Call(op, args, node.attrs, node.span)
+        if isinstance(node, Tuple):
+            fields = tuple(memo[id(f)] for f in node.fields)
+            if all(a is b for a, b in zip(fields, node.fields)):
+                return node
+            return Tuple(fields, node.span)
+        if isinstance(node, TupleGetItem):
+            value = memo[id(node.tuple_value)]
+            return node if value is node.tuple_value else TupleGetItem(value, node.index, node.span)
+        if isinstance(node, Function) and self.into_functions:
+            params = [memo.get(id(p), p) for p in node.params]
+            body = memo[id(node.body)]
+            if body is node.body and all(a is b for a, b in zip(params, node.params)):
+                return node
+            return Function(params, body, node.ret_type, node.attrs, node.span)
+        return node
+
+    def rewrite_var(self, original: Var, rebuilt: Expr) -> Expr:
+        return rebuilt
+
+    def rewrite_constant(self, original: Constant, rebuilt: Expr) -> Expr:
+        return rebuilt
+
+    def rewrite_global_var(self, original: GlobalVar, rebuilt: Expr) -> Expr:
+        return rebuilt
+
+    def rewrite_call(self, original: Call, rebuilt: Expr) -> Expr:
+        return rebuilt
+
+    def rewrite_tuple(self, original: Tuple, rebuilt: Expr) -> Expr:
+        return rebuilt
+
+    def rewrite_tuple_getitem(self, original: TupleGetItem, rebuilt: Expr) -> Expr:
+        return rebuilt
+
+    def rewrite_function(self, original: Function, rebuilt: Expr) -> Expr:
+        return rebuilt
+
+
+def rewrite(expr: Expr, fn: Callable[[Expr, Expr], Expr], into_functions: bool = True) -> Expr:
+    """Functional form of ExprMutator: `fn(original, rebuilt)` is applied to every node."""
+
+    class _Fn(ExprMutator):
+        pass
+
+    mutator = _Fn()
+    mutator.into_functions = into_functions
+    for kind in _KIND.values():
+        setattr(mutator, "rewrite_" + kind, fn)
+    return mutator.visit(expr)
