@@ -1,0 +1,118 @@
+/* byoc host runtime: values, packed calls, last error, module kinds, model descriptor.
+ * C99, libc only. The contract is documented in docs/runtime-abi.md. */
+#ifndef BYOC_RUNTIME_H_
+#define BYOC_RUNTIME_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- packed calling convention ------------------------------------------------------------ */
+typedef union {
+  int64_t v_int64;
+  double v_float64;
+  void* v_handle;
+  const char* v_str;
+} ByocValue;
+
+/* type codes (same numbers as TVM's so argument arrays read the same in a debugger) */
+enum { BYOC_ARG_INT = 0, BYOC_ARG_FLOAT = 2, BYOC_ARG_DLTENSOR = 7, BYOC_ARG_STR = 11 };
+
+typedef int32_t (*ByocPackedFunc)(const ByocValue* args, const int32_t* type_codes, int32_t num_args,
+                                  void* resource_handle);
+
+/* ---- last error ------------------------------------------------------------------------------
+ * One static buffer (not thread-local); messages longer than it are truncated, never allocated. */
+#define BYOC_LAST_ERROR_SIZE 1024
+#if defined(__GNUC__) || defined(__clang__)
+#define BYOC_PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define BYOC_PRINTF_LIKE(f, a)
+#endif
+void byoc_set_last_error(const char* fmt, ...) BYOC_PRINTF_LIKE(1, 2);
+const char* byoc_get_last_error(void); /* "" when no error was set */
+void byoc_clear_last_error(void);
+
+/* ---- function tables (graph executor, module lookups) ---------------------------------------- */
+typedef struct {
+  const char* name;  /* func_name in graph.json */
+  ByocPackedFunc fn;
+  void* resource;    /* passed as resource_handle; NULL for plain kernels */
+} ByocFuncEntry;
+
+/* Linear search by name; NULL (and last error set) if absent. */
+const ByocFuncEntry* byoc_lookup_function(const ByocFuncEntry* table, int32_t n, const char* name);
+
+/* ---- target runtime modules (blob artifacts such as ExampleJSON) ----------------------------- */
+typedef struct ByocModuleKind {
+  const char* name; /* "examplejson" */
+  int32_t (*create)(const char* blob, size_t len, void** out_module); /* parse + validate */
+  int32_t (*get_function)(void* module, const char* symbol, ByocPackedFunc* out_fn, void** out_resource);
+  void (*destroy)(void* module);
+} ByocModuleKind;
+
+/* ---- model descriptor (every built model exports byoc_model_desc) ---------------------------- */
+typedef struct {
+  const char* name;
+  int32_t ndim;
+  const int64_t* shape;
+  DLDataType dtype;
+} ByocTensorInfo;
+
+typedef struct {
+  const char* name;      /* mod_name, e.g. "default" */
+  const char* executor;  /* "graph" | "aot" */
+  const char* interface; /* "packed" | "unpacked" */
+  int32_t num_inputs;
+  const ByocTensorInfo* inputs;
+  int32_t num_outputs;
+  const ByocTensorInfo* outputs;
+  uint64_t workspace_bytes; /* AOT arena / graph executor storage */
+  int32_t (*init)(void);    /* idempotent */
+  int32_t (*run)(void* const* inputs, void* const* outputs); /* contiguous data pointers */
+  void (*deinit)(void);
+} ByocModelDesc;
+
+const ByocModelDesc* byoc_model_desc(void);
+
+/* ---- DLTensor / dtype helpers ---------------------------------------------------------------- */
+static inline DLDataType byoc_dtype(uint8_t code, uint8_t bits, uint16_t lanes) {
+  DLDataType t;
+  t.code = code;
+  t.bits = bits;
+  t.lanes = lanes;
+  return t;
+}
+#define BYOC_DTYPE_FLOAT32 byoc_dtype(kDLFloat, 32, 1)
+#define BYOC_DTYPE_INT32 byoc_dtype(kDLInt, 32, 1)
+#define BYOC_DTYPE_INT64 byoc_dtype(kDLInt, 64, 1)
+
+int byoc_dtype_equal(DLDataType a, DLDataType b);
+/* Bytes per element (bits * lanes rounded up to bytes); 0 for bits == 0 or lanes == 0. */
+size_t byoc_dtype_bytes(DLDataType t);
+/* "float32", "int32", "uint8", "float32x4", "bool", or "dtype(code=9,bits=8,lanes=1)"; buf >= 32 bytes
+ * is always enough. Returns buf. */
+const char* byoc_dtype_str(DLDataType t, char* buf, size_t buf_len);
+/* Parses the strings byoc_dtype_str writes for codes int/uint/float/bfloat/bool; 0 on success. */
+int32_t byoc_dtype_parse(const char* s, size_t len, DLDataType* out);
+/* Product of the shape (1 for ndim == 0); -1 on negative dim or int64 overflow. */
+int64_t byoc_shape_numel(int32_t ndim, const int64_t* shape);
+int64_t byoc_dltensor_numel(const DLTensor* t);
+/* Checks t is non-NULL, has data, ndim/shape/dtype as expected and is compact row-major
+ * (strides NULL or matching). what names it in the message ("fused_add argument 1").
+ * 0 on success, -1 with last error set. */
+int32_t byoc_check_dltensor(const DLTensor* t, const char* what, int32_t ndim, const int64_t* shape,
+                            DLDataType dtype);
+/* Checks num_args == expected and every type code is BYOC_ARG_DLTENSOR; func names the callee. */
+int32_t byoc_check_packed_args(const char* func, const int32_t* type_codes, int32_t num_args,
+                               int32_t expected);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BYOC_RUNTIME_H_ */
