@@ -20,7 +20,8 @@ from ..ir.types import Type
 REQUIRED = object()
 
 # Attribute kinds and the Python values they accept.
-ATTR_KINDS = ("int", "float", "bool", "str", "ints", "floats", "int_or_none", "ints_or_none")
+ATTR_KINDS = ("int", "float", "bool", "str", "ints", "floats", "int_or_none", "ints_or_none",
+              "int_pairs", "int_or_ints")
 
 
 class OpError(ValueError):
@@ -47,6 +48,9 @@ class Attr:
     choices: tuple | None = None
     # Returns an error message, or None when the value is fine.
     check: Callable[[Any], str | None] | None = None
+    # Normalizes an already coerced value (e.g. padding of 1, 2 or 4 ints -> 4 ints);
+    # raises ValueError with a message when the value has no normal form.
+    convert: Callable[[Any], Any] | None = None
 
     def normalize(self, op: str, value: Any) -> Any:
         where = f"{op}: attribute {self.name!r}"
@@ -54,9 +58,14 @@ class Attr:
             value = _coerce(self.kind, value)
         except (TypeError, ValueError):
             raise OpError(f"{where} must be {_KIND_TEXT[self.kind]}, got {value!r}") from None
+        if self.convert is not None and value is not None:
+            try:
+                value = self.convert(value)
+            except ValueError as exc:
+                raise OpError(f"{where}: {exc}") from None
         if self.choices is not None and value not in self.choices:
             raise OpError(f"{where} must be one of {', '.join(map(repr, self.choices))}, got {value!r}")
-        if self.check is not None:
+        if self.check is not None and value is not None:
             problem = self.check(value)
             if problem:
                 raise OpError(f"{where}: {problem} (got {value!r})")
@@ -67,6 +76,7 @@ _KIND_TEXT = {
     "int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
     "ints": "a list of integers", "floats": "a list of numbers",
     "int_or_none": "an integer or None", "ints_or_none": "a list of integers or None",
+    "int_pairs": "a list of (before, after) integer pairs", "int_or_ints": "an integer or a list of integers",
 }
 
 
@@ -101,11 +111,25 @@ def _coerce(kind: str, value: Any) -> Any:
         if not isinstance(value, (list, tuple)) or not all(_is_int(v) for v in value):
             raise TypeError
         return tuple(int(v) for v in value)
+    if kind == "int_or_ints":
+        if _is_int(value):
+            return int(value)
+        return _coerce("ints", list(value) if isinstance(value, (list, tuple)) else value)
+    if kind == "int_pairs":
+        if not isinstance(value, (list, tuple)):
+            raise TypeError
+        return tuple(_pair_of_ints(v) for v in value)
     if kind == "floats":
         if not isinstance(value, (list, tuple)):
             raise TypeError
         return tuple(_coerce("float", v) for v in value)
     raise AssertionError(f"unknown attribute kind {kind}")
+
+
+def _pair_of_ints(value: Any) -> tuple[int, int]:
+    if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(_is_int(v) for v in value):
+        raise TypeError
+    return (int(value[0]), int(value[1]))
 
 
 @dataclass(frozen=True)

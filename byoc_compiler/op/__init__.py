@@ -1,0 +1,17 @@
+"""The op set: constructors (`op.add`, `op.nn.conv2d`, ...) and the registry behind them.
+
+Importing this package registers every op. Top-level ops are attributes of
+`byoc_compiler.op`; `nn.*` ops are in `byoc_compiler.op.nn`.
+"""
+from . import registry
+from .registry import REQUIRED, Attr, OpDef, OpError, OpTypeError, all_ops, get_op_def, make_call
+from .elementwise import *  # noqa: F401,F403 - the constructors
+from .elementwise import __all__ as _elementwise
+from . import conv, pool  # noqa: F401 - register nn.conv2d and the pools
+from .shape import *  # noqa: F401,F403
+from .shape import __all__ as _shape
+from . import nn
+from .describe import describe_ops
+
+__all__ = ["nn", "registry", "Attr", "OpDef", "OpError", "OpTypeError", "all_ops", "get_op_def", "make_call",
+           "describe_ops", *_elementwise, *_shape]

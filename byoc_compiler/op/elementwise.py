@@ -1,0 +1,182 @@
+"""Elementwise ops: binary with numpy broadcasting, unary, clip, leaky_relu, cast.
+
+The registrations are tables; the numpy references compute transcendental
+functions in float64 and round once, so that they are the accurate side of
+every comparison.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.expr import Call
+from .attr_forms import dtype_name
+from .registry import Attr, make_call, register
+from .typecheck import FLOAT, NUMERIC, broadcast_shapes, same_dtype, tensor_arg, tensor_type
+
+__all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum",
+           "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "clip", "cast"]
+
+
+# ---- binary ---------------------------------------------------------------------------------------
+
+def _infer_binary(name):
+    def infer(types, attrs):
+        lhs = tensor_arg(name, "lhs", types[0], NUMERIC)
+        rhs = tensor_arg(name, "rhs", types[1], NUMERIC)
+        same_dtype(name, "rhs", lhs, rhs)
+        return tensor_type(broadcast_shapes(name, "rhs", lhs.shape, rhs.shape), lhs.dtype)
+    return infer
+
+
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f":
+        return np.divide(a, b)
+    # Integer division truncates toward zero, like C (numpy's // floors).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        magnitude = np.floor_divide(np.abs(a), np.abs(b))
+        return np.where((a < 0) != (b < 0), -magnitude, magnitude).astype(a.dtype)
+
+
+_BINARY = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": _divide,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+}
+
+for _name, _fn in _BINARY.items():
+    register(_name, ("lhs", "rhs"), infer=_infer_binary(_name),
+             ref=lambda args, attrs, fn=_fn: np.asarray(fn(args[0], args[1])),
+             family="elementwise", doc=f"elementwise {_name} with numpy broadcasting")
+
+
+# ---- unary ----------------------------------------------------------------------------------------
+
+def _infer_unary(name, dtypes):
+    def infer(types, attrs):
+        data = tensor_arg(name, "data", types[0], dtypes)
+        return data
+    return infer
+
+
+def _float64(fn):
+    """Apply `fn` in float64 and round to float32 once."""
+    def ref(args, attrs):
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            return fn(args[0].astype(np.float64)).astype(np.float32)
+    return ref
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# name -> (dtypes, reference)
+_UNARY = {
+    "negative": (NUMERIC, lambda args, attrs: np.negative(args[0])),
+    "abs": (NUMERIC, lambda args, attrs: np.abs(args[0])),
+    "exp": (FLOAT, _float64(np.exp)),
+    "log": (FLOAT, _float64(np.log)),
+    "sqrt": (FLOAT, _float64(np.sqrt)),
+    "tanh": (FLOAT, _float64(np.tanh)),
+    "sigmoid": (FLOAT, _float64(_sigmoid)),
+    "nn.relu": (NUMERIC, lambda args, attrs: np.maximum(args[0], np.zeros((), args[0].dtype))),
+}
+
+for _name, (_dtypes, _ref) in _UNARY.items():
+    register(_name, ("data",), infer=_infer_unary(_name, _dtypes), ref=_ref, family="elementwise",
+             doc=f"elementwise {_name.split('.')[-1]} ({' or '.join(_dtypes)})")
+
+
+def _clip_ref(args, attrs):
+    x = args[0]
+    return np.minimum(np.maximum(x, attrs.a_min), attrs.a_max).astype(x.dtype)
+
+
+register("clip", ("data",), (Attr("a_min", "float"), Attr("a_max", "float")),
+         infer=_infer_unary("clip", NUMERIC), ref=_clip_ref, family="elementwise",
+         doc="min(max(data, a_min), a_max)")
+
+
+def _leaky_relu_ref(args, attrs):
+    x = args[0].astype(np.float64)
+    return np.where(x > 0, x, attrs.alpha * x).astype(np.float32)
+
+
+register("nn.leaky_relu", ("data",), (Attr("alpha", "float", 0.01),),
+         infer=_infer_unary("nn.leaky_relu", FLOAT), ref=_leaky_relu_ref, family="elementwise",
+         doc="data if data > 0 else alpha * data")
+
+
+def _infer_cast(types, attrs):
+    data = tensor_arg("cast", "data", types[0], ("float32", "int32", "int64", "bool"))
+    return tensor_type(data.shape, attrs.dtype)
+
+
+register("cast", ("data",), (Attr("dtype", "str", check=dtype_name),),
+         infer=_infer_cast, ref=lambda args, attrs: args[0].astype(attrs.dtype), family="elementwise",
+         doc="convert to dtype (float to int truncates toward zero, like C)")
+
+
+# ---- constructors ---------------------------------------------------------------------------------
+
+def add(lhs, rhs) -> Call:
+    return make_call("add", lhs, rhs)
+
+
+def subtract(lhs, rhs) -> Call:
+    return make_call("subtract", lhs, rhs)
+
+
+def multiply(lhs, rhs) -> Call:
+    return make_call("multiply", lhs, rhs)
+
+
+def divide(lhs, rhs) -> Call:
+    return make_call("divide", lhs, rhs)
+
+
+def maximum(lhs, rhs) -> Call:
+    return make_call("maximum", lhs, rhs)
+
+
+def minimum(lhs, rhs) -> Call:
+    return make_call("minimum", lhs, rhs)
+
+
+def negative(data) -> Call:
+    return make_call("negative", data)
+
+
+def abs(data) -> Call:  # noqa: A001 - Relay's name
+    return make_call("abs", data)
+
+
+def exp(data) -> Call:
+    return make_call("exp", data)
+
+
+def log(data) -> Call:
+    return make_call("log", data)
+
+
+def sqrt(data) -> Call:
+    return make_call("sqrt", data)
+
+
+def tanh(data) -> Call:
+    return make_call("tanh", data)
+
+
+def sigmoid(data) -> Call:
+    return make_call("sigmoid", data)
+
+
+def clip(data, a_min, a_max) -> Call:
+    return make_call("clip", data, a_min=a_min, a_max=a_max)
+
+
+def cast(data, dtype) -> Call:
+    return make_call("cast", data, dtype=dtype)
