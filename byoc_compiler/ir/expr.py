@@ -101,7 +101,9 @@ class Constant(Expr):
 
     def __init__(self, data: np.ndarray, span: Span | None = None):
         super().__init__(span)
-        data = np.ascontiguousarray(data)
+        data = np.asarray(data)
+        if not data.flags.c_contiguous:  # (np.ascontiguousarray would turn a 0-d scalar into shape (1,))
+            data = np.ascontiguousarray(data)
         if data.dtype == np.float64:
             data = data.astype(np.float32)
         data.setflags(write=False)
