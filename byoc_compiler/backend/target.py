@@ -1,0 +1,325 @@
+"""Targets: what a backend vendor declares, and the registry that finds them.
+
+A target is a Python package under `targets/<name>/` (or any module named in
+config.toml's [targets]) that creates a module-level `target = Target(...)`:
+
+    target = Target("ccompiler", flag="USE_CODEGENC", description="...")
+    target.supports("add", "nn.relu")
+    target.supports("nn.conv2d", predicate=lambda call: None if call.attrs.groups == 1 else "groups != 1")
+    target.pattern("conv2d_bias_relu", is_op("nn.relu")(...), check=None)
+    target.codegen = ...          # (func, symbol) -> artifact; set by the target's codegen module
+
+The registry imports the packages config.toml knows about (enabled or not, so
+that `byoc targets` can list them) and answers `get_target(name)` with one
+sentence naming the fix when the name is unknown, disabled or has no codegen.
+The core never imports a target by name except here, through the config.
+"""
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import ByocError
+
+# A predicate looks at one typed call and returns None (accepted) or the reason it is not.
+Predicate = Callable[[Any], "str | None"]
+
+
+class TargetError(ByocError):
+    """An unknown, disabled or incomplete target."""
+
+
+@dataclass(frozen=True)
+class CompositePattern:
+    """A named composite pattern of a target; `check(root_call)` may veto a match."""
+
+    target: str
+    name: str
+    pattern: Any
+    check: Callable[[Any], Any] | None = None
+
+    @property
+    def composite(self) -> str:
+        """The `Composite` attr of functions made from this pattern: "<target>.<name>"."""
+        return f"{self.target}.{self.name}"
+
+    def accepts(self, root) -> bool:
+        """Run the check: True or None accept; False or a reason string reject."""
+        if self.check is None:
+            return True
+        verdict = self.check(root)
+        return verdict is None or verdict is True
+
+
+class Target:
+    """A BYOC backend: the ops and patterns it takes, its codegen and runtime sources."""
+
+    def __init__(self, name: str, flag: str | None = None, description: str = ""):
+        if not name or not all(c.isalnum() or c in "_-" for c in name):
+            raise TargetError(f"target name {name!r} must be letters, digits, '_' or '-'")
+        self.name = name
+        self.flag = flag
+        self.description = description
+        self.ops: dict[str, Predicate | None] = {}
+        self.patterns: list[CompositePattern] = []
+        self.codegen: Callable | None = None
+        self.runtime_sources: list = []
+        self.include_dirs: list = []
+        self.module: str | None = None
+
+    # --- declarations ---------------------------------------------------------------------------
+    def supports(self, *ops: str, predicate: Predicate | None = None) -> "Target":
+        """Declare ops this target takes, each with an optional predicate over the typed call."""
+        from ..op.registry import get_op_def
+
+        for name in ops:
+            get_op_def(name)  # a typo fails here with a did-you-mean, not silently later
+            self.ops[name] = predicate
+        return self
+
+    def pattern(self, name: str, pattern, check: Callable | None = None) -> CompositePattern:
+        """Declare a composite pattern; patterns are tried in declaration order (put longer ones first)."""
+        if any(p.name == name for p in self.patterns):
+            raise TargetError(f"target {self.name!r} declares pattern {name!r} twice")
+        entry = CompositePattern(self.name, name, pattern, check)
+        self.patterns.append(entry)
+        return entry
+
+    # --- questions ------------------------------------------------------------------------------
+    def check(self, call) -> str | None:
+        """None if this target takes the op call `call`, else the reason it does not."""
+        from ..ir.expr import Op
+
+        if not isinstance(call.op, Op):
+            return "not a primitive op"
+        name = call.op.name
+        if name not in self.ops:
+            return f"does not support {name}"
+        predicate = self.ops[name]
+        if predicate is None:
+            return None
+        verdict = predicate(call)
+        if verdict is None or verdict is True:
+            return None
+        return verdict if isinstance(verdict, str) else "rejected by its predicate"
+
+    def __repr__(self) -> str:
+        return f"Target({self.name!r}, flag={self.flag!r})"
+
+
+# --- reusable predicates ------------------------------------------------------------------------
+
+def dtypes_only(*dtypes: str) -> Predicate:
+    """A predicate accepting calls whose arguments and result have only these dtypes."""
+    allowed = set(dtypes)
+
+    def predicate(call) -> str | None:
+        from ..ir.types import flatten_type
+
+        for expr in (*call.args, call):
+            if expr.checked_type is None:
+                continue
+            for ty in flatten_type(expr.checked_type):
+                if ty.dtype not in allowed:
+                    return f"dtype {ty.dtype} not supported"
+        return None
+
+    return predicate
+
+
+float32_only = dtypes_only("float32")
+
+
+def all_of(*predicates: Predicate | None) -> Predicate:
+    """A predicate that asks each in turn and returns the first reason."""
+
+    def predicate(call) -> str | None:
+        for p in predicates:
+            if p is not None:
+                verdict = p(call)
+                if verdict is not None and verdict is not True:
+                    return verdict if isinstance(verdict, str) else "rejected by its predicate"
+        return None
+
+    return predicate
+
+
+# --- the registry -------------------------------------------------------------------------------
+
+@dataclass
+class _Entry:
+    target: Target | None
+    module: str
+    flag: str | None
+    enabled: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """One row of `byoc_compiler.targets()`."""
+
+    name: str
+    enabled: bool
+    flag: str | None
+    module: str | None
+    ops: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = ()
+    has_codegen: bool = False
+    description: str = ""
+    error: str | None = None
+
+
+class _Registry:
+    def __init__(self):
+        self.explicit: dict[str, Target] = {}     # register_target() calls (tests, plugins)
+        self.discovered: dict[str, _Entry] | None = None
+        self.config_path: Path | None = None
+
+    def discover(self) -> dict[str, _Entry]:
+        if self.discovered is None:
+            from ..config import load_config
+
+            config = load_config()
+            self.config_path = config.path
+            entries: dict[str, _Entry] = {}
+            for name, (module, flag, enabled) in config.target_modules().items():
+                entries[name] = _import_target(name, module, flag, enabled)
+            self.discovered = entries
+        return self.discovered
+
+    def entries(self) -> dict[str, _Entry]:
+        out = dict(self.discover())
+        for name, target in self.explicit.items():
+            out[name] = _Entry(target, target.module or "<registered>", target.flag, True)
+        return out
+
+
+_REGISTRY = _Registry()
+
+
+def _ensure_repo_on_path() -> None:
+    # `targets` lives next to the package; make it importable when byoc runs from elsewhere.
+    root = str(Path(__file__).resolve().parents[2])
+    if (Path(root) / "targets").is_dir() and root not in sys.path:
+        sys.path.append(root)
+
+
+def _import_target(name: str, module: str, flag: str, enabled: bool) -> _Entry:
+    _ensure_repo_on_path()
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and module.startswith(exc.name):
+            return _Entry(None, module, flag, enabled, f"module {module} not found")
+        return _Entry(None, module, flag, enabled, f"importing {module} failed: {exc}")
+    except ByocError as exc:
+        return _Entry(None, module, flag, enabled, f"importing {module} failed: {exc}")
+    target = getattr(mod, "target", None)
+    if not isinstance(target, Target):
+        return _Entry(None, module, flag, enabled, f"{module} defines no `target = Target(...)`")
+    if target.name != name:
+        return _Entry(None, module, flag, enabled,
+                      f"{module} declares target {target.name!r} but config.toml calls it {name!r}")
+    target.module = module
+    if target.flag is None:
+        target.flag = flag
+    return _Entry(target, module, flag, enabled)
+
+
+def register_target(target: Target) -> Target:
+    """Make `target` known (enabled) without config.toml, e.g. for tests or plugins loaded by hand."""
+    existing = _REGISTRY.explicit.get(target.name)
+    if existing is not None and existing is not target:
+        raise TargetError(f"a different target named {target.name!r} is already registered")
+    _REGISTRY.explicit[target.name] = target
+    return target
+
+
+def unregister_target(name: str) -> None:
+    _REGISTRY.explicit.pop(name, None)
+
+
+def reload_targets() -> None:
+    """Forget what discovery found (after changing config.toml or BYOC_CONFIG)."""
+    _REGISTRY.discovered = None
+
+
+def import_optional(module: str) -> None:
+    """Import `module` if it exists (a target's codegen file, written separately from its op table)."""
+    if importlib.util.find_spec(module) is not None:
+        importlib.import_module(module)
+
+
+def _config_path_text() -> str:
+    return str(_REGISTRY.config_path) if _REGISTRY.config_path else "config.toml"
+
+
+def get_target(name: str, enabled_only: bool = True) -> Target:
+    """The Target called `name`; a ByocError naming the fix if it is unknown, disabled or broken."""
+    if isinstance(name, Target):
+        return name
+    entries = _REGISTRY.entries()
+    entry = entries.get(name)
+    if entry is None:
+        close = difflib.get_close_matches(str(name), list(entries), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        known = ", ".join(n + ("" if e.enabled else " (disabled)") for n, e in entries.items()) or "none"
+        raise TargetError(f"unknown target {name!r}{hint}; known targets: {known}")
+    if enabled_only and not entry.enabled:
+        raise TargetError(f"target {name!r} is disabled: set {entry.flag} = true in [backends] of "
+                          f"{_config_path_text()}")
+    if entry.target is None:
+        raise TargetError(f"target {name!r} could not be loaded: {entry.error}")
+    return entry.target
+
+
+def get_targets(names, enabled_only: bool = True) -> list[Target]:
+    """A priority list of Targets from a name, a Target, or a list of them (duplicates dropped)."""
+    if isinstance(names, (str, Target)):
+        names = [names]
+    out: list[Target] = []
+    for name in names:
+        target = get_target(name, enabled_only)
+        if target not in out:
+            out.append(target)
+    if not out:
+        raise TargetError("no target given; name at least one, e.g. targets=['ccompiler']")
+    return out
+
+
+def require_codegen(name: str) -> Target:
+    """The enabled target `name`, which must have a codegen."""
+    target = get_target(name)
+    if target.codegen is None:
+        where = (target.module or name).replace(".", "/")
+        raise TargetError(f"target {target.name!r} declares no codegen: set `target.codegen` in {where}/ "
+                          f"(a callable (function, symbol) -> artifact)")
+    return target
+
+
+def targets() -> list[TargetInfo]:
+    """Every known target: name, enabled, flag, module, supported ops, patterns, has_codegen."""
+    rows = []
+    for name, entry in _REGISTRY.entries().items():
+        t = entry.target
+        rows.append(TargetInfo(
+            name=name, enabled=entry.enabled, flag=entry.flag, module=entry.module,
+            ops=tuple(t.ops) if t else (), patterns=tuple(p.composite for p in t.patterns) if t else (),
+            has_codegen=bool(t and t.codegen is not None), description=t.description if t else "",
+            error=entry.error))
+    return rows
+
+
+def find_composite(composite: str) -> CompositePattern | None:
+    """The pattern entry of a `Composite` attr such as "dnnl.conv2d_bias_relu", if its target is known."""
+    target_name, _, pattern_name = composite.partition(".")
+    entry = _REGISTRY.entries().get(target_name)
+    if entry is None or entry.target is None:
+        return None
+    return next((p for p in entry.target.patterns if p.name == pattern_name), None)

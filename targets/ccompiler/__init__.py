@@ -1,0 +1,37 @@
+"""ccompiler: C source that calls a vendor C kernel library (TVM's CodegenC example), enabled by USE_CODEGENC.
+
+This file is the op table: what the target takes and its composite patterns.
+The codegen (codegen.py of this folder, when present) sets `target.codegen`
+and `target.runtime_sources`.
+"""
+from byoc_compiler.backend.target import Target, float32_only, import_optional
+from byoc_compiler.pattern import is_constant, is_op, wildcard
+
+target = Target("ccompiler", flag="USE_CODEGENC", description="C source calling a vendor C kernel library")
+
+ELEMENTWISE = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "negative", "abs", "exp", "log",
+               "sqrt", "tanh", "sigmoid", "nn.relu", "clip", "nn.leaky_relu")
+NN = ("nn.dense", "nn.matmul", "nn.bias_add", "nn.conv2d", "nn.max_pool2d", "nn.avg_pool2d",
+      "nn.global_avg_pool2d", "nn.batch_norm")
+SHAPE = ("reshape", "transpose", "concatenate")
+# Not taken, on purpose: nn.lrn, nn.softmax (they stay on the host).
+
+target.supports(*ELEMENTWISE, *NN, *SHAPE, predicate=float32_only)
+
+
+def _conv_bias():
+    return is_op("nn.bias_add")(is_op("nn.conv2d")(wildcard(), is_constant()), is_constant())
+
+
+def _dense_bias():
+    return is_op("nn.bias_add")(is_op("nn.dense")(wildcard(), is_constant()), is_constant())
+
+
+# Longest first: MergeComposite tries patterns in this order and earlier ones win.
+target.pattern("conv2d_bias_relu", is_op("nn.relu")(_conv_bias()), check=float32_only)
+target.pattern("conv2d_bias", _conv_bias(), check=float32_only)
+target.pattern("dense_bias_relu", is_op("nn.relu")(_dense_bias()), check=float32_only)
+target.pattern("dense_bias", _dense_bias(), check=float32_only)
+
+target.codegen = None  # set by codegen.py; the build names this file when it is missing
+import_optional(__name__ + ".codegen")
