@@ -19,6 +19,10 @@ _PASSES = {
 def __getattr__(name):
     if name not in _PASSES:
         raise AttributeError(f"module 'byoc_compiler.transform' has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_PASSES[name]}"), name)
-    globals()[name] = value
-    return value
+    module = import_module(f"{__name__}.{_PASSES[name]}")
+    # Importing `transform.infer_type` (the module) binds that name on this package;
+    # rebind every public name of the module to its function so the module never shadows it.
+    for public, module_name in _PASSES.items():
+        if module_name == _PASSES[name] and hasattr(module, public):
+            globals()[public] = getattr(module, public)
+    return globals()[name]

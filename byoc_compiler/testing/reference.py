@@ -1,0 +1,126 @@
+"""The numpy reference interpreter: runs a module's `main` on numpy arrays.
+
+It is the oracle every build is compared with, so it is deliberately plain:
+each op's registered numpy reference, applied node by node in graph order
+(iterative, memoized). Partitioned modules run too: a call of a GlobalVar runs
+that global function, a call of a Function (a composite) runs its body.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
+from ..ir.module import IRModule
+from ..ir.types import TensorType, Type
+from ..ir.visitor import post_order
+from ..op.registry import get_op_def
+
+
+def _flatten(value: Any) -> list[np.ndarray]:
+    if isinstance(value, tuple):
+        out: list[np.ndarray] = []
+        for field in value:
+            out.extend(_flatten(field))
+        return out
+    return [value]
+
+
+def _check_against_type(value: Any, ty: Type | None, what: str) -> None:
+    """Catch an op reference that disagrees with the op's own type inference (a bug in the op)."""
+    if isinstance(ty, TensorType):
+        if not isinstance(value, np.ndarray) or value.shape != ty.shape or str(value.dtype) != ty.dtype:
+            got = f"{value.dtype}{list(value.shape)}" if isinstance(value, np.ndarray) else type(value).__name__
+            raise AssertionError(f"reference of {what} produced {got}, its type is {ty}")
+
+
+def _bind_inputs(func: Function, inputs: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
+    """The arrays for `func`'s params, checked against their annotations."""
+    params = func.params
+    names = [p.name_hint for p in params]
+    if isinstance(inputs, Mapping):
+        if len(set(names)) != len(names):
+            raise ValueError("main has several parameters with the same name; pass the inputs as a list in "
+                             f"parameter order ({', '.join(names)})")
+        missing = [n for n in names if n not in inputs]
+        extra = [n for n in inputs if n not in names]
+        if missing:
+            raise ValueError(f"missing input {missing[0]!r}; main takes {', '.join(names)}")
+        if extra:
+            raise ValueError(f"unknown input {extra[0]!r}; main takes {', '.join(names)}")
+        values = [inputs[n] for n in names]
+    else:
+        values = list(inputs)
+        if len(values) != len(params):
+            raise ValueError(f"main takes {len(params)} inputs ({', '.join(names)}), got {len(values)}")
+    out = []
+    for param, value in zip(params, values):
+        ty = param.type_annotation
+        if not isinstance(value, np.ndarray):
+            value = np.asarray(value, dtype=ty.dtype if isinstance(ty, TensorType) else None)
+        if isinstance(ty, TensorType) and (value.shape != ty.shape or str(value.dtype) != ty.dtype):
+            raise ValueError(f"input {param.name_hint!r}: expected {ty.dtype} of shape {ty.shape}, "
+                             f"given {value.dtype} of shape {value.shape}")
+        out.append(value)
+    return out
+
+
+class _Interpreter:
+    def __init__(self, mod: IRModule):
+        self.mod = mod
+
+    def run(self, func: Function, args: list[Any], where: str) -> Any:
+        env: dict[int, Any] = {id(p): a for p, a in zip(func.params, args)}
+        for node in post_order(func.body):
+            if id(node) in env:
+                continue
+            cls = type(node)
+            if cls is Call:
+                value = self.call(node, [env[id(a)] for a in node.args], where)
+            elif cls is Constant:
+                value = node.data
+            elif cls is Tuple:
+                value = tuple(env[id(f)] for f in node.fields)
+            elif cls is TupleGetItem:
+                value = env[id(node.tuple_value)][node.index]
+            elif cls is Function:
+                continue  # a composite: run when its call is reached
+            elif cls is Var:
+                raise ValueError(f"%{node.name_hint} is free in {where}: it is not a parameter")
+            else:
+                raise ValueError(f"cannot evaluate a {cls.__name__} in {where}")
+            env[id(node)] = value
+        return env[id(func.body)]
+
+    def call(self, call: Call, args: list[Any], where: str) -> Any:
+        target = call.op
+        if isinstance(target, Op):
+            value = get_op_def(target.name).ref(args, call.attrs)
+            if isinstance(value, tuple):
+                value = tuple(np.asarray(v) for v in value)
+            else:
+                value = np.asarray(value)
+            _check_against_type(value, call.checked_type, f"{target.name} in {where}")
+            return value
+        if isinstance(target, GlobalVar):
+            return self.run(self.mod[target], args, f"@{target.name_hint}")
+        if isinstance(target, Function):
+            return self.run(target, args, f"{target.attrs.get('Composite', 'fn')} in {where}")
+        raise ValueError(f"cannot call a {type(target).__name__} in {where}")
+
+
+def run_reference(mod: IRModule | Function, inputs: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
+    """Outputs of `mod["main"]` on `inputs` (by parameter name, or a list in parameter order).
+
+    Tuple outputs are flattened in order. The module is type-checked first, so
+    a malformed model fails with InferType's message rather than a numpy error.
+    """
+    from ..transform.infer_type import infer_type
+
+    if isinstance(mod, Function):
+        mod = IRModule({"main": mod})
+    mod = infer_type(mod)
+    main = mod["main"]
+    args = _bind_inputs(main, inputs)
+    return _flatten(_Interpreter(mod).run(main, args, "@main"))
