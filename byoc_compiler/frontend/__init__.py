@@ -1,0 +1,54 @@
+"""Where models come from: the zoo, Relay text files, ONNX files.
+
+`load_model(spec)` is the one entry every tool uses (CLI, SCons, the test
+matrix), so a model that loads in one loads in all.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ByocError
+
+TEXT_SUFFIXES = (".txt", ".relay", ".ir")
+ONNX_SUFFIXES = (".onnx",)
+
+
+class ModelSpecError(ByocError):
+    pass
+
+
+def from_onnx(model, shape=None, **kwargs):
+    """Import an ONNX model (path, bytes or ModelProto) as an IRModule; see frontend/onnx."""
+    from .onnx import from_onnx as _from_onnx
+
+    return _from_onnx(model, shape=shape, **kwargs)
+
+
+def check_model_spec(spec: str) -> str | None:
+    """None when `spec` names a model load_model can read, else one sentence saying what is wrong."""
+    from .. import zoo
+
+    path = Path(spec)
+    if path.suffix in TEXT_SUFFIXES + ONNX_SUFFIXES:
+        return None if path.is_file() else f"model file {spec} does not exist"
+    if spec in zoo.names():
+        return None
+    return (f"unknown model {spec!r}: give a zoo name ({', '.join(zoo.names())}) or a model file ending in "
+            f"{', '.join(TEXT_SUFFIXES + ONNX_SUFFIXES)}")
+
+
+def load_model(spec: str):
+    """An IRModule from a zoo name, a text-IR file (.txt/.relay/.ir) or an ONNX file (.onnx)."""
+    from .. import zoo
+
+    problem = check_model_spec(spec)
+    if problem:
+        raise ModelSpecError(problem)
+    path = Path(spec)
+    if path.suffix in TEXT_SUFFIXES:
+        from ..ir import parse
+
+        return parse(path.read_text(), source_name=str(path))
+    if path.suffix in ONNX_SUFFIXES:
+        return from_onnx(str(path))
+    return zoo.get(spec)
