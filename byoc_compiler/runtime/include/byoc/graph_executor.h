@@ -33,9 +33,11 @@ int32_t byoc_graph_output_info(const ByocGraph* graph, int32_t i, ByocTensorInfo
 int32_t byoc_graph_check_signature(const ByocGraph* graph, const ByocModelDesc* desc);
 
 /* Debug/test hook used by the runner's --graph/--params: while set, byoc_graph_create uses these
- * texts instead of the ones it is passed (either may be NULL to keep the passed one). The
- * caller keeps the buffers alive. byoc_graph_clear_override() undoes it. */
-void byoc_graph_set_override(const char* json, size_t json_len, const unsigned char* params, size_t params_len);
+ * texts instead of the ones it is passed (either may be NULL to keep the passed one) and, when expect
+ * is not NULL, fails unless the resulting graph matches that descriptor (byoc_graph_check_signature).
+ * The caller keeps the buffers alive. byoc_graph_clear_override() undoes it. */
+void byoc_graph_set_override(const char* json, size_t json_len, const unsigned char* params, size_t params_len,
+                             const ByocModelDesc* expect);
 void byoc_graph_clear_override(void);
 
 #ifdef __cplusplus

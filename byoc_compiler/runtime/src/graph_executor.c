@@ -1,0 +1,748 @@
+/* Graph executor: validates a TVM-layout graph.json and a params blob, plans storage by liveness,
+ * runs tvm_op nodes in order through packed functions. All allocation happens in byoc_graph_create. */
+#include "byoc/graph_executor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "params.h"
+
+#define MAX_NODES (1 << 22)
+#define MAX_NDIM 32
+#define STORAGE_ALIGN 64u
+
+typedef struct {
+  int is_op;
+  char* name;
+  const ByocFuncEntry* fn;
+  int32_t num_inputs, num_outputs;
+  int32_t param; /* index into params, -1 if none (null nodes) */
+  ByocValue* args;
+  int32_t* codes;
+} Node;
+
+struct ByocGraph {
+  int32_t n_nodes;
+  Node* nodes;
+  int32_t* row_ptr; /* n_nodes + 1 */
+  int32_t n_entries;
+  DLTensor* tensors; /* one per entry */
+  int64_t* shapes;   /* n_entries * MAX_NDIM */
+  size_t* nbytes;
+  int32_t n_inputs;
+  int32_t* input_nodes;
+  int32_t n_outputs;
+  int32_t* output_eids;
+  ByocParams params;
+  void* storage_raw;
+  uint64_t workspace;
+};
+
+/* ---- override hook (runner --graph/--params) ------------------------------------------------ */
+static struct {
+  const char* json;
+  size_t json_len;
+  const unsigned char* params;
+  size_t params_len;
+  const ByocModelDesc* expect;
+} g_override;
+
+void byoc_graph_set_override(const char* json, size_t json_len, const unsigned char* params, size_t params_len,
+                             const ByocModelDesc* expect) {
+  g_override.json = json;
+  g_override.json_len = json_len;
+  g_override.params = params;
+  g_override.params_len = params_len;
+  g_override.expect = expect;
+}
+
+void byoc_graph_clear_override(void) { memset(&g_override, 0, sizeof(g_override)); }
+
+/* ---- typed field access with messages naming the JSON path ---------------------------------- */
+static const ByocJsonValue* field(const ByocJsonDoc* d, const ByocJsonValue* obj, const char* key,
+                                  ByocJsonType type, const char* path) {
+  const ByocJsonValue* v = byoc_json_get(d, obj, key);
+  if (v == NULL) {
+    byoc_set_last_error("graph.json: %s is missing field \"%s\"", path, key);
+    return NULL;
+  }
+  if (v->type != type) {
+    byoc_set_last_error("graph.json: %s.%s must be %s %s, got %s", path, key,
+                        type == BYOC_JSON_ARRAY || type == BYOC_JSON_OBJECT ? "an" : "a", byoc_json_type_name(type),
+                        byoc_json_type_name(v->type));
+    return NULL;
+  }
+  return v;
+}
+
+/* Integer in [lo, hi] from a JSON integer or (TVM style) a decimal string. */
+static int int_value(const ByocJsonValue* v, int64_t lo, int64_t hi, const char* path, int64_t* out) {
+  int64_t x = 0;
+  if (v->type == BYOC_JSON_NUMBER && v->is_int) {
+    x = v->i;
+  } else if (v->type == BYOC_JSON_STRING && v->len > 0 && v->len <= 10) {
+    size_t k;
+    for (k = 0; k < v->len; ++k) {
+      if (v->str[k] < '0' || v->str[k] > '9') break;
+      x = x * 10 + (v->str[k] - '0');
+    }
+    if (k != v->len) {
+      byoc_set_last_error("graph.json: %s must be an integer, got \"%.40s\"", path, v->str);
+      return -1;
+    }
+  } else {
+    byoc_set_last_error("graph.json: %s must be an integer%s, got %s", path,
+                        v->type == BYOC_JSON_NUMBER ? " that fits in 64 bits" : "", byoc_json_type_name(v->type));
+    return -1;
+  }
+  if (x < lo || x > hi) {
+    byoc_set_last_error("graph.json: %s = %lld is out of range [%lld, %lld]", path, (long long)x, (long long)lo,
+                        (long long)hi);
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+/* A "list_xxx" attribute: ["list_xxx", [ ...n items ]] */
+static const ByocJsonValue* tagged_list(const ByocJsonDoc* d, const ByocJsonValue* attrs, const char* key,
+                                        const char* tag, int32_t n) {
+  const ByocJsonValue* v = field(d, attrs, key, BYOC_JSON_ARRAY, "attrs");
+  const ByocJsonValue* t;
+  const ByocJsonValue* list;
+  if (v == NULL) return NULL;
+  t = byoc_json_child(d, v);
+  if (v->count != 2 || t->type != BYOC_JSON_STRING || strcmp(t->str, tag) != 0) {
+    byoc_set_last_error("graph.json: attrs.%s must be [\"%s\", [...]]", key, tag);
+    return NULL;
+  }
+  list = byoc_json_next(d, t);
+  if (list->type != BYOC_JSON_ARRAY || list->count != n) {
+    byoc_set_last_error("graph.json: attrs.%s must list %d entries (one per node output), got %s%d", key, (int)n,
+                        list->type == BYOC_JSON_ARRAY ? "" : "a non-array of ",
+                        list->type == BYOC_JSON_ARRAY ? (int)list->count : 0);
+    return NULL;
+  }
+  return list;
+}
+
+/* [nid, index] or [nid, index, version] -> entry id */
+static int32_t entry_ref(const ByocGraph* g, const ByocJsonDoc* d, const ByocJsonValue* v, int32_t max_nid,
+                         const char* path) {
+  const ByocJsonValue* a;
+  int64_t nid, index;
+  if (v->type != BYOC_JSON_ARRAY || v->count < 2 || v->count > 3) {
+    byoc_set_last_error("graph.json: %s must be [node_id, output_index] or [node_id, output_index, version]", path);
+    return -1;
+  }
+  a = byoc_json_child(d, v);
+  if (int_value(a, 0, max_nid, path, &nid) != 0) return -1;
+  if (int_value(byoc_json_next(d, a), 0, INT32_MAX, path, &index) != 0) return -1;
+  if (index >= g->nodes[nid].num_outputs) {
+    byoc_set_last_error("graph.json: %s refers to output %lld of node %lld, which has %d output(s)", path,
+                        (long long)index, (long long)nid, (int)g->nodes[nid].num_outputs);
+    return -1;
+  }
+  return g->row_ptr[nid] + (int32_t)index;
+}
+
+static char* dup_str(const char* s, size_t n) {
+  char* r = (char*)malloc(n + 1);
+  if (r != NULL) {
+    memcpy(r, s, n);
+    r[n] = '\0';
+  }
+  return r;
+}
+
+static void* checked_calloc(size_t n, size_t size) {
+  void* p = calloc(n ? n : 1u, size);
+  if (p == NULL) byoc_set_last_error("graph executor: out of memory");
+  return p;
+}
+
+void byoc_graph_destroy(ByocGraph* g) {
+  int32_t i;
+  if (g == NULL) return;
+  for (i = 0; g->nodes != NULL && i < g->n_nodes; ++i) {
+    free(g->nodes[i].name);
+    free(g->nodes[i].args);
+    free(g->nodes[i].codes);
+  }
+  free(g->nodes);
+  free(g->row_ptr);
+  free(g->tensors);
+  free(g->shapes);
+  free(g->nbytes);
+  free(g->input_nodes);
+  free(g->output_eids);
+  byoc_params_free(&g->params);
+  free(g->storage_raw);
+  free(g);
+}
+
+/* ---- parsing stages -------------------------------------------------------------------------- */
+static int32_t parse_nodes(ByocGraph* g, const ByocJsonDoc* d, const ByocJsonValue* nodes,
+                           const ByocFuncEntry* funcs, int32_t n_funcs) {
+  const ByocJsonValue* n;
+  int32_t i = 0;
+  char path[96];
+  g->n_nodes = nodes->count;
+  g->nodes = (Node*)checked_calloc((size_t)g->n_nodes, sizeof(Node));
+  if (g->nodes == NULL) return -1;
+  for (n = byoc_json_child(d, nodes); n != NULL; n = byoc_json_next(d, n), ++i) {
+    const ByocJsonValue *op, *name, *inputs, *attrs;
+    Node* node = &g->nodes[i];
+    node->param = -1;
+    snprintf(path, sizeof(path), "nodes[%d]", (int)i);
+    if (n->type != BYOC_JSON_OBJECT) {
+      byoc_set_last_error("graph.json: %s must be an object, got %s", path, byoc_json_type_name(n->type));
+      return -1;
+    }
+    if ((op = field(d, n, "op", BYOC_JSON_STRING, path)) == NULL) return -1;
+    if ((name = field(d, n, "name", BYOC_JSON_STRING, path)) == NULL) return -1;
+    if ((inputs = field(d, n, "inputs", BYOC_JSON_ARRAY, path)) == NULL) return -1;
+    node->name = dup_str(name->str, name->len);
+    if (node->name == NULL) {
+      byoc_set_last_error("graph executor: out of memory");
+      return -1;
+    }
+    if (strcmp(op->str, "null") == 0) {
+      node->num_outputs = 1;
+      if (inputs->count != 0) {
+        byoc_set_last_error("graph.json: %s ('%.100s') is a \"null\" node but has inputs", path, node->name);
+        return -1;
+      }
+    } else if (strcmp(op->str, "tvm_op") == 0) {
+      const ByocJsonValue *fname, *v;
+      int64_t x;
+      char sub[128];
+      node->is_op = 1;
+      if ((attrs = field(d, n, "attrs", BYOC_JSON_OBJECT, path)) == NULL) return -1;
+      snprintf(sub, sizeof(sub), "%s.attrs", path);
+      if ((fname = field(d, attrs, "func_name", BYOC_JSON_STRING, sub)) == NULL) return -1;
+      if ((v = byoc_json_get(d, attrs, "num_inputs")) == NULL) {
+        byoc_set_last_error("graph.json: %s is missing field \"num_inputs\"", sub);
+        return -1;
+      }
+      snprintf(sub, sizeof(sub), "%s.attrs.num_inputs", path);
+      if (int_value(v, 0, 1 << 20, sub, &x) != 0) return -1;
+      node->num_inputs = (int32_t)x;
+      snprintf(sub, sizeof(sub), "%s.attrs", path);
+      if ((v = byoc_json_get(d, attrs, "num_outputs")) == NULL) {
+        byoc_set_last_error("graph.json: %s is missing field \"num_outputs\"", sub);
+        return -1;
+      }
+      snprintf(sub, sizeof(sub), "%s.attrs.num_outputs", path);
+      if (int_value(v, 1, 1 << 20, sub, &x) != 0) return -1;
+      node->num_outputs = (int32_t)x;
+      if ((v = byoc_json_get(d, attrs, "flatten_data")) != NULL) {
+        snprintf(sub, sizeof(sub), "%s.attrs.flatten_data", path);
+        if (int_value(v, 0, 1, sub, &x) != 0) return -1;
+      }
+      if (inputs->count != node->num_inputs) {
+        byoc_set_last_error("graph.json: %s ('%.100s') has num_inputs %d but lists %d inputs", path, node->name,
+                            (int)node->num_inputs, (int)inputs->count);
+        return -1;
+      }
+      node->fn = byoc_lookup_function(funcs, n_funcs, fname->str);
+      if (node->fn == NULL || node->fn->fn == NULL) {
+        byoc_set_last_error("graph.json: %s ('%.100s') calls func_name '%.100s', which is not in the model's "
+                            "function table (%d functions)", path, node->name, fname->str, (int)n_funcs);
+        return -1;
+      }
+    } else {
+      byoc_set_last_error("graph.json: %s.op must be \"null\" or \"tvm_op\", got \"%.40s\"", path, op->str);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int32_t parse_row_ptr(ByocGraph* g, const ByocJsonDoc* d, const ByocJsonValue* root) {
+  const ByocJsonValue* rp = field(d, root, "node_row_ptr", BYOC_JSON_ARRAY, "the top level");
+  const ByocJsonValue* v;
+  int32_t i = 0;
+  int64_t total = 0;
+  if (rp == NULL) return -1;
+  if (rp->count != g->n_nodes + 1) {
+    byoc_set_last_error("graph.json: node_row_ptr must have %d entries (nodes + 1), got %d", (int)g->n_nodes + 1,
+                        (int)rp->count);
+    return -1;
+  }
+  g->row_ptr = (int32_t*)checked_calloc((size_t)g->n_nodes + 1, sizeof(int32_t));
+  if (g->row_ptr == NULL) return -1;
+  for (v = byoc_json_child(d, rp); v != NULL; v = byoc_json_next(d, v), ++i) {
+    int64_t x;
+    char path[64];
+    snprintf(path, sizeof(path), "node_row_ptr[%d]", (int)i);
+    if (int_value(v, 0, INT32_MAX, path, &x) != 0) return -1;
+    if (x != total) {
+      byoc_set_last_error("graph.json: node_row_ptr[%d] = %lld but the nodes before it have %lld outputs", (int)i,
+                          (long long)x, (long long)total);
+      return -1;
+    }
+    g->row_ptr[i] = (int32_t)x;
+    if (i < g->n_nodes) total += g->nodes[i].num_outputs;
+    if (total > MAX_NODES) {
+      byoc_set_last_error("graph.json: too many node outputs (> %d)", MAX_NODES);
+      return -1;
+    }
+  }
+  g->n_entries = (int32_t)total;
+  return 0;
+}
+
+static int32_t parse_attrs(ByocGraph* g, const ByocJsonDoc* d, const ByocJsonValue* root) {
+  const ByocJsonValue* attrs = field(d, root, "attrs", BYOC_JSON_OBJECT, "the top level");
+  const ByocJsonValue *dl, *sh, *sid, *v;
+  int32_t e;
+  char path[64];
+  if (attrs == NULL) return -1;
+  if ((dl = tagged_list(d, attrs, "dltype", "list_str", g->n_entries)) == NULL) return -1;
+  if ((sh = tagged_list(d, attrs, "shape", "list_shape", g->n_entries)) == NULL) return -1;
+  if ((sid = tagged_list(d, attrs, "storage_id", "list_int", g->n_entries)) == NULL) return -1;
+  g->tensors = (DLTensor*)checked_calloc((size_t)g->n_entries, sizeof(DLTensor));
+  g->shapes = (int64_t*)checked_calloc((size_t)g->n_entries * MAX_NDIM, sizeof(int64_t));
+  g->nbytes = (size_t*)checked_calloc((size_t)g->n_entries, sizeof(size_t));
+  if (g->tensors == NULL || g->shapes == NULL || g->nbytes == NULL) return -1;
+  for (e = 0, v = byoc_json_child(d, dl); v != NULL; v = byoc_json_next(d, v), ++e) {
+    DLTensor* t = &g->tensors[e];
+    if (v->type != BYOC_JSON_STRING || byoc_dtype_parse(v->str, v->len, &t->dtype) != 0 ||
+        (t->dtype.bits % 8 != 0 && !(t->dtype.bits == 1 && t->dtype.code == kDLUInt))) {
+      byoc_set_last_error("graph.json: attrs.dltype[%d] must be a dtype string such as \"float32\", got %s%.40s%s",
+                          (int)e, v->type == BYOC_JSON_STRING ? "\"" : "",
+                          v->type == BYOC_JSON_STRING ? v->str : byoc_json_type_name(v->type),
+                          v->type == BYOC_JSON_STRING ? "\"" : "");
+      return -1;
+    }
+    t->device.device_type = kDLCPU;
+    t->device.device_id = 0;
+    t->shape = &g->shapes[(size_t)e * MAX_NDIM];
+  }
+  for (e = 0, v = byoc_json_child(d, sh); v != NULL; v = byoc_json_next(d, v), ++e) {
+    DLTensor* t = &g->tensors[e];
+    const ByocJsonValue* dim;
+    int64_t numel;
+    int32_t k = 0;
+    if (v->type != BYOC_JSON_ARRAY || v->count > MAX_NDIM) {
+      byoc_set_last_error("graph.json: attrs.shape[%d] must be an array of at most %d dimensions", (int)e, MAX_NDIM);
+      return -1;
+    }
+    for (dim = byoc_json_child(d, v); dim != NULL; dim = byoc_json_next(d, dim), ++k) {
+      snprintf(path, sizeof(path), "attrs.shape[%d][%d]", (int)e, (int)k);
+      if (dim->type != BYOC_JSON_NUMBER) {
+        byoc_set_last_error("graph.json: %s must be an integer, got %s", path, byoc_json_type_name(dim->type));
+        return -1;
+      }
+      if (int_value(dim, 0, INT32_MAX, path, &t->shape[k]) != 0) return -1;
+    }
+    t->ndim = k;
+    numel = byoc_shape_numel(t->ndim, t->shape);
+    if (numel < 0 || (uint64_t)numel > (uint64_t)(SIZE_MAX / 2) / (byoc_dtype_bytes(t->dtype) + 1)) {
+      byoc_set_last_error("graph.json: attrs.shape[%d] is too large", (int)e);
+      return -1;
+    }
+    g->nbytes[e] = (size_t)numel * byoc_dtype_bytes(t->dtype);
+  }
+  for (e = 0, v = byoc_json_child(d, sid); v != NULL; v = byoc_json_next(d, v), ++e) {
+    int64_t x;
+    snprintf(path, sizeof(path), "attrs.storage_id[%d]", (int)e);
+    if (v->type != BYOC_JSON_NUMBER) {
+      byoc_set_last_error("graph.json: %s must be an integer, got %s", path, byoc_json_type_name(v->type));
+      return -1;
+    }
+    /* validated only: the executor plans storage itself by liveness (docs/runtime-abi.md) */
+    if (int_value(v, 0, INT32_MAX, path, &x) != 0) return -1;
+  }
+  return 0;
+}
+
+static int32_t parse_edges(ByocGraph* g, const ByocJsonDoc* d, const ByocJsonValue* nodes) {
+  const ByocJsonValue* n;
+  int32_t i = 0;
+  char path[96];
+  for (n = byoc_json_child(d, nodes); n != NULL; n = byoc_json_next(d, n), ++i) {
+    Node* node = &g->nodes[i];
+    const ByocJsonValue* in;
+    int32_t k = 0, nargs;
+    if (!node->is_op) continue;
+    nargs = node->num_inputs + node->num_outputs;
+    node->args = (ByocValue*)checked_calloc((size_t)nargs, sizeof(ByocValue));
+    node->codes = (int32_t*)checked_calloc((size_t)nargs, sizeof(int32_t));
+    if (node->args == NULL || node->codes == NULL) return -1;
+    for (in = byoc_json_child(d, byoc_json_get(d, n, "inputs")); in != NULL; in = byoc_json_next(d, in), ++k) {
+      int32_t eid;
+      if (i == 0) break;
+      snprintf(path, sizeof(path), "nodes[%d].inputs[%d]", (int)i, (int)k);
+      /* inputs must come from earlier nodes: the node order is the execution order */
+      eid = entry_ref(g, d, in, i - 1, path);
+      if (eid < 0) return -1;
+      node->args[k].v_handle = &g->tensors[eid];
+      node->codes[k] = BYOC_ARG_DLTENSOR;
+    }
+    if (k != node->num_inputs) {
+      byoc_set_last_error("graph.json: nodes[%d] (first node) cannot have inputs", (int)i);
+      return -1;
+    }
+    for (k = 0; k < node->num_outputs; ++k) {
+      node->args[node->num_inputs + k].v_handle = &g->tensors[g->row_ptr[i] + k];
+      node->codes[node->num_inputs + k] = BYOC_ARG_DLTENSOR;
+    }
+  }
+  return 0;
+}
+
+static int32_t parse_params(ByocGraph* g, const unsigned char* blob, size_t len) {
+  uint32_t p;
+  char a[40], b[40];
+  if (blob == NULL && len == 0) return 0; /* a model without params */
+  if (byoc_params_load(blob, len, &g->params) != 0) return -1;
+  for (p = 0; p < g->params.count; ++p) {
+    const ByocParam* t = &g->params.items[p];
+    int32_t i, found = -1;
+    DLTensor* e;
+    for (i = 0; i < g->n_nodes; ++i) {
+      if (!g->nodes[i].is_op && strcmp(g->nodes[i].name, t->name) == 0) {
+        if (found >= 0) {
+          byoc_set_last_error("graph.json: nodes %d and %d are both named '%.100s'", (int)found, (int)i, t->name);
+          return -1;
+        }
+        found = i;
+      }
+    }
+    if (found < 0) {
+      byoc_set_last_error("params blob: tensor '%.100s' matches no \"null\" node of graph.json", t->name);
+      return -1;
+    }
+    e = &g->tensors[g->row_ptr[found]];
+    if (!byoc_dtype_equal(e->dtype, t->dtype)) {
+      byoc_set_last_error("params blob: tensor '%.100s' has dtype %s but graph.json says %s", t->name,
+                          byoc_dtype_str(t->dtype, a, sizeof(a)), byoc_dtype_str(e->dtype, b, sizeof(b)));
+      return -1;
+    }
+    if (e->ndim != t->ndim || memcmp(e->shape, t->shape, (size_t)t->ndim * sizeof(int64_t)) != 0) {
+      byoc_set_last_error("params blob: tensor '%.100s' has a shape (ndim %d) that differs from graph.json's "
+                          "(ndim %d)", t->name, (int)t->ndim, (int)e->ndim);
+      return -1;
+    }
+    g->nodes[found].param = (int32_t)p;
+    e->data = t->data;
+  }
+  return 0;
+}
+
+static int32_t parse_io(ByocGraph* g, const ByocJsonDoc* d, const ByocJsonValue* root) {
+  const ByocJsonValue* args = field(d, root, "arg_nodes", BYOC_JSON_ARRAY, "the top level");
+  const ByocJsonValue* heads = field(d, root, "heads", BYOC_JSON_ARRAY, "the top level");
+  const ByocJsonValue* v;
+  unsigned char* seen;
+  int32_t i, k = 0;
+  char path[64];
+  if (args == NULL || heads == NULL) return -1;
+  seen = (unsigned char*)checked_calloc((size_t)g->n_nodes, 1);
+  g->input_nodes = (int32_t*)checked_calloc((size_t)args->count, sizeof(int32_t));
+  g->output_eids = (int32_t*)checked_calloc((size_t)heads->count, sizeof(int32_t));
+  if (seen == NULL || g->input_nodes == NULL || g->output_eids == NULL) {
+    free(seen);
+    return -1;
+  }
+  for (v = byoc_json_child(d, args); v != NULL; v = byoc_json_next(d, v), ++k) {
+    int64_t nid;
+    snprintf(path, sizeof(path), "arg_nodes[%d]", (int)k);
+    if (v->type != BYOC_JSON_NUMBER || int_value(v, 0, g->n_nodes - 1, path, &nid) != 0) {
+      if (v->type != BYOC_JSON_NUMBER) byoc_set_last_error("graph.json: %s must be a node id", path);
+      free(seen);
+      return -1;
+    }
+    if (g->nodes[nid].is_op || seen[nid]) {
+      byoc_set_last_error("graph.json: %s = %lld must name a distinct \"null\" node", path, (long long)nid);
+      free(seen);
+      return -1;
+    }
+    seen[nid] = 1;
+    if (g->nodes[nid].param < 0) g->input_nodes[g->n_inputs++] = (int32_t)nid;
+  }
+  for (i = 0; i < g->n_nodes; ++i) {
+    if (!g->nodes[i].is_op && !seen[i]) {
+      byoc_set_last_error("graph.json: \"null\" node %d ('%.100s') is missing from arg_nodes", (int)i,
+                          g->nodes[i].name);
+      free(seen);
+      return -1;
+    }
+  }
+  free(seen);
+  if (heads->count == 0) {
+    byoc_set_last_error("graph.json: heads is empty (the graph has no outputs)");
+    return -1;
+  }
+  for (k = 0, v = byoc_json_child(d, heads); v != NULL; v = byoc_json_next(d, v), ++k) {
+    int32_t eid;
+    snprintf(path, sizeof(path), "heads[%d]", (int)k);
+    eid = entry_ref(g, d, v, g->n_nodes - 1, path);
+    if (eid < 0) return -1;
+    g->output_eids[g->n_outputs++] = eid;
+  }
+  return 0;
+}
+
+/* ---- storage planning: liveness over the node order, best fit among freed blocks ------------ */
+typedef struct {
+  size_t size;
+  int free;
+  size_t offset;
+} Block;
+
+static int32_t plan_storage(ByocGraph* g) {
+  int32_t* last_use = (int32_t*)checked_calloc((size_t)g->n_entries, sizeof(int32_t));
+  int32_t* block_of = (int32_t*)checked_calloc((size_t)g->n_entries, sizeof(int32_t));
+  Block* blocks = (Block*)checked_calloc((size_t)g->n_entries, sizeof(Block));
+  int32_t n_blocks = 0, i, k, e, rc = -1;
+  size_t total = 0;
+  unsigned char* base;
+  if (last_use == NULL || block_of == NULL || blocks == NULL) goto done;
+  for (e = 0; e < g->n_entries; ++e) {
+    last_use[e] = -1;
+    block_of[e] = -1; /* inputs and params own no block */
+  }
+  for (i = 0; i < g->n_nodes; ++i) {
+    const Node* n = &g->nodes[i];
+    for (k = 0; n->is_op && k < n->num_inputs; ++k) {
+      last_use[(DLTensor*)n->args[k].v_handle - g->tensors] = i;
+    }
+  }
+  for (k = 0; k < g->n_outputs; ++k) last_use[g->output_eids[k]] = g->n_nodes; /* live to the end */
+  for (i = 0; i < g->n_nodes; ++i) {
+    const Node* n = &g->nodes[i];
+    if (!n->is_op) continue;
+    for (k = 0; k < n->num_outputs; ++k) {
+      int32_t eid = g->row_ptr[i] + k, best = -1, b;
+      size_t need = g->nbytes[eid];
+      for (b = 0; b < n_blocks; ++b) {
+        if (!blocks[b].free) continue;
+        if (best < 0) {
+          best = b;
+        } else if (blocks[b].size >= need) {
+          if (blocks[best].size < need || blocks[b].size < blocks[best].size) best = b;
+        } else if (blocks[best].size < need && blocks[b].size > blocks[best].size) {
+          best = b; /* none fits yet: grow the largest free block */
+        }
+      }
+      if (best < 0) {
+        best = n_blocks++;
+        blocks[best].size = 0;
+      }
+      if (blocks[best].size < need) blocks[best].size = need;
+      blocks[best].free = 0;
+      block_of[eid] = best;
+    }
+    /* release after the node's outputs are placed, so an output never aliases its own inputs */
+    for (k = 0; k < n->num_inputs; ++k) {
+      int32_t eid = (int32_t)((DLTensor*)n->args[k].v_handle - g->tensors);
+      if (block_of[eid] >= 0 && last_use[eid] == i) blocks[block_of[eid]].free = 1;
+    }
+    for (k = 0; k < n->num_outputs; ++k) {
+      int32_t eid = g->row_ptr[i] + k;
+      if (last_use[eid] < 0) blocks[block_of[eid]].free = 1; /* dead output */
+    }
+  }
+  for (i = 0; i < n_blocks; ++i) {
+    size_t aligned = (blocks[i].size + STORAGE_ALIGN - 1) / STORAGE_ALIGN * STORAGE_ALIGN;
+    if (aligned < blocks[i].size || total > SIZE_MAX - aligned - STORAGE_ALIGN) {
+      byoc_set_last_error("graph executor: storage size overflows");
+      goto done;
+    }
+    blocks[i].offset = total;
+    total += aligned;
+  }
+  g->workspace = total;
+  g->storage_raw = malloc(total + STORAGE_ALIGN);
+  if (g->storage_raw == NULL) {
+    byoc_set_last_error("graph executor: cannot allocate %llu bytes of storage", (unsigned long long)total);
+    goto done;
+  }
+  base = (unsigned char*)g->storage_raw;
+  base += (STORAGE_ALIGN - (uintptr_t)base % STORAGE_ALIGN) % STORAGE_ALIGN;
+  for (i = 0; i < g->n_nodes; ++i) {
+    for (k = 0; g->nodes[i].is_op && k < g->nodes[i].num_outputs; ++k) {
+      int32_t eid = g->row_ptr[i] + k;
+      g->tensors[eid].data = base + blocks[block_of[eid]].offset;
+    }
+  }
+  rc = 0;
+done:
+  free(last_use);
+  free(block_of);
+  free(blocks);
+  return rc;
+}
+
+static int32_t create_from(const char* json, size_t json_len, const unsigned char* params, size_t params_len,
+                           const ByocFuncEntry* funcs, int32_t n_funcs, ByocGraph** out_graph) {
+  ByocJsonDoc doc;
+  const ByocJsonValue *root, *nodes;
+  ByocGraph* g;
+  int32_t rc = -1;
+  if (byoc_json_parse(json, json_len, &doc) != 0) return -1;
+  root = &doc.values[0];
+  g = (ByocGraph*)checked_calloc(1, sizeof(ByocGraph));
+  if (g == NULL) goto done;
+  if (root->type != BYOC_JSON_OBJECT) {
+    byoc_set_last_error("graph.json: the top level must be an object, got %s", byoc_json_type_name(root->type));
+    goto done;
+  }
+  if ((nodes = field(&doc, root, "nodes", BYOC_JSON_ARRAY, "the top level")) == NULL) goto done;
+  if (nodes->count == 0 || nodes->count > MAX_NODES) {
+    byoc_set_last_error("graph.json: nodes must list 1..%d nodes, got %d", MAX_NODES, (int)nodes->count);
+    goto done;
+  }
+  if (parse_nodes(g, &doc, nodes, funcs, n_funcs) != 0) goto done;
+  if (parse_row_ptr(g, &doc, root) != 0) goto done;
+  if (parse_attrs(g, &doc, root) != 0) goto done;
+  if (parse_edges(g, &doc, nodes) != 0) goto done;
+  if (parse_params(g, params, params_len) != 0) goto done;
+  if (parse_io(g, &doc, root) != 0) goto done;
+  if (plan_storage(g) != 0) goto done;
+  rc = 0;
+done:
+  byoc_json_free(&doc);
+  if (rc != 0) {
+    byoc_graph_destroy(g);
+    g = NULL;
+  }
+  *out_graph = g;
+  return rc;
+}
+
+int32_t byoc_graph_create(const char* json, size_t json_len, const unsigned char* params, size_t params_len,
+                          const ByocFuncEntry* funcs, int32_t n_funcs, ByocGraph** out_graph) {
+  const ByocModelDesc* expect = g_override.expect;
+  if (out_graph == NULL) {
+    byoc_set_last_error("byoc_graph_create: out_graph is NULL");
+    return -1;
+  }
+  *out_graph = NULL;
+  if (g_override.json != NULL) {
+    json = g_override.json;
+    json_len = g_override.json_len;
+  }
+  if (g_override.params != NULL) {
+    params = g_override.params;
+    params_len = g_override.params_len;
+  }
+  if (create_from(json, json_len, params, params_len, funcs, n_funcs, out_graph) != 0) return -1;
+  if (expect != NULL && byoc_graph_check_signature(*out_graph, expect) != 0) {
+    byoc_graph_destroy(*out_graph);
+    *out_graph = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+int32_t byoc_graph_run(ByocGraph* g, void* const* inputs, void* const* outputs) {
+  int32_t i;
+  if (g == NULL) {
+    byoc_set_last_error("byoc_graph_run: graph is NULL (init failed or was not called)");
+    return -1;
+  }
+  for (i = 0; i < g->n_inputs; ++i) {
+    if (inputs == NULL || inputs[i] == NULL) {
+      byoc_set_last_error("byoc_graph_run: input %d ('%.100s') is NULL", (int)i, g->nodes[g->input_nodes[i]].name);
+      return -1;
+    }
+    g->tensors[g->row_ptr[g->input_nodes[i]]].data = inputs[i];
+  }
+  for (i = 0; i < g->n_outputs; ++i) {
+    if (outputs == NULL || outputs[i] == NULL) {
+      byoc_set_last_error("byoc_graph_run: output %d is NULL", (int)i);
+      return -1;
+    }
+  }
+  for (i = 0; i < g->n_nodes; ++i) {
+    const Node* n = &g->nodes[i];
+    if (!n->is_op) continue;
+    if (n->fn->fn(n->args, n->codes, n->num_inputs + n->num_outputs, n->fn->resource) != 0) {
+      char why[BYOC_LAST_ERROR_SIZE];
+      memcpy(why, byoc_get_last_error(), sizeof(why));
+      why[sizeof(why) - 1] = '\0';
+      byoc_set_last_error("node %d ('%.100s', func %.100s) failed: %s", (int)i, n->name, n->fn->name, why);
+      return -1;
+    }
+  }
+  for (i = 0; i < g->n_outputs; ++i) {
+    int32_t eid = g->output_eids[i];
+    if (g->nbytes[eid] != 0 && outputs[i] != g->tensors[eid].data) {
+      memmove(outputs[i], g->tensors[eid].data, g->nbytes[eid]);
+    }
+  }
+  return 0;
+}
+
+int32_t byoc_graph_num_inputs(const ByocGraph* g) { return g == NULL ? 0 : g->n_inputs; }
+int32_t byoc_graph_num_outputs(const ByocGraph* g) { return g == NULL ? 0 : g->n_outputs; }
+uint64_t byoc_graph_workspace_bytes(const ByocGraph* g) { return g == NULL ? 0 : g->workspace; }
+
+static void entry_info(const ByocGraph* g, int32_t eid, const char* name, ByocTensorInfo* info) {
+  info->name = name;
+  info->ndim = g->tensors[eid].ndim;
+  info->shape = g->tensors[eid].shape;
+  info->dtype = g->tensors[eid].dtype;
+}
+
+int32_t byoc_graph_input_info(const ByocGraph* g, int32_t i, ByocTensorInfo* info) {
+  if (g == NULL || info == NULL || i < 0 || i >= g->n_inputs) return -1;
+  entry_info(g, g->row_ptr[g->input_nodes[i]], g->nodes[g->input_nodes[i]].name, info);
+  return 0;
+}
+
+int32_t byoc_graph_output_info(const ByocGraph* g, int32_t i, ByocTensorInfo* info) {
+  if (g == NULL || info == NULL || i < 0 || i >= g->n_outputs) return -1;
+  entry_info(g, g->output_eids[i], NULL, info);
+  return 0;
+}
+
+static int32_t check_one(const char* kind, int32_t i, const ByocTensorInfo* want, const ByocTensorInfo* got) {
+  char a[40], b[40];
+  if (want->name != NULL && got->name != NULL && strcmp(want->name, got->name) != 0) {
+    byoc_set_last_error("graph.json: %s %d is '%.100s' but the model descriptor says '%.100s'", kind, (int)i,
+                        got->name, want->name);
+    return -1;
+  }
+  if (!byoc_dtype_equal(want->dtype, got->dtype)) {
+    byoc_set_last_error("graph.json: %s %d has dtype %s but the model descriptor says %s", kind, (int)i,
+                        byoc_dtype_str(got->dtype, a, sizeof(a)), byoc_dtype_str(want->dtype, b, sizeof(b)));
+    return -1;
+  }
+  if (want->ndim != got->ndim ||
+      (want->ndim > 0 && memcmp(want->shape, got->shape, (size_t)want->ndim * sizeof(int64_t)) != 0)) {
+    byoc_set_last_error("graph.json: %s %d has a different shape (ndim %d) from the model descriptor's (ndim %d)",
+                        kind, (int)i, (int)got->ndim, (int)want->ndim);
+    return -1;
+  }
+  return 0;
+}
+
+int32_t byoc_graph_check_signature(const ByocGraph* g, const ByocModelDesc* desc) {
+  int32_t i;
+  ByocTensorInfo info;
+  if (g == NULL || desc == NULL) {
+    byoc_set_last_error("byoc_graph_check_signature: NULL argument");
+    return -1;
+  }
+  if (g->n_inputs != desc->num_inputs || g->n_outputs != desc->num_outputs) {
+    byoc_set_last_error("graph.json: has %d inputs and %d outputs but the model descriptor has %d and %d",
+                        (int)g->n_inputs, (int)g->n_outputs, (int)desc->num_inputs, (int)desc->num_outputs);
+    return -1;
+  }
+  for (i = 0; i < g->n_inputs; ++i) {
+    byoc_graph_input_info(g, i, &info);
+    if (check_one("input", i, &desc->inputs[i], &info) != 0) return -1;
+  }
+  for (i = 0; i < g->n_outputs; ++i) {
+    byoc_graph_output_info(g, i, &info);
+    if (check_one("output", i, &desc->outputs[i], &info) != 0) return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,200 @@
+/* byoc runtime core: last error, function lookup, dtype and DLTensor checks. */
+#include "byoc/runtime.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static char g_last_error[BYOC_LAST_ERROR_SIZE];
+
+void byoc_set_last_error(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  /* vsnprintf truncates and always NUL-terminates for size > 0 */
+  if (vsnprintf(g_last_error, sizeof(g_last_error), fmt, ap) < 0) {
+    g_last_error[0] = '\0';
+  }
+  va_end(ap);
+}
+
+const char* byoc_get_last_error(void) { return g_last_error; }
+
+void byoc_clear_last_error(void) { g_last_error[0] = '\0'; }
+
+const ByocFuncEntry* byoc_lookup_function(const ByocFuncEntry* table, int32_t n, const char* name) {
+  int32_t i;
+  if (name == NULL) {
+    byoc_set_last_error("byoc_lookup_function: name is NULL");
+    return NULL;
+  }
+  for (i = 0; table != NULL && i < n; ++i) {
+    if (table[i].name != NULL && strcmp(table[i].name, name) == 0) return &table[i];
+  }
+  byoc_set_last_error("function '%.200s' is not in the model's function table (%d entries)", name, (int)n);
+  return NULL;
+}
+
+int byoc_dtype_equal(DLDataType a, DLDataType b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+size_t byoc_dtype_bytes(DLDataType t) { return ((size_t)t.bits * (size_t)t.lanes + 7u) / 8u; }
+
+static const char* dtype_kind(uint8_t code) {
+  switch (code) {
+    case kDLInt: return "int";
+    case kDLUInt: return "uint";
+    case kDLFloat: return "float";
+    case kDLBfloat: return "bfloat";
+    default: return NULL;
+  }
+}
+
+const char* byoc_dtype_str(DLDataType t, char* buf, size_t buf_len) {
+  const char* kind = dtype_kind(t.code);
+  if (buf == NULL || buf_len == 0) return "";
+  if (t.code == kDLUInt && t.bits == 1 && t.lanes == 1) {
+    snprintf(buf, buf_len, "bool");
+  } else if (kind == NULL) {
+    snprintf(buf, buf_len, "dtype(code=%u,bits=%u,lanes=%u)", (unsigned)t.code, (unsigned)t.bits,
+             (unsigned)t.lanes);
+  } else if (t.lanes == 1) {
+    snprintf(buf, buf_len, "%s%u", kind, (unsigned)t.bits);
+  } else {
+    snprintf(buf, buf_len, "%s%ux%u", kind, (unsigned)t.bits, (unsigned)t.lanes);
+  }
+  return buf;
+}
+
+/* Reads a decimal in [1, max] from s[*i..len); 0 on success. */
+static int parse_small_uint(const char* s, size_t len, size_t* i, unsigned max, unsigned* out) {
+  unsigned v = 0;
+  size_t start = *i;
+  while (*i < len && s[*i] >= '0' && s[*i] <= '9') {
+    v = v * 10u + (unsigned)(s[*i] - '0');
+    if (v > max) return -1;
+    ++*i;
+  }
+  if (*i == start || v == 0 || (s[start] == '0')) return -1;
+  *out = v;
+  return 0;
+}
+
+int32_t byoc_dtype_parse(const char* s, size_t len, DLDataType* out) {
+  static const struct { const char* prefix; uint8_t code; } kinds[] = {
+      {"bfloat", kDLBfloat}, {"float", kDLFloat}, {"uint", kDLUInt}, {"int", kDLInt}};
+  size_t k, i;
+  unsigned bits, lanes = 1;
+  if (s == NULL || out == NULL) return -1;
+  if (len == 4 && memcmp(s, "bool", 4) == 0) {
+    *out = byoc_dtype(kDLUInt, 1, 1);
+    return 0;
+  }
+  for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); ++k) {
+    size_t plen = strlen(kinds[k].prefix);
+    if (len > plen && memcmp(s, kinds[k].prefix, plen) == 0) {
+      i = plen;
+      if (parse_small_uint(s, len, &i, 255u, &bits) != 0) return -1;
+      if (i < len) {
+        if (s[i] != 'x') return -1;
+        ++i;
+        if (parse_small_uint(s, len, &i, 65535u, &lanes) != 0) return -1;
+      }
+      if (i != len) return -1;
+      *out = byoc_dtype(kinds[k].code, (uint8_t)bits, (uint16_t)lanes);
+      return 0;
+    }
+  }
+  return -1;
+}
+
+int64_t byoc_shape_numel(int32_t ndim, const int64_t* shape) {
+  int64_t n = 1;
+  int32_t i;
+  if (ndim < 0 || (ndim > 0 && shape == NULL)) return -1;
+  for (i = 0; i < ndim; ++i) {
+    if (shape[i] < 0) return -1;
+    if (shape[i] != 0 && n > INT64_MAX / shape[i]) return -1;
+    n *= shape[i];
+  }
+  return n;
+}
+
+int64_t byoc_dltensor_numel(const DLTensor* t) {
+  if (t == NULL) return -1;
+  return byoc_shape_numel(t->ndim, t->shape);
+}
+
+static void format_shape(char* buf, size_t len, int32_t ndim, const int64_t* shape) {
+  size_t used = 0;
+  int32_t i;
+  int n = snprintf(buf, len, "(");
+  if (n < 0) return;
+  used = (size_t)n;
+  for (i = 0; i < ndim && shape != NULL && used < len; ++i) {
+    n = snprintf(buf + used, len - used, i + 1 == ndim && ndim == 1 ? "%lld," : (i + 1 == ndim ? "%lld" : "%lld, "),
+                 (long long)shape[i]);
+    if (n < 0) return;
+    used += (size_t)n;
+  }
+  if (used < len) snprintf(buf + used, len - used, ")");
+}
+
+int32_t byoc_check_dltensor(const DLTensor* t, const char* what, int32_t ndim, const int64_t* shape,
+                            DLDataType dtype) {
+  char want_s[160], got_s[160], want_t[40], got_t[40];
+  int32_t i;
+  int64_t stride = 1;
+  if (what == NULL) what = "tensor";
+  if (t == NULL) {
+    byoc_set_last_error("%s: DLTensor pointer is NULL", what);
+    return -1;
+  }
+  if (t->data == NULL) {
+    byoc_set_last_error("%s: data pointer is NULL", what);
+    return -1;
+  }
+  if (!byoc_dtype_equal(t->dtype, dtype)) {
+    byoc_set_last_error("%s: expected dtype %s, got %s", what, byoc_dtype_str(dtype, want_t, sizeof(want_t)),
+                        byoc_dtype_str(t->dtype, got_t, sizeof(got_t)));
+    return -1;
+  }
+  if (t->ndim != ndim || (ndim > 0 && t->shape == NULL) ||
+      (ndim > 0 && memcmp(t->shape, shape, (size_t)ndim * sizeof(int64_t)) != 0)) {
+    format_shape(want_s, sizeof(want_s), ndim, shape);
+    if (t->ndim >= 0 && t->ndim <= 32) {
+      format_shape(got_s, sizeof(got_s), t->ndim, t->shape);
+    } else {
+      snprintf(got_s, sizeof(got_s), "<ndim %d>", (int)t->ndim);
+    }
+    byoc_set_last_error("%s: expected shape %s, got %s", what, want_s, got_s);
+    return -1;
+  }
+  if (t->strides != NULL) {
+    for (i = ndim - 1; i >= 0; --i) {
+      if (shape[i] != 1 && t->strides[i] != stride) {
+        byoc_set_last_error("%s: only compact row-major tensors are supported (strides given)", what);
+        return -1;
+      }
+      stride *= shape[i];
+    }
+  }
+  return 0;
+}
+
+int32_t byoc_check_packed_args(const char* func, const int32_t* type_codes, int32_t num_args, int32_t expected) {
+  int32_t i;
+  if (func == NULL) func = "function";
+  if (num_args != expected) {
+    byoc_set_last_error("%s: expected %d arguments, got %d", func, (int)expected, (int)num_args);
+    return -1;
+  }
+  for (i = 0; i < num_args; ++i) {
+    if (type_codes == NULL || type_codes[i] != BYOC_ARG_DLTENSOR) {
+      byoc_set_last_error("%s: argument %d must be a DLTensor (type code %d), got type code %d", func, (int)i,
+                          (int)BYOC_ARG_DLTENSOR, type_codes == NULL ? -1 : (int)type_codes[i]);
+      return -1;
+    }
+  }
+  return 0;
+}
