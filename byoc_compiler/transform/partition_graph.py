@@ -1,0 +1,228 @@
+"""PartitionGraph: lift each annotated region of main into an external function.
+
+Three steps, each checkable on its own:
+  propose  -- regions from the annotations: members, inputs, outputs (ordered, deduplicated);
+  fuse     -- walk the graph with every region contracted to one unit, in dependency order,
+              building one `Call(GlobalVar(symbol), inputs)` per region;
+  validate -- the contracted graph must be acyclic (every region convex) — a cycle is a bug
+              of the pass that made the regions, reported as such.
+
+Names follow TVM: `tvmgen_<mod_name>_<target>_main_<n>`, n = 0, 1, 2 ... per target in
+the order the regions are called; params `<target>_<n>_i<k>`; attrs Compiler,
+global_symbol, Primitive=1, Inline=1. A region with several outputs returns a
+Tuple read with TupleGetItem; constants are bound inside unless bind_constants=False.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..errors import ByocError
+from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from ..ir.module import IRModule
+from ..ir.types import TupleType
+from ..partition.annotations import graph_nodes, read, strip
+from ..partition.named_pass import NamedPass
+
+
+class PartitionInvariantError(ByocError):
+    """A pass produced regions that cannot be lifted; this is a bug of that pass, not of the model."""
+
+    def __init__(self, pass_name: str, problem: str):
+        self.pass_name = pass_name
+        super().__init__(f"internal error: after {pass_name}, {problem} (this is a bug in byoc's {pass_name}; "
+                         "please report it with the model)")
+
+
+def c_identifier(name: str) -> str:
+    """`name` as a C identifier: other characters become '_', a leading digit gets a '_' before it."""
+    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return "_" + out if not out or out[0].isdigit() else out
+
+
+def external_symbol(mod_name: str, target: str, n: int) -> str:
+    return f"tvmgen_{c_identifier(mod_name)}_{c_identifier(target)}_main_{n}"
+
+
+@dataclass
+class Region:
+    number: int                     # position in the annotations (first-node order)
+    target: str
+    members: list[int]              # node positions, topological
+    inputs: list[int] = field(default_factory=list)    # positions feeding it from outside, first use order
+    outputs: list[int] = field(default_factory=list)   # members read from outside (or main's result)
+
+
+def propose(nodes: list[Expr], index: dict[int, int], ann, bind_constants: bool) -> tuple[list[Region], list[int]]:
+    """The regions to lift, and node position -> region number (-1: host)."""
+    owner = [-1] * len(nodes)
+    regions = []
+    for number, members in ann.regions().items():
+        regions.append(Region(number, ann.target[members[0]], members))
+        for pos in members:
+            owner[pos] = number
+    root = len(nodes) - 1
+    used_outside = [False] * len(nodes)
+    used_outside[root] = True
+    for pos, node in enumerate(nodes):
+        for child in node.children():
+            c = index[id(child)]
+            if owner[c] != -1 and owner[c] != owner[pos]:
+                used_outside[c] = True
+    for region in regions:
+        seen: set[int] = set()
+        for pos in region.members:
+            for child in nodes[pos].children():
+                c = index[id(child)]
+                if owner[c] == region.number or c in seen:
+                    continue
+                seen.add(c)
+                if bind_constants and isinstance(child, Constant):
+                    continue
+                region.inputs.append(c)
+        region.outputs = [pos for pos in region.members if used_outside[pos]]
+    return regions, owner
+
+
+def _contracted_order(nodes, index, owner, regions) -> list[tuple[str, int]]:
+    """Units ("node", pos) / ("region", number) in dependency order; raises on a cycle."""
+    by_number = {r.number: r for r in regions}
+
+    def unit_of(pos: int) -> tuple[str, int]:
+        return ("region", owner[pos]) if owner[pos] != -1 else ("node", pos)
+
+    def inputs_of(unit) -> list[tuple[str, int]]:
+        kind, key = unit
+        if kind == "region":
+            region = by_number[key]
+            deps = []
+            for pos in region.members:
+                for child in nodes[pos].children():
+                    c = index[id(child)]
+                    if owner[c] != key:
+                        deps.append(unit_of(c))
+            return deps
+        return [unit_of(index[id(c)]) for c in nodes[key].children()]
+
+    order: list[tuple[str, int]] = []
+    state: dict[tuple[str, int], int] = {}  # 1: on the stack, 2: done
+    start = unit_of(len(nodes) - 1)
+    stack = [(start, iter(inputs_of(start)))]
+    state[start] = 1
+    while stack:
+        unit, pending = stack[-1]
+        for dep in pending:
+            s = state.get(dep)
+            if s == 1:
+                region = by_number.get(dep[1]) if dep[0] == "region" else None
+                if region is None:
+                    region = by_number[unit[1]] if unit[0] == "region" else None
+                what = f"region {region.number} of {region.target}" if region else "a region"
+                raise PartitionInvariantError(
+                    "MergeCompilerRegions", f"{what} is not convex: a path leaves it and comes back, "
+                    "so lifting it would create a cycle")
+            if s is None:
+                state[dep] = 1
+                stack.append((dep, iter(inputs_of(dep))))
+                break
+        else:
+            stack.pop()
+            state[unit] = 2
+            order.append(unit)
+    return order
+
+
+def _copy(node: Expr, children: list[Expr]) -> Expr:
+    if isinstance(node, Call):
+        out = Call(node.op, children, node.attrs, node.span)
+    elif isinstance(node, Tuple):
+        out = Tuple(children, node.span)
+    elif isinstance(node, TupleGetItem):
+        out = TupleGetItem(children[0], node.index, node.span)
+    else:
+        return node
+    out.checked_type = node.checked_type
+    return out
+
+
+def _rebuilt_children(node: Expr, value) -> list[Expr]:
+    kids = node.args if isinstance(node, Call) else node.children()
+    return [value(k) for k in kids]
+
+
+def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bool = True) -> IRModule:
+    """`mod` with every annotated region of main lifted into an external function."""
+    main = mod["main"]
+    nodes = graph_nodes(main)
+    ann = read(main, nodes)
+    if not ann.target:
+        return mod.with_function("main", strip(main))
+    index = {id(node): i for i, node in enumerate(nodes)}
+    regions, owner = propose(nodes, index, ann, bind_constants)
+    by_number = {r.number: r for r in regions}
+    order = _contracted_order(nodes, index, owner, regions)
+
+    counters: dict[str, int] = {}
+    new: dict[int, Expr] = {}                 # node position -> its value in the new main
+    externals: dict[str, Function] = {}
+
+    def value(expr: Expr) -> Expr:
+        return new.get(index[id(expr)], expr)
+
+    for kind, key in order:
+        if kind == "node":
+            node = nodes[key]
+            new[key] = _copy(node, _rebuilt_children(node, value)) if node.children() else node
+            continue
+        region = by_number[key]
+        n = counters.get(region.target, 0)
+        symbol = external_symbol(mod_name, region.target, n)
+        while symbol in mod or symbol in externals:  # a module partitioned before keeps its functions
+            n += 1
+            symbol = external_symbol(mod_name, region.target, n)
+        counters[region.target] = n + 1
+        func, call = _lift(region, nodes, index, symbol, n, value)
+        externals[symbol] = func
+        if len(region.outputs) == 1:
+            new[region.outputs[0]] = call
+        else:
+            for k, pos in enumerate(region.outputs):
+                item = TupleGetItem(call, k)
+                item.checked_type = nodes[pos].checked_type
+                new[pos] = item
+
+    body = new[len(nodes) - 1]
+    new_main = Function(main.params, body, main.ret_type, main.attrs.without("TargetRegions"), main.span)
+    new_main.checked_type = main.checked_type
+    out = mod.with_function("main", new_main)
+    for symbol, func in externals.items():
+        out = out.with_function(symbol, func)
+    return out
+
+
+def _lift(region: Region, nodes, index, symbol: str, n: int, value) -> tuple[Function, Call]:
+    prefix = f"{c_identifier(region.target)}_{n}_i"
+    inner: dict[int, Expr] = {}
+    params: list[Var] = []
+    for k, pos in enumerate(region.inputs):
+        param = Var(f"{prefix}{k}", nodes[pos].checked_type)
+        param.checked_type = nodes[pos].checked_type
+        params.append(param)
+        inner[pos] = param
+    for pos in region.members:
+        node = nodes[pos]
+        inner[pos] = _copy(node, _rebuilt_children(node, lambda e: inner.get(index[id(e)], e)))
+    if len(region.outputs) == 1:
+        body = inner[region.outputs[0]]
+    else:
+        body = Tuple([inner[pos] for pos in region.outputs])
+        body.checked_type = TupleType([nodes[pos].checked_type for pos in region.outputs])
+    attrs = {"Compiler": region.target, "global_symbol": symbol, "Primitive": 1, "Inline": 1}
+    func = Function(params, body, body.checked_type, attrs)
+    call = Call(GlobalVar(symbol), [value(nodes[pos]) for pos in region.inputs])
+    call.checked_type = body.checked_type
+    return func, call
+
+
+def PartitionGraph(mod_name: str = "default", bind_constants: bool = True) -> NamedPass:  # noqa: N802
+    return NamedPass("PartitionGraph", lambda mod: partition_graph(mod, mod_name, bind_constants))
