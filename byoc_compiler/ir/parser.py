@@ -34,10 +34,10 @@ __all__ = ["parse", "parse_expr", "ParseError"]
 class ParseError(ValueError):
     """Malformed text. `str(err)` is `<source>:<line>:<col>: <message>` plus the line and a caret."""
 
-    def __init__(self, message: str, source: str, line: int, column: int, line_text: str = ""):
+    def __init__(self, message: str, source: str, line: int, column: int, line_text: str | None = None):
         self.message, self.source, self.line, self.column = message, source, line, column
         text = f"{source}:{line}:{column}: {message}"
-        if line_text:
+        if line_text is not None:
             text += "\n" + line_text.rstrip("\n").replace("\t", " ") + "\n" + " " * (column - 1) + "^"
         super().__init__(text)
 
@@ -142,7 +142,10 @@ class _Parser:
         tokens.append(_Token(EOF, "", len(self.text)))
 
     def peek(self, ahead: int = 0) -> _Token:
-        return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
+        try:
+            return self.tokens[self.i + ahead]
+        except IndexError:
+            return self.tokens[-1]
 
     def next(self) -> _Token:
         token = self.tokens[self.i]
@@ -395,9 +398,7 @@ class _Parser:
         return Tuple(fields, span=self.span(open_token))
 
     def parse_op_call(self) -> Expr:
-        from .. import op as _ops  # noqa: F401  (registers the ops)
-        from ..op.registry import OpError, get_op_def, make_call
-
+        OpError, get_op_def, make_call = _registry()
         name_token = self.next()
         name = name_token.text
         try:
@@ -590,6 +591,20 @@ class _Parser:
         if self.peek().kind != EOF:
             raise self.expected("end of input")
         self.metadata()  # a malformed metadata section is an error even when unused
+
+
+def _registry():
+    # Imported on first use: the op package imports the IR, so the IR cannot import it at load time.
+    global _REGISTRY_FUNCS
+    if _REGISTRY_FUNCS is None:
+        from .. import op as _ops  # noqa: F401  (importing the package registers every op)
+        from ..op.registry import OpError, get_op_def, make_call
+
+        _REGISTRY_FUNCS = (OpError, get_op_def, make_call)
+    return _REGISTRY_FUNCS
+
+
+_REGISTRY_FUNCS = None
 
 
 def _all_scalars(values) -> bool:

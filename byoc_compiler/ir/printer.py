@@ -340,7 +340,7 @@ class _Printer:
             return ""
         entries = []
         for data in self.meta:
-            raw = np.ascontiguousarray(data)
+            raw = np.asarray(data)  # (not ascontiguousarray: that turns a 0-d array into shape (1,))
             if raw.dtype.byteorder == ">":
                 raw = raw.astype(raw.dtype.newbyteorder("<"))
             entries.append({
