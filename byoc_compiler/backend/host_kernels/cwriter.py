@@ -1,0 +1,140 @@
+"""Small pieces of C text the kernel rules share: literals, strides, strided loop nests."""
+from __future__ import annotations
+
+import math
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+
+def size_of(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def contiguous_strides(shape: Sequence[int]) -> list[int]:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= int(d)
+    return strides[::-1]
+
+
+def broadcast_strides(shape: Sequence[int], out_shape: Sequence[int]) -> list[int]:
+    """Strides that read a contiguous tensor of `shape` broadcast to `out_shape` (0 on broadcast dims)."""
+    lead = len(out_shape) - len(shape)
+    own = contiguous_strides(shape)
+    return [0] * lead + [0 if shape[i] == 1 and out_shape[lead + i] != 1 else own[i] for i in range(len(shape))]
+
+
+def float_literal(value: float) -> str:
+    """A C float constant equal to float32(value)."""
+    v = float(np.float32(value))
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "(-INFINITY)"
+    text = repr(v)
+    if "e" not in text and "." not in text:
+        text += ".0"
+    return f"{text}f" if v >= 0 else f"({text}f)"
+
+
+def double_literal(value: float) -> str:
+    """A C double constant equal to `value` (non-finite values need <math.h>)."""
+    v = float(value)
+    if math.isnan(v):
+        return "((double)NAN)"
+    if math.isinf(v):
+        return "((double)INFINITY)" if v > 0 else "(-(double)INFINITY)"
+    text = repr(v)
+    if "e" not in text and "." not in text:
+        text += ".0"
+    return text if v >= 0 else f"({text})"
+
+
+def int_literal(value: int, dtype: str = "int64") -> str:
+    """An integer constant of `dtype`, safe at the type's extremes (INT32_MIN is not a literal in C)."""
+    v = int(value)
+    bits = 64 if dtype == "int64" else 32
+    if v == -(1 << (bits - 1)):
+        return f"INT{bits}_MIN"
+    if bits == 64 and not -(1 << 31) <= v < (1 << 31):
+        return f"INT64_C({v})" if v >= 0 else f"(-INT64_C({-v}))"
+    return str(v) if v >= 0 else f"({v})"
+
+
+def coalesce(shape: Sequence[int], strides: Mapping[str, Sequence[int]]) -> list[tuple[int, dict[str, int]]]:
+    """Loop dims (extent, {operand: stride}) with unit dims dropped and mergeable neighbours merged.
+
+    Two neighbouring dims merge when every operand steps through them as one
+    (stride[i] == stride[i+1] * extent[i+1]), so a same-shape elementwise op
+    becomes one flat loop and a broadcast becomes the fewest nested loops.
+    """
+    dims = [(int(n), {k: int(s[i]) for k, s in strides.items()}) for i, n in enumerate(shape) if n != 1]
+    merged: list[tuple[int, dict[str, int]]] = []
+    for extent, st in dims:
+        if merged:
+            prev_extent, prev = merged[-1]
+            if all(prev[k] == st[k] * extent for k in st):
+                merged[-1] = (prev_extent * extent, st)
+                continue
+        merged.append((extent, st))
+    return merged
+
+
+def _term(base: str, var: str, stride: int) -> str:
+    if stride == 0:
+        return base or "0"
+    step = var if stride == 1 else f"{var} * {int_literal(stride)}"
+    return f"{base} + {step}" if base else step
+
+
+def loop_nest(shape: Sequence[int], strides: Mapping[str, Sequence[int]],
+              body: Callable[[dict[str, str]], str], indent: int = 1, prefix: str = "") -> str:
+    """Loops over `shape`; `body(offsets)` gets each operand's element offset as C text.
+
+    Offsets are built by one multiply-add per loop level (no division); the
+    innermost one is inlined in the body so the compiler sees a plain stride.
+    """
+    if size_of(shape) == 0:
+        return ""
+    dims = coalesce(shape, strides)
+    pad = "  " * indent
+    lines: list[str] = []
+    offsets = {k: "" for k in strides}
+    for level, (extent, st) in enumerate(dims):
+        var = f"{prefix}i{level}"
+        lines.append(f"{pad}for (int64_t {var} = 0; {var} < {int_literal(extent)}; ++{var}) {{")
+        pad += "  "
+        last = level == len(dims) - 1
+        for name, stride in st.items():
+            term = _term(offsets[name], var, stride)
+            if last or term == (offsets[name] or "0"):
+                offsets[name] = term if term != "0" else ""
+            else:
+                local = f"{prefix}{name}_{level}"
+                lines.append(f"{pad}const int64_t {local} = {term};")
+                offsets[name] = local
+    text = body({k: v or "0" for k, v in offsets.items()})
+    lines.extend(pad + line for line in text.splitlines())
+    for _ in dims:
+        pad = pad[:-2]
+        lines.append(f"{pad}}}")
+    return "\n".join(lines)
+
+
+def indent_block(text: str, levels: int = 1) -> str:
+    pad = "  " * levels
+    return "\n".join(pad + line if line else line for line in text.splitlines())
+
+
+def flat_loop(n: int, body: str, var: str = "i", indent: int = 1) -> str:
+    """`for (var = 0; var < n; ++var) { body }`, nothing for n == 0."""
+    if n == 0:
+        return ""
+    pad = "  " * indent
+    inner = "\n".join(pad + "  " + line for line in body.splitlines())
+    return f"{pad}for (int64_t {var} = 0; {var} < {int_literal(n)}; ++{var}) {{\n{inner}\n{pad}}}"

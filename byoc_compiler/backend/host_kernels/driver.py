@@ -1,0 +1,132 @@
+"""The host kernel emission driver: one typed Call -> one self-contained C99 kernel.
+
+Per-op knowledge lives in the rule tables of elementwise.py, nn.py and shape.py
+(op name -> rule); a rule gets a `KernelContext` (types, attrs, symbol) and
+returns the statements of the core function. The driver wraps them into
+`int32_t <symbol>_(const T* in0, ..., T* out0)` and adds the entry points of
+c_abi, so every kernel serves both calling conventions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ...ir.attrs import Attrs
+from ...ir.expr import Call, Op, Tuple
+from ...ir.types import TensorType, Type, flatten_type
+from .. import c_abi
+from . import elementwise, nn, shape
+
+Rule = Callable[["KernelContext"], str]
+
+# op name -> rule. Every op of the registry has exactly one (tests check it).
+RULES: dict[str, Rule] = {**elementwise.RULES, **nn.RULES, **shape.RULES}
+
+# Order matters only for readability of the generated file.
+_HEADER_ORDER = ("stdint.h", "stddef.h", "string.h", "math.h", "byoc/runtime.h")
+
+
+class HostKernelError(ValueError):
+    """A call the host cannot generate a kernel for; the message names the op and the reason."""
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    symbol: str
+    code: str
+    input_types: tuple[TensorType, ...]
+    output_types: tuple[TensorType, ...]
+
+
+@dataclass
+class KernelContext:
+    """What a rule sees: the call, its flattened tensor types, attrs, and where to put extras."""
+
+    call: Call
+    symbol: str
+    inputs: list[TensorType]
+    outputs: list[TensorType]
+    attrs: Attrs
+    headers: set[str] = field(default_factory=set)
+
+    @property
+    def op_name(self) -> str:
+        return self.call.op.name
+
+    def need(self, header: str) -> None:
+        self.headers.add(header)
+
+    def fail(self, message: str, indent: int = 1) -> str:
+        """Statements that record `message` (plain text, no format directives) and return -1."""
+        self.need("byoc/runtime.h")
+        text = message.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+        pad = "  " * indent
+        return f'{pad}byoc_set_last_error("%s: {text}", "{self.symbol}");\n{pad}return -1;'
+
+
+def _argument_types(call: Call) -> list[TensorType]:
+    types: list[TensorType] = []
+    for arg in call.args:
+        if isinstance(arg, Tuple) and arg.checked_type is None:
+            fields = [f.checked_type for f in arg.fields]
+            if any(t is None for t in fields):
+                raise HostKernelError(f"{call.op.name}: argument types are unknown; run transform.InferType first")
+            for t in fields:
+                types.extend(flatten_type(t))
+            continue
+        if arg.checked_type is None:
+            raise HostKernelError(f"{call.op.name}: argument types are unknown; run transform.InferType first")
+        types.extend(flatten_type(arg.checked_type))
+    return types
+
+
+def _result_types(call: Call) -> list[TensorType]:
+    ty: Type | None = call.checked_type
+    if ty is None:
+        raise HostKernelError(f"{call.op.name}: the call's type is unknown; run transform.InferType first")
+    return flatten_type(ty)
+
+
+def supported_ops() -> list[str]:
+    return sorted(RULES)
+
+
+def emit_kernel(call: Call, symbol: str) -> KernelSource:
+    """C99 source of a kernel computing `call` (a typed Call of a registered op), named `symbol`."""
+    if not isinstance(call, Call) or not isinstance(call.op, Op):
+        raise HostKernelError("host kernels are generated for calls of registered ops only; "
+                              f"got {type(call).__name__} of {getattr(call, 'op', None)!r}")
+    if not c_abi.is_identifier(symbol):
+        raise HostKernelError(f"kernel symbol {symbol!r} is not a valid C identifier; "
+                              "pass it through c_abi.sanitize_identifier")
+    rule = RULES.get(call.op.name)
+    if rule is None:
+        raise HostKernelError(f"no host kernel for op {call.op.name!r}; host kernels exist for: "
+                              f"{', '.join(supported_ops())}")
+    inputs, outputs = _argument_types(call), _result_types(call)
+    for t in inputs + outputs:
+        if t.dtype not in c_abi.C_TYPES:
+            raise HostKernelError(f"{call.op.name}: dtype {t.dtype} has no C type")
+    ctx = KernelContext(call, symbol, inputs, outputs, call.attrs)
+    body = rule(ctx)
+    core = f"{symbol}_"
+    params = [f"in{i}" for i in range(len(inputs))] + [f"out{i}" for i in range(len(outputs))]
+    headers = {"stdint.h"} | ctx.headers
+    lines = [f"#include <{h}>" for h in _HEADER_ORDER if h in headers]
+    lines.append(f"/* host kernel {symbol}: {call.op.name}; "
+                 + ", ".join(f"in{i} {_type_text(t)}" for i, t in enumerate(inputs))
+                 + (" -> " if inputs else "-> ")
+                 + ", ".join(f"out{i} {_type_text(t)}" for i, t in enumerate(outputs)) + " */")
+    lines.append(c_abi.core_signature(core, inputs, outputs) + ";")
+    lines.append(c_abi.core_signature(core, inputs, outputs) + " {")
+    # A rule may not touch every argument (empty tensors); say so instead of warning.
+    lines.extend(f"  (void){p};" for p in params)
+    if body:
+        lines.append(body.rstrip("\n"))
+    lines += ["  return 0;", "}"]
+    code = "\n".join(lines) + "\n" + c_abi.entry_points(symbol, core, inputs, outputs)
+    return KernelSource(symbol, code, tuple(inputs), tuple(outputs))
+
+
+def _type_text(t: TensorType) -> str:
+    return f"{t.dtype}[{','.join(str(d) for d in t.shape)}]"

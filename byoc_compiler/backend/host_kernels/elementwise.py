@@ -1,0 +1,140 @@
+"""Elementwise ops as tables of C expressions: binary (numpy broadcasting), unary, clip, cast.
+
+Expressions read the operands as `a`, `b` (binary) or `x` (unary) and give the
+result. int32 arithmetic goes through uint32_t so that overflow wraps like
+numpy instead of being undefined behaviour; float results that numpy computes
+in float64 (leaky_relu's alpha * x) are computed in double here too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..c_abi import c_type
+from .cwriter import (broadcast_strides, contiguous_strides, double_literal, flat_loop, float_literal,
+                      loop_nest, size_of)
+
+# wrap-around int32 arithmetic (numpy semantics, no signed overflow in C)
+_WRAP = "(int32_t)((uint32_t)a {op} (uint32_t)b)"
+
+
+@dataclass(frozen=True)
+class Expr:
+    """`expr` per dtype; `guard` (optional) is a condition that makes the element an error."""
+
+    expr: str
+    guard: str | None = None
+    error: str = ""
+    headers: tuple[str, ...] = ()
+
+
+BINARY: dict[str, dict[str, Expr]] = {
+    "add": {"float32": Expr("a + b"), "int32": Expr(_WRAP.format(op="+"))},
+    "subtract": {"float32": Expr("a - b"), "int32": Expr(_WRAP.format(op="-"))},
+    "multiply": {"float32": Expr("a * b"), "int32": Expr(_WRAP.format(op="*"))},
+    "divide": {
+        "float32": Expr("a / b"),
+        # C's / truncates like the op; INT32_MIN / -1 overflows, so negate with wrap-around instead.
+        "int32": Expr("b == -1 ? (int32_t)(0u - (uint32_t)a) : a / b", guard="b == 0",
+                      error="integer division by zero"),
+    },
+    # numpy's maximum/minimum propagate NaN from either side.
+    "maximum": {"float32": Expr("(isnan(a) || a > b) ? a : b", headers=("math.h",)),
+                "int32": Expr("a > b ? a : b")},
+    "minimum": {"float32": Expr("(isnan(a) || a < b) ? a : b", headers=("math.h",)),
+                "int32": Expr("a < b ? a : b")},
+}
+
+UNARY: dict[str, dict[str, Expr]] = {
+    "negative": {"float32": Expr("-x"), "int32": Expr("(int32_t)(0u - (uint32_t)x)")},
+    "abs": {"float32": Expr("fabsf(x)", headers=("math.h",)),
+            "int32": Expr("x < 0 ? (int32_t)(0u - (uint32_t)x) : x")},
+    "exp": {"float32": Expr("expf(x)", headers=("math.h",))},
+    "log": {"float32": Expr("logf(x)", headers=("math.h",))},
+    "sqrt": {"float32": Expr("sqrtf(x)", headers=("math.h",))},
+    "tanh": {"float32": Expr("tanhf(x)", headers=("math.h",))},
+    "sigmoid": {"float32": Expr("1.0f / (1.0f + expf(-x))", headers=("math.h",))},
+    # x < 0 ? 0 : x lets NaN through, like numpy's maximum(x, 0).
+    "nn.relu": {"float32": Expr("x < 0.0f ? 0.0f : x"), "int32": Expr("x < 0 ? 0 : x")},
+    "nn.leaky_relu": {"float32": Expr("x > 0.0f ? x : (float)({alpha} * (double)x)")},
+}
+
+# float -> int out of range (and NaN) is undefined in C; numpy on x86 yields the minimum value
+# ("integer indefinite"), which the reference sees, so do the same.
+_FLOAT_TO_INT = "(isnan({v}) || {v} >= {hi} || {v} < {lo}) ? {low} : ({t}){v}"
+_F2I = {
+    "int32": dict(hi="2147483648.0f", lo="-2147483648.0f", low="INT32_MIN", t="int32_t"),
+    "int64": dict(hi="9223372036854775808.0f", lo="-9223372036854775808.0f", low="INT64_MIN", t="int64_t"),
+}
+
+
+def cast_expr(src: str, dst: str) -> str:
+    """C expression converting `x` of dtype `src` to `dst`."""
+    if src == dst:
+        return "x"
+    if dst == "bool":
+        return "(uint8_t)(x != 0)"
+    if src == "float32" and dst in _F2I:
+        return _FLOAT_TO_INT.format(v="x", **_F2I[dst])
+    return f"({c_type(dst)})x"
+
+
+def _element_rule(table: dict[str, dict[str, Expr]], name: str):
+    def rule(ctx) -> str:
+        dtype = ctx.inputs[0].dtype
+        entry = table[name].get(dtype)
+        if entry is None:
+            raise ValueError(f"host kernel {name}: no C expression for dtype {dtype}")
+        for h in entry.headers:
+            ctx.need(h)
+        expr = entry.expr.format(**{k: double_literal(v) for k, v in ctx.attrs.items()})
+        out = ctx.outputs[0]
+        t = c_type(dtype)
+        names = ("a", "b") if len(ctx.inputs) == 2 else ("x",)
+        strides = {f"in{i}": broadcast_strides(ti.shape, out.shape) for i, ti in enumerate(ctx.inputs)}
+        strides["out0"] = contiguous_strides(out.shape)
+
+        def body(off):
+            lines = [f"const {t} {n} = in{i}[{off[f'in{i}']}];" for i, n in enumerate(names)]
+            if entry.guard:
+                lines.append(f"if ({entry.guard}) {{")
+                lines.append(ctx.fail(entry.error))
+                lines.append("}")
+            lines.append(f"out0[{off['out0']}] = {expr};")
+            return "\n".join(lines)
+
+        return loop_nest(out.shape, strides, body)
+    return rule
+
+
+def _clip(ctx) -> str:
+    x_type, out = ctx.inputs[0], ctx.outputs[0]
+    lo, hi = ctx.attrs.a_min, ctx.attrs.a_max
+    n = size_of(out.shape)
+    if x_type.dtype == "float32":
+        # numpy compares with the bounds rounded to float32 (weak Python scalars).
+        lo_c, hi_c = float_literal(lo), float_literal(hi)
+        step = (f"const float x = in0[i];\nconst float v = x < {lo_c} ? {lo_c} : x;\n"
+                f"out0[i] = v > {hi_c} ? {hi_c} : v;")
+    else:
+        # int32 data against float bounds: numpy clips in float64 and truncates back.
+        ctx.need("math.h")
+        lo_c, hi_c = double_literal(lo), double_literal(hi)
+        f2i = _FLOAT_TO_INT.format(v="v", hi="2147483648.0", lo="-2147483648.0", low="INT32_MIN", t="int32_t")
+        step = (f"const double x = (double)in0[i];\nconst double u = x < {lo_c} ? {lo_c} : x;\n"
+                f"const double v = u > {hi_c} ? {hi_c} : u;\nout0[i] = {f2i};")
+    return flat_loop(n, step)
+
+
+def _cast(ctx) -> str:
+    src, dst = ctx.inputs[0].dtype, ctx.outputs[0].dtype
+    expr = cast_expr(src, dst)
+    if "isnan" in expr:
+        ctx.need("math.h")
+    t = c_type(src)
+    return flat_loop(size_of(ctx.outputs[0].shape), f"const {t} x = in0[i];\nout0[i] = {expr};")
+
+
+RULES = {name: _element_rule(BINARY, name) for name in BINARY}
+RULES.update({name: _element_rule(UNARY, name) for name in UNARY})
+RULES["clip"] = _clip
+RULES["cast"] = _cast

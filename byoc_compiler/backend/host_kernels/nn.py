@@ -1,0 +1,237 @@
+"""nn ops: dense, matmul, bias_add, conv2d, pools, batch_norm, softmax, lrn (float32, NCHW).
+
+Reductions accumulate in double and round once, like the numpy references;
+window positions outside the input are skipped, never read.
+"""
+from __future__ import annotations
+
+from .cwriter import (broadcast_strides, contiguous_strides, double_literal, flat_loop, indent_block,
+                      int_literal as L, loop_nest, size_of)
+
+
+def axis_split(shape, axis: int) -> tuple[int, int, int]:
+    """(outer, extent, inner) of a contiguous tensor around `axis`."""
+    axis = axis % len(shape)
+    return size_of(shape[:axis]), shape[axis], size_of(shape[axis + 1:])
+
+
+def _dense(ctx) -> str:
+    data, weight = ctx.inputs
+    k = data.shape[-1]
+    m = size_of(data.shape[:-1])
+    n = weight.shape[0]
+    return flat_loop(m, flat_loop(n, f"""const float* x = in0 + m * {L(k)};
+const float* w = in1 + n * {L(k)};
+double acc = 0.0;
+for (int64_t k = 0; k < {L(k)}; ++k) acc += (double)x[k] * (double)w[k];
+out0[m * {L(n)} + n] = (float)acc;""", var="n", indent=0), var="m")
+
+
+def _matmul(ctx) -> str:
+    a, b = ctx.inputs
+    ta, tb = ctx.attrs.transpose_a, ctx.attrs.transpose_b
+    m, k = a.shape[::-1] if ta else a.shape
+    n = ctx.outputs[0].shape[1]
+    a_at = f"in0[k * {L(m)} + m]" if ta else f"in0[m * {L(k)} + k]"
+    b_at = f"in1[n * {L(k)} + k]" if tb else f"in1[k * {L(n)} + n]"
+    return flat_loop(m, flat_loop(n, f"""double acc = 0.0;
+for (int64_t k = 0; k < {L(k)}; ++k) acc += (double){a_at} * (double){b_at};
+out0[m * {L(n)} + n] = (float)acc;""", var="n", indent=0), var="m")
+
+
+def _bias_add(ctx) -> str:
+    data = ctx.inputs[0]
+    axis = ctx.attrs.axis % data.ndim
+    bias_shape = [1] * data.ndim
+    bias_shape[axis] = data.shape[axis]
+    strides = {"in0": contiguous_strides(data.shape), "in1": broadcast_strides(bias_shape, data.shape),
+               "out0": contiguous_strides(data.shape)}
+    return loop_nest(data.shape, strides, lambda off: f"out0[{off['out0']}] = in0[{off['in0']}] + in1[{off['in1']}];")
+
+
+def _conv2d(ctx) -> str:
+    (n, c, h, w), (o, cg, kh, kw) = ctx.inputs[0].shape, ctx.inputs[1].shape
+    _, _, oh, ow = ctx.outputs[0].shape
+    sh, sw = ctx.attrs.strides
+    dh, dw = ctx.attrs.dilation
+    pt, pl, _, _ = ctx.attrs.padding
+    groups = ctx.attrs.groups
+    og = o // groups
+    return f"""  for (int64_t b = 0; b < {L(n)}; ++b) {{
+    for (int64_t oc = 0; oc < {L(o)}; ++oc) {{
+      const int64_t first_channel = (oc / {L(og)}) * {L(cg)};
+      const float* wk = in1 + oc * {L(cg * kh * kw)};
+      float* y = out0 + (b * {L(o)} + oc) * {L(oh * ow)};
+      for (int64_t oy = 0; oy < {L(oh)}; ++oy) {{
+        for (int64_t ox = 0; ox < {L(ow)}; ++ox) {{
+          double acc = 0.0;
+          for (int64_t ic = 0; ic < {L(cg)}; ++ic) {{
+            const float* x = in0 + (b * {L(c)} + first_channel + ic) * {L(h * w)};
+            const float* wc = wk + ic * {L(kh * kw)};
+            for (int64_t ky = 0; ky < {L(kh)}; ++ky) {{
+              const int64_t iy = oy * {L(sh)} - {L(pt)} + ky * {L(dh)};
+              if (iy < 0 || iy >= {L(h)}) continue;
+              for (int64_t kx = 0; kx < {L(kw)}; ++kx) {{
+                const int64_t ix = ox * {L(sw)} - {L(pl)} + kx * {L(dw)};
+                if (ix < 0 || ix >= {L(w)}) continue;
+                acc += (double)x[iy * {L(w)} + ix] * (double)wc[ky * {L(kw)} + kx];
+              }}
+            }}
+          }}
+          y[oy * {L(ow)} + ox] = (float)acc;
+        }}
+      }}
+    }}
+  }}"""
+
+
+def _pool_loops(ctx, init: str, step: str, finish: str) -> str:
+    """Loops over every output of a 2-D pool; `step` sees `v` (an input element) and `in_pad`
+    counting; `finish` writes `y[...]`."""
+    n, c, h, w = ctx.inputs[0].shape
+    _, _, oh, ow = ctx.outputs[0].shape
+    kh, kw = ctx.attrs.pool_size
+    sh, sw = ctx.attrs.strides
+    dh, dw = ctx.attrs.dilation
+    pt, pl, pb, pr = ctx.attrs.padding
+    return f"""  for (int64_t plane = 0; plane < {L(n * c)}; ++plane) {{
+    const float* x = in0 + plane * {L(h * w)};
+    float* y = out0 + plane * {L(oh * ow)};
+    for (int64_t oy = 0; oy < {L(oh)}; ++oy) {{
+      for (int64_t ox = 0; ox < {L(ow)}; ++ox) {{
+{indent_block(init, 4)}
+        for (int64_t ky = 0; ky < {L(kh)}; ++ky) {{
+          const int64_t iy = oy * {L(sh)} - {L(pt)} + ky * {L(dh)};
+          if (iy >= {L(h + pb)}) break;
+          for (int64_t kx = 0; kx < {L(kw)}; ++kx) {{
+            const int64_t ix = ox * {L(sw)} - {L(pl)} + kx * {L(dw)};
+            if (ix >= {L(w + pr)}) break;
+            in_padded += 1;
+            if (iy < 0 || iy >= {L(h)} || ix < 0 || ix >= {L(w)}) continue;
+            {{
+              const float v = x[iy * {L(w)} + ix];
+{indent_block(step, 7)}
+            }}
+          }}
+        }}
+{indent_block(finish, 4)}
+      }}
+    }}
+  }}"""
+
+
+def _max_pool2d(ctx) -> str:
+    ctx.need("math.h")
+    # Padding never wins: only input elements are compared; NaN propagates like numpy's maximum.
+    return _pool_loops(ctx, "float best = -INFINITY;\nint64_t in_padded = 0;",
+                       "if (v > best || isnan(v)) best = v;",
+                       "(void)in_padded;\ny[oy * %s + ox] = best;" % L(ctx.outputs[0].shape[3]))
+
+
+def _avg_pool2d(ctx) -> str:
+    count = "in_padded" if ctx.attrs.count_include_pad else "in_input"
+    return _pool_loops(ctx, "double total = 0.0;\nint64_t in_padded = 0;\nint64_t in_input = 0;",
+                       "total += (double)v;\nin_input += 1;",
+                       f"(void)in_padded;\n(void)in_input;\n"
+                       f"y[oy * {L(ctx.outputs[0].shape[3])} + ox] = "
+                       f"(float)(total / (double)({count} > 0 ? {count} : 1));")
+
+
+def _global_avg_pool2d(ctx) -> str:
+    n, c, h, w = ctx.inputs[0].shape
+    return flat_loop(n * c, f"""const float* x = in0 + plane * {L(h * w)};
+double total = 0.0;
+for (int64_t i = 0; i < {L(h * w)}; ++i) total += (double)x[i];
+out0[plane] = (float)(total / {double_literal(float(h * w) or 1.0)});""", var="plane")
+
+
+def _batch_norm(ctx) -> str:
+    ctx.need("math.h")
+    ctx.need("string.h")
+    data = ctx.inputs[0]
+    outer, channels, inner = axis_split(data.shape, ctx.attrs.axis)
+    scale = "\n      v *= (double)in1[ch];" if ctx.attrs.scale else ""
+    center = "\n      v += (double)in2[ch];" if ctx.attrs.center else ""
+    copies = "\n".join(f"  memcpy(out{k}, in{k + 2}, {L(channels)} * sizeof(float));" for k in (1, 2)) \
+        if channels else ""
+    loops = "" if size_of(data.shape) == 0 else f"""  for (int64_t o = 0; o < {L(outer)}; ++o) {{
+    for (int64_t ch = 0; ch < {L(channels)}; ++ch) {{
+      const double mean = (double)in3[ch];
+      const double deviation = sqrt((double)in4[ch] + {double_literal(ctx.attrs.epsilon)});
+      const int64_t base = (o * {L(channels)} + ch) * {L(inner)};
+      for (int64_t i = 0; i < {L(inner)}; ++i) {{
+      double v = ((double)in0[base + i] - mean) / deviation;{scale}{center}
+      out0[base + i] = (float)v;
+      }}
+    }}
+  }}"""
+    return "\n".join(part for part in (loops, copies) if part)
+
+
+def _softmax(ctx) -> str:
+    ctx.need("math.h")
+    data = ctx.inputs[0]
+    outer, extent, inner = axis_split(data.shape, ctx.attrs.axis)
+    if size_of(data.shape) == 0:
+        return ""
+    # Subtract the maximum so exp never overflows; sum in double.
+    return f"""  for (int64_t o = 0; o < {L(outer)}; ++o) {{
+    for (int64_t i = 0; i < {L(inner)}; ++i) {{
+      const float* x = in0 + o * {L(extent * inner)} + i;
+      float* y = out0 + o * {L(extent * inner)} + i;
+      float top = x[0];
+      double total = 0.0;
+      for (int64_t l = 1; l < {L(extent)}; ++l) {{
+        const float v = x[l * {L(inner)}];
+        if (v > top || isnan(v)) top = v;
+      }}
+      for (int64_t l = 0; l < {L(extent)}; ++l) {{
+        const float e = expf(x[l * {L(inner)}] - top);
+        y[l * {L(inner)}] = e;
+        total += (double)e;
+      }}
+      for (int64_t l = 0; l < {L(extent)}; ++l) y[l * {L(inner)}] = (float)((double)y[l * {L(inner)}] / total);
+    }}
+  }}"""
+
+
+def _lrn(ctx) -> str:
+    ctx.need("math.h")
+    data = ctx.inputs[0]
+    outer, channels, inner = axis_split(data.shape, ctx.attrs.axis)
+    size = ctx.attrs.size
+    if size_of(data.shape) == 0:
+        return ""
+    # Window of channel c: (size-1)/2 channels before it, size/2 after it, clipped to the tensor.
+    return f"""  for (int64_t o = 0; o < {L(outer)}; ++o) {{
+    for (int64_t i = 0; i < {L(inner)}; ++i) {{
+      const float* x = in0 + o * {L(channels * inner)} + i;
+      float* y = out0 + o * {L(channels * inner)} + i;
+      for (int64_t ch = 0; ch < {L(channels)}; ++ch) {{
+        const int64_t first = ch - {L((size - 1) // 2)} < 0 ? 0 : ch - {L((size - 1) // 2)};
+        const int64_t last = ch + {L(size // 2)} >= {L(channels)} ? {L(channels - 1)} : ch + {L(size // 2)};
+        double squares = 0.0;
+        for (int64_t j = first; j <= last; ++j) {{
+          const double v = (double)x[j * {L(inner)}];
+          squares += v * v;
+        }}
+        y[ch * {L(inner)}] = (float)((double)x[ch * {L(inner)}] /
+            pow({double_literal(ctx.attrs.bias)} + {double_literal(ctx.attrs.alpha / size)} * squares,
+                {double_literal(ctx.attrs.beta)}));
+      }}
+    }}
+  }}"""
+
+
+RULES = {
+    "nn.dense": _dense,
+    "nn.matmul": _matmul,
+    "nn.bias_add": _bias_add,
+    "nn.conv2d": _conv2d,
+    "nn.max_pool2d": _max_pool2d,
+    "nn.avg_pool2d": _avg_pool2d,
+    "nn.global_avg_pool2d": _global_avg_pool2d,
+    "nn.batch_norm": _batch_norm,
+    "nn.softmax": _softmax,
+    "nn.lrn": _lrn,
+}
