@@ -122,7 +122,8 @@ class _Inferer:
     def infer_body(self, body: Expr, env: dict[int, Type], fname: str, func: Function) -> Type:
         """Type every node of `body` (not entering nested Functions); params are typed by `env`."""
         for p in func.params:
-            p.checked_type = env[id(p)]
+            if id(p) in env:  # a composite body is typed with its own params' env
+                p.checked_type = env[id(p)]
         for node in post_order(body):
             cls = type(node)
             if cls is Call:
