@@ -1,0 +1,74 @@
+"""What a target's codegen returns for one region (external function).
+
+A vendor's codegen is a callable `(func, symbol) -> artifact`. It returns one of:
+
+CSourceArtifact(symbol, sources, include_dirs=(), kind="c")
+    C99 source text, compiled with the model for every toolchain. `sources` maps a file name
+    ("ccompiler_0.c") to its text. The sources must define the region's entry point `symbol`
+    in both calling conventions, which `backend.c_abi.entry_points(...)` writes for you
+    (packed by default, unpacked under `#ifdef BYOC_UNPACKED_API`; the build defines that
+    macro for interface="unpacked"). Constants of the region are bound in the source
+    (static const arrays). `include_dirs` are added to the compile command of these files.
+
+BlobArtifact(symbol, kind, blob, text=None, runtime_sources=(), include_dirs=())
+    The region in the target's own format (a graph, a JSON, ...) plus the C runtime that
+    executes it. `blob` is embedded in the model as bytes; `text`, if given, is what
+    `BuildResult.get_source(target)` shows (e.g. ExampleJSON as the guide writes it).
+    `runtime_sources` (C file paths) must define `const ByocModuleKind byoc_module_kind_<kind>`
+    (see runtime/include/byoc/runtime.h): at model init the build's generated code calls
+    `create(blob, len, &module)` once per region, then `get_function(module, symbol, ...)`, and
+    calls the function with the packed convention (inputs then outputs as DLTensors).
+    Constants of the region travel inside the blob.
+
+Both are plain frozen dataclasses: the build only reads them.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class CSourceArtifact:
+    symbol: str
+    sources: Mapping[str, str]
+    include_dirs: tuple = ()
+    kind: str = "c"
+
+    def __post_init__(self):
+        object.__setattr__(self, "sources", dict(self.sources))
+        object.__setattr__(self, "include_dirs", tuple(os.fspath(d) for d in self.include_dirs))
+        for name, code in self.sources.items():
+            if not isinstance(name, str) or not isinstance(code, str):
+                raise TypeError(f"CSourceArtifact {self.symbol}: sources must map file names to source text")
+            if os.path.basename(name) != name or not name:
+                raise ValueError(f"CSourceArtifact {self.symbol}: source name {name!r} must be a plain file name")
+
+    @property
+    def text(self) -> str:
+        """All sources as one text, each preceded by a comment naming its file."""
+        return "\n".join(f"/* ---- {name} ---- */\n{code}" for name, code in self.sources.items())
+
+
+@dataclass(frozen=True)
+class BlobArtifact:
+    symbol: str
+    kind: str
+    blob: bytes
+    text: str | None = None
+    runtime_sources: tuple = ()
+    include_dirs: tuple = ()
+    extra: dict = field(default_factory=dict, compare=False)   # free-form notes a target wants in metadata
+
+    def __post_init__(self):
+        if isinstance(self.blob, str):
+            object.__setattr__(self, "blob", self.blob.encode())
+        if not isinstance(self.blob, (bytes, bytearray)):
+            raise TypeError(f"BlobArtifact {self.symbol}: blob must be bytes")
+        object.__setattr__(self, "blob", bytes(self.blob))
+        object.__setattr__(self, "runtime_sources", tuple(os.fspath(s) for s in self.runtime_sources))
+        object.__setattr__(self, "include_dirs", tuple(os.fspath(d) for d in self.include_dirs))
+
+
+ARTIFACT_TYPES = (CSourceArtifact, BlobArtifact)

@@ -1,0 +1,245 @@
+"""The build driver: a (partitioned or not) IRModule -> sources, graph.json, params, and binaries.
+
+    lib = build(mod, toolchain="gcc", executor="graph", interface="packed", opt="-O2")
+    lib.get_source()              # host C (kernels + executor glue + descriptor), nothing compiled
+    lib.get_source("ccompiler")   # a target's sources, or its blob text
+    lib.export("out/")            # one self-describing directory
+    lib.export_library("m.so")    # host toolchains; load with byoc_compiler.runtime.load
+    lib.run_runner([x])           # any toolchain: the standalone runner, under qemu for foreign CPUs
+
+Steps: InferType; inline composite calls left in main (the host has no composites); lower
+main to a flat Program (backend/program.py); each external function -> its target's codegen
+-> artifact; each host op call -> a generated kernel; then graph.json + params (both
+executors) and the executor's C (graph: function table + embedded graph.json/params;
+aot: the run function over a static arena). Sources go to one host.c plus each target's
+files; `compile.py` turns them into objects with the toolchain commands of
+byoc_compiler/toolchain.py.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ByocError
+from ..ir.module import IRModule
+from . import aot as aot_gen
+from .artifact import BlobArtifact, CSourceArtifact
+from .c_abi import core_signature, entry_points, is_identifier, sanitize_identifier, unique_identifiers
+from .graph_json import graph_json, temp_storage_bytes
+from .model_c import HEADER, BlobRegion, blob_section, byte_array, c_string, descriptor
+from .program import Program, inline_composites, lower_main
+from .result import BuildResult
+
+EXECUTORS = ("graph", "aot")
+INTERFACES = ("packed", "unpacked")
+
+
+def _combinations(config) -> str:
+    return (f"executor 'graph' or 'aot', each with interface 'packed' or 'unpacked', on a toolchain of "
+            f"{config.path} ({', '.join(config.toolchains) or 'none defined'})")
+
+
+def _load_config(config):
+    from ..config import Config, load_config
+
+    return config if isinstance(config, Config) else load_config(config)
+
+
+def _emit_kernel(call, symbol):
+    try:
+        from .host_kernels import emit_kernel
+    except ImportError:
+        from .host_kernels.driver import emit_kernel
+    try:
+        return emit_kernel(call, symbol)
+    except ByocError:
+        raise
+    except ValueError as exc:       # HostKernelError: names the op and the reason
+        raise ByocError(f"host codegen failed for {symbol}: {exc}") from None
+
+
+def _codegen(target_name: str, func, symbol: str):
+    from .target import require_codegen
+
+    target = require_codegen(target_name)
+    try:
+        artifact = target.codegen(func, symbol)
+    except ByocError as exc:
+        raise ByocError(f"codegen of target {target_name!r} failed for region {symbol}: {exc}") from None
+    except Exception as exc:
+        raise ByocError(f"codegen of target {target_name!r} failed for region {symbol}: "
+                        f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(artifact, (CSourceArtifact, BlobArtifact)):
+        raise ByocError(f"codegen of target {target_name!r} returned {type(artifact).__name__} for region {symbol}; "
+                        "it must return a CSourceArtifact or a BlobArtifact (byoc_compiler.backend.artifact)")
+    if artifact.symbol != symbol:
+        raise ByocError(f"codegen of target {target_name!r} returned an artifact for {artifact.symbol!r} "
+                        f"when asked for region {symbol!r}")
+    return target, artifact
+
+
+def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interface: str = "packed",
+          opt: str = "-O2", mod_name: str = "default", config=None) -> BuildResult:
+    """Generate everything a model needs to run; compiles nothing (see BuildResult)."""
+    cfg = _load_config(config)
+    problems = []
+    if executor not in EXECUTORS:
+        problems.append(f"executor {executor!r}")
+    if interface not in INTERFACES:
+        problems.append(f"interface {interface!r}")
+    if toolchain not in cfg.toolchains:
+        problems.append(f"toolchain {toolchain!r}")
+    if problems:
+        raise ByocError(f"build: {' and '.join(problems)} not available; valid combinations: {_combinations(cfg)}")
+    if not isinstance(mod, IRModule):
+        raise ByocError(f"build: expected an IRModule, got {type(mod).__name__}; wrap an expression with "
+                        "IRModule.from_expr(...)")
+    if "main" not in mod:
+        raise ByocError("build: the module has no `main` function")
+    from ..transform import InferType
+
+    mod = InferType()(mod)
+    mod, changed = inline_composites(mod)
+    if changed:
+        mod = InferType()(mod)
+    c_mod_name = sanitize_identifier(mod_name)
+    prog = lower_main(mod, c_mod_name)
+
+    types = {s.symbol: ([prog.tensors[t].type for t in s.inputs], [prog.tensors[t].type for t in s.outputs])
+             for s in prog.steps}
+    artifacts: dict[str, Any] = {}
+    region_targets: dict[str, Any] = {}
+    for symbol, (gname, func) in prog.regions.items():
+        if not is_identifier(symbol):
+            raise ByocError(f"build: external function @{gname} has global_symbol {symbol!r}, which is not a valid "
+                            "C identifier; partition the model again (PartitionGraph makes valid symbols)")
+        target, artifact = _codegen(str(func.attrs["Compiler"]), func, symbol)
+        artifacts[symbol] = artifact
+        region_targets[symbol] = target
+
+    kernels = {}
+    for step in prog.steps:
+        if step.kind == "host":
+            kernels[step.symbol] = _emit_kernel(step.call, step.symbol)
+
+    params = {prog.tensors[t].name: np.array(prog.tensors[t].data) for t in prog.consts}
+    from ..runtime.params import save_params
+
+    params_blob = save_params(params)
+    gjson = graph_json(prog)
+
+    # ---- host.c ------------------------------------------------------------------------------
+    parts = [HEADER, "\n"]
+    for ks in kernels.values():
+        parts.append(ks.code + "\n")
+    c_regions = [s for s, a in artifacts.items() if isinstance(a, CSourceArtifact)]
+    if c_regions:
+        parts.append("/* ---- entry points of C-source regions (defined in their own files) ---- */\n")
+    for symbol in c_regions:
+        ins, outs = types[symbol]
+        if interface == "unpacked":
+            parts.append(core_signature(symbol, ins, outs) + ";\n")
+        else:
+            parts.append(f"int32_t {symbol}(const ByocValue* args, const int32_t* type_codes, int32_t num_args,"
+                         " void* resource_handle);\n")
+    blob_regions = [BlobRegion(i, s, a.kind, a.blob, *types[s])
+                    for i, s in enumerate(s for s, a in artifacts.items() if isinstance(a, BlobArtifact))]
+    parts.append(blob_section(blob_regions, interface))
+    trampolines = {r.symbol: r.trampoline for r in blob_regions}
+
+    if executor == "aot":
+        plan = aot_gen.plan_arena(prog)
+        workspace = plan.arena.total_bytes
+        callees = {}
+        for s in types:
+            callees[s] = trampolines[s] if (s in trampolines and interface == "packed") else s
+        run_name = aot_gen.run_function_name(c_mod_name)
+        parts.append("\n/* ---- AOT executor ---- */\n")
+        parts.append(aot_gen.aot_source(prog, plan, run_name, callees, interface))
+        init_body = "  return byoc_modules_init();\n" if blob_regions else "  return 0;\n"
+        deinit_body = "  byoc_modules_deinit();\n" if blob_regions else ""
+        parts.append(f"static int32_t byoc_model_init(void) {{\n{init_body}}}\n"
+                     f"static void byoc_model_deinit(void) {{\n{deinit_body}}}\n")
+        run_fn = run_name
+    else:
+        workspace = temp_storage_bytes(prog)
+        table = []
+        symbols = list(dict.fromkeys(s.symbol for s in prog.steps))
+        plain = [s for s in symbols if s not in trampolines]
+        if interface == "unpacked" and plain:
+            adapters = dict(zip(plain, unique_identifiers([f"byoc_adapter_{s}" for s in plain],
+                                                          taken=set(symbols))))
+            # The adapters are packed wrappers around the unpacked entry points: c_abi writes the packed
+            # form when BYOC_UNPACKED_API is not defined, so end the unpacked part of the file here.
+            parts.append("\n/* ---- packed adapters around unpacked functions, for the graph executor ---- */\n"
+                         "#undef BYOC_UNPACKED_API\n")
+            for s in plain:
+                parts.append(entry_points(adapters[s], s, *types[s]))
+        else:
+            adapters = {s: s for s in plain}
+        for s in symbols:
+            table.append((s, trampolines.get(s) or adapters[s]))
+        parts.append("\n/* ---- graph executor ---- */\n#include <byoc/graph_executor.h>\n")
+        parts.append(byte_array("byoc_graph_json", gjson.encode()))
+        parts.append(byte_array("byoc_params", params_blob))
+        rows = ",\n".join(f"  {{{c_string(name)}, {fn}, NULL}}" for name, fn in table) or "  {NULL, NULL, NULL}"
+        parts.append(f"static const ByocFuncEntry byoc_funcs[{max(1, len(table))}] = {{\n{rows}\n}};\n"
+                     "static ByocGraph* byoc_graph;\n"
+                     "static const ByocModelDesc byoc_desc;\n")
+        modules_init = ("  if (byoc_modules_init() != 0) return -1;\n" if blob_regions else "")
+        modules_deinit = ("  byoc_modules_deinit();\n" if blob_regions else "")
+        parts.append(
+            "static void byoc_model_deinit(void) {\n"
+            "  if (byoc_graph != NULL) byoc_graph_destroy(byoc_graph);\n"
+            f"  byoc_graph = NULL;\n{modules_deinit}}}\n"
+            "static int32_t byoc_model_init(void) {\n"
+            "  if (byoc_graph != NULL) return 0;\n"
+            f"{modules_init}"
+            f"  if (byoc_graph_create((const char*)byoc_graph_json, (size_t){len(gjson.encode())}, byoc_params,\n"
+            f"                        (size_t){len(params_blob)}, byoc_funcs, {len(table)}, &byoc_graph) != 0\n"
+            "      || byoc_graph_check_signature(byoc_graph, &byoc_desc) != 0) {\n"
+            "    byoc_model_deinit();\n"
+            "    return -1;\n"
+            "  }\n"
+            "  return 0;\n}\n"
+            "static int32_t byoc_model_run(void* const* inputs, void* const* outputs) {\n"
+            "  if (byoc_graph == NULL) {\n"
+            "    byoc_set_last_error(\"model %s: not initialized; call its init first\", byoc_desc.name);\n"
+            "    return -1;\n  }\n"
+            "  return byoc_graph_run(byoc_graph, inputs, outputs);\n}\n")
+        run_fn = "byoc_model_run"
+
+    input_entries = [(prog.tensors[t].name, prog.tensors[t].type) for t in prog.inputs]
+    output_entries = [(f"output{k}", prog.tensors[t].type) for k, t in enumerate(prog.outputs)]
+    parts.append("\n/* ---- model descriptor ---- */\n")
+    parts.append(descriptor(mod_name, executor, interface, input_entries, output_entries, workspace,
+                            "byoc_model_init", run_fn, "byoc_model_deinit"))
+    host_c = "".join(parts)
+
+    cfg_tc = cfg.toolchains[toolchain]
+    metadata = {
+        "mod_name": mod_name,
+        "executor": executor,
+        "interface": interface,
+        "toolchain": toolchain,
+        "arch": cfg_tc.arch,
+        "flags": {"cc": cfg_tc.cc, "cflags": list(cfg_tc.cflags), "opt": opt, "ldflags": list(cfg_tc.ldflags),
+                  "defines": ["BYOC_UNPACKED_API"] if interface == "unpacked" else []},
+        "inputs": [{"name": n, "shape": list(t.shape), "dtype": t.dtype} for n, t in input_entries],
+        "outputs": [{"name": n, "shape": list(t.shape), "dtype": t.dtype} for n, t in output_entries],
+        "workspace_bytes": int(workspace),
+        "params": {n: {"shape": list(a.shape), "dtype": str(a.dtype)} for n, a in params.items()},
+        "host_kernels": [s.symbol for s in prog.steps if s.kind == "host"],
+        "targets": sorted({t.name for t in region_targets.values()}),
+        "regions": [{"symbol": s, "target": region_targets[s].name,
+                     "artifact": "c" if isinstance(a, CSourceArtifact) else a.kind,
+                     "inputs": [{"shape": list(t.shape), "dtype": t.dtype} for t in types[s][0]],
+                     "outputs": [{"shape": list(t.shape), "dtype": t.dtype} for t in types[s][1]]}
+                    for s, a in artifacts.items()],
+    }
+    if executor == "aot":
+        metadata["run_function"] = run_fn
+    return BuildResult(mod=mod, program=prog, host_c=host_c, artifacts=artifacts, region_targets=region_targets,
+                       graph_json=gjson, params=params, params_blob=params_blob, metadata=metadata,
+                       toolchain=cfg_tc, opt=opt, config=cfg)

@@ -1,0 +1,81 @@
+"""graph.json in the layout of TVM's graph executor, written from a lowered Program.
+
+    nodes         inputs ("null", named like main's parameters), then params ("null", p0, p1, ...),
+                  then one "tvm_op" per step with attrs {func_name, num_inputs, num_outputs, flatten_data}
+    arg_nodes     ids of the "null" nodes
+    heads         [node, output index, version] of every model output
+    node_row_ptr  prefix sums of outputs per node: entry id = node_row_ptr[node] + index
+    attrs         per entry: dltype (list_str), shape (list_shape), storage_id (list_int)
+
+Storage ids: inputs and params own one each; intermediates share a storage id when their
+lifetimes do not overlap (`memory_plan.plan_storage_ids`); model outputs are never reused.
+Attribute values of tvm_op nodes are strings, as TVM writes them.
+"""
+from __future__ import annotations
+
+import json
+
+from .memory_plan import plan_storage_ids
+from .program import Program
+
+
+def storage_plan(prog: Program) -> tuple[dict[int, int], list[int]]:
+    """tensor id -> storage id for every tensor, and the byte size of each storage id."""
+    sid: dict[int, int] = {}
+    sizes: list[int] = []
+    for t in prog.inputs + prog.consts:
+        sid[t] = len(sizes)
+        sizes.append(prog.tensors[t].nbytes)
+    life = prog.lifetimes()
+    temps = [t for step in prog.steps for t in step.outputs]
+    slot_of, slot_bytes = plan_storage_ids(temps, {t: prog.tensors[t].nbytes for t in temps}, life)
+    base = len(sizes)
+    for t, slot in slot_of.items():
+        sid[t] = base + slot
+    return sid, sizes + slot_bytes
+
+
+def temp_storage_bytes(prog: Program) -> int:
+    """Bytes of intermediate storage under the storage plan (what the graph executor allocates besides I/O)."""
+    _, sizes = storage_plan(prog)
+    return sum(sizes[len(prog.inputs) + len(prog.consts):])
+
+
+def graph_json(prog: Program) -> str:
+    nodes: list[dict] = []
+    entry: dict[int, tuple[int, int]] = {}        # tensor id -> (node id, output index)
+    for t in prog.inputs + prog.consts:
+        entry[t] = (len(nodes), 0)
+        nodes.append({"op": "null", "name": prog.tensors[t].name, "inputs": []})
+    arg_nodes = list(range(len(nodes)))
+    for step in prog.steps:
+        nid = len(nodes)
+        for i, t in enumerate(step.outputs):
+            entry[t] = (nid, i)
+        nodes.append({
+            "op": "tvm_op",
+            "name": step.symbol,
+            "attrs": {"func_name": step.symbol, "num_inputs": str(len(step.inputs)),
+                      "num_outputs": str(len(step.outputs)), "flatten_data": "0"},
+            "inputs": [[*entry[t], 0] for t in step.inputs],
+        })
+    row_ptr = [0]
+    for nid, node in enumerate(nodes):
+        row_ptr.append(row_ptr[-1] + (int(node["attrs"]["num_outputs"]) if node["op"] == "tvm_op" else 1))
+    by_entry: dict[int, int] = {}
+    for t, (nid, i) in entry.items():
+        by_entry[row_ptr[nid] + i] = t
+    order = [by_entry[e] for e in range(row_ptr[-1])]
+    sid, _ = storage_plan(prog)
+    graph = {
+        "nodes": nodes,
+        "arg_nodes": arg_nodes,
+        "heads": [[*entry[t], 0] for t in prog.outputs],
+        "attrs": {
+            "dltype": ["list_str", [prog.tensors[t].type.dtype for t in order]],
+            "shape": ["list_shape", [list(prog.tensors[t].type.shape) for t in order]],
+            "storage_id": ["list_int", [sid[t] for t in order]],
+        },
+        "node_row_ptr": row_ptr,
+    }
+    return json.dumps(graph, indent=2)

@@ -1,0 +1,192 @@
+"""Lowering `main` of a (partitioned) module to a flat program: tensors and steps.
+
+Both executors are printed from this one structure: the graph executor writes it
+as graph.json, AOT as C. A value of the IR is a list of tensors (a tuple is several);
+every step reads and writes whole tensors:
+
+    inputs  -- the parameters of main, in order
+    consts  -- the Constants main uses (named p0, p1, ... like TVM's params)
+    steps   -- one per call, in a topological order; a host op call or an external function
+    outputs -- the flattened result of main (may repeat a tensor or name an input/constant)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ByocError
+from ..ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
+from ..ir.module import IRModule
+from ..ir.types import TensorType, flatten_type
+from ..ir.visitor import ExprMutator, post_order
+from .c_abi import sanitize_identifier, unique_identifiers
+
+
+@dataclass
+class Tensor:
+    id: int
+    type: TensorType
+    kind: str                      # "input" | "const" | "temp"
+    name: str                      # input name, "p<k>" for constants, "" for temps
+    data: np.ndarray | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.type.nbytes
+
+
+@dataclass
+class Step:
+    symbol: str                    # C function called (host kernel name or the region's global_symbol)
+    kind: str                      # "host" | "region"
+    inputs: list[int]
+    outputs: list[int]
+    call: Call
+    target: str | None = None      # Compiler attr of a region
+    op_name: str | None = None     # primitive op of a host step
+
+
+@dataclass
+class Program:
+    tensors: list[Tensor] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)
+    consts: list[int] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    regions: dict = field(default_factory=dict)       # symbol -> (global name, Function)
+
+    def new_tensor(self, ty: TensorType, kind: str, name: str = "", data=None) -> int:
+        self.tensors.append(Tensor(len(self.tensors), ty, kind, name, data))
+        return len(self.tensors) - 1
+
+    def lifetimes(self) -> dict[int, tuple[int, int]]:
+        """Temp tensor id -> [step writing it, last step reading it]; model outputs live to the end."""
+        end = len(self.steps)
+        life: dict[int, list[int]] = {}
+        for i, step in enumerate(self.steps):
+            for t in step.outputs:
+                life[t] = [i, i]
+            for t in step.inputs:
+                if t in life:
+                    life[t][1] = max(life[t][1], i)
+        for t in self.outputs:
+            if t in life:
+                life[t][1] = end
+        return {t: (a, b) for t, (a, b) in life.items()}
+
+
+class _InlineComposites(ExprMutator):
+    """Replaces calls of local Functions (composites: the host has none) by their bodies."""
+
+    into_functions = False
+
+    def rewrite_call(self, original: Call, rebuilt: Call):
+        if not isinstance(rebuilt.op, Function):
+            return rebuilt
+        func = rebuilt.op
+        body = _InlineComposites()
+        for param, arg in zip(func.params, rebuilt.args):
+            body.memo[id(param)] = arg
+        return body.visit(func.body)
+
+
+def inline_composites(mod: IRModule) -> tuple[IRModule, bool]:
+    """main with composite calls inlined; True if anything changed (types must then be inferred again)."""
+    main = mod["main"]
+    if not any(isinstance(n, Call) and isinstance(n.op, Function) for n in post_order(main.body)):
+        return mod, False
+    body = _InlineComposites().visit(main.body)
+    return mod.with_function("main", Function(main.params, body, main.ret_type, main.attrs, main.span)), True
+
+
+def _flat_types(ty) -> list[TensorType]:
+    return flatten_type(ty)
+
+
+def lower_main(mod: IRModule, mod_name: str) -> Program:
+    """The Program of a type-checked module whose main has no composite calls left."""
+    main = mod["main"]
+    prog = Program()
+    values: dict[int, list[int]] = {}
+
+    input_names = _unique_names([p.name_hint for p in main.params])
+    for param, name in zip(main.params, input_names):
+        ty = param.checked_type or param.type_annotation
+        if not isinstance(ty, TensorType):
+            raise ByocError(f"build: input {param.name_hint!r} of main has type {ty}; inputs must be tensors")
+        values[id(param)] = [prog.new_tensor(ty, "input", name)]
+        prog.inputs.append(values[id(param)][0])
+
+    region_symbols: dict[str, str] = {}          # global name -> C symbol
+    for name, func in mod.items():
+        if name != "main" and func.attrs.get("Compiler"):
+            region_symbols[name] = str(func.attrs.get("global_symbol", name))
+    host_calls: list[Call] = []
+    for node in post_order(main.body):
+        if isinstance(node, Var):
+            if id(node) not in values:
+                raise ByocError(f"build: variable {node.name_hint!r} is used in main but is not one of its parameters")
+        elif isinstance(node, Constant):
+            name = f"p{len(prog.consts)}"
+            tid = prog.new_tensor(TensorType(node.data.shape, str(node.data.dtype)), "const", name, node.data)
+            prog.consts.append(tid)
+            values[id(node)] = [tid]
+        elif isinstance(node, Tuple):
+            values[id(node)] = [t for f in node.fields for t in values[id(f)]]
+        elif isinstance(node, TupleGetItem):
+            fields = node.tuple_value.checked_type.fields
+            start = sum(len(_flat_types(f)) for f in fields[: node.index])
+            count = len(_flat_types(fields[node.index]))
+            values[id(node)] = values[id(node.tuple_value)][start:start + count]
+        elif isinstance(node, Call):
+            ins = [t for a in node.args for t in values[id(a)]]
+            outs = [prog.new_tensor(ty, "temp") for ty in _flat_types(node.checked_type)]
+            values[id(node)] = outs
+            if isinstance(node.op, Op):
+                prog.steps.append(Step("", "host", ins, outs, node, op_name=node.op.name))
+                host_calls.append(node)
+            elif isinstance(node.op, GlobalVar):
+                gname = node.op.name_hint
+                if gname not in region_symbols:
+                    raise ByocError(f"build: main calls @{gname}, which is not an external function (no Compiler "
+                                    "attribute); only calls of ops and of partitioned regions can be built")
+                func = mod[gname]
+                symbol = region_symbols[gname]
+                prog.regions.setdefault(symbol, (gname, func))
+                prog.steps.append(Step(symbol, "region", ins, outs, node, target=str(func.attrs["Compiler"])))
+            else:
+                raise ByocError(f"build: cannot build a call of {type(node.op).__name__} in main")
+        elif isinstance(node, Function):
+            raise ByocError("build: main contains a nested function that is not a composite call; "
+                            "only ops, tuples and calls of external functions can be built")
+        elif isinstance(node, GlobalVar):
+            raise ByocError(f"build: @{node.name_hint} is used as a value in main; only calls of it can be built")
+    prog.outputs = list(values[id(main.body)])
+
+    taken = set(region_symbols.values())
+    base = sanitize_identifier(f"tvmgen_{mod_name}_fused")
+    host_steps = [s for s in prog.steps if s.kind == "host"]
+    counters: dict[str, int] = {}
+    wanted = []
+    for step in host_steps:
+        op = sanitize_identifier(step.op_name.replace(".", "_"))
+        n = counters.get(op, 0)
+        counters[op] = n + 1
+        wanted.append(f"{base}_{op}" + (f"_{n}" if n else ""))
+    for step, name in zip(host_steps, unique_identifiers(wanted, taken)):
+        step.symbol = name
+    return prog
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    used: set[str] = set()
+    out = []
+    for name in names:
+        candidate, n = name, 0
+        while candidate in used:
+            n += 1
+            candidate = f"{name}_{n}"
+        used.add(candidate)
+        out.append(candidate)
+    return out

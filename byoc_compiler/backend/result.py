@@ -1,0 +1,308 @@
+"""BuildResult: what `build` returns — sources, graph.json, params, metadata — and how to turn it into files.
+
+Nothing is compiled until asked: `get_source`, `graph_json`, `params`, `metadata` and `export` only
+write text. `export_library` (host toolchains) and `export_runner` (any toolchain) compile with the
+commands of byoc_compiler/toolchain.py, in a private temporary directory; the result is moved into
+place only when complete.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ByocError
+from .. import toolchain as tcmod
+from .artifact import BlobArtifact, CSourceArtifact
+
+HOST_SOURCE = "src/host.c"
+
+
+def _runtime():
+    from .. import runtime
+
+    return runtime
+
+
+def _dlpack_header() -> Path:
+    """dlpack/dlpack.h from the runtime helper's lookup (Debian's libdlpack-dev)."""
+    rt = _runtime()
+    base = Path(rt.dlpack_include_dir())
+    header = base / "dlpack" / "dlpack.h"
+    if not header.is_file():
+        raise ByocError(f"the DLPack header {header} is missing; install it with `apt-get install -y libdlpack-dev`")
+    return header
+
+
+class BuildResult:
+    def __init__(self, *, mod, program, host_c: str, artifacts: dict, region_targets: dict, graph_json: str,
+                 params: dict, params_blob: bytes, metadata: dict, toolchain, opt: str, config):
+        self.mod = mod
+        self.program = program
+        self.host_c = host_c
+        self.artifacts = artifacts              # region symbol -> CSourceArtifact | BlobArtifact
+        self.region_targets = region_targets    # region symbol -> Target
+        self.graph_json = graph_json
+        self.params = params
+        self.params_blob = params_blob
+        self.metadata = metadata
+        self.toolchain = toolchain
+        self.opt = opt
+        self.config = config
+        self.last_run_ms: float | None = None
+        self._workdir: str | None = None
+        self._built: dict[tuple, Path] = {}
+
+    # ---- text -------------------------------------------------------------------------------
+    @property
+    def executor(self) -> str:
+        return self.metadata["executor"]
+
+    @property
+    def interface(self) -> str:
+        return self.metadata["interface"]
+
+    @property
+    def workspace_bytes(self) -> int:
+        return self.metadata["workspace_bytes"]
+
+    def get_source(self, target: str | None = None) -> str:
+        """Generated source, compiling nothing: None/"host" -> host C; a target name -> its sources or blob text."""
+        if target in (None, "host"):
+            return self.host_c
+        texts = []
+        for symbol, artifact in self.artifacts.items():
+            if self.region_targets[symbol].name != target:
+                continue
+            if isinstance(artifact, CSourceArtifact):
+                texts.append(artifact.text)
+            else:
+                texts.append(artifact.text if artifact.text is not None else
+                             f"/* {symbol}: {len(artifact.blob)}-byte {artifact.kind} blob (no text form) */\n")
+        if not texts:
+            used = ", ".join(["host"] + self.metadata["targets"])
+            raise ByocError(f"get_source: this build has no code for target {target!r}; sources exist for: {used}")
+        return "\n".join(texts)
+
+    def sources(self) -> dict[str, str]:
+        """Relative path -> text of every generated C source (host first, then each region's files)."""
+        out = {HOST_SOURCE: self.host_c}
+        for symbol, artifact in self.artifacts.items():
+            if isinstance(artifact, CSourceArtifact):
+                target = self.region_targets[symbol].name
+                for name, code in artifact.sources.items():
+                    path = f"src/{target}/{name}"
+                    if path in out:
+                        path = f"src/{target}/{symbol}_{name}"
+                    out[path] = code
+        return out
+
+    def blobs(self) -> dict[str, bytes]:
+        out = {}
+        for symbol, artifact in self.artifacts.items():
+            if isinstance(artifact, BlobArtifact):
+                target = self.region_targets[symbol].name
+                out[f"src/{target}/{symbol}.{re.sub(r'[^A-Za-z0-9_]', '_', artifact.kind)}"] = artifact.blob
+        return out
+
+    def model_text(self) -> str:
+        return self.mod.astext()
+
+    # ---- export -----------------------------------------------------------------------------
+    def export(self, directory) -> Path:
+        """Write the self-describing directory (atomically: a temp dir renamed into place)."""
+        directory = Path(directory)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        try:
+            for rel, text in self.sources().items():
+                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / rel).write_text(text)
+            for rel, data in self.blobs().items():
+                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / rel).write_bytes(data)
+                text = self.artifacts[Path(rel).stem].text
+                if text is not None:
+                    (tmp / rel).with_suffix(".txt").write_text(text)
+            (tmp / "graph.json").write_text(self.graph_json)
+            (tmp / "params.bin").write_bytes(self.params_blob)
+            (tmp / "model.txt").write_text(self.model_text())
+            meta = dict(self.metadata)
+            meta["files"] = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file()) + ["metadata.json"]
+            (tmp / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
+            _replace_dir(tmp, directory)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return directory
+
+    # ---- compile ----------------------------------------------------------------------------
+    def _work(self) -> Path:
+        if self._workdir is None:
+            self._workdir = tempfile.mkdtemp(prefix="byoc-build-")
+            weakref.finalize(self, shutil.rmtree, self._workdir, True)
+        return Path(self._workdir)
+
+    def compile_units(self, srcdir: Path, runner: bool = False) -> list[tuple[Path, list, list]]:
+        """Write generated sources under srcdir; (source, include dirs, defines) for everything to compile."""
+        rt = _runtime()
+        include = srcdir / "include"
+        (include / "dlpack").mkdir(parents=True, exist_ok=True)
+        # A copy of the DLPack header, so cross compilers never see the host's /usr/include.
+        shutil.copyfile(_dlpack_header(), include / "dlpack" / "dlpack.h")
+        base_includes = [Path(rt.include_dir()), include]
+        defines = ["BYOC_UNPACKED_API"] if self.interface == "unpacked" else []
+        units: list[tuple[Path, list, list]] = []
+        for rel, text in self.sources().items():
+            path = srcdir / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            extra = []
+            if rel != HOST_SOURCE:
+                symbol = next(s for s, a in self.artifacts.items() if isinstance(a, CSourceArtifact)
+                              and any(rel.endswith("/" + n) for n in a.sources))
+                extra = list(self.artifacts[symbol].include_dirs) + list(self.region_targets[symbol].include_dirs)
+            units.append((path, base_includes + extra, defines))
+        seen: set[str] = set()
+        runtime_files = list(rt.runtime_sources(self.executor))
+        if runner:
+            runtime_files += [f for f in rt.runner_sources() if f not in runtime_files]
+        for f in runtime_files:
+            seen.add(os.path.realpath(f))
+            units.append((Path(f), base_includes, []))
+        for symbol, artifact in self.artifacts.items():
+            target = self.region_targets[symbol]
+            files = list(target.runtime_sources)
+            if isinstance(artifact, BlobArtifact):
+                files += list(artifact.runtime_sources)
+            incs = base_includes + list(target.include_dirs) + list(artifact.include_dirs)
+            for f in files:
+                real = os.path.realpath(f)
+                if real not in seen:
+                    seen.add(real)
+                    units.append((Path(f), incs, []))
+        return units
+
+    def _compile(self, outdir: Path, werror: bool, runner: bool) -> list[Path]:
+        tc = self.toolchain
+        tcmod.check_toolchain(tc)
+        units = self.compile_units(outdir / "gen", runner=runner)
+        extra = list(tcmod.WARNING_FLAGS) if werror else []
+        jobs = []
+        names: set[str] = set()
+        for src, incs, defs in units:
+            stem = src.stem
+            n = 0
+            while f"{stem}.o" in names:
+                n += 1
+                stem = f"{src.stem}_{n}"
+            names.add(f"{stem}.o")
+            obj = outdir / "obj" / f"{stem}.o"
+            obj.parent.mkdir(parents=True, exist_ok=True)
+            jobs.append((tcmod.compile_argv(tc, src, obj, incs, defs, self.opt, extra), src, obj))
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = [pool.submit(tcmod.run_command, argv, f"compiling {src.name} with toolchain {tc.name!r}")
+                       for argv, src, _ in jobs]
+            for f in futures:
+                f.result()
+        return [obj for _, _, obj in jobs]
+
+    def export_library(self, path, werror: bool = False) -> Path:
+        """Compile and link a shared library (host toolchains); load it with byoc_compiler.runtime.load."""
+        tc = self.toolchain
+        if tc.run:
+            raise ByocError(f"export_library: toolchain {tc.name!r} builds for {tc.arch}, whose libraries cannot be "
+                            "loaded here; use export_runner (a standalone program) instead")
+        path = Path(path)
+        out = Path(tempfile.mkdtemp(prefix="lib-", dir=self._work()))
+        objs = self._compile(out, werror, runner=False)
+        lib = out / path.name
+        tcmod.run_command(tcmod.link_shared_argv(tc, objs, lib), f"linking {path.name} with toolchain {tc.name!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(lib), str(path))
+        return path
+
+    def export_runner(self, path, werror: bool = False) -> Path:
+        """Compile and link the standalone runner program (any toolchain; static for cross ones, per config)."""
+        tc = self.toolchain
+        path = Path(path)
+        out = Path(tempfile.mkdtemp(prefix="runner-", dir=self._work()))
+        objs = self._compile(out, werror, runner=True)
+        exe = out / path.name
+        tcmod.run_command(tcmod.link_exe_argv(tc, objs, exe), f"linking {path.name} with toolchain {tc.name!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(exe), str(path))
+        return path
+
+    def library(self, werror: bool = False) -> Path:
+        """A shared library built once per result (cached in the result's temporary directory)."""
+        key = ("lib", werror)
+        if key not in self._built:
+            self._built[key] = self.export_library(self._work() / f"lib{werror:d}" / "model.so", werror)
+        return self._built[key]
+
+    def runner(self, werror: bool = False) -> Path:
+        key = ("runner", werror)
+        if key not in self._built:
+            self._built[key] = self.export_runner(self._work() / f"runner{werror:d}" / "runner", werror)
+        return self._built[key]
+
+    def load(self, werror: bool = False):
+        """The model loaded into this process (byoc_compiler.runtime.load of `library()`)."""
+        return _runtime().load(self.library(werror))
+
+    def run_runner(self, inputs, repeat: int = 1, werror: bool = False, timeout: float = 600) -> list[np.ndarray]:
+        """Run the runner on `inputs` (list in input order, or dict by name); returns the outputs.
+
+        Runs under the toolchain's `run` prefix (qemu-user for foreign CPUs); with repeat > 1 the
+        runner's median time is kept in `self.last_run_ms`.
+        """
+        exe = self.runner(werror)
+        info = self.metadata["inputs"]
+        if isinstance(inputs, dict):
+            missing = [i["name"] for i in info if i["name"] not in inputs]
+            if missing:
+                raise ByocError(f"run_runner: no value for input {missing[0]!r}; inputs: "
+                                f"{', '.join(i['name'] for i in info)}")
+            inputs = [inputs[i["name"]] for i in info]
+        if len(inputs) != len(info):
+            raise ByocError(f"run_runner: the model takes {len(info)} inputs, got {len(inputs)}")
+        rundir = Path(tempfile.mkdtemp(prefix="run-", dir=self._work()))
+        try:
+            files = []
+            for k, value in enumerate(inputs):
+                f = rundir / f"in{k}.npy"
+                np.save(f, np.ascontiguousarray(value))
+                files.append(str(f))
+            outdir = rundir / "out"
+            outdir.mkdir()
+            argv = tcmod.run_argv(self.toolchain, exe, ["--repeat", str(repeat), "--out", str(outdir), *files])
+            proc = tcmod.run_command(argv, f"running the model with toolchain {self.toolchain.name!r}",
+                                     timeout=timeout)
+            found = re.search(r"median_ms=([0-9.eE+-]+)", proc.stdout)
+            self.last_run_ms = float(found.group(1)) if found else None
+            return [np.load(outdir / f"out{k}.npy") for k in range(len(self.metadata["outputs"]))]
+        finally:
+            shutil.rmtree(rundir, ignore_errors=True)
+
+
+def _replace_dir(new: Path, dest: Path) -> None:
+    """Move the finished directory `new` to `dest`, replacing an older one without a half-written moment."""
+    if dest.exists() or dest.is_symlink():
+        if not dest.is_dir():
+            raise ByocError(f"export: {dest} exists and is not a directory; remove it or choose another path")
+        old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", dir=dest.parent))
+        os.rmdir(old)
+        os.rename(dest, old)
+        os.rename(new, dest)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(new, dest)

@@ -1,0 +1,95 @@
+"""Compile, link and run commands for a toolchain, from ONE place.
+
+Every command the toolkit runs on a C compiler is built here as an argv list,
+so `build().export_library`, the runner and the SCons tool agree on flags.
+A toolchain is data (config.toml `[toolchains.X]`); these functions only
+arrange its fields.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+from typing import Sequence
+
+from .errors import ByocError
+
+# The warnings every generated source and the runtime must pass cleanly (tests turn them on).
+WARNING_FLAGS = ("-Wall", "-Wextra", "-Werror")
+
+# platform.machine() spellings of the architectures config.toml names.
+_HOST_ARCH_ALIASES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
+                      "armv7l": "armhf", "riscv64": "riscv64", "s390x": "s390x"}
+
+
+class ToolchainError(ByocError):
+    """A compiler that is missing or that rejected a command; the message holds the command and stderr."""
+
+
+def host_arch() -> str:
+    machine = platform.machine().lower()
+    return _HOST_ARCH_ALIASES.get(machine, machine)
+
+
+def can_load_here(tc) -> bool:
+    """Its shared libraries can be loaded into this Python process (same CPU, no run prefix, no sanitizer)."""
+    return not tc.run and not tc.sanitizer and tc.arch == host_arch()
+
+
+def check_toolchain(tc) -> None:
+    """Raise one clear ToolchainError if the compiler (or the program that runs its binaries) is missing."""
+    hint = f"install it with `apt-get install -y {' '.join(tc.apt) if tc.apt else tc.cc}`"
+    if shutil.which(tc.cc) is None:
+        raise ToolchainError(f"toolchain {tc.name!r}: compiler {tc.cc!r} not found; {hint}")
+    if tc.run and shutil.which(tc.run[0]) is None:
+        raise ToolchainError(f"toolchain {tc.name!r}: {tc.run[0]!r}, which runs its programs, not found; {hint}")
+
+
+def compile_argv(tc, src, obj, include_dirs: Sequence = (), defines: Sequence[str] = (), opt: str = "-O2",
+                 extra_cflags: Sequence[str] = ()) -> list[str]:
+    """`cc <toolchain cflags> <opt> <extra> -D.. -I.. -c src -o obj`. defines are "NAME" or "NAME=VALUE"."""
+    argv = [tc.cc, *tc.cflags]
+    if opt:
+        argv.append(opt)
+    argv += list(extra_cflags)
+    argv += [f"-D{d}" for d in defines]
+    argv += [f"-I{os.fspath(d)}" for d in include_dirs]
+    argv += ["-c", os.fspath(src), "-o", os.fspath(obj)]
+    return argv
+
+
+def link_shared_argv(tc, objs: Sequence, out) -> list[str]:
+    """A shared library (host toolchains): objects first, then the toolchain's ldflags (libraries last)."""
+    ldflags = [f for f in tc.ldflags if f != "-static"]
+    return [tc.cc, "-shared", *map(os.fspath, objs), "-o", os.fspath(out), *ldflags]
+
+
+def link_exe_argv(tc, objs: Sequence, out) -> list[str]:
+    """An executable; cross toolchains carry -static in their ldflags so qemu-user needs no sysroot."""
+    return [tc.cc, *map(os.fspath, objs), "-o", os.fspath(out), *tc.ldflags]
+
+
+def run_argv(tc, exe, args: Sequence[str] = ()) -> list[str]:
+    """How to start a program the toolchain built: its `run` prefix (e.g. qemu-aarch64 -L ...) then the program."""
+    return [*tc.run, os.fspath(exe), *map(str, args)]
+
+
+def run_command(argv: Sequence[str], what: str, cwd=None, timeout: float | None = 600) -> subprocess.CompletedProcess:
+    """Run argv; on failure raise ToolchainError naming `what`, the command and the program's stderr."""
+    try:
+        proc = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise ToolchainError(f"{what}: program {argv[0]!r} not found (command: {_quote(argv)})") from None
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(f"{what}: timed out after {timeout} s (command: {_quote(argv)})") from None
+    if proc.returncode != 0:
+        detail = (proc.stderr.strip() or proc.stdout.strip() or "(no output)")
+        raise ToolchainError(f"{what} failed (exit code {proc.returncode})\ncommand: {_quote(argv)}\n{detail}")
+    return proc
+
+
+def _quote(argv: Sequence[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(str(a)) for a in argv)
