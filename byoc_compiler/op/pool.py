@@ -4,7 +4,7 @@ Output size (per spatial axis, `pad` = before + after, `k` the dilated window):
 floor mode  (size + pad - k) // stride + 1;
 ceil mode   ceil((size + pad - k) / stride) + 1, minus one when the last window
             would start in the trailing padding (ONNX and PyTorch drop it; it has
-            no input element).
+            no input element). Checked against onnxruntime in tests/test_ops.py.
 A window may then hang over the trailing padding; positions past the padding
 are never counted. avg_pool2d divides by the number of input elements in the
 window, or with count_include_pad by the positions inside input + padding.
