@@ -1,0 +1,188 @@
+"""Load a built model shared library and run it from Python (ctypes on byoc_model_desc)."""
+import ctypes
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .dtypes import from_dl
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _TensorInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("ndim", ctypes.c_int32),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("dtype", _DLDataType)]
+
+
+_INIT = ctypes.CFUNCTYPE(ctypes.c_int32)
+_RUN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
+_DEINIT = ctypes.CFUNCTYPE(None)
+
+
+class _ModelDesc(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("executor", ctypes.c_char_p), ("interface", ctypes.c_char_p),
+                ("num_inputs", ctypes.c_int32), ("inputs", ctypes.POINTER(_TensorInfo)),
+                ("num_outputs", ctypes.c_int32), ("outputs", ctypes.POINTER(_TensorInfo)),
+                ("workspace_bytes", ctypes.c_uint64),
+                ("init", _INIT), ("run", _RUN), ("deinit", _DEINIT)]
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    shape: tuple
+    dtype: np.dtype
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    times_ms: tuple
+    median_ms: float
+
+
+def _info(t: _TensorInfo, what: str) -> TensorInfo:
+    name = t.name.decode("utf-8", "replace") if t.name else what
+    return TensorInfo(name, tuple(int(t.shape[k]) for k in range(t.ndim)),
+                      from_dl(t.dtype.code, t.dtype.bits, t.dtype.lanes))
+
+
+# The same path dlopen'ed twice is one library with one set of globals: init once, deinit at last close.
+_OPEN: dict = {}
+_OPEN_LOCK = threading.Lock()
+
+
+class Module:
+    """A loaded model. set_input / run / get_output, shapes and dtypes checked before any C call."""
+
+    def __init__(self, path):
+        self.path = Path(path).resolve()
+        if not self.path.is_file():
+            raise FileNotFoundError(f"model library {str(path)!r} does not exist")
+        try:
+            self._lib = ctypes.CDLL(str(self.path))
+        except OSError as e:
+            raise RuntimeError(f"cannot load model library {str(path)!r}: {e}") from None
+        for sym in ("byoc_model_desc", "byoc_get_last_error"):
+            if not hasattr(self._lib, sym):
+                raise RuntimeError(f"{str(path)!r} is not a byoc model library (no symbol {sym})")
+        self._lib.byoc_model_desc.restype = ctypes.POINTER(_ModelDesc)
+        self._lib.byoc_get_last_error.restype = ctypes.c_char_p
+        ptr = self._lib.byoc_model_desc()
+        if not ptr:
+            raise RuntimeError(f"{str(path)!r}: byoc_model_desc() returned NULL")
+        self._desc = ptr.contents
+        d = self._desc
+        self.name = (d.name or b"").decode()
+        self.executor = (d.executor or b"").decode()
+        self.interface = (d.interface or b"").decode()
+        self.workspace_bytes = int(d.workspace_bytes)
+        self._inputs = [_info(d.inputs[i], f"input{i}") for i in range(d.num_inputs)]
+        self._outputs = [_info(d.outputs[i], f"output{i}") for i in range(d.num_outputs)]
+        self._in_bufs = [np.zeros(t.shape, t.dtype) for t in self._inputs]
+        self._out_bufs = [np.zeros(t.shape, t.dtype) for t in self._outputs]
+        self._set = [False] * len(self._inputs)
+        self._in_ptrs = (ctypes.c_void_p * max(1, len(self._inputs)))(*[b.ctypes.data for b in self._in_bufs])
+        self._out_ptrs = (ctypes.c_void_p * max(1, len(self._outputs)))(*[b.ctypes.data for b in self._out_bufs])
+        with _OPEN_LOCK:
+            if _OPEN.get(self.path, 0) == 0:
+                self._check(d.init(), "init")
+            _OPEN[self.path] = _OPEN.get(self.path, 0) + 1
+        self._closed = False
+
+    def _check(self, rc: int, what: str):
+        if rc != 0:
+            msg = (self._lib.byoc_get_last_error() or b"").decode("utf-8", "replace")
+            raise RuntimeError(f"model {self.name!r} {what} failed: {msg or f'return code {rc}'}")
+
+    # ---- introspection
+    def get_num_inputs(self) -> int:
+        return len(self._inputs)
+
+    def get_num_outputs(self) -> int:
+        return len(self._outputs)
+
+    def input_info(self) -> list:
+        return list(self._inputs)
+
+    def output_info(self) -> list:
+        return list(self._outputs)
+
+    def _input_index(self, key) -> int:
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            if not 0 <= key < len(self._inputs):
+                raise IndexError(f"input index {key} out of range: model {self.name!r} has "
+                                 f"{len(self._inputs)} inputs")
+            return int(key)
+        for i, t in enumerate(self._inputs):
+            if t.name == key:
+                return i
+        raise ValueError(f"model {self.name!r} has no input {key!r}; inputs are "
+                         f"{', '.join(repr(t.name) for t in self._inputs) or 'none'}")
+
+    def set_input(self, key, value):
+        i = self._input_index(key)
+        want = self._inputs[i]
+        arr = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=want.dtype)
+        if arr.dtype.newbyteorder("=") != want.dtype:
+            raise ValueError(f"input {want.name!r}: expected dtype {want.dtype}, given {arr.dtype}")
+        if tuple(arr.shape) != want.shape:
+            raise ValueError(f"input {want.name!r}: expected shape {want.shape}, given {tuple(arr.shape)}")
+        np.copyto(self._in_bufs[i], arr)  # converts byte order and layout
+        self._set[i] = True
+
+    def run(self):
+        self._ensure_open()
+        missing = [t.name for t, s in zip(self._inputs, self._set) if not s]
+        if missing:
+            raise RuntimeError(f"model {self.name!r}: set_input was not called for {', '.join(map(repr, missing))}")
+        self._check(self._desc.run(self._in_ptrs, self._out_ptrs), "run")
+
+    def get_output(self, i: int) -> np.ndarray:
+        if not 0 <= i < len(self._outputs):
+            raise IndexError(f"output index {i} out of range: model {self.name!r} has {len(self._outputs)} outputs")
+        return self._out_bufs[i].copy()
+
+    def benchmark(self, repeat: int = 10) -> BenchmarkResult:
+        """Times `repeat` runs (each through ctypes) and reports the median in milliseconds."""
+        if repeat < 1:
+            raise ValueError(f"repeat must be >= 1, given {repeat}")
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            self.run()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return BenchmarkResult(tuple(times), statistics.median(times))
+
+    def _ensure_open(self):
+        if self._closed:
+            raise RuntimeError(f"model {self.name!r} was closed")
+
+    def close(self):
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        with _OPEN_LOCK:
+            _OPEN[self.path] -= 1
+            if _OPEN[self.path] == 0 and self._desc.deinit:
+                self._desc.deinit()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return (f"<byoc Module {self.name!r} executor={self.executor} interface={self.interface} "
+                f"inputs={[t.name for t in self._inputs]} outputs={len(self._outputs)}>")
+
+
+def load(path) -> Module:
+    """Load a model library built by byoc_compiler (export_library) and initialize it."""
+    return Module(path)
