@@ -1,0 +1,222 @@
+"""The graph walk: ONNX GraphProto -> IRModule whose `main` takes the model's inputs.
+
+Two passes over the nodes so that one error lists every problem:
+1. static: every node's op type, definition (opset) and attribute values, and
+   that no unsupported output (Dropout's mask, MaxPool's Indices) is used;
+2. conversion in graph order; a node that fails is recorded and everything
+   depending on it skipped, so later independent failures are still found.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import onnx
+import onnx.helper
+import onnx.numpy_helper
+
+from ...ir.expr import Constant, Expr, Function, Tuple, Var
+from ...ir.module import IRModule
+from ...ir.types import DTYPES, TensorType
+from .context import Context, Node, NodeError
+from .errors import NodeProblem, OnnxImportError, OnnxUnsupportedError
+from .loader import default_opset, describe_source, load_model_proto
+from .table import Converter, resolve
+
+# ONNX element type -> IR dtype, for model inputs.
+_INPUT_DTYPES = {
+    onnx.TensorProto.FLOAT: "float32",
+    onnx.TensorProto.INT32: "int32",
+    onnx.TensorProto.INT64: "int64",
+    onnx.TensorProto.BOOL: "bool",
+}
+
+
+def from_onnx(model, shape: Mapping[str, Sequence[int]] | None = None,
+              dtype: str | Mapping[str, str] | None = None) -> IRModule:
+    """Import an ONNX model (a path, bytes or onnx.ModelProto) as an IRModule.
+
+    shape -- input name -> shape, overriding the model's (needed for dynamic dimensions)
+    dtype -- one dtype for every input, or input name -> dtype, overriding the model's
+
+    Initializers, Constant/ConstantOfShape/Shape and everything computable from them become
+    Constants. main's parameters are the model inputs (Var.name_hint = the ONNX name), its
+    result the model outputs in order; attr `output_names` records their ONNX names.
+    """
+    proto = load_model_proto(model)
+    return _GraphImporter(proto, describe_source(model), shape or {}, dtype).run()
+
+
+def attribute_value(attr: onnx.AttributeProto):
+    """An AttributeProto as a Python value: tensors as numpy arrays, strings as str."""
+    value = onnx.helper.get_attribute_value(attr)
+    if isinstance(value, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode("utf-8", errors="replace") for v in value]
+    return value
+
+
+def node_label(node: onnx.NodeProto, index: int) -> str:
+    if node.name:
+        return repr(node.name)
+    outputs = ", ".join(repr(o) for o in node.output if o)
+    return f"#{index} (unnamed, outputs {outputs})"
+
+
+class _GraphImporter:
+    def __init__(self, model: onnx.ModelProto, label: str, shapes: Mapping, dtypes):
+        self.model, self.graph, self.label = model, model.graph, label
+        self.opset = default_opset(model)
+        self.shapes, self.dtypes = dict(shapes), dtypes
+        self.ctx = Context()
+        self.env: dict[str, Expr] = {}
+        self.problems: list[NodeProblem] = []
+
+    def run(self) -> IRModule:
+        converters = self._check_nodes()
+        params = self._bind_inputs()
+        self._convert(converters)
+        outputs = [self.env[o.name] for o in self.graph.output if o.name in self.env]
+        if self.problems:
+            raise OnnxUnsupportedError(self.label, self.problems)
+        body = outputs[0] if len(outputs) == 1 else Tuple(outputs)
+        names = tuple(o.name for o in self.graph.output)
+        return IRModule({"main": Function(params, body, attrs={"output_names": names})})
+
+    # ---- pass 1: what can be imported at all -----------------------------------------------------
+
+    def _check_nodes(self) -> list[Converter]:
+        used = {name for node in self.graph.node for name in node.input if name}
+        used.update(o.name for o in self.graph.output)
+        converters = []
+        for index, node in enumerate(self.graph.node):
+            conv, reason = resolve(node.op_type, node.domain, self.opset)
+            reasons = [reason] if conv is None else []
+            if conv is not None:
+                if conv.check is not None:
+                    reasons += conv.check({a.name: attribute_value(a) for a in node.attribute})
+                for position, name in enumerate(node.output):
+                    if position >= conv.outputs and name and name in used:
+                        reasons.append(f"output {position} ({name!r}) is not supported, but the model uses it")
+            for why in reasons:
+                self.problems.append(NodeProblem(node_label(node, index), node.op_type, self.opset, why))
+            converters.append(conv)
+        if self.problems:
+            raise OnnxUnsupportedError(self.label, self.problems)
+        return converters
+
+    # ---- inputs and initializers -----------------------------------------------------------------
+
+    def _bind_inputs(self) -> list[Var]:
+        for tensor in self.graph.initializer:
+            self.env[tensor.name] = Constant(onnx.numpy_helper.to_array(tensor))
+        inputs = [i for i in self.graph.input if i.name not in self.env]
+        names = [i.name for i in inputs]
+        unknown = [n for n in self.shapes if n not in names]
+        if unknown:
+            raise OnnxImportError(f"{self.label}: shape= names {', '.join(map(repr, unknown))}, which "
+                                  f"{'is not an input' if len(unknown) == 1 else 'are not inputs'}; "
+                                  f"the inputs are: {', '.join(map(repr, names)) or 'none'}")
+        if isinstance(self.dtypes, Mapping):
+            bad = [n for n in self.dtypes if n not in names]
+            if bad:
+                raise OnnxImportError(f"{self.label}: dtype= names {', '.join(map(repr, bad))}, not an input; "
+                                      f"the inputs are: {', '.join(map(repr, names)) or 'none'}")
+        errors, params = [], []
+        for value_info in inputs:
+            try:
+                var = Var(value_info.name, TensorType(self._input_shape(value_info), self._input_dtype(value_info)))
+            except _InputError as exc:
+                errors.append(str(exc))
+                continue
+            self.env[value_info.name] = var
+            params.append(var)
+        if errors:
+            raise OnnxImportError(f"{self.label}: " + "\n".join(errors))
+        return params
+
+    def _input_shape(self, value_info) -> tuple[int, ...]:
+        name = value_info.name
+        if name in self.shapes:
+            shape = self.shapes[name]
+            try:
+                dims = tuple(int(d) for d in shape)
+            except (TypeError, ValueError):
+                dims = (-1,)
+            if any(d < 0 for d in dims) or any(isinstance(d, bool) for d in shape):
+                raise _InputError(f"shape={{{name!r}: {shape!r}}} is not a list of non-negative integers")
+            return dims
+        tensor_type = value_info.type.tensor_type
+        if not tensor_type.HasField("shape"):
+            raise _InputError(f"input {name!r} has no shape in the model; pass it: "
+                              f"from_onnx(model, shape={{{name!r}: (...)}})")
+        dims, dynamic = [], []
+        for position, dim in enumerate(tensor_type.shape.dim):
+            if dim.HasField("dim_value") and dim.dim_value >= 0:
+                dims.append(dim.dim_value)
+            else:
+                dynamic.append(f"{position} ({dim.dim_param!r})" if dim.dim_param else str(position))
+                dims.append(None)
+        if dynamic:
+            example = tuple(1 if d is None else d for d in dims)
+            raise _InputError(f"input {name!r} has a dynamic dimension at position {', '.join(dynamic)}; "
+                              f"pass a static shape: from_onnx(model, shape={{{name!r}: {example}}})")
+        return tuple(dims)
+
+    def _input_dtype(self, value_info) -> str:
+        name = value_info.name
+        override = self.dtypes.get(name) if isinstance(self.dtypes, Mapping) else self.dtypes
+        if override is not None:
+            if override not in DTYPES:
+                raise _InputError(f"dtype {override!r} for input {name!r} is not one of {', '.join(DTYPES)}")
+            return override
+        if not value_info.type.HasField("tensor_type"):
+            raise _InputError(f"input {name!r} is not a tensor (sequences, maps and optionals are not supported)")
+        elem = value_info.type.tensor_type.elem_type
+        if elem not in _INPUT_DTYPES:
+            onnx_name = onnx.TensorProto.DataType.Name(elem)
+            raise _InputError(f"input {name!r} has element type {onnx_name}, which is not supported "
+                              f"({', '.join(DTYPES)} are); pass dtype={{{name!r}: 'float32'}} to import it "
+                              "with another dtype")
+        return _INPUT_DTYPES[elem]
+
+    # ---- pass 2: conversion ----------------------------------------------------------------------
+
+    def _convert(self, converters: list[Converter]) -> None:
+        failed: set[str] = set()
+        for index, (proto, conv) in enumerate(zip(self.graph.node, converters)):
+            label = node_label(proto, index)
+            if any(name in failed for name in proto.input):
+                failed.update(proto.output)  # its cause is already reported
+                continue
+            missing = [name for name in proto.input if name and name not in self.env]
+            try:
+                if missing:
+                    raise NodeError(f"input {missing[0]!r} is not produced by any earlier node or initializer")
+                node = Node(label, proto.op_type, self.opset, _since(conv, proto, self.opset),
+                            {a.name: attribute_value(a) for a in proto.attribute},
+                            [self.env[n] if n else None for n in proto.input], list(proto.input),
+                            list(proto.output))
+                results = conv.convert(node, self.ctx)
+                for result in results:
+                    self.ctx.type_of(result)
+            except NodeError as exc:
+                self.problems.append(NodeProblem(label, proto.op_type, self.opset, str(exc)))
+                failed.update(proto.output)
+                continue
+            for name, result in zip(proto.output, results):
+                if name:
+                    self.env[name] = result
+
+
+class _InputError(Exception):
+    pass
+
+
+def _since(conv: Converter, proto: onnx.NodeProto, opset: int) -> int:
+    from .table import since_version
+
+    return since_version(proto.op_type, opset) or max(conv.versions)

@@ -1,0 +1,188 @@
+"""Neural-network ONNX ops: Conv, pools, BatchNormalization, Softmax, LRN, Dropout."""
+from __future__ import annotations
+
+import math
+
+from .context import Context, Node, NodeError
+from .table import converter
+
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def _check_auto_pad(attrs) -> list[str]:
+    mode = attrs.get("auto_pad", "NOTSET")
+    return [] if mode in _AUTO_PADS else [f"auto_pad {mode!r} is not one of {', '.join(_AUTO_PADS)}"]
+
+
+def _spatial_2d(node: Node, ctx: Context, x, what: str) -> tuple[int, int]:
+    shape = ctx.shape(x)
+    if len(shape) != 4:
+        raise NodeError(f"only 2-D {what} on NCHW tensors is supported; the input has shape {shape}")
+    return shape[2], shape[3]
+
+
+def _pair_attr(node: Node, name: str, default: int) -> tuple[int, int]:
+    value = node.attr(name)
+    if value is None:
+        return (default, default)
+    if len(value) != 2:
+        raise NodeError(f"attribute {name} has {len(value)} values; a 2-D op needs 2")
+    return (int(value[0]), int(value[1]))
+
+
+def padding(node: Node, sizes, kernel, strides, dilations) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right) from `pads` or `auto_pad`.
+
+    ONNX pads are [h_begin, w_begin, h_end, w_end], which is Relay's order. SAME_* pads so that
+    out = ceil(in / stride); an odd total goes to the end (UPPER) or the beginning (LOWER).
+    """
+    mode = node.attr("auto_pad", "NOTSET")
+    if mode == "VALID":
+        return (0, 0, 0, 0)
+    if mode in ("SAME_UPPER", "SAME_LOWER"):
+        begins, ends = [], []
+        for size, k, s, d in zip(sizes, kernel, strides, dilations):
+            out = -(-size // s)
+            total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+            small, large = total // 2, total - total // 2
+            begins.append(small if mode == "SAME_UPPER" else large)
+            ends.append(large if mode == "SAME_UPPER" else small)
+        return (begins[0], begins[1], ends[0], ends[1])
+    pads = node.attr("pads")
+    if pads is None:
+        return (0, 0, 0, 0)
+    if len(pads) != 4:
+        raise NodeError(f"attribute pads has {len(pads)} values; a 2-D op needs 4")
+    if any(p < 0 for p in pads):
+        raise NodeError(f"negative pads {list(pads)} are not supported")
+    return tuple(int(p) for p in pads)
+
+
+# ---- Conv -----------------------------------------------------------------------------------------
+
+@converter("Conv", (1, 11, 22), check=_check_auto_pad)
+def _conv(node: Node, ctx: Context):
+    x, w, bias = node.required(0, "X"), node.required(1, "W"), node.input(2)
+    sizes = _spatial_2d(node, ctx, x, "convolution")
+    wshape = ctx.shape(w)
+    if len(wshape) != 4:
+        raise NodeError(f"the weight W must be 4-D (O, I/group, kH, kW), got shape {wshape}")
+    kernel = tuple(wshape[2:])
+    declared = node.attr("kernel_shape")
+    if declared is not None and tuple(declared) != kernel:
+        raise NodeError(f"kernel_shape {list(declared)} does not match the weight shape {wshape}")
+    strides, dilations = _pair_attr(node, "strides", 1), _pair_attr(node, "dilations", 1)
+    pads = padding(node, sizes, kernel, strides, dilations)
+    out = ctx.call("nn.conv2d", x, w, strides=strides, padding=pads, dilation=dilations,
+                   groups=int(node.attr("group", 1)), channels=wshape[0], kernel_size=kernel)
+    if bias is not None:
+        out = ctx.call("nn.bias_add", out, bias, axis=1)
+    return [out]
+
+
+# ---- pools ----------------------------------------------------------------------------------------
+
+def _pool(node: Node, ctx: Context, ir_op: str, **extra):
+    x = node.required(0, "X")
+    sizes = _spatial_2d(node, ctx, x, "pooling")
+    kernel = node.attr("kernel_shape")
+    if kernel is None or len(kernel) != 2:
+        raise NodeError(f"kernel_shape must have 2 values, got {kernel}")
+    kernel = (int(kernel[0]), int(kernel[1]))
+    strides, dilations = _pair_attr(node, "strides", 1), _pair_attr(node, "dilations", 1)
+    pads = padding(node, sizes, kernel, strides, dilations)
+    return [ctx.call(ir_op, x, pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
+                     ceil_mode=bool(node.attr("ceil_mode", 0)), **extra)]
+
+
+# Definition 1 has neither dilations nor ceil_mode (absent attributes take the defaults); 8 adds
+# storage_order and the Indices output, which only matters when the Indices are used (outputs=1).
+@converter("MaxPool", (1, 8, 10, 11, 12, 22), check=_check_auto_pad)
+def _max_pool(node: Node, ctx: Context):
+    return _pool(node, ctx, "nn.max_pool2d")
+
+
+@converter("AveragePool", (7, 10, 11, 19, 22), check=_check_auto_pad)
+def _avg_pool(node: Node, ctx: Context):
+    return _pool(node, ctx, "nn.avg_pool2d", count_include_pad=bool(node.attr("count_include_pad", 0)))
+
+
+@converter("GlobalAveragePool", (1, 22))
+def _global_avg_pool(node: Node, ctx: Context):
+    x = node.required(0, "X")
+    _spatial_2d(node, ctx, x, "global pooling")
+    return [ctx.call("nn.global_avg_pool2d", x)]
+
+
+# ---- BatchNormalization ---------------------------------------------------------------------------
+
+def _check_batch_norm(attrs) -> list[str]:
+    problems = []
+    if attrs.get("spatial", 1) != 1:
+        problems.append("spatial=0 (per-element statistics) is not supported")
+    if attrs.get("training_mode", 0):
+        problems.append("training_mode=1 is not supported (inference only)")
+    return problems
+
+
+# 7 has `spatial`, 9 drops it, 14 adds training_mode (and its extra outputs), 15 more types.
+@converter("BatchNormalization", (7, 9, 14, 15), check=_check_batch_norm)
+def _batch_norm(node: Node, ctx: Context):
+    args = [node.required(i, what) for i, what in enumerate(("X", "scale", "B", "mean", "var"))]
+    out = ctx.call("nn.batch_norm", *args, axis=1, epsilon=float(node.attr("epsilon", 1e-5)))
+    return [ctx.item(out, 0)]
+
+
+# ---- Softmax --------------------------------------------------------------------------------------
+
+@converter("Softmax", (1, 11))
+def _softmax_coerced(node: Node, ctx: Context):
+    """Up to definition 11, softmax treats the input as 2-D [prod(dims[:axis]), prod(dims[axis:])]."""
+    x = node.required(0, "input")
+    shape = ctx.shape(x)
+    axis = _axis(node.attr("axis", 1), len(shape))
+    if axis == len(shape) - 1:
+        return [ctx.call("nn.softmax", x, axis=-1)]
+    rows = math.prod(shape[:axis])
+    flat = ctx.call("reshape", x, newshape=(rows, math.prod(shape[axis:])))
+    return [ctx.call("reshape", ctx.call("nn.softmax", flat, axis=1), newshape=shape)]
+
+
+@converter("Softmax", (13,))
+def _softmax(node: Node, ctx: Context):
+    x = node.required(0, "input")
+    axis = _axis(node.attr("axis", -1), len(ctx.shape(x)))
+    return [ctx.call("nn.softmax", x, axis=axis)]
+
+
+def _axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise NodeError(f"axis {axis} is out of range for a {ndim}-D input")
+    return axis + ndim if axis < 0 else axis
+
+
+# ---- LRN, Dropout ---------------------------------------------------------------------------------
+
+@converter("LRN", (1, 13))
+def _lrn(node: Node, ctx: Context):
+    size = node.attr("size")
+    if size is None:
+        raise NodeError("attribute size is required")
+    return [ctx.call("nn.lrn", node.required(0, "X"), size=int(size), axis=1,
+                     bias=float(node.attr("bias", 1.0)), alpha=float(node.attr("alpha", 1e-4)),
+                     beta=float(node.attr("beta", 0.75)))]
+
+
+# Dropout is the identity at inference. 7/10 take `ratio` as an attribute; 12+ take ratio and
+# training_mode as optional inputs. The mask output is not produced (outputs=1): using it is an error.
+@converter("Dropout", (7, 10))
+def _dropout_attrs(node: Node, ctx: Context):
+    return [node.required(0, "data")]
+
+
+@converter("Dropout", (12, 13, 22))
+def _dropout_inputs(node: Node, ctx: Context):
+    training = ctx.constant_input(node, 2, "training_mode")
+    if training is not None and bool(training.ravel()[0]):
+        raise NodeError("training_mode=true is not supported (inference only)")
+    return [node.required(0, "data")]
