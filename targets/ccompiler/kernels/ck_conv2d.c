@@ -1,0 +1,129 @@
+/* ck_conv2d.c - nn.conv2d (NCHW / OIHW) on the gemm core.
+ *
+ * Per image and group: out[o, pixel] = sum over (c, kh, kw) of weight[o, (c, kh, kw)] * patch.
+ * The weights are A (row-major, K contiguous); B is an implicit im2col packed straight from the
+ * input (no im2col buffer), or the input itself for a 1x1 stride-1 unpadded convolution. One
+ * input channel per group (depthwise) has no reduction worth a gemm: a direct kernel that
+ * vectorizes along output rows instead.
+ */
+#include "ck_internal.h"
+
+int32_t ck_conv2d_output_hw(const ck_conv2d_params *p, int64_t *out_h, int64_t *out_w) {
+  int64_t span_h, span_w;
+  if (p == NULL || out_h == NULL || out_w == NULL) return CK_EBADPARAM;
+  if (p->batch < 0 || p->channels < 1 || p->height < 1 || p->width < 1 || p->out_channels < 1 ||
+      p->kernel_h < 1 || p->kernel_w < 1 || p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 ||
+      p->dilation_w < 1 || p->groups < 1 || p->pad_top < 0 || p->pad_left < 0 || p->pad_bottom < 0 ||
+      p->pad_right < 0 || p->channels % p->groups != 0 || p->out_channels % p->groups != 0)
+    return CK_EBADPARAM;
+  span_h = p->height + p->pad_top + p->pad_bottom - p->dilation_h * (p->kernel_h - 1) - 1;
+  span_w = p->width + p->pad_left + p->pad_right - p->dilation_w * (p->kernel_w - 1) - 1;
+  if (span_h < 0 || span_w < 0) return CK_EBADPARAM;
+  *out_h = span_h / p->stride_h + 1;
+  *out_w = span_w / p->stride_w + 1;
+  return CK_OK;
+}
+
+static int ck_is_pointwise(const ck_conv2d_params *p) {
+  return p->kernel_h == 1 && p->kernel_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+         p->pad_left == 0 && p->pad_bottom == 0 && p->pad_right == 0;
+}
+
+size_t ck_conv2d_workspace_bytes(const ck_conv2d_params *p) {
+  int64_t oh, ow, cg;
+  if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return 0;
+  cg = p->channels / p->groups;
+  if (cg == 1) return 0; /* direct kernel */
+  return ck_gemm_workspace_bytes(p->out_channels / p->groups, oh * ow, cg * p->kernel_h * p->kernel_w);
+}
+
+/* One output plane of a one-input-channel convolution: rows of the output accumulate
+ * weight * shifted input row over the taps whose input column range is computed up front. */
+static void ck_conv_direct_plane(const ck_conv2d_params *p, int64_t oh_n, int64_t ow_n, const float *in,
+                                 const float *w, float bias, int32_t activation, float *restrict out) {
+  int64_t oh, kh, kw, x;
+  for (oh = 0; oh < oh_n; ++oh) {
+    float *restrict orow = out + oh * ow_n;
+    for (x = 0; x < ow_n; ++x) orow[x] = bias;
+    for (kh = 0; kh < p->kernel_h; ++kh) {
+      const int64_t ih = oh * p->stride_h - p->pad_top + kh * p->dilation_h;
+      const float *irow;
+      if (ih < 0 || ih >= p->height) continue;
+      irow = in + ih * p->width;
+      for (kw = 0; kw < p->kernel_w; ++kw) {
+        const float wv = w[kh * p->kernel_w + kw];
+        const int64_t shift = kw * p->dilation_w - p->pad_left; /* iw = x * stride + shift */
+        /* first x with iw >= 0, and one past the last x with iw < width */
+        int64_t lo = shift >= 0 ? 0 : (-shift + p->stride_w - 1) / p->stride_w;
+        int64_t hi = p->width - 1 - shift < 0 ? 0 : (p->width - 1 - shift) / p->stride_w + 1;
+        if (hi > ow_n) hi = ow_n;
+        if (p->stride_w == 1) {
+          for (x = lo; x < hi; ++x) orow[x] = CK_FMA(wv, irow[x + shift], orow[x]);
+        } else {
+          for (x = lo; x < hi; ++x) orow[x] = CK_FMA(wv, irow[x * p->stride_w + shift], orow[x]);
+        }
+      }
+    }
+    if (activation == CK_ACT_RELU)
+      for (x = 0; x < ow_n; ++x) orow[x] = orow[x] > 0.0f ? orow[x] : 0.0f;
+  }
+}
+
+int32_t ck_conv2d(const ck_conv2d_params *p, const float *data, const float *weight,
+                  const float *bias, int32_t activation, float *out, void *workspace) {
+  int64_t oh, ow, cg, og, kdim, pixels, n, g;
+  if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return CK_EBADPARAM;
+  if (data == NULL || weight == NULL || out == NULL) return CK_EBADPARAM;
+  if (activation != CK_ACT_NONE && activation != CK_ACT_RELU) return CK_EBADPARAM;
+  cg = p->channels / p->groups;
+  og = p->out_channels / p->groups;
+  kdim = cg * p->kernel_h * p->kernel_w;
+  pixels = oh * ow;
+  if (cg != 1 && workspace == NULL) return CK_EBADPARAM;
+  for (n = 0; n < p->batch; ++n) {
+    for (g = 0; g < p->groups; ++g) {
+      const float *in_g = data + (n * p->channels + g * cg) * p->height * p->width;
+      const float *w_g = weight + g * og * kdim;
+      float *out_g = out + (n * p->out_channels + g * og) * pixels;
+      if (cg == 1) {
+        int64_t o;
+        for (o = 0; o < og; ++o)
+          ck_conv_direct_plane(p, oh, ow, in_g, w_g + o * kdim, bias != NULL ? bias[g * og + o] : 0.0f,
+                               activation, out_g + o * pixels);
+      } else {
+        ck_conv_view view;
+        ck_b_source source;
+        ck_epilogue epilogue;
+        int32_t status;
+        epilogue.bias = bias != NULL ? bias + g * og : NULL;
+        epilogue.bias_per_row = 1;
+        epilogue.activation = activation;
+        source.conv = NULL;
+        if (ck_is_pointwise(p)) {
+          source.base = in_g;
+          source.row_stride = p->height * p->width;
+          source.col_stride = 1;
+        } else {
+          view.data = in_g;
+          view.height = p->height;
+          view.width = p->width;
+          view.kernel_h = p->kernel_h;
+          view.kernel_w = p->kernel_w;
+          view.stride_h = p->stride_h;
+          view.stride_w = p->stride_w;
+          view.pad_top = p->pad_top;
+          view.pad_left = p->pad_left;
+          view.dilation_h = p->dilation_h;
+          view.dilation_w = p->dilation_w;
+          view.out_w = ow;
+          source.base = NULL;
+          source.row_stride = source.col_stride = 0;
+          source.conv = &view;
+        }
+        status = ck_gemm_core(og, pixels, kdim, w_g, kdim, 1, &source, out_g, pixels, &epilogue, workspace);
+        if (status != CK_OK) return status;
+      }
+    }
+  }
+  return CK_OK;
+}

@@ -1,0 +1,218 @@
+/* ck_elementwise.c - binary ops with numpy broadcasting, unary ops, bias_add, batch_norm.
+ *
+ * Binary ops: shapes are aligned to the output's rank, dims of size 1 in the output dropped and
+ * neighbouring dims merged wherever both inputs stay contiguous across them, so most calls end
+ * up as one or two dims. The innermost loop then reads each input with stride 1 (or 0: a
+ * broadcast scalar per row) and has one specialised loop per (op, stride pair): no branch per
+ * element. Outputs may alias inputs element for element, hence no `restrict` on these loops
+ * (the compiler's runtime alias check keeps them vectorized).
+ */
+#include <math.h>
+
+#include "ck_internal.h"
+
+typedef void (*ck_binary_row)(int64_t n, const float *a, int64_t sa, const float *b, int64_t sb, float *o);
+
+#define CK_BINARY_ROW(NAME, EXPR)                                                                     \
+  static void NAME(int64_t n, const float *a, int64_t sa, const float *b, int64_t sb, float *o) {    \
+    int64_t i;                                                                                        \
+    if (sa == 1 && sb == 1) {                                                                         \
+      for (i = 0; i < n; ++i) {                                                                       \
+        const float x = a[i], y = b[i];                                                               \
+        o[i] = (EXPR);                                                                                \
+      }                                                                                               \
+    } else if (sa == 1) {                                                                             \
+      const float y = b[0];                                                                           \
+      for (i = 0; i < n; ++i) {                                                                       \
+        const float x = a[i];                                                                         \
+        o[i] = (EXPR);                                                                                \
+      }                                                                                               \
+    } else if (sb == 1) {                                                                             \
+      const float x = a[0];                                                                           \
+      for (i = 0; i < n; ++i) {                                                                       \
+        const float y = b[i];                                                                         \
+        o[i] = (EXPR);                                                                                \
+      }                                                                                               \
+    } else {                                                                                          \
+      const float x = a[0], y = b[0];                                                                 \
+      const float v = (EXPR);                                                                         \
+      for (i = 0; i < n; ++i) o[i] = v;                                                               \
+    }                                                                                                 \
+  }
+
+CK_BINARY_ROW(ck_row_add, x + y)
+CK_BINARY_ROW(ck_row_subtract, x - y)
+CK_BINARY_ROW(ck_row_multiply, x * y)
+CK_BINARY_ROW(ck_row_divide, x / y)
+CK_BINARY_ROW(ck_row_maximum, x > y ? x : y)
+CK_BINARY_ROW(ck_row_minimum, x < y ? x : y)
+
+/* Indexed by ck_binary_op. */
+static const ck_binary_row ck_binary_rows[] = {ck_row_add,     ck_row_subtract, ck_row_multiply,
+                                               ck_row_divide,  ck_row_maximum,  ck_row_minimum};
+
+/* Strides of an input of rank `ndim` as seen from an output of rank `out_ndim` (0 where the
+ * input broadcasts). Returns 0 when a dim is neither equal to the output's nor 1. */
+static int ck_broadcast_strides(int32_t ndim, const int64_t *shape, int32_t out_ndim, const int64_t *out_shape,
+                                int64_t *strides) {
+  int64_t stride = 1;
+  int32_t d;
+  for (d = out_ndim - 1; d >= 0; --d) {
+    const int32_t src = d - (out_ndim - ndim);
+    if (src < 0) {
+      strides[d] = 0;
+      continue;
+    }
+    if (shape[src] == out_shape[d]) {
+      strides[d] = out_shape[d] == 1 ? 0 : stride;
+    } else if (shape[src] == 1) {
+      strides[d] = 0;
+    } else {
+      return 0;
+    }
+    stride *= shape[src];
+  }
+  return 1;
+}
+
+int32_t ck_binary(int32_t op, const float *lhs, int32_t lhs_ndim, const int64_t *lhs_shape,
+                  const float *rhs, int32_t rhs_ndim, const int64_t *rhs_shape,
+                  float *out, int32_t out_ndim, const int64_t *out_shape) {
+  int64_t ls[CK_MAX_RANK], rs[CK_MAX_RANK];
+  int64_t size[CK_MAX_RANK], sa[CK_MAX_RANK], sb[CK_MAX_RANK], index[CK_MAX_RANK];
+  int64_t total = 1, rows, inner, r, offset_a = 0, offset_b = 0;
+  int32_t d, nd = 0;
+  ck_binary_row row;
+  if (op < CK_ADD || op > CK_MINIMUM || lhs == NULL || rhs == NULL || out == NULL) return CK_EBADPARAM;
+  if (out_ndim < 0 || out_ndim > CK_MAX_RANK || lhs_ndim < 0 || lhs_ndim > out_ndim || rhs_ndim < 0 ||
+      rhs_ndim > out_ndim)
+    return CK_EBADPARAM;
+  for (d = 0; d < out_ndim; ++d) {
+    if (out_shape[d] < 0) return CK_EBADPARAM;
+    total *= out_shape[d];
+  }
+  if (!ck_broadcast_strides(lhs_ndim, lhs_shape, out_ndim, out_shape, ls) ||
+      !ck_broadcast_strides(rhs_ndim, rhs_shape, out_ndim, out_shape, rs))
+    return CK_EBADPARAM;
+  if (total == 0) return CK_OK;
+  row = ck_binary_rows[op];
+  /* Drop unit dims, merge a dim into the previous one when both inputs are contiguous across. */
+  for (d = 0; d < out_ndim; ++d) {
+    if (out_shape[d] == 1) continue;
+    if (nd > 0 && sa[nd - 1] == ls[d] * out_shape[d] && sb[nd - 1] == rs[d] * out_shape[d]) {
+      size[nd - 1] *= out_shape[d];
+      sa[nd - 1] = ls[d];
+      sb[nd - 1] = rs[d];
+      continue;
+    }
+    size[nd] = out_shape[d];
+    sa[nd] = ls[d];
+    sb[nd] = rs[d];
+    ++nd;
+  }
+  if (nd == 0) { /* every dim is 1: one element */
+    row(1, lhs, 1, rhs, 1, out);
+    return CK_OK;
+  }
+  inner = size[nd - 1];
+  rows = total / inner;
+  for (d = 0; d < nd; ++d) index[d] = 0;
+  for (r = 0; r < rows; ++r) {
+    row(inner, lhs + offset_a, sa[nd - 1], rhs + offset_b, sb[nd - 1], out + r * inner);
+    /* odometer over the outer dims */
+    for (d = nd - 2; d >= 0; --d) {
+      offset_a += sa[d];
+      offset_b += sb[d];
+      if (++index[d] < size[d]) break;
+      offset_a -= sa[d] * size[d];
+      offset_b -= sb[d] * size[d];
+      index[d] = 0;
+    }
+  }
+  return CK_OK;
+}
+
+int32_t ck_unary(int32_t op, int64_t n, const float *in, float *out, float p0, float p1) {
+  int64_t i;
+  if (in == NULL || out == NULL || n < 0) return CK_EBADPARAM;
+  switch (op) {
+    case CK_NEGATIVE:
+      for (i = 0; i < n; ++i) out[i] = -in[i];
+      break;
+    case CK_ABS:
+      for (i = 0; i < n; ++i) out[i] = fabsf(in[i]);
+      break;
+    case CK_EXP:
+      for (i = 0; i < n; ++i) out[i] = expf(in[i]);
+      break;
+    case CK_LOG:
+      for (i = 0; i < n; ++i) out[i] = logf(in[i]);
+      break;
+    case CK_SQRT:
+      for (i = 0; i < n; ++i) out[i] = sqrtf(in[i]);
+      break;
+    case CK_TANH:
+      for (i = 0; i < n; ++i) out[i] = tanhf(in[i]);
+      break;
+    case CK_SIGMOID:
+      for (i = 0; i < n; ++i) out[i] = 1.0f / (1.0f + expf(-in[i]));
+      break;
+    case CK_RELU:
+      for (i = 0; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+      break;
+    case CK_CLIP:
+      if (!(p0 <= p1)) return CK_EBADPARAM;
+      for (i = 0; i < n; ++i) {
+        const float x = in[i] < p0 ? p0 : in[i];
+        out[i] = x > p1 ? p1 : x;
+      }
+      break;
+    case CK_LEAKY_RELU:
+      for (i = 0; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : p0 * in[i];
+      break;
+    default:
+      return CK_EBADPARAM;
+  }
+  return CK_OK;
+}
+
+int32_t ck_bias_add(int64_t outer, int64_t channels, int64_t inner, const float *data,
+                    const float *bias, float *out) {
+  int64_t o, c, i;
+  if (data == NULL || bias == NULL || out == NULL || outer < 0 || channels < 0 || inner < 0) return CK_EBADPARAM;
+  for (o = 0; o < outer; ++o) {
+    if (inner == 1) { /* bias along the last axis: a row add */
+      const float *x = data + o * channels;
+      float *y = out + o * channels;
+      for (c = 0; c < channels; ++c) y[c] = x[c] + bias[c];
+      continue;
+    }
+    for (c = 0; c < channels; ++c) {
+      const float b = bias[c];
+      const float *x = data + (o * channels + c) * inner;
+      float *y = out + (o * channels + c) * inner;
+      for (i = 0; i < inner; ++i) y[i] = x[i] + b;
+    }
+  }
+  return CK_OK;
+}
+
+int32_t ck_batch_norm(int64_t outer, int64_t channels, int64_t inner, const float *data,
+                      const float *gamma, const float *beta, const float *mean, const float *var,
+                      float epsilon, int32_t center, int32_t scale, float *out) {
+  int64_t o, c, i;
+  if (data == NULL || mean == NULL || var == NULL || out == NULL || outer < 0 || channels < 0 || inner < 0 ||
+      (scale && gamma == NULL) || (center && beta == NULL))
+    return CK_EBADPARAM;
+  for (o = 0; o < outer; ++o) {
+    for (c = 0; c < channels; ++c) {
+      /* y = x * k + s with k, s folded per channel (inference: statistics are constants) */
+      const float k = (scale ? gamma[c] : 1.0f) / sqrtf(var[c] + epsilon);
+      const float s = (center ? beta[c] : 0.0f) - mean[c] * k;
+      const float *x = data + (o * channels + c) * inner;
+      float *y = out + (o * channels + c) * inner;
+      for (i = 0; i < inner; ++i) y[i] = x[i] * k + s;
+    }
+  }
+  return CK_OK;
+}

@@ -1,0 +1,362 @@
+/* ck_gemm.c - the one matrix-multiply core behind dense, matmul and conv2d.
+ *
+ * Goto/BLIS structure: for each KC x NC block of B (packed into NR-wide slivers) and each
+ * MC x KC block of A (packed into MR-tall slivers), a register-tiled MR x NR micro-kernel runs
+ * over the packed data with unit-stride loads only. Edge slivers are zero-padded when packed,
+ * so the micro-kernel never branches; only the store of an edge tile is bounded.
+ * Written in plain C with fixed trip counts so -O2/-O3 keep the tile in vector registers.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "ck_internal.h"
+
+static int64_t ck_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t ck_round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
+
+size_t ck_gemm_workspace_bytes(int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  {
+    const int64_t kc = ck_min(CK_KC, k);
+    const int64_t a_floats = ck_min(CK_MC, ck_round_up(m, CK_M_QUANTUM)) * kc;
+    const int64_t b_floats = kc * ck_min(CK_NC, ck_round_up(n, CK_N_QUANTUM));
+    return (size_t)CK_ALIGN + sizeof(float) * (size_t)(a_floats + b_floats);
+  }
+}
+
+/* ---- packing ------------------------------------------------------------------------------- */
+
+/* A[i0 .. i0+mc, p0 .. p0+kc] -> MR-tall slivers, each kc x MR (row of the sliver = one k). */
+static void ck_pack_a(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
+                      float *restrict dst) {
+  int64_t i0, i, p;
+  for (i0 = 0; i0 < mc; i0 += CK_MR) {
+    const int64_t mr = ck_min(CK_MR, mc - i0);
+    if (cs == 1 && mr == CK_MR) {
+      for (i = 0; i < CK_MR; ++i) {
+        const float *restrict src = a + (i0 + i) * rs;
+        for (p = 0; p < kc; ++p) dst[p * CK_MR + i] = src[p];
+      }
+    } else {
+      for (p = 0; p < kc; ++p) {
+        for (i = 0; i < mr; ++i) dst[p * CK_MR + i] = a[(i0 + i) * rs + p * cs];
+        for (; i < CK_MR; ++i) dst[p * CK_MR + i] = 0.0f;
+      }
+    }
+    dst += kc * CK_MR;
+  }
+}
+
+/* Strided B[p0 .. p0+kc, j0 .. j0+nc] -> NR-wide slivers, each kc x NR. */
+static void ck_pack_b_strided(int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
+                              float *restrict dst) {
+  int64_t j0, j, p;
+  for (j0 = 0; j0 < nc; j0 += CK_NR) {
+    const int64_t nr = ck_min(CK_NR, nc - j0);
+    if (nr == CK_NR && cs == 1) {
+      for (p = 0; p < kc; ++p) {
+        const float *restrict src = b + p * rs + j0;
+        for (j = 0; j < CK_NR; ++j) dst[p * CK_NR + j] = src[j];
+      }
+    } else if (nr == CK_NR && rs == 1) {
+      /* B^T stored row-major (dense weights): read each column contiguously. */
+      for (j = 0; j < CK_NR; ++j) {
+        const float *restrict src = b + (j0 + j) * cs;
+        for (p = 0; p < kc; ++p) dst[p * CK_NR + j] = src[p];
+      }
+    } else {
+      for (p = 0; p < kc; ++p) {
+        for (j = 0; j < nr; ++j) dst[p * CK_NR + j] = b[p * rs + (j0 + j) * cs];
+        for (; j < CK_NR; ++j) dst[p * CK_NR + j] = 0.0f;
+      }
+    }
+    dst += kc * CK_NR;
+  }
+}
+
+/* Implicit im2col: row k = (channel, kh, kw), column n = (oh, ow) of the output. Padding and
+ * the columns past n read as zero through a clamped index plus a select (no branch per element);
+ * a row whose NR pixels are contiguous in the input is a plain copy. */
+static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, int64_t n_total,
+                           const ck_conv_view *v, float *restrict dst) {
+  const int64_t taps = v->kernel_h * v->kernel_w;
+  const int64_t plane = v->height * v->width;
+  int64_t j0, j, p;
+  for (j0 = 0; j0 < nc; j0 += CK_NR) {
+    int64_t ih0[CK_NR], iw0[CK_NR];
+    const int64_t first = j0_all + j0;
+    int64_t oh = first / v->out_w, ow = first % v->out_w;
+    int64_t channel = p0 / taps, tap = p0 % taps;
+    int64_t kh = tap / v->kernel_w, kw = tap % v->kernel_w;
+    const int row_contiguous = v->stride_w == 1 && ow + CK_NR <= v->out_w && first + CK_NR <= n_total;
+    for (j = 0; j < CK_NR; ++j) {
+      if (first + j < n_total) {
+        ih0[j] = oh * v->stride_h - v->pad_top;
+        iw0[j] = ow * v->stride_w - v->pad_left;
+      } else {
+        ih0[j] = -1 - v->dilation_h * v->kernel_h; /* below the image for every kh: zeros */
+        iw0[j] = 0;
+      }
+      if (++ow == v->out_w) { ow = 0; ++oh; }
+    }
+    for (p = 0; p < kc; ++p) {
+      const float *src = v->data + channel * plane;
+      const int64_t dh = kh * v->dilation_h, dw = kw * v->dilation_w;
+      float *restrict row = dst + p * CK_NR;
+      const int64_t ih = ih0[0] + dh, iw = iw0[0] + dw;
+      if (row_contiguous && (uint64_t)ih < (uint64_t)v->height && iw >= 0 && iw + CK_NR <= v->width) {
+        const float *restrict s = src + ih * v->width + iw;
+        for (j = 0; j < CK_NR; ++j) row[j] = s[j];
+      } else {
+        for (j = 0; j < CK_NR; ++j) {
+          const int64_t y = ih0[j] + dh, x = iw0[j] + dw;
+          const int inside = (uint64_t)y < (uint64_t)v->height && (uint64_t)x < (uint64_t)v->width;
+          const float value = src[inside ? y * v->width + x : 0];
+          row[j] = inside ? value : 0.0f;
+        }
+      }
+      if (++kw == v->kernel_w) {
+        kw = 0;
+        if (++kh == v->kernel_h) { kh = 0; ++channel; }
+      }
+    }
+    dst += kc * CK_NR;
+  }
+}
+
+/* ---- micro-kernel and tile store ------------------------------------------------------------ */
+
+#if defined(__GNUC__)
+/* GCC/clang generic vectors (not intrinsics: they lower to SSE, AVX, NEON, ... or scalars).
+ * Each tile row is two vectors; the accumulators stay in registers for the whole K loop.
+ * ISO mode (-std=c99) turns GCC's FMA contraction off; the micro-kernel asks for it back. */
+#define CK_VF (CK_NR / 2)
+typedef float ck_vec __attribute__((vector_size(CK_VF * sizeof(float))));
+#if !defined(__clang__)
+__attribute__((optimize("fp-contract=fast")))
+#endif
+static void ck_micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp,
+                            float *restrict tile) {
+  ck_vec acc[CK_MR][2];
+  int64_t p;
+  int i;
+  for (i = 0; i < CK_MR; ++i) acc[i][0] = acc[i][1] = (ck_vec){0};
+  for (p = 0; p < kc; ++p) {
+    ck_vec b0, b1;
+    memcpy(&b0, bp + p * CK_NR, sizeof b0);
+    memcpy(&b1, bp + p * CK_NR + CK_VF, sizeof b1);
+    for (i = 0; i < CK_MR; ++i) {
+      const float ai = ap[p * CK_MR + i];
+      acc[i][0] = acc[i][0] + ai * b0;
+      acc[i][1] = acc[i][1] + ai * b1;
+    }
+  }
+  for (i = 0; i < CK_MR; ++i) {
+    memcpy(tile + i * CK_NR, &acc[i][0], sizeof acc[i][0]);
+    memcpy(tile + i * CK_NR + CK_VF, &acc[i][1], sizeof acc[i][1]);
+  }
+}
+#else
+/* Portable C: fixed trip counts so the compiler can unroll and keep the tile in registers. */
+static void ck_micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp,
+                            float *restrict tile) {
+  float acc[CK_MR][CK_NR];
+  int64_t p;
+  int i, j;
+  for (i = 0; i < CK_MR; ++i)
+    for (j = 0; j < CK_NR; ++j) acc[i][j] = 0.0f;
+  for (p = 0; p < kc; ++p) {
+    const float *restrict b = bp + p * CK_NR;
+    const float *restrict a = ap + p * CK_MR;
+    for (i = 0; i < CK_MR; ++i) {
+      const float ai = a[i];
+      for (j = 0; j < CK_NR; ++j) acc[i][j] = CK_FMA(ai, b[j], acc[i][j]);
+    }
+  }
+  for (i = 0; i < CK_MR; ++i)
+    for (j = 0; j < CK_NR; ++j) tile[i * CK_NR + j] = acc[i][j];
+}
+#endif
+
+/* C[row0.., col0..] (+)= tile, then the epilogue once the last K block is in. */
+static void ck_store_tile(const float *restrict tile, float *restrict c, int64_t ldc, int64_t mr,
+                          int64_t nr, int accumulate, const ck_epilogue *last, int64_t row0,
+                          int64_t col0) {
+  int64_t i, j;
+  for (i = 0; i < mr; ++i) {
+    float *restrict cr = c + i * ldc;
+    const float *restrict tr = tile + i * CK_NR;
+    if (accumulate) {
+      for (j = 0; j < nr; ++j) cr[j] += tr[j];
+    } else {
+      for (j = 0; j < nr; ++j) cr[j] = tr[j];
+    }
+    if (last == NULL) continue;
+    if (last->bias != NULL) {
+      if (last->bias_per_row) {
+        const float bias = last->bias[row0 + i];
+        for (j = 0; j < nr; ++j) cr[j] += bias;
+      } else {
+        const float *restrict bias = last->bias + col0;
+        for (j = 0; j < nr; ++j) cr[j] += bias[j];
+      }
+    }
+    if (last->activation == CK_ACT_RELU) {
+      for (j = 0; j < nr; ++j) cr[j] = cr[j] > 0.0f ? cr[j] : 0.0f;
+    }
+  }
+}
+
+/* C = epilogue(0) when K == 0. */
+static void ck_fill_epilogue_only(int64_t m, int64_t n, float *c, int64_t ldc, const ck_epilogue *ep) {
+  int64_t i, j;
+  for (i = 0; i < m; ++i) {
+    for (j = 0; j < n; ++j) {
+      float v = 0.0f;
+      if (ep != NULL && ep->bias != NULL) v = ep->bias_per_row ? ep->bias[i] : ep->bias[j];
+      if (ep != NULL && ep->activation == CK_ACT_RELU && v < 0.0f) v = 0.0f;
+      c[i * ldc + j] = v;
+    }
+  }
+}
+
+/* ---- M == 1 (batch-1 dense, vector-matrix): no packing, memory-bound anyway ---------------- */
+
+/* c[j] = a . b[j*cs .. ] over k contiguous elements, 4 columns at a time with 8-lane partial sums
+ * (independent lanes vectorize without reassociation flags). */
+static void ck_gemv_dot(int64_t n, int64_t k, const float *restrict a, const float *b, int64_t cs,
+                        float *restrict c) {
+  int64_t j = 0, p;
+  int r, l;
+  for (; j + 4 <= n; j += 4) {
+    float acc[4][8];
+    float sum[4];
+    for (r = 0; r < 4; ++r)
+      for (l = 0; l < 8; ++l) acc[r][l] = 0.0f;
+    for (p = 0; p + 8 <= k; p += 8) {
+      for (r = 0; r < 4; ++r) {
+        const float *restrict br = b + (j + r) * cs + p;
+        for (l = 0; l < 8; ++l) acc[r][l] = CK_FMA(a[p + l], br[l], acc[r][l]);
+      }
+    }
+    for (r = 0; r < 4; ++r) {
+      int64_t q;
+      sum[r] = ((acc[r][0] + acc[r][4]) + (acc[r][1] + acc[r][5])) +
+               ((acc[r][2] + acc[r][6]) + (acc[r][3] + acc[r][7]));
+      for (q = p; q < k; ++q) sum[r] = CK_FMA(a[q], b[(j + r) * cs + q], sum[r]);
+      c[j + r] = sum[r];
+    }
+  }
+  for (; j < n; ++j) {
+    float acc[8], sum;
+    for (l = 0; l < 8; ++l) acc[l] = 0.0f;
+    for (p = 0; p + 8 <= k; p += 8)
+      for (l = 0; l < 8; ++l) acc[l] = CK_FMA(a[p + l], b[j * cs + p + l], acc[l]);
+    sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; p < k; ++p) sum = CK_FMA(a[p], b[j * cs + p], sum);
+    c[j] = sum;
+  }
+}
+
+/* c[0..n) = sum_p a[p*as] * b[p*rs + 0..n): rows of B are contiguous, so axpy per row. */
+static void ck_gemv_axpy(int64_t n, int64_t k, const float *a, int64_t as, const float *b, int64_t rs,
+                         float *restrict c) {
+  int64_t j0, j, p;
+  for (j0 = 0; j0 < n; j0 += 512) {
+    const int64_t nb = ck_min(512, n - j0);
+    float *restrict cb = c + j0;
+    for (j = 0; j < nb; ++j) cb[j] = 0.0f;
+    for (p = 0; p < k; ++p) {
+      const float ap = a[p * as];
+      const float *restrict br = b + p * rs + j0;
+      for (j = 0; j < nb; ++j) cb[j] = CK_FMA(ap, br[j], cb[j]);
+    }
+  }
+}
+
+static void ck_apply_epilogue_row(int64_t n, float *restrict c, const ck_epilogue *ep) {
+  int64_t j;
+  if (ep == NULL) return;
+  if (ep->bias != NULL) {
+    if (ep->bias_per_row) {
+      const float bias = ep->bias[0];
+      for (j = 0; j < n; ++j) c[j] += bias;
+    } else {
+      for (j = 0; j < n; ++j) c[j] += ep->bias[j];
+    }
+  }
+  if (ep->activation == CK_ACT_RELU)
+    for (j = 0; j < n; ++j) c[j] = c[j] > 0.0f ? c[j] : 0.0f;
+}
+
+/* ---- driver ---------------------------------------------------------------------------------- */
+
+int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,
+                     int64_t a_col_stride, const ck_b_source *b, float *c, int64_t ldc,
+                     const ck_epilogue *epilogue, void *workspace) {
+  float *pack_a, *pack_b;
+  float tile[CK_MR * CK_NR];
+  int64_t jc, pc, ic, jr, ir;
+  if (m < 0 || n < 0 || k < 0 || ldc < n || b == NULL) return CK_EBADPARAM;
+  if (m == 0 || n == 0) return CK_OK;
+  if (k == 0) {
+    ck_fill_epilogue_only(m, n, c, ldc, epilogue);
+    return CK_OK;
+  }
+  if (m == 1 && b->conv == NULL) {
+    int done = 1;
+    if (b->row_stride == 1 && a_col_stride == 1)
+      ck_gemv_dot(n, k, a, b->base, b->col_stride, c);
+    else if (b->col_stride == 1)
+      ck_gemv_axpy(n, k, a, a_col_stride, b->base, b->row_stride, c);
+    else
+      done = 0;
+    if (done) {
+      ck_apply_epilogue_row(n, c, epilogue);
+      return CK_OK;
+    }
+  }
+  if (workspace == NULL) return CK_EBADPARAM;
+  pack_a = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
+  pack_b = pack_a + ck_min(CK_MC, ck_round_up(m, CK_M_QUANTUM)) * ck_min(CK_KC, k);
+
+  for (jc = 0; jc < n; jc += CK_NC) {
+    const int64_t nc = ck_min(CK_NC, n - jc);
+    for (pc = 0; pc < k; pc += CK_KC) {
+      const int64_t kc = ck_min(CK_KC, k - pc);
+      const int accumulate = pc > 0;
+      const ck_epilogue *last = pc + kc == k ? epilogue : NULL;
+      if (b->conv != NULL)
+        ck_pack_b_conv(pc, kc, jc, nc, n, b->conv, pack_b);
+      else
+        ck_pack_b_strided(kc, nc, b->base + pc * b->row_stride + jc * b->col_stride, b->row_stride,
+                          b->col_stride, pack_b);
+      for (ic = 0; ic < m; ic += CK_MC) {
+        const int64_t mc = ck_min(CK_MC, m - ic);
+        ck_pack_a(mc, kc, a + ic * a_row_stride + pc * a_col_stride, a_row_stride, a_col_stride, pack_a);
+        for (jr = 0; jr < nc; jr += CK_NR) {
+          const int64_t nr = ck_min(CK_NR, nc - jr);
+          for (ir = 0; ir < mc; ir += CK_MR) {
+            const int64_t mr = ck_min(CK_MR, mc - ir);
+            const int64_t row0 = ic + ir, col0 = jc + jr;
+            ck_micro_kernel(kc, pack_a + ir * kc, pack_b + jr * kc, tile);
+            ck_store_tile(tile, c + row0 * ldc + col0, ldc, mr, nr, accumulate, last, row0, col0);
+          }
+        }
+      }
+    }
+  }
+  return CK_OK;
+}
+
+int32_t ck_gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,
+                int64_t a_col_stride, const float *b, int64_t b_row_stride, int64_t b_col_stride,
+                float *c, int64_t ldc, const ck_epilogue *epilogue, void *workspace) {
+  ck_b_source source;
+  source.base = b;
+  source.row_stride = b_row_stride;
+  source.col_stride = b_col_stride;
+  source.conv = NULL;
+  if (a == NULL || b == NULL || c == NULL) return CK_EBADPARAM;
+  return ck_gemm_core(m, n, k, a, a_row_stride, a_col_stride, &source, c, ldc, epilogue, workspace);
+}

@@ -1,0 +1,65 @@
+/* ck_internal.h - what the library's sources share and callers never see. */
+#ifndef BYOC_CK_INTERNAL_H_
+#define BYOC_CK_INTERNAL_H_
+
+#include "byoc_ck.h"
+
+/* Register tile of the micro-kernel, picked from the vector registers the compiler may use:
+ * 32 x 512-bit (AVX-512) hold 8x32 floats, 16 x 256-bit (AVX) or 32 x 128-bit (NEON) 6x16,
+ * 16 x 128-bit (SSE2, the x86-64 baseline) 6x8.
+ * These change with -march flags, so workspace sizes never depend on them: the block sizes
+ * below are multiples of every choice (CK_M_QUANTUM / CK_N_QUANTUM). */
+#if defined(CK_MR) && defined(CK_NR)
+/* set on the command line (block-size experiments) */
+#elif defined(__AVX512F__)
+#define CK_MR 8
+#define CK_NR 32
+#elif defined(__AVX__) || defined(__aarch64__)
+#define CK_MR 6
+#define CK_NR 16
+#elif defined(__SSE2__)
+#define CK_MR 6
+#define CK_NR 8
+#else
+#define CK_MR 4
+#define CK_NR 8
+#endif
+
+#define CK_M_QUANTUM 24 /* multiple of every CK_MR */
+#define CK_N_QUANTUM 32 /* multiple of every CK_NR */
+
+/* Cache blocks: an MC x KC block of A stays in L2, a KC x NR sliver of B in L1,
+ * a KC x NC block of B in L3. */
+#define CK_MC 96
+#define CK_KC 256
+#define CK_NC 1024
+#define CK_ALIGN 64
+
+/* fmaf is one instruction only where the hardware has FMA; elsewhere it is a slow libm call. */
+#if defined(__FMA__) || defined(__aarch64__)
+#include <math.h>
+#define CK_FMA(a, b, c) fmaf((a), (b), (c))
+#else
+#define CK_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+
+/* B[k, n] read through an implicit im2col of one image and one group of a conv2d. */
+typedef struct {
+  const float *data; /* [channels_in_group, height, width] */
+  int64_t height, width, kernel_h, kernel_w;
+  int64_t stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+  int64_t out_w;
+} ck_conv_view;
+
+/* The B operand of the gemm core: a strided matrix, or a conv view when conv != NULL. */
+typedef struct {
+  const float *base;
+  int64_t row_stride, col_stride;
+  const ck_conv_view *conv;
+} ck_b_source;
+
+int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,
+                     int64_t a_col_stride, const ck_b_source *b, float *c, int64_t ldc,
+                     const ck_epilogue *epilogue, void *workspace);
+
+#endif /* BYOC_CK_INTERNAL_H_ */

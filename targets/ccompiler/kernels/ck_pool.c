@@ -1,0 +1,131 @@
+/* ck_pool.c - max/avg pooling (NCHW, padding, dilation, ceil_mode) and global average pooling.
+ *
+ * Every output row is built tap by tap: for a window tap (kh, kw) the output columns whose input
+ * column lies inside the image form one range, computed up front, so the inner loop is a
+ * branch-free max/sum along the row. Windows always hold at least one input element (padding
+ * is smaller than the window, and ceil mode drops a window that would start in the padding).
+ */
+#include <math.h>
+
+#include "ck_internal.h"
+
+/* Output size along one axis; -1 when the geometry is invalid. */
+static int64_t ck_pool_out(int64_t size, int64_t before, int64_t after, int64_t k, int64_t stride,
+                           int64_t dilation, int32_t ceil_mode) {
+  const int64_t span = size + before + after - dilation * (k - 1) - 1;
+  int64_t out;
+  if (span < 0) return -1;
+  if (!ceil_mode) return span / stride + 1;
+  out = (span + stride - 1) / stride + 1;
+  if ((out - 1) * stride >= size + before) --out;
+  return out;
+}
+
+int32_t ck_pool2d_output_hw(const ck_pool2d_params *p, int64_t *out_h, int64_t *out_w) {
+  if (p == NULL || out_h == NULL || out_w == NULL) return CK_EBADPARAM;
+  if (p->batch < 0 || p->channels < 0 || p->height < 1 || p->width < 1 || p->pool_h < 1 || p->pool_w < 1 ||
+      p->stride_h < 1 || p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 || p->pad_top < 0 ||
+      p->pad_left < 0 || p->pad_bottom < 0 || p->pad_right < 0)
+    return CK_EBADPARAM;
+  /* padding at least the dilated window would allow windows with no input element */
+  if (p->pad_top > p->dilation_h * (p->pool_h - 1) || p->pad_bottom > p->dilation_h * (p->pool_h - 1) ||
+      p->pad_left > p->dilation_w * (p->pool_w - 1) || p->pad_right > p->dilation_w * (p->pool_w - 1))
+    return CK_EBADPARAM;
+  *out_h = ck_pool_out(p->height, p->pad_top, p->pad_bottom, p->pool_h, p->stride_h, p->dilation_h, p->ceil_mode);
+  *out_w = ck_pool_out(p->width, p->pad_left, p->pad_right, p->pool_w, p->stride_w, p->dilation_w, p->ceil_mode);
+  return *out_h < 1 || *out_w < 1 ? CK_EBADPARAM : CK_OK;
+}
+
+/* Output columns [lo, hi) whose tap at offset `shift` (iw = x * stride + shift) lies in [0, limit). */
+static void ck_tap_range(int64_t shift, int64_t stride, int64_t limit, int64_t out_n, int64_t *lo, int64_t *hi) {
+  *lo = shift >= 0 ? 0 : (-shift + stride - 1) / stride;
+  *hi = limit - 1 - shift < 0 ? 0 : (limit - 1 - shift) / stride + 1;
+  if (*hi > out_n) *hi = out_n;
+  if (*lo > *hi) *lo = *hi;
+}
+
+/* Number of taps of a window starting at `start` that fall inside [0, limit). */
+static int64_t ck_taps_inside(int64_t start, int64_t k, int64_t dilation, int64_t lo_bound, int64_t limit) {
+  int64_t first = 0, last;
+  if (start < lo_bound) first = (lo_bound - start + dilation - 1) / dilation;
+  last = limit - 1 - start < 0 ? -1 : (limit - 1 - start) / dilation;
+  if (last > k - 1) last = k - 1;
+  return last >= first ? last - first + 1 : 0;
+}
+
+typedef enum { CK_POOL_MAX, CK_POOL_AVG } ck_pool_kind;
+
+static int32_t ck_pool2d(const ck_pool2d_params *p, const float *data, float *out, ck_pool_kind kind) {
+  int64_t oh_n, ow_n, plane, oh, kh, kw, x;
+  if (ck_pool2d_output_hw(p, &oh_n, &ow_n) != CK_OK || data == NULL || out == NULL) return CK_EBADPARAM;
+  for (plane = 0; plane < p->batch * p->channels; ++plane) {
+    const float *in = data + plane * p->height * p->width;
+    float *o_plane = out + plane * oh_n * ow_n;
+    for (oh = 0; oh < oh_n; ++oh) {
+      float *restrict orow = o_plane + oh * ow_n;
+      const int64_t h0 = oh * p->stride_h - p->pad_top;
+      const float init = kind == CK_POOL_MAX ? -INFINITY : 0.0f;
+      for (x = 0; x < ow_n; ++x) orow[x] = init;
+      for (kh = 0; kh < p->pool_h; ++kh) {
+        const int64_t ih = h0 + kh * p->dilation_h;
+        const float *restrict irow;
+        if (ih < 0 || ih >= p->height) continue;
+        irow = in + ih * p->width;
+        for (kw = 0; kw < p->pool_w; ++kw) {
+          const int64_t shift = kw * p->dilation_w - p->pad_left;
+          const int64_t s = p->stride_w;
+          int64_t lo, hi;
+          ck_tap_range(shift, s, p->width, ow_n, &lo, &hi);
+          if (kind == CK_POOL_MAX) {
+            for (x = lo; x < hi; ++x) {
+              const float v = irow[x * s + shift];
+              orow[x] = v > orow[x] ? v : orow[x];
+            }
+          } else {
+            for (x = lo; x < hi; ++x) orow[x] += irow[x * s + shift];
+          }
+        }
+      }
+      if (kind == CK_POOL_AVG) {
+        /* the divisor is separable: taps inside along h times taps inside along w */
+        const int64_t lo_h = p->count_include_pad ? -p->pad_top : 0;
+        const int64_t hi_h = p->count_include_pad ? p->height + p->pad_bottom : p->height;
+        const int64_t lo_w = p->count_include_pad ? -p->pad_left : 0;
+        const int64_t hi_w = p->count_include_pad ? p->width + p->pad_right : p->width;
+        const int64_t rows = ck_taps_inside(h0, p->pool_h, p->dilation_h, lo_h, hi_h);
+        for (x = 0; x < ow_n; ++x) {
+          const int64_t cols = ck_taps_inside(x * p->stride_w - p->pad_left, p->pool_w, p->dilation_w, lo_w, hi_w);
+          const int64_t count = rows * cols;
+          orow[x] = orow[x] / (float)(count > 0 ? count : 1);
+        }
+      }
+    }
+  }
+  return CK_OK;
+}
+
+int32_t ck_max_pool2d(const ck_pool2d_params *p, const float *data, float *out) {
+  return ck_pool2d(p, data, out, CK_POOL_MAX);
+}
+
+int32_t ck_avg_pool2d(const ck_pool2d_params *p, const float *data, float *out) {
+  return ck_pool2d(p, data, out, CK_POOL_AVG);
+}
+
+int32_t ck_global_avg_pool2d(int64_t planes, int64_t plane, const float *data, float *out) {
+  int64_t c, i;
+  int l;
+  if (data == NULL || out == NULL || planes < 0 || plane < 1) return CK_EBADPARAM;
+  for (c = 0; c < planes; ++c) {
+    const float *restrict x = data + c * plane;
+    float lanes[8], sum;
+    for (l = 0; l < 8; ++l) lanes[l] = 0.0f;
+    /* 8 independent partial sums: vectorizes without reassociation flags */
+    for (i = 0; i + 8 <= plane; i += 8)
+      for (l = 0; l < 8; ++l) lanes[l] += x[i + l];
+    sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    for (; i < plane; ++i) sum += x[i];
+    out[c] = sum / (float)plane;
+  }
+  return CK_OK;
+}
