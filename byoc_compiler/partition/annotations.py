@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ByocError
-from ..ir.expr import Expr, Function
+from ..ir.expr import Call, Expr, Function
 from ..ir.visitor import post_order
 
 ATTR = "TargetRegions"
@@ -74,6 +74,11 @@ class Annotations:
 def graph_nodes(func: Function) -> list[Expr]:
     """The nodes the annotation positions refer to (functions such as composites are not entered)."""
     return post_order(func.body)
+
+
+def inputs_of(node: Expr) -> tuple[Expr, ...]:
+    """The dataflow inputs of a node: a composite call's Function is part of the call, not an input."""
+    return node.args if isinstance(node, Call) else node.children()
 
 
 def read(func: Function, nodes: list[Expr] | None = None) -> Annotations:

@@ -27,7 +27,7 @@ class NamedPass:
 def typed(mod: IRModule) -> IRModule:
     """`mod` with types inferred, unless main is typed already (passes keep types on the nodes they make)."""
     main = mod["main"]
-    if main.body.checked_type is None or main.checked_type is None:
+    if main.body.checked_type is None:
         from ..transform.infer_type import infer_type
 
         return infer_type(mod)

@@ -18,7 +18,7 @@ from ..backend.target import Target, get_targets
 from ..ir.expr import Call, Function, Op, Tuple, TupleGetItem
 from ..ir.module import IRModule
 from ..ir.types import TupleType
-from ..partition.annotations import Annotations, graph_nodes, read, write
+from ..partition.annotations import Annotations, graph_nodes, inputs_of, read, write
 from ..partition.named_pass import NamedPass, typed
 
 
@@ -46,7 +46,7 @@ def annotate_target(mod: IRModule, targets) -> IRModule:
     index = {id(n): i for i, n in enumerate(nodes)}
     users: list[list[int]] = [[] for _ in nodes]
     for i, node in enumerate(nodes):
-        for child in dict.fromkeys(id(c) for c in node.children()):
+        for child in dict.fromkeys(id(c) for c in inputs_of(node)):
             users[index[child]].append(i)
     root = len(nodes) - 1
 

@@ -20,7 +20,7 @@ taken in argument order and no decision depends on set iteration order.
 from __future__ import annotations
 
 from ..ir.module import IRModule
-from ..partition.annotations import Annotations, graph_nodes, read, write
+from ..partition.annotations import Annotations, graph_nodes, inputs_of, read, write
 from ..partition.named_pass import NamedPass
 
 
@@ -146,7 +146,7 @@ def merge_compiler_regions(mod: IRModule) -> IRModule:
     if not ann.target:
         return mod
     index = {id(node): i for i, node in enumerate(nodes)}
-    children = [list(dict.fromkeys(index[id(c)] for c in node.children())) for node in nodes]
+    children = [list(dict.fromkeys(index[id(c)] for c in inputs_of(node))) for node in nodes]
     merged = merge_regions(ann, children)
     return mod.with_function("main", write(main, merged))
 

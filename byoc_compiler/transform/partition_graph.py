@@ -21,7 +21,7 @@ from ..errors import ByocError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TupleType
-from ..partition.annotations import graph_nodes, read, strip
+from ..partition.annotations import graph_nodes, inputs_of, read, strip
 from ..partition.named_pass import NamedPass
 
 
@@ -65,14 +65,14 @@ def propose(nodes: list[Expr], index: dict[int, int], ann, bind_constants: bool)
     used_outside = [False] * len(nodes)
     used_outside[root] = True
     for pos, node in enumerate(nodes):
-        for child in node.children():
+        for child in inputs_of(node):
             c = index[id(child)]
             if owner[c] != -1 and owner[c] != owner[pos]:
                 used_outside[c] = True
     for region in regions:
         seen: set[int] = set()
         for pos in region.members:
-            for child in nodes[pos].children():
+            for child in inputs_of(nodes[pos]):
                 c = index[id(child)]
                 if owner[c] == region.number or c in seen:
                     continue
@@ -91,23 +91,23 @@ def _contracted_order(nodes, index, owner, regions) -> list[tuple[str, int]]:
     def unit_of(pos: int) -> tuple[str, int]:
         return ("region", owner[pos]) if owner[pos] != -1 else ("node", pos)
 
-    def inputs_of(unit) -> list[tuple[str, int]]:
+    def deps_of(unit) -> list[tuple[str, int]]:
         kind, key = unit
         if kind == "region":
             region = by_number[key]
             deps = []
             for pos in region.members:
-                for child in nodes[pos].children():
+                for child in inputs_of(nodes[pos]):
                     c = index[id(child)]
                     if owner[c] != key:
                         deps.append(unit_of(c))
             return deps
-        return [unit_of(index[id(c)]) for c in nodes[key].children()]
+        return [unit_of(index[id(c)]) for c in inputs_of(nodes[key])]
 
     order: list[tuple[str, int]] = []
     state: dict[tuple[str, int], int] = {}  # 1: on the stack, 2: done
     start = unit_of(len(nodes) - 1)
-    stack = [(start, iter(inputs_of(start)))]
+    stack = [(start, iter(deps_of(start)))]
     state[start] = 1
     while stack:
         unit, pending = stack[-1]
@@ -123,7 +123,7 @@ def _contracted_order(nodes, index, owner, regions) -> list[tuple[str, int]]:
                     "so lifting it would create a cycle")
             if s is None:
                 state[dep] = 1
-                stack.append((dep, iter(inputs_of(dep))))
+                stack.append((dep, iter(deps_of(dep))))
                 break
         else:
             stack.pop()
@@ -146,8 +146,7 @@ def _copy(node: Expr, children: list[Expr]) -> Expr:
 
 
 def _rebuilt_children(node: Expr, value) -> list[Expr]:
-    kids = node.args if isinstance(node, Call) else node.children()
-    return [value(k) for k in kids]
+    return [value(k) for k in inputs_of(node)]
 
 
 def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bool = True) -> IRModule:
@@ -172,7 +171,7 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
     for kind, key in order:
         if kind == "node":
             node = nodes[key]
-            new[key] = _copy(node, _rebuilt_children(node, value)) if node.children() else node
+            new[key] = _copy(node, _rebuilt_children(node, value)) if inputs_of(node) else node
             continue
         region = by_number[key]
         n = counters.get(region.target, 0)

@@ -1,0 +1,97 @@
+"""Partitioning a model for BYOC targets in one call, and seeing what happened.
+
+    mod = byoc_compiler.partition_for(["ccompiler", "examplejson"], mod)
+    print(byoc_compiler.partition.summarize(mod))     # regions per target, host ops and why
+
+The pipeline is flat and named (`PIPELINE`); after the passes that shape
+regions an invariant check runs, so a pass that breaks one is named as the
+culprit instead of the failure surfacing later in a codegen.
+"""
+from __future__ import annotations
+
+import weakref
+
+from ..errors import ByocError
+from ..ir.module import IRModule
+
+__all__ = ["partition_for", "summarize", "pipeline", "PartitionError", "PIPELINE"]
+
+PIPELINE = ("InferType", "FoldConstant", "MergeComposite", "AnnotateTarget", "MergeCompilerRegions",
+            "PartitionGraph", "InferType")
+
+# partitioned module -> its report (modules are values: the report stays valid as long as the module lives)
+_REPORTS: "weakref.WeakKeyDictionary[IRModule, object]" = weakref.WeakKeyDictionary()
+
+
+class PartitionError(ByocError):
+    """strict=True and some ops stayed on the host; `report` has the table."""
+
+    def __init__(self, message: str, report):
+        super().__init__(message)
+        self.report = report
+
+
+def pipeline(targets, mod_name: str = "default", bind_constants: bool = True) -> list:
+    """The passes of partition_for, in order, for `targets` (Target objects, priority order)."""
+    from ..transform import (AnnotateTarget, FoldConstant, InferType, MergeComposite, MergeCompilerRegions,
+                             PartitionGraph)
+    from .named_pass import NamedPass
+
+    patterns = [p for t in targets for p in t.patterns]
+    return [NamedPass("InferType", InferType()), FoldConstant(), MergeComposite(patterns), AnnotateTarget(targets),
+            MergeCompilerRegions(), PartitionGraph(mod_name, bind_constants), NamedPass("InferType", InferType())]
+
+
+def partition_for(targets, mod: IRModule, strict: bool = False, mod_name: str = "default",
+                  bind_constants: bool = True) -> IRModule:
+    """Partition `mod` for `targets` (a name or a priority list of names).
+
+    Runs InferType -> FoldConstant -> MergeComposite (the targets' patterns, in priority order)
+    -> AnnotateTarget -> MergeCompilerRegions -> PartitionGraph -> InferType, checking invariants
+    along the way. With strict=True, any op left on the host raises PartitionError carrying the
+    summary. `summarize(result)` gives the summary.
+    """
+    from ..backend.target import get_targets
+    from .invariants import check_partitioned, check_regions
+    from .report import summarize_module
+
+    if isinstance(targets, IRModule):
+        raise TypeError("partition_for(targets, mod): the targets come first, e.g. "
+                        "partition_for(['ccompiler'], mod)")
+    if not isinstance(mod, IRModule):
+        raise TypeError(f"partition_for expects an IRModule, got {type(mod).__name__}; wrap an expression "
+                        "with IRModule.from_expr(expr)")
+    chosen = get_targets(targets)
+    typed_input = None
+    for step in pipeline(chosen, mod_name, bind_constants):
+        mod = step(mod)
+        if typed_input is None:
+            typed_input = mod
+        if step.name in ("AnnotateTarget", "MergeCompilerRegions"):
+            check_regions(mod, step.name)
+        elif step.name == "PartitionGraph":
+            check_partitioned(typed_input, mod, step.name)
+    check_partitioned(typed_input, mod, "InferType")
+    report = summarize_module(mod, chosen)
+    _REPORTS[mod] = report
+    if strict and report.host:
+        names = ", ".join(t.name for t in chosen)
+        raise PartitionError(f"strict partition for {names}: {report.host_op_count} op(s) stay on the host\n"
+                             f"{report.table()}", report)
+    return mod
+
+
+def summarize(mod: IRModule, targets=None):
+    """The PartitionReport of a module returned by partition_for (or computed for `targets`)."""
+    if targets is None and mod in _REPORTS:
+        return _REPORTS[mod]
+    from ..backend.target import get_targets
+    from .report import summarize_module
+
+    if targets is None:
+        targets = list(dict.fromkeys(str(f.attrs["Compiler"]) for f in mod.functions.values()
+                                     if "Compiler" in f.attrs))
+        if not targets:
+            raise ByocError("this module has no external functions and no partition_for report; "
+                            "pass targets=[...] to summarize it")
+    return summarize_module(mod, get_targets(targets, enabled_only=False))

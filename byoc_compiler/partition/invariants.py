@@ -1,0 +1,67 @@
+"""Invariants the partition pipeline checks between passes.
+
+A violation is a bug of the pass that just ran, and is reported naming it:
+regions must stay convex (no path leaves a region and comes back), main's
+result type must not change, and every external function must carry a unique
+symbol equal to its name, the attrs codegens rely on, and be called from main.
+"""
+from __future__ import annotations
+
+from ..ir.expr import Call, Function, GlobalVar
+from ..ir.module import IRModule
+from ..ir.visitor import post_order
+from .annotations import ATTR, graph_nodes, read
+
+
+def check_regions(mod: IRModule, pass_name: str) -> None:
+    """The annotated regions of main are convex (checked by contracting each and looking for a cycle)."""
+    from ..transform.partition_graph import PartitionInvariantError, _contracted_order, propose
+
+    main = mod["main"]
+    nodes = graph_nodes(main)
+    ann = read(main, nodes)
+    if not ann.target:
+        return
+    index = {id(n): i for i, n in enumerate(nodes)}
+    regions, owner = propose(nodes, index, ann, bind_constants=True)
+    try:
+        _contracted_order(nodes, index, owner, regions)
+    except PartitionInvariantError as exc:
+        raise PartitionInvariantError(pass_name, str(exc).split(", ", 1)[1].split(" (this is")[0]) from None
+
+
+def check_partitioned(before: IRModule, after: IRModule, pass_name: str) -> None:
+    from ..transform.partition_graph import PartitionInvariantError
+
+    def fail(problem: str):
+        raise PartitionInvariantError(pass_name, problem)
+
+    old_type = before["main"].body.checked_type
+    new_type = after["main"].body.checked_type
+    if old_type is not None and new_type is not None and old_type != new_type:
+        fail(f"main's result type changed from {old_type} to {new_type}")
+    if ATTR in after["main"].attrs:
+        fail("main still carries region annotations")
+    called: set[str] = set()
+    for name, func in after.items():
+        for node in post_order(func.body):
+            if isinstance(node, Call) and isinstance(node.op, GlobalVar):
+                called.add(node.op.name_hint)
+    symbols: dict[str, str] = {}
+    for name, func in after.items():
+        if "Compiler" not in func.attrs:
+            continue
+        symbol = func.attrs.get("global_symbol")
+        if symbol != name:
+            fail(f"external function @{name} has global_symbol {symbol!r}, not its name")
+        if symbol in symbols:
+            fail(f"external functions @{symbols[symbol]} and @{name} share the symbol {symbol!r}")
+        symbols[symbol] = name
+        if func.attrs.get("Primitive") != 1 or func.attrs.get("Inline") != 1:
+            fail(f"external function @{name} lacks Primitive=1 / Inline=1")
+        if name not in called:
+            fail(f"external function @{name} is never called")
+        for node in post_order(func.body):
+            if isinstance(node, Call) and isinstance(node.op, (GlobalVar, Function)) and \
+                    isinstance(node.op, GlobalVar):
+                fail(f"external function @{name} calls another global function")

@@ -1,0 +1,142 @@
+"""MergeComposite: replace each match of a target's composite pattern by one composite call.
+
+A match becomes `Call(Function(params, body, Composite="<target>.<name>",
+PartitionedFromPattern="nn.conv2d_nn.bias_add_nn.relu_"), inputs)`: the
+matched ops move into the function, the expressions bound by the pattern's
+leaves (wildcards, constants, vars) become its arguments, each once.
+
+Rules (TVM's): patterns are applied one after the other, so an earlier pattern
+wins over a later one; within a pattern, roots are tried from the graph's
+outputs backwards so the largest match is taken first; a match whose check
+rejects it leaves the graph as it was; a match none of whose inner values is
+used outside it is required — otherwise the composite would need to return an
+intermediate value, and the node reading it could create a cycle.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..backend.target import CompositePattern
+from ..ir.analysis import users as users_of
+from ..ir.expr import Call, Expr, Function, Op, Var
+from ..ir.module import IRModule
+from ..ir.visitor import ExprMutator, post_order
+from ..partition.named_pass import NamedPass
+from ..pattern import Match
+
+
+def _entries(patterns: Iterable) -> list[CompositePattern]:
+    out = []
+    for p in patterns:
+        if isinstance(p, CompositePattern):
+            out.append(p)
+            continue
+        name, pattern, *rest = p  # TVM's pattern-table rows: ("dnnl.conv2d_bias_relu", pattern[, check])
+        target, _, short = str(name).partition(".")
+        out.append(CompositePattern(target, short, pattern, rest[0] if rest else None))
+    return out
+
+
+def _partitioned_from(match: Match) -> str:
+    return "".join(name + "_" for name in match.op_names)
+
+
+def find_matches(body: Expr, entry: CompositePattern) -> dict[int, Match]:
+    """Root id -> Match for the non-overlapping, self-contained, accepted matches of `entry` in `body`."""
+    nodes = post_order(body)
+    users = users_of(body)
+    claimed: set[int] = set()
+    found: dict[int, Match] = {}
+    for node in reversed(nodes):
+        if not isinstance(node, Call) or not isinstance(node.op, Op) or id(node) in claimed:
+            continue
+        match = entry.pattern.find(node)
+        if match is None:
+            continue
+        inner = {id(n) for n in match.nodes}
+        if inner & claimed:
+            continue
+        escapes = any(n is body or any(id(u) not in inner for u in users.get(id(n), ()))
+                      for n in match.nodes if n is not node)
+        if escapes or not entry.accepts(node):
+            continue
+        claimed |= inner
+        found[id(node)] = match
+    return found
+
+
+def _composite(match: Match, entry: CompositePattern, args: list[Expr]) -> Call:
+    params = []
+    inner: dict[int, Expr] = {}
+    for k, expr in enumerate(match.inputs):
+        param = Var(f"FunctionVar_{k}", expr.checked_type)
+        param.checked_type = expr.checked_type
+        params.append(param)
+        inner[id(expr)] = param
+    for node in match.nodes:
+        kids = node.args if isinstance(node, Call) else node.children()
+        copied = [inner.get(id(k), k) for k in kids]
+        if isinstance(node, Call):
+            new = Call(node.op, copied, node.attrs, node.span)
+        else:
+            new = type(node)(copied) if not hasattr(node, "index") else type(node)(copied[0], node.index)
+        new.checked_type = node.checked_type
+        inner[id(node)] = new
+    body = inner[id(match.root)]
+    func = Function(params, body, match.root.checked_type,
+                    {"Composite": entry.composite, "PartitionedFromPattern": _partitioned_from(match)})
+    call = Call(func, args)
+    call.checked_type = match.root.checked_type
+    return call
+
+
+class _Rewriter(ExprMutator):
+    into_functions = False
+
+    def __init__(self, matches: dict[int, Match], entry: CompositePattern):
+        super().__init__()
+        self.matches, self.entry = matches, entry
+
+    def rewrite_call(self, original: Call, rebuilt: Expr) -> Expr:
+        match = self.matches.get(id(original))
+        if match is None:
+            if rebuilt is not original:
+                rebuilt.checked_type = original.checked_type
+            return rebuilt
+        return _composite(match, self.entry, [self.lookup(e) for e in match.inputs])
+
+    def rewrite_tuple(self, original, rebuilt):
+        if rebuilt is not original:
+            rebuilt.checked_type = original.checked_type
+        return rebuilt
+
+    rewrite_tuple_getitem = rewrite_tuple
+
+
+def merge_composite(mod: IRModule, patterns) -> IRModule:
+    """`mod` with every match of `patterns` (CompositePattern entries or (name, pattern[, check]) rows,
+    in priority order) replaced by a composite call."""
+    from ..partition.named_pass import typed
+
+    entries = _entries(patterns)
+    if not entries:
+        return mod
+    mod = typed(mod)
+    out = mod
+    for name, func in mod.items():
+        if "Compiler" in func.attrs:
+            continue
+        body = func.body
+        for entry in entries:
+            matches = find_matches(body, entry)
+            if matches:
+                body = _Rewriter(matches, entry).visit(body)
+        if body is not func.body:
+            new = Function(func.params, body, func.ret_type, func.attrs, func.span)
+            new.checked_type = func.checked_type
+            out = out.with_function(name, new)
+    return out
+
+
+def MergeComposite(patterns) -> NamedPass:  # noqa: N802 - TVM's spelling
+    return NamedPass("MergeComposite", lambda mod: merge_composite(mod, patterns))
