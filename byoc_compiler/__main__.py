@@ -1,0 +1,46 @@
+"""`python -m byoc_compiler <command>` (also installed as `byoc`).
+
+Subcommands are rows of COMMANDS: name -> (module, one-line help). Each module
+defines `add_arguments(parser)` and `run(args) -> int`, and imports what it
+needs inside `run`, so `--help` stays fast. Add a command by adding a row.
+A ByocError is printed as one line, without a traceback, and exits with 2.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import import_module
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "targets": ("byoc_compiler.cli.targets", "list the known targets: enabled, flag, ops, patterns, codegen"),
+    "partition": ("byoc_compiler.cli.partition", "partition a model for targets; print, summarize, draw it"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="byoc", description="bring your own codegen: partition, build, check")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        import_module(module).add_arguments(cmd)
+        cmd.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .errors import ByocError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(import_module(args._module).run(args) or 0)
+    except ByocError as exc:
+        print(f"byoc {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""`byoc partition MODEL --target T [--target U] [--print] [--dot out.dot] [--svg out.svg] [--strict]`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("model", help="a zoo model name or a model file (.txt/.relay text IR, .onnx)")
+    parser.add_argument("--target", "-t", action="append", required=True,
+                        help="a target, highest priority first; repeat for several")
+    parser.add_argument("--print", action="store_true", dest="print_ir", help="print the partitioned module")
+    parser.add_argument("--dot", type=Path, help="write the partitioned graph as Graphviz DOT")
+    parser.add_argument("--svg", type=Path, help="write it as SVG (needs Graphviz's `dot`)")
+    parser.add_argument("--strict", action="store_true", help="fail if any op stays on the host")
+    parser.add_argument("--mod-name", default="default", help="the module name in external symbols")
+    parser.add_argument("--no-bind-constants", action="store_true",
+                        help="pass constants to external functions as arguments instead of binding them")
+
+
+def run(args) -> int:
+    from ..frontend import load_model
+    from ..partition import partition_for, summarize
+
+    mod = load_model(args.model)
+    mod = partition_for(args.target, mod, strict=args.strict, mod_name=args.mod_name,
+                        bind_constants=not args.no_bind_constants)
+    print(summarize(mod).table())
+    if args.print_ir:
+        print()
+        print(mod.astext())
+    if args.dot or args.svg:
+        from ..dot import to_dot, to_svg
+
+        text = to_dot(mod, name=Path(args.model).stem)
+        if args.dot:
+            args.dot.write_text(text)
+            print(f"wrote {args.dot}")
+        if args.svg:
+            args.svg.write_bytes(to_svg(text))
+            print(f"wrote {args.svg}")
+    return 0

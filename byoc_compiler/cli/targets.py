@@ -1,0 +1,27 @@
+"""`byoc targets`: every known target, whether it is enabled and by which flag, what it takes."""
+from __future__ import annotations
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--ops", action="store_true", help="list every supported op and pattern")
+
+
+def run(args) -> int:
+    from ..backend.target import targets
+
+    rows = targets()
+    header = ("target", "enabled", "flag", "module", "ops", "patterns", "codegen")
+    table = [header]
+    for t in rows:
+        table.append((t.name, "yes" if t.enabled else "no", t.flag or "-", t.module or "-", str(len(t.ops)),
+                      str(len(t.patterns)), "yes" if t.has_codegen else ("error" if t.error else "no")))
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    for t in rows:
+        if t.error:
+            print(f"\n{t.name}: {t.error}")
+        elif args.ops:
+            print(f"\n{t.name} ({t.description}):\n  ops: {', '.join(t.ops) or '-'}")
+            print(f"  patterns: {', '.join(t.patterns) or '-'}")
+    return 0
