@@ -34,12 +34,31 @@ def _runtime():
 
 def _dlpack_header() -> Path:
     """dlpack/dlpack.h from the runtime helper's lookup (Debian's libdlpack-dev)."""
-    rt = _runtime()
-    base = Path(rt.dlpack_include_dir())
+    try:
+        base = Path(_runtime().dlpack_include_dir())
+    except FileNotFoundError as exc:
+        raise ByocError(str(exc)) from None
     header = base / "dlpack" / "dlpack.h"
     if not header.is_file():
         raise ByocError(f"the DLPack header {header} is missing; install it with `apt-get install -y libdlpack-dev`")
     return header
+
+
+_DLPACK_COPY: Path | None = None
+
+
+def _dlpack_include_copy() -> Path:
+    """A directory holding only dlpack/dlpack.h, so cross compilers never see the host's /usr/include."""
+    global _DLPACK_COPY
+    if _DLPACK_COPY is None or not _DLPACK_COPY.is_dir():
+        import atexit
+
+        root = Path(tempfile.mkdtemp(prefix="byoc-dlpack-"))
+        atexit.register(shutil.rmtree, str(root), True)
+        (root / "dlpack").mkdir()
+        shutil.copyfile(_dlpack_header(), root / "dlpack" / "dlpack.h")
+        _DLPACK_COPY = root
+    return _DLPACK_COPY
 
 
 class BuildResult:
@@ -154,11 +173,7 @@ class BuildResult:
     def compile_units(self, srcdir: Path, runner: bool = False) -> list[tuple[Path, list, list]]:
         """Write generated sources under srcdir; (source, include dirs, defines) for everything to compile."""
         rt = _runtime()
-        include = srcdir / "include"
-        (include / "dlpack").mkdir(parents=True, exist_ok=True)
-        # A copy of the DLPack header, so cross compilers never see the host's /usr/include.
-        shutil.copyfile(_dlpack_header(), include / "dlpack" / "dlpack.h")
-        base_includes = [Path(rt.include_dir()), include]
+        base_includes = [Path(rt.include_dir()), _dlpack_include_copy()]
         defines = ["BYOC_UNPACKED_API"] if self.interface == "unpacked" else []
         units: list[tuple[Path, list, list]] = []
         for rel, text in self.sources().items():
@@ -172,9 +187,7 @@ class BuildResult:
                 extra = list(self.artifacts[symbol].include_dirs) + list(self.region_targets[symbol].include_dirs)
             units.append((path, base_includes + extra, defines))
         seen: set[str] = set()
-        runtime_files = list(rt.runtime_sources(self.executor))
-        if runner:
-            runtime_files += [f for f in rt.runner_sources() if f not in runtime_files]
+        runtime_files = list(rt.runtime_sources(self.executor, runner=runner))
         for f in runtime_files:
             seen.add(os.path.realpath(f))
             units.append((Path(f), base_includes, []))
@@ -191,29 +204,39 @@ class BuildResult:
                     units.append((Path(f), incs, []))
         return units
 
-    def _compile(self, outdir: Path, werror: bool, runner: bool) -> list[Path]:
+    def _objects(self, werror: bool) -> tuple[list[Path], list[Path]]:
+        """Objects of the model (+ runtime, target runtimes) and of the runner's extra sources, compiled once."""
+        key = ("objects", werror)
+        if key in self._built:
+            return self._built[key]
         tc = self.toolchain
         tcmod.check_toolchain(tc)
-        units = self.compile_units(outdir / "gen", runner=runner)
+        outdir = Path(tempfile.mkdtemp(prefix=f"objects{werror:d}-", dir=self._work()))
+        units = self.compile_units(outdir / "gen", runner=True)
+        rt = _runtime()
+        runner_only = ({os.path.realpath(f) for f in rt.runtime_sources(self.executor, runner=True)}
+                       - {os.path.realpath(f) for f in rt.runtime_sources(self.executor, runner=False)})
         extra = list(tcmod.WARNING_FLAGS) if werror else []
         jobs = []
         names: set[str] = set()
         for src, incs, defs in units:
-            stem = src.stem
-            n = 0
-            while f"{stem}.o" in names:
+            stem, n = src.stem, 0
+            while stem in names:
                 n += 1
                 stem = f"{src.stem}_{n}"
-            names.add(f"{stem}.o")
+            names.add(stem)
             obj = outdir / "obj" / f"{stem}.o"
             obj.parent.mkdir(parents=True, exist_ok=True)
             jobs.append((tcmod.compile_argv(tc, src, obj, incs, defs, self.opt, extra), src, obj))
         with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = [pool.submit(tcmod.run_command, argv, f"compiling {src.name} with toolchain {tc.name!r}")
-                       for argv, src, _ in jobs]
+            futures = [pool.submit(_compile_cached, argv, src, obj, src.is_relative_to(outdir),
+                                   f"compiling {src.name} with toolchain {tc.name!r}") for argv, src, obj in jobs]
             for f in futures:
                 f.result()
-        return [obj for _, _, obj in jobs]
+        model = [obj for _, src, obj in jobs if os.path.realpath(src) not in runner_only]
+        runner = [obj for _, src, obj in jobs if os.path.realpath(src) in runner_only]
+        self._built[key] = (model, runner)
+        return model, runner
 
     def export_library(self, path, werror: bool = False) -> Path:
         """Compile and link a shared library (host toolchains); load it with byoc_compiler.runtime.load."""
@@ -222,24 +245,23 @@ class BuildResult:
             raise ByocError(f"export_library: toolchain {tc.name!r} builds for {tc.arch}, whose libraries cannot be "
                             "loaded here; use export_runner (a standalone program) instead")
         path = Path(path)
-        out = Path(tempfile.mkdtemp(prefix="lib-", dir=self._work()))
-        objs = self._compile(out, werror, runner=False)
-        lib = out / path.name
-        tcmod.run_command(tcmod.link_shared_argv(tc, objs, lib), f"linking {path.name} with toolchain {tc.name!r}")
+        objs, _ = self._objects(werror)
+        out = Path(tempfile.mkdtemp(prefix="lib-", dir=self._work())) / path.name
+        tcmod.run_command(tcmod.link_shared_argv(tc, objs, out), f"linking {path.name} with toolchain {tc.name!r}")
         path.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(lib), str(path))
+        shutil.move(str(out), str(path))
         return path
 
     def export_runner(self, path, werror: bool = False) -> Path:
         """Compile and link the standalone runner program (any toolchain; static for cross ones, per config)."""
         tc = self.toolchain
         path = Path(path)
-        out = Path(tempfile.mkdtemp(prefix="runner-", dir=self._work()))
-        objs = self._compile(out, werror, runner=True)
-        exe = out / path.name
-        tcmod.run_command(tcmod.link_exe_argv(tc, objs, exe), f"linking {path.name} with toolchain {tc.name!r}")
+        model, runner = self._objects(werror)
+        out = Path(tempfile.mkdtemp(prefix="runner-", dir=self._work())) / path.name
+        tcmod.run_command(tcmod.link_exe_argv(tc, runner + model, out),
+                          f"linking {path.name} with toolchain {tc.name!r}")
         path.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(exe), str(path))
+        shutil.move(str(out), str(path))
         return path
 
     def library(self, werror: bool = False) -> Path:
@@ -292,6 +314,37 @@ class BuildResult:
             return [np.load(outdir / f"out{k}.npy") for k in range(len(self.metadata["outputs"]))]
         finally:
             shutil.rmtree(rundir, ignore_errors=True)
+
+
+# Objects of sources that are not generated (the runtime, target runtimes) are the same for every model
+# built with the same command in this process: compile them once. Keyed by the command with the object
+# path left out and by the source text.
+_OBJECT_CACHE: dict[str, Path] = {}
+_OBJECT_CACHE_DIR: str | None = None
+
+
+def _compile_cached(argv: list[str], src: Path, obj: Path, generated: bool, what: str) -> None:
+    global _OBJECT_CACHE_DIR
+    if generated:
+        tcmod.run_command(argv, what)
+        return
+    import hashlib
+
+    key_argv = [a for a in argv if a != os.fspath(obj)]
+    key = hashlib.sha256(("\0".join(key_argv) + "\0").encode() + Path(src).read_bytes()).hexdigest()
+    cached = _OBJECT_CACHE.get(key)
+    if cached is None or not cached.exists():
+        tcmod.run_command(argv, what)
+        if _OBJECT_CACHE_DIR is None:
+            _OBJECT_CACHE_DIR = tempfile.mkdtemp(prefix="byoc-objects-")
+            import atexit
+
+            atexit.register(shutil.rmtree, _OBJECT_CACHE_DIR, True)
+        cached = Path(_OBJECT_CACHE_DIR) / f"{key}.o"
+        shutil.copyfile(obj, cached)
+        _OBJECT_CACHE[key] = cached
+        return
+    shutil.copyfile(cached, obj)
 
 
 def _replace_dir(new: Path, dest: Path) -> None:
