@@ -12,7 +12,9 @@ parser. Statements of a body are read in a loop, so a 100,000-statement
 function parses without deep recursion; only the nesting written in the text
 (calls inside calls, nested `fn`) recurses. Op calls are built through
 `op.registry.make_call`, which validates the attributes and fills defaults;
-an unknown op or attribute is a ParseError pointing at it.
+an unknown op or attribute is a ParseError pointing at it. Relay attributes
+byoc does not model are accepted only with their neutral value (`out_layout=""`,
+`out_dtype=""`, `allowzero=0`, `batch_dims=0`) and dropped.
 """
 from __future__ import annotations
 
@@ -62,6 +64,10 @@ _SUFFIX_DTYPE = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "flo
                  "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8"}
 
 EOF = "eof"
+
+# Attributes Relay prints that byoc does not model, accepted (and dropped) only with Relay's neutral value,
+# so that text pasted from TVM output reads: e.g. `nn.max_pool2d(%x, ..., out_layout="")`.
+_RELAY_NEUTRAL_ATTRS = {"out_layout": "", "out_dtype": "", "allowzero": 0, "batch_dims": 0}
 
 
 def _unescape(body: str) -> str:
@@ -407,8 +413,11 @@ class _Parser:
             raise self.error_at(name_token.pos, str(err)) from None
         self.expect("(")
         args, attrs, where = self.parse_args()
-        for key, value in attrs.items():
+        for key, value in list(attrs.items()):
             attr = opdef.attr_index.get(key)
+            if attr is None and key in _RELAY_NEUTRAL_ATTRS and _RELAY_NEUTRAL_ATTRS[key] == value:
+                del attrs[key]  # TVM writes it; it means "as usual", which is what byoc does
+                continue
             if attr is None:
                 allowed = ", ".join(opdef.attr_index) or "none"
                 raise self.error_at(where[key].pos, f"{name} has no attribute {key!r} (allowed: {allowed})")

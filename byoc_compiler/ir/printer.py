@@ -167,13 +167,15 @@ def _default_attrs(op_name: str) -> dict:
 
 
 def _same_value(a, b) -> bool:
-    if type(a) is not type(b) and not (isinstance(a, (int, float)) and isinstance(b, (int, float))):
-        return False
-    if isinstance(a, bool) != isinstance(b, bool):
-        return False
-    if isinstance(a, (list, tuple)):
-        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
-    return a == b
+    # Bit-level comparison (-0.0 is not 0.0), the same notion structural_equal uses, so that leaving a
+    # default out never changes what the parser reads back.
+    from .structural import canonical_attr_value
+
+    return canonical_attr_value(a) == canonical_attr_value(b)
+
+
+def _attr_key(key: str) -> str:
+    return key if _SIMPLE_NAME.match(key) else format_string(key)
 
 
 class _Printer:
@@ -250,7 +252,7 @@ class _Printer:
         for key, value in call.attrs.items():
             if key in defaults and _same_value(defaults[key], value):
                 continue
-            out.append(f"{key}={format_attr_value(value)}")
+            out.append(f"{_attr_key(key)}={format_attr_value(value)}")
         return out
 
     def _call_text(self, call: Call) -> str:
@@ -282,7 +284,7 @@ class _Printer:
             text = self._name_var(param)
             ty = param.type_annotation or param.checked_type
             parts.append(f"{text}: {ty}" if ty is not None else text)
-        parts += [f"{key}={format_attr_value(value)}" for key, value in func.attrs.items()]
+        parts += [f"{_attr_key(key)}={format_attr_value(value)}" for key, value in func.attrs.items()]
         head = "(" + ", ".join(parts) + ")"
         ret = func.ret_type or func.body.checked_type
         if ret is not None:

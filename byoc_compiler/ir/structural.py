@@ -36,8 +36,8 @@ from .visitor import post_order
 __all__ = ["structural_equal", "structural_hash", "assert_structural_equal"]
 
 
-def _canon(value: Any) -> Any:
-    """A hashable form of an attribute value in which == means 'same value, same kind'."""
+def canonical_attr_value(value: Any) -> Any:
+    """A hashable form of an attribute value in which == means 'same value, same kind' (floats by bits)."""
     if isinstance(value, (bool, np.bool_)):
         return ("b", bool(value))
     if isinstance(value, (int, np.integer)):
@@ -45,7 +45,7 @@ def _canon(value: Any) -> Any:
     if isinstance(value, (float, np.floating)):
         return ("f", struct.pack("<d", float(value)))
     if isinstance(value, (list, tuple)):
-        return ("l", tuple(_canon(v) for v in value))
+        return ("l", tuple(canonical_attr_value(v) for v in value))
     if value is None:
         return ("n",)
     if isinstance(value, str):
@@ -56,7 +56,7 @@ def _canon(value: Any) -> Any:
 
 
 def _canon_attrs(attrs: Attrs) -> tuple:
-    return tuple((k, _canon(v)) for k, v in attrs.items())
+    return tuple((k, canonical_attr_value(v)) for k, v in attrs.items())
 
 
 def _types_match(a: Type | None, b: Type | None) -> bool:
@@ -176,7 +176,7 @@ def _op_key(op) -> str:
 
 def _attr_diff(a: Attrs, b: Attrs) -> str:
     for key in list(a) + [k for k in b if k not in a]:
-        if key not in a or key not in b or _canon(a[key]) != _canon(b[key]):
+        if key not in a or key not in b or canonical_attr_value(a[key]) != canonical_attr_value(b[key]):
             return f"{key}: {a.get(key, '<absent>')!r} vs {b.get(key, '<absent>')!r}"
     return "order of attributes"
 
