@@ -40,7 +40,7 @@ class ParseError(ValueError):
         self.message, self.source, self.line, self.column = message, source, line, column
         text = f"{source}:{line}:{column}: {message}"
         if line_text is not None:
-            text += "\n" + line_text.rstrip("\n").replace("\t", " ") + "\n" + " " * (column - 1) + "^"
+            text += "\n" + line_text.rstrip("\r\n").replace("\t", " ") + "\n" + " " * (column - 1) + "^"
         super().__init__(text)
 
 
@@ -50,7 +50,8 @@ _TOKEN = re.compile(r"""
   | (?P<local>%(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|"(?:[^"\\\n]|\\.)*"))
   | (?P<global>@(?:[A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\\n]|\\.)*"))
   | (?P<index>(?<=\.)[0-9]+)
-  | (?P<number>-?(?:[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|inf|nan)(?:f16|f32|f64|f|i8|i16|i32|i64|u8)?(?![A-Za-z0-9_]))
+  | (?P<number>-?(?:[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|inf|nan)
+               (?:f16|f32|f64|f|i8|i16|i32|i64|u8)?(?![A-Za-z0-9_]))
   | (?P<string>"(?:[^"\\\n]|\\.)*")
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
   | (?P<punct>->|[()\[\]{},;:=.])

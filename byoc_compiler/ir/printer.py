@@ -293,10 +293,14 @@ class _Printer:
 
     def _function(self, prefix: str, func: Function, indent: str) -> str:
         """`<prefix>(params, attrs) -> ret {` + body lines + `}` (no trailing newline)."""
+        # A nested function may reuse Var objects of the enclosing one as its parameters; their
+        # enclosing names must come back once its body is printed.
+        saved = {id(p): self.names[id(p)] for p in func.params if id(p) in self.names}
         head = prefix + self._header(func)
         lines = [head + " {"]
         lines.extend(self._body(func.body, indent + "  "))
         lines.append(indent + "}")
+        self.names.update(saved)
         return "\n".join(lines)
 
     def _body(self, root: Expr, indent: str) -> list[str]:
