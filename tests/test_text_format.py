@@ -437,6 +437,17 @@ def test_any_var_name_round_trips(name):
     assert roundtrip(text) == text
 
 
+@settings(max_examples=200, deadline=None)
+@given(name=st.text(), symbol=st.text())
+def test_any_unicode_name_and_string_attr_round_trip(name, symbol):
+    var = Var(name, TensorType((2,)))
+    mod = IRModule({"main": Function([var], op.nn.relu(var), attrs={"global_symbol": symbol})})
+    text = astext(mod)
+    back = parse(text)["main"]
+    assert back.params[0].name_hint == name and back.attrs["global_symbol"] == symbol
+    assert astext(IRModule({"main": back})) == text
+
+
 def test_duplicate_and_colliding_names_stay_distinct():
     a, b, c = Var("x"), Var("x"), Var("x_1")
     func = Function([a, b, c], Tuple([a, b, c]))
