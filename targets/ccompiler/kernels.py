@@ -1,0 +1,183 @@
+"""The ccompiler target's kernel library, described for its codegen.
+
+The library itself is C (kernels/byoc_ck.h and kernels/ck_*.c): float32, contiguous row-major,
+int64 shapes, no allocation. This module says where it is, which C function serves which op and
+with which signature, the enum spellings, the fields of its parameter structs (for C99
+designated initializers), and mirrors the two size formulas a code generator needs at codegen
+time (the output size and the scratch bytes of each call) so it can plan a static workspace.
+tests/test_ccompiler_kernels.py checks every mirror against the C.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
+INCLUDE_DIR = KERNEL_DIR
+HEADER = "byoc_ck.h"
+SOURCES = tuple(KERNEL_DIR / name for name in (
+    "ck_gemm.c", "ck_dense.c", "ck_conv2d.c", "ck_elementwise.c", "ck_pool.c", "ck_shape.c"))
+HEADERS = (KERNEL_DIR / HEADER, KERNEL_DIR / "ck_internal.h")
+# Link flags the library needs (expf, sqrtf, ...).
+LDFLAGS = ("-lm",)
+
+
+@dataclass(frozen=True)
+class KernelFunction:
+    name: str                          # C symbol
+    params: tuple[tuple[str, str], ...]  # (C type, parameter name), in order
+    doc: str
+    returns: str = "int32_t"           # 0 = success
+
+    def declaration(self) -> str:
+        args = ", ".join(f"{ctype} {name}" if not ctype.endswith("*") else f"{ctype}{name}"
+                         for ctype, name in self.params)
+        return f"{self.returns} {self.name}({args});"
+
+
+def _fn(name: str, params: str, doc: str, returns: str = "int32_t") -> KernelFunction:
+    """params as 'type name, type name' text (one source of truth, readable like the header)."""
+    parsed = []
+    for item in params.split(","):
+        item = item.strip()
+        split = max(item.rfind(" "), item.rfind("*"))
+        parsed.append((item[:split + 1].strip(), item[split + 1:].strip()))
+    return KernelFunction(name, tuple(parsed), doc, returns)
+
+
+
+FUNCTIONS: dict[str, KernelFunction] = {f.name: f for f in (
+    _fn("ck_gemm_workspace_bytes", "int64_t m, int64_t n, int64_t k", "scratch of ck_gemm", "size_t"),
+    _fn("ck_gemm", "int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride, int64_t a_col_stride, "
+        "const float *b, int64_t b_row_stride, int64_t b_col_stride, float *c, int64_t ldc, "
+        "const ck_epilogue *epilogue, void *workspace", "C = A . B, any element strides"),
+    _fn("ck_dense_workspace_bytes", "int64_t m, int64_t n, int64_t k", "scratch of ck_dense", "size_t"),
+    _fn("ck_dense", "int64_t m, int64_t n, int64_t k, const float *data, const float *weight, "
+        "const float *bias, int32_t activation, float *out, void *workspace",
+        "nn.dense (+ bias_add, + relu): out[M,N] = data[M,K] . weight[N,K]^T"),
+    _fn("ck_matmul_workspace_bytes", "int64_t m, int64_t n, int64_t k", "scratch of ck_matmul", "size_t"),
+    _fn("ck_matmul", "int64_t m, int64_t n, int64_t k, const float *a, int32_t transpose_a, const float *b, "
+        "int32_t transpose_b, float *out, void *workspace", "nn.matmul"),
+    _fn("ck_conv2d_output_hw", "const ck_conv2d_params *p, int64_t *out_h, int64_t *out_w", "conv2d output size"),
+    _fn("ck_conv2d_workspace_bytes", "const ck_conv2d_params *p", "scratch of ck_conv2d", "size_t"),
+    _fn("ck_conv2d", "const ck_conv2d_params *p, const float *data, const float *weight, const float *bias, "
+        "int32_t activation, float *out, void *workspace", "nn.conv2d (+ bias_add, + relu), NCHW/OIHW"),
+    _fn("ck_binary", "int32_t op, const float *lhs, int32_t lhs_ndim, const int64_t *lhs_shape, "
+        "const float *rhs, int32_t rhs_ndim, const int64_t *rhs_shape, float *out, int32_t out_ndim, "
+        "const int64_t *out_shape", "binary op with numpy broadcasting"),
+    _fn("ck_unary", "int32_t op, int64_t n, const float *in, float *out, float p0, float p1",
+        "unary op; clip: p0=a_min p1=a_max; leaky_relu: p0=alpha"),
+    _fn("ck_bias_add", "int64_t outer, int64_t channels, int64_t inner, const float *data, const float *bias, "
+        "float *out", "nn.bias_add on data viewed as [outer, channels, inner]"),
+    _fn("ck_batch_norm", "int64_t outer, int64_t channels, int64_t inner, const float *data, const float *gamma, "
+        "const float *beta, const float *mean, const float *var, float epsilon, int32_t center, int32_t scale, "
+        "float *out", "nn.batch_norm output 0 (inference)"),
+    _fn("ck_pool2d_output_hw", "const ck_pool2d_params *p, int64_t *out_h, int64_t *out_w", "pool output size"),
+    _fn("ck_max_pool2d", "const ck_pool2d_params *p, const float *data, float *out", "nn.max_pool2d"),
+    _fn("ck_avg_pool2d", "const ck_pool2d_params *p, const float *data, float *out", "nn.avg_pool2d"),
+    _fn("ck_global_avg_pool2d", "int64_t planes, int64_t plane, const float *data, float *out",
+        "nn.global_avg_pool2d: planes = N*C, plane = H*W"),
+    _fn("ck_copy", "int64_t n, const float *in, float *out", "reshape (and other pure copies)"),
+    _fn("ck_transpose", "int32_t ndim, const int64_t *in_shape, const int32_t *axes, const float *in, float *out",
+        "transpose, any rank up to CK_MAX_RANK"),
+    _fn("ck_concatenate", "int32_t num_inputs, const float *const *inputs, const int64_t *sizes, int64_t outer, "
+        "int64_t inner, float *out", "concatenate: input i viewed as [outer, sizes[i], inner]"),
+)}
+
+# Enum spellings (C identifiers from byoc_ck.h) per Relay op.
+BINARY_OPS = {"add": "CK_ADD", "subtract": "CK_SUBTRACT", "multiply": "CK_MULTIPLY", "divide": "CK_DIVIDE",
+              "maximum": "CK_MAXIMUM", "minimum": "CK_MINIMUM"}
+UNARY_OPS = {"negative": "CK_NEGATIVE", "abs": "CK_ABS", "exp": "CK_EXP", "log": "CK_LOG", "sqrt": "CK_SQRT",
+             "tanh": "CK_TANH", "sigmoid": "CK_SIGMOID", "nn.relu": "CK_RELU", "clip": "CK_CLIP",
+             "nn.leaky_relu": "CK_LEAKY_RELU"}
+ACTIVATIONS = {None: "CK_ACT_NONE", "nn.relu": "CK_ACT_RELU"}
+# Numeric values of the enums (the order in byoc_ck.h), for callers that do not include the header.
+ENUM_VALUES = {**{name: i for i, name in enumerate(BINARY_OPS.values())},
+               **{name: i for i, name in enumerate(UNARY_OPS.values())},
+               "CK_ACT_NONE": 0, "CK_ACT_RELU": 1}
+
+# Which function computes which op.
+OP_FUNCTIONS = {
+    **{op: "ck_binary" for op in BINARY_OPS},
+    **{op: "ck_unary" for op in UNARY_OPS},
+    "nn.dense": "ck_dense", "nn.matmul": "ck_matmul", "nn.conv2d": "ck_conv2d", "nn.bias_add": "ck_bias_add",
+    "nn.batch_norm": "ck_batch_norm", "nn.max_pool2d": "ck_max_pool2d", "nn.avg_pool2d": "ck_avg_pool2d",
+    "nn.global_avg_pool2d": "ck_global_avg_pool2d", "reshape": "ck_copy", "transpose": "ck_transpose",
+    "concatenate": "ck_concatenate",
+}
+MAX_RANK = 8  # CK_MAX_RANK: ck_binary / ck_transpose take at most this many dims
+
+# Struct fields in declaration order (all int64_t unless listed in *_INT32_FIELDS).
+CONV2D_PARAM_FIELDS = ("batch", "channels", "height", "width", "out_channels", "kernel_h", "kernel_w",
+                       "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom", "pad_right",
+                       "dilation_h", "dilation_w", "groups")
+POOL2D_PARAM_FIELDS = ("batch", "channels", "height", "width", "pool_h", "pool_w", "stride_h", "stride_w",
+                       "pad_top", "pad_left", "pad_bottom", "pad_right", "dilation_h", "dilation_w",
+                       "ceil_mode", "count_include_pad")
+POOL2D_INT32_FIELDS = ("ceil_mode", "count_include_pad")
+
+
+def c_struct_initializer(fields: tuple[str, ...], values: dict[str, int]) -> str:
+    """`{.batch = 1, .channels = 3, ...}` for a ck_*_params struct (every field required)."""
+    missing = [f for f in fields if f not in values]
+    if missing:
+        raise ValueError(f"missing kernel parameter(s) {missing}; give every field of {fields}")
+    return "{" + ", ".join(f".{f} = {int(values[f])}" for f in fields) + "}"
+
+
+def conv2d_params(data_shape, weight_shape, strides, padding, dilation, groups) -> dict[str, int]:
+    """ck_conv2d_params values from Relay's nn.conv2d types and attributes."""
+    n, c, h, w = data_shape
+    o, _, kh, kw = weight_shape
+    return dict(batch=n, channels=c, height=h, width=w, out_channels=o, kernel_h=kh, kernel_w=kw,
+                stride_h=strides[0], stride_w=strides[1], pad_top=padding[0], pad_left=padding[1],
+                pad_bottom=padding[2], pad_right=padding[3], dilation_h=dilation[0], dilation_w=dilation[1],
+                groups=groups)
+
+
+def pool2d_params(data_shape, pool_size, strides, padding, dilation, ceil_mode, count_include_pad=False):
+    """ck_pool2d_params values from Relay's pool attributes."""
+    n, c, h, w = data_shape
+    return dict(batch=n, channels=c, height=h, width=w, pool_h=pool_size[0], pool_w=pool_size[1],
+                stride_h=strides[0], stride_w=strides[1], pad_top=padding[0], pad_left=padding[1],
+                pad_bottom=padding[2], pad_right=padding[3], dilation_h=dilation[0], dilation_w=dilation[1],
+                ceil_mode=int(bool(ceil_mode)), count_include_pad=int(bool(count_include_pad)))
+
+
+# ---- size formulas, mirrored from the C (ck_internal.h, ck_gemm.c, ck_conv2d.c) ----------------
+_M_QUANTUM, _N_QUANTUM, _MC, _KC, _NC, _ALIGN = 24, 32, 96, 256, 1024, 64
+
+
+def _round_up(x: int, q: int) -> int:
+    return (x + q - 1) // q * q
+
+
+def gemm_workspace_bytes(m: int, n: int, k: int) -> int:
+    """Bytes of scratch ck_gemm / ck_dense / ck_matmul need (independent of CPU and flags)."""
+    if m <= 0 or n <= 0 or k <= 0:
+        return 0
+    kc = min(_KC, k)
+    return _ALIGN + 4 * (min(_MC, _round_up(m, _M_QUANTUM)) * kc + kc * min(_NC, _round_up(n, _N_QUANTUM)))
+
+
+dense_workspace_bytes = matmul_workspace_bytes = gemm_workspace_bytes
+
+
+def conv2d_output_hw(p: dict[str, int]) -> tuple[int, int]:
+    span_h = p["height"] + p["pad_top"] + p["pad_bottom"] - p["dilation_h"] * (p["kernel_h"] - 1) - 1
+    span_w = p["width"] + p["pad_left"] + p["pad_right"] - p["dilation_w"] * (p["kernel_w"] - 1) - 1
+    return span_h // p["stride_h"] + 1, span_w // p["stride_w"] + 1
+
+
+def conv2d_workspace_bytes(p: dict[str, int]) -> int:
+    """Bytes of scratch ck_conv2d needs: 0 with one input channel per group (direct kernel)."""
+    per_group_in = p["channels"] // p["groups"]
+    if per_group_in == 1:
+        return 0
+    oh, ow = conv2d_output_hw(p)
+    return gemm_workspace_bytes(p["out_channels"] // p["groups"], oh * ow, per_group_in * p["kernel_h"] * p["kernel_w"])
+
+
+def c_declarations() -> str:
+    """Every function's prototype, as in byoc_ck.h (for a readable listing / docs)."""
+    return "\n".join(f.declaration() for f in FUNCTIONS.values())

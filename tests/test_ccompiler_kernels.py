@@ -1,0 +1,605 @@
+"""The ccompiler kernel library (targets/ccompiler/kernels) against independent numpy computations.
+
+The library is compiled once per session per build (gcc and clang, -O0 and -O3, warnings as
+errors) and called through ctypes. References are written here, not taken from the op registry:
+explicit loops on tiny sizes, numpy einsum over strided views / float64 matmul on medium ones.
+Every workspace is allocated at exactly the size the library reports, one byte off alignment.
+test_whole_suite_under_sanitizers reruns this file against an ASan+UBSan build.
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from targets.ccompiler import kernels as K
+
+SANITIZE = os.environ.get("BYOC_CK_SANITIZE") == "1"
+WARNINGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared"]
+SANITIZER_FLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                   "-fno-omit-frame-pointer"]
+BUILDS = {"gcc-asan-ubsan": ("gcc", SANITIZER_FLAGS)} if SANITIZE else {
+    f"{cc}{opt}": (cc, [opt]) for cc in ("gcc", "clang") for opt in ("-O0", "-O3")}
+
+f32p = ctypes.POINTER(ctypes.c_float)
+i64 = ctypes.c_int64
+i32 = ctypes.c_int32
+
+
+class ConvParams(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int64) for name in K.CONV2D_PARAM_FIELDS]
+
+
+class PoolParams(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int32 if name in K.POOL2D_INT32_FIELDS else ctypes.c_int64)
+                for name in K.POOL2D_PARAM_FIELDS]
+
+
+class Epilogue(ctypes.Structure):
+    _fields_ = [("bias", f32p), ("bias_per_row", ctypes.c_int32), ("activation", ctypes.c_int32)]
+
+
+def fptr(a):
+    return None if a is None else a.ctypes.data_as(f32p)
+
+
+def i64_array(values):
+    return (ctypes.c_int64 * max(1, len(values)))(*values)
+
+
+def workspace(nbytes: int):
+    """Exactly nbytes, deliberately misaligned by one byte; keep the owner alive with the pointer."""
+    owner = np.empty(nbytes + 1, np.uint8)
+    return owner, ctypes.c_void_p(owner.ctypes.data + 1)
+
+
+class CkLib:
+    def __init__(self, path: Path):
+        self.lib = ctypes.CDLL(str(path))
+        for name in ("ck_gemm_workspace_bytes", "ck_dense_workspace_bytes", "ck_matmul_workspace_bytes"):
+            getattr(self.lib, name).restype = ctypes.c_size_t
+            getattr(self.lib, name).argtypes = [i64, i64, i64]
+        self.lib.ck_conv2d_workspace_bytes.restype = ctypes.c_size_t
+        self.lib.ck_conv2d_workspace_bytes.argtypes = [ctypes.POINTER(ConvParams)]
+        self.lib.ck_unary.argtypes = [i32, i64, f32p, f32p, ctypes.c_float, ctypes.c_float]
+        self.lib.ck_batch_norm.argtypes = [i64, i64, i64, f32p, f32p, f32p, f32p, f32p, ctypes.c_float, i32, i32,
+                                           f32p]
+
+    def __getattr__(self, name):
+        return getattr(self.lib, name)
+
+    # -- matrix multiply ----------------------------------------------------------------------
+    def dense(self, x, w, bias=None, act=0):
+        m, k = x.shape
+        n = w.shape[0]
+        out = np.full((m, n), np.nan, np.float32)
+        owner, ws = workspace(self.lib.ck_dense_workspace_bytes(m, n, k))
+        assert self.lib.ck_dense(i64(m), i64(n), i64(k), fptr(x), fptr(w), fptr(bias), i32(act), fptr(out), ws) == 0
+        return out
+
+    def matmul(self, a, b, ta, tb):
+        m, k = a.shape[::-1] if ta else a.shape
+        n = b.shape[0] if tb else b.shape[1]
+        out = np.full((m, n), np.nan, np.float32)
+        owner, ws = workspace(self.lib.ck_matmul_workspace_bytes(m, n, k))
+        assert self.lib.ck_matmul(i64(m), i64(n), i64(k), fptr(a), i32(ta), fptr(b), i32(tb), fptr(out), ws) == 0
+        return out
+
+    # -- conv2d ----------------------------------------------------------------------------------
+    def conv2d(self, x, w, strides, padding, dilation, groups, bias=None, act=0):
+        values = K.conv2d_params(x.shape, w.shape, strides, padding, dilation, groups)
+        p = ConvParams(**values)
+        oh, ow = i64(), i64()
+        assert self.lib.ck_conv2d_output_hw(ctypes.byref(p), ctypes.byref(oh), ctypes.byref(ow)) == 0
+        assert (oh.value, ow.value) == K.conv2d_output_hw(values)
+        nbytes = self.lib.ck_conv2d_workspace_bytes(ctypes.byref(p))
+        assert nbytes == K.conv2d_workspace_bytes(values), "Python mirror of the workspace size"
+        out = np.full((x.shape[0], w.shape[0], oh.value, ow.value), np.nan, np.float32)
+        owner, ws = workspace(nbytes)
+        assert self.lib.ck_conv2d(ctypes.byref(p), fptr(x), fptr(w), fptr(bias), i32(act), fptr(out), ws) == 0
+        return out
+
+    # -- pools -----------------------------------------------------------------------------------
+    def pool(self, kind, x, pool_size, strides, padding, dilation, ceil_mode, count_include_pad=False):
+        p = PoolParams(**K.pool2d_params(x.shape, pool_size, strides, padding, dilation, ceil_mode,
+                                         count_include_pad))
+        oh, ow = i64(), i64()
+        assert self.lib.ck_pool2d_output_hw(ctypes.byref(p), ctypes.byref(oh), ctypes.byref(ow)) == 0
+        out = np.full(x.shape[:2] + (oh.value, ow.value), np.nan, np.float32)
+        fn = self.lib.ck_max_pool2d if kind == "max" else self.lib.ck_avg_pool2d
+        assert fn(ctypes.byref(p), fptr(x), fptr(out)) == 0
+        return out
+
+    # -- elementwise -----------------------------------------------------------------------------
+    def binary(self, op, a, b):
+        out_shape = np.broadcast_shapes(a.shape, b.shape)
+        out = np.full(out_shape, np.nan, np.float32)
+        code = K.ENUM_VALUES[K.BINARY_OPS[op]]
+        assert self.lib.ck_binary(i32(code), fptr(a), i32(a.ndim), i64_array(a.shape), fptr(b), i32(b.ndim),
+                                  i64_array(b.shape), fptr(out), i32(out.ndim), i64_array(out_shape)) == 0
+        return out
+
+
+def _compile(cc: str, flags: list[str], out: Path) -> Path:
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} is not installed")
+    cmd = [cc, *WARNINGS, *flags, "-I", str(K.INCLUDE_DIR), *map(str, K.SOURCES), "-o", str(out), *K.LDFLAGS]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
+    return out
+
+
+@pytest.fixture(scope="session", params=list(BUILDS))
+def ck(request, tmp_path_factory) -> CkLib:
+    cc, flags = BUILDS[request.param]
+    return CkLib(_compile(cc, flags, tmp_path_factory.mktemp("ck") / f"libck-{request.param}.so"))
+
+
+RNG = np.random.default_rng(1234)
+
+
+def rand(*shape, low=-1.0, high=1.0):
+    return RNG.uniform(low, high, size=shape).astype(np.float32)
+
+
+def close(got, want, rtol=1e-4, atol=1e-4):
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+# ---- dense / matmul -------------------------------------------------------------------------------
+# sizes straddle the micro-tile (<= 8x32), the cache blocks (MC 96, KC 256, NC 1024) and 1
+DENSE = [(1, 1, 1), (1, 7, 13), (1, 1000, 300), (2, 3, 5), (5, 17, 33), (13, 31, 7), (6, 16, 256),
+         (97, 41, 259), (3, 1031, 17), (40, 33, 1)]
+
+
+@pytest.mark.parametrize("m,n,k", DENSE, ids=[f"m{m}-n{n}-k{k}" for m, n, k in DENSE])
+def test_dense(ck, m, n, k):
+    x, w = rand(m, k), rand(n, k)
+    close(ck.dense(x, w), x.astype(np.float64) @ w.astype(np.float64).T, atol=1e-4 * max(1, k) ** 0.5)
+
+
+EPILOGUES = [("bias", True, 0), ("relu", False, 1), ("bias-relu", True, 1)]
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 9, 20), (7, 45, 300)], ids=["gemv", "blocked"])
+@pytest.mark.parametrize("name,with_bias,act", EPILOGUES, ids=[e[0] for e in EPILOGUES])
+def test_dense_fused_epilogue(ck, m, n, k, name, with_bias, act):
+    x, w, b = rand(m, k), rand(n, k), rand(n)
+    want = x.astype(np.float64) @ w.astype(np.float64).T + (b if with_bias else 0)
+    if act:
+        want = np.maximum(want, 0)
+    close(ck.dense(x, w, b if with_bias else None, act), want)
+
+
+MATMUL = [(m, n, k, ta, tb) for (m, n, k) in [(1, 5, 3), (9, 1, 40), (33, 70, 19)] for ta in (0, 1) for tb in (0, 1)]
+
+
+@pytest.mark.parametrize("m,n,k,ta,tb", MATMUL, ids=[f"m{m}-n{n}-k{k}-ta{ta}-tb{tb}" for m, n, k, ta, tb in MATMUL])
+def test_matmul_transpose_flags(ck, m, n, k, ta, tb):
+    a = rand(k, m) if ta else rand(m, k)
+    b = rand(n, k) if tb else rand(k, n)
+    want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    close(ck.matmul(a, b, ta, tb), want)
+
+
+def test_gemm_strided_operands_with_ldc(ck):
+    """The core itself: A and B read through arbitrary element strides, C with a row pitch."""
+    a_store, b_store = rand(30, 50), rand(60, 40)
+    a, b = a_store[::2, 1:38:3], b_store[1:38:3, ::3]      # [15, 13] and [13, 14] views
+    m, k = a.shape
+    n = b.shape[1]
+    c = np.full((m, n + 5), 7.0, np.float32)
+    owner, ws = workspace(ck.ck_gemm_workspace_bytes(m, n, k))
+    item = 4
+    status = ck.ck_gemm(i64(m), i64(n), i64(k), a.ctypes.data_as(f32p),
+                        i64(a.strides[0] // item), i64(a.strides[1] // item), b.ctypes.data_as(f32p),
+                        i64(b.strides[0] // item), i64(b.strides[1] // item), fptr(c), i64(n + 5), None, ws)
+    assert status == 0
+    close(c[:, :n], a.astype(np.float64) @ b.astype(np.float64))
+    assert np.all(c[:, n:] == 7.0), "columns past n in the row pitch must stay untouched"
+
+
+@pytest.mark.parametrize("m,n,k", [(0, 3, 4), (1, 0, 4), (3, 4, 0)], ids=["m0", "n0", "k0"])
+def test_gemm_degenerate_sizes(ck, m, n, k):
+    x, w, b = rand(max(m, 1), max(k, 1))[:m, :k].copy(), rand(max(n, 1), max(k, 1))[:n, :k].copy(), rand(max(n, 1))
+    got = ck.dense(x, w, b[:n].copy(), 0) if m and n else ck.dense(x, w)
+    want = x.astype(np.float64) @ w.astype(np.float64).T + (b[:n] if m and n else 0)
+    close(got, want)
+
+
+def test_gemm_rejects_bad_params(ck):
+    x = rand(4, 4)
+    out = np.zeros((4, 4), np.float32)
+    assert ck.ck_dense(i64(4), i64(4), i64(4), fptr(x), fptr(x), None, i32(7), fptr(out), None) != 0, "activation 7"
+    assert ck.ck_dense(i64(4), i64(4), i64(4), fptr(x), fptr(x), None, i32(0), fptr(out), None) != 0, "no workspace"
+    assert ck.ck_dense(i64(-1), i64(4), i64(4), fptr(x), fptr(x), None, i32(0), fptr(out), None) != 0
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (5, 7, 3), (24, 32, 256), (25, 33, 257), (1000, 5000, 3000)],
+                         ids=lambda v: str(v))
+def test_gemm_workspace_mirror(ck, m, n, k):
+    assert ck.ck_gemm_workspace_bytes(m, n, k) == K.gemm_workspace_bytes(m, n, k)
+
+
+# ---- conv2d -----------------------------------------------------------------------------------------
+
+def conv2d_loops(x, w, strides, padding, dilation, groups):
+    """The definition, one output element at a time (tiny sizes only)."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    pt, pl, pb, pr = padding
+    oh = (h + pt + pb - dilation[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (wd + pl + pr - dilation[1] * (kw - 1) - 1) // strides[1] + 1
+    og = o // groups
+    out = np.zeros((n, o, oh, ow))
+    for b, oc, y, z in itertools.product(range(n), range(o), range(oh), range(ow)):
+        g = oc // og
+        acc = 0.0
+        for ic, i, j in itertools.product(range(cg), range(kh), range(kw)):
+            iy = y * strides[0] - pt + i * dilation[0]
+            iz = z * strides[1] - pl + j * dilation[1]
+            if 0 <= iy < h and 0 <= iz < wd:
+                acc += float(x[b, g * cg + ic, iy, iz]) * float(w[oc, ic, i, j])
+        out[b, oc, y, z] = acc
+    return out
+
+
+def conv2d_einsum(x, w, strides, padding, dilation, groups):
+    """im2col as a strided view of the zero-padded input, contracted per group with einsum."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    pt, pl, pb, pr = padding
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    oh = (xp.shape[2] - dilation[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (xp.shape[3] - dilation[1] * (kw - 1) - 1) // strides[1] + 1
+    sn, sc, sh, sw = xp.strides
+    cols = np.lib.stride_tricks.as_strided(
+        xp, shape=(n, c, kh, kw, oh, ow),
+        strides=(sn, sc, sh * dilation[0], sw * dilation[1], sh * strides[0], sw * strides[1]))
+    og = o // groups
+    parts = [np.einsum("ncijyz,ocij->noyz", cols[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og].astype(np.float64))
+             for g in range(groups)]
+    return np.concatenate(parts, axis=1)
+
+
+# (name, data shape, weight shape, strides, padding, dilation, groups)
+CONV_TINY = [
+    ("plain-3x3", (1, 2, 5, 6), (3, 2, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ("pad1", (1, 3, 5, 5), (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ("stride2", (2, 2, 7, 7), (3, 2, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
+    ("dilation2", (1, 2, 7, 6), (2, 2, 3, 2), (1, 1), (2, 1, 2, 1), (2, 2), 1),
+    ("asymmetric-pad", (1, 2, 5, 4), (3, 2, 3, 3), (1, 2), (0, 2, 1, 0), (1, 1), 1),
+    ("groups2", (1, 4, 5, 5), (6, 2, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2),
+    ("depthwise", (1, 3, 6, 5), (3, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 3),
+    ("depthwise-mult2-stride2", (1, 2, 7, 7), (4, 1, 3, 3), (2, 2), (1, 0, 1, 2), (1, 1), 2),
+    ("depthwise-dilated", (1, 2, 7, 7), (2, 1, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 2),
+    ("1x1", (2, 3, 4, 5), (5, 3, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ("1x1-stride2", (1, 3, 5, 5), (2, 3, 1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1),
+    ("1x1-padded", (1, 3, 3, 3), (2, 3, 1, 1), (1, 1), (1, 0, 0, 1), (1, 1), 1),
+    ("single-input-channel", (1, 1, 5, 5), (3, 1, 2, 2), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ("kernel-equals-input", (1, 2, 3, 3), (2, 2, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ("1x1-spatial", (1, 4, 1, 1), (3, 4, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+]
+
+
+@pytest.mark.parametrize("case", CONV_TINY, ids=[c[0] for c in CONV_TINY])
+def test_conv2d_tiny_against_loops(ck, case):
+    _, xs, ws, strides, padding, dilation, groups = case
+    x, w = rand(*xs), rand(*ws)
+    close(ck.conv2d(x, w, strides, padding, dilation, groups), conv2d_loops(x, w, strides, padding, dilation, groups))
+
+
+CONV_MEDIUM = [
+    ("3x3-c16-o40-odd", (1, 16, 17, 19), (40, 16, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ("3x3-stride2-k>KC", (1, 37, 23, 21), (13, 37, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),  # K = 333
+    ("7x7-stride2-stem", (1, 3, 41, 37), (8, 3, 7, 7), (2, 2), (3, 3, 3, 3), (1, 1), 1),
+    ("1x1-o>MC", (2, 9, 11, 13), (101, 9, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ("groups4-dilation2", (1, 12, 13, 14), (8, 3, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 4),
+    ("depthwise-32", (1, 32, 15, 16), (32, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 32),
+    ("pixels>NC", (1, 4, 40, 30), (6, 4, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # 1200 output pixels
+]
+
+
+@pytest.mark.parametrize("case", CONV_MEDIUM, ids=[c[0] for c in CONV_MEDIUM])
+def test_conv2d_medium_against_einsum(ck, case):
+    _, xs, ws, strides, padding, dilation, groups = case
+    x, w = rand(*xs), rand(*ws)
+    want = conv2d_einsum(x, w, strides, padding, dilation, groups)
+    close(ck.conv2d(x, w, strides, padding, dilation, groups), want, atol=2e-4)
+
+
+@pytest.mark.parametrize("groups,ws", [(1, (6, 4, 3, 3)), (4, (8, 1, 3, 3))], ids=["gemm", "depthwise"])
+@pytest.mark.parametrize("name,with_bias,act", EPILOGUES, ids=[e[0] for e in EPILOGUES])
+def test_conv2d_fused_bias_relu(ck, groups, ws, name, with_bias, act):
+    x, w, b = rand(1, 4, 6, 7), rand(*ws), rand(ws[0])
+    want = conv2d_einsum(x, w, (1, 1), (1, 1, 1, 1), (1, 1), groups) + (b[None, :, None, None] if with_bias else 0)
+    if act:
+        want = np.maximum(want, 0)
+    close(ck.conv2d(x, w, (1, 1), (1, 1, 1, 1), (1, 1), groups, b if with_bias else None, act), want)
+
+
+BAD_CONV = [("groups-not-dividing", dict(groups=3)), ("zero-stride", dict(stride_h=0)),
+            ("negative-pad", dict(pad_left=-1)), ("kernel-larger-than-input", dict(kernel_h=9))]
+
+
+@pytest.mark.parametrize("name,change", BAD_CONV, ids=[b[0] for b in BAD_CONV])
+def test_conv2d_rejects_bad_params(ck, name, change):
+    values = K.conv2d_params((1, 4, 5, 5), (4, 2, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 2)
+    values.update(change)
+    p = ConvParams(**values)
+    x, w, out = rand(1, 4, 5, 5), rand(4, 2, 3, 3), np.zeros(400, np.float32)
+    owner, ws = workspace(1 << 16)
+    assert ck.ck_conv2d(ctypes.byref(p), fptr(x), fptr(w), None, i32(0), fptr(out), ws) != 0
+    assert ck.ck_conv2d_workspace_bytes(ctypes.byref(p)) == 0
+
+
+# ---- pools ----------------------------------------------------------------------------------------
+
+def pool_out(size, before, after, k, s, d, ceil_mode):
+    span = size + before + after - d * (k - 1) - 1
+    if not ceil_mode:
+        return span // s + 1
+    out = -(-span // s) + 1
+    return out - 1 if (out - 1) * s >= size + before else out
+
+
+def pool_loops(kind, x, pool, strides, padding, dilation, ceil_mode, count_include_pad=False):
+    n, c, h, w = x.shape
+    pt, pl, pb, pr = padding
+    oh = pool_out(h, pt, pb, pool[0], strides[0], dilation[0], ceil_mode)
+    ow = pool_out(w, pl, pr, pool[1], strides[1], dilation[1], ceil_mode)
+    out = np.zeros((n, c, oh, ow))
+    for b, ch, y, z in itertools.product(range(n), range(c), range(oh), range(ow)):
+        values, padded_positions = [], 0
+        for i, j in itertools.product(range(pool[0]), range(pool[1])):
+            iy = y * strides[0] - pt + i * dilation[0]
+            iz = z * strides[1] - pl + j * dilation[1]
+            if 0 <= iy < h and 0 <= iz < w:
+                values.append(float(x[b, ch, iy, iz]))
+            if -pt <= iy < h + pb and -pl <= iz < w + pr:
+                padded_positions += 1
+        if kind == "max":
+            out[b, ch, y, z] = max(values)
+        else:
+            out[b, ch, y, z] = sum(values) / (padded_positions if count_include_pad else len(values))
+    return out
+
+
+# (name, shape, pool, strides, padding, dilation, ceil_mode, count_include_pad)
+POOLS = [
+    ("2x2-s2", (1, 2, 6, 6), (2, 2), (2, 2), (0, 0, 0, 0), (1, 1), False, False),
+    ("3x3-s2-pad1", (2, 2, 7, 8), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), False, False),
+    ("3x3-s2-pad1-include-pad", (1, 2, 7, 8), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), False, True),
+    ("ceil-mode", (1, 2, 6, 7), (3, 3), (2, 2), (0, 0, 0, 0), (1, 1), True, False),
+    ("ceil-mode-pad-include-pad", (1, 1, 6, 7), (3, 2), (2, 2), (1, 1, 1, 0), (1, 1), True, True),
+    ("ceil-mode-drops-window-in-padding", (1, 1, 5, 5), (2, 2), (2, 2), (1, 1, 1, 1), (1, 1), True, True),
+    ("dilation2", (1, 2, 9, 8), (2, 3), (1, 2), (1, 2, 0, 1), (2, 2), False, False),
+    ("dilation2-ceil", (1, 1, 9, 10), (3, 2), (2, 3), (2, 1, 1, 1), (2, 3), True, True),
+    ("asymmetric-strides", (1, 3, 5, 9), (2, 3), (1, 3), (1, 0, 0, 2), (1, 1), False, True),
+    ("global-window", (1, 2, 4, 5), (4, 5), (1, 1), (0, 0, 0, 0), (1, 1), False, False),
+]
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("case", POOLS, ids=[p[0] for p in POOLS])
+def test_pool2d_against_loops(ck, kind, case):
+    _, shape, pool, strides, padding, dilation, ceil_mode, include = case
+    x = rand(*shape)
+    if kind == "max":
+        x = -np.abs(x) - 1  # all negative: a padded zero winning would show
+    want = pool_loops(kind, x, pool, strides, padding, dilation, ceil_mode, include)
+    close(ck.pool(kind, x, pool, strides, padding, dilation, ceil_mode, include), want, atol=1e-6, rtol=1e-6)
+
+
+def test_pool2d_rejects_padding_as_large_as_window(ck):
+    p = PoolParams(**K.pool2d_params((1, 1, 4, 4), (2, 2), (1, 1), (2, 0, 0, 0), (1, 1), False))
+    oh, ow = i64(), i64()
+    assert ck.ck_pool2d_output_hw(ctypes.byref(p), ctypes.byref(oh), ctypes.byref(ow)) != 0
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 1, 1), (2, 5, 7, 9), (1, 4, 56, 56)], ids=["1x1", "odd", "56x56"])
+def test_global_avg_pool(ck, shape):
+    x = rand(*shape)
+    out = np.full(shape[:2], np.nan, np.float32)
+    assert ck.ck_global_avg_pool2d(i64(shape[0] * shape[1]), i64(shape[2] * shape[3]), fptr(x), fptr(out)) == 0
+    close(out, x.astype(np.float64).mean(axis=(2, 3)), atol=1e-6)
+
+
+# ---- elementwise ----------------------------------------------------------------------------------
+NUMPY_BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+                "maximum": np.maximum, "minimum": np.minimum}
+BROADCASTS = [
+    ("same-shape-1d", (37,), (37,)),
+    ("same-shape-4d", (2, 3, 4, 5), (2, 3, 4, 5)),
+    ("scalar-rhs", (3, 7), ()),
+    ("scalar-lhs", (), (4, 5)),
+    ("row", (6, 9), (9,)),
+    ("column", (6, 9), (6, 1)),
+    ("channel-nchw", (2, 8, 5, 5), (8, 1, 1)),
+    ("both-broadcast", (4, 1, 6), (1, 5, 1)),
+    ("rank-mismatch-5d", (2, 1, 3, 1, 4), (3, 5, 1)),
+    ("ones-everywhere", (1, 1, 1), (1,)),
+    ("outer-product", (7, 1), (1, 11)),
+    ("rank-8", (2, 1, 2, 1, 2, 1, 2, 3), (1, 2, 1, 2, 1, 2, 1, 3)),
+    ("zero-size", (0, 3), (3,)),
+]
+
+
+@pytest.mark.parametrize("op", list(NUMPY_BINARY))
+@pytest.mark.parametrize("name,sa,sb", BROADCASTS, ids=[b[0] for b in BROADCASTS])
+def test_binary_broadcasting(ck, op, name, sa, sb):
+    a = rand(*sa)
+    b = rand(*sb, low=0.5, high=2.0) if op == "divide" else rand(*sb)
+    want = NUMPY_BINARY[op](a.astype(np.float64), b.astype(np.float64))
+    close(ck.binary(op, a, b), want, rtol=1e-6, atol=1e-7)
+
+
+def test_binary_output_may_alias_input(ck):
+    a, b = rand(5, 8), rand(8)
+    want = a + b
+    shape = i64_array(a.shape)
+    assert ck.ck_binary(i32(0), fptr(a), i32(2), shape, fptr(b), i32(1), i64_array(b.shape), fptr(a), i32(2),
+                        shape) == 0
+    close(a, want, atol=0, rtol=0)
+
+
+BAD_BINARY = [("incompatible", (3, 4), (5,), (3, 4)), ("input-rank-above-output", (2, 3, 4), (4,), (3, 4)),
+              ("rank-9", (1,) * 9, (1,), (1,) * 9), ("bad-op", (2,), (2,), (2,))]
+
+
+@pytest.mark.parametrize("name,sa,sb,so", BAD_BINARY, ids=[b[0] for b in BAD_BINARY])
+def test_binary_rejects_bad_shapes(ck, name, sa, sb, so):
+    a, b, out = rand(*sa), rand(*sb), np.zeros(so, np.float32)
+    op = 99 if name == "bad-op" else 0
+    assert ck.ck_binary(i32(op), fptr(a), i32(len(sa)), i64_array(sa), fptr(b), i32(len(sb)), i64_array(sb),
+                        fptr(out), i32(len(so)), i64_array(so)) != 0
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# (op, numpy, p0, p1, input range)
+UNARY = [
+    ("negative", np.negative, 0, 0, (-3, 3)), ("abs", np.abs, 0, 0, (-3, 3)), ("exp", np.exp, 0, 0, (-10, 10)),
+    ("log", np.log, 0, 0, (1e-3, 100)), ("sqrt", np.sqrt, 0, 0, (0, 100)), ("tanh", np.tanh, 0, 0, (-8, 8)),
+    ("sigmoid", _sigmoid, 0, 0, (-30, 30)), ("nn.relu", lambda x: np.maximum(x, 0), 0, 0, (-3, 3)),
+    ("clip", lambda x: np.clip(x, -0.5, 1.25), -0.5, 1.25, (-3, 3)),
+    ("nn.leaky_relu", lambda x: np.where(x > 0, x, 0.2 * x), 0.2, 0, (-3, 3)),
+]
+
+
+@pytest.mark.parametrize("op,fn,p0,p1,span", UNARY, ids=[u[0] for u in UNARY])
+def test_unary(ck, op, fn, p0, p1, span):
+    x = rand(1003, low=span[0], high=span[1])
+    out = np.full_like(x, np.nan)
+    assert ck.ck_unary(i32(K.ENUM_VALUES[K.UNARY_OPS[op]]), i64(x.size), fptr(x), fptr(out), p0, p1) == 0
+    close(out, fn(x.astype(np.float64)), rtol=2e-6, atol=1e-6)
+
+
+def test_unary_rejects_inverted_clip_and_unknown_op(ck):
+    x = rand(4)
+    assert ck.ck_unary(i32(K.ENUM_VALUES["CK_CLIP"]), i64(4), fptr(x), fptr(x), 1.0, -1.0) != 0
+    assert ck.ck_unary(i32(42), i64(4), fptr(x), fptr(x), 0.0, 0.0) != 0
+
+
+BIAS_AXES = [("nchw-axis1", (2, 5, 3, 4), 1), ("dense-last-axis", (7, 9), 1), ("axis-minus1-4d", (2, 3, 4, 6), 3),
+             ("axis0", (5, 2, 3), 0)]
+
+
+@pytest.mark.parametrize("name,shape,axis", BIAS_AXES, ids=[b[0] for b in BIAS_AXES])
+def test_bias_add_any_axis(ck, name, shape, axis):
+    x, b = rand(*shape), rand(shape[axis])
+    outer, inner = int(np.prod(shape[:axis])), int(np.prod(shape[axis + 1:]))
+    out = np.full_like(x, np.nan)
+    assert ck.ck_bias_add(i64(outer), i64(shape[axis]), i64(inner), fptr(x), fptr(b), fptr(out)) == 0
+    view = [1] * len(shape)
+    view[axis] = shape[axis]
+    close(out, x + b.reshape(view), atol=0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("center,scale", [(1, 1), (0, 1), (1, 0), (0, 0)], ids=["center-scale", "scale-only",
+                                                                                  "center-only", "neither"])
+def test_batch_norm_inference(ck, center, scale):
+    x = rand(2, 6, 5, 3)
+    gamma, beta, mean = rand(6), rand(6), rand(6)
+    var = rand(6, low=0.1, high=2.0)
+    out = np.full_like(x, np.nan)
+    assert ck.ck_batch_norm(i64(2), i64(6), i64(15), fptr(x), fptr(gamma), fptr(beta), fptr(mean), fptr(var),
+                            1e-3, i32(center), i32(scale), fptr(out)) == 0
+    v = lambda a: a.astype(np.float64)[None, :, None, None]  # noqa: E731
+    want = (x - v(mean)) / np.sqrt(v(var) + 1e-3) * (v(gamma) if scale else 1) + (v(beta) if center else 0)
+    close(out, want, atol=1e-5)
+
+
+# ---- shape ops ------------------------------------------------------------------------------------
+TRANSPOSES = [("2d", (5, 7), (1, 0)), ("nchw-to-nhwc", (2, 3, 4, 5), (0, 2, 3, 1)), ("reverse-5d", (2, 3, 1, 4, 5),
+              (4, 3, 2, 1, 0)), ("identity", (3, 4), (0, 1)), ("swap-inner-blocks", (2, 3, 4, 5), (0, 1, 3, 2)),
+              ("rank-8", (2, 1, 3, 2, 1, 2, 3, 2), (7, 0, 5, 2, 6, 1, 4, 3)), ("rank-0", (), ())]
+
+
+@pytest.mark.parametrize("name,shape,axes", TRANSPOSES, ids=[t[0] for t in TRANSPOSES])
+def test_transpose(ck, name, shape, axes):
+    x = rand(*shape)
+    want = np.transpose(x, axes)
+    out = np.full(want.shape, np.nan, np.float32)
+    assert ck.ck_transpose(i32(len(shape)), i64_array(shape), (ctypes.c_int32 * max(1, len(axes)))(*axes),
+                           fptr(x), fptr(out)) == 0
+    np.testing.assert_array_equal(out, want)
+
+
+def test_transpose_rejects_repeated_axis(ck):
+    x = rand(2, 3)
+    assert ck.ck_transpose(i32(2), i64_array((2, 3)), (ctypes.c_int32 * 2)(0, 0), fptr(x), fptr(x)) != 0
+
+
+CONCATS = [("axis0", [(2, 3), (4, 3), (1, 3)], 0), ("axis1-nchw", [(2, 3, 4, 5), (2, 1, 4, 5)], 1),
+           ("last-axis", [(3, 2), (3, 5), (3, 1)], 1), ("single", [(2, 2)], 0), ("empty-part", [(2, 0), (2, 3)], 1)]
+
+
+@pytest.mark.parametrize("name,shapes,axis", CONCATS, ids=[c[0] for c in CONCATS])
+def test_concatenate(ck, name, shapes, axis):
+    parts = [rand(*s) for s in shapes]
+    want = np.concatenate(parts, axis=axis)
+    out = np.full(want.shape, np.nan, np.float32)
+    ptrs = (f32p * len(parts))(*[fptr(p) for p in parts])
+    sizes = i64_array([s[axis] for s in shapes])
+    outer, inner = int(np.prod(want.shape[:axis])), int(np.prod(want.shape[axis + 1:]))
+    assert ck.ck_concatenate(i32(len(parts)), ptrs, sizes, i64(outer), i64(inner), fptr(out)) == 0
+    np.testing.assert_array_equal(out, want)
+
+
+def test_copy(ck):
+    x = rand(3, 17)
+    out = np.full_like(x, np.nan)
+    assert ck.ck_copy(i64(x.size), fptr(x), fptr(out)) == 0
+    np.testing.assert_array_equal(out, x)
+
+
+# ---- the description module ------------------------------------------------------------------------
+
+def test_description_matches_header():
+    """Every described function is declared in byoc_ck.h with the same parameter list."""
+    header = " ".join((K.KERNEL_DIR / K.HEADER).read_text().split())
+    for fn in K.FUNCTIONS.values():
+        params = ", ".join(f"{t} {n}" if not t.endswith("*") else f"{t}{n}" for t, n in fn.params)
+        assert f"{fn.name}({params});" in header.replace("( ", "("), fn.name
+    for name, value in K.ENUM_VALUES.items():
+        assert f"{name} = {value}" in header, name
+    assert set(K.OP_FUNCTIONS.values()) <= set(K.FUNCTIONS)
+
+
+def test_struct_initializer_names_every_field():
+    text = K.c_struct_initializer(K.CONV2D_PARAM_FIELDS, K.conv2d_params((1, 2, 3, 4), (5, 2, 1, 1), (1, 1),
+                                                                          (0, 0, 0, 0), (1, 1), 1))
+    assert text.startswith("{.batch = 1, .channels = 2, .height = 3, .width = 4, .out_channels = 5")
+    with pytest.raises(ValueError, match="groups"):
+        K.c_struct_initializer(K.CONV2D_PARAM_FIELDS, {f: 1 for f in K.CONV2D_PARAM_FIELDS[:-1]})
+
+
+# ---- sanitizers ---------------------------------------------------------------------------------
+
+@pytest.mark.skipif(SANITIZE, reason="this is the run under sanitizers")
+def test_whole_suite_under_sanitizers(tmp_path):
+    """This file again, against a gcc -fsanitize=address,undefined build (libasan preloaded into Python)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(libasan) or not os.path.exists(libasan):
+        pytest.skip("gcc has no libasan.so")
+    env = dict(os.environ, BYOC_CK_SANITIZE="1", LD_PRELOAD=libasan,
+               ASAN_OPTIONS="detect_leaks=0:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
+               PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "-o", "addopts=", __file__], capture_output=True, text=True, env=env,
+                          cwd=Path(__file__).resolve().parent.parent)
+    tail = (proc.stdout + proc.stderr)[-4000:]
+    assert proc.returncode == 0, tail
+    assert "passed" in proc.stdout and "ERROR: AddressSanitizer" not in tail and "runtime error" not in tail, tail
