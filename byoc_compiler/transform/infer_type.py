@@ -72,6 +72,7 @@ class _Inferer:
         self.mod = mod
         self.ret_types: dict[str, Type] = {}
         self.in_progress: set[str] = set()
+        self.op_entries: dict[Op, tuple] = {}
 
     # ---- module level -------------------------------------------------------------------------
     def function_type(self, name: str) -> Type:
@@ -83,40 +84,24 @@ class _Inferer:
         return ty
 
     def infer_global(self, name: str) -> None:
-        # Callees first, found without recursion: a global is typed only once its callees are.
-        pending = [name]
-        while pending:
-            current = pending[-1]
-            if current in self.ret_types:
-                pending.pop()
-                continue
-            self.in_progress.add(current)
-            func = self.mod[current]
-            missing = []
-            for callee in _called_globals(func):
-                if callee not in self.mod:
-                    raise TypeInferenceError(
-                        f"@{current} calls @{callee}, which the module does not define "
-                        f"(it has: {', '.join(self.mod) or 'none'})")
-                if callee not in self.ret_types:
-                    if callee in self.in_progress:
-                        raise TypeInferenceError(f"@{current} calls @{callee} recursively; recursion is not supported")
-                    missing.append(callee)
-            if missing:
-                pending.extend(reversed(missing))
-                continue
-            for param in func.params:
-                if param.type_annotation is None:
-                    raise TypeInferenceError(
-                        f"parameter %{param.name_hint} of @{current} has no type annotation; "
-                        f"give it one, e.g. Var({param.name_hint!r}, TensorType(shape, 'float32'))")
-            env = {id(p): p.type_annotation for p in func.params}
-            ty = self.infer_body(func.body, env, current, func)
-            if func.ret_type is not None and func.ret_type != ty:
-                raise TypeInferenceError(f"@{current} declares return type {func.ret_type} but its body has type {ty}")
-            self.ret_types[current] = ty
-            self.in_progress.discard(current)
-            pending.pop()
+        # Callees are typed on demand when their first call is reached; the depth of that
+        # recursion is the depth of the call graph (main -> external functions), not of the dataflow.
+        if name in self.in_progress:
+            raise TypeInferenceError(f"@{name} calls itself (directly or through other functions); "
+                                     "recursion is not supported")
+        self.in_progress.add(name)
+        func = self.mod[name]
+        for param in func.params:
+            if param.type_annotation is None:
+                raise TypeInferenceError(
+                    f"parameter %{param.name_hint} of @{name} has no type annotation; "
+                    f"give it one, e.g. Var({param.name_hint!r}, TensorType(shape, 'float32'))")
+        env = {id(p): p.type_annotation for p in func.params}
+        ty = self.infer_body(func.body, env, name, func)
+        if func.ret_type is not None and func.ret_type != ty:
+            raise TypeInferenceError(f"@{name} declares return type {func.ret_type} but its body has type {ty}")
+        self.ret_types[name] = ty
+        self.in_progress.discard(name)
 
     # ---- one graph ----------------------------------------------------------------------------
     def infer_body(self, body: Expr, env: dict[int, Type], fname: str, func: Function) -> Type:
@@ -158,27 +143,39 @@ class _Inferer:
                                          "only be called")
         return body.checked_type
 
+    def _op_entry(self, call: Call, fname: str, func: Function):
+        """(infer, argument count, input names) of the op of `call`, cached per Op."""
+        try:
+            opdef = get_op_def(call.op.name)
+        except OpError as exc:
+            raise TypeInferenceError(f"{exc} ({_locate(call, fname, func)})", op=call.op.name) from None
+        entry = (opdef.infer, 1 if opdef.tuple_input else len(opdef.inputs), opdef.inputs)
+        self.op_entries[call.op] = entry
+        return entry
+
     def call_type(self, call: Call, fname: str, func: Function) -> Type:
         target = call.op
-        arg_types = [a.checked_type for a in call.args]
-        if isinstance(target, Op):
-            try:
-                opdef = get_op_def(target.name)
-            except OpError as exc:
-                raise TypeInferenceError(f"{exc} ({_locate(call, fname, func)})", op=target.name) from None
-            count = 1 if opdef.tuple_input else len(opdef.inputs)
-            if len(arg_types) != count:
+        if type(target) is Op:
+            entry = self.op_entries.get(target) or self._op_entry(call, fname, func)
+            infer, count, inputs = entry
+            args = call.args
+            if len(args) != count:
                 raise TypeInferenceError(
                     f"{target.name} {_locate(call, fname, func)}: expected {count} arguments "
-                    f"({', '.join(opdef.inputs)}), found {len(arg_types)}", op=target.name)
+                    f"({', '.join(inputs)}), found {len(args)}", op=target.name)
             try:
-                return opdef.infer(arg_types, call.attrs)
+                return infer([a.checked_type for a in args], call.attrs)
             except OpTypeError as exc:
                 where = _locate(call, fname, func)
                 raise TypeInferenceError(
                     f"{exc.op} {where}: argument {exc.argument!r} expected {exc.expected}, found {exc.found}",
                     exc.op, exc.argument, exc.expected, exc.found, where) from None
+        arg_types = [a.checked_type for a in call.args]
         if isinstance(target, GlobalVar):
+            if target.name_hint not in self.mod:
+                raise TypeInferenceError(
+                    f"@{fname} calls @{target.name_hint}, which the module does not define "
+                    f"(it has: {', '.join(self.mod) or 'none'})")
             callee = self.mod[target]
             self._check_args(call, callee, arg_types, f"@{target.name_hint}", fname, func)
             return self.function_type(target.name_hint)
@@ -206,14 +203,6 @@ class _Inferer:
                 raise TypeInferenceError(
                     f"{label} {where}: argument {param.name_hint!r} expected {type_text(want)}, found {type_text(ty)}",
                     label, param.name_hint, type_text(want), type_text(ty), where)
-
-
-def _called_globals(func: Function) -> list[str]:
-    names: list[str] = []
-    for node in post_order(func.body, into_functions=True):
-        if type(node) is Call and isinstance(node.op, GlobalVar) and node.op.name_hint not in names:
-            names.append(node.op.name_hint)
-    return names
 
 
 def infer_type(mod: IRModule) -> IRModule:
