@@ -577,9 +577,12 @@ def test_parse_errors_point_at_the_problem(text, line, col, message):
     assert caret == " " * (col - 1) + "^"
 
 
-def test_malformed_metadata_is_an_error():
-    text = MAIN + "  %x\n}\n#[metadata]\n{not json\n"
-    with pytest.raises(ParseError, match=r"bad #\[metadata\] section"):
+@pytest.mark.parametrize("section", ["{not json", '{"root": 1, "nodes": [], "b64ndarrays": []}',
+                                     '{"relay.Constant": [{"dtype": "float32", "shape": [2], "data": "AAAAAA=="}]}'],
+                         ids=["not-json", "tvm-format", "wrong-byte-count"])
+def test_malformed_metadata_is_an_error(section):
+    text = MAIN + "  %x\n}\n#[metadata]\n" + section + "\n"
+    with pytest.raises(ParseError, match=r"^<string>:4:1: bad #\[metadata\] section"):
         parse(text)
 
 

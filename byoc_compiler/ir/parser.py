@@ -491,8 +491,11 @@ class _Parser:
     def _read_metadata(self) -> list[Constant]:
         try:
             table = json.loads(self.metadata_text)
+            if not isinstance(table, dict) or "relay.Constant" not in table:
+                raise ValueError('expected a JSON object {"relay.Constant": [...]} as byoc prints it '
+                                 "(TVM's own metadata blobs are not read; re-export the model with byoc)")
             out = []
-            for entry in table.get("relay.Constant", []):
+            for entry in table["relay.Constant"]:
                 dtype = np.dtype(entry["dtype"]).newbyteorder("<")
                 shape = tuple(int(d) for d in entry["shape"])
                 raw = base64.b64decode(entry["data"], validate=True)
