@@ -208,9 +208,6 @@ class _Printer:
         return text
 
     # ---- pieces ------------------------------------------------------------------------------
-    def _type_of(self, expr: Expr) -> Type | None:
-        return expr.checked_type
-
     def _ty_comment(self, expr: Expr) -> str:
         if self.show_types and expr.checked_type is not None:
             return f" /* ty={expr.checked_type} */"
