@@ -1,6 +1,8 @@
 """Builds the hand-written runtime fixture models (graph_model.c, aot_model.c) and drivers with a
 given compiler. Test modules use these through session-scoped fixtures so each variant compiles once."""
+import contextlib
 import copy
+import fcntl
 import json
 import shutil
 import subprocess
@@ -11,7 +13,8 @@ import numpy as np
 from byoc_compiler import runtime
 
 HERE = Path(__file__).resolve().parent
-STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-g"]
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-g"]
+OPT = ["-O1"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=99",
            "UBSAN_OPTIONS": "halt_on_error=1:exitcode=98:print_stacktrace=1"}
@@ -79,15 +82,17 @@ def _c_string(text: str) -> str:
 def write_data_header(out_dir: Path, graph: str, params: bytes) -> Path:
     """graph_model_data.h: the embedded graph.json text and params blob."""
     body = ", ".join(str(b) for b in params)
-    (out_dir / "graph_model_data.h").write_text(
-        f'static const char kGraphJson[] = "{_c_string(graph)}";\n'
-        f"static const unsigned char kParams[] = {{{body}}};\n")
+    text = (f'static const char kGraphJson[] = "{_c_string(graph)}";\n'
+            f"static const unsigned char kParams[] = {{{body}}};\n")
+    header = out_dir / "graph_model_data.h"
+    if not header.exists() or header.read_text() != text:
+        header.write_text(text)
     return out_dir
 
 
 def compile_c(cc: str, sources, out: Path, *, flags=(), shared=False, include=(), ldflags=("-lm",)) -> Path:
     """Compiles and links; raises with the compiler's output on failure."""
-    cmd = [cc, *STRICT, *flags, *runtime.include_flags(), *[f"-I{d}" for d in include]]
+    cmd = [cc, *STRICT, *(() if SANITIZE[0] in flags else OPT), *flags, *runtime.include_flags(), *[f"-I{d}" for d in include]]
     cmd += ["-shared", "-fPIC"] if shared else []
     cmd += [str(s) for s in sources] + ["-o", str(out), *ldflags]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -100,9 +105,32 @@ def have(cc: str) -> bool:
     return shutil.which(cc) is not None
 
 
+@contextlib.contextmanager
+def _locked(out_dir: Path):
+    """Builds of one directory are serialized across processes (xdist workers share the directory)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with open(out_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _fresh(out: Path, sources) -> bool:
+    """Up to date with the given sources, every runtime header and every fixture source."""
+    deps = [*map(Path, sources), *runtime.include_dir().rglob("*.h"), *runtime.source_dir().glob("*.h"),
+            *HERE.glob("*.c"), *out.parent.glob("*.h")]
+    return out.exists() and all(out.stat().st_mtime >= d.stat().st_mtime for d in deps)
+
+
 def build_model(kind: str, cc: str, out_dir: Path, *, runner: bool, sanitize=False, flags=(), ldflags=("-lm",)):
     """kind "graph" or "aot": a runner executable (runner=True) or a shared library."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(out_dir):
+        return _build_model(kind, cc, out_dir, runner=runner, sanitize=sanitize, flags=flags, ldflags=ldflags)
+
+
+def _build_model(kind, cc, out_dir, *, runner, sanitize, flags, ldflags):
     executor = "graph" if kind == "graph" else "aot"
     sources = runtime.runtime_sources(executor, runner=runner) + [HERE / f"{kind}_model.c"]
     include = ()
@@ -111,11 +139,15 @@ def build_model(kind: str, cc: str, out_dir: Path, *, runner: bool, sanitize=Fal
     extra = list(flags) + (SANITIZE if sanitize else [])
     lf = list(ldflags) + (["-fsanitize=address,undefined"] if sanitize else [])
     name = f"{kind}_{'runner' if runner else 'lib'}" + ("" if runner else ".so")
+    if _fresh(out_dir / name, sources):
+        return out_dir / name
     return compile_c(cc, sources, out_dir / name, flags=extra, shared=not runner, include=include, ldflags=lf)
 
 
 def build_graph_check(cc: str, out_dir: Path, sanitize=True) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
     sources = runtime.runtime_sources("graph") + [HERE / "graph_check.c"]
-    return compile_c(cc, sources, out_dir / "graph_check", flags=SANITIZE if sanitize else (),
-                     ldflags=["-lm"] + (["-fsanitize=address,undefined"] if sanitize else []))
+    with _locked(out_dir):
+        if _fresh(out_dir / "graph_check", sources):
+            return out_dir / "graph_check"
+        return compile_c(cc, sources, out_dir / "graph_check", flags=SANITIZE if sanitize else (),
+                         ldflags=["-lm"] + (["-fsanitize=address,undefined"] if sanitize else []))

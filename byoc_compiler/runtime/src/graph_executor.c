@@ -82,7 +82,7 @@ static int int_value(const ByocJsonValue* v, int64_t lo, int64_t hi, const char*
   int64_t x = 0;
   if (v->type == BYOC_JSON_NUMBER && v->is_int) {
     x = v->i;
-  } else if (v->type == BYOC_JSON_STRING && v->len > 0 && v->len <= 10) {
+  } else if (v->type == BYOC_JSON_STRING && v->len > 0 && v->len <= 18) {
     size_t k;
     for (k = 0; k < v->len; ++k) {
       if (v->str[k] < '0' || v->str[k] > '9') break;
