@@ -1,0 +1,517 @@
+"""Host kernels against each op's numpy reference: every op of the registry, many shapes
+(broadcasting, 0-d, 1-element, odd/prime dims), both interfaces, gcc and clang with
+-Wall -Wextra -Werror, and one sanitizer batch (ASan + UBSan) through a C driver program."""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from byoc_compiler.backend import c_abi
+from byoc_compiler.backend.host_kernels import RULES, HostKernelError, emit_kernel
+from byoc_compiler.ir import Tuple, TupleType, Var
+from byoc_compiler.ir.types import TensorType
+from byoc_compiler.op.registry import all_ops, get_op_def, make_call
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNTIME = ROOT / "byoc_compiler" / "runtime"
+COMPILERS = [cc for cc in ("gcc", "clang") if shutil.which(cc)]
+WARNINGS = ["-std=c99", "-Wall", "-Wextra", "-Werror"]
+F, I32, I64, B = "float32", "int32", "int64", "bool"
+
+
+# ---- the case table -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Arg:
+    shape: tuple
+    dtype: str = F
+    values: str = "normal"  # how to draw the input, see draw()
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    op: str
+    args: tuple
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def symbol(self) -> str:
+        return c_abi.sanitize_identifier("k_" + self.id)
+
+
+def draw(arg: Arg, rng: np.random.Generator) -> np.ndarray:
+    shape, kind = arg.shape, arg.values
+    if kind == "normal":
+        a = rng.standard_normal(shape) * 2.0
+    elif kind == "positive":
+        a = rng.uniform(0.05, 4.0, shape)
+    elif kind == "negative":
+        a = -rng.uniform(0.05, 4.0, shape)
+    elif kind == "small":  # float values that convert to every integer dtype
+        a = rng.uniform(-100.0, 100.0, shape)
+    elif kind == "ints":
+        a = rng.integers(-20, 21, shape)
+    elif kind == "nonzero":
+        a = rng.integers(1, 21, shape) * rng.choice([-1, 1], shape)
+    elif kind == "full":  # the whole int32 range: wrap-around must match numpy
+        a = rng.integers(-(2 ** 31), 2 ** 31, shape)
+    elif kind.startswith("index"):  # in and out of range, negative too
+        n = int(kind.split(":")[1])
+        a = rng.integers(-2 * n - 1, 2 * n + 2, shape)
+    elif kind == "special":  # NaN and infinities among normal values: NaN must propagate like numpy's
+        a = rng.standard_normal(shape) * 2.0
+        a.flat[::3] = np.nan
+        a.flat[1::7] = np.inf
+        a.flat[2::7] = -np.inf
+    elif kind == "bool":
+        a = rng.integers(0, 2, shape).astype(bool)
+    else:
+        raise AssertionError(kind)
+    return np.asarray(a).astype(arg.dtype)
+
+
+def _binary_cases():
+    shapes = {"same": ((2, 3), (2, 3)), "bcast315_41": ((3, 1, 5), (4, 1)), "scalar_lhs": ((), (7,)),
+              "one": ((1,), (1,)), "row": ((5, 7), (7,)), "4d": ((2, 1, 3, 1), (1, 4, 1, 5)),
+              "prime": ((13, 1), (1, 11))}
+    cases = []
+    for name in ("add", "subtract", "multiply", "divide", "maximum", "minimum"):
+        cases.append(Case(f"{name}-f32-special", name, (Arg((5, 7), F, "special"), Arg((7,), F, "special"))))
+        for sid, (a, b) in shapes.items():
+            rhs_kind = "positive" if name == "divide" else "normal"
+            cases.append(Case(f"{name}-f32-{sid}", name, (Arg(a), Arg(b, values=rhs_kind))))
+        for sid in ("same", "bcast315_41", "scalar_lhs", "prime"):
+            a, b = shapes[sid]
+            lhs_kind = "ints" if name == "divide" else "full"
+            rhs_kind = "nonzero" if name == "divide" else "full"
+            cases.append(Case(f"{name}-i32-{sid}", name, (Arg(a, I32, lhs_kind), Arg(b, I32, rhs_kind))))
+    return cases
+
+
+def _unary_cases():
+    cases = []
+    float_ops = {"negative": "normal", "abs": "normal", "exp": "normal", "log": "positive", "sqrt": "positive",
+                 "tanh": "normal", "sigmoid": "normal", "nn.relu": "normal"}
+    for name, kind in float_ops.items():
+        for sid, shape in (("3d", (2, 3, 5)), ("0d", ()), ("prime", (13,))):
+            cases.append(Case(f"{name}-f32-{sid}", name, (Arg(shape, F, kind),)))
+    for name in ("negative", "abs", "nn.relu"):
+        cases.append(Case(f"{name}-i32", name, (Arg((3, 7), I32, "full"),)))
+    cases += [
+        Case("leaky_relu", "nn.leaky_relu", (Arg((4, 9)),), {"alpha": 0.1}),
+        Case("leaky_relu-default", "nn.leaky_relu", (Arg((1,)),)),
+        Case("clip-f32", "clip", (Arg((5, 6)),), {"a_min": -1.25, "a_max": 0.7}),
+        Case("clip-i32-fractional", "clip", (Arg((5, 6), I32, "ints"),), {"a_min": -3.5, "a_max": 4.5}),
+        Case("clip-f32-inverted", "clip", (Arg((7,)),), {"a_min": 1.0, "a_max": -1.0}),
+        Case("clip-f32-special", "clip", (Arg((4, 5), F, "special"),), {"a_min": -1.0, "a_max": 1.0}),
+        *[Case(f"{name}-f32-special", name, (Arg((6, 7), F, "special"),))
+          for name in ("nn.relu", "exp", "sigmoid", "tanh", "abs", "negative", "log")],
+        Case("leaky_relu-special", "nn.leaky_relu", (Arg((5, 5), F, "special"),)),
+    ]
+    for src in (F, I32, I64, B):
+        for dst in (F, I32, I64, B):
+            kind = {F: "small", B: "bool"}.get(src, "ints")
+            cases.append(Case(f"cast-{src}-{dst}", "cast", (Arg((3, 5), src, kind),), {"dtype": dst}))
+    return cases
+
+
+def _nn_cases():
+    x4 = Arg((2, 4, 7, 9))
+    return [
+        Case("dense-2d", "nn.dense", (Arg((3, 5)), Arg((4, 5)))),
+        Case("dense-batch-dims", "nn.dense", (Arg((2, 3, 5)), Arg((7, 5))), {"units": 7}),
+        Case("dense-1d", "nn.dense", (Arg((5,)), Arg((3, 5)))),
+        *[Case(f"matmul-ta{int(ta)}-tb{int(tb)}", "nn.matmul",
+               (Arg((5, 3) if ta else (3, 5)), Arg((4, 5) if tb else (5, 4))),
+               {"transpose_a": ta, "transpose_b": tb}) for ta in (False, True) for tb in (False, True)],
+        Case("bias_add-axis1", "nn.bias_add", (Arg((2, 3, 4, 5)), Arg((3,)))),
+        Case("bias_add-axis-1", "nn.bias_add", (Arg((2, 3, 5)), Arg((5,))), {"axis": -1}),
+        Case("bias_add-1d", "nn.bias_add", (Arg((6,)), Arg((6,))), {"axis": 0}),
+        Case("conv2d-plain", "nn.conv2d", (Arg((1, 3, 6, 5)), Arg((4, 3, 3, 3)))),
+        Case("conv2d-stride-pad4", "nn.conv2d", (Arg((2, 3, 9, 8)), Arg((5, 3, 3, 2))),
+             {"strides": (2, 3), "padding": (1, 2, 0, 1)}),
+        Case("conv2d-dilation", "nn.conv2d", (Arg((1, 2, 11, 10)), Arg((3, 2, 3, 3))),
+             {"dilation": (2, 3), "padding": (2, 2)}),
+        Case("conv2d-groups2", "nn.conv2d", (Arg((1, 4, 7, 7)), Arg((6, 2, 3, 3))), {"groups": 2, "padding": 1}),
+        Case("conv2d-depthwise", "nn.conv2d", (Arg((2, 5, 8, 7)), Arg((5, 1, 3, 3))),
+             {"groups": 5, "strides": 2, "padding": (1, 1)}),
+        Case("conv2d-depthwise-mult2", "nn.conv2d", (Arg((1, 3, 6, 6)), Arg((6, 1, 2, 2))), {"groups": 3}),
+        Case("conv2d-1x1", "nn.conv2d", (Arg((1, 7, 3, 5)), Arg((2, 7, 1, 1)))),
+        Case("max_pool-2x2", "nn.max_pool2d", (x4,), {"pool_size": 2, "strides": 2}),
+        Case("max_pool-pad-ceil", "nn.max_pool2d", (x4,),
+             {"pool_size": 3, "strides": 2, "padding": (1, 1), "ceil_mode": True}),
+        Case("max_pool-dilation-asym", "nn.max_pool2d", (x4,),
+             {"pool_size": (2, 3), "strides": (1, 2), "dilation": (2, 1), "padding": (1, 0, 0, 2)}),
+        Case("max_pool-special", "nn.max_pool2d", (Arg((1, 2, 6, 6), F, "special"),), {"pool_size": 2}),
+        Case("max_pool-negative-pad-never-wins", "nn.max_pool2d", (Arg((1, 2, 5, 5), F, "negative"),),
+             {"pool_size": 3, "padding": 1}),
+        *[Case(f"avg_pool-ceil{int(ceil)}-incl{int(incl)}", "nn.avg_pool2d", (x4,),
+               {"pool_size": 3, "strides": 2, "padding": (1, 1, 2, 0), "ceil_mode": ceil,
+                "count_include_pad": incl}) for ceil in (False, True) for incl in (False, True)],
+        Case("avg_pool-dilation", "nn.avg_pool2d", (x4,), {"pool_size": 2, "dilation": 2, "padding": 1}),
+        Case("global_avg_pool", "nn.global_avg_pool2d", (x4,)),
+        Case("batch_norm-axis1", "nn.batch_norm",
+             (Arg((2, 3, 4, 5)), Arg((3,)), Arg((3,)), Arg((3,)), Arg((3,), F, "positive"))),
+        Case("batch_norm-axis-1-nocenter-noscale", "nn.batch_norm",
+             (Arg((4, 6)), Arg((6,)), Arg((6,)), Arg((6,)), Arg((6,), F, "positive")),
+             {"axis": -1, "center": False, "scale": False, "epsilon": 1e-3}),
+        Case("softmax-last", "nn.softmax", (Arg((3, 7)),)),
+        Case("softmax-axis0", "nn.softmax", (Arg((5, 2, 3)),), {"axis": 0}),
+        Case("softmax-axis1-large", "nn.softmax", (Arg((2, 11, 3), F, "full"),), {"axis": 1}),
+        Case("softmax-1elem", "nn.softmax", (Arg((1,)),)),
+        Case("lrn-default", "nn.lrn", (Arg((1, 7, 3, 3)),)),
+        Case("lrn-even-axis3", "nn.lrn", (Arg((2, 3, 2, 6)),), {"size": 4, "axis": 3, "alpha": 0.3, "beta": 0.5}),
+    ]
+
+
+def _shape_cases():
+    return [
+        Case("reshape", "reshape", (Arg((3, 4)),), {"newshape": (2, -1, 3)}),
+        Case("reshape-i32-copy-dim", "reshape", (Arg((4, 6), I32, "full"),), {"newshape": (2, 0, -1)}),
+        Case("squeeze-all", "squeeze", (Arg((1, 3, 1, 2)),)),
+        Case("expand_dims", "expand_dims", (Arg((3, 2)),), {"axis": 1, "num_newaxis": 2}),
+        Case("batch_flatten", "nn.batch_flatten", (Arg((2, 3, 2, 2)),)),
+        Case("dropout", "nn.dropout", (Arg((5, 3)),)),
+        Case("transpose-default-3d", "transpose", (Arg((2, 3, 4)),)),
+        Case("transpose-102", "transpose", (Arg((2, 3, 5)),), {"axes": (1, 0, 2)}),
+        Case("transpose-4d-i32", "transpose", (Arg((2, 3, 1, 5), I32, "full"),), {"axes": (3, 1, 0, 2)}),
+        Case("transpose-5d-neg-axes", "transpose", (Arg((2, 1, 3, 2, 3)),), {"axes": (-1, 0, 2, 1, 3)}),
+        Case("concatenate-3-axis1", "concatenate", (Arg((2, 3, 2)), Arg((2, 1, 2)), Arg((2, 4, 2))), {"axis": 1}),
+        Case("concatenate-i32-axis0", "concatenate", (Arg((2, 3), I32, "full"), Arg((1, 3), I32, "full"))),
+        Case("concatenate-neg-axis", "concatenate", (Arg((3, 2)), Arg((3, 5))), {"axis": -1}),
+        Case("concatenate-1d", "concatenate", (Arg((3,)), Arg((1,)), Arg((2,)), Arg((5,)))),
+        Case("split-sections", "split", (Arg((2, 6, 3)),), {"indices_or_sections": 3, "axis": 1}),
+        Case("split-indices", "split", (Arg((7, 2), I32, "full"),), {"indices_or_sections": (2, 5)}),
+        Case("split-indices-neg-axis", "split", (Arg((2, 9)),), {"indices_or_sections": (1, 1, 4), "axis": -1}),
+        *[Case(f"take-{mode}-{idx}-axis{axis}", "take", (Arg((4, 5)), Arg((2, 3), idx, f"index:{n}")),
+               {"axis": axis, "mode": mode})
+          for mode in ("clip", "wrap") for idx in (I32, I64)
+          for axis, n in ((None, 20), (0, 4), (1, 5))],
+        Case("take-3d-i32data", "take", (Arg((2, 3, 4), I32, "full"), Arg((5,), I32, "index:3")), {"axis": -2}),
+        Case("take-0d-index", "take", (Arg((6,)), Arg((), I64, "index:6")), {"axis": 0, "mode": "wrap"}),
+        Case("pad-constant", "nn.pad", (Arg((3, 4)),), {"pad_width": ((1, 2), (0, 3)), "pad_value": 1.5}),
+        Case("pad-constant-i32", "nn.pad", (Arg((2, 3, 2), I32, "full"),),
+             {"pad_width": ((1, 0), (2, 1), (0, 0)), "pad_value": -7.0}),
+        Case("pad-reflect", "nn.pad", (Arg((4, 5)),), {"pad_width": ((3, 2), (1, 4)), "pad_mode": "reflect"}),
+        Case("pad-edge", "nn.pad", (Arg((1, 3, 4)),), {"pad_width": ((0, 0), (2, 3), (4, 1)), "pad_mode": "edge"}),
+        Case("pad-nchw", "nn.pad", (Arg((1, 2, 3, 3)),), {"pad_width": ((0, 0), (0, 0), (1, 1), (1, 1))}),
+    ]
+
+
+CASES = _binary_cases() + _unary_cases() + _nn_cases() + _shape_cases()
+CASE_BY_ID = {c.id: c for c in CASES}
+
+
+# ---- building calls, kernels and libraries --------------------------------------------------------
+
+def typed_call(case: Case):
+    """The call of `case` with checked types filled by the op's own type inference."""
+    opdef = get_op_def(case.op)
+    params = []
+    for i, arg in enumerate(case.args):
+        v = Var(f"p{i}", TensorType(arg.shape, arg.dtype))
+        v.checked_type = v.type_annotation
+        params.append(v)
+    if opdef.tuple_input:
+        tup = Tuple(params)
+        tup.checked_type = TupleType(tuple(p.checked_type for p in params))
+        args = [tup]
+    else:
+        args = params
+    call = make_call(case.op, *args, **case.attrs)
+    call.checked_type = opdef.infer([a.checked_type for a in args], call.attrs)
+    return call
+
+
+def reference(case: Case, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    opdef = get_op_def(case.op)
+    attrs = typed_call(case).attrs
+    args = [list(inputs)] if opdef.tuple_input else inputs
+    with np.errstate(all="ignore"):
+        out = opdef.ref(args, attrs)
+    return [np.asarray(o) for o in (out if isinstance(out, tuple) else (out,))]
+
+
+def inputs_for(case: Case) -> list[np.ndarray]:
+    rng = np.random.default_rng(zlib.crc32(case.id.encode()))
+    return [draw(a, rng) for a in case.args]
+
+
+def run(cmd, **kw):
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    assert proc.returncode == 0, f"{' '.join(map(str, cmd))}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def build_library(cc: str, directory: Path, cases, defines=(), flags=("-O1",)) -> ctypes.CDLL:
+    """All kernels of `cases` in ONE C file (as the build concatenates them) + the runtime, as a .so."""
+    directory.mkdir(parents=True, exist_ok=True)
+    source = directory / "kernels.c"
+    source.write_text("\n".join(emit_kernel(typed_call(c), c.symbol).code for c in cases))
+    include = f"-I{RUNTIME / 'include'}"
+    run([cc, *WARNINGS, *flags, "-fPIC", include, *defines, "-c", source, "-o", directory / "kernels.o"])
+    # The runtime belongs to someone else: compile it without -Werror so its warnings cannot fail us.
+    run([cc, "-std=c99", *flags, "-fPIC", include, "-c", RUNTIME / "src" / "runtime.c", "-o", directory / "runtime.o"])
+    lib = directory / "libkernels.so"
+    run([cc, "-shared", directory / "kernels.o", directory / "runtime.o", "-o", lib, "-lm"])
+    return ctypes.CDLL(str(lib))
+
+
+_LIBS: dict[tuple[str, str], ctypes.CDLL] = {}
+
+
+@pytest.fixture(scope="module")
+def libs(tmp_path_factory):
+    def get(cc: str, interface: str) -> ctypes.CDLL:
+        key = (cc, interface)
+        if key not in _LIBS:
+            defines = ["-DBYOC_UNPACKED_API"] if interface == "unpacked" else []
+            _LIBS[key] = build_library(cc, tmp_path_factory.mktemp(f"{cc}-{interface}"), CASES, defines)
+        return _LIBS[key]
+    return get
+
+
+# ---- calling kernels ------------------------------------------------------------------------------
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class ByocValue(ctypes.Union):
+    _fields_ = [("v_int64", ctypes.c_int64), ("v_float64", ctypes.c_double), ("v_handle", ctypes.c_void_p),
+                ("v_str", ctypes.c_char_p)]
+
+
+DL_CODES = {F: (2, 32), I32: (0, 32), I64: (0, 64), B: (1, 1)}
+
+
+def dltensor(array: np.ndarray, keep: list) -> DLTensor:
+    shape = (ctypes.c_int64 * max(1, array.ndim))(*array.shape)
+    keep.append(shape)
+    code, bits = DL_CODES[str(array.dtype)]
+    return DLTensor(array.ctypes.data, DLDevice(1, 0), array.ndim, DLDataType(code, bits, 1),
+                    shape if array.ndim else None, None, 0)
+
+
+def call_packed(fn, arrays: list[np.ndarray]) -> int:
+    keep: list = []
+    tensors = [dltensor(a, keep) for a in arrays]
+    values = (ByocValue * max(1, len(arrays)))()
+    for i, t in enumerate(tensors):
+        values[i].v_handle = ctypes.cast(ctypes.pointer(t), ctypes.c_void_p)
+    codes = (ctypes.c_int32 * max(1, len(arrays)))(*([7] * len(arrays)))
+    fn.restype = ctypes.c_int32
+    return fn(values, codes, ctypes.c_int32(len(arrays)), None)
+
+
+def call_unpacked(fn, arrays: list[np.ndarray]) -> int:
+    fn.restype = ctypes.c_int32
+    fn.argtypes = [ctypes.c_void_p] * len(arrays)
+    return fn(*[a.ctypes.data for a in arrays])
+
+
+def last_error(lib) -> str:
+    lib.byoc_get_last_error.restype = ctypes.c_char_p
+    return lib.byoc_get_last_error().decode()
+
+
+def empty_outputs(case: Case) -> list[np.ndarray]:
+    ty = typed_call(case).checked_type
+    types = list(ty.fields) if isinstance(ty, TupleType) else [ty]
+    # Filled with a marker so that an element the kernel forgets to write shows up.
+    return [np.full(t.shape, 77, dtype=t.dtype) for t in types]
+
+
+def check_outputs(case: Case, got: list[np.ndarray], want: list[np.ndarray]) -> None:
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape and g.dtype == w.dtype, f"output {i}: {g.shape} {g.dtype} vs {w.shape} {w.dtype}"
+        if g.dtype == np.float32:
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"{case.id} output {i}")
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=f"{case.id} output {i}")
+
+
+# ---- tests ----------------------------------------------------------------------------------------
+
+def test_every_registered_op_has_a_rule_and_a_case():
+    ops = set(all_ops())
+    assert set(RULES) == ops
+    assert {c.op for c in CASES} == ops
+
+
+@pytest.mark.parametrize("interface", ["unpacked", "packed"])
+@pytest.mark.parametrize("cc", COMPILERS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_kernel_matches_reference(case, cc, interface, libs):
+    lib = libs(cc, interface)
+    inputs = inputs_for(case)
+    outputs = empty_outputs(case)
+    fn = getattr(lib, case.symbol)
+    rc = (call_unpacked if interface == "unpacked" else call_packed)(fn, inputs + outputs)
+    assert rc == 0, last_error(lib)
+    check_outputs(case, outputs, reference(case, inputs))
+
+
+INT_MIN = np.iinfo(np.int32).min
+INT_MAX = np.iinfo(np.int32).max
+
+# Hand-picked int32 values where C and numpy could disagree.
+EDGE_CASES = [
+    ("divide-truncates", "divide", [np.array([7, -7, 7, -7, 0, INT_MIN], np.int32),
+                                    np.array([2, 2, -2, -2, 5, -1], np.int32)], [3, -3, -3, 3, 0, INT_MIN]),
+    ("add-wraps", "add", [np.array([INT_MAX, INT_MIN], np.int32), np.array([1, -1], np.int32)], [INT_MIN, INT_MAX]),
+    ("negative-min", "negative", [np.array([INT_MIN, 5], np.int32)], [INT_MIN, -5]),
+    ("abs-min", "abs", [np.array([INT_MIN, -5], np.int32)], [INT_MIN, 5]),
+]
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+@pytest.mark.parametrize("name,op,inputs,expected", EDGE_CASES, ids=[e[0] for e in EDGE_CASES])
+def test_int32_edge_values(name, op, inputs, expected, cc, tmp_path):
+    case = Case(name, op, tuple(Arg(a.shape, I32) for a in inputs))
+    lib = build_library(cc, tmp_path, [case], ["-DBYOC_UNPACKED_API"], flags=("-O2",))
+    out = np.zeros(len(expected), np.int32)
+    assert call_unpacked(getattr(lib, case.symbol), [*inputs, out]) == 0
+    np.testing.assert_array_equal(out, np.array(expected, np.int32))
+    np.testing.assert_array_equal(reference(case, inputs)[0], out)
+
+
+def test_int32_division_by_zero_is_an_error_not_a_crash(tmp_path):
+    case = Case("divide-by-zero", "divide", (Arg((2, 3), I32), Arg((3,), I32)))
+    lib = build_library(COMPILERS[0], tmp_path, [case], ["-DBYOC_UNPACKED_API"])
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    out = np.zeros((2, 3), np.int32)
+    rc = call_unpacked(getattr(lib, case.symbol), [a, np.array([1, 0, 2], np.int32), out])
+    assert rc != 0
+    assert "division by zero" in last_error(lib) and case.symbol in last_error(lib)
+
+
+PACKED_MISMATCHES = [
+    ("too-few-args", lambda a: a[:-1], "expected 3 arguments"),
+    ("wrong-dtype", lambda a: [a[0].astype(np.int32), a[1], a[2]], "dtype"),
+    ("wrong-shape", lambda a: [a[0].reshape(3, 2), a[1], a[2]], "shape"),
+    ("wrong-output-shape", lambda a: [a[0], a[1], np.zeros((2, 4), np.float32)], "shape"),
+]
+
+
+@pytest.mark.parametrize("what,mutate,message", PACKED_MISMATCHES, ids=[m[0] for m in PACKED_MISMATCHES])
+def test_packed_entry_rejects_mismatched_arguments(what, mutate, message, libs):
+    lib = libs(COMPILERS[0], "packed")
+    case = CASE_BY_ID["add-f32-same"]
+    arrays = [np.ones((2, 3), np.float32), np.ones((2, 3), np.float32), np.zeros((2, 3), np.float32)]
+    rc = call_packed(getattr(lib, case.symbol), mutate(arrays))
+    assert rc != 0
+    assert message in last_error(lib) and case.symbol in last_error(lib)
+
+
+def test_packed_entry_rejects_non_tensor_type_code(libs):
+    lib = libs(COMPILERS[0], "packed")
+    fn = getattr(lib, CASE_BY_ID["exp-f32-3d"].symbol)
+    values = (ByocValue * 2)()
+    codes = (ctypes.c_int32 * 2)(0, 7)
+    fn.restype = ctypes.c_int32
+    assert fn(values, codes, 2, None) != 0
+    assert "type code" in last_error(lib)
+
+
+def test_kernels_share_one_file_without_clashes():
+    """Two kernels of the same op in one translation unit: helpers and headers must not collide."""
+    a, b = CASE_BY_ID["pad-reflect"], CASE_BY_ID["pad-edge"]
+    code = emit_kernel(typed_call(a), "first").code + emit_kernel(typed_call(b), "second").code
+    assert code.count("int32_t first_(") == 2 and code.count("int32_t second_(") == 2
+
+
+@pytest.mark.parametrize("bad", ["1abc", "x; system(\"rm -rf /\")", "int", ""])
+def test_emit_kernel_refuses_unsanitized_symbols(bad):
+    with pytest.raises(HostKernelError, match="sanitize_identifier"):
+        emit_kernel(typed_call(CASE_BY_ID["exp-f32-3d"]), bad)
+
+
+def test_emit_kernel_needs_types():
+    call = make_call("exp", Var("x", TensorType((2,))))
+    with pytest.raises(HostKernelError, match="InferType"):
+        emit_kernel(call, "k")
+
+
+# ---- sanitizers: a C driver program runs every kernel on exactly-sized heap buffers ---------------
+
+def _driver_source(cases) -> str:
+    lines = ["#include <stdint.h>", "#include <stdio.h>", "#include <stdlib.h>", "",
+             "static void* load(FILE* f, size_t n) {",
+             "  void* p = malloc(n ? n : 1);",
+             "  if (p == NULL || (n && fread(p, 1, n, f) != n)) { fprintf(stderr, \"short input\\n\"); exit(2); }",
+             "  return p;",
+             "}", ""]
+    for c in cases:
+        call = typed_call(c)
+        ks = emit_kernel(call, c.symbol)
+        lines.append(c_abi.core_signature(c.symbol, ks.input_types, ks.output_types) + ";")
+    lines += ["", "int main(int argc, char** argv) {",
+              "  FILE* in; FILE* out;",
+              "  if (argc != 3) return 2;",
+              "  in = fopen(argv[1], \"rb\"); out = fopen(argv[2], \"wb\");",
+              "  if (in == NULL || out == NULL) return 2;"]
+    for c in cases:
+        ks = emit_kernel(typed_call(c), c.symbol)
+        sizes = [t.nbytes for t in ks.input_types + ks.output_types]
+        n_in = len(ks.input_types)
+        lines.append("  {")
+        for i, size in enumerate(sizes):
+            if i < n_in:
+                lines.append(f"    void* b{i} = load(in, {size}u);")
+            else:
+                lines.append(f"    void* b{i} = malloc({size or 1}u);")
+        args = ", ".join(f"b{i}" for i in range(len(sizes)))
+        lines.append(f"    if ({c.symbol}({args}) != 0) {{ fprintf(stderr, \"{c.symbol} failed\\n\"); return 1; }}")
+        for i in range(n_in, len(sizes)):
+            lines.append(f"    if ({sizes[i]}u) fwrite(b{i}, 1, {sizes[i]}u, out);")
+        lines += [f"    free(b{i});" for i in range(len(sizes))]
+        lines.append("  }")
+    lines += ["  fclose(in);", "  return fclose(out) == 0 ? 0 : 1;", "}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_sanitizers_clean_on_every_case(cc, tmp_path):
+    source = tmp_path / "kernels.c"
+    source.write_text("\n".join(emit_kernel(typed_call(c), c.symbol).code for c in CASES))
+    driver = tmp_path / "driver.c"
+    driver.write_text(_driver_source(CASES))
+    flags = [*WARNINGS, "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+             "-fno-omit-frame-pointer", "-DBYOC_UNPACKED_API", f"-I{RUNTIME / 'include'}"]
+    exe = tmp_path / "driver"
+    run([cc, *flags, source, driver, RUNTIME / "src" / "runtime.c", "-o", exe, "-lm"])
+    all_inputs = [inputs_for(c) for c in CASES]
+    (tmp_path / "in.bin").write_bytes(b"".join(a.tobytes() for ins in all_inputs for a in ins))
+    run([exe, tmp_path / "in.bin", tmp_path / "out.bin"],
+        env={**os.environ, "ASAN_OPTIONS": "detect_leaks=1", "UBSAN_OPTIONS": "print_stacktrace=1"})
+    data = (tmp_path / "out.bin").read_bytes()
+    offset = 0
+    for case, inputs in zip(CASES, all_inputs):
+        outs = []
+        for template in empty_outputs(case):
+            n = template.nbytes
+            outs.append(np.frombuffer(data[offset:offset + n], template.dtype).reshape(template.shape))
+            offset += n
+        check_outputs(case, outs, reference(case, inputs))
+    assert offset == len(data)
