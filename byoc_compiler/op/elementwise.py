@@ -6,11 +6,13 @@ every comparison.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from ..ir.expr import Call
 from .attr_forms import dtype_name
-from .registry import Attr, make_call, register
+from .registry import Attr, get_op_def, make_call, register
 from .typecheck import FLOAT, NUMERIC, broadcast_shapes, same_dtype, tensor_arg, tensor_type
 
 __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum",
@@ -122,56 +124,20 @@ register("cast", ("data",), (Attr("dtype", "str", check=dtype_name),),
 
 # ---- constructors ---------------------------------------------------------------------------------
 
-def add(lhs, rhs) -> Call:
-    return make_call("add", lhs, rhs)
+def _constructor(name: str, inputs: tuple[str, ...]):
+    def construct(*args) -> Call:
+        return make_call(name, *args)
+
+    construct.__name__ = construct.__qualname__ = name
+    construct.__doc__ = f"{name}({', '.join(inputs)}): {get_op_def(name).doc}"
+    construct.__signature__ = inspect.Signature(
+        [inspect.Parameter(i, inspect.Parameter.POSITIONAL_ONLY) for i in inputs])
+    return construct
 
 
-def subtract(lhs, rhs) -> Call:
-    return make_call("subtract", lhs, rhs)
-
-
-def multiply(lhs, rhs) -> Call:
-    return make_call("multiply", lhs, rhs)
-
-
-def divide(lhs, rhs) -> Call:
-    return make_call("divide", lhs, rhs)
-
-
-def maximum(lhs, rhs) -> Call:
-    return make_call("maximum", lhs, rhs)
-
-
-def minimum(lhs, rhs) -> Call:
-    return make_call("minimum", lhs, rhs)
-
-
-def negative(data) -> Call:
-    return make_call("negative", data)
-
-
-def abs(data) -> Call:  # noqa: A001 - Relay's name
-    return make_call("abs", data)
-
-
-def exp(data) -> Call:
-    return make_call("exp", data)
-
-
-def log(data) -> Call:
-    return make_call("log", data)
-
-
-def sqrt(data) -> Call:
-    return make_call("sqrt", data)
-
-
-def tanh(data) -> Call:
-    return make_call("tanh", data)
-
-
-def sigmoid(data) -> Call:
-    return make_call("sigmoid", data)
+add, subtract, multiply, divide, maximum, minimum = (_constructor(n, ("lhs", "rhs")) for n in _BINARY)
+negative, abs, exp, log, sqrt, tanh, sigmoid = (  # noqa: A001 - Relay's names
+    _constructor(n, ("data",)) for n in ("negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid"))
 
 
 def clip(data, a_min, a_max) -> Call:
