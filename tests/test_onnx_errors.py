@@ -83,16 +83,18 @@ def test_unsupported_definition_names_the_supported_ones():
 
 def test_conversion_problems_are_collected_and_dependents_skipped():
     model = _raw_model(
-        [node("Reshape", ["x", "shape_in"], ["r"], name="runtime_shape"),
+        [node("Erf", ["x"], ["erf"], name="static_problem"),
+         node("Relu", ["erf"], ["after_static"], name="skipped"),
+         node("Reshape", ["x", "shape_in"], ["r"], name="runtime_shape"),
          node("Relu", ["r"], ["r2"], name="depends_on_failure"),
          node("Conv", ["v", "w"], ["c"], name="conv3d"),
          node("Transpose", ["x"], ["t"], name="fine")],
         [_vi("x", [2, 3]), _vi("shape_in", [2], TensorProto.INT64), _vi("v", [1, 1, 4, 4, 4])],
-        [_vi("r2", [3, 2]), _vi("c", [1, 1, 2, 2, 2]), _vi("t", [3, 2])],
+        [_vi("r2", [3, 2]), _vi("c", [1, 1, 2, 2, 2]), _vi("t", [3, 2]), _vi("after_static", [2, 3])],
         [onnx.numpy_helper.from_array(rand(1, 1, 3, 3, 3), "w")])
     with pytest.raises(OnnxUnsupportedError) as info:
         from_onnx(model)
-    assert [p.node for p in info.value.problems] == ["'runtime_shape'", "'conv3d'"]
+    assert [p.node for p in info.value.problems] == ["'static_problem'", "'runtime_shape'", "'conv3d'"]
     assert "must be computable at import time" in str(info.value)
     assert "only 2-D convolution" in str(info.value)
 
@@ -158,6 +160,13 @@ def _dynamic_model():
     return _raw_model([node("Relu", ["img"], ["y"]), node("Add", ["ids", "ids"], ["z"])],
                       [_vi("img", ["N", 3, None, 4]), _vi("ids", ["L"], TensorProto.INT64)],
                       [_vi("y", ["N", 3, None, 4]), _vi("z", ["L"], TensorProto.INT64)])
+
+
+def test_unsupported_nodes_reported_before_dynamic_dims():
+    model = _dynamic_model()
+    model.graph.node.append(node("Erf", ["y"], ["e"], name="erf"))
+    with pytest.raises(OnnxUnsupportedError, match="'erf' \\(Erf"):
+        from_onnx(model)
 
 
 def test_dynamic_dims_without_override_name_every_input_and_the_fix():

@@ -1,10 +1,10 @@
 """The graph walk: ONNX GraphProto -> IRModule whose `main` takes the model's inputs.
 
-Two passes over the nodes so that one error lists every problem:
+Two passes over the nodes, and one error that lists every problem of both:
 1. static: every node's op type, definition (opset) and attribute values, and
    that no unsupported output (Dropout's mask, MaxPool's Indices) is used;
-2. conversion in graph order; a node that fails is recorded and everything
-   depending on it skipped, so later independent failures are still found.
+2. conversion in graph order; a node that failed (in either pass) is recorded
+   and everything depending on it skipped, so independent failures are still found.
 """
 from __future__ import annotations
 
@@ -73,15 +73,20 @@ class _GraphImporter:
         self.shapes, self.dtypes = dict(shapes), dtypes
         self.ctx = Context()
         self.env: dict[str, Expr] = {}
-        self.problems: list[NodeProblem] = []
+        self.problems: list[tuple[int, NodeProblem]] = []  # (node index, problem)
 
     def run(self) -> IRModule:
         converters = self._check_nodes()
-        params = self._bind_inputs()
+        try:
+            params = self._bind_inputs()
+        except OnnxImportError:
+            if self.problems:  # unsupported nodes are the more fundamental news
+                self._raise_problems()
+            raise
         self._convert(converters)
         outputs = [self.env[o.name] for o in self.graph.output if o.name in self.env]
         if self.problems:
-            raise OnnxUnsupportedError(self.label, self.problems)
+            self._raise_problems()
         body = outputs[0] if len(outputs) == 1 else Tuple(outputs)
         names = tuple(o.name for o in self.graph.output)
         return IRModule({"main": Function(params, body, attrs={"output_names": names})})
@@ -102,11 +107,14 @@ class _GraphImporter:
                     if position >= conv.outputs and name and name in used:
                         reasons.append(f"output {position} ({name!r}) is not supported, but the model uses it")
             for why in reasons:
-                self.problems.append(NodeProblem(node_label(node, index), node.op_type, self.opset, why))
-            converters.append(conv)
-        if self.problems:
-            raise OnnxUnsupportedError(self.label, self.problems)
+                self.problems.append((index, NodeProblem(node_label(node, index), node.op_type, self.opset, why)))
+            converters.append(None if reasons else conv)
         return converters
+
+    def _raise_problems(self):
+        # Static and conversion problems together, in graph order.
+        ordered = [problem for _, problem in sorted(self.problems, key=lambda item: item[0])]
+        raise OnnxUnsupportedError(self.label, ordered)
 
     # ---- inputs and initializers -----------------------------------------------------------------
 
@@ -189,7 +197,7 @@ class _GraphImporter:
         failed: set[str] = set()
         for index, (proto, conv) in enumerate(zip(self.graph.node, converters)):
             label = node_label(proto, index)
-            if any(name in failed for name in proto.input):
+            if conv is None or any(name in failed for name in proto.input):
                 failed.update(proto.output)  # its cause is already reported
                 continue
             missing = [name for name in proto.input if name and name not in self.env]
@@ -204,7 +212,7 @@ class _GraphImporter:
                 for result in results:
                     self.ctx.type_of(result)
             except NodeError as exc:
-                self.problems.append(NodeProblem(label, proto.op_type, self.opset, str(exc)))
+                self.problems.append((index, NodeProblem(label, proto.op_type, self.opset, str(exc))))
                 failed.update(proto.output)
                 continue
             for name, result in zip(proto.output, results):
