@@ -1,21 +1,24 @@
 """MergeCompilerRegions: grow annotated regions of one target as far as possible without creating a cycle.
 
-A region may not be left and re-entered: if a path runs from region R through
-any node outside it back into R, lifting R into one function would make that
-function both feed and consume the outside node (the "diamond": A-ops on two
-paths around a host op).
+Every region becomes one function call, so the graph with each region
+contracted to a single node must stay acyclic. That forbids the "diamond" (A-ops
+on two paths around a host op must not merge into one region that both feeds
+and consumes the host op) and also its subtler cousin through other regions: a
+region made of two unconnected parts can feed and consume the same other region.
 
 The graph is walked once in topological order. Each node may join the regions
-of its inputs that have its target (its candidates). Joining candidate G is
-legal unless some *other* input of the node is reachable from G — then a path
-leaves G and comes back. Several candidates are joined together only when they
-are independent of one another. To answer "is G upstream of this input" each
-node carries the set of still-open regions upstream of it; a region closes when
-every user of its nodes has been visited (nothing can join it any more), and
-closed regions are dropped from the sets. Sets stay as small as the number of
-regions open at once, so the walk is near-linear on network-shaped graphs;
-regions are merged with union-find. The result is deterministic: candidates are
-taken in argument order and no decision depends on set iteration order.
+of its inputs that have its target (its candidates). Every live value and open
+region knows the exact set of regions upstream of it in the contracted graph;
+joining candidate G is legal unless another input of the node has G upstream,
+and several candidates are joined together only when neither is upstream of the
+other. When a region grows and gains new regions upstream, everything already
+downstream of it learns them through a reverse index (region -> what lies
+downstream), so no set ever goes stale and nothing is walked twice. A region
+closes when every user of its nodes has been visited; closed regions and fully
+consumed values leave the sets, which therefore stay as small as the number of
+regions open at once: near-linear on network-shaped graphs. Regions merge with
+union-find; the result is deterministic (candidates in argument order, no
+decision depends on set iteration order).
 """
 from __future__ import annotations
 
@@ -51,88 +54,114 @@ def merge_regions(ann: Annotations, children: list[list[int]]) -> Annotations:
         for c in kids:
             users_left[c] += 1
     uf = _UnionFind()
-    group: dict[int, int] = {}                  # node -> group (a union-find element)
-    pending: dict[int, int] = {}                # group root -> unvisited user edges of its nodes
-    upstream: dict[int, set[int]] = {}          # node -> open groups upstream of it (incl. its own)
-    group_upstream: dict[int, set[int]] = {}    # group root -> open groups upstream of any of its nodes
-    first_group_of_region: dict[int, int] = {}  # annotated region -> its group (regions stay whole)
     find = uf.find
+    group: dict[int, int] = {}              # annotated node -> its group (a union-find element)
+    pending: dict[int, int] = {}            # group root -> user edges of its nodes not visited yet
+    node_up: dict[int, set[int]] = {}       # live host node -> groups upstream of it (contracted graph)
+    group_up: dict[int, set[int]] = {}      # open group root -> groups upstream of it (contracted graph)
+    below: dict[int, set[tuple[str, int]]] = {}  # group root -> ("n", node) / ("g", group) downstream of it
+    first_group_of_region: dict[int, int] = {}
 
-    def is_open(g: int) -> bool:
-        return pending.get(g, 0) > 0
+    def live(items) -> set[int]:
+        return {r for r in map(find, items) if pending.get(r, 0) > 0}
 
-    def live(items: set[int]) -> set[int]:
-        return {r for r in map(find, items) if is_open(r)}
+    def contribution(c: int) -> set[int]:
+        """What input `c` puts upstream of its reader: its group and that group's upstream, or its own set."""
+        if c in group:
+            g = find(group[c])
+            ups = group_up[g] = live(group_up[g])
+            return ups | {g}
+        return live(node_up.get(c, ()))
+
+    def register(entity: tuple[str, int], groups) -> None:
+        for g in groups:
+            below.setdefault(find(g), set()).add(entity)
+
+    def widen(entities, delta: set[int], skip: int) -> None:
+        """Everything in `entities` (downstream of a region that grew) has `delta` upstream too."""
+        if not delta:
+            return
+        for kind, key in list(entities):
+            if kind == "n":
+                ups = node_up.get(key)
+            else:
+                key = find(key)
+                ups = group_up.get(key) if key != skip else None
+            if ups is None:
+                continue
+            ups |= delta
+            register((kind, key), delta)
 
     for i in range(n):
         kids = children[i]
-        ups: set[int] = set()
-        for c in kids:
-            s = upstream.get(c)
-            if s:
-                ups |= s
-        ups = live(ups)
+        contrib = {c: contribution(c) for c in kids}
         t = target.get(i)
-        if t is not None:
+        if t is None:
+            if users_left[i]:
+                ups: set[int] = set()
+                for s in contrib.values():
+                    ups |= s
+                if ups:
+                    node_up[i] = ups
+                    register(("n", i), ups)
+        else:
             candidates: list[int] = []
             for c in kids:
                 if target.get(c) == t:
                     g = find(group[c])
-                    if g not in candidates and is_open(g):
+                    if g not in candidates:
                         candidates.append(g)
 
             def blocked(g: int) -> bool:
-                for c in kids:
-                    if c in group and find(group[c]) == g:
-                        continue
-                    s = upstream.get(c)
-                    if s and any(find(x) == g for x in s):
-                        return True
-                return False
-
-            def related(a: int, b: int) -> bool:
-                return b in live(group_upstream[a]) or a in live(group_upstream[b])
+                return any(g in contrib[c] for c in kids if not (c in group and find(group[c]) == g))
 
             chosen: list[int] = []
             forced = first_group_of_region.get(ann.region[i])
             if forced is not None:
                 chosen.append(find(forced))
             for g in candidates:
-                if g in chosen or blocked(g):
+                if g in chosen or blocked(g) or any(g in group_up.get(o, ()) or o in group_up.get(g, ()) for o in chosen):
                     continue
-                if all(not related(g, other) for other in chosen):
-                    chosen.append(g)
+                chosen.append(g)
+            new_up: set[int] = set()
+            for g in chosen:
+                new_up |= group_up.get(g, set())
+            for c in kids:
+                if not (c in group and find(group[c]) in chosen):
+                    new_up |= contrib[c]
+            new_up -= set(chosen)
             if chosen:
                 root = chosen[0]
+                old = [(group_up.get(g, set()), below.pop(g, set())) for g in chosen]
                 for other in chosen[1:]:
                     uf.parent[other] = root
                     pending[root] = pending.get(root, 0) + pending.pop(other, 0)
-                    a, b = group_upstream[root], group_upstream.pop(other)
-                    if len(a) < len(b):
-                        a, b = b, a
-                    a |= b
-                    group_upstream[root] = a
+                    group_up.pop(other, None)
+                group_up[root] = new_up
+                below[root] = set().union(*(b for _, b in old))
+                for ups_before, downstream in old:
+                    widen(downstream, new_up - ups_before, root)
             else:
                 root = uf.make()
-                group_upstream[root] = set()
+                group_up[root] = new_up
+            register(("g", root), new_up)
             group[i] = root
             first_group_of_region.setdefault(ann.region[i], root)
             pending[root] = pending.get(root, 0) + users_left[i]
-            ups.add(root)
-            gu = group_upstream[root]
-            gu |= ups
-            gu.discard(root)
-        # This node's inputs have one user fewer to wait for; closed groups leave the sets.
+        # Each input has one user fewer to wait for; closed regions and consumed values leave the sets.
         for c in kids:
             if c in group:
                 g = find(group[c])
                 pending[g] -= 1
-        if ups:
-            upstream[i] = ups
-        for c in kids:
+                if pending[g] == 0:
+                    group_up.pop(g, None)
+                    below.pop(g, None)
             users_left[c] -= 1
-            if users_left[c] == 0:
-                upstream.pop(c, None)
+            if users_left[c] == 0 and c in node_up:
+                for g in node_up.pop(c):
+                    entries = below.get(find(g))
+                    if entries:
+                        entries.discard(("n", c))
 
     region = {i: find(g) for i, g in group.items()}
     return Annotations(ann.node_count, dict(target), region).normalized()
