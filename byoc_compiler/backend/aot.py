@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .c_abi import c_type
+from .c_abi import c_type, sanitize_identifier
 from .memory_plan import ArenaPlan, plan_offsets
 from .model_c import FILL_ARG_HELPER, const_array, packed_call
 from .program import Program
@@ -38,7 +38,7 @@ def plan_arena(prog: Program, alignment: int = ARENA_ALIGNMENT) -> AotPlan:
 
 
 def run_function_name(c_mod_name: str) -> str:
-    return f"tvmgen_{c_mod_name}_run"
+    return sanitize_identifier(f"tvmgen_{c_mod_name}_run")
 
 
 def aot_source(prog: Program, plan: AotPlan, run_name: str, callees: dict[str, str], interface: str) -> str:

@@ -17,6 +17,7 @@ byoc_compiler/toolchain.py.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -103,7 +104,8 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
     mod, changed = inline_composites(mod)
     if changed:
         mod = InferType()(mod)
-    c_mod_name = sanitize_identifier(mod_name)
+    # Part of identifiers (tvmgen_<mod>_run), never one by itself: only the characters need mending.
+    c_mod_name = re.sub(r"[^A-Za-z0-9_]", "_", str(mod_name)) or "default"
     prog = lower_main(mod, c_mod_name)
 
     types = {s.symbol: ([prog.tensors[t].type for t in s.inputs], [prog.tensors[t].type for t in s.outputs])
