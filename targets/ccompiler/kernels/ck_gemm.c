@@ -7,7 +7,6 @@
  * Written in plain C with fixed trip counts so -O2/-O3 keep the tile in vector registers.
  */
 #include <stdint.h>
-#include <string.h>
 
 #include "ck_internal.h"
 
@@ -127,24 +126,15 @@ static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, i
 /* ---- micro-kernel and tile store ------------------------------------------------------------ */
 
 #if defined(__GNUC__)
-/* GCC/clang generic vectors (not intrinsics: they lower to SSE, AVX, NEON, ... or scalars).
- * Each tile row is two vectors; the accumulators stay in registers for the whole K loop.
- * ISO mode (-std=c99) turns GCC's FMA contraction off; the micro-kernel asks for it back. */
-#define CK_VF (CK_NR / 2)
-typedef float ck_vec __attribute__((vector_size(CK_VF * sizeof(float))));
-#if !defined(__clang__)
-__attribute__((optimize("fp-contract=fast")))
-#endif
-static void ck_micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp,
-                            float *restrict tile) {
+/* Each tile row is two vectors; the accumulators stay in registers for the whole K loop. */
+CK_CONTRACT static void ck_micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp,
+                                        float *restrict tile) {
   ck_vec acc[CK_MR][2];
   int64_t p;
   int i;
   for (i = 0; i < CK_MR; ++i) acc[i][0] = acc[i][1] = (ck_vec){0};
   for (p = 0; p < kc; ++p) {
-    ck_vec b0, b1;
-    memcpy(&b0, bp + p * CK_NR, sizeof b0);
-    memcpy(&b1, bp + p * CK_NR + CK_VF, sizeof b1);
+    const ck_vec b0 = ck_vload(bp + p * CK_NR), b1 = ck_vload(bp + p * CK_NR + CK_VF);
     for (i = 0; i < CK_MR; ++i) {
       const float ai = ap[p * CK_MR + i];
       acc[i][0] = acc[i][0] + ai * b0;
@@ -152,8 +142,8 @@ static void ck_micro_kernel(int64_t kc, const float *restrict ap, const float *r
     }
   }
   for (i = 0; i < CK_MR; ++i) {
-    memcpy(tile + i * CK_NR, &acc[i][0], sizeof acc[i][0]);
-    memcpy(tile + i * CK_NR + CK_VF, &acc[i][1], sizeof acc[i][1]);
+    ck_vstore(tile + i * CK_NR, acc[i][0]);
+    ck_vstore(tile + i * CK_NR + CK_VF, acc[i][1]);
   }
 }
 #else
@@ -222,39 +212,42 @@ static void ck_fill_epilogue_only(int64_t m, int64_t n, float *c, int64_t ldc, c
 
 /* ---- M == 1 (batch-1 dense, vector-matrix): no packing, memory-bound anyway ---------------- */
 
-/* c[j] = a . b[j*cs .. ] over k contiguous elements, 4 columns at a time with 8-lane partial sums
- * (independent lanes vectorize without reassociation flags). */
-static void ck_gemv_dot(int64_t n, int64_t k, const float *restrict a, const float *b, int64_t cs,
-                        float *restrict c) {
-  int64_t j = 0, p;
+/* c[j] = a . b[j*cs ..] over k contiguous elements: rows of B^T (dense weights) read once,
+ * ROWS at a time, with vector partial sums that are added up only at the end. */
+#define CK_GEMV_ROWS 4
+CK_CONTRACT static void ck_gemv_dot(int64_t n, int64_t k, const float *restrict a, const float *b, int64_t cs,
+                                    float *restrict c) {
+  const int64_t step = 2 * CK_VF;
+  int64_t j = 0, p, q;
   int r, l;
-  for (; j + 4 <= n; j += 4) {
-    float acc[4][8];
-    float sum[4];
-    for (r = 0; r < 4; ++r)
-      for (l = 0; l < 8; ++l) acc[r][l] = 0.0f;
-    for (p = 0; p + 8 <= k; p += 8) {
-      for (r = 0; r < 4; ++r) {
-        const float *restrict br = b + (j + r) * cs + p;
-        for (l = 0; l < 8; ++l) acc[r][l] = CK_FMA(a[p + l], br[l], acc[r][l]);
+  while (j < n) {
+    const int rows = n - j >= CK_GEMV_ROWS ? CK_GEMV_ROWS : 1;
+    ck_vec acc[CK_GEMV_ROWS][2];
+    for (r = 0; r < CK_GEMV_ROWS; ++r) acc[r][0] = acc[r][1] = (ck_vec){0};
+    if (rows == CK_GEMV_ROWS) {
+      for (p = 0; p + step <= k; p += step) {
+        const ck_vec a0 = ck_vload(a + p), a1 = ck_vload(a + p + CK_VF);
+        for (r = 0; r < CK_GEMV_ROWS; ++r) {
+          const float *br = b + (j + r) * cs + p;
+          acc[r][0] = acc[r][0] + a0 * ck_vload(br);
+          acc[r][1] = acc[r][1] + a1 * ck_vload(br + CK_VF);
+        }
+      }
+    } else {
+      for (p = 0; p + step <= k; p += step) {
+        const float *br = b + j * cs + p;
+        acc[0][0] = acc[0][0] + ck_vload(a + p) * ck_vload(br);
+        acc[0][1] = acc[0][1] + ck_vload(a + p + CK_VF) * ck_vload(br + CK_VF);
       }
     }
-    for (r = 0; r < 4; ++r) {
-      int64_t q;
-      sum[r] = ((acc[r][0] + acc[r][4]) + (acc[r][1] + acc[r][5])) +
-               ((acc[r][2] + acc[r][6]) + (acc[r][3] + acc[r][7]));
-      for (q = p; q < k; ++q) sum[r] = CK_FMA(a[q], b[(j + r) * cs + q], sum[r]);
-      c[j + r] = sum[r];
+    for (r = 0; r < rows; ++r) {
+      float lanes[2 * CK_VF], sum = 0.0f;
+      ck_vstore(lanes, acc[r][0] + acc[r][1]);
+      for (l = 0; l < CK_VF; ++l) sum += lanes[l];
+      for (q = p; q < k; ++q) sum = CK_FMA(a[q], b[(j + r) * cs + q], sum);
+      c[j + r] = sum;
     }
-  }
-  for (; j < n; ++j) {
-    float acc[8], sum;
-    for (l = 0; l < 8; ++l) acc[l] = 0.0f;
-    for (p = 0; p + 8 <= k; p += 8)
-      for (l = 0; l < 8; ++l) acc[l] = CK_FMA(a[p + l], b[j * cs + p + l], acc[l]);
-    sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; p < k; ++p) sum = CK_FMA(a[p], b[j * cs + p], sum);
-    c[j] = sum;
+    j += rows;
   }
 }
 

@@ -2,6 +2,8 @@
 #ifndef BYOC_CK_INTERNAL_H_
 #define BYOC_CK_INTERNAL_H_
 
+#include <string.h>
+
 #include "byoc_ck.h"
 
 /* Register tile of the micro-kernel, picked from the vector registers the compiler may use:
@@ -34,6 +36,32 @@
 #define CK_KC 256
 #define CK_NC 1024
 #define CK_ALIGN 64
+
+/* Short vectors for the hot loops. GCC/clang generic vectors are not intrinsics: they lower to
+ * SSE, AVX, NEON, ... or to scalars. Other compilers get one-float "vectors" (correct, slower).
+ * ISO mode (-std=c99) turns GCC's FMA contraction off; CK_CONTRACT asks for it back where the
+ * hot loops are. */
+#if defined(__GNUC__)
+#define CK_VF (CK_NR / 2) /* floats per vector: a tile row is two vectors */
+typedef float ck_vec __attribute__((vector_size(CK_VF * sizeof(float))));
+#if defined(__clang__)
+#define CK_CONTRACT
+#else
+#define CK_CONTRACT __attribute__((optimize("fp-contract=fast")))
+#endif
+#else
+#define CK_VF 1
+typedef float ck_vec;
+#define CK_CONTRACT
+#endif
+
+static inline ck_vec ck_vload(const float *p) {
+  ck_vec v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static inline void ck_vstore(float *p, ck_vec v) { memcpy(p, &v, sizeof v); }
 
 /* fmaf is one instruction only where the hardware has FMA; elsewhere it is a slow libm call. */
 #if defined(__FMA__) || defined(__aarch64__)

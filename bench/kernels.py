@@ -1,0 +1,203 @@
+"""Speed of the ccompiler kernel library's conv2d and dense against numpy float32 matmul, one thread.
+
+    python bench/kernels.py [--repeat 9] [--cc gcc] [--out bench/RESULTS-kernels.md]
+
+Layers are ResNet-50's. The library is built twice with the flags a user gets: `-O3` (the
+portable x86-64 baseline: SSE2) and `-O3 -march=native`. The peer is numpy's matmul
+(OpenBLAS or whatever numpy links, pinned to one thread); for conv2d it is im2col + matmul in
+numpy, timed both as the matmul alone and as the whole thing (im2col copy + matmul). Figures
+are medians of --repeat runs after one warm-up, in CPU time of the calling thread (both the
+library and single-threaded numpy compute there), so other load on the machine skews them less
+than wall time would; GFLOP/s count 2 flops per multiply-add.
+"""
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
+    os.environ[_var] = "1"  # before numpy is imported: its BLAS reads these once
+
+import argparse  # noqa: E402
+import ctypes  # noqa: E402
+import platform  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from targets.ccompiler import kernels as K  # noqa: E402
+
+f32p = ctypes.POINTER(ctypes.c_float)
+
+# (name, data NCHW, out channels, kernel, stride, pad)
+CONV_LAYERS = [
+    ("conv1 7x7/2 3->64 @224", (1, 3, 224, 224), 64, 7, 2, 3),
+    ("conv2 3x3 64->64 @56", (1, 64, 56, 56), 64, 3, 1, 1),
+    ("conv2 1x1 64->256 @56", (1, 64, 56, 56), 256, 1, 1, 0),
+    ("conv3 3x3/2 128->128 @56", (1, 128, 56, 56), 128, 3, 2, 1),
+    ("conv4 3x3 256->256 @14", (1, 256, 14, 14), 256, 3, 1, 1),
+    ("conv4 1x1/2 512->1024 @28", (1, 512, 28, 28), 1024, 1, 2, 0),
+]
+# (name, batch, in features, out features)
+DENSE_LAYERS = [("fc 2048->1000 batch 1", 1, 2048, 1000), ("fc 2048->1000 batch 32", 32, 2048, 1000)]
+
+
+class ConvParams(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int64) for name in K.CONV2D_PARAM_FIELDS]
+
+
+def build(cc: str, flags: list[str], out: Path) -> ctypes.CDLL:
+    cmd = [cc, "-std=c99", "-fPIC", "-shared", *flags, "-I", str(K.INCLUDE_DIR), *map(str, K.SOURCES),
+           "-o", str(out), *K.LDFLAGS]
+    subprocess.run(cmd, check=True)
+    lib = ctypes.CDLL(str(out))
+    lib.ck_conv2d_workspace_bytes.restype = ctypes.c_size_t
+    lib.ck_dense_workspace_bytes.restype = ctypes.c_size_t
+    lib.ck_dense_workspace_bytes.argtypes = [ctypes.c_int64] * 3
+    return lib
+
+
+def median_seconds(fn, repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.thread_time()
+        fn()
+        times.append(time.thread_time() - start)
+    return float(np.median(times))
+
+
+def ptr(a):
+    return a.ctypes.data_as(f32p)
+
+
+def im2col(x_padded: np.ndarray, k: int, stride: int, oh: int, ow: int) -> np.ndarray:
+    """[C*k*k, OH*OW] copy of the patches (one image)."""
+    c = x_padded.shape[1]
+    sc, sh, sw = x_padded.strides[1:]
+    view = np.lib.stride_tricks.as_strided(x_padded[0], shape=(c, k, k, oh, ow),
+                                           strides=(sc, sh, sw, sh * stride, sw * stride))
+    return view.reshape(c * k * k, oh * ow)
+
+
+def conv_row(libs, layer, repeat):
+    name, (n, c, h, w), o, k, s, pad = layer
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, c, h, w), dtype=np.float32)
+    wt = rng.standard_normal((o, c, k, k), dtype=np.float32)
+    values = K.conv2d_params(x.shape, wt.shape, (s, s), (pad,) * 4, (1, 1), 1)
+    oh, ow = K.conv2d_output_hw(values)
+    flops = 2.0 * n * o * c * k * k * oh * ow
+    w2 = wt.reshape(o, -1)
+
+    def numpy_whole():
+        cols = im2col(np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad))), k, s, oh, ow)
+        return w2 @ cols
+
+    cols = im2col(np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad))), k, s, oh, ow)
+    want = (w2 @ cols).reshape(1, o, oh, ow)
+    row = {"name": name, "shape": f"{c}x{h}x{w} -> {o}x{oh}x{ow}",
+           "numpy_matmul": flops / median_seconds(lambda: w2 @ cols, repeat) / 1e9,
+           "numpy_whole": flops / median_seconds(numpy_whole, repeat) / 1e9}
+    params = ConvParams(**values)
+    for label, lib in libs.items():
+        ws = np.empty(lib.ck_conv2d_workspace_bytes(ctypes.byref(params)) + 64, np.uint8)
+        out = np.empty((n, o, oh, ow), np.float32)
+        call = lambda: lib.ck_conv2d(ctypes.byref(params), ptr(x), ptr(wt), None, 0, ptr(out),  # noqa: E731
+                                     ctypes.c_void_p(ws.ctypes.data))
+        row[label] = flops / median_seconds(call, repeat) / 1e9
+        np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-2 * np.sqrt(c * k * k))
+    return row
+
+
+def dense_row(libs, layer, repeat):
+    name, m, kdim, n = layer
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((m, kdim), dtype=np.float32)
+    wt = rng.standard_normal((n, kdim), dtype=np.float32)
+    flops = 2.0 * m * n * kdim
+    want = x @ wt.T
+    seconds = median_seconds(lambda: x @ wt.T, repeat)
+    row = {"name": name, "shape": f"[{m},{kdim}] x [{n},{kdim}]^T",
+           "numpy_matmul": flops / seconds / 1e9, "numpy_whole": flops / seconds / 1e9}
+    for label, lib in libs.items():
+        ws = np.empty(lib.ck_dense_workspace_bytes(m, n, kdim) + 64, np.uint8)
+        out = np.empty((m, n), np.float32)
+        call = lambda: lib.ck_dense(ctypes.c_int64(m), ctypes.c_int64(n), ctypes.c_int64(kdim), ptr(x),  # noqa
+                                    ptr(wt), None, 0, ptr(out), ctypes.c_void_p(ws.ctypes.data))
+        row[label] = flops / median_seconds(call, repeat) / 1e9
+        np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-2 * np.sqrt(kdim))
+    return row
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def blas_name() -> str:
+    try:
+        info = np.show_config(mode="dicts")
+        blas = info["Build Dependencies"]["blas"]
+        return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:  # older numpy: no dict mode
+        return "unknown BLAS"
+
+
+def table(rows, labels) -> str:
+    head = ["layer", "shape", *(f"ck {lab}" for lab in labels), "numpy matmul", "numpy im2col+matmul",
+            *(f"ratio {lab} / matmul" for lab in labels), *(f"ratio {lab} / whole" for lab in labels)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["name"], r["shape"], *(f"{r[lab]:.1f}" for lab in labels), f"{r['numpy_matmul']:.1f}",
+                 f"{r['numpy_whole']:.1f}" if r["numpy_whole"] != r["numpy_matmul"] else "(same)",
+                 *(f"{r[lab] / r['numpy_matmul']:.2f}" for lab in labels),
+                 *(f"{r[lab] / r['numpy_whole']:.2f}" for lab in labels)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--cc", default="gcc")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "RESULTS-kernels.md")
+    args = ap.parse_args(argv)
+    flag_sets = {"-O3": ["-O3"], "-O3 -march=native": ["-O3", "-march=native"]}
+    with tempfile.TemporaryDirectory() as tmp:
+        libs = {label: build(args.cc, flags, Path(tmp) / f"libck{i}.so") for i, (label, flags) in
+                enumerate(flag_sets.items())}
+        rows = [conv_row(libs, layer, args.repeat) for layer in CONV_LAYERS]
+        rows += [dense_row(libs, layer, args.repeat) for layer in DENSE_LAYERS]
+    cc_version = subprocess.run([args.cc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    text = "\n".join([
+        "# ccompiler kernel library vs numpy (GFLOP/s, single thread)",
+        "",
+        f"Command: `python bench/kernels.py --repeat {args.repeat} --cc {args.cc}` — medians of {args.repeat} runs "
+        "(thread CPU time).",
+        f"CPU: {cpu_model()}; compiler: {cc_version}; numpy {np.__version__} with {blas_name()}, one thread.",
+        "`ck -O3` is the library built with `-std=c99 -O3` (x86-64 baseline, SSE2), `ck -O3 -march=native` adds",
+        "`-march=native`. numpy matmul times only `W[O, C*k*k] @ cols` on a precomputed im2col; numpy",
+        "im2col+matmul times the patch copy too. Ratios above 1 mean the library is faster.",
+        "",
+        table(rows, list(flag_sets)),
+        "",
+    ])
+    print(text)
+    args.out.write_text(text)
+    print(f"written {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
