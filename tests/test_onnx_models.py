@@ -1,0 +1,190 @@
+"""ONNX models end to end: a ResNet-style and a SqueezeNet-style classifier (>= 20 nodes, random
+weights) and a model with hostile names import, match ONNX's reference evaluator, partition for
+ccompiler, build with gcc and clang, and match again when run."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import onnx
+import pytest
+
+from byoc_compiler.frontend import from_onnx, load_model
+from byoc_compiler.testing.reference import run_reference
+from byoc_compiler.testing.tolerance import assert_close, tolerance_for_module
+from onnx_models import make_model, node, reference_outputs, resnet_style, squeezenet_style
+
+BUILDERS = {"resnet_style": resnet_style, "squeezenet_style": squeezenet_style}
+
+
+@functools.lru_cache(maxsize=None)
+def classifier(name: str, opset: int):
+    return BUILDERS[name](opset=opset)
+
+
+def _peer(model, feeds, peer):
+    if peer == "onnxruntime":
+        ort = pytest.importorskip("onnxruntime")
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        return session.run(None, feeds)
+    return reference_outputs(model, feeds)
+
+
+# ResNet at opset 9 uses BatchNormalization-9, which ONNX's reference evaluator runs in training mode.
+@pytest.mark.parametrize("name,opset,peer", [
+    ("resnet_style", 15, "reference"), ("resnet_style", 9, "onnxruntime"),
+    ("squeezenet_style", 10, "reference"), ("squeezenet_style", 18, "reference"),
+], ids=["resnet-opset15", "resnet-opset9", "squeezenet-opset10", "squeezenet-opset18"])
+def test_classifier_imports_and_matches_peer(name, opset, peer):
+    model, feeds = classifier(name, opset)
+    assert len(model.graph.node) >= 20
+    mod = from_onnx(model)
+    assert [p.name_hint for p in mod["main"].params] == ["data"]
+    for got, want in zip(run_reference(mod, feeds), _peer(model, feeds, peer)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_load_model_reads_onnx_files(tmp_path):
+    model, feeds = classifier("squeezenet_style", 13)
+    path = tmp_path / "squeeze net.onnx"
+    onnx.save(model, str(path))
+    mod = load_model(str(path))
+    np.testing.assert_allclose(run_reference(mod, feeds)[0], reference_outputs(model, feeds)[0], rtol=1e-4, atol=1e-5)
+
+
+# ---- build and run --------------------------------------------------------------------------------
+
+def _build_and_run(mod, feeds, toolchain, targets=("ccompiler",)):
+    pytest.importorskip("byoc_compiler.partition")
+    build = pytest.importorskip("byoc_compiler.backend.build").build
+    from byoc_compiler import partition_for
+
+    part = partition_for(list(targets), mod) if targets else mod
+    regions = [f for f in part.functions.values() if f.attrs.get("Compiler") in targets]
+    assert len(regions) >= (1 if targets else 0)
+    lib = build(part, toolchain=toolchain)
+    loaded = lib.load(werror=True)
+    for key, value in feeds.items():
+        loaded.set_input(key, value)
+    loaded.run()
+    return lib, [loaded.get_output(i) for i in range(loaded.get_num_outputs())]
+
+
+@pytest.mark.parametrize("targets,toolchain", [(("ccompiler",), "gcc"), (("ccompiler",), "clang"), ((), "gcc")],
+                         ids=["ccompiler-gcc", "ccompiler-clang", "host-gcc"])
+@pytest.mark.parametrize("name,opset", [("resnet_style", 15), ("squeezenet_style", 13)],
+                         ids=["resnet", "squeezenet"])
+def test_classifier_builds_and_matches(name, opset, targets, toolchain):
+    model, feeds = classifier(name, opset)
+    mod = from_onnx(model)
+    _, outputs = _build_and_run(mod, feeds, toolchain, targets)
+    expected = reference_outputs(model, feeds)
+    assert len(outputs) == len(expected)
+    for k, (got, want) in enumerate(zip(outputs, expected)):
+        rtol, atol = tolerance_for_module(mod, want.dtype)
+        assert_close(got, want, rtol, atol, what=f"{name} output {k} ({toolchain})")
+
+
+# ---- hostile names --------------------------------------------------------------------------------
+
+MARK = "PWNED"
+HOSTILE_INPUTS = [f'x; system("rm -rf / {MARK}1"); //', "*/", f"*/ int {MARK}2; /*", "a.b", "a-b", "a_b",
+                  f"back\\slash\n#define {MARK}3"]
+HOSTILE_WEIGHT = f"w */ int {MARK}4; /*"
+HOSTILE_OUTPUTS = [f'out"); {MARK}5(); //', "a.b.out", "a_b_out", "a-b-out"]
+
+
+def hostile_model():
+    rng = np.random.default_rng(3)
+    feeds = {n: rng.standard_normal((2, 3)).astype(np.float32) for n in HOSTILE_INPUTS}
+    x, close, close2, ab_dot, ab_dash, ab_under, slash = HOSTILE_INPUTS
+    mid = f'mid"\n#include "/etc/{MARK}6"'
+    nodes = [
+        node("Add", [x, close], [mid], name=f'n1"); {MARK}7(); /*'),
+        node("Mul", [mid, HOSTILE_WEIGHT], ["m*/"], name=f"*/ void {MARK}8(void) {{}} /*"),
+        node("Relu", ["m*/"], [HOSTILE_OUTPUTS[0]]),
+        node("Sub", [ab_dot, ab_dash], ["d"]),
+        node("Add", ["d", ab_under], [HOSTILE_OUTPUTS[1]]),
+        node("Tanh", [HOSTILE_OUTPUTS[1]], [HOSTILE_OUTPUTS[2]]),
+        node("Sub", [close2, slash], [HOSTILE_OUTPUTS[3]]),
+    ]
+    weights = {HOSTILE_WEIGHT: rng.standard_normal((3,)).astype(np.float32)}
+    return make_model(nodes, feeds, HOSTILE_OUTPUTS, weights, 13, name=f"*/ {MARK}9"), feeds
+
+
+def c_code_outside_literals(text: str) -> tuple[str, list[str]]:
+    """(the C text with comments and string/char literals removed, the decoded string literals)."""
+    code, literals, i, n = [], [], 0, len(text)
+    escapes = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0", "?": "?"}
+    while i < n:
+        if text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            assert end >= 0, "unterminated comment"
+            i = end + 2
+            code.append(" ")
+        elif text[i] in "\"'":
+            quote, j, chars = text[i], i + 1, []
+            while text[j] != quote:
+                assert text[j] != "\n", f"newline inside a literal near {text[i:i + 60]!r}"
+                if text[j] == "\\":
+                    nxt = text[j + 1]
+                    if nxt in "01234567":
+                        digits = text[j + 1:j + 4]
+                        digits = digits[:len(digits) - len(digits.lstrip("01234567"))] or digits[:1]
+                        chars.append(chr(int(digits, 8)))
+                        j += 1 + len(digits)
+                        continue
+                    if nxt == "x":
+                        hexdigits = ""
+                        while text[j + 2 + len(hexdigits)] in "0123456789abcdefABCDEF":
+                            hexdigits += text[j + 2 + len(hexdigits)]
+                        chars.append(chr(int(hexdigits, 16)))
+                        j += 2 + len(hexdigits)
+                        continue
+                    chars.append(escapes.get(nxt, nxt))
+                    j += 2
+                else:
+                    chars.append(text[j])
+                    j += 1
+            if quote == '"':
+                literals.append("".join(chars))
+            code.append(" 0 ")
+            i = j + 1
+        else:
+            code.append(text[i])
+            i += 1
+    return "".join(code), literals
+
+
+def test_c_lexer_of_this_test_sees_through_comments_and_escapes():
+    code, literals = c_code_outside_literals('int a; /* x */ const char *s = "q\\"\\n\\042//"; // c\nint b;')
+    assert "x" not in code and "c\n" not in code and "int b;" in code
+    assert literals == ['q"\n"//']
+
+
+def test_hostile_names_kept_in_the_ir():
+    model, feeds = hostile_model()
+    mod = from_onnx(model)
+    assert [p.name_hint for p in mod["main"].params] == HOSTILE_INPUTS
+    assert list(mod["main"].attrs["output_names"]) == HOSTILE_OUTPUTS
+    for got, want in zip(run_reference(mod, feeds), reference_outputs(model, feeds)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("targets,toolchain", [((), "gcc"), (("ccompiler",), "gcc"), (("ccompiler",), "clang")],
+                         ids=["host-gcc", "ccompiler-gcc", "ccompiler-clang"])
+def test_hostile_names_never_reach_c_unsanitized(targets, toolchain):
+    model, feeds = hostile_model()
+    mod = from_onnx(model)
+    lib, outputs = _build_and_run(mod, feeds, toolchain, targets)
+    for path, text in lib.sources().items():
+        code, literals = c_code_outside_literals(text)
+        assert MARK not in code, f"{path}: a model name escaped into C code"
+        # Names may appear as (escaped) string literals, e.g. the model descriptor's input names.
+        assert all(MARK not in lit or lit in HOSTILE_INPUTS + HOSTILE_OUTPUTS + [HOSTILE_WEIGHT]
+                   for lit in literals), f"{path}: a string literal holds part of a name"
+    for got, want in zip(outputs, reference_outputs(model, feeds)):
+        assert_close(got, want, 1e-5, 1e-6, what="hostile-name model output")
