@@ -145,8 +145,9 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
         else:
             parts.append(f"int32_t {symbol}(const ByocValue* args, const int32_t* type_codes, int32_t num_args,"
                          " void* resource_handle);\n")
-    blob_regions = [BlobRegion(i, s, a.kind, a.blob, *types[s])
-                    for i, s in enumerate(s for s, a in artifacts.items() if isinstance(a, BlobArtifact))]
+    blob_symbols = [s for s, a in artifacts.items() if isinstance(a, BlobArtifact)]
+    blob_regions = [BlobRegion(i, s, artifacts[s].kind, artifacts[s].blob, *types[s])
+                    for i, s in enumerate(blob_symbols)]
     parts.append(blob_section(blob_regions, interface))
     trampolines = {r.symbol: r.trampoline for r in blob_regions}
 

@@ -118,6 +118,8 @@ def descriptor(mod_name: str, executor: str, interface: str, inputs, outputs, wo
 
 
 FILL_ARG_HELPER = """\
+#ifndef BYOC_FILL_ARG_DEFINED_
+#define BYOC_FILL_ARG_DEFINED_
 /* One packed DLTensor argument over a contiguous CPU buffer (shape is static, never written). */
 static void byoc_fill_arg(DLTensor* t, ByocValue* value, int32_t* code, void* data, int32_t ndim,
                           const int64_t* shape, DLDataType dtype) {
@@ -132,6 +134,7 @@ static void byoc_fill_arg(DLTensor* t, ByocValue* value, int32_t* code, void* da
   value->v_handle = t;
   *code = BYOC_ARG_DLTENSOR;
 }
+#endif
 """
 
 
@@ -207,6 +210,7 @@ def blob_section(regions: Sequence[BlobRegion], interface: str) -> str:
             f"      byoc_modules_deinit();\n      return -1;\n    }}\n  }}\n")
     out.append("  return 0;\n}\n")
     if interface == "unpacked":
+        out.append(FILL_ARG_HELPER)
         for r in regions:
             types = r.input_types + r.output_types
             names = [f"in{i}" for i in range(len(r.input_types))] + [f"out{i}" for i in range(len(r.output_types))]
