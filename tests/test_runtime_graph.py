@@ -111,6 +111,7 @@ GRAPH_CASES = [
     ("leading-zero", _text('{"nodes": [01]}'), "leading zero"),
     ("bad-literal", _text('{"nodes": tru}'), "invalid literal"),
     ("deep-nesting", _deep(100000), "nesting too deep"),
+    ("huge-object", _text("{" + ", ".join(f'"k{i}": 0' for i in range(5000)) + "}"), "too many members"),
     ("missing-nodes", _delete(["nodes"]), 'missing field "nodes"'),
     ("nodes-object", _set(["nodes"], {}), "nodes must be an array, got object"),
     ("no-nodes", _set(["nodes"], []), "nodes must list"),

@@ -267,6 +267,10 @@ static int32_t parse_container(Parser* p, int depth, int is_object) {
         return -1;
       }
       if (parse_string(p, &key, &key_len) != 0) return -1;
+      if (p->doc->values[self].count >= BYOC_JSON_MAX_MEMBERS) {
+        fail(p, "object has too many members");
+        return -1;
+      }
       if (byoc_json_get(p->doc, &p->doc->values[self], key) != NULL) {
         fail(p, "duplicate key");
         return -1;

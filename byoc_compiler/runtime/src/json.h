@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 #define BYOC_JSON_MAX_DEPTH 64
+/* duplicate keys are found by a linear scan, so objects stay small (graph.json's have < 10 keys) */
+#define BYOC_JSON_MAX_MEMBERS 1024
 
 typedef enum {
   BYOC_JSON_NULL,
