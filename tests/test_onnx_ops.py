@@ -7,7 +7,6 @@ that the table reaches every (op, since_version) the converter table claims.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import onnx

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import numpy as np
 import onnx
 import onnx.helper
 import onnx.numpy_helper
@@ -21,7 +20,7 @@ from ...ir.types import DTYPES, TensorType
 from .context import Context, Node, NodeError
 from .errors import NodeProblem, OnnxImportError, OnnxUnsupportedError
 from .loader import default_opset, describe_source, load_model_proto
-from .table import Converter, resolve
+from .table import Converter, resolve, since_version
 
 # ONNX element type -> IR dtype, for model inputs.
 _INPUT_DTYPES = {
@@ -204,7 +203,7 @@ class _GraphImporter:
             try:
                 if missing:
                     raise NodeError(f"input {missing[0]!r} is not produced by any earlier node or initializer")
-                node = Node(label, proto.op_type, self.opset, _since(conv, proto, self.opset),
+                node = Node(label, proto.op_type, self.opset, since_version(proto.op_type, self.opset),
                             {a.name: attribute_value(a) for a in proto.attribute},
                             [self.env[n] if n else None for n in proto.input], list(proto.input),
                             list(proto.output))
@@ -223,8 +222,3 @@ class _GraphImporter:
 class _InputError(Exception):
     pass
 
-
-def _since(conv: Converter, proto: onnx.NodeProto, opset: int) -> int:
-    from .table import since_version
-
-    return since_version(proto.op_type, opset) or max(conv.versions)

@@ -101,8 +101,16 @@ def _transpose(node: Node, ctx: Context):
     return [ctx.call("transpose", x, axes=axes)]
 
 
-def _squeeze(node: Node, ctx: Context, axes: list[int] | None):
-    x = node.required(0, "data")
+def _axes(node: Node, ctx: Context) -> list[int] | None:
+    """Squeeze/Unsqueeze axes: an attribute up to definition 11, an optional input from 13."""
+    if node.since < 13:
+        return node.attr("axes")
+    return _ints(ctx.constant_input(node, 1, "axes"))
+
+
+@converter("Squeeze", (1, 11, 13, 21, 23))
+def _squeeze(node: Node, ctx: Context):
+    x, axes = node.required(0, "data"), _axes(node, ctx)
     shape = ctx.shape(x)
     if not axes:
         return [ctx.call("squeeze", x, axis=None)]
@@ -113,18 +121,9 @@ def _squeeze(node: Node, ctx: Context, axes: list[int] | None):
     return [ctx.call("squeeze", x, axis=tuple(axes))]
 
 
-@converter("Squeeze", (1, 11))
-def _squeeze_attr(node: Node, ctx: Context):
-    return _squeeze(node, ctx, node.attr("axes"))
-
-
-@converter("Squeeze", (13, 21, 23))
-def _squeeze_input(node: Node, ctx: Context):
-    return _squeeze(node, ctx, _ints(ctx.constant_input(node, 1, "axes")))
-
-
-def _unsqueeze(node: Node, ctx: Context, axes: list[int] | None):
-    x = node.required(0, "data")
+@converter("Unsqueeze", (1, 11, 13, 21, 23))
+def _unsqueeze(node: Node, ctx: Context):
+    x, axes = node.required(0, "data"), _axes(node, ctx)
     if not axes:
         raise NodeError("axes are required")
     rank = len(ctx.shape(x)) + len(axes)
@@ -135,16 +134,6 @@ def _unsqueeze(node: Node, ctx: Context, axes: list[int] | None):
     for position in positions:
         x = ctx.call("expand_dims", x, axis=position)
     return [x]
-
-
-@converter("Unsqueeze", (1, 11))
-def _unsqueeze_attr(node: Node, ctx: Context):
-    return _unsqueeze(node, ctx, node.attr("axes"))
-
-
-@converter("Unsqueeze", (13, 21, 23))
-def _unsqueeze_input(node: Node, ctx: Context):
-    return _unsqueeze(node, ctx, _ints(ctx.constant_input(node, 1, "axes")))
 
 
 # ---- Pad ------------------------------------------------------------------------------------------
