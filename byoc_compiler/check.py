@@ -1,0 +1,142 @@
+"""Checking a built model against the numpy reference of the unpartitioned model.
+
+Shared by `scons target=X check` and the differential test matrix, so that the
+harness checks exactly what users run: the standalone runner, under the
+toolchain's run prefix (qemu-user for foreign CPUs), fed with .npy files.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ByocError
+
+
+@dataclass
+class CheckResult:
+    model: str
+    toolchain: str
+    executor: str
+    interface: str
+    target: str
+    passed: bool
+    max_abs_err: float
+    max_rel_err: float
+    detail: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> "CheckResult":
+        return cls(**json.loads(text))
+
+
+def deterministic_inputs(mod, seed: int = 0) -> dict[str, np.ndarray]:
+    """Inputs for every parameter of main: floats in [-1, 1), ints in [0, 8), fixed by `seed`."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for param in mod["main"].params:
+        ty = param.type_annotation
+        if ty.dtype.startswith("float"):
+            out[param.name_hint] = rng.uniform(-1.0, 1.0, size=ty.shape).astype(ty.dtype)
+        else:
+            out[param.name_hint] = rng.integers(0, 8, size=ty.shape).astype(ty.dtype)
+    return out
+
+
+def compare_outputs(actual, expected, tolerances) -> tuple[bool, float, float, str]:
+    """Compare lists of arrays; returns (passed, max abs error, max rel error, where the worst element is)."""
+    if len(actual) != len(expected):
+        return False, float("inf"), float("inf"), f"{len(actual)} outputs, expected {len(expected)}"
+    passed, max_abs, max_rel, detail = True, 0.0, 0.0, ""
+    for i, (got, want) in enumerate(zip(actual, expected)):
+        if got.shape != want.shape or got.dtype != want.dtype:
+            return False, float("inf"), float("inf"), (
+                f"output {i}: got {got.dtype}{list(got.shape)}, expected {want.dtype}{list(want.shape)}")
+        rtol, atol = tolerances(want.dtype)
+        diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        rel = diff / np.maximum(np.abs(want.astype(np.float64)), np.finfo(np.float32).tiny)
+        if diff.size:
+            max_abs = max(max_abs, float(np.nanmax(diff)) if not np.isnan(diff).all() else float("inf"))
+            max_rel = max(max_rel, float(np.nanmax(np.where(diff == 0, 0.0, rel))))
+        bad = ~(diff <= atol + rtol * np.abs(want.astype(np.float64)))
+        if bad.any():
+            idx = np.unravel_index(int(np.argmax(np.where(bad, diff, -1.0))), want.shape)
+            passed = False
+            detail = detail or (f"output {i}[{', '.join(map(str, idx))}]: got {got[idx]!r}, expected {want[idx]!r} "
+                                f"(rtol={rtol}, atol={atol})")
+    return passed, max_abs, max_rel, detail
+
+
+def default_tolerances(dtype) -> tuple[float, float]:
+    try:
+        from .testing.tolerance import tolerance_for_dtype
+        return tolerance_for_dtype(np.dtype(dtype))
+    except ImportError:
+        return (1e-4, 1e-5) if np.dtype(dtype).kind == "f" else (0.0, 0.0)
+
+
+def run_runner(runner: Path, run_prefix, inputs: dict[str, np.ndarray], input_order, workdir: Path,
+               repeat: int = 1, timeout: float = 600.0) -> list[np.ndarray]:
+    """Run a standalone runner on .npy files in `workdir`; returns its outputs."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    files = []
+    for i, name in enumerate(input_order):
+        path = workdir / f"in{i}.npy"
+        np.save(path, inputs[name])
+        files.append(str(path))
+    outdir = workdir / "out"
+    outdir.mkdir(exist_ok=True)
+    for old in outdir.glob("*.npy"):
+        old.unlink()
+    argv = [*run_prefix, str(runner), "--out", str(outdir)]
+    if repeat > 1:
+        argv += ["--repeat", str(repeat)]
+    argv += files
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise ByocError(f"runner {runner} failed (exit {proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}"
+                        f"\n  command: {' '.join(argv)}")
+    outputs = sorted(outdir.glob("out*.npy"), key=lambda p: int(p.stem[3:]))
+    return [np.load(p) for p in outputs]
+
+
+def check_runner(runner: Path, run_prefix, model_name: str, mod, *, toolchain: str, executor: str,
+                 interface: str, target: str, seed: int = 0) -> CheckResult:
+    """Run `runner` on deterministic inputs and compare with run_reference of the unpartitioned `mod`."""
+    from .testing import run_reference
+
+    inputs = deterministic_inputs(mod, seed)
+    expected = run_reference(mod, inputs)
+    order = [p.name_hint for p in mod["main"].params]
+    with tempfile.TemporaryDirectory(prefix="byoc-check-") as tmp:
+        try:
+            actual = run_runner(runner, run_prefix, inputs, order, Path(tmp))
+        except ByocError as exc:
+            return CheckResult(model_name, toolchain, executor, interface, target, False,
+                               float("inf"), float("inf"), str(exc))
+    passed, max_abs, max_rel, detail = compare_outputs(actual, expected, default_tolerances)
+    return CheckResult(model_name, toolchain, executor, interface, target, passed, max_abs, max_rel, detail)
+
+
+def format_table(results: list[CheckResult]) -> str:
+    header = ("model", "toolchain", "target", "executor", "interface", "max abs err", "max rel err", "result")
+    rows = [header]
+    for r in results:
+        rows.append((r.model, r.toolchain, r.target, r.executor, r.interface, f"{r.max_abs_err:.3g}",
+                     f"{r.max_rel_err:.3g}", "pass" if r.passed else "FAIL"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    for r in results:
+        if not r.passed and r.detail:
+            lines.append(f"FAIL {r.model}/{r.toolchain}: {r.detail}")
+    passed = sum(r.passed for r in results)
+    lines.append(f"{passed} passed, {len(results) - passed} failed")
+    return "\n".join(lines)

@@ -1,0 +1,104 @@
+"""The SCons command line of byoc: variables, their validation, `scons -h`, and the check table.
+
+Every mistake on the command line ends the build with one sentence naming the
+variable and what is allowed, before anything is built.
+"""
+from __future__ import annotations
+
+import difflib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from SCons.Script import EnumVariable, ListVariable, Variables
+
+from byoc_compiler.config import EXECUTORS, INTERFACES
+
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os")
+
+
+def fail(message: str) -> None:
+    sys.stderr.write(f"scons: byoc: {message}\n")
+    sys.exit(2)
+
+
+def make_variables(config, config_path: str) -> Variables:
+    targets = list(config.target_modules()) + ["host"]
+    variables = Variables(None)
+    variables.Add("target", "BYOC target to build for (host = no partitioning)", "", )
+    variables.Add(ListVariable("toolchain", "toolchains from config.toml", list(config.build.toolchains),
+                               list(config.toolchains)))
+    variables.Add("model", "comma-separated zoo names or model files (.txt, .onnx)", ",".join(config.build.models))
+    variables.Add(EnumVariable("executor", "how the model runs", config.build.executor, EXECUTORS))
+    variables.Add(EnumVariable("interface", "calling convention of generated functions", config.build.interface,
+                               INTERFACES))
+    variables.Add(EnumVariable("opt", "optimisation flag for generated code", config.build.opt, OPT_LEVELS))
+    variables.Add("config", "the config file", config_path)
+    variables.Add("cache", "a CacheDir shared between builds (empty: none)", "")
+    variables._byoc_targets = targets
+    return variables
+
+
+def help_text(variables, env, config) -> str:
+    targets = ", ".join(f"{name}{'' if enabled else ' (disabled: ' + flag + ' = false)'}"
+                        for name, (_, flag, enabled) in config.target_modules().items())
+    return ("usage: scons target=NAME [variable=value ...] [check]\n\n"
+            f"targets: {targets}, host\n\n" + variables.GenerateHelpText(env))
+
+
+def reject_unknown(variables) -> None:
+    unknown = variables.UnknownVariables()
+    if unknown:
+        name = next(iter(unknown))
+        known = [opt.key for opt in variables.options]
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {close[0]}=?)" if close else ""
+        fail(f"unknown variable {name}={unknown[name]}{hint}; variables: {', '.join(known)} (see scons -h)")
+
+
+@dataclass
+class Request:
+    target: str
+    toolchains: list[str]
+    models: list[str]
+    executor: str
+    interface: str
+    opt: str
+
+
+def resolve(env, config) -> Request:
+    if env.GetOption("help"):
+        return Request("", [], [], "", "", "")
+    target = env["target"]
+    modules = config.target_modules()
+    if not target:
+        fail(f"say which target to build: scons target=NAME; targets: {', '.join(list(modules) + ['host'])}")
+    if target != "host":
+        if target not in modules:
+            close = difflib.get_close_matches(target, modules, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            fail(f"unknown target {target!r}{hint}; targets: {', '.join(list(modules) + ['host'])}")
+        module, flag, enabled = modules[target]
+        if not enabled:
+            fail(f"target {target!r} is disabled: set {flag} = true in [backends] of {config.path}")
+    toolchains = list(env["toolchain"])
+    if not toolchains:
+        fail("toolchain= selects no toolchain; name at least one of: " + ", ".join(config.toolchains))
+    models = [m.strip() for m in env["model"].split(",") if m.strip()]
+    if not models:
+        fail("model= names no model; give zoo names or model files, e.g. model=mlp")
+    from byoc_compiler.frontend import check_model_spec
+    for spec in models:
+        problem = check_model_spec(spec)
+        if problem:
+            fail(problem)
+    return Request(target, toolchains, models, env["executor"], env["interface"], env["opt"])
+
+
+def print_check_table(target, source, env):
+    from byoc_compiler.check import CheckResult, format_table
+
+    results = [CheckResult.from_json(Path(str(s)).read_text()) for s in source]
+    print(format_table(results))
+    Path(str(target[0])).write_text("\n".join(r.to_json() for r in results))
+    return 0 if all(r.passed for r in results) else 1

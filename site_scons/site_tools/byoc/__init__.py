@@ -1,0 +1,157 @@
+"""SCons tool `byoc`: build models for one BYOC target on configured toolchains, and check them.
+
+Thin by design: codegen is byoc_compiler's (called from a Python action), and
+compiling/linking is SCons's own Object/Program/SharedLibrary with flags taken
+from byoc_compiler.toolchain, so `-j`, header scanning and CacheDir work as
+they do for any C project and no compiler knowledge lives here.
+
+Builders
+  ByocCodegen  model spec -> generated sources, graph.json, params, metadata
+               (the emitter lists every per-region file, so SCons knows them
+               before the action runs)
+  ByocCheck    runner -> check.json (run on deterministic inputs, compared with
+               the numpy reference of the unpartitioned model)
+Pseudo-builder
+  env.ByocModel(spec, target=..., toolchain=..., ...) wires both with the
+  compile and link steps and returns the check node.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import SCons.Action
+import SCons.Builder
+import SCons.Errors
+from SCons.Script import Value
+
+from . import codegen as _codegen
+
+
+def _codegen_emitter(target, source, env):
+    request = _codegen.CodegenRequest.from_env(env)
+    outdir = Path(request.outdir)
+    files = _codegen.planned_files(request)
+    targets = [env.File(str(outdir / rel)) for rel in files]
+    # Codegen changes when the code that generates it changes: the core for everything,
+    # each enabled target's own package for its regions.
+    env.Depends(targets, [env.File(p) for p in _codegen.generator_sources(request)])
+    return targets, source
+
+
+def _codegen_action(target, source, env):
+    request = _codegen.CodegenRequest.from_env(env)
+    try:
+        _codegen.write_outputs(request, [str(t) for t in target])
+    except _codegen.ByocError as exc:
+        sys.stderr.write(f"byoc: {exc}\n")
+        return 1
+    return 0
+
+
+def _codegen_message(target, source, env):
+    r = _codegen.CodegenRequest.from_env(env)
+    return f"byoc codegen  {r.model_name:<16} target={r.target} toolchain={r.toolchain} " \
+           f"executor={r.executor} interface={r.interface}"
+
+
+def _check_action(target, source, env):
+    from byoc_compiler.check import check_runner
+    request = _codegen.CodegenRequest.from_env(env)
+    tc = _codegen.load_config(request.config).toolchain(request.toolchain)
+    mod = _codegen.load_unpartitioned(request.model_spec)
+    result = check_runner(Path(str(source[0])), list(tc.run), request.model_name, mod,
+                          toolchain=request.toolchain, executor=request.executor,
+                          interface=request.interface, target=request.target)
+    Path(str(target[0])).write_text(result.to_json())
+    return 0
+
+
+def _check_message(target, source, env):
+    r = _codegen.CodegenRequest.from_env(env)
+    return f"byoc check    {r.model_name:<16} target={r.target} toolchain={r.toolchain}"
+
+
+def toolchain_env(env, toolchain: str, opt: str, interface: str, config_path: str):
+    """A construction environment compiling and linking C for one configured toolchain."""
+    from byoc_compiler import toolchain as tcmod
+
+    tc = _codegen.load_config(config_path).toolchain(toolchain)
+    flags = tcmod.scons_flags(tc, opt=opt, unpacked=(interface == "unpacked"))
+    clone = env.Clone(
+        CC=flags["cc"], CCFLAGS=flags["ccflags"], CPPPATH=flags["cpppath"], CPPDEFINES=flags["cppdefines"],
+        LINKFLAGS=flags["linkflags"], LIBS=flags["libs"], SHLINKFLAGS=["-shared"] + flags["linkflags"],
+        LINK=flags["cc"], SHCC=flags["cc"], SHCCFLAGS=flags["ccflags"],
+    )
+    # Toolchain flags carry -fPIC where a shared library is wanted, so static objects serve both.
+    clone["STATIC_AND_SHARED_OBJECTS_ARE_THE_SAME"] = 1
+    clone["ENV"]["PATH"] = os.environ.get("PATH", clone["ENV"].get("PATH", ""))
+    return clone, tc
+
+
+def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, interface: str, opt: str,
+               config: str, build_root: str = "build"):
+    """Codegen + compile + link (+ check) of one model for one toolchain; returns (runner, check node)."""
+    outdir = Path(build_root) / target / toolchain / _codegen.model_name(spec)
+    request = _codegen.CodegenRequest(spec, target, toolchain, executor, interface, opt, str(config), str(outdir))
+    cg_env = env.Clone()
+    request.to_env(cg_env)
+    generated = cg_env.ByocCodegen(str(outdir), [Value(request.signature())] + _codegen.model_files(spec))
+    tc_env, tc = toolchain_env(env, toolchain, opt, interface, config)
+
+    runtime_objs, runner_objs = _runtime_objects(env, tc_env, build_root, target, toolchain, opt, interface,
+                                                 executor)
+    model_objs = []
+    for node in generated:
+        path = str(node)
+        if path.endswith(".c"):
+            obj = Path(path).with_suffix(".o")
+            obj = outdir / "obj" / obj.relative_to(outdir)
+            model_objs += tc_env.Object(str(obj), node)
+    runner = tc_env.Program(str(outdir / "runner"), model_objs + runtime_objs + runner_objs)
+    outputs = list(runner)
+    if tc.is_host:
+        outputs += tc_env.SharedLibrary(str(outdir / f"lib{request.model_name}.so"), model_objs + runtime_objs,
+                                        SHLIBPREFIX="", SHLIBSUFFIX=".so")
+    check_env = env.Clone()
+    request.to_env(check_env)
+    check = check_env.ByocCheck(str(outdir / "check.json"), runner)
+    env.AlwaysBuild(check)
+    return outputs, check
+
+
+def _runtime_objects(env, tc_env, build_root, target, toolchain, opt, interface, executor):
+    """The C runtime and the target runtimes, compiled once per toolchain/flags and shared by every model."""
+    key = (build_root, target, toolchain, opt, interface, executor)
+    if key not in _RUNTIME_CACHE:
+        objdir = Path(build_root) / target / toolchain / "_runtime" / f"{executor}-{interface}{opt}"
+        core, runner_only = _codegen.runtime_source_lists(executor, target)
+
+        def objects(paths):
+            return [obj for src in paths
+                    for obj in tc_env.Object(str(objdir / Path(src).parent.name / (Path(src).stem + ".o")),
+                                             env.File(str(src)))]
+
+        _RUNTIME_CACHE[key] = (objects(core), objects(runner_only))
+    return _RUNTIME_CACHE[key]
+
+
+_RUNTIME_CACHE: dict = {}
+
+
+def generate(env):
+    env["BUILDERS"]["ByocCodegen"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(_codegen_action, _codegen_message),
+        emitter=_codegen_emitter, target_factory=env.fs.Entry, single_source=False)
+    env["BUILDERS"]["ByocCheck"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(_check_action, _check_message))
+    env.AddMethod(byoc_model, "ByocModel")
+
+
+def exists(env):
+    try:
+        import byoc_compiler  # noqa: F401
+    except ImportError:
+        return False
+    return True
