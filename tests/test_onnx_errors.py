@@ -96,7 +96,7 @@ def test_conversion_problems_are_collected_and_dependents_skipped():
         from_onnx(model)
     assert [p.node for p in info.value.problems] == ["'static_problem'", "'runtime_shape'", "'conv3d'"]
     assert "must be computable at import time" in str(info.value)
-    assert "only 2-D convolution" in str(info.value)
+    assert "only 1-D and 2-D convolution" in str(info.value)
 
 
 # ---- malformed files ------------------------------------------------------------------------------

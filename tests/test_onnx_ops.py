@@ -126,6 +126,11 @@ add(Case("Conv-opset11-no-attrs", 11, [op("Conv", ["x", "w"])], {"x": rand(2, 3,
          {"x": rand(1, 3, 8, 7)}, {"w": rand(2, 3, 2, 2)}),
     Case("Conv-opset11-valid", 11, [op("Conv", ["x", "w"], auto_pad="VALID", strides=[2, 2])],
          {"x": rand(1, 3, 8, 7)}, {"w": _W}),
+    Case("Conv-opset11-1d-pads-strides-dilations-bias", 11,
+         [op("Conv", ["x", "w", "b"], strides=[2], pads=[1, 2], dilations=[2])],
+         {"x": rand(2, 3, 11)}, {"w": rand(4, 3, 3), "b": rand(4)}),
+    Case("Conv-opset22-1d-same-lower-groups", 22, [op("Conv", ["x", "w"], auto_pad="SAME_LOWER", group=3)],
+         {"x": rand(1, 3, 8)}, {"w": rand(6, 1, 4)}),
     Case("Conv-opset13-runtime-weight", 13, [op("Conv", ["x", "w"], pads=[1, 1, 1, 1])],
          {"x": rand(1, 3, 5, 5), "w": _W}))
 
@@ -147,6 +152,10 @@ add(Case("MaxPool-opset8-same-upper", 8, [op("MaxPool", ["x"], kernel_shape=[3, 
          {"x": rand(1, 2, 8, 8)}),
     Case("MaxPool-opset12-dilations", 12, [op("MaxPool", ["x"], kernel_shape=[2, 2], dilations=[2, 2])],
          {"x": rand(1, 2, 6, 6)}),
+    Case("MaxPool-opset12-1d-ceil-mode", 12, [op("MaxPool", ["x"], kernel_shape=[3], strides=[2], pads=[1, 0],
+                                                  ceil_mode=1)], {"x": rand(1, 2, 10)}),
+    Case("MaxPool-opset8-storage-order-ignored", 8, [op("MaxPool", ["x"], kernel_shape=[2, 2], storage_order=1)],
+         {"x": rand(1, 2, 4, 5)}),
     Case("MaxPool-opset12-indices-unused", 12, [op("MaxPool", ["x"], ["y", "idx"], kernel_shape=[2, 2])],
          {"x": rand(1, 1, 4, 4)}))
 
@@ -159,11 +168,14 @@ add(Case("AveragePool-opset10-ceil-mode", 10, [op("AveragePool", ["x"], kernel_s
                                                    ceil_mode=1)], {"x": rand(1, 2, 8, 8)}),
     Case("AveragePool-opset11-same-upper", 11, [op("AveragePool", ["x"], kernel_shape=[3, 3], strides=[2, 2],
                                                     auto_pad="SAME_UPPER")], {"x": rand(1, 2, 8, 8)}),
+    Case("AveragePool-opset11-1d-count-include-pad", 11,
+         [op("AveragePool", ["x"], kernel_shape=[3], pads=[1, 1], count_include_pad=1)], {"x": rand(2, 3, 7)}),
     Case("AveragePool-opset19-dilations", 19, [op("AveragePool", ["x"], kernel_shape=[2, 2], dilations=[2, 1])],
          {"x": rand(1, 2, 6, 6)}))
 
 for _opset in (7, 22):
     add(Case(f"GlobalAveragePool-opset{_opset}", _opset, [op("GlobalAveragePool", ["x"])], {"x": rand(2, 3, 5, 4)}))
+add(Case("GlobalAveragePool-opset13-1d", 13, [op("GlobalAveragePool", ["x"])], {"x": rand(2, 3, 5)}))
 
 add(Case("Softmax-opset7-axis1-coerced", 7, [op("Softmax", ["x"])], {"x": rand(2, 3, 4)}, peer=ORT),
     Case("Softmax-opset11-default-axis-4d", 11, [op("Softmax", ["x"])], {"x": rand(2, 3, 2, 2)}, peer=ORT),

@@ -1,4 +1,4 @@
-"""Neural-network ONNX ops: Conv, pools, BatchNormalization, Softmax, LRN, Dropout."""
+"""Neural-network ONNX ops: Conv and pools (2-D, and 1-D run as 2-D), BatchNormalization, Softmax, LRN, Dropout."""
 from __future__ import annotations
 
 import math
@@ -14,27 +14,43 @@ def _check_auto_pad(attrs) -> list[str]:
     return [] if mode in _AUTO_PADS else [f"auto_pad {mode!r} is not one of {', '.join(_AUTO_PADS)}"]
 
 
-def _spatial_2d(node: Node, ctx: Context, x, what: str) -> tuple[int, int]:
+def _spatial_rank(ctx: Context, x, what: str) -> int:
+    """1 or 2: how many spatial axes the (N, C, [H,] W) input has."""
     shape = ctx.shape(x)
-    if len(shape) != 4:
-        raise NodeError(f"only 2-D {what} on NCHW tensors is supported; the input has shape {shape}")
-    return shape[2], shape[3]
+    if len(shape) not in (3, 4):
+        raise NodeError(f"only 1-D and 2-D {what} on (N, C, [H,] W) tensors is supported; "
+                        f"the input has shape {shape}")
+    return len(shape) - 2
 
 
-def _pair_attr(node: Node, name: str, default: int) -> tuple[int, int]:
+# A 1-D op runs as the 2-D op with a height of 1: inputs get an H axis, attributes a leading entry.
+
+def _lift(values, rank: int, fill: int) -> tuple[int, int]:
+    return tuple(int(v) for v in values) if rank == 2 else (fill, int(values[0]))
+
+
+def _lift_tensor(ctx: Context, x, rank: int):
+    return x if rank == 2 else ctx.call("expand_dims", x, axis=2)
+
+
+def _lower_tensor(ctx: Context, y, rank: int):
+    return y if rank == 2 else ctx.call("squeeze", y, axis=(2,))
+
+
+def _ints_attr(node: Node, name: str, rank: int, default: int) -> tuple[int, int]:
     value = node.attr(name)
     if value is None:
         return (default, default)
-    if len(value) != 2:
-        raise NodeError(f"attribute {name} has {len(value)} values; a 2-D op needs 2")
-    return (int(value[0]), int(value[1]))
+    if len(value) != rank:
+        raise NodeError(f"attribute {name} has {len(value)} values; a {rank}-D op needs {rank}")
+    return _lift(value, rank, 1)
 
 
-def padding(node: Node, sizes, kernel, strides, dilations) -> tuple[int, int, int, int]:
-    """(top, left, bottom, right) from `pads` or `auto_pad`.
+def padding(node: Node, rank: int, sizes, kernel, strides, dilations) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right) of the lifted 2-D op, from `pads` or `auto_pad`.
 
-    ONNX pads are [h_begin, w_begin, h_end, w_end], which is Relay's order. SAME_* pads so that
-    out = ceil(in / stride); an odd total goes to the end (UPPER) or the beginning (LOWER).
+    ONNX pads are [x1_begin, x2_begin, x1_end, x2_end], which is Relay's order in 2-D. SAME_* pads
+    so that out = ceil(in / stride); an odd total goes to the end (UPPER) or the beginning (LOWER).
     """
     mode = node.attr("auto_pad", "NOTSET")
     if mode == "VALID":
@@ -51,11 +67,11 @@ def padding(node: Node, sizes, kernel, strides, dilations) -> tuple[int, int, in
     pads = node.attr("pads")
     if pads is None:
         return (0, 0, 0, 0)
-    if len(pads) != 4:
-        raise NodeError(f"attribute pads has {len(pads)} values; a 2-D op needs 4")
+    if len(pads) != 2 * rank:
+        raise NodeError(f"attribute pads has {len(pads)} values; a {rank}-D op needs {2 * rank}")
     if any(p < 0 for p in pads):
         raise NodeError(f"negative pads {list(pads)} are not supported")
-    return tuple(int(p) for p in pads)
+    return _lift(pads[:rank], rank, 0) + _lift(pads[rank:], rank, 0)
 
 
 # ---- Conv -----------------------------------------------------------------------------------------
@@ -63,36 +79,38 @@ def padding(node: Node, sizes, kernel, strides, dilations) -> tuple[int, int, in
 @converter("Conv", (1, 11, 22), check=_check_auto_pad)
 def _conv(node: Node, ctx: Context):
     x, w, bias = node.required(0, "X"), node.required(1, "W"), node.input(2)
-    sizes = _spatial_2d(node, ctx, x, "convolution")
+    rank = _spatial_rank(ctx, x, "convolution")
     wshape = ctx.shape(w)
-    if len(wshape) != 4:
-        raise NodeError(f"the weight W must be 4-D (O, I/group, kH, kW), got shape {wshape}")
-    kernel = tuple(wshape[2:])
+    if len(wshape) != rank + 2:
+        raise NodeError(f"the weight W must be {rank + 2}-D (O, I/group, kernel...), got shape {wshape}")
     declared = node.attr("kernel_shape")
-    if declared is not None and tuple(declared) != kernel:
+    if declared is not None and tuple(declared) != wshape[2:]:
         raise NodeError(f"kernel_shape {list(declared)} does not match the weight shape {wshape}")
-    strides, dilations = _pair_attr(node, "strides", 1), _pair_attr(node, "dilations", 1)
-    pads = padding(node, sizes, kernel, strides, dilations)
+    x, w = _lift_tensor(ctx, x, rank), _lift_tensor(ctx, w, rank)
+    kernel = ctx.shape(w)[2:]
+    strides, dilations = _ints_attr(node, "strides", rank, 1), _ints_attr(node, "dilations", rank, 1)
+    pads = padding(node, rank, ctx.shape(x)[2:], kernel, strides, dilations)
     out = ctx.call("nn.conv2d", x, w, strides=strides, padding=pads, dilation=dilations,
                    groups=int(node.attr("group", 1)), channels=wshape[0], kernel_size=kernel)
     if bias is not None:
         out = ctx.call("nn.bias_add", out, bias, axis=1)
-    return [out]
+    return [_lower_tensor(ctx, out, rank)]
 
 
 # ---- pools ----------------------------------------------------------------------------------------
 
 def _pool(node: Node, ctx: Context, ir_op: str, **extra):
     x = node.required(0, "X")
-    sizes = _spatial_2d(node, ctx, x, "pooling")
+    rank = _spatial_rank(ctx, x, "pooling")
     kernel = node.attr("kernel_shape")
-    if kernel is None or len(kernel) != 2:
-        raise NodeError(f"kernel_shape must have 2 values, got {kernel}")
-    kernel = (int(kernel[0]), int(kernel[1]))
-    strides, dilations = _pair_attr(node, "strides", 1), _pair_attr(node, "dilations", 1)
-    pads = padding(node, sizes, kernel, strides, dilations)
-    return [ctx.call(ir_op, x, pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
-                     ceil_mode=bool(node.attr("ceil_mode", 0)), **extra)]
+    if kernel is None or len(kernel) != rank:
+        raise NodeError(f"kernel_shape must have {rank} values, got {kernel}")
+    x, kernel = _lift_tensor(ctx, x, rank), _lift(kernel, rank, 1)
+    strides, dilations = _ints_attr(node, "strides", rank, 1), _ints_attr(node, "dilations", rank, 1)
+    pads = padding(node, rank, ctx.shape(x)[2:], kernel, strides, dilations)
+    out = ctx.call(ir_op, x, pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
+                   ceil_mode=bool(node.attr("ceil_mode", 0)), **extra)
+    return [_lower_tensor(ctx, out, rank)]
 
 
 # Definition 1 has neither dilations nor ceil_mode (absent attributes take the defaults); 8 adds
@@ -110,8 +128,8 @@ def _avg_pool(node: Node, ctx: Context):
 @converter("GlobalAveragePool", (1, 22))
 def _global_avg_pool(node: Node, ctx: Context):
     x = node.required(0, "X")
-    _spatial_2d(node, ctx, x, "global pooling")
-    return [ctx.call("nn.global_avg_pool2d", x)]
+    rank = _spatial_rank(ctx, x, "global pooling")
+    return [_lower_tensor(ctx, ctx.call("nn.global_avg_pool2d", _lift_tensor(ctx, x, rank)), rank)]
 
 
 # ---- BatchNormalization ---------------------------------------------------------------------------
