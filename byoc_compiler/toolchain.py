@@ -47,16 +47,50 @@ def check_toolchain(tc) -> None:
 
 
 def compile_argv(tc, src, obj, include_dirs: Sequence = (), defines: Sequence[str] = (), opt: str = "-O2",
-                 extra_cflags: Sequence[str] = ()) -> list[str]:
-    """`cc <toolchain cflags> <opt> <extra> -D.. -I.. -c src -o obj`. defines are "NAME" or "NAME=VALUE"."""
+                 extra_cflags: Sequence[str] = (), after_dirs: Sequence = ()) -> list[str]:
+    """`cc <toolchain cflags> <opt> <extra> -D.. -I.. -idirafter .. -c src -o obj`.
+
+    defines are "NAME" or "NAME=VALUE". `after_dirs` are searched after the compiler's own system
+    directories (-idirafter): the host's /usr/include holding dlpack/dlpack.h must never shadow a cross
+    compiler's libc headers.
+    """
     argv = [tc.cc, *tc.cflags]
     if opt:
         argv.append(opt)
     argv += list(extra_cflags)
     argv += [f"-D{d}" for d in defines]
     argv += [f"-I{os.fspath(d)}" for d in include_dirs]
+    for d in after_dirs:
+        argv += ["-idirafter", os.fspath(d)]
     argv += ["-c", os.fspath(src), "-o", os.fspath(obj)]
     return argv
+
+
+def model_include_dirs() -> tuple[list[str], list[str]]:
+    """(-I dirs, -idirafter dirs) every model source and the runtime need: byoc/*.h and dlpack/dlpack.h."""
+    from . import runtime
+
+    try:
+        dlpack = os.fspath(runtime.dlpack_include_dir())
+    except FileNotFoundError as exc:
+        raise ToolchainError(str(exc)) from None
+    return [os.fspath(runtime.include_dir())], [dlpack]
+
+
+def scons_flags(tc, opt: str = "-O2", unpacked: bool = False, werror: bool = False) -> dict:
+    """The same flags as compile_argv/link_*_argv, split the way SCons construction variables want them."""
+    includes, after = model_include_dirs()
+    ccflags = [*tc.cflags, *([opt] if opt else []), *(WARNING_FLAGS if werror else ())]
+    for d in after:
+        ccflags += ["-idirafter", d]
+    return {
+        "cc": tc.cc,
+        "ccflags": ccflags,
+        "cpppath": includes,
+        "cppdefines": ["BYOC_UNPACKED_API"] if unpacked else [],
+        "linkflags": [f for f in tc.ldflags if not f.startswith("-l")],
+        "libs": [f[2:] for f in tc.ldflags if f.startswith("-l")],
+    }
 
 
 def link_shared_argv(tc, objs: Sequence, out) -> list[str]:

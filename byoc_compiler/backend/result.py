@@ -32,35 +32,6 @@ def _runtime():
     return runtime
 
 
-def _dlpack_header() -> Path:
-    """dlpack/dlpack.h from the runtime helper's lookup (Debian's libdlpack-dev)."""
-    try:
-        base = Path(_runtime().dlpack_include_dir())
-    except FileNotFoundError as exc:
-        raise ByocError(str(exc)) from None
-    header = base / "dlpack" / "dlpack.h"
-    if not header.is_file():
-        raise ByocError(f"the DLPack header {header} is missing; install it with `apt-get install -y libdlpack-dev`")
-    return header
-
-
-_DLPACK_COPY: Path | None = None
-
-
-def _dlpack_include_copy() -> Path:
-    """A directory holding only dlpack/dlpack.h, so cross compilers never see the host's /usr/include."""
-    global _DLPACK_COPY
-    if _DLPACK_COPY is None or not _DLPACK_COPY.is_dir():
-        import atexit
-
-        root = Path(tempfile.mkdtemp(prefix="byoc-dlpack-"))
-        atexit.register(shutil.rmtree, str(root), True)
-        (root / "dlpack").mkdir()
-        shutil.copyfile(_dlpack_header(), root / "dlpack" / "dlpack.h")
-        _DLPACK_COPY = root
-    return _DLPACK_COPY
-
-
 class BuildResult:
     def __init__(self, *, mod, program, host_c: str, artifacts: dict, region_targets: dict, graph_json: str,
                  params: dict, params_blob: bytes, metadata: dict, toolchain, opt: str, config):
@@ -136,27 +107,34 @@ class BuildResult:
         return self.mod.astext()
 
     # ---- export -----------------------------------------------------------------------------
+    def files(self) -> dict[str, str | bytes]:
+        """Relative path -> content of everything `export` writes (text as str, binary as bytes)."""
+        out: dict[str, str | bytes] = dict(self.sources())
+        for rel, data in self.blobs().items():
+            out[rel] = data
+            text = self.artifacts[Path(rel).stem].text
+            if text is not None:
+                out[str(Path(rel).with_suffix(".txt"))] = text
+        out["graph.json"] = self.graph_json
+        out["params.bin"] = self.params_blob
+        out["model.txt"] = self.model_text()
+        meta = dict(self.metadata)
+        meta["files"] = sorted(list(out) + ["metadata.json"])
+        out["metadata.json"] = json.dumps(meta, indent=2) + "\n"
+        return out
+
     def export(self, directory) -> Path:
         """Write the self-describing directory (atomically: a temp dir renamed into place)."""
         directory = Path(directory)
         directory.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
         try:
-            for rel, text in self.sources().items():
+            for rel, data in self.files().items():
                 (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-                (tmp / rel).write_text(text)
-            for rel, data in self.blobs().items():
-                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-                (tmp / rel).write_bytes(data)
-                text = self.artifacts[Path(rel).stem].text
-                if text is not None:
-                    (tmp / rel).with_suffix(".txt").write_text(text)
-            (tmp / "graph.json").write_text(self.graph_json)
-            (tmp / "params.bin").write_bytes(self.params_blob)
-            (tmp / "model.txt").write_text(self.model_text())
-            meta = dict(self.metadata)
-            meta["files"] = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file()) + ["metadata.json"]
-            (tmp / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
+                if isinstance(data, bytes):
+                    (tmp / rel).write_bytes(data)
+                else:
+                    (tmp / rel).write_text(data)
             _replace_dir(tmp, directory)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -173,7 +151,7 @@ class BuildResult:
     def compile_units(self, srcdir: Path, runner: bool = False) -> list[tuple[Path, list, list]]:
         """Write generated sources under srcdir; (source, include dirs, defines) for everything to compile."""
         rt = _runtime()
-        base_includes = [Path(rt.include_dir()), _dlpack_include_copy()]
+        base_includes = [Path(d) for d in tcmod.model_include_dirs()[0]]
         defines = ["BYOC_UNPACKED_API"] if self.interface == "unpacked" else []
         units: list[tuple[Path, list, list]] = []
         for rel, text in self.sources().items():
@@ -217,6 +195,7 @@ class BuildResult:
         runner_only = ({os.path.realpath(f) for f in rt.runtime_sources(self.executor, runner=True)}
                        - {os.path.realpath(f) for f in rt.runtime_sources(self.executor, runner=False)})
         extra = list(tcmod.WARNING_FLAGS) if werror else []
+        after = tcmod.model_include_dirs()[1]
         jobs = []
         names: set[str] = set()
         for src, incs, defs in units:
@@ -227,7 +206,7 @@ class BuildResult:
             names.add(stem)
             obj = outdir / "obj" / f"{stem}.o"
             obj.parent.mkdir(parents=True, exist_ok=True)
-            jobs.append((tcmod.compile_argv(tc, src, obj, incs, defs, self.opt, extra), src, obj))
+            jobs.append((tcmod.compile_argv(tc, src, obj, incs, defs, self.opt, extra, after), src, obj))
         with ThreadPoolExecutor(max_workers=2) as pool:
             futures = [pool.submit(_compile_cached, argv, src, obj, src.is_relative_to(outdir),
                                    f"compiling {src.name} with toolchain {tc.name!r}") for argv, src, obj in jobs]
