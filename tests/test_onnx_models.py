@@ -10,6 +10,7 @@ import onnx
 import pytest
 
 from byoc_compiler.frontend import from_onnx, load_model
+from byoc_compiler.frontend.onnx import OnnxUnsupportedError
 from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.testing.tolerance import assert_close, tolerance_for_module
 from onnx_models import make_model, node, reference_outputs, resnet_style, squeezenet_style
@@ -188,3 +189,28 @@ def test_hostile_names_never_reach_c_unsanitized(targets, toolchain):
                    for lit in literals), f"{path}: a string literal holds part of a name"
     for got, want in zip(outputs, reference_outputs(model, feeds)):
         assert_close(got, want, 1e-5, 1e-6, what="hostile-name model output")
+
+
+def test_long_chain_imports_iteratively():
+    """20,000 nodes, far past Python's recursion limit: the graph walk and typing never recurse on depth."""
+    n = 20_000
+    nodes = [node("Relu" if i % 2 else "Neg", [f"t{i}"], [f"t{i + 1}"]) for i in range(n)]
+    graph = onnx.helper.make_graph(nodes, "chain", [onnx.helper.make_tensor_value_info("t0", 1, [3])],
+                                   [onnx.helper.make_tensor_value_info(f"t{n}", 1, [3])])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 13)])
+    with pytest.raises(OnnxUnsupportedError) as info:  # Neg is not in the table: every one is listed
+        from_onnx(model)
+    assert len(info.value.problems) == n // 2
+    for proto in model.graph.node:
+        if proto.op_type == "Neg":
+            proto.op_type = "Sigmoid"
+    mod = from_onnx(model)
+    from byoc_compiler.ir import op_counts
+
+    assert op_counts(mod["main"]) == {"sigmoid": n // 2, "nn.relu": n // 2}
+    x = np.array([-1.0, 0.0, 2.0], np.float32)
+    got = run_reference(mod, {"t0": x})[0]
+    want = x
+    for _ in range(n // 2):
+        want = np.maximum(1.0 / (1.0 + np.exp(-want.astype(np.float64))), 0.0).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-5)

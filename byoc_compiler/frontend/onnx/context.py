@@ -24,9 +24,9 @@ class NodeError(Exception):
 class Node:
     """One ONNX node, decoded: attributes as Python values, inputs as IR expressions (None = omitted)."""
 
-    def __init__(self, label: str, op_type: str, opset: int, since: int, attrs: dict[str, Any],
+    def __init__(self, name: str, op_type: str, opset: int, since: int, attrs: dict[str, Any],
                  inputs: Sequence[Expr | None], input_names: Sequence[str], output_names: Sequence[str]):
-        self.label, self.op_type, self.opset, self.since = label, op_type, opset, since
+        self.name, self.op_type, self.opset, self.since = name, op_type, opset, since
         self.attrs = attrs
         self.inputs = list(inputs)
         self.input_names = list(input_names)

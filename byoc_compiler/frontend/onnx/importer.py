@@ -195,7 +195,6 @@ class _GraphImporter:
     def _convert(self, converters: list[Converter]) -> None:
         failed: set[str] = set()
         for index, (proto, conv) in enumerate(zip(self.graph.node, converters)):
-            label = node_label(proto, index)
             if conv is None or any(name in failed for name in proto.input):
                 failed.update(proto.output)  # its cause is already reported
                 continue
@@ -203,7 +202,7 @@ class _GraphImporter:
             try:
                 if missing:
                     raise NodeError(f"input {missing[0]!r} is not produced by any earlier node or initializer")
-                node = Node(label, proto.op_type, self.opset, since_version(proto.op_type, self.opset),
+                node = Node(proto.name, proto.op_type, self.opset, since_version(proto.op_type, self.opset),
                             {a.name: attribute_value(a) for a in proto.attribute},
                             [self.env[n] if n else None for n in proto.input], list(proto.input),
                             list(proto.output))
@@ -211,7 +210,8 @@ class _GraphImporter:
                 for result in results:
                     self.ctx.type_of(result)
             except NodeError as exc:
-                self.problems.append((index, NodeProblem(label, proto.op_type, self.opset, str(exc))))
+                self.problems.append((index, NodeProblem(node_label(proto, index), proto.op_type, self.opset,
+                                                         str(exc))))
                 failed.update(proto.output)
                 continue
             for name, result in zip(proto.output, results):

@@ -7,6 +7,7 @@ using a definition nobody checked is reported instead of silently mistranslated.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -45,6 +46,7 @@ def converter(op_type: str, versions, *, outputs: int = 1, check=None):
     return register
 
 
+@functools.lru_cache(maxsize=None)
 def since_version(op_type: str, opset: int, domain: str = "") -> int | None:
     """The since_version of `op_type`'s definition in force at `opset`, None if ONNX has no such op."""
     try:
