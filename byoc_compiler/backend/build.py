@@ -122,7 +122,7 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
 
     kernels = {}
     for step in prog.steps:
-        if step.kind == "host":
+        if step.kind == "host" and step.symbol not in kernels:
             kernels[step.symbol] = _emit_kernel(step.call, step.symbol)
 
     params = {prog.tensors[t].name: np.array(prog.tensors[t].data) for t in prog.consts}
@@ -184,7 +184,8 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
         for s in symbols:
             table.append((s, trampolines.get(s) or adapters[s]))
         parts.append("\n/* ---- graph executor ---- */\n#include <byoc/graph_executor.h>\n")
-        parts.append(byte_array("byoc_graph_json", gjson.encode()))
+        embedded_json = graph_json(prog, compact=True).encode()
+        parts.append(byte_array("byoc_graph_json", embedded_json))
         parts.append(byte_array("byoc_params", params_blob))
         rows = ",\n".join(f"  {{{c_string(name)}, {fn}, NULL}}" for name, fn in table) or "  {NULL, NULL, NULL}"
         parts.append(f"static const ByocFuncEntry byoc_funcs[{max(1, len(table))}] = {{\n{rows}\n}};\n"
@@ -199,7 +200,7 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
             "static int32_t byoc_model_init(void) {\n"
             "  if (byoc_graph != NULL) return 0;\n"
             f"{modules_init}"
-            f"  if (byoc_graph_create((const char*)byoc_graph_json, (size_t){len(gjson.encode())}, byoc_params,\n"
+            f"  if (byoc_graph_create((const char*)byoc_graph_json, (size_t){len(embedded_json)}, byoc_params,\n"
             f"                        (size_t){len(params_blob)}, byoc_funcs, {len(table)}, &byoc_graph) != 0\n"
             "      || byoc_graph_check_signature(byoc_graph, &byoc_desc) != 0) {\n"
             "    byoc_model_deinit();\n"
@@ -233,7 +234,7 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
         "outputs": [{"name": n, "shape": list(t.shape), "dtype": t.dtype} for n, t in output_entries],
         "workspace_bytes": int(workspace),
         "params": {n: {"shape": list(a.shape), "dtype": str(a.dtype)} for n, a in params.items()},
-        "host_kernels": [s.symbol for s in prog.steps if s.kind == "host"],
+        "host_kernels": list(kernels),
         "targets": sorted({t.name for t in region_targets.values()}),
         "regions": [{"symbol": s, "target": region_targets[s].name,
                      "artifact": "c" if isinstance(a, CSourceArtifact) else a.kind,

@@ -41,7 +41,8 @@ def temp_storage_bytes(prog: Program) -> int:
     return sum(sizes[len(prog.inputs) + len(prog.consts):])
 
 
-def graph_json(prog: Program) -> str:
+def graph_json(prog: Program, compact: bool = False) -> str:
+    """The graph.json text; `compact` drops the whitespace (the copy embedded in C)."""
     nodes: list[dict] = []
     entry: dict[int, tuple[int, int]] = {}        # tensor id -> (node id, output index)
     for t in prog.inputs + prog.consts:
@@ -78,4 +79,4 @@ def graph_json(prog: Program) -> str:
         },
         "node_row_ptr": row_ptr,
     }
-    return json.dumps(graph, indent=2)
+    return json.dumps(graph, separators=(",", ":")) if compact else json.dumps(graph, indent=2)

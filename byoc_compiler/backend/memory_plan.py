@@ -28,21 +28,21 @@ class ArenaPlan:
     alignment: int
 
 
-def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return a[0] <= b[1] and b[0] <= a[1]
-
-
 def plan_offsets(sizes: Mapping[Hashable, int], lifetimes: Mapping[Hashable, tuple[int, int]],
                  alignment: int = 16) -> ArenaPlan:
     """Arena offsets for every key of `sizes` (bytes) given its lifetime; deterministic for equal inputs."""
     order = sorted(sizes, key=lambda k: (-align_up(sizes[k], alignment), lifetimes[k][0], lifetimes[k][1]))
-    placed: list[tuple[int, int, tuple[int, int]]] = []     # (offset, end, lifetime)
+    placed: list[tuple[int, int]] = []          # (offset, end) per placed tensor
+    at_step: dict[int, list[int]] = {}          # step -> placed tensors alive then (bounded by what is live)
     offsets: dict = {}
     total = 0
     for key in order:
         size = align_up(max(sizes[key], 1), alignment)
-        life = lifetimes[key]
-        busy = sorted((start, end) for start, end, other in placed if _overlap(life, other))
+        first, last = lifetimes[key]
+        overlapping: set[int] = set()
+        for step in range(first, last + 1):
+            overlapping.update(at_step.get(step, ()))
+        busy = sorted(placed[i] for i in overlapping)
         best = None            # (gap size, offset)
         cursor = 0
         for start, end in busy:
@@ -51,7 +51,9 @@ def plan_offsets(sizes: Mapping[Hashable, int], lifetimes: Mapping[Hashable, tup
             cursor = max(cursor, end)
         offset = best[1] if best is not None else cursor
         offsets[key] = offset
-        placed.append((offset, offset + size, life))
+        for step in range(first, last + 1):
+            at_step.setdefault(step, []).append(len(placed))
+        placed.append((offset, offset + size))
         total = max(total, offset + size)
     return ArenaPlan(offsets, total, alignment)
 

@@ -164,18 +164,25 @@ def lower_main(mod: IRModule, mod_name: str) -> Program:
             raise ByocError(f"build: @{node.name_hint} is used as a value in main; only calls of it can be built")
     prog.outputs = list(values[id(main.body)])
 
+    # One kernel per distinct (op, attrs, tensor types): repeated layers share their host kernel, so a
+    # deep chain of identical ops does not make a source file as long as the chain.
     taken = set(region_symbols.values())
-    base = sanitize_identifier(f"tvmgen_{mod_name}_fused")
-    host_steps = [s for s in prog.steps if s.kind == "host"]
+    base = f"tvmgen_{mod_name}_fused"
     counters: dict[str, int] = {}
-    wanted = []
-    for step in host_steps:
-        op = sanitize_identifier(step.op_name.replace(".", "_"))
-        n = counters.get(op, 0)
-        counters[op] = n + 1
-        wanted.append(f"{base}_{op}" + (f"_{n}" if n else ""))
-    for step, name in zip(host_steps, unique_identifiers(wanted, taken)):
-        step.symbol = name
+    by_key: dict[tuple, str] = {}
+    for step in prog.steps:
+        if step.kind != "host":
+            continue
+        key = (step.op_name, step.call.attrs, tuple(prog.tensors[t].type for t in step.inputs),
+               tuple(prog.tensors[t].type for t in step.outputs))
+        if key not in by_key:
+            op = step.op_name.replace(".", "_")
+            n = counters.get(op, 0)
+            counters[op] = n + 1
+            wanted = f"{base}_{op}" + (f"_{n}" if n else "")
+            by_key[key] = unique_identifiers([wanted], taken)[0]
+            taken.add(by_key[key])
+        step.symbol = by_key[key]
     return prog
 
 
