@@ -106,6 +106,20 @@ static int int_value(const ByocJsonValue* v, int64_t lo, int64_t hi, const char*
   return 0;
 }
 
+/* attrs[key] of node `path` as an integer in [lo, hi]; absent is an error only if required. */
+static int int_attr(const ByocJsonDoc* d, const ByocJsonValue* attrs, const char* key, int required, int64_t lo,
+                    int64_t hi, const char* path, int64_t* out) {
+  const ByocJsonValue* v = byoc_json_get(d, attrs, key);
+  char sub[160];
+  if (v == NULL) {
+    if (!required) return 0;
+    byoc_set_last_error("graph.json: %s.attrs is missing field \"%s\"", path, key);
+    return -1;
+  }
+  snprintf(sub, sizeof(sub), "%s.attrs.%s", path, key);
+  return int_value(v, lo, hi, sub, out);
+}
+
 /* A "list_xxx" attribute: ["list_xxx", [ ...n items ]] */
 static const ByocJsonValue* tagged_list(const ByocJsonDoc* d, const ByocJsonValue* attrs, const char* key,
                                         const char* tag, int32_t n) {
@@ -216,32 +230,18 @@ static int32_t parse_nodes(ByocGraph* g, const ByocJsonDoc* d, const ByocJsonVal
         return -1;
       }
     } else if (strcmp(op->str, "tvm_op") == 0) {
-      const ByocJsonValue *fname, *v;
+      const ByocJsonValue* fname;
       int64_t x;
       char sub[128];
       node->is_op = 1;
       if ((attrs = field(d, n, "attrs", BYOC_JSON_OBJECT, path)) == NULL) return -1;
       snprintf(sub, sizeof(sub), "%s.attrs", path);
       if ((fname = field(d, attrs, "func_name", BYOC_JSON_STRING, sub)) == NULL) return -1;
-      if ((v = byoc_json_get(d, attrs, "num_inputs")) == NULL) {
-        byoc_set_last_error("graph.json: %s is missing field \"num_inputs\"", sub);
-        return -1;
-      }
-      snprintf(sub, sizeof(sub), "%s.attrs.num_inputs", path);
-      if (int_value(v, 0, 1 << 20, sub, &x) != 0) return -1;
+      if (int_attr(d, attrs, "num_inputs", 1, 0, 1 << 20, path, &x) != 0) return -1;
       node->num_inputs = (int32_t)x;
-      snprintf(sub, sizeof(sub), "%s.attrs", path);
-      if ((v = byoc_json_get(d, attrs, "num_outputs")) == NULL) {
-        byoc_set_last_error("graph.json: %s is missing field \"num_outputs\"", sub);
-        return -1;
-      }
-      snprintf(sub, sizeof(sub), "%s.attrs.num_outputs", path);
-      if (int_value(v, 1, 1 << 20, sub, &x) != 0) return -1;
+      if (int_attr(d, attrs, "num_outputs", 1, 1, 1 << 20, path, &x) != 0) return -1;
       node->num_outputs = (int32_t)x;
-      if ((v = byoc_json_get(d, attrs, "flatten_data")) != NULL) {
-        snprintf(sub, sizeof(sub), "%s.attrs.flatten_data", path);
-        if (int_value(v, 0, 1, sub, &x) != 0) return -1;
-      }
+      if (int_attr(d, attrs, "flatten_data", 0, 0, 1, path, &x) != 0) return -1;
       if (inputs->count != node->num_inputs) {
         byoc_set_last_error("graph.json: %s ('%.100s') has num_inputs %d but lists %d inputs", path, node->name,
                             (int)node->num_inputs, (int)inputs->count);

@@ -191,23 +191,6 @@ bad:
   return -1;
 }
 
-static void shape_str(char* buf, size_t n, int32_t ndim, const int64_t* shape) {
-  size_t used;
-  int32_t i;
-  int w = snprintf(buf, n, "(");
-  used = w > 0 ? (size_t)w : 0;
-  for (i = 0; i < ndim && used < n; ++i) {
-    w = snprintf(buf + used, n - used, "%lld%s", (long long)shape[i], (ndim == 1 || i + 1 < ndim) ? "," : "");
-    if (w < 0) return;
-    used += (size_t)w;
-    if (i + 1 < ndim && used < n) {
-      w = snprintf(buf + used, n - used, " ");
-      used += w > 0 ? (size_t)w : 0;
-    }
-  }
-  if (used < n) snprintf(buf + used, n - used, ")");
-}
-
 int32_t byoc_npy_read(const char* path, const char* what, const ByocTensorInfo* expect, void* data, size_t nbytes) {
   unsigned char* head = NULL;
   size_t got;
@@ -239,9 +222,9 @@ int32_t byoc_npy_read(const char* path, const char* what, const ByocTensorInfo* 
   }
   if (h.ndim != expect->ndim ||
       (h.ndim > 0 && memcmp(h.shape, expect->shape, (size_t)h.ndim * sizeof(int64_t)) != 0)) {
-    shape_str(sa, sizeof(sa), h.ndim, h.shape);
-    shape_str(sb, sizeof(sb), expect->ndim, expect->shape);
-    byoc_set_last_error("%s: '%s' has shape %s, expected %s", what, path, sa, sb);
+    byoc_set_last_error("%s: '%s' has shape %s, expected %s", what, path,
+                        byoc_shape_str(h.ndim, h.shape, sa, sizeof(sa)),
+                        byoc_shape_str(expect->ndim, expect->shape, sb, sizeof(sb)));
     goto done;
   }
   if (fseek(f, (long)h.header_bytes, SEEK_SET) != 0) {
@@ -296,7 +279,7 @@ int32_t byoc_npy_write(const char* path, const ByocTensorInfo* info, const void*
     snprintf(descr, sizeof(descr), "%c%c%u", elem == 1 ? '|' : (byoc_host_is_big_endian() ? '>' : '<'),
              descr_kind(info->dtype.code), (unsigned)elem);
   }
-  shape_str(shape, sizeof(shape), info->ndim, info->shape);
+  byoc_shape_str(info->ndim, info->shape, shape, sizeof(shape));
   n = snprintf(header, sizeof(header), "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape);
   if (n < 0 || (size_t)n + 64 >= sizeof(header)) {
     byoc_set_last_error("'%s': .npy header too long", path);

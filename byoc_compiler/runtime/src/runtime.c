@@ -125,19 +125,27 @@ int64_t byoc_dltensor_numel(const DLTensor* t) {
   return byoc_shape_numel(t->ndim, t->shape);
 }
 
-static void format_shape(char* buf, size_t len, int32_t ndim, const int64_t* shape) {
+const char* byoc_shape_str(int32_t ndim, const int64_t* shape, char* buf, size_t buf_len) {
   size_t used = 0;
   int32_t i;
-  int n = snprintf(buf, len, "(");
-  if (n < 0) return;
-  used = (size_t)n;
-  for (i = 0; i < ndim && shape != NULL && used < len; ++i) {
-    n = snprintf(buf + used, len - used, i + 1 == ndim && ndim == 1 ? "%lld," : (i + 1 == ndim ? "%lld" : "%lld, "),
-                 (long long)shape[i]);
-    if (n < 0) return;
+  int n;
+  if (buf == NULL || buf_len == 0) return "";
+  buf[0] = '\0';
+  if (ndim < 0 || ndim > 64 || (ndim > 0 && shape == NULL)) {
+    snprintf(buf, buf_len, "<ndim %d>", (int)ndim);
+    return buf;
+  }
+  /* Python tuple spelling, so messages match numpy's: (), (3,), (2, 3) */
+  for (i = 0; i <= ndim && used < buf_len; ++i) {
+    if (i == ndim) {
+      n = snprintf(buf + used, buf_len - used, "%s)", ndim == 0 ? "(" : (ndim == 1 ? "," : ""));
+    } else {
+      n = snprintf(buf + used, buf_len - used, "%s%lld", i == 0 ? "(" : ", ", (long long)shape[i]);
+    }
+    if (n < 0) break;
     used += (size_t)n;
   }
-  if (used < len) snprintf(buf + used, len - used, ")");
+  return buf;
 }
 
 int32_t byoc_check_dltensor(const DLTensor* t, const char* what, int32_t ndim, const int64_t* shape,
@@ -161,13 +169,8 @@ int32_t byoc_check_dltensor(const DLTensor* t, const char* what, int32_t ndim, c
   }
   if (t->ndim != ndim || (ndim > 0 && t->shape == NULL) ||
       (ndim > 0 && memcmp(t->shape, shape, (size_t)ndim * sizeof(int64_t)) != 0)) {
-    format_shape(want_s, sizeof(want_s), ndim, shape);
-    if (t->ndim >= 0 && t->ndim <= 32) {
-      format_shape(got_s, sizeof(got_s), t->ndim, t->shape);
-    } else {
-      snprintf(got_s, sizeof(got_s), "<ndim %d>", (int)t->ndim);
-    }
-    byoc_set_last_error("%s: expected shape %s, got %s", what, want_s, got_s);
+    byoc_set_last_error("%s: expected shape %s, got %s", what, byoc_shape_str(ndim, shape, want_s, sizeof(want_s)),
+                        byoc_shape_str(t->ndim, t->shape, got_s, sizeof(got_s)));
     return -1;
   }
   if (t->strides != NULL) {

@@ -100,6 +100,8 @@ size_t byoc_dtype_bytes(DLDataType t);
 const char* byoc_dtype_str(DLDataType t, char* buf, size_t buf_len);
 /* Parses the strings byoc_dtype_str writes for codes int/uint/float/bfloat/bool; 0 on success. */
 int32_t byoc_dtype_parse(const char* s, size_t len, DLDataType* out);
+/* "(2, 3)", "(3,)", "()" (truncated to buf_len). Returns buf. */
+const char* byoc_shape_str(int32_t ndim, const int64_t* shape, char* buf, size_t buf_len);
 /* Product of the shape (1 for ndim == 0); -1 on negative dim or int64 overflow. */
 int64_t byoc_shape_numel(int32_t ndim, const int64_t* shape);
 int64_t byoc_dltensor_numel(const DLTensor* t);
