@@ -184,9 +184,11 @@ def _shape_cases():
         Case("transpose-default-3d", "transpose", (Arg((2, 3, 4)),)),
         Case("transpose-102", "transpose", (Arg((2, 3, 5)),), {"axes": (1, 0, 2)}),
         Case("transpose-4d-i32", "transpose", (Arg((2, 3, 1, 5), I32, "full"),), {"axes": (3, 1, 0, 2)}),
+        Case("transpose-bool", "transpose", (Arg((3, 1, 4), B, "bool"),)),
         Case("transpose-5d-neg-axes", "transpose", (Arg((2, 1, 3, 2, 3)),), {"axes": (-1, 0, 2, 1, 3)}),
         Case("concatenate-3-axis1", "concatenate", (Arg((2, 3, 2)), Arg((2, 1, 2)), Arg((2, 4, 2))), {"axis": 1}),
         Case("concatenate-i32-axis0", "concatenate", (Arg((2, 3), I32, "full"), Arg((1, 3), I32, "full"))),
+        Case("concatenate-i64", "concatenate", (Arg((2, 2), I64, "ints"), Arg((2, 3), I64, "ints")), {"axis": 1}),
         Case("concatenate-neg-axis", "concatenate", (Arg((3, 2)), Arg((3, 5))), {"axis": -1}),
         Case("concatenate-1d", "concatenate", (Arg((3,)), Arg((1,)), Arg((2,)), Arg((5,)))),
         Case("split-sections", "split", (Arg((2, 6, 3)),), {"indices_or_sections": 3, "axis": 1}),
@@ -197,6 +199,7 @@ def _shape_cases():
           for mode in ("clip", "wrap") for idx in (I32, I64)
           for axis, n in ((None, 20), (0, 4), (1, 5))],
         Case("take-3d-i32data", "take", (Arg((2, 3, 4), I32, "full"), Arg((5,), I32, "index:3")), {"axis": -2}),
+        Case("take-i64-data", "take", (Arg((7,), I64, "ints"), Arg((3, 2), I32, "index:7")), {"mode": "wrap"}),
         Case("take-0d-index", "take", (Arg((6,)), Arg((), I64, "index:6")), {"axis": 0, "mode": "wrap"}),
         Case("pad-constant", "nn.pad", (Arg((3, 4)),), {"pad_width": ((1, 2), (0, 3)), "pad_value": 1.5}),
         Case("pad-constant-i32", "nn.pad", (Arg((2, 3, 2), I32, "full"),),
@@ -275,7 +278,10 @@ def libs(tmp_path_factory):
         key = (cc, interface)
         if key not in _LIBS:
             defines = ["-DBYOC_UNPACKED_API"] if interface == "unpacked" else []
-            _LIBS[key] = build_library(cc, tmp_path_factory.mktemp(f"{cc}-{interface}"), CASES, defines)
+            # Optimized code is tested in the unpacked libraries (and the sanitizer batch); -O0 keeps
+            # the packed ones quick to build.
+            flags = ("-O1",) if interface == "unpacked" else ("-O0",)
+            _LIBS[key] = build_library(cc, tmp_path_factory.mktemp(f"{cc}-{interface}"), CASES, defines, flags)
         return _LIBS[key]
     return get
 
@@ -453,57 +459,85 @@ def test_emit_kernel_needs_types():
         emit_kernel(call, "k")
 
 
-# ---- sanitizers: a C driver program runs every kernel on exactly-sized heap buffers ---------------
+# ---- a C driver program runs every kernel on exactly-sized heap buffers: sanitizers, other CPUs ------
 
 def _driver_source(cases) -> str:
+    """main(in.bin, out.bin): per case, load the inputs, run the kernel, append the outputs.
+    Files are little-endian; the driver swaps bytes on a big-endian CPU."""
     lines = ["#include <stdint.h>", "#include <stdio.h>", "#include <stdlib.h>", "",
-             "static void* load(FILE* f, size_t n) {",
+             "static int big_endian(void) { const uint16_t one = 1; return *(const unsigned char*)&one == 0; }",
+             "static void swap(void* p, size_t n, size_t width) {",
+             "  unsigned char* b = (unsigned char*)p;",
+             "  if (!big_endian() || width == 1) return;",
+             "  for (size_t i = 0; i < n; i += width)",
+             "    for (size_t j = 0; j < width / 2; ++j) {",
+             "      unsigned char t = b[i + j]; b[i + j] = b[i + width - 1 - j]; b[i + width - 1 - j] = t;",
+             "    }",
+             "}",
+             "static void* load(FILE* f, size_t n, size_t width) {",
              "  void* p = malloc(n ? n : 1);",
              "  if (p == NULL || (n && fread(p, 1, n, f) != n)) { fprintf(stderr, \"short input\\n\"); exit(2); }",
+             "  swap(p, n, width);",
              "  return p;",
+             "}",
+             "static void save(FILE* f, void* p, size_t n, size_t width) {",
+             "  swap(p, n, width);",
+             "  if (n && fwrite(p, 1, n, f) != n) { fprintf(stderr, \"short write\\n\"); exit(2); }",
              "}", ""]
-    for c in cases:
-        call = typed_call(c)
-        ks = emit_kernel(call, c.symbol)
+    kernels = [emit_kernel(typed_call(c), c.symbol) for c in cases]
+    for c, ks in zip(cases, kernels):
         lines.append(c_abi.core_signature(c.symbol, ks.input_types, ks.output_types) + ";")
     lines += ["", "int main(int argc, char** argv) {",
               "  FILE* in; FILE* out;",
               "  if (argc != 3) return 2;",
               "  in = fopen(argv[1], \"rb\"); out = fopen(argv[2], \"wb\");",
               "  if (in == NULL || out == NULL) return 2;"]
-    for c in cases:
-        ks = emit_kernel(typed_call(c), c.symbol)
-        sizes = [t.nbytes for t in ks.input_types + ks.output_types]
+    for c, ks in zip(cases, kernels):
+        types = ks.input_types + ks.output_types
         n_in = len(ks.input_types)
         lines.append("  {")
-        for i, size in enumerate(sizes):
+        for i, t in enumerate(types):
+            width = np.dtype(t.dtype).itemsize
             if i < n_in:
-                lines.append(f"    void* b{i} = load(in, {size}u);")
+                lines.append(f"    void* b{i} = load(in, {t.nbytes}u, {width}u);")
             else:
-                lines.append(f"    void* b{i} = malloc({size or 1}u);")
-        args = ", ".join(f"b{i}" for i in range(len(sizes)))
+                lines.append(f"    void* b{i} = malloc({t.nbytes or 1}u);")
+        args = ", ".join(f"b{i}" for i in range(len(types)))
         lines.append(f"    if ({c.symbol}({args}) != 0) {{ fprintf(stderr, \"{c.symbol} failed\\n\"); return 1; }}")
-        for i in range(n_in, len(sizes)):
-            lines.append(f"    if ({sizes[i]}u) fwrite(b{i}, 1, {sizes[i]}u, out);")
-        lines += [f"    free(b{i});" for i in range(len(sizes))]
+        for i in range(n_in, len(types)):
+            lines.append(f"    save(out, b{i}, {types[i].nbytes}u, {np.dtype(types[i].dtype).itemsize}u);")
+        lines += [f"    free(b{i});" for i in range(len(types))]
         lines.append("  }")
     lines += ["  fclose(in);", "  return fclose(out) == 0 ? 0 : 1;", "}"]
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("cc", COMPILERS)
-def test_sanitizers_clean_on_every_case(cc, tmp_path):
+def _toolchains(pick):
+    from byoc_compiler.config import load_config
+    from byoc_compiler.toolchain import can_load_here
+
+    tcs = load_config(ROOT / "config.toml").toolchains.values()
+    return [pytest.param(tc, id=tc.name, marks=pytest.mark.skipif(
+        not shutil.which(tc.cc) or (tc.run and not shutil.which(tc.run[0])), reason=f"{tc.cc} or its runner missing"))
+            for tc in tcs if pick(tc, can_load_here(tc))]
+
+
+@pytest.mark.parametrize("tc", _toolchains(lambda tc, here: tc.sanitizer)
+                         + _toolchains(lambda tc, here: tc.arch in ("s390x", "armhf")))
+def test_driver_batch_on_toolchain(tc, tmp_path):
+    """Every case in one program: under ASan+UBSan (host toolchains with sanitizers), and on a
+    big-endian (s390x) and a 32-bit (armhf) CPU under qemu-user."""
     source = tmp_path / "kernels.c"
     source.write_text("\n".join(emit_kernel(typed_call(c), c.symbol).code for c in CASES))
     driver = tmp_path / "driver.c"
     driver.write_text(_driver_source(CASES))
-    flags = [*WARNINGS, "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-             "-fno-omit-frame-pointer", "-DBYOC_UNPACKED_API", f"-I{RUNTIME / 'include'}"]
     exe = tmp_path / "driver"
-    run([cc, *flags, source, driver, RUNTIME / "src" / "runtime.c", "-o", exe, "-lm"])
+    run([tc.cc, *tc.cflags, *WARNINGS, "-O1", "-DBYOC_UNPACKED_API", f"-I{RUNTIME / 'include'}",
+         source, driver, RUNTIME / "src" / "runtime.c", "-o", exe, *tc.ldflags])
     all_inputs = [inputs_for(c) for c in CASES]
-    (tmp_path / "in.bin").write_bytes(b"".join(a.tobytes() for ins in all_inputs for a in ins))
-    run([exe, tmp_path / "in.bin", tmp_path / "out.bin"],
+    (tmp_path / "in.bin").write_bytes(b"".join(a.astype(a.dtype.newbyteorder("<")).tobytes()
+                                               for ins in all_inputs for a in ins))
+    run([*tc.run, exe, tmp_path / "in.bin", tmp_path / "out.bin"], timeout=600,
         env={**os.environ, "ASAN_OPTIONS": "detect_leaks=1", "UBSAN_OPTIONS": "print_stacktrace=1"})
     data = (tmp_path / "out.bin").read_bytes()
     offset = 0
@@ -511,7 +545,8 @@ def test_sanitizers_clean_on_every_case(cc, tmp_path):
         outs = []
         for template in empty_outputs(case):
             n = template.nbytes
-            outs.append(np.frombuffer(data[offset:offset + n], template.dtype).reshape(template.shape))
+            little = template.dtype.newbyteorder("<")
+            outs.append(np.frombuffer(data[offset:offset + n], little).astype(template.dtype).reshape(template.shape))
             offset += n
         check_outputs(case, outs, reference(case, inputs))
     assert offset == len(data)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ...errors import ByocError
 from ...ir.attrs import Attrs
 from ...ir.expr import Call, Op, Tuple
 from ...ir.types import TensorType, Type, flatten_type
@@ -26,7 +27,7 @@ RULES: dict[str, Rule] = {**elementwise.RULES, **nn.RULES, **shape.RULES}
 _HEADER_ORDER = ("stdint.h", "stddef.h", "string.h", "math.h", "byoc/runtime.h")
 
 
-class HostKernelError(ValueError):
+class HostKernelError(ByocError, ValueError):
     """A call the host cannot generate a kernel for; the message names the op and the reason."""
 
 
@@ -108,7 +109,12 @@ def emit_kernel(call: Call, symbol: str) -> KernelSource:
         if t.dtype not in c_abi.C_TYPES:
             raise HostKernelError(f"{call.op.name}: dtype {t.dtype} has no C type")
     ctx = KernelContext(call, symbol, inputs, outputs, call.attrs)
-    body = rule(ctx)
+    try:
+        body = rule(ctx)
+    except HostKernelError:
+        raise
+    except ValueError as exc:  # a rule saying it cannot handle these types or attrs
+        raise HostKernelError(f"{call.op.name}: {exc}") from None
     core = f"{symbol}_"
     params = [f"in{i}" for i in range(len(inputs))] + [f"out{i}" for i in range(len(outputs))]
     headers = {"stdint.h"} | ctx.headers

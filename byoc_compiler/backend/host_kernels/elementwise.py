@@ -18,7 +18,7 @@ _WRAP = "(int32_t)((uint32_t)a {op} (uint32_t)b)"
 
 
 @dataclass(frozen=True)
-class Expr:
+class CExpr:
     """`expr` per dtype; `guard` (optional) is a condition that makes the element an error."""
 
     expr: str
@@ -27,35 +27,35 @@ class Expr:
     headers: tuple[str, ...] = ()
 
 
-BINARY: dict[str, dict[str, Expr]] = {
-    "add": {"float32": Expr("a + b"), "int32": Expr(_WRAP.format(op="+"))},
-    "subtract": {"float32": Expr("a - b"), "int32": Expr(_WRAP.format(op="-"))},
-    "multiply": {"float32": Expr("a * b"), "int32": Expr(_WRAP.format(op="*"))},
+BINARY: dict[str, dict[str, CExpr]] = {
+    "add": {"float32": CExpr("a + b"), "int32": CExpr(_WRAP.format(op="+"))},
+    "subtract": {"float32": CExpr("a - b"), "int32": CExpr(_WRAP.format(op="-"))},
+    "multiply": {"float32": CExpr("a * b"), "int32": CExpr(_WRAP.format(op="*"))},
     "divide": {
-        "float32": Expr("a / b"),
+        "float32": CExpr("a / b"),
         # C's / truncates like the op; INT32_MIN / -1 overflows, so negate with wrap-around instead.
-        "int32": Expr("b == -1 ? (int32_t)(0u - (uint32_t)a) : a / b", guard="b == 0",
+        "int32": CExpr("b == -1 ? (int32_t)(0u - (uint32_t)a) : a / b", guard="b == 0",
                       error="integer division by zero"),
     },
     # numpy's maximum/minimum propagate NaN from either side.
-    "maximum": {"float32": Expr("(isnan(a) || a > b) ? a : b", headers=("math.h",)),
-                "int32": Expr("a > b ? a : b")},
-    "minimum": {"float32": Expr("(isnan(a) || a < b) ? a : b", headers=("math.h",)),
-                "int32": Expr("a < b ? a : b")},
+    "maximum": {"float32": CExpr("(isnan(a) || a > b) ? a : b", headers=("math.h",)),
+                "int32": CExpr("a > b ? a : b")},
+    "minimum": {"float32": CExpr("(isnan(a) || a < b) ? a : b", headers=("math.h",)),
+                "int32": CExpr("a < b ? a : b")},
 }
 
-UNARY: dict[str, dict[str, Expr]] = {
-    "negative": {"float32": Expr("-x"), "int32": Expr("(int32_t)(0u - (uint32_t)x)")},
-    "abs": {"float32": Expr("fabsf(x)", headers=("math.h",)),
-            "int32": Expr("x < 0 ? (int32_t)(0u - (uint32_t)x) : x")},
-    "exp": {"float32": Expr("expf(x)", headers=("math.h",))},
-    "log": {"float32": Expr("logf(x)", headers=("math.h",))},
-    "sqrt": {"float32": Expr("sqrtf(x)", headers=("math.h",))},
-    "tanh": {"float32": Expr("tanhf(x)", headers=("math.h",))},
-    "sigmoid": {"float32": Expr("1.0f / (1.0f + expf(-x))", headers=("math.h",))},
+UNARY: dict[str, dict[str, CExpr]] = {
+    "negative": {"float32": CExpr("-x"), "int32": CExpr("(int32_t)(0u - (uint32_t)x)")},
+    "abs": {"float32": CExpr("fabsf(x)", headers=("math.h",)),
+            "int32": CExpr("x < 0 ? (int32_t)(0u - (uint32_t)x) : x")},
+    "exp": {"float32": CExpr("expf(x)", headers=("math.h",))},
+    "log": {"float32": CExpr("logf(x)", headers=("math.h",))},
+    "sqrt": {"float32": CExpr("sqrtf(x)", headers=("math.h",))},
+    "tanh": {"float32": CExpr("tanhf(x)", headers=("math.h",))},
+    "sigmoid": {"float32": CExpr("1.0f / (1.0f + expf(-x))", headers=("math.h",))},
     # x < 0 ? 0 : x lets NaN through, like numpy's maximum(x, 0).
-    "nn.relu": {"float32": Expr("x < 0.0f ? 0.0f : x"), "int32": Expr("x < 0 ? 0 : x")},
-    "nn.leaky_relu": {"float32": Expr("x > 0.0f ? x : (float)({alpha} * (double)x)")},
+    "nn.relu": {"float32": CExpr("x < 0.0f ? 0.0f : x"), "int32": CExpr("x < 0 ? 0 : x")},
+    "nn.leaky_relu": {"float32": CExpr("x > 0.0f ? x : (float)({alpha} * (double)x)")},
 }
 
 # float -> int out of range (and NaN) is undefined in C; numpy on x86 yields the minimum value
@@ -78,7 +78,7 @@ def cast_expr(src: str, dst: str) -> str:
     return f"({c_type(dst)})x"
 
 
-def _element_rule(table: dict[str, dict[str, Expr]], name: str):
+def _element_rule(table: dict[str, dict[str, CExpr]], name: str):
     def rule(ctx) -> str:
         dtype = ctx.inputs[0].dtype
         entry = table[name].get(dtype)
