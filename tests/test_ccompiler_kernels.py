@@ -69,6 +69,8 @@ class CkLib:
         self.lib.ck_conv2d_workspace_bytes.restype = ctypes.c_size_t
         self.lib.ck_conv2d_workspace_bytes.argtypes = [ctypes.POINTER(ConvParams)]
         self.lib.ck_unary.argtypes = [i32, i64, f32p, f32p, ctypes.c_float, ctypes.c_float]
+        for name in ("ck_gemm_kernel_name", "ck_gemm_kernel_at"):
+            getattr(self.lib, name).restype = ctypes.c_char_p
         self.lib.ck_batch_norm.argtypes = [i64, i64, i64, f32p, f32p, f32p, f32p, f32p, ctypes.c_float, i32, i32,
                                            f32p]
 
@@ -220,6 +222,37 @@ def test_gemm_rejects_bad_params(ck):
     assert ck.ck_dense(i64(4), i64(4), i64(4), fptr(x), fptr(x), None, i32(7), fptr(out), None) != 0, "activation 7"
     assert ck.ck_dense(i64(4), i64(4), i64(4), fptr(x), fptr(x), None, i32(0), fptr(out), None) != 0, "no workspace"
     assert ck.ck_dense(i64(-1), i64(4), i64(4), fptr(x), fptr(x), None, i32(0), fptr(out), None) != 0
+
+
+def kernel_names(ck) -> list[str]:
+    names = []
+    while (name := ck.ck_gemm_kernel_at(len(names))) is not None:
+        names.append(name.decode())
+    return names
+
+
+def test_every_micro_kernel_that_runs_here(ck):
+    """Each register-tile kernel compiled in (AVX-512, AVX2, baseline) on odd gemm and conv sizes."""
+    default = ck.ck_gemm_kernel_name()
+    names = kernel_names(ck)
+    assert default.decode() in names and names[-1].startswith("baseline-")
+    assert ck.ck_gemm_use_kernel(b"no-such-kernel") != 0
+    x, w = rand(13, 300), rand(37, 300)
+    cx, cw = rand(1, 5, 9, 11), rand(7, 5, 3, 3)
+    want_dense = x.astype(np.float64) @ w.astype(np.float64).T
+    want_conv = conv2d_einsum(cx, cw, (1, 2), (1, 0, 2, 1), (1, 1), 1)
+    ran = []
+    try:
+        for name in names:
+            if ck.ck_gemm_use_kernel(name.encode()) != 0:
+                continue  # this CPU lacks it
+            assert ck.ck_gemm_kernel_name().decode() == name
+            close(ck.dense(x, w), want_dense)
+            close(ck.conv2d(cx, cw, (1, 2), (1, 0, 2, 1), (1, 1), 1), want_conv)
+            ran.append(name)
+    finally:
+        assert ck.ck_gemm_use_kernel(default) == 0
+    assert names[-1] in ran, "the baseline kernel always runs"
 
 
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (5, 7, 3), (24, 32, 256), (25, 33, 257), (1000, 5000, 3000)],
@@ -569,7 +602,7 @@ def test_description_matches_header():
     """Every described function is declared in byoc_ck.h with the same parameter list."""
     header = " ".join((K.KERNEL_DIR / K.HEADER).read_text().split())
     for fn in K.FUNCTIONS.values():
-        params = ", ".join(f"{t} {n}" if not t.endswith("*") else f"{t}{n}" for t, n in fn.params)
+        params = ", ".join(f"{t} {n}" if not t.endswith("*") else f"{t}{n}" for t, n in fn.params) or "void"
         assert f"{fn.name}({params});" in header.replace("( ", "("), fn.name
     for name, value in K.ENUM_VALUES.items():
         assert f"{name} = {value}" in header, name
@@ -582,6 +615,26 @@ def test_struct_initializer_names_every_field():
     assert text.startswith("{.batch = 1, .channels = 2, .height = 3, .width = 4, .out_channels = 5")
     with pytest.raises(ValueError, match="groups"):
         K.c_struct_initializer(K.CONV2D_PARAM_FIELDS, {f: 1 for f in K.CONV2D_PARAM_FIELDS[:-1]})
+
+
+# ---- warnings on every compiler and optimization level -------------------------------------------
+# Optimization levels change which warnings fire (maybe-uninitialized needs -O1+); foreign
+# compilers have other vector widths and excess precision (s390x evaluates float as double).
+WARNING_BUILDS = [("gcc", "-O1"), ("gcc", "-O2"), ("clang", "-O2"), ("gcc", "-O2 -march=native"),
+                  ("aarch64-linux-gnu-gcc", "-O2"), ("arm-linux-gnueabihf-gcc", "-O2"),
+                  ("riscv64-linux-gnu-gcc", "-O2"), ("s390x-linux-gnu-gcc", "-O2")]
+
+
+@pytest.mark.skipif(SANITIZE, reason="compile-only, once")
+@pytest.mark.parametrize("cc,opt", WARNING_BUILDS, ids=[f"{cc}{opt.replace(' ', '')}" for cc, opt in WARNING_BUILDS])
+def test_compiles_without_warnings(cc, opt, tmp_path):
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} is not installed")
+    for source in K.SOURCES:
+        cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", *opt.split(), "-I", str(K.INCLUDE_DIR), "-c",
+               str(source), "-o", str(tmp_path / (source.stem + ".o"))]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
 
 
 # ---- sanitizers ---------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 INCLUDE_DIR = KERNEL_DIR
 HEADER = "byoc_ck.h"
 SOURCES = tuple(KERNEL_DIR / name for name in (
-    "ck_gemm.c", "ck_dense.c", "ck_conv2d.c", "ck_elementwise.c", "ck_pool.c", "ck_shape.c"))
+    "ck_microkernel.c", "ck_gemm.c", "ck_dense.c", "ck_conv2d.c", "ck_elementwise.c", "ck_pool.c", "ck_shape.c"))
 HEADERS = (KERNEL_DIR / HEADER, KERNEL_DIR / "ck_internal.h")
 # Link flags the library needs (expf, sqrtf, ...).
 LDFLAGS = ("-lm",)
@@ -31,14 +31,15 @@ class KernelFunction:
 
     def declaration(self) -> str:
         args = ", ".join(f"{ctype} {name}" if not ctype.endswith("*") else f"{ctype}{name}"
-                         for ctype, name in self.params)
-        return f"{self.returns} {self.name}({args});"
+                         for ctype, name in self.params) or "void"
+        space = "" if self.returns.endswith("*") else " "
+        return f"{self.returns}{space}{self.name}({args});"
 
 
 def _fn(name: str, params: str, doc: str, returns: str = "int32_t") -> KernelFunction:
     """params as 'type name, type name' text (one source of truth, readable like the header)."""
     parsed = []
-    for item in params.split(","):
+    for item in ([] if params == "void" else params.split(",")):
         item = item.strip()
         split = max(item.rfind(" "), item.rfind("*"))
         parsed.append((item[:split + 1].strip(), item[split + 1:].strip()))
@@ -48,6 +49,9 @@ def _fn(name: str, params: str, doc: str, returns: str = "int32_t") -> KernelFun
 
 FUNCTIONS: dict[str, KernelFunction] = {f.name: f for f in (
     _fn("ck_gemm_workspace_bytes", "int64_t m, int64_t n, int64_t k", "scratch of ck_gemm", "size_t"),
+    _fn("ck_gemm_kernel_name", "void", "name of the register-tile kernel in use", "const char *"),
+    _fn("ck_gemm_kernel_at", "int32_t index", "names of the compiled-in kernels, NULL past the end", "const char *"),
+    _fn("ck_gemm_use_kernel", "const char *name", "force a kernel (tests, benchmarks)"),
     _fn("ck_gemm", "int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride, int64_t a_col_stride, "
         "const float *b, int64_t b_row_stride, int64_t b_col_stride, float *c, int64_t ldc, "
         "const ck_epilogue *epilogue, void *workspace", "C = A . B, any element strides"),

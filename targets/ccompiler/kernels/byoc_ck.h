@@ -40,6 +40,15 @@ typedef struct {
 } ck_epilogue;
 
 size_t ck_gemm_workspace_bytes(int64_t m, int64_t n, int64_t k);
+
+/* The register-tile kernel the core uses, e.g. "avx2-6x16": on x86-64 with gcc/clang the best
+ * one this CPU runs (AVX-512, AVX2+FMA, or the one the compiler flags allow), chosen on first use. */
+const char *ck_gemm_kernel_name(void);
+/* Every kernel compiled in, index 0 .. until NULL (tests, benchmarks). */
+const char *ck_gemm_kernel_at(int32_t index);
+/* Use the named kernel from now on (tests, benchmarks; not thread-safe). CK_EBADPARAM when it is
+ * unknown or this CPU cannot run it. */
+int32_t ck_gemm_use_kernel(const char *name);
 int32_t ck_gemm(int64_t m, int64_t n, int64_t k,
                 const float *a, int64_t a_row_stride, int64_t a_col_stride,
                 const float *b, int64_t b_row_stride, int64_t b_col_stride,

@@ -1,10 +1,10 @@
 /* ck_gemm.c - the one matrix-multiply core behind dense, matmul and conv2d.
  *
  * Goto/BLIS structure: for each KC x NC block of B (packed into NR-wide slivers) and each
- * MC x KC block of A (packed into MR-tall slivers), a register-tiled MR x NR micro-kernel runs
- * over the packed data with unit-stride loads only. Edge slivers are zero-padded when packed,
- * so the micro-kernel never branches; only the store of an edge tile is bounded.
- * Written in plain C with fixed trip counts so -O2/-O3 keep the tile in vector registers.
+ * MC x KC block of A (packed into MR-tall slivers), a register-tiled MR x NR micro-kernel
+ * (ck_microkernel.c; MR, NR from the kernel chosen for this CPU) runs over the packed data with
+ * unit-stride loads only. Edge slivers are zero-padded when packed, so the micro-kernel never
+ * branches; only the store of an edge tile is bounded.
  */
 #include <stdint.h>
 
@@ -25,75 +25,75 @@ size_t ck_gemm_workspace_bytes(int64_t m, int64_t n, int64_t k) {
 
 /* ---- packing ------------------------------------------------------------------------------- */
 
-/* A[i0 .. i0+mc, p0 .. p0+kc] -> MR-tall slivers, each kc x MR (row of the sliver = one k). */
-static void ck_pack_a(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
+/* A[0 .. mc, 0 .. kc] -> mr-tall slivers, each kc x mr (row of the sliver = one k). */
+static void ck_pack_a(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs, int64_t mr_full,
                       float *restrict dst) {
   int64_t i0, i, p;
-  for (i0 = 0; i0 < mc; i0 += CK_MR) {
-    const int64_t mr = ck_min(CK_MR, mc - i0);
-    if (cs == 1 && mr == CK_MR) {
-      for (i = 0; i < CK_MR; ++i) {
+  for (i0 = 0; i0 < mc; i0 += mr_full) {
+    const int64_t mr = ck_min(mr_full, mc - i0);
+    if (cs == 1) { /* rows contiguous (weights, row-major data): read along rows */
+      for (i = 0; i < mr; ++i) {
         const float *restrict src = a + (i0 + i) * rs;
-        for (p = 0; p < kc; ++p) dst[p * CK_MR + i] = src[p];
+        for (p = 0; p < kc; ++p) dst[p * mr_full + i] = src[p];
       }
     } else {
-      for (p = 0; p < kc; ++p) {
-        for (i = 0; i < mr; ++i) dst[p * CK_MR + i] = a[(i0 + i) * rs + p * cs];
-        for (; i < CK_MR; ++i) dst[p * CK_MR + i] = 0.0f;
-      }
+      for (p = 0; p < kc; ++p)
+        for (i = 0; i < mr; ++i) dst[p * mr_full + i] = a[(i0 + i) * rs + p * cs];
     }
-    dst += kc * CK_MR;
+    for (i = mr; i < mr_full; ++i)
+      for (p = 0; p < kc; ++p) dst[p * mr_full + i] = 0.0f;
+    dst += kc * mr_full;
   }
 }
 
-/* Strided B[p0 .. p0+kc, j0 .. j0+nc] -> NR-wide slivers, each kc x NR. */
-static void ck_pack_b_strided(int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
+/* Strided B[0 .. kc, 0 .. nc] -> nr-wide slivers, each kc x nr. */
+static void ck_pack_b_strided(int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs, int64_t nr_full,
                               float *restrict dst) {
   int64_t j0, j, p;
-  for (j0 = 0; j0 < nc; j0 += CK_NR) {
-    const int64_t nr = ck_min(CK_NR, nc - j0);
-    if (nr == CK_NR && cs == 1) {
+  for (j0 = 0; j0 < nc; j0 += nr_full) {
+    const int64_t nr = ck_min(nr_full, nc - j0);
+    if (cs == 1) {
       for (p = 0; p < kc; ++p) {
         const float *restrict src = b + p * rs + j0;
-        for (j = 0; j < CK_NR; ++j) dst[p * CK_NR + j] = src[j];
+        for (j = 0; j < nr; ++j) dst[p * nr_full + j] = src[j];
       }
-    } else if (nr == CK_NR && rs == 1) {
-      /* B^T stored row-major (dense weights): read each column contiguously. */
-      for (j = 0; j < CK_NR; ++j) {
+    } else if (rs == 1) { /* B^T stored row-major (dense weights): read each column contiguously */
+      for (j = 0; j < nr; ++j) {
         const float *restrict src = b + (j0 + j) * cs;
-        for (p = 0; p < kc; ++p) dst[p * CK_NR + j] = src[p];
+        for (p = 0; p < kc; ++p) dst[p * nr_full + j] = src[p];
       }
     } else {
-      for (p = 0; p < kc; ++p) {
-        for (j = 0; j < nr; ++j) dst[p * CK_NR + j] = b[p * rs + (j0 + j) * cs];
-        for (; j < CK_NR; ++j) dst[p * CK_NR + j] = 0.0f;
-      }
+      for (p = 0; p < kc; ++p)
+        for (j = 0; j < nr; ++j) dst[p * nr_full + j] = b[p * rs + (j0 + j) * cs];
     }
-    dst += kc * CK_NR;
+    if (nr < nr_full)
+      for (p = 0; p < kc; ++p)
+        for (j = nr; j < nr_full; ++j) dst[p * nr_full + j] = 0.0f;
+    dst += kc * nr_full;
   }
 }
 
 /* Implicit im2col: row k = (channel, kh, kw), column n = (oh, ow) of the output. Padding and
  * the columns past n read as zero through a clamped index plus a select (no branch per element);
- * a row whose NR pixels are contiguous in the input is a plain copy. */
+ * a row whose nr pixels are contiguous in the input is a plain copy. */
 static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, int64_t n_total,
-                           const ck_conv_view *v, float *restrict dst) {
+                           const ck_conv_view *v, int64_t nr_full, float *restrict dst) {
   const int64_t taps = v->kernel_h * v->kernel_w;
   const int64_t plane = v->height * v->width;
   int64_t j0, j, p;
-  for (j0 = 0; j0 < nc; j0 += CK_NR) {
-    int64_t ih0[CK_NR], iw0[CK_NR];
+  for (j0 = 0; j0 < nc; j0 += nr_full) {
+    int64_t ih0[CK_NR_MAX], iw0[CK_NR_MAX];
     const int64_t first = j0_all + j0;
     int64_t oh = first / v->out_w, ow = first % v->out_w;
     int64_t channel = p0 / taps, tap = p0 % taps;
     int64_t kh = tap / v->kernel_w, kw = tap % v->kernel_w;
-    const int row_contiguous = v->stride_w == 1 && ow + CK_NR <= v->out_w && first + CK_NR <= n_total;
-    for (j = 0; j < CK_NR; ++j) {
+    const int row_contiguous = v->stride_w == 1 && ow + nr_full <= v->out_w && first + nr_full <= n_total;
+    for (j = 0; j < nr_full; ++j) {
       if (first + j < n_total) {
         ih0[j] = oh * v->stride_h - v->pad_top;
         iw0[j] = ow * v->stride_w - v->pad_left;
       } else {
-        ih0[j] = -1 - v->dilation_h * v->kernel_h; /* below the image for every kh: zeros */
+        ih0[j] = -1 - v->dilation_h * v->kernel_h; /* above the image for every kh: zeros */
         iw0[j] = 0;
       }
       if (++ow == v->out_w) { ow = 0; ++oh; }
@@ -101,13 +101,13 @@ static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, i
     for (p = 0; p < kc; ++p) {
       const float *src = v->data + channel * plane;
       const int64_t dh = kh * v->dilation_h, dw = kw * v->dilation_w;
-      float *restrict row = dst + p * CK_NR;
+      float *restrict row = dst + p * nr_full;
       const int64_t ih = ih0[0] + dh, iw = iw0[0] + dw;
-      if (row_contiguous && (uint64_t)ih < (uint64_t)v->height && iw >= 0 && iw + CK_NR <= v->width) {
+      if (row_contiguous && (uint64_t)ih < (uint64_t)v->height && iw >= 0 && iw + nr_full <= v->width) {
         const float *restrict s = src + ih * v->width + iw;
-        for (j = 0; j < CK_NR; ++j) row[j] = s[j];
+        for (j = 0; j < nr_full; ++j) row[j] = s[j];
       } else {
-        for (j = 0; j < CK_NR; ++j) {
+        for (j = 0; j < nr_full; ++j) {
           const int64_t y = ih0[j] + dh, x = iw0[j] + dw;
           const int inside = (uint64_t)y < (uint64_t)v->height && (uint64_t)x < (uint64_t)v->width;
           const float value = src[inside ? y * v->width + x : 0];
@@ -119,63 +119,20 @@ static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, i
         if (++kh == v->kernel_h) { kh = 0; ++channel; }
       }
     }
-    dst += kc * CK_NR;
+    dst += kc * nr_full;
   }
 }
 
 /* ---- micro-kernel and tile store ------------------------------------------------------------ */
 
-#if defined(__GNUC__)
-/* Each tile row is two vectors; the accumulators stay in registers for the whole K loop. */
-CK_CONTRACT static void ck_micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp,
-                                        float *restrict tile) {
-  ck_vec acc[CK_MR][2];
-  int64_t p;
-  int i;
-  for (i = 0; i < CK_MR; ++i) acc[i][0] = acc[i][1] = (ck_vec){0};
-  for (p = 0; p < kc; ++p) {
-    const ck_vec b0 = ck_vload(bp + p * CK_NR), b1 = ck_vload(bp + p * CK_NR + CK_VF);
-    for (i = 0; i < CK_MR; ++i) {
-      const float ai = ap[p * CK_MR + i];
-      acc[i][0] = acc[i][0] + ai * b0;
-      acc[i][1] = acc[i][1] + ai * b1;
-    }
-  }
-  for (i = 0; i < CK_MR; ++i) {
-    ck_vstore(tile + i * CK_NR, acc[i][0]);
-    ck_vstore(tile + i * CK_NR + CK_VF, acc[i][1]);
-  }
-}
-#else
-/* Portable C: fixed trip counts so the compiler can unroll and keep the tile in registers. */
-static void ck_micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp,
-                            float *restrict tile) {
-  float acc[CK_MR][CK_NR];
-  int64_t p;
-  int i, j;
-  for (i = 0; i < CK_MR; ++i)
-    for (j = 0; j < CK_NR; ++j) acc[i][j] = 0.0f;
-  for (p = 0; p < kc; ++p) {
-    const float *restrict b = bp + p * CK_NR;
-    const float *restrict a = ap + p * CK_MR;
-    for (i = 0; i < CK_MR; ++i) {
-      const float ai = a[i];
-      for (j = 0; j < CK_NR; ++j) acc[i][j] = CK_FMA(ai, b[j], acc[i][j]);
-    }
-  }
-  for (i = 0; i < CK_MR; ++i)
-    for (j = 0; j < CK_NR; ++j) tile[i * CK_NR + j] = acc[i][j];
-}
-#endif
-
 /* C[row0.., col0..] (+)= tile, then the epilogue once the last K block is in. */
-static void ck_store_tile(const float *restrict tile, float *restrict c, int64_t ldc, int64_t mr,
-                          int64_t nr, int accumulate, const ck_epilogue *last, int64_t row0,
+static void ck_store_tile(const float *restrict tile, int64_t tile_ld, float *restrict c, int64_t ldc,
+                          int64_t mr, int64_t nr, int accumulate, const ck_epilogue *last, int64_t row0,
                           int64_t col0) {
   int64_t i, j;
   for (i = 0; i < mr; ++i) {
     float *restrict cr = c + i * ldc;
-    const float *restrict tr = tile + i * CK_NR;
+    const float *restrict tr = tile + i * tile_ld;
     if (accumulate) {
       for (j = 0; j < nr; ++j) cr[j] += tr[j];
     } else {
@@ -287,8 +244,10 @@ static void ck_apply_epilogue_row(int64_t n, float *restrict c, const ck_epilogu
 int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,
                      int64_t a_col_stride, const ck_b_source *b, float *c, int64_t ldc,
                      const ck_epilogue *epilogue, void *workspace) {
+  const ck_micro_kernel *kernel;
+  int64_t mr_full, nr_full;
   float *pack_a, *pack_b;
-  float tile[CK_MR * CK_NR];
+  float tile[CK_MR_MAX * CK_NR_MAX];
   int64_t jc, pc, ic, jr, ir;
   if (m < 0 || n < 0 || k < 0 || ldc < n || b == NULL) return CK_EBADPARAM;
   if (m == 0 || n == 0) return CK_OK;
@@ -310,6 +269,9 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
     }
   }
   if (workspace == NULL) return CK_EBADPARAM;
+  kernel = ck_micro_kernel_current();
+  mr_full = kernel->mr;
+  nr_full = kernel->nr;
   pack_a = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
   pack_b = pack_a + ck_min(CK_MC, ck_round_up(m, CK_M_QUANTUM)) * ck_min(CK_KC, k);
 
@@ -320,20 +282,21 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
       const int accumulate = pc > 0;
       const ck_epilogue *last = pc + kc == k ? epilogue : NULL;
       if (b->conv != NULL)
-        ck_pack_b_conv(pc, kc, jc, nc, n, b->conv, pack_b);
+        ck_pack_b_conv(pc, kc, jc, nc, n, b->conv, nr_full, pack_b);
       else
         ck_pack_b_strided(kc, nc, b->base + pc * b->row_stride + jc * b->col_stride, b->row_stride,
-                          b->col_stride, pack_b);
+                          b->col_stride, nr_full, pack_b);
       for (ic = 0; ic < m; ic += CK_MC) {
         const int64_t mc = ck_min(CK_MC, m - ic);
-        ck_pack_a(mc, kc, a + ic * a_row_stride + pc * a_col_stride, a_row_stride, a_col_stride, pack_a);
-        for (jr = 0; jr < nc; jr += CK_NR) {
-          const int64_t nr = ck_min(CK_NR, nc - jr);
-          for (ir = 0; ir < mc; ir += CK_MR) {
-            const int64_t mr = ck_min(CK_MR, mc - ir);
+        ck_pack_a(mc, kc, a + ic * a_row_stride + pc * a_col_stride, a_row_stride, a_col_stride, mr_full,
+                  pack_a);
+        for (jr = 0; jr < nc; jr += nr_full) {
+          const int64_t nr = ck_min(nr_full, nc - jr);
+          for (ir = 0; ir < mc; ir += mr_full) {
+            const int64_t mr = ck_min(mr_full, mc - ir);
             const int64_t row0 = ic + ir, col0 = jc + jr;
-            ck_micro_kernel(kc, pack_a + ir * kc, pack_b + jr * kc, tile);
-            ck_store_tile(tile, c + row0 * ldc + col0, ldc, mr, nr, accumulate, last, row0, col0);
+            kernel->run(kc, pack_a + ir * kc, pack_b + jr * kc, tile);
+            ck_store_tile(tile, nr_full, c + row0 * ldc + col0, ldc, mr, nr, accumulate, last, row0, col0);
           }
         }
       }

@@ -6,11 +6,12 @@
 
 #include "byoc_ck.h"
 
-/* Register tile of the micro-kernel, picked from the vector registers the compiler may use:
- * 32 x 512-bit (AVX-512) hold 8x32 floats, 16 x 256-bit (AVX) or 32 x 128-bit (NEON) 6x16,
- * 16 x 128-bit (SSE2, the x86-64 baseline) 6x8.
- * These change with -march flags, so workspace sizes never depend on them: the block sizes
- * below are multiples of every choice (CK_M_QUANTUM / CK_N_QUANTUM). */
+/* Register tile of the micro-kernel built for the compiler's own target flags (the "baseline"),
+ * picked from the vector registers it may use: 32 x 512-bit (AVX-512) hold 8x32 floats,
+ * 16 x 256-bit (AVX) or 32 x 128-bit (NEON) 6x16, 16 x 128-bit (SSE2, the x86-64 default) 6x8.
+ * On x86-64 with gcc/clang, ck_microkernel.c also builds AVX2 and AVX-512 tiles and picks the
+ * best one the CPU runs (ck_gemm_kernel_name). Tiles change with the CPU, so workspace sizes
+ * never depend on them: the block sizes below are multiples of every tile (the quanta). */
 #if defined(CK_MR) && defined(CK_NR)
 /* set on the command line (block-size experiments) */
 #elif defined(__AVX512F__)
@@ -26,6 +27,8 @@
 #define CK_MR 4
 #define CK_NR 8
 #endif
+#define CK_MR_MAX 8  /* largest tile of any kernel */
+#define CK_NR_MAX 32
 
 #define CK_M_QUANTUM 24 /* multiple of every CK_MR */
 #define CK_N_QUANTUM 32 /* multiple of every CK_NR */
@@ -85,6 +88,18 @@ typedef struct {
   int64_t row_stride, col_stride;
   const ck_conv_view *conv;
 } ck_b_source;
+
+/* tile[mr][nr] = sum over kc of the packed slivers' outer products (slivers: kc x mr, kc x nr). */
+typedef void (*ck_micro_fn)(int64_t kc, const float *ap, const float *bp, float *tile);
+typedef struct {
+  const char *name;
+  int32_t mr, nr;
+  ck_micro_fn run;
+  int (*cpu_has)(void); /* NULL: always available */
+} ck_micro_kernel;
+
+/* The kernel in use (chosen on first call). */
+const ck_micro_kernel *ck_micro_kernel_current(void);
 
 int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,
                      int64_t a_col_stride, const ck_b_source *b, float *c, int64_t ldc,

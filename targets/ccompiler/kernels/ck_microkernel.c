@@ -1,0 +1,121 @@
+/* ck_microkernel.c - the register-tiled micro-kernels of the gemm core, and which one runs.
+ *
+ * A micro-kernel keeps an MR x NR tile of C in registers for a whole K block and reads the two
+ * packed slivers with unit stride. With gcc/clang it is written with generic vectors (each tile
+ * row = two vectors; not intrinsics, they lower to whatever SIMD the target has). On x86-64 the
+ * same source is also compiled for AVX2+FMA and AVX-512 through function target attributes and
+ * chosen from the CPU at run time, so a plain `-O3` build runs at the speed of the machine.
+ */
+#include <string.h>
+
+#include "ck_internal.h"
+
+#if defined(__GNUC__)
+#define CK_DEFINE_MICRO_KERNEL(NAME, MR, VF)                                                        \
+  static void NAME(int64_t kc, const float *restrict ap, const float *restrict bp,                 \
+                   float *restrict tile) {                                                         \
+    typedef float vec __attribute__((vector_size((VF) * sizeof(float))));                          \
+    vec acc[MR][2];                                                                                 \
+    int64_t p;                                                                                      \
+    int i;                                                                                          \
+    for (i = 0; i < (MR); ++i) acc[i][0] = acc[i][1] = (vec){0};                                    \
+    for (p = 0; p < kc; ++p) {                                                                      \
+      vec b0, b1;                                                                                   \
+      memcpy(&b0, bp + p * 2 * (VF), sizeof b0);                                                    \
+      memcpy(&b1, bp + p * 2 * (VF) + (VF), sizeof b1);                                             \
+      for (i = 0; i < (MR); ++i) {                                                                  \
+        vec ai;                                                                                     \
+        int l;                                                                                      \
+        for (l = 0; l < (VF); ++l) ai[l] = ap[p * (MR) + i]; /* a splat, in float on any target */ \
+        acc[i][0] = acc[i][0] + ai * b0;                                                            \
+        acc[i][1] = acc[i][1] + ai * b1;                                                            \
+      }                                                                                             \
+    }                                                                                               \
+    for (i = 0; i < (MR); ++i) {                                                                    \
+      memcpy(tile + i * 2 * (VF), &acc[i][0], sizeof acc[i][0]);                                    \
+      memcpy(tile + i * 2 * (VF) + (VF), &acc[i][1], sizeof acc[i][1]);                             \
+    }                                                                                               \
+  }
+
+CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_baseline, CK_MR, CK_NR / 2)
+
+#if defined(__x86_64__) && !defined(CK_NO_DISPATCH)
+#define CK_DISPATCH 1
+__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_avx2, 6, 8)
+__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_avx512, 8, 16)
+
+static int ck_cpu_has_avx2(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static int ck_cpu_has_avx512(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && ck_cpu_has_avx2();
+}
+#endif
+
+#else /* not gcc/clang: portable C with fixed trip counts */
+static void ck_micro_baseline(int64_t kc, const float *restrict ap, const float *restrict bp,
+                              float *restrict tile) {
+  float acc[CK_MR][CK_NR];
+  int64_t p;
+  int i, j;
+  for (i = 0; i < CK_MR; ++i)
+    for (j = 0; j < CK_NR; ++j) acc[i][j] = 0.0f;
+  for (p = 0; p < kc; ++p)
+    for (i = 0; i < CK_MR; ++i)
+      for (j = 0; j < CK_NR; ++j) acc[i][j] += ap[p * CK_MR + i] * bp[p * CK_NR + j];
+  for (i = 0; i < CK_MR; ++i)
+    for (j = 0; j < CK_NR; ++j) tile[i * CK_NR + j] = acc[i][j];
+}
+#endif
+
+#define CK_STR2(x) #x
+#define CK_STR(x) CK_STR2(x)
+
+/* Best first; the baseline (what the compiler flags allow) always runs. */
+static const ck_micro_kernel ck_kernels[] = {
+#if defined(CK_DISPATCH)
+    {"avx512-8x32", 8, 32, ck_micro_avx512, ck_cpu_has_avx512},
+    {"avx2-6x16", 6, 16, ck_micro_avx2, ck_cpu_has_avx2},
+#endif
+    {"baseline-" CK_STR(CK_MR) "x" CK_STR(CK_NR), CK_MR, CK_NR, ck_micro_baseline, NULL},
+};
+#define CK_NUM_KERNELS ((int32_t)(sizeof ck_kernels / sizeof ck_kernels[0]))
+
+/* Written once on first use (same value from any thread that races here). */
+static const ck_micro_kernel *ck_current_kernel = NULL;
+
+static int ck_kernel_runs_here(const ck_micro_kernel *kernel) {
+  return kernel->cpu_has == NULL || kernel->cpu_has();
+}
+
+const ck_micro_kernel *ck_micro_kernel_current(void) {
+  if (ck_current_kernel == NULL) {
+    int32_t i;
+    for (i = 0; i < CK_NUM_KERNELS && !ck_kernel_runs_here(&ck_kernels[i]); ++i) {
+    }
+    ck_current_kernel = &ck_kernels[i < CK_NUM_KERNELS ? i : CK_NUM_KERNELS - 1];
+  }
+  return ck_current_kernel;
+}
+
+const char *ck_gemm_kernel_name(void) { return ck_micro_kernel_current()->name; }
+
+const char *ck_gemm_kernel_at(int32_t index) {
+  return index >= 0 && index < CK_NUM_KERNELS ? ck_kernels[index].name : NULL;
+}
+
+int32_t ck_gemm_use_kernel(const char *name) {
+  int32_t i;
+  if (name == NULL) return CK_EBADPARAM;
+  for (i = 0; i < CK_NUM_KERNELS; ++i) {
+    if (strcmp(ck_kernels[i].name, name) == 0) {
+      if (!ck_kernel_runs_here(&ck_kernels[i])) return CK_EBADPARAM;
+      ck_current_kernel = &ck_kernels[i];
+      return CK_OK;
+    }
+  }
+  return CK_EBADPARAM;
+}
