@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ByocError
+from ..ir.expr import Op
+from ..ir.types import flatten_type
 
 # A predicate looks at one typed call and returns None (accepted) or the reason it is not.
 Predicate = Callable[[Any], "str | None"]
@@ -93,8 +95,6 @@ class Target:
     # --- questions ------------------------------------------------------------------------------
     def check(self, call) -> str | None:
         """None if this target takes the op call `call`, else the reason it does not."""
-        from ..ir.expr import Op
-
         if not isinstance(call.op, Op):
             return "not a primitive op"
         name = call.op.name
@@ -119,8 +119,6 @@ def dtypes_only(*dtypes: str) -> Predicate:
     allowed = set(dtypes)
 
     def predicate(call) -> str | None:
-        from ..ir.types import flatten_type
-
         for expr in (*call.args, call):
             if expr.checked_type is None:
                 continue

@@ -9,6 +9,8 @@ culprit instead of the failure surfacing later in a codegen.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import weakref
 
 from ..errors import ByocError
@@ -52,7 +54,6 @@ def partition_for(targets, mod: IRModule, strict: bool = False, mod_name: str = 
     summary. `summarize(result)` gives the summary.
     """
     from ..backend.target import get_targets
-    from .invariants import check_partitioned, check_regions
     from .report import summarize_module
 
     if isinstance(targets, IRModule):
@@ -62,22 +63,42 @@ def partition_for(targets, mod: IRModule, strict: bool = False, mod_name: str = 
         raise TypeError(f"partition_for expects an IRModule, got {type(mod).__name__}; wrap an expression "
                         "with IRModule.from_expr(expr)")
     chosen = get_targets(targets)
-    typed_input = None
-    for step in pipeline(chosen, mod_name, bind_constants):
-        mod = step(mod)
-        if typed_input is None:
-            typed_input = mod
-        if step.name in ("AnnotateTarget", "MergeCompilerRegions"):
-            check_regions(mod, step.name)
-        elif step.name == "PartitionGraph":
-            check_partitioned(typed_input, mod, step.name)
-    check_partitioned(typed_input, mod, "InferType")
-    report = summarize_module(mod, chosen)
+    with _collector_paused():
+        mod = _run(pipeline(chosen, mod_name, bind_constants), mod)
+        report = summarize_module(mod, chosen)
     _REPORTS[mod] = report
     if strict and report.host:
         names = ", ".join(t.name for t in chosen)
         raise PartitionError(f"strict partition for {names}: {report.host_op_count} op(s) stay on the host\n"
                              f"{report.table()}", report)
+    return mod
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    # The passes allocate many small acyclic nodes; Python's cycle collector would rescan all live
+    # nodes over and over (superlinear on 100k-node graphs) while finding nothing to free.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _run(passes, mod):
+    from .invariants import check_partitioned, check_regions
+
+    typed_input = None
+    for step in passes:
+        mod = step(mod)
+        if typed_input is None:
+            typed_input = mod
+        if step.name == "MergeCompilerRegions":  # AnnotateTarget's regions are single calls (+ their tuple parts)
+            check_regions(mod, step.name)
+    # The last InferType only fills types, so what this finds was made by PartitionGraph.
+    check_partitioned(typed_input, mod, "PartitionGraph")
     return mod
 
 

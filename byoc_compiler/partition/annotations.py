@@ -71,9 +71,21 @@ class Annotations:
         return Annotations(int(count), target, region)
 
 
+# The passes of one pipeline walk the same graph several times; remember the last few walks.
+# Keyed by the body's id, holding the body itself so that the id cannot be reused meanwhile.
+_WALKS: dict[int, tuple[Expr, list[Expr]]] = {}
+
+
 def graph_nodes(func: Function) -> list[Expr]:
     """The nodes the annotation positions refer to (functions such as composites are not entered)."""
-    return post_order(func.body)
+    hit = _WALKS.get(id(func.body))
+    if hit is not None and hit[0] is func.body:
+        return hit[1]
+    nodes = post_order(func.body)
+    if len(_WALKS) >= 4:
+        _WALKS.pop(next(iter(_WALKS)))
+    _WALKS[id(func.body)] = (func.body, nodes)
+    return nodes
 
 
 def inputs_of(node: Expr) -> tuple[Expr, ...]:

@@ -62,6 +62,23 @@ def match(pattern: Pattern, expr: Expr) -> Match | None:
     return Match(expr, _post_order_within(expr, interior), inputs)
 
 
+def root_op_names(pattern: Pattern) -> frozenset[str] | None:
+    """The op names a match of `pattern` can have at its root, or None when any expression may match.
+
+    Lets a pass skip the (comparatively slow) full match at nodes that cannot be roots.
+    """
+    if isinstance(pattern, (AttrPattern, TypePattern)):
+        return root_op_names(pattern.inner)
+    if isinstance(pattern, AltPattern):
+        left, right = root_op_names(pattern.left), root_op_names(pattern.right)
+        return None if left is None or right is None else left | right
+    if isinstance(pattern, OpPattern):
+        return frozenset([pattern.name])
+    if isinstance(pattern, CallPattern):
+        return root_op_names(pattern.op) if isinstance(pattern.op, (OpPattern, AltPattern)) else None
+    return None
+
+
 def _post_order_within(root: Expr, members: dict[int, Expr]) -> tuple[Expr, ...]:
     order: list[Expr] = []
     seen = {id(root)}

@@ -12,7 +12,7 @@ import numpy as np
 from ..ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType
-from ..ir.visitor import ExprMutator
+from ..ir.visitor import ExprMutator, post_order
 from ..op.registry import get_op_def
 from ..partition.named_pass import NamedPass
 
@@ -65,11 +65,22 @@ class _Folder(ExprMutator):
         return rebuilt
 
 
+def _has_work(func: Function) -> bool:
+    """Whether anything in `func` folds (a quick look first: most graphs have nothing to fold)."""
+    for node in post_order(func.body):
+        if isinstance(node, Call) and isinstance(node.op, Op) and node.args and \
+                all(_constant_value(a) is not None for a in node.args):
+            return True
+        if isinstance(node, TupleGetItem) and isinstance(node.tuple_value, Tuple):
+            return True
+    return False
+
+
 def fold_constant(mod: IRModule) -> IRModule:
     out = IRModule()
     changed = False
     for name, func in mod.items():
-        if "Compiler" in func.attrs:
+        if "Compiler" in func.attrs or not _has_work(func):
             out = out.with_function(name, func)
             continue
         folder = _Folder()

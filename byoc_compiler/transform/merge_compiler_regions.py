@@ -123,26 +123,42 @@ def merge_regions(ann: Annotations, children: list[list[int]]) -> Annotations:
                 if g in chosen or blocked(g) or any(g in group_up.get(o, ()) or o in group_up.get(g, ()) for o in chosen):
                     continue
                 chosen.append(g)
-            new_up: set[int] = set()
-            for g in chosen:
-                new_up |= group_up.get(g, set())
+            incoming: set[int] = set()      # what the node's outside inputs put upstream
             for c in kids:
                 if not (c in group and find(group[c]) in chosen):
-                    new_up |= contrib[c]
-            new_up -= set(chosen)
-            if chosen:
+                    incoming |= contrib[c]
+            if len(chosen) == 1:
                 root = chosen[0]
+                ups = group_up.setdefault(root, set())
+                delta = incoming - ups
+                delta.discard(root)
+                if delta:
+                    ups |= delta
+                    widen(below.get(root, ()), delta, root)
+                new_up = delta
+            elif chosen:
+                root = chosen[0]
+                new_up = set(incoming)
+                for g in chosen:
+                    new_up |= group_up.get(g, set())
+                new_up -= set(chosen)
                 old = [(group_up.get(g, set()), below.pop(g, set())) for g in chosen]
                 for other in chosen[1:]:
                     uf.parent[other] = root
                     pending[root] = pending.get(root, 0) + pending.pop(other, 0)
                     group_up.pop(other, None)
                 group_up[root] = new_up
-                below[root] = set().union(*(b for _, b in old))
+                merged_below = max((b for _, b in old), key=len)
+                for _, b in old:
+                    if b is not merged_below:
+                        merged_below |= b
+                below[root] = merged_below
                 for ups_before, downstream in old:
                     widen(downstream, new_up - ups_before, root)
             else:
                 root = uf.make()
+                new_up = incoming
+                new_up.discard(root)
                 group_up[root] = new_up
             register(("g", root), new_up)
             group[i] = root

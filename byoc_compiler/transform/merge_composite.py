@@ -23,6 +23,7 @@ from ..ir.module import IRModule
 from ..ir.visitor import ExprMutator, post_order
 from ..partition.named_pass import NamedPass
 from ..pattern import Match
+from ..pattern.matcher import root_op_names
 
 
 def _entries(patterns: Iterable) -> list[CompositePattern]:
@@ -41,27 +42,35 @@ def _partitioned_from(match: Match) -> str:
     return "".join(name + "_" for name in match.op_names)
 
 
-def find_matches(body: Expr, entry: CompositePattern) -> dict[int, Match]:
-    """Root id -> Match for the non-overlapping, self-contained, accepted matches of `entry` in `body`."""
-    nodes = post_order(body)
-    users = users_of(body)
+def find_matches(body: Expr, entries: list[CompositePattern]) -> dict[int, tuple[Match, CompositePattern]]:
+    """Root id -> (Match, pattern) for the non-overlapping, self-contained, accepted matches in `body`.
+
+    Patterns are tried one after the other over the whole graph, each skipping the nodes
+    earlier patterns took — the same result as rewriting after each pattern, with one walk.
+    """
+    nodes = [n for n in post_order(body) if isinstance(n, Call) and isinstance(n.op, Op)]
+    users = None
     claimed: set[int] = set()
-    found: dict[int, Match] = {}
-    for node in reversed(nodes):
-        if not isinstance(node, Call) or not isinstance(node.op, Op) or id(node) in claimed:
-            continue
-        match = entry.pattern.find(node)
-        if match is None:
-            continue
-        inner = {id(n) for n in match.nodes}
-        if inner & claimed:
-            continue
-        escapes = any(n is body or any(id(u) not in inner for u in users.get(id(n), ()))
-                      for n in match.nodes if n is not node)
-        if escapes or not entry.accepts(node):
-            continue
-        claimed |= inner
-        found[id(node)] = match
+    found: dict[int, tuple[Match, CompositePattern]] = {}
+    for entry in entries:
+        roots = root_op_names(entry.pattern)
+        for node in reversed(nodes):
+            if id(node) in claimed or (roots is not None and node.op.name not in roots):
+                continue
+            match = entry.pattern.find(node)
+            if match is None:
+                continue
+            inner = {id(n) for n in match.nodes}
+            if inner & claimed:
+                continue
+            if users is None:
+                users = users_of(body)
+            escapes = any(n is body or any(id(u) not in inner for u in users.get(id(n), ()))
+                          for n in match.nodes if n is not node)
+            if escapes or not entry.accepts(node):
+                continue
+            claimed |= inner
+            found[id(node)] = (match, entry)
     return found
 
 
@@ -93,17 +102,18 @@ def _composite(match: Match, entry: CompositePattern, args: list[Expr]) -> Call:
 class _Rewriter(ExprMutator):
     into_functions = False
 
-    def __init__(self, matches: dict[int, Match], entry: CompositePattern):
+    def __init__(self, matches: dict[int, tuple[Match, CompositePattern]]):
         super().__init__()
-        self.matches, self.entry = matches, entry
+        self.matches = matches
 
     def rewrite_call(self, original: Call, rebuilt: Expr) -> Expr:
-        match = self.matches.get(id(original))
-        if match is None:
+        found = self.matches.get(id(original))
+        if found is None:
             if rebuilt is not original:
                 rebuilt.checked_type = original.checked_type
             return rebuilt
-        return _composite(match, self.entry, [self.lookup(e) for e in match.inputs])
+        match, entry = found
+        return _composite(match, entry, [self.lookup(e) for e in match.inputs])
 
     def rewrite_tuple(self, original, rebuilt):
         if rebuilt is not original:
@@ -126,12 +136,9 @@ def merge_composite(mod: IRModule, patterns) -> IRModule:
     for name, func in mod.items():
         if "Compiler" in func.attrs:
             continue
-        body = func.body
-        for entry in entries:
-            matches = find_matches(body, entry)
-            if matches:
-                body = _Rewriter(matches, entry).visit(body)
-        if body is not func.body:
+        matches = find_matches(func.body, entries)
+        if matches:
+            body = _Rewriter(matches).visit(func.body)
             new = Function(func.params, body, func.ret_type, func.attrs, func.span)
             new.checked_type = func.checked_type
             out = out.with_function(name, new)

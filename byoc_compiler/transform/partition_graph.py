@@ -193,10 +193,10 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
     body = new[len(nodes) - 1]
     new_main = Function(main.params, body, main.ret_type, main.attrs.without("TargetRegions"), main.span)
     new_main.checked_type = main.checked_type
-    out = mod.with_function("main", new_main)
-    for symbol, func in externals.items():
-        out = out.with_function(symbol, func)
-    return out
+    functions = mod.functions
+    functions["main"] = new_main
+    functions.update(externals)
+    return IRModule(functions)
 
 
 def _lift(region: Region, nodes, index, symbol: str, n: int, value) -> tuple[Function, Call]:
