@@ -56,6 +56,8 @@ def compare_outputs(actual, expected, tolerances) -> tuple[bool, float, float, s
         return False, float("inf"), float("inf"), f"{len(actual)} outputs, expected {len(expected)}"
     passed, max_abs, max_rel, detail = True, 0.0, 0.0, ""
     for i, (got, want) in enumerate(zip(actual, expected)):
+        # The runner writes .npy in its CPU's byte order (big-endian on s390x): compare values, not byte order.
+        got = got.astype(got.dtype.newbyteorder("="), copy=False)
         if got.shape != want.shape or got.dtype != want.dtype:
             return False, float("inf"), float("inf"), (
                 f"output {i}: got {got.dtype}{list(got.shape)}, expected {want.dtype}{list(want.shape)}")

@@ -78,12 +78,9 @@ def toolchain_env(env, toolchain: str, opt: str, interface: str, config_path: st
     from byoc_compiler import toolchain as tcmod
 
     tc = _codegen.load_config(config_path).toolchain(toolchain)
-    flags = tcmod.scons_flags(tc, opt=opt, unpacked=(interface == "unpacked"))
-    clone = env.Clone(
-        CC=flags["cc"], CCFLAGS=flags["ccflags"], CPPPATH=flags["cpppath"], CPPDEFINES=flags["cppdefines"],
-        LINKFLAGS=flags["linkflags"], LIBS=flags["libs"], SHLINKFLAGS=["-shared"] + flags["linkflags"],
-        LINK=flags["cc"], SHCC=flags["cc"], SHCCFLAGS=flags["ccflags"],
-    )
+    tcmod.check_toolchain(tc)
+    flags = tcmod.scons_flags(tc, opt=opt)
+    clone = env.Clone(CC=tc.cc, SHCC=tc.cc, LINK=tc.cc, SHLINK=tc.cc, **flags)
     # Toolchain flags carry -fPIC where a shared library is wanted, so static objects serve both.
     clone["STATIC_AND_SHARED_OBJECTS_ARE_THE_SAME"] = 1
     clone["ENV"]["PATH"] = os.environ.get("PATH", clone["ENV"].get("PATH", ""))
@@ -103,15 +100,17 @@ def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, in
     runtime_objs, runner_objs = _runtime_objects(env, tc_env, build_root, target, toolchain, opt, interface,
                                                  executor)
     model_objs = []
+    includes = _codegen.include_dirs(request)
     for node in generated:
-        path = str(node)
-        if path.endswith(".c"):
-            obj = Path(path).with_suffix(".o")
-            obj = outdir / "obj" / obj.relative_to(outdir)
-            model_objs += tc_env.Object(str(obj), node)
+        rel = Path(str(node)).relative_to(outdir).as_posix()
+        if rel.endswith(".c"):
+            obj = outdir / "obj" / Path(rel).with_suffix(".o")
+            model_objs += tc_env.Object(str(obj), node, CPPPATH=list(includes.get(rel, ())),
+                                        CPPDEFINES=_codegen.defines(request))
     runner = tc_env.Program(str(outdir / "runner"), model_objs + runtime_objs + runner_objs)
     outputs = list(runner)
-    if tc.is_host:
+    from byoc_compiler.toolchain import can_load_here
+    if can_load_here(tc):
         outputs += tc_env.SharedLibrary(str(outdir / f"lib{request.model_name}.so"), model_objs + runtime_objs,
                                         SHLIBPREFIX="", SHLIBSUFFIX=".so")
     check_env = env.Clone()
@@ -126,12 +125,12 @@ def _runtime_objects(env, tc_env, build_root, target, toolchain, opt, interface,
     key = (build_root, target, toolchain, opt, interface, executor)
     if key not in _RUNTIME_CACHE:
         objdir = Path(build_root) / target / toolchain / "_runtime" / f"{executor}-{interface}{opt}"
-        core, runner_only = _codegen.runtime_source_lists(executor, target)
+        core, runner_only, includes = _codegen.runtime_source_lists(executor, target)
 
         def objects(paths):
             return [obj for src in paths
                     for obj in tc_env.Object(str(objdir / Path(src).parent.name / (Path(src).stem + ".o")),
-                                             env.File(str(src)))]
+                                             env.File(str(src)), CPPPATH=includes)]
 
         _RUNTIME_CACHE[key] = (objects(core), objects(runner_only))
     return _RUNTIME_CACHE[key]

@@ -14,8 +14,9 @@ from pathlib import Path
 from byoc_compiler.config import load_config as _load_config
 from byoc_compiler.errors import ByocError
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-CORE_PACKAGE = REPO_ROOT / "byoc_compiler"
+import byoc_compiler
+
+CORE_PACKAGE = Path(byoc_compiler.__file__).resolve().parent
 
 
 @dataclass(frozen=True)
@@ -83,13 +84,41 @@ def _build(request: CodegenRequest):
                                interface=request.interface, opt=request.opt, config=config)
 
 
+def _files(result) -> dict[str, bytes | str]:
+    """Relative path -> content of everything codegen writes: the layout of BuildResult.export."""
+    files: dict[str, bytes | str] = dict(result.sources())
+    for rel, blob in result.blobs().items():
+        files[rel] = blob
+    files["graph.json"] = result.graph_json
+    files["params.bin"] = result.params_blob
+    files["model.txt"] = result.model_text()
+    files["metadata.json"] = json.dumps(result.metadata, indent=2, sort_keys=True) + "\n"
+    return files
+
+
 def planned_files(request: CodegenRequest) -> list[str]:
     """Paths (relative to the model's build directory) the codegen writes."""
-    return sorted(_build(request).files())
+    return sorted(_files(_build(request)))
+
+
+@lru_cache(maxsize=None)
+def include_dirs(request: CodegenRequest) -> dict[str, tuple[str, ...]]:
+    """Relative path of each generated C source -> the include directories it compiles with."""
+    import tempfile
+
+    result = _build(request)
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for path, incs, _defines in result.compile_units(Path(tmp)):
+            if Path(path).is_relative_to(tmp):
+                rel = Path(path).relative_to(tmp).as_posix()
+                # The build's private DLPack copy lives in a temp dir; SCons gets DLPack via -idirafter.
+                out[rel] = tuple(str(d) for d in incs if "byoc-dlpack-" not in str(d))
+    return out
 
 
 def write_outputs(request: CodegenRequest, targets: list[str]) -> None:
-    files = _build(request).files()
+    files = _files(_build(request))
     outdir = Path(request.outdir)
     for target in targets:
         rel = Path(target).relative_to(outdir).as_posix()
@@ -102,24 +131,35 @@ def generator_sources(request: CodegenRequest) -> list[str]:
     """The Python files whose code decides the generated output: the core and the target's package."""
     paths = sorted(str(p) for p in CORE_PACKAGE.rglob("*.py"))
     if request.target != "host":
+        import sys
+
         from byoc_compiler.backend.target import get_target
 
-        module_dir = Path(get_target(request.target).module_file).parent
-        paths += sorted(str(p) for p in module_dir.rglob("*.py"))
+        module_file = Path(sys.modules[get_target(request.target).module].__file__)
+        # A package target owns its folder; a single-module target owns its file.
+        files = module_file.parent.rglob("*.py") if module_file.name == "__init__.py" else [module_file]
+        paths += sorted(str(p) for p in files)
     return paths
 
 
-def runtime_source_lists(executor: str, target: str) -> tuple[list[str], list[str]]:
-    """(C sources every model links, sources only the runner executable adds)."""
+def defines(request: CodegenRequest) -> list[str]:
+    return ["BYOC_UNPACKED_API"] if request.interface == "unpacked" else []
+
+
+def runtime_source_lists(executor: str, target: str) -> tuple[list[str], list[str], list[str]]:
+    """(C sources every model links, sources only the runner adds, include dirs for them)."""
     from byoc_compiler import runtime
 
     core = [str(p) for p in runtime.runtime_sources(executor)]
+    with_runner = [str(p) for p in runtime.runtime_sources(executor, runner=True)]
+    includes = [str(runtime.include_dir())]
     if target != "host":
         from byoc_compiler.backend.target import get_target
 
-        core += [str(p) for p in getattr(get_target(target), "runtime_sources", ())]
-    runner_only = [str(p) for p in runtime.runner_sources()]
-    return core, runner_only
+        tgt = get_target(target)
+        core += [str(p) for p in tgt.runtime_sources]
+        includes += [str(p) for p in tgt.include_dirs]
+    return core, [p for p in with_runner if p not in core], includes
 
 
 __all__ = ["ByocError", "CodegenRequest", "generator_sources", "load_config", "load_unpartitioned", "model_files",
