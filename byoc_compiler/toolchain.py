@@ -127,3 +127,21 @@ def _quote(argv: Sequence[str]) -> str:
     import shlex
 
     return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+def scons_flags(tc, opt: str = "-O2", werror: bool = True) -> dict[str, list[str]]:
+    """The same flags as compile_argv/link_*_argv, as SCons construction variables.
+
+    Libraries (`-lm`) go to LIBS so SCons puts them after the objects, as static linking needs.
+    """
+    from .runtime import dlpack_include_dir
+
+    ccflags = [*tc.cflags, *([opt] if opt else []), *(WARNING_FLAGS if werror else ()),
+               "-idirafter", os.fspath(dlpack_include_dir())]
+    libs = [f[2:] for f in tc.ldflags if f.startswith("-l")]
+    linkflags = [f for f in tc.ldflags if not f.startswith("-l")]
+    return {
+        "CCFLAGS": ccflags, "SHCCFLAGS": ccflags,
+        "LINKFLAGS": linkflags, "LIBS": libs,
+        "SHLINKFLAGS": ["-shared", *[f for f in linkflags if f != "-static"]],
+    }
