@@ -128,15 +128,18 @@ static const ByocJsonValue* tagged_list(const ByocJsonDoc* d, const ByocJsonValu
   const ByocJsonValue* list;
   if (v == NULL) return NULL;
   t = byoc_json_child(d, v);
-  if (v->count != 2 || t->type != BYOC_JSON_STRING || strcmp(t->str, tag) != 0) {
+  if (v->count != 2 || t == NULL || t->type != BYOC_JSON_STRING || strcmp(t->str, tag) != 0) {
     byoc_set_last_error("graph.json: attrs.%s must be [\"%s\", [...]]", key, tag);
     return NULL;
   }
   list = byoc_json_next(d, t);
-  if (list->type != BYOC_JSON_ARRAY || list->count != n) {
-    byoc_set_last_error("graph.json: attrs.%s must list %d entries (one per node output), got %s%d", key, (int)n,
-                        list->type == BYOC_JSON_ARRAY ? "" : "a non-array of ",
-                        list->type == BYOC_JSON_ARRAY ? (int)list->count : 0);
+  if (list == NULL || list->type != BYOC_JSON_ARRAY) {
+    byoc_set_last_error("graph.json: attrs.%s must be [\"%s\", [...]]", key, tag);
+    return NULL;
+  }
+  if (list->count != n) {
+    byoc_set_last_error("graph.json: attrs.%s must list %d entries (one per node output), got %d", key, (int)n,
+                        (int)list->count);
     return NULL;
   }
   return list;

@@ -149,8 +149,10 @@ int main(int argc, char** argv) {
   }
   if (in_dir == NULL && n_files != desc->num_inputs) {
     free(files);
-    fprintf(stderr, "runner: model '%s' takes %d input(s)", desc->name, (int)desc->num_inputs);
-    for (i = 0; i < desc->num_inputs; ++i) fprintf(stderr, "%s'%s'", i ? ", " : ": ", desc->inputs[i].name);
+    fprintf(stderr, "runner: model '%s' takes %d input(s)", desc->name ? desc->name : "?", (int)desc->num_inputs);
+    for (i = 0; i < desc->num_inputs; ++i) {
+      fprintf(stderr, "%s'%s'", i ? ", " : ": ", desc->inputs[i].name ? desc->inputs[i].name : "");
+    }
     fprintf(stderr, "; %d .npy file(s) given\n%s", n_files, g_usage);
     return 2;
   }
@@ -179,19 +181,20 @@ int main(int argc, char** argv) {
   }
   for (i = 0; i < desc->num_inputs; ++i) {
     const ByocTensorInfo* t = &desc->inputs[i];
+    const char* name = t->name != NULL ? t->name : "";
     size_t nbytes;
     const char* file = files[i];
-    snprintf(what, sizeof(what), "input %d '%.200s'", i, t->name);
+    snprintf(what, sizeof(what), "input %d '%.200s'", i, name);
     if (tensor_bytes(t, &nbytes) != 0) {
       fprintf(stderr, "runner: %s: the descriptor's shape/dtype is invalid\n", what);
       goto done;
     }
     if (in_dir != NULL) {
-      if (strchr(t->name, '/') != NULL || t->name[0] == '.' || t->name[0] == '\0') {
+      if (strchr(name, '/') != NULL || name[0] == '.' || name[0] == '\0') {
         fprintf(stderr, "runner: %s: this name cannot be a file name; give the input files in order\n", what);
         goto done;
       }
-      if (snprintf(path, sizeof(path), "%s/%s.npy", in_dir, t->name) >= (int)sizeof(path)) {
+      if (snprintf(path, sizeof(path), "%s/%s.npy", in_dir, name) >= (int)sizeof(path)) {
         fprintf(stderr, "runner: %s: path too long\n", what);
         goto done;
       }
