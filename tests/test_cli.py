@@ -1,0 +1,82 @@
+"""`python -m byoc_compiler` smoke tests: the subcommand table, targets, partition, and one-line errors."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from byoc_compiler.__main__ import COMMANDS, main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args, cwd=None):
+    env = dict(os.environ)
+    env.pop("BYOC_CONFIG", None)
+    return subprocess.run([sys.executable, "-m", "byoc_compiler", *args], capture_output=True, text=True,
+                          cwd=cwd or ROOT, env=env, timeout=120)
+
+
+def test_commands_table_has_partition_and_targets():
+    assert {"targets", "partition"} <= set(COMMANDS)
+
+
+def test_targets_table():
+    proc = run_cli("targets")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:3] == ["target", "enabled", "flag"]
+    rows = {line.split()[0]: line.split() for line in lines[1:] if line and not line.startswith(" ")}
+    assert rows["ccompiler"][1:3] == ["yes", "USE_CODEGENC"]
+    assert rows["dnnl"][1:3] == ["no", "USE_DNNL"]
+
+
+def test_partition_writes_dot_and_prints(tmp_path):
+    dot = tmp_path / "out.dot"
+    proc = run_cli("partition", "small_cnn", "--target", "ccompiler", "--target", "examplejson",
+                   "--dot", str(dot), "--print")
+    assert proc.returncode == 0, proc.stderr
+    assert "ccompiler" in proc.stdout and "examplejson" in proc.stdout
+    assert 'Compiler="ccompiler"' in proc.stdout and "def @tvmgen_default_ccompiler_main_0" in proc.stdout
+    text = dot.read_text()
+    assert text.startswith('digraph "small_cnn"') and "cluster_0" in text
+    assert text.count("subgraph cluster_") == proc.stdout.count("def @tvmgen_default_")
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")
+def test_partition_svg(tmp_path):
+    svg = tmp_path / "out.svg"
+    proc = run_cli("partition", "mlp", "-t", "ccompiler", "--svg", str(svg))
+    assert proc.returncode == 0, proc.stderr
+    assert b"<svg" in svg.read_bytes()
+
+
+def test_partition_text_model_file(tmp_path):
+    model = tmp_path / "tiny.txt"
+    model.write_text("def @main(%x: Tensor[(1, 4), float32]) {\n  %0 = add(%x, %x);\n  nn.lrn(%0)\n}\n")
+    proc = run_cli("partition", str(model), "-t", "ccompiler")
+    assert proc.returncode == 0, proc.stderr
+    assert "no target supports nn.lrn" in proc.stdout
+
+
+ERRORS = [
+    ("unknown-target", ["partition", "mlp", "-t", "ccompile"], "did you mean 'ccompiler'"),
+    ("disabled-target", ["partition", "mlp", "-t", "dnnl"], "set USE_DNNL = true in [backends]"),
+    ("unknown-model", ["partition", "no_such_model", "-t", "ccompiler"], "unknown model 'no_such_model'"),
+    ("strict", ["partition", "multi_output", "-t", "ccompiler", "--strict"], "no target supports nn.lrn"),
+]
+
+
+@pytest.mark.parametrize("args,fragment", [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
+def test_errors_exit_2_without_traceback(args, fragment):
+    proc = run_cli(*args)
+    assert proc.returncode == 2
+    assert fragment in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_main_in_process_returns_exit_code(capsys):
+    assert main(["partition", "mlp", "-t", "ccompile"]) == 2
+    assert "unknown target" in capsys.readouterr().err
