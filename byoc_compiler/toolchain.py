@@ -77,22 +77,6 @@ def model_include_dirs() -> tuple[list[str], list[str]]:
     return [os.fspath(runtime.include_dir())], [dlpack]
 
 
-def scons_flags(tc, opt: str = "-O2", unpacked: bool = False, werror: bool = False) -> dict:
-    """The same flags as compile_argv/link_*_argv, split the way SCons construction variables want them."""
-    includes, after = model_include_dirs()
-    ccflags = [*tc.cflags, *([opt] if opt else []), *(WARNING_FLAGS if werror else ())]
-    for d in after:
-        ccflags += ["-idirafter", d]
-    return {
-        "cc": tc.cc,
-        "ccflags": ccflags,
-        "cpppath": includes,
-        "cppdefines": ["BYOC_UNPACKED_API"] if unpacked else [],
-        "linkflags": [f for f in tc.ldflags if not f.startswith("-l")],
-        "libs": [f[2:] for f in tc.ldflags if f.startswith("-l")],
-    }
-
-
 def link_shared_argv(tc, objs: Sequence, out) -> list[str]:
     """A shared library (host toolchains): objects first, then the toolchain's ldflags (libraries last)."""
     ldflags = [f for f in tc.ldflags if f != "-static"]
