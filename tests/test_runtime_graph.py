@@ -238,3 +238,14 @@ def test_run_failure_names_node_and_kernel(graph_runner_asan, tmp_path):
     np.save(tmp_path / "y.npy", Y)
     proc = run([graph_runner_asan, "--out", tmp_path, tmp_path / "x.npy", tmp_path / "y.npy"])
     assert_clean_failure(proc, "model run failed", "node 5 ('relu', func k_relu) failed: k_relu: NaN")
+
+
+def test_random_byte_edits_never_crash(graph_check_asan, tmp_path):
+    """Seeded random edits of graph.json and the params blob (ASan/UBSan abort on any memory error):
+    each create fails with a message, or succeeds and the graph runs."""
+    (tmp_path / "g.json").write_text(builder.graph_json())
+    (tmp_path / "p.bin").write_bytes(builder.params_blob())
+    proc = run([graph_check_asan, "--mutate", "3000", tmp_path / "g.json", tmp_path / "p.bin"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    accepted, rejected = (int(kv.split("=")[1]) for kv in proc.stdout.split())
+    assert accepted + rejected == 6000 and rejected > accepted

@@ -2,7 +2,10 @@
  * named like graph_model.c's.
  *   graph_check GRAPH PARAMS            -> prints "ok inputs=I outputs=O workspace=W" or the error (exit 1)
  *   graph_check --prefixes GRAPH PARAMS -> every proper prefix of GRAPH, then of PARAMS, must be rejected
- *                                          with a message; prints "rejected=N", exit 1 on any acceptance */
+ *                                          with a message; prints "rejected=N", exit 1 on any acceptance
+ *   graph_check --mutate N GRAPH PARAMS -> N seeded random byte edits of each: every create either fails
+ *                                          with a message or gives a graph that runs (stub kernels);
+ *                                          prints "accepted=A rejected=R" (ASan/UBSan catch the rest) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +47,83 @@ static int create(const unsigned char* json, size_t jlen, const unsigned char* p
   return byoc_graph_create((const char*)json, jlen, params, plen, kFuncs, 4, g);
 }
 
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+static uint64_t next_rand(void) { /* xorshift64: deterministic, so a failure reproduces */
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return g_rng;
+}
+
+/* One random edit: overwrite 1-3 bytes (often with JSON-significant characters), or delete a span. */
+static size_t mutate(unsigned char* buf, size_t len) {
+  static const char interesting[] = "{}[],:\"-0123456789e.\\ ntfu";
+  size_t k, edits = 1 + next_rand() % 3;
+  if (len == 0) return 0;
+  if (next_rand() % 4 == 0) {
+    size_t at = next_rand() % len, n = 1 + next_rand() % 16;
+    if (n > len - at) n = len - at;
+    memmove(buf + at, buf + at + n, len - at - n);
+    return len - n;
+  }
+  for (k = 0; k < edits; ++k) {
+    size_t at = next_rand() % len;
+    buf[at] = next_rand() % 2 ? (unsigned char)interesting[next_rand() % (sizeof(interesting) - 1)]
+                              : (unsigned char)next_rand();
+  }
+  return len;
+}
+
+static int run_stubbed(ByocGraph* g) {
+  void* in[64];
+  void* out[64];
+  int32_t i, n_in = byoc_graph_num_inputs(g), n_out = byoc_graph_num_outputs(g), rc = 0;
+  ByocTensorInfo info;
+  if (n_in > 64 || n_out > 64) return 0;
+  for (i = 0; i < n_in; ++i) {
+    byoc_graph_input_info(g, i, &info);
+    in[i] = calloc((size_t)byoc_shape_numel(info.ndim, info.shape) * byoc_dtype_bytes(info.dtype) + 1, 1);
+  }
+  for (i = 0; i < n_out; ++i) {
+    byoc_graph_output_info(g, i, &info);
+    out[i] = calloc((size_t)byoc_shape_numel(info.ndim, info.shape) * byoc_dtype_bytes(info.dtype) + 1, 1);
+  }
+  rc = byoc_graph_run(g, in, out);
+  for (i = 0; i < n_in; ++i) free(in[i]);
+  for (i = 0; i < n_out; ++i) free(out[i]);
+  return rc;
+}
+
+static int fuzz(long n, const unsigned char* json, size_t jlen, const unsigned char* params, size_t plen) {
+  long i, accepted = 0, rejected = 0;
+  int bad = 0;
+  for (i = 0; i < 2 * n; ++i) {
+    int on_json = i < n;
+    size_t len = on_json ? jlen : plen;
+    unsigned char* copy = (unsigned char*)malloc(len ? len : 1);
+    ByocGraph* g = NULL;
+    if (copy == NULL) return 2;
+    memcpy(copy, on_json ? json : params, len);
+    len = mutate(copy, len);
+    if (create(on_json ? copy : json, on_json ? len : jlen, on_json ? params : copy, on_json ? plen : len, &g) == 0) {
+      ++accepted;
+      if (run_stubbed(g) != 0) {
+        printf("an accepted graph failed to run: %s\n", byoc_get_last_error());
+        bad = 1;
+      }
+      byoc_graph_destroy(g);
+    } else if (byoc_get_last_error()[0] == '\0' || g != NULL) {
+      printf("rejected without a message\n");
+      bad = 1;
+    } else {
+      ++rejected;
+    }
+    free(copy);
+  }
+  printf("accepted=%ld rejected=%ld\n", accepted, rejected);
+  return bad;
+}
+
 int main(int argc, char** argv) {
   int prefixes = argc == 4 && strcmp(argv[1], "--prefixes") == 0;
   size_t jlen, plen, cut;
@@ -51,8 +131,17 @@ int main(int argc, char** argv) {
   ByocGraph* g = NULL;
   long rejected = 0;
   int bad = 0;
+  if (argc == 5 && strcmp(argv[1], "--mutate") == 0) {
+    int rc;
+    json = slurp(argv[3], &jlen);
+    params = slurp(argv[4], &plen);
+    rc = fuzz(atol(argv[2]), json, jlen, params, plen);
+    free(json);
+    free(params);
+    return rc;
+  }
   if (argc != 3 && !prefixes) {
-    fprintf(stderr, "usage: graph_check [--prefixes] GRAPH PARAMS\n");
+    fprintf(stderr, "usage: graph_check [--prefixes | --mutate N] GRAPH PARAMS\n");
     return 2;
   }
   json = slurp(argv[argc - 2], &jlen);
