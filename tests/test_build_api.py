@@ -185,3 +185,19 @@ def test_aliased_outputs_and_hostile_names(executor, interface):
         np.testing.assert_array_equal(m.get_output(k), want)
     for k, got in enumerate(lib.run_runner([x, y], werror=True)):
         np.testing.assert_array_equal(got, expected[k])
+
+
+@pytest.mark.parametrize("executor", ["graph", "aot"])
+def test_composite_calls_left_in_main_are_inlined(executor):
+    from byoc_compiler.ir import Call
+
+    x = Var("x", TensorType((2, 3), "float32"))
+    p, q = Var("p", TensorType((2, 3), "float32")), Var("q", TensorType((3,), "float32"))
+    composite = Function([p, q], op.nn.relu(op.add(p, q)), attrs={"Composite": "fake.add_relu"})
+    bias = np.array([0.5, -1.0, 2.0], np.float32)
+    mod = IRModule.from_expr(Function([x], op.multiply(Call(composite, [x, const(bias)]), const(2.0))))
+    lib = build(mod, executor=executor)
+    assert "fake" not in lib.get_source() and lib.metadata["regions"] == []
+    x_val = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
+    out = lib.run_runner([x_val], werror=True)[0]
+    np.testing.assert_allclose(out, np.maximum(x_val + bias, 0) * 2, rtol=1e-6)
