@@ -1,0 +1,204 @@
+"""End-to-end tests of the SCons integration, in a temporary copy of a project.
+
+The project has the repository's SConstruct and site_scons, its own config.toml,
+a model file, and a small target of its own (`mini`, two elementwise ops) so
+that the test can edit a target's codegen and count what SCons rebuilds.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MODEL = """\
+def @main(%a: Tensor[(4, 5), float32], %b: Tensor[(4, 5), float32]) {
+  %0 = add(%a, %b);
+  %1 = nn.relu(%0);
+  multiply(%1, %b)
+}
+"""
+
+MINI_INIT = """\
+from byoc_compiler.backend.target import Target
+
+target = Target("mini", flag="USE_MINI", description="elementwise add and multiply, same shapes")
+target.supports("add", "multiply",
+                predicate=lambda call: None if call.args[0].checked_type == call.args[1].checked_type
+                else "operands must have the same type")
+
+from .codegen import codegen  # noqa: E402
+
+target.codegen = codegen
+"""
+
+MINI_CODEGEN = """\
+from byoc_compiler.backend.artifact import CSourceArtifact
+from byoc_compiler.backend.c_abi import entry_points
+from byoc_compiler.ir import Call, post_order
+
+C_OPS = {"add": "+", "multiply": "*"}
+VERSION = "v1"
+
+
+def codegen(func, symbol):
+    names = {id(p): f"in{i}" for i, p in enumerate(func.params)}
+    body = []
+    for node in post_order(func.body):
+        if isinstance(node, Call):
+            a, b = (names[id(arg)] for arg in node.args)
+            n = node.checked_type.size
+            out = "out0" if node is func.body else f"t{len(body)}"
+            if out != "out0":
+                body.append(f"  static float {out}[{n}];")
+            body.append(f"  for (int i = 0; i < {n}; ++i) {out}[i] = {a}[i] {C_OPS[node.op.name]} {b}[i];")
+            names[id(node)] = out
+    params = ", ".join([f"const float* in{i}" for i in range(len(func.params))] + ["float* out0"])
+    in_types = [p.checked_type for p in func.params]
+    code = (f"/* mini codegen {VERSION} */\\n#include <stdint.h>\\n"
+            f"int32_t {symbol}_({params}) {{\\n" + "\\n".join(body) + "\\n  return 0;\\n}\\n"
+            + entry_points(symbol, symbol + "_", in_types, [func.body.checked_type]))
+    return CSourceArtifact(symbol, {symbol + ".c": code})
+"""
+
+CONFIG = """\
+[backends]
+USE_CODEGENC = true
+USE_EXAMPLEJSON = false
+USE_MINI = {mini}
+
+[targets]
+mini = {{ module = "mini_target", flag = "USE_MINI" }}
+
+[build]
+toolchains = ["gcc"]
+executor = "graph"
+interface = "packed"
+models = ["model.txt"]
+
+[toolchains.gcc]
+cc = "gcc"
+arch = "x86_64"
+cflags = ["-std=c99", "-fPIC"]
+ldflags = ["-lm"]
+
+[toolchains.clang]
+cc = "clang"
+arch = "x86_64"
+cflags = ["-std=c99", "-fPIC"]
+ldflags = ["-lm"]
+"""
+
+
+def make_project(path: Path, mini_enabled: bool = True) -> Path:
+    shutil.copy(ROOT / "SConstruct", path / "SConstruct")
+    shutil.copytree(ROOT / "site_scons", path / "site_scons",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (path / "config.toml").write_text(CONFIG.format(mini="true" if mini_enabled else "false"))
+    (path / "model.txt").write_text(MODEL)
+    (path / "mini_target").mkdir()
+    (path / "mini_target" / "__init__.py").write_text(MINI_INIT)
+    (path / "mini_target" / "codegen.py").write_text(MINI_CODEGEN)
+    return path
+
+
+def scons(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=project, capture_output=True,
+                          text=True, timeout=600)
+
+
+def compiled_objects(output: str) -> list[str]:
+    """The object files a SCons run compiled, from its command echo (`cc -o x.o -c ...`)."""
+    return sorted(re.findall(r"^\S*(?:gcc|clang)\S* -o (\S+\.o) -c", output, flags=re.M))
+
+
+@pytest.fixture(scope="module")
+def built_project(tmp_path_factory):
+    project = make_project(tmp_path_factory.mktemp("sconsproj"))
+    first = scons(project, "target=mini", "check")
+    return project, first
+
+
+def test_build_and_check_pass(built_project):
+    project, first = built_project
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "1 passed, 0 failed" in first.stdout
+    out = project / "build" / "mini" / "gcc" / "model"
+    # The layout of BuildResult.export plus the binaries.
+    for rel in ("src/host.c", "graph.json", "params.bin", "metadata.json", "model.txt", "runner", "libmodel.so"):
+        assert (out / rel).exists(), rel
+    regions = sorted(p.name for p in (out / "src" / "mini").iterdir())
+    assert regions == ["tvmgen_default_mini_main_0.c", "tvmgen_default_mini_main_1.c"]
+
+
+def test_null_build_rebuilds_nothing(built_project):
+    project, _ = built_project
+    again = scons(project, "target=mini")
+    assert again.returncode == 0, again.stderr
+    assert compiled_objects(again.stdout) == []
+    assert "byoc codegen" not in again.stdout
+
+
+def test_editing_a_target_codegen_rebuilds_only_its_objects(built_project):
+    project, _ = built_project
+    codegen = project / "mini_target" / "codegen.py"
+    codegen.write_text(codegen.read_text().replace('VERSION = "v1"', 'VERSION = "v2"'))
+    rebuilt = scons(project, "target=mini", "check")
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    objects = compiled_objects(rebuilt.stdout)
+    assert objects == ["build/mini/gcc/model/obj/src/mini/tvmgen_default_mini_main_0.o",
+                       "build/mini/gcc/model/obj/src/mini/tvmgen_default_mini_main_1.o"], rebuilt.stdout
+    assert "1 passed, 0 failed" in rebuilt.stdout
+
+
+def test_editing_the_model_file_rebuilds_it(tmp_path):
+    project = make_project(tmp_path)
+    assert scons(project, "target=mini").returncode == 0
+    (project / "model.txt").write_text(MODEL.replace("nn.relu", "nn.sigmoid" if False else "abs"))
+    rebuilt = scons(project, "target=mini", "check")
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    assert "build/mini/gcc/model/obj/src/host.o" in compiled_objects(rebuilt.stdout)
+
+
+BAD_COMMAND_LINES = [
+    pytest.param(["targte=mini"], "unknown variable targte=mini (did you mean target=?)", id="typo-in-variable"),
+    pytest.param(["target=minni"], "unknown target 'minni' (did you mean mini?)", id="unknown-target"),
+    pytest.param(["target=examplejson"], "target 'examplejson' is disabled: set USE_EXAMPLEJSON = true",
+                 id="disabled-target"),
+    pytest.param(["target=mini", "model=nosuchmodel"], "unknown model 'nosuchmodel'", id="unknown-model"),
+    pytest.param([], "say which target to build", id="no-target"),
+    pytest.param(["target=mini", "executor=jit"], "Invalid value for enum variable 'executor'", id="bad-executor"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD_COMMAND_LINES)
+def test_bad_command_lines_fail_with_one_clear_message(tmp_path, args, message):
+    project = make_project(tmp_path)
+    result = scons(project, *args)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (project / "build").exists()
+
+
+def test_help_lists_variables_with_configured_defaults(tmp_path):
+    result = scons(make_project(tmp_path), "-h")
+    assert result.returncode == 0
+    for text in ("target:", "toolchain:", "model:", "executor:", "interface:", "default: model.txt"):
+        assert text in result.stdout, text
+
+
+def test_a_failing_model_fails_the_check(tmp_path):
+    project = make_project(tmp_path)
+    codegen = project / "mini_target" / "codegen.py"
+    # An injected bug: multiply computes a sum. The check must say FAIL and exit non-zero.
+    codegen.write_text(codegen.read_text().replace('"multiply": "*"', '"multiply": "+"'))
+    result = scons(project, "target=mini", "check")
+    assert result.returncode != 0
+    assert "FAIL" in result.stdout and "0 passed, 1 failed" in result.stdout
