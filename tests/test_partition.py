@@ -334,3 +334,26 @@ def test_printing_shows_external_functions_with_attrs():
 def test_targets_come_first():
     with pytest.raises(TypeError, match="targets come first"):
         partition_for(chain(), ["tA"])
+
+
+def test_partitioning_a_partitioned_module_changes_nothing():
+    once = partition_for(["tA"], mixed())
+    twice = partition_for(["tA"], once)
+    assert twice.astext() == once.astext()
+
+
+# --- drawing --------------------------------------------------------------------------------------
+
+def test_dot_clusters_coloured_by_target_and_labels_escaped():
+    from byoc_compiler.dot import to_dot
+
+    x = Var('in"put', F32)
+    a = op.add(x, x)
+    before = IRModule.from_expr(op.nn.softmax(op.tanh(op.nn.relu(a))))
+    text = to_dot(partition_for(["tA", "tB"], before))
+    clusters = [line for line in text.splitlines() if "label=\"tvmgen_" in line]
+    assert len(clusters) == 2
+    colours = {line.split('fillcolor="')[1].split('"')[0] for line in clusters}
+    assert len(colours) == 2                       # one colour per target
+    assert 'in\\"put' in text                       # names from models are escaped
+    assert "nn.softmax" in text and "fillcolor=white" in text
