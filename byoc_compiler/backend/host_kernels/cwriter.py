@@ -14,6 +14,12 @@ def size_of(shape: Sequence[int]) -> int:
     return n
 
 
+def axis_split(shape, axis: int) -> tuple[int, int, int]:
+    """(outer, extent, inner) of a contiguous tensor around `axis`."""
+    axis = axis % len(shape)
+    return size_of(shape[:axis]), shape[axis], size_of(shape[axis + 1:])
+
+
 def contiguous_strides(shape: Sequence[int]) -> list[int]:
     strides, step = [], 1
     for d in reversed(shape):
@@ -29,30 +35,25 @@ def broadcast_strides(shape: Sequence[int], out_shape: Sequence[int]) -> list[in
     return [0] * lead + [0 if shape[i] == 1 and out_shape[lead + i] != 1 else own[i] for i in range(len(shape))]
 
 
-def float_literal(value: float) -> str:
-    """A C float constant equal to float32(value)."""
-    v = float(np.float32(value))
-    if math.isnan(v):
-        return "NAN"
-    if math.isinf(v):
-        return "INFINITY" if v > 0 else "(-INFINITY)"
-    text = repr(v)
+def _real_literal(value: float, suffix: str, nan: str, inf: str) -> str:
+    if math.isnan(value):
+        return nan
+    if math.isinf(value):
+        return inf if value > 0 else f"(-{inf})"
+    text = repr(value)
     if "e" not in text and "." not in text:
-        text += ".0"
-    return f"{text}f" if v >= 0 else f"({text}f)"
+        text += ".0"  # "1f" is not a C constant
+    return f"{text}{suffix}" if value >= 0 else f"({text}{suffix})"
+
+
+def float_literal(value: float) -> str:
+    """A C float constant equal to float32(value) (non-finite values need <math.h>)."""
+    return _real_literal(float(np.float32(value)), "f", "NAN", "INFINITY")
 
 
 def double_literal(value: float) -> str:
     """A C double constant equal to `value` (non-finite values need <math.h>)."""
-    v = float(value)
-    if math.isnan(v):
-        return "((double)NAN)"
-    if math.isinf(v):
-        return "((double)INFINITY)" if v > 0 else "(-(double)INFINITY)"
-    text = repr(v)
-    if "e" not in text and "." not in text:
-        text += ".0"
-    return text if v >= 0 else f"({text})"
+    return _real_literal(float(value), "", "((double)NAN)", "((double)INFINITY)")
 
 
 def int_literal(value: int, dtype: str = "int64") -> str:

@@ -5,14 +5,8 @@ window positions outside the input are skipped, never read.
 """
 from __future__ import annotations
 
-from .cwriter import (broadcast_strides, contiguous_strides, double_literal, flat_loop, indent_block,
-                      int_literal as L, loop_nest, size_of)
-
-
-def axis_split(shape, axis: int) -> tuple[int, int, int]:
-    """(outer, extent, inner) of a contiguous tensor around `axis`."""
-    axis = axis % len(shape)
-    return size_of(shape[:axis]), shape[axis], size_of(shape[axis + 1:])
+from .cwriter import (axis_split, broadcast_strides, contiguous_strides, double_literal, flat_loop,
+                      indent_block, int_literal as L, loop_nest, size_of)
 
 
 def _dense(ctx) -> str:
@@ -150,8 +144,8 @@ def _batch_norm(ctx) -> str:
     ctx.need("string.h")
     data = ctx.inputs[0]
     outer, channels, inner = axis_split(data.shape, ctx.attrs.axis)
-    scale = "\n      v *= (double)in1[ch];" if ctx.attrs.scale else ""
-    center = "\n      v += (double)in2[ch];" if ctx.attrs.center else ""
+    scale = "\n        v *= (double)in1[ch];" if ctx.attrs.scale else ""
+    center = "\n        v += (double)in2[ch];" if ctx.attrs.center else ""
     copies = "\n".join(f"  memcpy(out{k}, in{k + 2}, {L(channels)} * sizeof(float));" for k in (1, 2)) \
         if channels else ""
     loops = "" if size_of(data.shape) == 0 else f"""  for (int64_t o = 0; o < {L(outer)}; ++o) {{
@@ -160,67 +154,66 @@ def _batch_norm(ctx) -> str:
       const double deviation = sqrt((double)in4[ch] + {double_literal(ctx.attrs.epsilon)});
       const int64_t base = (o * {L(channels)} + ch) * {L(inner)};
       for (int64_t i = 0; i < {L(inner)}; ++i) {{
-      double v = ((double)in0[base + i] - mean) / deviation;{scale}{center}
-      out0[base + i] = (float)v;
+        double v = ((double)in0[base + i] - mean) / deviation;{scale}{center}
+        out0[base + i] = (float)v;
       }}
     }}
   }}"""
     return "\n".join(part for part in (loops, copies) if part)
 
 
-def _softmax(ctx) -> str:
-    ctx.need("math.h")
+def _lanes(ctx, body: str) -> str:
+    """Loops over every 1-D lane of in0/out0 along attrs.axis; `body` sees the lane as `x`/`y`
+    (element l at x[l * inner])."""
     data = ctx.inputs[0]
     outer, extent, inner = axis_split(data.shape, ctx.attrs.axis)
     if size_of(data.shape) == 0:
         return ""
-    # Subtract the maximum so exp never overflows; sum in double.
     return f"""  for (int64_t o = 0; o < {L(outer)}; ++o) {{
     for (int64_t i = 0; i < {L(inner)}; ++i) {{
       const float* x = in0 + o * {L(extent * inner)} + i;
       float* y = out0 + o * {L(extent * inner)} + i;
-      float top = x[0];
-      double total = 0.0;
-      for (int64_t l = 1; l < {L(extent)}; ++l) {{
-        const float v = x[l * {L(inner)}];
-        if (v > top || isnan(v)) top = v;
-      }}
-      for (int64_t l = 0; l < {L(extent)}; ++l) {{
-        const float e = expf(x[l * {L(inner)}] - top);
-        y[l * {L(inner)}] = e;
-        total += (double)e;
-      }}
-      for (int64_t l = 0; l < {L(extent)}; ++l) y[l * {L(inner)}] = (float)((double)y[l * {L(inner)}] / total);
+{indent_block(body, 3)}
     }}
   }}"""
+
+
+def _softmax(ctx) -> str:
+    ctx.need("math.h")
+    _, extent, inner = axis_split(ctx.inputs[0].shape, ctx.attrs.axis)
+    # Subtract the maximum so exp never overflows; sum in double.
+    return _lanes(ctx, f"""float top = x[0];
+double total = 0.0;
+for (int64_t l = 1; l < {L(extent)}; ++l) {{
+  const float v = x[l * {L(inner)}];
+  if (v > top || isnan(v)) top = v;
+}}
+for (int64_t l = 0; l < {L(extent)}; ++l) {{
+  const float e = expf(x[l * {L(inner)}] - top);
+  y[l * {L(inner)}] = e;
+  total += (double)e;
+}}
+for (int64_t l = 0; l < {L(extent)}; ++l) y[l * {L(inner)}] = (float)((double)y[l * {L(inner)}] / total);""")
 
 
 def _lrn(ctx) -> str:
     ctx.need("math.h")
-    data = ctx.inputs[0]
-    outer, channels, inner = axis_split(data.shape, ctx.attrs.axis)
+    _, channels, inner = axis_split(ctx.inputs[0].shape, ctx.attrs.axis)
     size = ctx.attrs.size
-    if size_of(data.shape) == 0:
-        return ""
+    before, after = (size - 1) // 2, size // 2
     # Window of channel c: (size-1)/2 channels before it, size/2 after it, clipped to the tensor.
-    return f"""  for (int64_t o = 0; o < {L(outer)}; ++o) {{
-    for (int64_t i = 0; i < {L(inner)}; ++i) {{
-      const float* x = in0 + o * {L(channels * inner)} + i;
-      float* y = out0 + o * {L(channels * inner)} + i;
-      for (int64_t ch = 0; ch < {L(channels)}; ++ch) {{
-        const int64_t first = ch - {L((size - 1) // 2)} < 0 ? 0 : ch - {L((size - 1) // 2)};
-        const int64_t last = ch + {L(size // 2)} >= {L(channels)} ? {L(channels - 1)} : ch + {L(size // 2)};
-        double squares = 0.0;
-        for (int64_t j = first; j <= last; ++j) {{
-          const double v = (double)x[j * {L(inner)}];
-          squares += v * v;
-        }}
-        y[ch * {L(inner)}] = (float)((double)x[ch * {L(inner)}] /
-            pow({double_literal(ctx.attrs.bias)} + {double_literal(ctx.attrs.alpha / size)} * squares,
-                {double_literal(ctx.attrs.beta)}));
-      }}
-    }}
-  }}"""
+    return _lanes(ctx, f"""for (int64_t ch = 0; ch < {L(channels)}; ++ch) {{
+  const int64_t first = ch - {L(before)} < 0 ? 0 : ch - {L(before)};
+  const int64_t last = ch + {L(after)} >= {L(channels)} ? {L(channels - 1)} : ch + {L(after)};
+  double squares = 0.0;
+  for (int64_t j = first; j <= last; ++j) {{
+    const double v = (double)x[j * {L(inner)}];
+    squares += v * v;
+  }}
+  y[ch * {L(inner)}] = (float)((double)x[ch * {L(inner)}] /
+      pow({double_literal(ctx.attrs.bias)} + {double_literal(ctx.attrs.alpha / size)} * squares,
+          {double_literal(ctx.attrs.beta)}));
+}}""")
 
 
 RULES = {

@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..c_abi import c_type
-from .cwriter import contiguous_strides, flat_loop, float_literal, int_literal as L, loop_nest, size_of
-from .nn import axis_split
+from .cwriter import axis_split, contiguous_strides, flat_loop, float_literal, int_literal as L, loop_nest, size_of
 
 
 def _copy(ctx) -> str:
@@ -31,40 +30,33 @@ def _transpose(ctx) -> str:
     return loop_nest(out.shape, strides, lambda off: f"out0[{off['out0']}] = in0[{off['in0']}];")
 
 
-def _concatenate(ctx) -> str:
-    out = ctx.outputs[0]
-    axis = ctx.attrs.axis % out.ndim
-    outer, _, inner = axis_split(out.shape, axis)
-    row = out.shape[axis] * inner
+def _row_copies(ctx, whole, parts: list[str], whole_name: str, gather: bool) -> str:
+    """Concatenate (gather: parts -> whole) or split (whole -> parts) along the axis: for every
+    index before the axis, one memcpy per part."""
+    axis = ctx.attrs.axis % whole.ndim
+    outer, _, inner = axis_split(whole.shape, axis)
+    row = whole.shape[axis] * inner
     lines, offset = [], 0
-    for i, t in enumerate(ctx.inputs):
+    for name, t in zip(parts, ctx.inputs if gather else ctx.outputs):
         count = t.shape[axis] * inner
         if count:
-            lines.append(f"memcpy(out0 + o * {L(row)} + {L(offset)}, in{i} + o * {L(count)}, "
-                         f"{L(count)} * sizeof({c_type(out.dtype)}));")
+            at_whole = f"{whole_name} + o * {L(row)} + {L(offset)}"
+            at_part = f"{name} + o * {L(count)}"
+            dst, src = (at_whole, at_part) if gather else (at_part, at_whole)
+            lines.append(f"memcpy({dst}, {src}, {L(count)} * sizeof({c_type(whole.dtype)}));")
         offset += count
     if not lines or outer == 0:
         return ""
     ctx.need("string.h")
     return flat_loop(outer, "\n".join(lines), var="o")
+
+
+def _concatenate(ctx) -> str:
+    return _row_copies(ctx, ctx.outputs[0], [f"in{i}" for i in range(len(ctx.inputs))], "out0", gather=True)
 
 
 def _split(ctx) -> str:
-    data = ctx.inputs[0]
-    axis = ctx.attrs.axis % data.ndim
-    outer, _, inner = axis_split(data.shape, axis)
-    row = data.shape[axis] * inner
-    lines, offset = [], 0
-    for i, t in enumerate(ctx.outputs):
-        count = t.shape[axis] * inner
-        if count:
-            lines.append(f"memcpy(out{i} + o * {L(count)}, in0 + o * {L(row)} + {L(offset)}, "
-                         f"{L(count)} * sizeof({c_type(data.dtype)}));")
-        offset += count
-    if not lines or outer == 0:
-        return ""
-    ctx.need("string.h")
-    return flat_loop(outer, "\n".join(lines), var="o")
+    return _row_copies(ctx, ctx.inputs[0], [f"out{i}" for i in range(len(ctx.outputs))], "in0", gather=False)
 
 
 def _take(ctx) -> str:
