@@ -155,3 +155,22 @@ def test_config_target_module_missing_is_reported(tmp_path, monkeypatch, fresh_r
     reload_targets()
     with pytest.raises(ByocError, match="target 'ghost' could not be loaded: module no_such_module_xyz not found"):
         get_target("ghost")
+
+
+def test_crashing_predicate_is_named():
+    t = Target("tcrash")
+    t.supports("add", predicate=lambda call: call.attrs.no_such_attr)
+    x = Var("x", TensorType((2,)))
+    with pytest.raises(TargetError, match="target 'tcrash': the predicate for add raised AttributeError"):
+        t.check(typed_call(op.add(x, x)))
+
+
+def test_broken_plugin_is_listed_not_fatal(tmp_path, monkeypatch, fresh_registry):
+    (tmp_path / "broken_vendor.py").write_text("raise RuntimeError('vendor bug')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = write_config(tmp_path, "USE_CODEGENC = true\nUSE_BROKEN = true", 'broken = { module = "broken_vendor", flag = "USE_BROKEN" }')
+    monkeypatch.setenv("BYOC_CONFIG", cfg)
+    reload_targets()
+    rows = {t.name: t for t in byoc_compiler.targets()}
+    assert rows["broken"].error == "importing broken_vendor failed: RuntimeError: vendor bug"
+    assert get_target("ccompiler").name == "ccompiler"

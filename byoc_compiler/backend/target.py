@@ -54,7 +54,11 @@ class CompositePattern:
         """Run the check: True or None accept; False or a reason string reject."""
         if self.check is None:
             return True
-        verdict = self.check(root)
+        try:
+            verdict = self.check(root)
+        except Exception as exc:
+            raise TargetError(f"target {self.target!r}: the check of pattern {self.name!r} raised "
+                              f"{type(exc).__name__}: {exc}") from exc
         return verdict is None or verdict is True
 
 
@@ -103,7 +107,11 @@ class Target:
         predicate = self.ops[name]
         if predicate is None:
             return None
-        verdict = predicate(call)
+        try:
+            verdict = predicate(call)
+        except Exception as exc:  # a vendor's predicate is plugin code: name it instead of a deep traceback
+            raise TargetError(f"target {self.name!r}: the predicate for {name} raised "
+                              f"{type(exc).__name__}: {exc}") from exc
         if verdict is None or verdict is True:
             return None
         return verdict if isinstance(verdict, str) else "rejected by its predicate"
@@ -216,8 +224,8 @@ def _import_target(name: str, module: str, flag: str, enabled: bool) -> _Entry:
         if exc.name and module.startswith(exc.name):
             return _Entry(None, module, flag, enabled, f"module {module} not found")
         return _Entry(None, module, flag, enabled, f"importing {module} failed: {exc}")
-    except ByocError as exc:
-        return _Entry(None, module, flag, enabled, f"importing {module} failed: {exc}")
+    except Exception as exc:  # plugin code: report it in the listing instead of breaking every target
+        return _Entry(None, module, flag, enabled, f"importing {module} failed: {type(exc).__name__}: {exc}")
     target = getattr(mod, "target", None)
     if not isinstance(target, Target):
         return _Entry(None, module, flag, enabled, f"{module} defines no `target = Target(...)`")
