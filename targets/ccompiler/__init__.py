@@ -1,10 +1,10 @@
 """ccompiler: C source that calls a vendor C kernel library (TVM's CodegenC example), enabled by USE_CODEGENC.
 
 This file is the op table: what the target takes and its composite patterns.
-The codegen (codegen.py of this folder, when present) sets `target.codegen`
-and `target.runtime_sources`.
+The codegen is codegen.py (one C file per region, calls into the kernel library of
+kernels/, described by kernels.py); the kernel sources are the target's runtime sources.
 """
-from byoc_compiler.backend.target import Target, float32_only, import_optional
+from byoc_compiler.backend.target import Target, float32_only
 from byoc_compiler.pattern import is_constant, is_op, wildcard
 
 target = Target("ccompiler", flag="USE_CODEGENC", description="C source calling a vendor C kernel library")
@@ -33,5 +33,9 @@ target.pattern("conv2d_bias", _conv_bias(), check=float32_only)
 target.pattern("dense_bias_relu", is_op("nn.relu")(_dense_bias()), check=float32_only)
 target.pattern("dense_bias", _dense_bias(), check=float32_only)
 
-target.codegen = None  # set by codegen.py; the build names this file when it is missing
-import_optional(__name__ + ".codegen")
+from . import kernels  # noqa: E402  (the op table above is readable without them)
+from .codegen import ccompiler_codegen  # noqa: E402
+
+target.codegen = ccompiler_codegen
+target.runtime_sources = list(kernels.SOURCES)
+target.include_dirs = [kernels.INCLUDE_DIR]

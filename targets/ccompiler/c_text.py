@@ -1,0 +1,62 @@
+"""Small C-text helpers of the ccompiler codegen: literals, shape arrays, safe comments."""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+# Everything else in a comment becomes "_": no "*/" or "/*" (comment nesting, -Wcomment), no
+# backslash or "??/" (line splicing), no newline or control characters from a model's names.
+_COMMENT_UNSAFE = re.compile(r"[^A-Za-z0-9_ .,:;=+\-()\[\]%#<>@']")
+
+
+def comment(text: str) -> str:
+    """`/* text */` with everything that could end, nest or splice the comment replaced."""
+    return f"/* {_COMMENT_UNSAFE.sub('_', str(text))} */"
+
+
+def float_literal(value) -> str:
+    """A float32 value as C text that reads back to the same bits (NAN/INFINITY from math.h)."""
+    v = np.float32(value)
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "(-INFINITY)"
+    # numpy prints the shortest digits that read back as this float32; the f suffix makes the
+    # compiler round that decimal straight to float (no double rounding through double).
+    text = str(v)
+    if "e" not in text and "." not in text:
+        text += ".0"
+    return text + "f"
+
+
+def int_literal(value: int) -> str:
+    return f"INT64_C({int(value)})" if not -(2 ** 31) < int(value) < 2 ** 31 else str(int(value))
+
+
+def shape_text(shape) -> str:
+    """[1, 3, 16, 16] for comments."""
+    return "[" + ", ".join(str(int(d)) for d in shape) + "]"
+
+
+def int64_array(name: str, values) -> str:
+    """`static const int64_t name[n] = {...};` (callers pass NULL instead for rank 0)."""
+    values = [int(v) for v in values]
+    return f"static const int64_t {name}[{len(values)}] = {{{', '.join(int_literal(v) for v in values)}}};"
+
+
+def array_values(data: np.ndarray, per_line: int = 8) -> list[str]:
+    """Initializer lines of a flattened array (at least one value: C has no empty arrays)."""
+    flat = np.asarray(data).reshape(-1)
+    if flat.dtype == np.float32:
+        items = [float_literal(v) for v in flat]
+    elif flat.dtype.kind in "iu":
+        items = [int_literal(v) for v in flat]
+    elif flat.dtype == np.bool_:
+        items = ["1" if v else "0" for v in flat]
+    else:
+        raise ValueError(f"constant of dtype {flat.dtype} cannot be written as C")
+    if not items:
+        items = ["0"]
+    return [", ".join(items[i:i + per_line]) + "," for i in range(0, len(items), per_line)]

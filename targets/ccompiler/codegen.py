@@ -1,0 +1,357 @@
+"""The ccompiler codegen: one region (external function) -> one C file calling the kernel library.
+
+    artifact = ccompiler_codegen(func, "tvmgen_default_ccompiler_main_0")
+
+The file holds, in this order: the region's constants as `static const` arrays; one static
+workspace for every intermediate tensor and every kernel's scratch, packed by lifetime (sizes
+from the tensor types and from the kernels' size formulas, nothing allocated at run time); the
+core `<symbol>_(const float* in0, ..., float* out0)` that calls the kernels in topological order,
+one commented call per op or composite; and the entry point `<symbol>` in both interfaces
+(backend.c_abi.entry_points). Identifiers in the C text are our own (in0, c0, t0, out0); names
+from the model appear only in comments, scrubbed.
+
+Work happens in three passes: `_Lowering` walks the region into steps over abstract buffers,
+`_assign_outputs` lets results be computed straight into the output arrays, `_plan` packs
+the rest into the workspace; `_render` writes the text. The workspace is static, so a region
+function is not reentrant (one model instance runs at a time, like the AOT arena).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from byoc_compiler.backend.artifact import CSourceArtifact
+from byoc_compiler.backend.c_abi import c_type, core_signature, entry_points, is_identifier, sanitize_identifier
+from byoc_compiler.backend.memory_plan import plan_offsets
+from byoc_compiler.errors import ByocError
+from byoc_compiler.ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
+from byoc_compiler.ir.types import TensorType, flatten_type
+from byoc_compiler.ir.visitor import post_order
+
+from . import kernels
+from .c_text import array_values, comment, shape_text
+from .rules import FUSIONS, PASS_THROUGH, RULES, VIEWS
+
+ALIGNMENT = 64          # bytes; every workspace buffer starts on a cache line
+WORKSPACE = "region_workspace"
+
+
+@dataclass(eq=False)
+class _Buffer:
+    kind: str                    # "input" | "const" | "temp" | "output" | "scratch"
+    nbytes: int
+    index: int = 0               # inN / outN / cN number
+    data: object = None          # the ndarray of a constant
+    cname: str = ""
+    first: int | None = None     # lifetime in steps (temps, scratch)
+    last: int | None = None
+    offset: int = 0              # bytes into the workspace (temps, scratch)
+
+
+@dataclass(eq=False)
+class _Value:
+    type: TensorType
+    buffer: _Buffer
+
+    @property
+    def ptr(self) -> str:
+        return self.buffer.cname
+
+    def label(self) -> str:
+        return f"{self.buffer.cname} {shape_text(self.type.shape)}"
+
+
+@dataclass(eq=False)
+class _Step:
+    op: str                      # a RULES key, or a view op (no call)
+    attrs: dict
+    ins: list
+    outs: list
+    title: str                   # what the comment names: the op or composite
+    activation: str | None = None
+    scratch: _Buffer | None = None
+
+    @property
+    def scratch_ptr(self) -> str:
+        return self.scratch.cname if self.scratch is not None else "NULL"
+
+    @property
+    def is_call(self) -> bool:
+        return self.op in RULES
+
+
+DTYPES = ("float32",)     # what the kernel library computes on
+
+
+def _tensor_types(ty, what: str) -> list[TensorType]:
+    if ty is None:
+        raise ByocError(f"{what} has no type; run transform.InferType() on the module before the codegen")
+    types = flatten_type(ty)
+    for t in types:
+        if t.dtype not in DTYPES:
+            raise ByocError(f"{what} has dtype {t.dtype}; the ccompiler kernel library takes float32 only")
+    return types
+
+
+class _Lowering:
+    """Region body -> steps over buffers, in topological order."""
+
+    def __init__(self, func: Function):
+        self.func = func
+        self.steps: list[_Step] = []
+        self.inputs: list[_Buffer] = []
+        self.input_names: list[str] = []
+        self.input_types: list[TensorType] = []
+        self.consts: dict[int, _Buffer] = {}
+        self.temps: list[_Buffer] = []
+
+    def run(self) -> list[_Value]:
+        values: dict[int, list[_Value]] = {}
+        for param in self.func.params:
+            for ty in _tensor_types(param.checked_type or param.type_annotation, f"region parameter {param.name_hint!r}"):
+                buf = _Buffer("input", ty.nbytes, index=len(self.inputs))
+                self.inputs.append(buf)
+                self.input_names.append(param.name_hint)
+                self.input_types.append(ty)
+                values.setdefault(id(param), []).append(_Value(ty, buf))
+        return self.walk(self.func.body, values)
+
+    def walk(self, root, values: dict[int, list[_Value]]) -> list[_Value]:
+        for node in post_order(root):
+            if id(node) in values or isinstance(node, Function):
+                continue          # parameters bound by the caller; composite bodies are walked at their call
+            if isinstance(node, Var):
+                raise ByocError(f"variable {node.name_hint!r} is used in the region but is not its parameter")
+            if isinstance(node, Constant):
+                values[id(node)] = [self.constant(node)]
+            elif isinstance(node, Tuple):
+                values[id(node)] = [v for f in node.fields for v in values[id(f)]]
+            elif isinstance(node, TupleGetItem):
+                fields = node.tuple_value.checked_type.fields
+                start = sum(len(flatten_type(f)) for f in fields[: node.index])
+                count = len(flatten_type(fields[node.index]))
+                values[id(node)] = values[id(node.tuple_value)][start:start + count]
+            elif isinstance(node, Call) and isinstance(node.op, Op):
+                ins = [v for a in node.args for v in values[id(a)]]
+                out_types = _tensor_types(node.checked_type, f"the result of {node.op.name}")
+                values[id(node)] = self.op(node.op.name, dict(node.attrs), ins, out_types, node.op.name)
+            elif isinstance(node, Call) and isinstance(node.op, Function):
+                values[id(node)] = self.composite(node, [values[id(a)] for a in node.args])
+            elif isinstance(node, (Call, GlobalVar)):
+                raise ByocError("a region of ccompiler cannot call other functions; partition the model again")
+            else:
+                raise ByocError(f"unexpected {type(node).__name__} in a ccompiler region")
+        return values[id(root)]
+
+    def constant(self, node: Constant) -> _Value:
+        ty = node.tensor_type
+        if ty.dtype not in DTYPES:
+            raise ByocError(f"a constant of dtype {ty.dtype} reached a ccompiler region (float32 only)")
+        buf = self.consts.get(id(node))
+        if buf is None:
+            buf = _Buffer("const", ty.nbytes, index=len(self.consts), data=node.data)
+            self.consts[id(node)] = buf
+        return _Value(ty, buf)
+
+    def temp(self, ty: TensorType) -> _Value:
+        buf = _Buffer("temp", ty.nbytes)
+        self.temps.append(buf)
+        return _Value(ty, buf)
+
+    def op(self, name: str, attrs: dict, ins: list[_Value], out_types: list[TensorType], title: str,
+           activation: str | None = None) -> list[_Value]:
+        if name in VIEWS:
+            outs = [_Value(t, ins[i].buffer) for t, i in zip(out_types, VIEWS[name])]
+            self.steps.append(_Step(name, attrs, ins, outs, title))
+            return outs
+        if name not in RULES:
+            raise ByocError(f"the ccompiler kernel library has no function for {name}; "
+                            "keep it on the host (remove it from targets/ccompiler/__init__.py)")
+        through = PASS_THROUGH.get(name, {})
+        outs = [_Value(t, ins[through[k]].buffer) if k in through else self.temp(t) for k, t in enumerate(out_types)]
+        step = _Step(name, attrs, ins, [o for k, o in enumerate(outs) if k not in through], title, activation)
+        nbytes = RULES[name].scratch(step)
+        if nbytes:
+            step.scratch = _Buffer("scratch", int(nbytes))
+        self.steps.append(step)
+        return outs
+
+    def composite(self, call: Call, args: list[list[_Value]]) -> list[_Value]:
+        func = call.op
+        name = str(func.attrs.get("Composite", ""))
+        fused = _match_fusion(name, func)
+        if fused is not None:
+            chain, data, weight, bias = fused
+            by_param = {id(p): a for p, a in zip(func.params, args)}
+            ins = [v for p in (data, weight, bias) for v in by_param[id(p)]]
+            out_types = _tensor_types(call.checked_type, f"the result of composite {name}")
+            activation = "nn.relu" if chain[-1].op.name == "nn.relu" else None
+            title = f"{name}: " + " + ".join(c.op.name for c in chain)
+            return self.op(FUSIONS[name].op, dict(chain[0].attrs), ins, out_types, title, activation)
+        # Anything else: the composite's body, op by op.
+        values = {id(p): a for p, a in zip(func.params, args)}
+        return self.walk(func.body, values)
+
+
+def _match_fusion(name: str, func: Function):
+    """(chain of calls, data param, weight param, bias param) when the body is the fusion's chain."""
+    fusion = FUSIONS.get(name)
+    if fusion is None:
+        return None
+    calls = [n for n in post_order(func.body) if isinstance(n, Call)]
+    if tuple(c.op.name if isinstance(c.op, Op) else "" for c in calls) != fusion.ops or calls[-1] is not func.body:
+        return None
+    if any(c.args[0] is not prev for prev, c in zip(calls, calls[1:])):
+        return None
+    producer, bias_add = calls[0], calls[1]
+    params = {id(p) for p in func.params}
+    data, weight, bias = producer.args[0], producer.args[1], bias_add.args[1]
+    if not all(id(x) in params for x in (data, weight, bias)):
+        return None
+    out_ndim = producer.checked_type.ndim
+    axis = int(bias_add.attrs["axis"])
+    if out_ndim == 0 or axis % out_ndim != fusion.bias_axis(out_ndim) or bias.checked_type.ndim != 1:
+        return None
+    return calls, data, weight, bias
+
+
+def _assign_outputs(lowering: _Lowering, results: list[_Value]) -> list[_Buffer]:
+    """The region's output buffers: a temp result is computed in place, anything else is copied."""
+    outputs = []
+    for k, value in enumerate(results):
+        buf = value.buffer
+        if buf.kind == "temp":
+            buf.kind, buf.index = "output", k
+            outputs.append(buf)
+            continue
+        out = _Buffer("output", value.type.nbytes, index=k)
+        outputs.append(out)
+        lowering.steps.append(_Step("copy", {}, [value], [_Value(value.type, out)], f"output {k}: a copy"))
+    return outputs
+
+
+def _plan(lowering: _Lowering) -> int:
+    """Workspace offsets for temps and scratch (disjoint lifetimes share bytes); returns its size."""
+    for i, step in enumerate(lowering.steps):
+        for v in step.ins:
+            if v.buffer.kind == "temp":
+                v.buffer.last = i
+        for v in step.outs:
+            if v.buffer.kind == "temp" and v.buffer.first is None:
+                v.buffer.first = v.buffer.last = i
+        if step.scratch is not None:
+            step.scratch.first = step.scratch.last = i
+    placed = [b for b in lowering.temps if b.kind == "temp"]
+    placed += [s.scratch for s in lowering.steps if s.scratch is not None]
+    if not placed:
+        return 0
+    sizes = {k: b.nbytes for k, b in enumerate(placed)}
+    lifetimes = {k: (b.first, b.last) for k, b in enumerate(placed)}
+    plan = plan_offsets(sizes, lifetimes, ALIGNMENT)
+    for k, b in enumerate(placed):
+        b.offset = plan.offsets[k]
+    return plan.total_bytes
+
+
+def _name_buffers(lowering: _Lowering) -> None:
+    for buf in lowering.inputs:
+        buf.cname = f"in{buf.index}"
+    for buf in lowering.consts.values():
+        buf.cname = f"c{buf.index}"
+    n = 0
+    for buf in lowering.temps:
+        if buf.kind == "temp":
+            buf.cname, n = f"t{n}", n + 1
+        else:
+            buf.cname = f"out{buf.index}"
+    n = 0
+    for step in lowering.steps:
+        if step.scratch is not None:
+            step.scratch.cname, n = f"scratch{n}", n + 1
+        for v in step.outs:
+            if v.buffer.kind == "output":
+                v.buffer.cname = f"out{v.buffer.index}"
+
+
+def _core_name(symbol: str) -> str:
+    core = symbol + "_"
+    return core if is_identifier(core) else sanitize_identifier(symbol[:40] + "_core_" + symbol[-8:]) + "_"
+
+
+def _render(symbol: str, core: str, lowering: _Lowering, workspace: int, in_types, out_types) -> str:
+    n_calls = sum(1 for s in lowering.steps if s.is_call)
+    lines = [f"/* {symbol}: a region of target ccompiler, generated by byoc.",
+             f" * {n_calls} call(s) of the kernel library (byoc_ck.h); intermediates and kernel scratch in one",
+             f" * static workspace of {workspace} bytes, so the function is not reentrant. */",
+             "#include <math.h>",
+             "#include <stddef.h>",
+             "#include <stdint.h>",
+             "#include <byoc/runtime.h>",
+             "#include <byoc_ck.h>",
+             ""]
+    for buf in lowering.consts.values():
+        ctype = c_type(str(buf.data.dtype))
+        lines.append(comment(f"{buf.cname}: constant {shape_text(buf.data.shape)} {buf.data.dtype}"))
+        lines.append(f"static const {ctype} {buf.cname}[{max(1, buf.data.size)}] = {{")
+        lines += ["  " + row for row in array_values(buf.data)]
+        lines += ["};", ""]
+    if workspace:
+        lines += ["#if defined(__GNUC__)",
+                  f"static float {WORKSPACE}[{workspace // 4}] __attribute__((aligned({ALIGNMENT})));",
+                  "#else",
+                  f"static float {WORKSPACE}[{workspace // 4}];",
+                  "#endif", ""]
+    if n_calls:
+        lines += ["static int32_t region_failed(const char* what) {",
+                  f'  byoc_set_last_error("{symbol}: the kernel library rejected the parameters of %s", what);',
+                  "  return -1;",
+                  "}", ""]
+    lines.append(comment("the region: " + ", ".join(
+        [f"in{k} = %{name} {shape_text(t.shape)}" for k, (name, t) in enumerate(zip(lowering.input_names, in_types))]
+        + [f"out{k} {shape_text(t.shape)}" for k, t in enumerate(out_types)])))
+    signature = core_signature(core, in_types, out_types)
+    lines += [signature + ";", signature + " {"]
+    used = {v.buffer.cname for s in lowering.steps for v in s.ins}
+    for buf in lowering.inputs:
+        if buf.cname not in used:
+            lines.append(f"  (void){buf.cname};")
+    for buf in [b for b in lowering.temps if b.kind == "temp"]:
+        lines.append(f"  float* const {buf.cname} = {WORKSPACE} + {buf.offset // 4};  "
+                     + comment(f"{buf.nbytes} bytes, steps {buf.first}-{buf.last}"))
+    for step in lowering.steps:
+        if step.scratch is not None:
+            lines.append(f"  void* const {step.scratch.cname} = {WORKSPACE} + {step.scratch.offset // 4};  "
+                         + comment(f"{step.scratch.nbytes} bytes of kernel scratch, step "
+                                   f"{step.scratch.first}"))
+    for i, step in enumerate(lowering.steps):
+        ins = ", ".join(v.label() for v in step.ins)
+        outs = ", ".join(v.label() for v in step.outs)
+        lines.append("")
+        if not step.is_call:
+            lines.append("  " + comment(f"{i}: {step.title}({ins}) -> {outs}: a view, no call"))
+            continue
+        lines.append("  " + comment(f"{i}: {step.title}({ins}) -> {outs}"))
+        decls, call = RULES[step.op].emit(step)
+        check = f"if ({call} != CK_OK) return region_failed(\"step {i} ({step.op})\");"
+        if decls:
+            lines += ["  {"] + [f"    {d}" for d in decls] + [f"    {check}", "  }"]
+        else:
+            lines.append(f"  {check}")
+    lines += ["  return 0;", "}", ""]
+    lines.append(entry_points(symbol, core, in_types, out_types))
+    return "\n".join(lines)
+
+
+def ccompiler_codegen(func: Function, symbol: str) -> CSourceArtifact:
+    """One region -> CSourceArtifact with one file, `<symbol>.c`."""
+    if not is_identifier(symbol):
+        raise ByocError(f"region symbol {symbol!r} is not a C identifier; partition the model again")
+    lowering = _Lowering(func)
+    results = lowering.run()
+    in_types = lowering.input_types
+    out_types = [v.type for v in results]
+    _assign_outputs(lowering, results)
+    workspace = _plan(lowering)
+    _name_buffers(lowering)
+    code = _render(symbol, _core_name(symbol), lowering, workspace, in_types, out_types)
+    return CSourceArtifact(symbol, {f"{symbol}.c": code}, include_dirs=(kernels.INCLUDE_DIR,))
+
