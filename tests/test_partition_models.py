@@ -11,7 +11,7 @@ import pytest
 
 from byoc_compiler import op, zoo
 from byoc_compiler.backend.target import get_target
-from byoc_compiler.ir import Call, Function, GlobalVar, IRModule, Tuple, TensorType, Var, post_order
+from byoc_compiler.ir import Call, Function, GlobalVar, IRModule, Tuple, TensorType, Var, parse, post_order
 from byoc_compiler.partition import partition_for, summarize
 from byoc_compiler.partition.annotations import graph_nodes, inputs_of, read
 from byoc_compiler.testing.reference import run_reference
@@ -45,6 +45,11 @@ def test_zoo_model_partitions_and_keeps_outputs(name, targets):
                 assert node.op.name in target.ops, f"{fname} holds {node.op.name}, which {target.name} does not take"
     report = summarize(after)
     assert report.targets[: len(targets)] == targets
+    # The printed partitioned module reads back and runs the same (external functions and attrs included).
+    reread = parse(after.astext())
+    assert list(reread) == list(after)
+    for w, g in zip(want, run_reference(reread, inputs)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
 
 
 # --- random graphs ----------------------------------------------------------------------------------
