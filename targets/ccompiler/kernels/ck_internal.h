@@ -8,7 +8,7 @@
 
 /* Register tile of the micro-kernel built for the compiler's own target flags (the "baseline"),
  * picked from the vector registers it may use: 32 x 512-bit (AVX-512) hold 8x32 floats,
- * 16 x 256-bit (AVX) or 32 x 128-bit (NEON) 6x16, 16 x 128-bit (SSE2, the x86-64 default) 6x8.
+ * 16 x 256-bit (AVX) or 32 x 128-bit (NEON) 6x16, 16 x 128-bit (SSE2, the x86-64 default) 4x8.
  * On x86-64 with gcc/clang, ck_microkernel.c also builds AVX2 and AVX-512 tiles and picks the
  * best one the CPU runs (ck_gemm_kernel_name). Tiles change with the CPU, so workspace sizes
  * never depend on them: the block sizes below are multiples of every tile (the quanta). */
@@ -20,10 +20,7 @@
 #elif defined(__AVX__) || defined(__aarch64__)
 #define CK_MR 6
 #define CK_NR 16
-#elif defined(__SSE2__)
-#define CK_MR 6
-#define CK_NR 8
-#else
+#else /* SSE2 (x86-64's default) and the rest: 4x8 leaves room for SSE's two-operand temporaries */
 #define CK_MR 4
 #define CK_NR 8
 #endif

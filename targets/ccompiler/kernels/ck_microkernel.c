@@ -6,11 +6,26 @@
  * same source is also compiled for AVX2+FMA and AVX-512 through function target attributes and
  * chosen from the CPU at run time, so a plain `-O3` build runs at the speed of the machine.
  */
+#include <float.h>
 #include <string.h>
 
 #include "ck_internal.h"
 
 #if defined(__GNUC__)
+/* A vector of copies of one float. Scalar-times-vector splats by itself, but where float math
+ * runs in double (FLT_EVAL_METHOD != 0, e.g. s390x in ISO mode) that conversion would be a
+ * narrowing one, so fill the lanes instead. */
+#if FLT_EVAL_METHOD == 0
+#define CK_SPLAT(VEC, VF, NAME, VALUE) const VEC NAME = (VALUE) - (VEC){0} /* x - 0 == x, even -0 */
+#else
+#define CK_SPLAT(VEC, VF, NAME, VALUE) \
+  VEC NAME;                            \
+  do {                                 \
+    int lane_;                         \
+    for (lane_ = 0; lane_ < (VF); ++lane_) NAME[lane_] = (VALUE); \
+  } while (0)
+#endif
+
 #define CK_DEFINE_MICRO_KERNEL(NAME, MR, VF)                                                        \
   static void NAME(int64_t kc, const float *restrict ap, const float *restrict bp,                 \
                    float *restrict tile) {                                                         \
@@ -24,9 +39,7 @@
       memcpy(&b0, bp + p * 2 * (VF), sizeof b0);                                                    \
       memcpy(&b1, bp + p * 2 * (VF) + (VF), sizeof b1);                                             \
       for (i = 0; i < (MR); ++i) {                                                                  \
-        vec ai;                                                                                     \
-        int l;                                                                                      \
-        for (l = 0; l < (VF); ++l) ai[l] = ap[p * (MR) + i]; /* a splat, in float on any target */ \
+        CK_SPLAT(vec, VF, ai, ap[p * (MR) + i]);                                                    \
         acc[i][0] = acc[i][0] + ai * b0;                                                            \
         acc[i][1] = acc[i][1] + ai * b1;                                                            \
       }                                                                                             \
