@@ -25,6 +25,10 @@ from .c_text import float_literal, int64_array, int_literal
 class Rule:
     emit: Callable
     scratch: Callable = lambda step: 0
+    # C expression of the library's own scratch size for this call (in the scope of emit's
+    # declarations): the generated code compares it with what was planned, so a kernel library
+    # whose size formula drifted from kernels.py fails with a message instead of overrunning.
+    scratch_query: Callable | None = None
 
 
 def _prod(dims) -> int:
@@ -218,14 +222,19 @@ def _gemm_scratch(mnk: Callable):
     return lambda step: kernels.gemm_workspace_bytes(*mnk(step))
 
 
+def _gemm_query(function: str, mnk: Callable):
+    return lambda step: f"{function}({', '.join(int_literal(v) for v in mnk(step))})"
+
+
 RULES: dict[str, Rule] = {
     **{op: Rule(_binary) for op in kernels.BINARY_OPS},
     **{op: Rule(_unary) for op in kernels.UNARY_OPS},
     "nn.bias_add": Rule(_bias_add),
     "nn.batch_norm": Rule(_batch_norm),
-    "nn.dense": Rule(_dense, _gemm_scratch(_dense_mnk)),
-    "nn.matmul": Rule(_matmul, _gemm_scratch(_matmul_mnk)),
-    "nn.conv2d": Rule(_conv2d, lambda step: kernels.conv2d_workspace_bytes(_conv2d_params(step))),
+    "nn.dense": Rule(_dense, _gemm_scratch(_dense_mnk), _gemm_query("ck_dense_workspace_bytes", _dense_mnk)),
+    "nn.matmul": Rule(_matmul, _gemm_scratch(_matmul_mnk), _gemm_query("ck_matmul_workspace_bytes", _matmul_mnk)),
+    "nn.conv2d": Rule(_conv2d, lambda step: kernels.conv2d_workspace_bytes(_conv2d_params(step)),
+                      lambda step: "ck_conv2d_workspace_bytes(&params)"),
     "nn.max_pool2d": Rule(_pool("ck_max_pool2d")),
     "nn.avg_pool2d": Rule(_pool("ck_avg_pool2d")),
     "nn.global_avg_pool2d": Rule(_global_avg_pool2d),
