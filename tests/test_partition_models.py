@@ -165,3 +165,24 @@ def test_random_graph_regions_stay_acyclic_and_outputs_equal(seed):
         inputs = {"x": np.random.default_rng(seed).standard_normal((1, 4)).astype("float32")}
         for w, g in zip(run_reference(mod, inputs), run_reference(after, inputs)):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_partition_is_deterministic_across_processes():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = ("import byoc_compiler as b, sys; sys.path.insert(0, 'tests'); "
+              "from test_partition_models import random_graph; from partition_helpers import registered\n"
+              "with registered():\n"
+              "    print(b.partition_for(['tA', 'tB'], random_graph(3, 60)).astext())\n"
+              "print(b.partition_for(['ccompiler', 'examplejson'], b.zoo.get('small_cnn')).astext())\n")
+    root = Path(__file__).resolve().parent.parent
+    outs = set()
+    for seed in ("1", "2"):
+        env = {"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}
+        proc = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, env=env,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        outs.add(proc.stdout)
+    assert len(outs) == 1

@@ -32,7 +32,11 @@ class Match:
 
 def _node_name(node: Expr) -> str:
     if isinstance(node, Call):
-        return node.op.name if isinstance(node.op, Op) else str(node.op.attrs.get("Composite", "fn"))
+        if isinstance(node.op, Op):
+            return node.op.name
+        if isinstance(node.op, Function):
+            return str(node.op.attrs.get("Composite", "fn"))
+        return "@" + node.op.name_hint
     return type(node).__name__
 
 
