@@ -195,7 +195,7 @@ PARAMS_CASES = [
     ("input-name", _blob_with(name=b"x", shape=(2, 3), data=bytes(24)), "model descriptor"),
     ("wrong-dtype", _blob_with(code=0), "has dtype int32 but graph.json says float32"),
     ("unsupported-dtype", _blob_with(bits=12), "unsupported dtype"),
-    ("wrong-shape", _blob_with(shape=(1, 3)), "differs from graph.json"),
+    ("wrong-shape", _blob_with(shape=(1, 3)), "has shape (1, 3) but graph.json says (3,)"),
     ("negative-dim", _blob_with(shape=(-3,)), "negative or overflowing"),
     ("overflowing-shape", _blob_with(shape=(1 << 62, 1 << 62)), "negative or overflowing"),
     ("nbytes-mismatch", _blob_with(nbytes=8), "says 8 data bytes"),

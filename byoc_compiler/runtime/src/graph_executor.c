@@ -398,43 +398,78 @@ static int32_t parse_edges(ByocGraph* g, const ByocJsonDoc* d, const ByocJsonVal
   return 0;
 }
 
+typedef struct {
+  const char* name;
+  int32_t node;
+} NamedNode;
+
+static int cmp_named(const void* a, const void* b) {
+  const NamedNode* x = (const NamedNode*)a;
+  const NamedNode* y = (const NamedNode*)b;
+  int c = strcmp(x->name, y->name);
+  return c != 0 ? c : (x->node > y->node) - (x->node < y->node);
+}
+
+/* Binds every params tensor to the "null" node of the same name (sorted names: big graphs stay fast). */
 static int32_t parse_params(ByocGraph* g, const unsigned char* blob, size_t len) {
   uint32_t p;
+  int32_t i, n_null = 0, rc = -1;
   char a[40], b[40];
+  NamedNode* index;
   if (blob == NULL && len == 0) return 0; /* a model without params */
   if (byoc_params_load(blob, len, &g->params) != 0) return -1;
+  index = (NamedNode*)checked_calloc((size_t)g->n_nodes, sizeof(NamedNode));
+  if (index == NULL) return -1;
+  for (i = 0; i < g->n_nodes; ++i) {
+    if (!g->nodes[i].is_op) {
+      index[n_null].name = g->nodes[i].name;
+      index[n_null++].node = i;
+    }
+  }
+  qsort(index, (size_t)n_null, sizeof(NamedNode), cmp_named);
   for (p = 0; p < g->params.count; ++p) {
     const ByocParam* t = &g->params.items[p];
-    int32_t i, found = -1;
+    int32_t lo = 0, hi = n_null, found;
     DLTensor* e;
-    for (i = 0; i < g->n_nodes; ++i) {
-      if (!g->nodes[i].is_op && strcmp(g->nodes[i].name, t->name) == 0) {
-        if (found >= 0) {
-          byoc_set_last_error("graph.json: nodes %d and %d are both named '%.100s'", (int)found, (int)i, t->name);
-          return -1;
-        }
-        found = i;
-      }
+    while (lo < hi) { /* first entry with name >= t->name */
+      int32_t mid = lo + (hi - lo) / 2;
+      if (strcmp(index[mid].name, t->name) < 0) lo = mid + 1;
+      else hi = mid;
     }
-    if (found < 0) {
+    if (lo >= n_null || strcmp(index[lo].name, t->name) != 0) {
       byoc_set_last_error("params blob: tensor '%.100s' matches no \"null\" node of graph.json", t->name);
-      return -1;
+      goto done;
+    }
+    found = index[lo].node;
+    if (lo + 1 < n_null && strcmp(index[lo + 1].name, t->name) == 0) {
+      byoc_set_last_error("graph.json: nodes %d and %d are both named '%.100s'", (int)found, (int)index[lo + 1].node,
+                          t->name);
+      goto done;
+    }
+    if (g->nodes[found].param >= 0) {
+      byoc_set_last_error("params blob: tensor name '%.100s' appears twice", t->name);
+      goto done;
     }
     e = &g->tensors[g->row_ptr[found]];
     if (!byoc_dtype_equal(e->dtype, t->dtype)) {
       byoc_set_last_error("params blob: tensor '%.100s' has dtype %s but graph.json says %s", t->name,
                           byoc_dtype_str(t->dtype, a, sizeof(a)), byoc_dtype_str(e->dtype, b, sizeof(b)));
-      return -1;
+      goto done;
     }
     if (e->ndim != t->ndim || memcmp(e->shape, t->shape, (size_t)t->ndim * sizeof(int64_t)) != 0) {
-      byoc_set_last_error("params blob: tensor '%.100s' has a shape (ndim %d) that differs from graph.json's "
-                          "(ndim %d)", t->name, (int)t->ndim, (int)e->ndim);
-      return -1;
+      char sa[160], sb[160];
+      byoc_set_last_error("params blob: tensor '%.100s' has shape %s but graph.json says %s", t->name,
+                          byoc_shape_str(t->ndim, t->shape, sa, sizeof(sa)),
+                          byoc_shape_str(e->ndim, e->shape, sb, sizeof(sb)));
+      goto done;
     }
     g->nodes[found].param = (int32_t)p;
     e->data = t->data;
   }
-  return 0;
+  rc = 0;
+done:
+  free(index);
+  return rc;
 }
 
 static int32_t parse_io(ByocGraph* g, const ByocJsonDoc* d, const ByocJsonValue* root) {

@@ -117,7 +117,7 @@ static int32_t read_one(Cursor* c, uint32_t index, ByocParam* t) {
 
 int32_t byoc_params_load(const unsigned char* blob, size_t len, ByocParams* out) {
   Cursor c;
-  uint32_t count, i, j;
+  uint32_t count, i;
   memset(out, 0, sizeof(*out));
   if (blob == NULL && len != 0) {
     byoc_set_last_error("params blob: NULL data with length %lu", (unsigned long)len);
@@ -149,13 +149,6 @@ int32_t byoc_params_load(const unsigned char* blob, size_t len, ByocParams* out)
     if (read_one(&c, i, &out->items[i]) != 0) {
       byoc_params_free(out);
       return -1;
-    }
-    for (j = 0; j < i; ++j) {
-      if (strcmp(out->items[j].name, out->items[i].name) == 0) {
-        byoc_set_last_error("params blob: tensor name '%s' appears twice", out->items[i].name);
-        byoc_params_free(out);
-        return -1;
-      }
     }
   }
   if (c.pos != c.len) {

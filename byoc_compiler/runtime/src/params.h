@@ -22,7 +22,7 @@ typedef struct {
   uint32_t count;
 } ByocParams;
 
-/* Parses and copies every tensor; -1 with last error "params blob: ..." on any inconsistency. */
+/* Parses and copies every tensor (the graph executor rejects duplicate names); -1 with last error "params blob: ..." on any inconsistency. */
 int32_t byoc_params_load(const unsigned char* blob, size_t len, ByocParams* out);
 void byoc_params_free(ByocParams* params);
 
