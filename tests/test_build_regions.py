@@ -174,3 +174,18 @@ def test_region_symbol_must_be_identifier(fake_targets):
     bad = mod["fakec_0"].with_attr(global_symbol="fake c;0")
     with pytest.raises(ByocError, match="not a valid C identifier"):
         build(mod.with_function("fakec_0", bad))
+
+
+@pytest.mark.parametrize("executor,interface", [("aot", "unpacked"), ("graph", "packed")],
+                         ids=["aot-unpacked", "graph-packed"])
+def test_regions_under_asan_ubsan(fake_targets, executor, interface):
+    lib = build(_partitioned(), toolchain="gcc-asan-ubsan", executor=executor, interface=interface)
+    x = np.linspace(-2, 2, 8, dtype=np.float32).reshape(SHAPE)
+    np.testing.assert_allclose(lib.run_runner([x], werror=True)[0], _expected(x), rtol=1e-6)
+
+
+def test_two_regions_with_one_symbol_are_rejected(fake_targets):
+    mod = _partitioned()
+    clash = mod["fakeblob_0"].with_attr(global_symbol="fakec_0")
+    with pytest.raises(ByocError, match="share the global_symbol 'fakec_0'"):
+        build(mod.with_function("fakeblob_0", clash))

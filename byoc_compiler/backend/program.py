@@ -153,7 +153,10 @@ def lower_main(mod: IRModule, mod_name: str) -> Program:
                                     "attribute); only calls of ops and of partitioned regions can be built")
                 func = mod[gname]
                 symbol = region_symbols[gname]
-                prog.regions.setdefault(symbol, (gname, func))
+                known = prog.regions.setdefault(symbol, (gname, func))
+                if known[0] != gname:
+                    raise ByocError(f"build: external functions @{known[0]} and @{gname} share the global_symbol "
+                                    f"{symbol!r}; every region needs its own symbol")
                 prog.steps.append(Step(symbol, "region", ins, outs, node, target=str(func.attrs["Compiler"])))
             else:
                 raise ByocError(f"build: cannot build a call of {type(node.op).__name__} in main")
