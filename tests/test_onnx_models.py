@@ -214,3 +214,24 @@ def test_long_chain_imports_iteratively():
     for _ in range(n // 2):
         want = np.maximum(1.0 / (1.0 + np.exp(-want.astype(np.float64))), 0.0).astype(np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+# Op cases whose imports use the less common IR (take with wrapped negative run-time indices, int64
+# constant outputs, reflect padding, batched matmul by takes, 1-D conv lifted to 2-D, coerced softmax),
+# built for the host with gcc. (Every case of test_onnx_ops builds and matches this way; these few keep
+# the suite fast.)
+BUILT_OP_CASES = ["Gather-opset13-runtime-indices", "Shape-opset15-start-end", "Pad-opset13-reflect-inputs",
+                  "MatMul-opset13-batched-broadcast", "Conv-opset11-1d-pads-strides-dilations-bias",
+                  "Softmax-opset11-axis0-coerced", "Clip-opset13-runtime-bounds"]
+
+
+@pytest.mark.parametrize("case_id", BUILT_OP_CASES)
+def test_op_case_builds_for_host_and_matches(case_id):
+    import test_onnx_ops
+
+    case = next(c for c in test_onnx_ops.CASES if c.id == case_id)
+    model = test_onnx_ops._model(case)
+    _, outputs = _build_and_run(from_onnx(model), case.inputs, "gcc", targets=())
+    for got, want in zip(outputs, test_onnx_ops._peer(case, model)):
+        want = np.asarray(want)
+        assert_close(got, want.astype(got.dtype), 1e-5, 1e-6, what=case_id)
