@@ -1,0 +1,308 @@
+"""The ccompiler codegen's output, without compiling it: one C file per region, its symbols and
+signatures, the kernel calls in order with a comment naming op and shapes, constants bit-exact as
+`static const` arrays, a static workspace sized from the types (no malloc), composites as one fused
+call, names from the model never in the C text. Golden files (tests/golden/ccompiler/, the part of
+each file before the c_abi entry points) pin the whole text; regenerate them with
+BYOC_UPDATE_GOLDEN=1 after an intended change and review the diff.
+Results are checked separately, against numpy, in test_ccompiler_e2e.py."""
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from byoc_compiler import op, partition_for, zoo
+from byoc_compiler.backend.build import build
+from byoc_compiler.backend.memory_plan import align_up
+from byoc_compiler.errors import ByocError
+from byoc_compiler.ir import Function, IRModule, Tuple, TupleGetItem, Var, const
+from byoc_compiler.ir.types import TensorType
+from byoc_compiler.transform import InferType
+
+from targets.ccompiler import kernels
+from targets.ccompiler.codegen import ALIGNMENT, ccompiler_codegen
+
+GOLDEN = Path(__file__).parent / "golden" / "ccompiler"
+F32 = "float32"
+
+
+def _var(name, shape):
+    return Var(name, TensorType(shape, F32))
+
+
+def _weights(shape, seed):
+    return const(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def _regions(mod):
+    """(symbol, function) of every ccompiler region, in module order."""
+    return [(str(f.attrs["global_symbol"]), f) for name, f in mod.items()
+            if name != "main" and f.attrs.get("Compiler") == "ccompiler"]
+
+
+def _partitioned(params, body):
+    return partition_for(["ccompiler"], IRModule.from_expr(Function(params, body)))
+
+
+def _region_of(params, body):
+    """A hand-made region (what PartitionGraph would hand over), typed."""
+    func = Function(params, body).with_attr(Compiler="ccompiler", global_symbol="region_0")
+    typed = InferType()(IRModule.from_expr(func))
+    return "region_0", typed["main"]
+
+
+# ---- the constructs: name -> (symbol, region function) ---------------------------------------------
+
+def one_op():
+    x, y = _var("x", (2, 3)), _var("y", (2, 3))
+    return _regions(_partitioned([x, y], op.add(x, y)))[0]
+
+
+def chain():
+    return _regions(partition_for(["ccompiler"], zoo.get("byoc_guide")))[0]
+
+
+def multi_output():
+    # A temp computed straight into out0, an input and a repeated result copied into out1 / out3.
+    x = _var("x", (4, 5))
+    r = op.nn.relu(x)
+    return _region_of([x], Tuple([r, x, op.tanh(r), r]))
+
+
+def constants():
+    special = np.array([0.1, -0.0, np.inf, -np.inf, 1e-45, 3.4028235e38, 1.0 / 3.0, -7.5], np.float32)
+    x = _var("x", (2, 8))
+    return _region_of([x], op.add(op.multiply(x, const(special)), const(np.float32(0.5))))
+
+
+def composite():
+    x = _var("x", (1, 3, 8, 8))
+    y = op.nn.relu(op.nn.bias_add(op.nn.conv2d(x, _weights((4, 3, 3, 3), 1), padding=(1, 1)),
+                                  _weights((4,), 2)))
+    h = op.nn.bias_add(op.nn.dense(op.reshape(y, (1, 256)), _weights((5, 256), 3)), _weights((5,), 4))
+    return _regions(_partitioned([x], h))[0]
+
+
+def composite_unfused():
+    # dense+bias_add on 3-D data with axis=1: the fused kernel adds along the last axis only, so the
+    # composite is emitted op by op.
+    x = _var("x", (2, 3, 8))
+    h = op.nn.bias_add(op.nn.dense(x, _weights((6, 8), 5)), _weights((3,), 6), axis=1)
+    return _regions(_partitioned([x], h))[0]
+
+
+def batch_norm_tuple():
+    # batch_norm's moving mean/var outputs are its inputs passed through: copies, no computation.
+    x = _var("x", (1, 2, 3, 3))
+    bn = op.nn.batch_norm(x, _weights((2,), 7), _weights((2,), 8), _weights((2,), 9),
+                          const(np.array([0.5, 2.0], np.float32)))
+    return _region_of([x], Tuple([TupleGetItem(bn, 0), TupleGetItem(bn, 2)]))
+
+
+CONSTRUCTS = {f.__name__: f for f in (one_op, chain, multi_output, constants, composite, composite_unfused,
+                                      batch_norm_tuple)}
+
+# name -> (kernel calls in order, number of inputs, number of outputs)
+EXPECTED = {
+    "one_op": (["ck_binary"], 2, 1),
+    "chain": (["ck_binary"] * 3, 4, 1),
+    "multi_output": (["ck_unary", "ck_unary", "ck_copy", "ck_copy"], 1, 4),
+    "constants": (["ck_binary", "ck_binary"], 1, 1),
+    "composite": (["ck_conv2d", "ck_dense"], 1, 1),
+    "composite_unfused": (["ck_dense", "ck_bias_add"], 1, 1),
+    "batch_norm_tuple": (["ck_batch_norm", "ck_copy"], 1, 2),
+}
+
+_CALL = re.compile(r"\b(ck_[a-z0-9_]+)\(")
+
+
+@pytest.fixture(scope="module", params=list(CONSTRUCTS))
+def generated(request):
+    symbol, func = CONSTRUCTS[request.param]()
+    return request.param, symbol, ccompiler_codegen(func, symbol)
+
+
+def _code(artifact):
+    (code,) = artifact.sources.values()
+    return code
+
+
+def _core(code):
+    """The region's own part: everything before the c_abi entry points."""
+    return code[: code.index("#ifdef BYOC_UNPACKED_API")]
+
+
+def _kernel_calls(core):
+    return [c for c in _CALL.findall(core) if not c.endswith("_workspace_bytes")]
+
+
+def test_one_file_named_after_the_symbol(generated):
+    name, symbol, artifact = generated
+    assert artifact.symbol == symbol
+    assert list(artifact.sources) == [f"{symbol}.c"]
+    assert Path(kernels.INCLUDE_DIR) in {Path(d) for d in artifact.include_dirs}
+
+
+def test_symbols_and_signatures(generated):
+    name, symbol, artifact = generated
+    code = _code(artifact)
+    _, n_in, n_out = EXPECTED[name]
+    params = [f"const float* in{i}" for i in range(n_in)] + [f"float* out{i}" for i in range(n_out)]
+    core = f"int32_t {symbol}_({', '.join(params)})"
+    assert code.count(core + " {") == 1
+    unpacked, packed = code.split("#ifdef BYOC_UNPACKED_API")[1].split("#else")
+    assert f"int32_t {symbol}({', '.join(params)}) {{" in unpacked
+    assert f"int32_t {symbol}(const ByocValue* args, const int32_t* type_codes, int32_t num_args," in packed
+    # Only the core and the entry point have external linkage.
+    defined = re.findall(r"^(?!static)[a-z0-9_]+\s+\**([A-Za-z0-9_]+)\(.*\)\s*\{", code, re.M)
+    assert sorted(set(defined)) == sorted({symbol, f"{symbol}_"})
+
+
+def test_kernel_calls_in_order_with_a_comment_each(generated):
+    name, symbol, artifact = generated
+    code = _core(_code(artifact))
+    assert _kernel_calls(code) == EXPECTED[name][0]
+    lines = code.splitlines()
+    for i, line in enumerate(lines):
+        if re.search(r"if \(ck_[a-z0-9_]+\(", line) and "_workspace_bytes" not in line:
+            before = "\n".join(lines[max(0, i - 6):i])
+            step = re.findall(r"/\* (\d+): ([^ (]+)[^*]*\[[0-9, ]+\][^*]*-> ", before)
+            assert step, f"no comment naming the op and shapes before: {line}"
+
+
+def test_no_dynamic_memory(generated):
+    code = _code(generated[2])
+    assert not re.search(r"\b(malloc|calloc|realloc|free|alloca)\s*\(", code)
+
+
+def test_matches_golden_text(generated):
+    name, symbol, artifact = generated
+    text = _core(_code(artifact))
+    path = GOLDEN / f"{name}.c"
+    if os.environ.get("BYOC_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}; create it with BYOC_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), (f"generated C differs from {path}; if intended, regenerate with "
+                                      "BYOC_UPDATE_GOLDEN=1 and review the diff")
+
+
+# ---- specific properties -----------------------------------------------------------------------------
+
+def _workspace_bytes(code):
+    found = re.search(r"static float region_workspace\[(\d+)\]", code)
+    return 4 * int(found.group(1)) if found else 0
+
+
+def test_chain_workspace_from_the_types():
+    # add -> t0, subtract(t0) -> t1, multiply(t1) -> out0: t0 and t1 are live together at the
+    # subtract, each 10*10 float32 rounded up to the alignment; the last result goes to out0.
+    code = _code(ccompiler_codegen(*reversed(chain())))
+    assert _workspace_bytes(code) == 2 * align_up(10 * 10 * 4, ALIGNMENT)
+    assert "ck_binary(CK_MULTIPLY, t1, 2, shape, in3, 2, shape, out0, 2, shape)" in code
+
+
+def test_intermediates_share_the_workspace_when_lifetimes_do_not_overlap():
+    x = _var("x", (64,))
+    h = x
+    for _ in range(10):
+        h = op.tanh(op.nn.relu(h))
+    code = _code(ccompiler_codegen(*reversed(_region_of([x], h))))
+    assert _workspace_bytes(code) == 2 * align_up(64 * 4, ALIGNMENT)   # not 19 buffers
+
+
+def test_composite_is_one_fused_call_with_planned_scratch():
+    symbol, func = composite()
+    code = _code(ccompiler_codegen(func, symbol))
+    conv = re.search(r"ck_conv2d\(&params, in0, c0, c1, CK_ACT_RELU, t0, (scratch\d+)\)", code)
+    dense = re.search(r"ck_dense\(1, 5, 256, t0, c2, c3, CK_ACT_NONE, out0, (scratch\d+)\)", code)
+    assert conv and dense, code
+    p = kernels.conv2d_params((1, 3, 8, 8), (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    for match, nbytes in ((conv, kernels.conv2d_workspace_bytes(p)), (dense, kernels.gemm_workspace_bytes(1, 5, 256))):
+        assert f"void* const {match.group(1)} = region_workspace + " in code
+        assert f"/* {nbytes} bytes of kernel scratch" in code
+    assert "ck_bias_add" not in code and "CK_RELU" not in code      # fused, not separate
+    assert "/* 0: ccompiler.conv2d_bias_relu [nn.conv2d + nn.bias_add + nn.relu](" in code
+    assert "reshape" in code and "a view, no call" in code          # the reshape costs nothing
+
+
+def _c_array(code, name):
+    body = re.search(rf"static const float {name}\[(\d+)\] = \{{(.*?)\}};", code, re.S)
+    items = [t.strip() for t in body.group(2).replace("\n", " ").split(",") if t.strip()]
+    named = {"NAN": np.nan, "INFINITY": np.inf, "(-INFINITY)": -np.inf}
+    values = np.array([named[t] if t in named else float(t.rstrip("f")) for t in items]).astype(np.float32)
+    return int(body.group(1)), values
+
+
+def test_constants_are_static_const_arrays_bit_exact():
+    symbol, func = constants()
+    code = _code(ccompiler_codegen(func, symbol))
+    special = func.body.args[0].args[1].data
+    n, values = _c_array(code, "c0")
+    assert n == special.size
+    assert values.view(np.uint32).tolist() == special.view(np.uint32).tolist()
+    assert "/* c0: constant [8] float32 */" in code
+    n, values = _c_array(code, "c1")        # a 0-d constant: one element, broadcast as rank 0
+    assert (n, values.tolist()) == (1, [0.5])
+    assert "ck_binary(CK_ADD, t0, 2, lhs_shape, c1, 0, NULL, out0, 2, lhs_shape)" in code
+
+
+def test_one_constant_used_twice_is_emitted_once():
+    x = _var("x", (3,))
+    c = const(np.array([1.0, 2.0, 3.0], np.float32))
+    code = _code(ccompiler_codegen(*reversed(_region_of([x], op.add(op.multiply(x, c), c)))))
+    assert code.count("static const float c") == 1
+
+
+def test_byoc_guide_is_one_region_one_function_four_inputs():
+    mod = partition_for(["ccompiler"], zoo.get("byoc_guide"))
+    regions = _regions(mod)
+    assert len(regions) == 1
+    lib = build(mod)
+    assert [len(r["inputs"]) for r in lib.metadata["regions"]] == [4]
+    assert lib.metadata["host_kernels"] == []
+    code = lib.get_source("ccompiler")
+    symbol = regions[0][0]
+    assert code.count("/* ---- ") == 1                                  # one file
+    cores = re.findall(r"^int32_t ([A-Za-z0-9_]+)\(([^)]*)\) \{", code, re.M)
+    assert [(name, params.count("const float*")) for name, params in cores
+            if not name == symbol] == [(f"{symbol}_", 4)]
+
+
+def test_names_from_the_model_never_reach_the_c_text():
+    hostile = 'x*/ #include "evil.h" /*\n\\'
+    x = _var(hostile, (2, 2))
+    code = _code(ccompiler_codegen(*reversed(_region_of([x], op.nn.relu(x)))))
+    assert "evil.h\"" not in code and "*/ #include" not in code
+    for comment in re.findall(r"/\*(.*?)\*/", code, re.S):
+        assert "/*" not in comment
+    assert "\\\n" not in _core(code)
+
+
+# ---- errors: one sentence naming the problem ----------------------------------------------------------
+
+def test_untyped_region_is_refused_with_a_hint():
+    x = _var("x", (2,))
+    func = Function([x], op.nn.relu(x)).with_attr(Compiler="ccompiler", global_symbol="r")
+    with pytest.raises(ByocError, match="InferType"):
+        ccompiler_codegen(func, "r")
+
+
+def test_rank_above_the_library_limit_is_refused():
+    shape = (1,) * (kernels.MAX_RANK + 1)
+    x, y = _var("x", shape), _var("y", shape)
+    with pytest.raises(ByocError, match="CK_MAX_RANK"):
+        ccompiler_codegen(*reversed(_region_of([x, y], op.add(x, y))))
+
+
+def test_op_without_kernel_is_refused():
+    x = _var("x", (2, 3))
+    with pytest.raises(ByocError, match="no function for nn.softmax"):
+        ccompiler_codegen(*reversed(_region_of([x], op.nn.softmax(x))))
+
+
+def test_bad_symbol_is_refused():
+    symbol, func = one_op()
+    with pytest.raises(ByocError, match="not a C identifier"):
+        ccompiler_codegen(func, "1 bad")
