@@ -127,7 +127,7 @@ class Context:
             return self._fold(call)
         try:
             self.type_of(call)
-        except OpTypeError as exc:
+        except (OpTypeError, ValueError) as exc:
             raise NodeError(str(exc)) from None
         return call
 

@@ -209,9 +209,11 @@ class _GraphImporter:
                 results = conv.convert(node, self.ctx)
                 for result in results:
                     self.ctx.type_of(result)
-            except NodeError as exc:
+            except Exception as exc:  # noqa: BLE001 - a converter bug still ends in the one error, named
+                reason = str(exc) if isinstance(exc, NodeError) else \
+                    f"the importer failed ({type(exc).__name__}: {exc}); this is a bug in byoc, please report it"
                 self.problems.append((index, NodeProblem(node_label(proto, index), proto.op_type, self.opset,
-                                                         str(exc))))
+                                                         reason)))
                 failed.update(proto.output)
                 continue
             for name, result in zip(proto.output, results):
