@@ -230,3 +230,20 @@ def test_whole_graph_folds_to_constants():
     mod = from_onnx(model)
     assert isinstance(mod["main"].body, Constant)
     np.testing.assert_allclose(run_reference(mod, {})[0], reference_outputs(model, {})[0], rtol=1e-6)
+
+
+def test_converter_bug_becomes_the_named_error(monkeypatch):
+    from byoc_compiler.frontend.onnx import table
+
+    table.supported_ops()  # load the converter modules
+    row = dict(table._TABLE["Relu"])
+
+    def broken(node, ctx):
+        raise RuntimeError("boom")
+
+    row[14] = table.Converter("Relu", (14,), broken)
+    monkeypatch.setitem(table._TABLE, "Relu", row)
+    model = make_model([node("Relu", ["x"], ["y"], name="r")], {"x": rand(2)}, ["y"], opset=14)
+    with pytest.raises(OnnxUnsupportedError, match=r"'r' \(Relu, opset 14\): the importer failed \(RuntimeError: "
+                                                    r"boom\); this is a bug"):
+        from_onnx(model)
