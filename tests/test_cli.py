@@ -46,11 +46,12 @@ def test_partition_writes_dot_and_prints(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")
-def test_partition_svg(tmp_path):
+def test_partition_svg_and_region_list(tmp_path):
     svg = tmp_path / "out.svg"
-    proc = run_cli("partition", "mlp", "-t", "ccompiler", "--svg", str(svg))
+    proc = run_cli("partition", "mlp", "-t", "ccompiler", "--svg", str(svg), "--regions")
     assert proc.returncode == 0, proc.stderr
     assert b"<svg" in svg.read_bytes()
+    assert "  tvmgen_default_ccompiler_main_0: " in proc.stdout
 
 
 def test_partition_text_model_file(tmp_path):

@@ -174,3 +174,10 @@ def test_broken_plugin_is_listed_not_fatal(tmp_path, monkeypatch, fresh_registry
     rows = {t.name: t for t in byoc_compiler.targets()}
     assert rows["broken"].error == "importing broken_vendor failed: RuntimeError: vendor bug"
     assert get_target("ccompiler").name == "ccompiler"
+
+
+def test_partition_for_target_spelling():
+    from targets.ccompiler import partition_for_ccompiler
+
+    mod = partition_for_ccompiler(byoc_compiler.zoo.get("mlp"))
+    assert {f.attrs["Compiler"] for f in mod.functions.values() if "Compiler" in f.attrs} == {"ccompiler"}

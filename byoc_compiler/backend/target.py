@@ -116,6 +116,12 @@ class Target:
             return None
         return verdict if isinstance(verdict, str) else "rejected by its predicate"
 
+    def partition_for(self, mod, **kwargs):
+        """Partition `mod` for this target alone (TVM's `partition_for_<target>(mod)`)."""
+        from ..partition import partition_for
+
+        return partition_for([self], mod, **kwargs)
+
     def __repr__(self) -> str:
         return f"Target({self.name!r}, flag={self.flag!r})"
 

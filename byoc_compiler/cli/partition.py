@@ -11,6 +11,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--print", action="store_true", dest="print_ir", help="print the partitioned module")
     parser.add_argument("--dot", type=Path, help="write the partitioned graph as Graphviz DOT")
     parser.add_argument("--svg", type=Path, help="write it as SVG (needs Graphviz's `dot`)")
+    parser.add_argument("--regions", action="store_true", help="list every external function in the summary")
     parser.add_argument("--strict", action="store_true", help="fail if any op stays on the host")
     parser.add_argument("--mod-name", default="default", help="the module name in external symbols")
     parser.add_argument("--no-bind-constants", action="store_true",
@@ -24,7 +25,7 @@ def run(args) -> int:
     mod = load_model(args.model)
     mod = partition_for(args.target, mod, strict=args.strict, mod_name=args.mod_name,
                         bind_constants=not args.no_bind_constants)
-    print(summarize(mod).table())
+    print(summarize(mod).table(regions=args.regions))
     if args.print_ir:
         print()
         print(mod.astext())

@@ -38,15 +38,19 @@ class PartitionReport:
     def host_op_count(self) -> int:
         return sum(h.count for h in self.host)
 
-    def table(self) -> str:
+    def table(self, regions: bool = False) -> str:
+        """The summary as text; with `regions`, one line per external function too."""
         lines = ["target        regions  ops  op counts"]
         for name in self.targets:
-            regions = self.regions_of(name)
+            of_target = self.regions_of(name)
             total = Counter()
-            for r in regions:
+            for r in of_target:
                 total.update(r.ops)
-            counts = ", ".join(f"{op} x{n}" for op, n in sorted(total.items())) or "-"
-            lines.append(f"{name:<13} {len(regions):>7}  {sum(total.values()):>3}  {counts}")
+            lines.append(f"{name:<13} {len(of_target):>7}  {sum(total.values()):>3}  {_counts(total)}")
+            if regions:
+                for r in of_target:
+                    composites = f"  [{_counts(r.composites)}]" if r.composites else ""
+                    lines.append(f"  {r.symbol}: {_counts(r.ops)}{composites}")
         lines.append(f"{'host':<13} {'-':>7}  {self.host_op_count:>3}")
         if self.host:
             lines.append("")
@@ -58,6 +62,10 @@ class PartitionReport:
 
     def __str__(self) -> str:
         return self.table()
+
+
+def _counts(counter: Counter) -> str:
+    return ", ".join(f"{name} x{n}" for name, n in sorted(counter.items())) or "-"
 
 
 def why_not(call: Call, targets) -> str:

@@ -33,6 +33,9 @@ target.pattern("conv2d_bias", _conv_bias(), check=float32_only)
 target.pattern("dense_bias_relu", is_op("nn.relu")(_dense_bias()), check=float32_only)
 target.pattern("dense_bias", _dense_bias(), check=float32_only)
 
+# TVM's spelling, for readers coming from `tvm.relay.op.contrib.ccompiler`: partition for this target alone.
+partition_for_ccompiler = target.partition_for
+
 from . import kernels  # noqa: E402  (the op table above is readable without them)
 from .codegen import ccompiler_codegen  # noqa: E402
 

@@ -14,5 +14,8 @@ target.supports(
     "reshape", "nn.softmax",
     predicate=float32_only)
 
+# TVM's spelling, for readers coming from `tvm.relay.op.contrib.examplejson`: partition for this target alone.
+partition_for_examplejson = target.partition_for
+
 target.codegen = None  # set by codegen.py
 import_optional(__name__ + ".codegen")
