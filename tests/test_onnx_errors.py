@@ -247,3 +247,16 @@ def test_converter_bug_becomes_the_named_error(monkeypatch):
     with pytest.raises(OnnxUnsupportedError, match=r"'r' \(Relu, opset 14\): the importer failed \(RuntimeError: "
                                                     r"boom\); this is a bug"):
         from_onnx(model)
+
+
+def test_external_weights_load_from_path_and_missing_file_is_named(tmp_path):
+    w = rand(32, 32)
+    model = make_model([node("Add", ["x", "w"], ["y"])], {"x": rand(32, 32)}, ["y"], {"w": w})
+    path = tmp_path / "ext.onnx"
+    onnx.save(model, str(path), save_as_external_data=True, location="weights.bin", size_threshold=0)
+    x = rand(32, 32)
+    np.testing.assert_allclose(run_reference(from_onnx(path), {"x": x})[0], x + w, rtol=1e-6)
+    (tmp_path / "weights.bin").unlink()
+    with pytest.raises(OnnxImportError, match="external weight files cannot be read") as info:
+        from_onnx(path)
+    assert str(path) in str(info.value)

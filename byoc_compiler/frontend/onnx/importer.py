@@ -119,7 +119,11 @@ class _GraphImporter:
 
     def _bind_inputs(self) -> list[Var]:
         for tensor in self.graph.initializer:
-            self.env[tensor.name] = Constant(onnx.numpy_helper.to_array(tensor))
+            try:
+                self.env[tensor.name] = Constant(onnx.numpy_helper.to_array(tensor))
+            except Exception as exc:  # noqa: BLE001 - external data not loaded, unknown element types
+                raise OnnxImportError(f"{self.label}: initializer {tensor.name!r} cannot be read ({exc}); if its "
+                                      "data is in external files, import the model from its path") from None
         inputs = [i for i in self.graph.input if i.name not in self.env]
         names = [i.name for i in inputs]
         unknown = [n for n in self.shapes if n not in names]
