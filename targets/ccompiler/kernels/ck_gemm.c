@@ -75,7 +75,7 @@ static void ck_pack_b_strided(int64_t kc, int64_t nc, const float *b, int64_t rs
 
 /* Implicit im2col: row k = (channel, kh, kw), column n = (oh, ow) of the output. Padding and
  * the columns past n read as zero through a clamped index plus a select (no branch per element);
- * a row whose nr pixels are contiguous in the input is a plain copy. */
+ * a row whose nr pixels lie on one input line, all inside the image, is a plain (strided) copy. */
 static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, int64_t n_total,
                            const ck_conv_view *v, int64_t nr_full, float *restrict dst) {
   const int64_t taps = v->kernel_h * v->kernel_w;
@@ -87,7 +87,8 @@ static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, i
     int64_t oh = first / v->out_w, ow = first % v->out_w;
     int64_t channel = p0 / taps, tap = p0 % taps;
     int64_t kh = tap / v->kernel_w, kw = tap % v->kernel_w;
-    const int row_contiguous = v->stride_w == 1 && ow + nr_full <= v->out_w && first + nr_full <= n_total;
+    const int one_line = ow + nr_full <= v->out_w && first + nr_full <= n_total;
+    const int64_t line_span = (nr_full - 1) * v->stride_w;
     for (j = 0; j < nr_full; ++j) {
       if (first + j < n_total) {
         ih0[j] = oh * v->stride_h - v->pad_top;
@@ -103,9 +104,13 @@ static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, i
       const int64_t dh = kh * v->dilation_h, dw = kw * v->dilation_w;
       float *restrict row = dst + p * nr_full;
       const int64_t ih = ih0[0] + dh, iw = iw0[0] + dw;
-      if (row_contiguous && (uint64_t)ih < (uint64_t)v->height && iw >= 0 && iw + nr_full <= v->width) {
+      if (one_line && (uint64_t)ih < (uint64_t)v->height && iw >= 0 && iw + line_span < v->width) {
         const float *restrict s = src + ih * v->width + iw;
-        for (j = 0; j < nr_full; ++j) row[j] = s[j];
+        if (v->stride_w == 1) {
+          for (j = 0; j < nr_full; ++j) row[j] = s[j];
+        } else {
+          for (j = 0; j < nr_full; ++j) row[j] = s[j * v->stride_w];
+        }
       } else {
         for (j = 0; j < nr_full; ++j) {
           const int64_t y = ih0[j] + dh, x = iw0[j] + dw;
@@ -125,7 +130,27 @@ static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, i
 
 /* ---- micro-kernel and tile store ------------------------------------------------------------ */
 
-/* C[row0.., col0..] (+)= tile, then the epilogue once the last K block is in. */
+/* Bias and activation on a finished tile of C (after its last K block). */
+static void ck_epilogue_tile(float *restrict c, int64_t ldc, int64_t mr, int64_t nr, const ck_epilogue *ep,
+                             int64_t row0, int64_t col0) {
+  int64_t i, j;
+  for (i = 0; i < mr; ++i) {
+    float *restrict cr = c + i * ldc;
+    if (ep->bias != NULL) {
+      if (ep->bias_per_row) {
+        const float bias = ep->bias[row0 + i];
+        for (j = 0; j < nr; ++j) cr[j] += bias;
+      } else {
+        const float *restrict bias = ep->bias + col0;
+        for (j = 0; j < nr; ++j) cr[j] += bias[j];
+      }
+    }
+    if (ep->activation == CK_ACT_RELU)
+      for (j = 0; j < nr; ++j) cr[j] = cr[j] > 0.0f ? cr[j] : 0.0f;
+  }
+}
+
+/* C[row0.., col0..] (+)= tile within bounds, then the epilogue once the last K block is in. */
 static void ck_store_tile(const float *restrict tile, int64_t tile_ld, float *restrict c, int64_t ldc,
                           int64_t mr, int64_t nr, int accumulate, const ck_epilogue *last, int64_t row0,
                           int64_t col0) {
@@ -138,20 +163,8 @@ static void ck_store_tile(const float *restrict tile, int64_t tile_ld, float *re
     } else {
       for (j = 0; j < nr; ++j) cr[j] = tr[j];
     }
-    if (last == NULL) continue;
-    if (last->bias != NULL) {
-      if (last->bias_per_row) {
-        const float bias = last->bias[row0 + i];
-        for (j = 0; j < nr; ++j) cr[j] += bias;
-      } else {
-        const float *restrict bias = last->bias + col0;
-        for (j = 0; j < nr; ++j) cr[j] += bias[j];
-      }
-    }
-    if (last->activation == CK_ACT_RELU) {
-      for (j = 0; j < nr; ++j) cr[j] = cr[j] > 0.0f ? cr[j] : 0.0f;
-    }
   }
+  if (last != NULL) ck_epilogue_tile(c, ldc, mr, nr, last, row0, col0);
 }
 
 /* C = epilogue(0) when K == 0. */
@@ -295,8 +308,15 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
           for (ir = 0; ir < mc; ir += mr_full) {
             const int64_t mr = ck_min(mr_full, mc - ir);
             const int64_t row0 = ic + ir, col0 = jc + jr;
-            kernel->run(kc, pack_a + ir * kc, pack_b + jr * kc, tile);
-            ck_store_tile(tile, nr_full, c + row0 * ldc + col0, ldc, mr, nr, accumulate, last, row0, col0);
+            float *c_tile = c + row0 * ldc + col0;
+            if (mr == mr_full && nr == nr_full) {
+              kernel->run(kc, pack_a + ir * kc, pack_b + jr * kc, c_tile, ldc, accumulate);
+              if (last != NULL && (last->bias != NULL || last->activation != CK_ACT_NONE))
+                ck_epilogue_tile(c_tile, ldc, mr, nr, last, row0, col0);
+            } else { /* edge tile: through a local tile, stored within bounds */
+              kernel->run(kc, pack_a + ir * kc, pack_b + jr * kc, tile, nr_full, 0);
+              ck_store_tile(tile, nr_full, c_tile, ldc, mr, nr, accumulate, last, row0, col0);
+            }
           }
         }
       }

@@ -86,8 +86,9 @@ typedef struct {
   const ck_conv_view *conv;
 } ck_b_source;
 
-/* tile[mr][nr] = sum over kc of the packed slivers' outer products (slivers: kc x mr, kc x nr). */
-typedef void (*ck_micro_fn)(int64_t kc, const float *ap, const float *bp, float *tile);
+/* C[mr][nr] (+ C when accumulate) = sum over kc of the packed slivers' outer products
+ * (slivers kc x mr and kc x nr; C row stride ldc, unit column stride). */
+typedef void (*ck_micro_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int accumulate);
 typedef struct {
   const char *name;
   int32_t mr, nr;

@@ -27,8 +27,8 @@
 #endif
 
 #define CK_DEFINE_MICRO_KERNEL(NAME, MR, VF)                                                        \
-  static void NAME(int64_t kc, const float *restrict ap, const float *restrict bp,                 \
-                   float *restrict tile) {                                                         \
+  static void NAME(int64_t kc, const float *restrict ap, const float *restrict bp, float *restrict c, \
+                   int64_t ldc, int accumulate) {                                                  \
     typedef float vec __attribute__((vector_size((VF) * sizeof(float))));                          \
     vec acc[MR][2];                                                                                 \
     int64_t p;                                                                                      \
@@ -45,8 +45,16 @@
       }                                                                                             \
     }                                                                                               \
     for (i = 0; i < (MR); ++i) {                                                                    \
-      memcpy(tile + i * 2 * (VF), &acc[i][0], sizeof acc[i][0]);                                    \
-      memcpy(tile + i * 2 * (VF) + (VF), &acc[i][1], sizeof acc[i][1]);                             \
+      float *row = c + i * ldc;                                                                     \
+      if (accumulate) {                                                                             \
+        vec c0, c1;                                                                                 \
+        memcpy(&c0, row, sizeof c0);                                                                \
+        memcpy(&c1, row + (VF), sizeof c1);                                                         \
+        acc[i][0] = acc[i][0] + c0;                                                                 \
+        acc[i][1] = acc[i][1] + c1;                                                                 \
+      }                                                                                             \
+      memcpy(row, &acc[i][0], sizeof acc[i][0]);                                                    \
+      memcpy(row + (VF), &acc[i][1], sizeof acc[i][1]);                                             \
     }                                                                                               \
   }
 
@@ -69,8 +77,8 @@ static int ck_cpu_has_avx512(void) {
 #endif
 
 #else /* not gcc/clang: portable C with fixed trip counts */
-static void ck_micro_baseline(int64_t kc, const float *restrict ap, const float *restrict bp,
-                              float *restrict tile) {
+static void ck_micro_baseline(int64_t kc, const float *restrict ap, const float *restrict bp, float *restrict c,
+                              int64_t ldc, int accumulate) {
   float acc[CK_MR][CK_NR];
   int64_t p;
   int i, j;
@@ -80,7 +88,7 @@ static void ck_micro_baseline(int64_t kc, const float *restrict ap, const float 
     for (i = 0; i < CK_MR; ++i)
       for (j = 0; j < CK_NR; ++j) acc[i][j] += ap[p * CK_MR + i] * bp[p * CK_NR + j];
   for (i = 0; i < CK_MR; ++i)
-    for (j = 0; j < CK_NR; ++j) tile[i * CK_NR + j] = acc[i][j];
+    for (j = 0; j < CK_NR; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
 }
 #endif
 
