@@ -235,3 +235,21 @@ def test_op_case_builds_for_host_and_matches(case_id):
     for got, want in zip(outputs, test_onnx_ops._peer(case, model)):
         want = np.asarray(want)
         assert_close(got, want.astype(got.dtype), 1e-5, 1e-6, what=case_id)
+
+
+def test_cli_partitions_an_onnx_file(tmp_path):
+    import subprocess
+    import sys
+
+    model, _ = classifier("resnet_style", 15)
+    path = tmp_path / "resnet.onnx"
+    onnx.save(model, str(path))
+    done = subprocess.run([sys.executable, "-m", "byoc_compiler", "partition", "-t", "ccompiler", str(path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "ccompiler" in done.stdout and "nn.conv2d x6" in done.stdout
+    path.write_bytes(path.read_bytes()[:100])
+    done = subprocess.run([sys.executable, "-m", "byoc_compiler", "partition", "-t", "ccompiler", str(path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert str(path) in done.stderr and "truncated" in done.stderr
