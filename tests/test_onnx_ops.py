@@ -244,7 +244,7 @@ for _opset, _axis in ((7, 1), (11, -1), (13, 0)):
     add(Case(f"Concat-opset{_opset}-axis{_axis}", _opset, [op("Concat", ["a", "b", "c"], axis=_axis)],
              {"a": rand(2, 3), "b": rand(2, 3)}, {"c": rand(2, 3)}))
 
-for _opset in (7, 13, 19, 21, 23):
+for _opset in (7, 13, 19, 21, 23, 24, 25):
     add(Case(f"Reshape-opset{_opset}-zero-and-minus-one", _opset, [op("Reshape", ["x", "s"])],
              {"x": rand(2, 3, 4)}, {"s": i64(0, -1, 2)}))
 add(Case("Reshape-opset14-allowzero", 14, [op("Reshape", ["x", "s"], allowzero=1)], {"x": rand(2, 3, 4)},
@@ -260,11 +260,11 @@ add(Case("Reshape-opset14-allowzero", 14, [op("Reshape", ["x", "s"], allowzero=1
          {"x": rand(2, 3, 4)}, {"zero": np.array(0, np.int64), "ax0": i64(0), "minus1": i64(-1)},
          absent_ops=("take", "concatenate", "expand_dims")))
 
-for _opset, _axis in ((7, 1), (9, 2), (11, -1), (13, 0), (21, 3), (23, 1)):
+for _opset, _axis in ((7, 1), (9, 2), (11, -1), (13, 0), (21, 3), (23, 1), (24, 2), (25, -3)):
     add(Case(f"Flatten-opset{_opset}-axis{_axis}", _opset, [op("Flatten", ["x"], axis=_axis)],
              {"x": rand(2, 3, 2, 2)}))
 
-for _opset in (7, 13, 21, 23):
+for _opset in (7, 13, 21, 23, 24, 25):
     add(Case(f"Transpose-opset{_opset}-perm", _opset, [op("Transpose", ["x"], perm=[1, 2, 0])], {"x": rand(2, 3, 4)}))
 add(Case("Transpose-opset13-default-reverse", 13, [op("Transpose", ["x"])], {"x": rand(2, 3, 4)}))
 
@@ -275,16 +275,21 @@ add(Case("Squeeze-opset7-axes-attr", 7, [op("Squeeze", ["x"], axes=[0, 2])], {"x
          {"axes": i64(0, -2)}),
     Case("Squeeze-opset13-no-axes", 13, [op("Squeeze", ["x"])], {"x": rand(1, 3, 1, 2)}),
     Case("Squeeze-opset21-axes-input", 21, [op("Squeeze", ["x", "axes"])], {"x": rand(3, 1)}, {"axes": i64(1)}),
-    Case("Squeeze-opset23-axes-input", 23, [op("Squeeze", ["x", "axes"])], {"x": rand(1, 3)}, {"axes": i64(0)}))
+    Case("Squeeze-opset23-axes-input", 23, [op("Squeeze", ["x", "axes"])], {"x": rand(1, 3)}, {"axes": i64(0)}),
+    Case("Squeeze-opset24-no-axes", 24, [op("Squeeze", ["x"])], {"x": rand(1, 3, 1)}),
+    Case("Squeeze-opset25-axes-input", 25, [op("Squeeze", ["x", "axes"])], {"x": rand(2, 1)}, {"axes": i64(-1)}))
 
 add(Case("Unsqueeze-opset7-axes-attr", 7, [op("Unsqueeze", ["x"], axes=[0, 3])], {"x": rand(3, 2)}),
     Case("Unsqueeze-opset11-negative-axes", 11, [op("Unsqueeze", ["x"], axes=[-1, 1])], {"x": rand(3, 2)}),
     Case("Unsqueeze-opset13-axes-input", 13, [op("Unsqueeze", ["x", "axes"])], {"x": rand(3, 2)},
          {"axes": i64(4, 0, 2)}),
     Case("Unsqueeze-opset21-axes-input", 21, [op("Unsqueeze", ["x", "axes"])], {"x": rand(3)}, {"axes": i64(0)}),
-    Case("Unsqueeze-opset23-axes-input", 23, [op("Unsqueeze", ["x", "axes"])], {"x": rand(3)}, {"axes": i64(-1)}))
+    Case("Unsqueeze-opset23-axes-input", 23, [op("Unsqueeze", ["x", "axes"])], {"x": rand(3)}, {"axes": i64(-1)}),
+    Case("Unsqueeze-opset24-axes-input", 24, [op("Unsqueeze", ["x", "axes"])], {"x": rand(3)}, {"axes": i64(1)}),
+    Case("Unsqueeze-opset25-axes-input", 25, [op("Unsqueeze", ["x", "axes"])], {"x": rand(3, 2)},
+         {"axes": i64(0, -1)}))
 
-for _opset in (7, 13, 14, 16, 19, 21, 23):
+for _opset in (7, 13, 14, 16, 19, 21, 23, 24, 25):
     add(Case(f"Identity-opset{_opset}", _opset, [op("Identity", ["x"], ["i"]), op("Relu", ["i"])], {"x": rand(3, 2)}))
 add(Case("Identity-opset13-graph-input-to-output", 13, [op("Identity", ["x"])], {"x": rand(3, 2)}))
 
@@ -306,10 +311,13 @@ add(Case("Pad-opset7-constant-attrs", 7, [op("Pad", ["x"], pads=[0, 1, 2, 1, 0, 
          {"p": i64(1, 1, 1, 1), "v": np.array(3.0, np.float32)}),
     Case("Pad-opset21-edge", 21, [op("Pad", ["x", "p"], mode="edge")], {"x": rand(2, 3)}, {"p": i64(1, 1, 1, 1)}),
     Case("Pad-opset23-reflect", 23, [op("Pad", ["x", "p"], mode="reflect")], {"x": rand(3, 3)},
-         {"p": i64(1, 2, 2, 1)}))
+         {"p": i64(1, 2, 2, 1)}),
+    Case("Pad-opset24-constant-axes", 24, [op("Pad", ["x", "p", "v", "axes"])], {"x": rand(2, 3)},
+         {"p": i64(2, 1), "v": np.array(0.5, np.float32), "axes": i64(1)}),
+    Case("Pad-opset25-edge", 25, [op("Pad", ["x", "p"], mode="edge")], {"x": rand(2, 3)}, {"p": i64(0, 1, 2, 0)}))
 
 _CONST = onnx.numpy_helper.from_array(rand(3, 2), "c")
-for _opset in (7, 9, 11, 12, 13, 19, 21, 23):
+for _opset in (7, 9, 11, 12, 13, 19, 21, 23, 24, 25):
     add(Case(f"Constant-opset{_opset}-value", _opset, [op("Constant", [], ["c"], value=_CONST), op("Add", ["x", "c"])],
              {"x": rand(3, 2)}))
 add(Case("Constant-opset12-value-float", 12, [op("Constant", [], ["c"], value_float=2.5), op("Mul", ["x", "c"])],
@@ -319,14 +327,14 @@ add(Case("Constant-opset12-value-float", 12, [op("Constant", [], ["c"], value_fl
     Case("Constant-opset13-value-ints", 13, [op("Constant", [], ["y"], value_ints=[3, 1, 4])], {}),
     Case("Constant-opset13-value-int", 13, [op("Constant", [], ["y"], value_int=7)], {}))
 
-for _opset in (9, 20, 21, 23):
+for _opset in (9, 20, 21, 23, 24, 25):
     add(Case(f"ConstantOfShape-opset{_opset}-value", _opset,
              [op("Shape", ["x"], ["s"]), op("ConstantOfShape", ["s"], ["c"],
                                             value=onnx.helper.make_tensor("v", onnx.TensorProto.FLOAT, [1], [2.5])),
               op("Add", ["x", "c"])], {"x": rand(2, 3)}))
 add(Case("ConstantOfShape-opset9-default-zero", 9, [op("ConstantOfShape", ["s"])], {}, {"s": i64(2, 3)}))
 
-for _opset in (7, 13, 19, 21, 23):
+for _opset in (7, 13, 19, 21, 23, 24, 25):
     add(Case(f"Shape-opset{_opset}", _opset, [op("Shape", ["x"])], {"x": rand(2, 3, 4)}))
 add(Case("Shape-opset15-start-end", 15, [op("Shape", ["x"], start=1, end=-1)], {"x": rand(2, 3, 4, 5)}),
     Case("Shape-opset15-start-only", 15, [op("Shape", ["x"], start=-2)], {"x": rand(2, 3, 4, 5)}))

@@ -25,7 +25,7 @@ def _ints(data: np.ndarray | None) -> list[int] | None:
     return None if data is None else [int(v) for v in np.ravel(data)]
 
 
-@converter("Identity", (1, 13, 14, 16, 19, 21, 23))
+@converter("Identity", (1, 13, 14, 16, 19, 21, 23, 24, 25))
 def _identity(node: Node, ctx: Context):
     return [node.required(0, "input")]
 
@@ -43,7 +43,7 @@ def _concat(node: Node, ctx: Context):
 
 # ---- Reshape, Flatten, Transpose, Squeeze, Unsqueeze ----------------------------------------------
 
-@converter("Reshape", (5, 13, 14, 19, 21, 23))
+@converter("Reshape", (5, 13, 14, 19, 21, 23, 24, 25))
 def _reshape(node: Node, ctx: Context):
     x = node.required(0, "data")
     target = _ints(ctx.constant_input(node, 1, "shape"))
@@ -77,7 +77,7 @@ def _reshape(node: Node, ctx: Context):
     return [ctx.call("reshape", x, newshape=tuple(out))]
 
 
-@converter("Flatten", (1, 9, 11, 13, 21, 23))
+@converter("Flatten", (1, 9, 11, 13, 21, 23, 24, 25))
 def _flatten(node: Node, ctx: Context):
     x = node.required(0, "input")
     shape = ctx.shape(x)
@@ -90,7 +90,7 @@ def _flatten(node: Node, ctx: Context):
     return [ctx.call("reshape", x, newshape=(math.prod(shape[:axis]), math.prod(shape[axis:])))]
 
 
-@converter("Transpose", (1, 13, 21, 23))
+@converter("Transpose", (1, 13, 21, 23, 24, 25))
 def _transpose(node: Node, ctx: Context):
     x = node.required(0, "data")
     perm = node.attr("perm")
@@ -108,7 +108,7 @@ def _axes(node: Node, ctx: Context) -> list[int] | None:
     return _ints(ctx.constant_input(node, 1, "axes"))
 
 
-@converter("Squeeze", (1, 11, 13, 21, 23))
+@converter("Squeeze", (1, 11, 13, 21, 23, 24, 25))
 def _squeeze(node: Node, ctx: Context):
     x, axes = node.required(0, "data"), _axes(node, ctx)
     shape = ctx.shape(x)
@@ -121,7 +121,7 @@ def _squeeze(node: Node, ctx: Context):
     return [ctx.call("squeeze", x, axis=tuple(axes))]
 
 
-@converter("Unsqueeze", (1, 11, 13, 21, 23))
+@converter("Unsqueeze", (1, 11, 13, 21, 23, 24, 25))
 def _unsqueeze(node: Node, ctx: Context):
     x, axes = node.required(0, "data"), _axes(node, ctx)
     if not axes:
@@ -167,8 +167,8 @@ def _pad_attrs(node: Node, ctx: Context):
     return _pad(node, ctx, list(node.attr("pads")), float(node.attr("value", 0.0)))
 
 
-# 18 adds the optional axes input; 19 adds mode "wrap" (rejected by _check_pad); 21/23 add types.
-@converter("Pad", (11, 13, 18, 19, 21, 23), check=_check_pad)
+# 18 adds the optional axes input; 19 adds mode "wrap" (rejected by _check_pad); 21 and later add types.
+@converter("Pad", (11, 13, 18, 19, 21, 23, 24, 25), check=_check_pad)
 def _pad_inputs(node: Node, ctx: Context):
     pads = _ints(ctx.constant_input(node, 1, "pads"))
     if pads is None:
@@ -187,7 +187,7 @@ def _check_constant(attrs) -> list[str]:
     return []
 
 
-@converter("Constant", (1, 9, 11, 12, 13, 19, 21, 23), check=_check_constant)
+@converter("Constant", (1, 9, 11, 12, 13, 19, 21, 23, 24, 25), check=_check_constant)
 def _constant(node: Node, ctx: Context):
     attrs = node.attrs
     if "value" in attrs:
@@ -203,7 +203,7 @@ def _constant(node: Node, ctx: Context):
     raise NodeError("no value attribute")
 
 
-@converter("ConstantOfShape", (9, 20, 21, 23))
+@converter("ConstantOfShape", (9, 20, 21, 23, 24, 25))
 def _constant_of_shape(node: Node, ctx: Context):
     shape = _ints(ctx.constant_input(node, 0, "input"))
     if shape is None:
@@ -218,7 +218,7 @@ def _constant_of_shape(node: Node, ctx: Context):
     return [ctx.const(np.full(shape, value.ravel()[0], dtype=value.dtype))]
 
 
-@converter("Shape", (1, 13, 15, 19, 21, 23))
+@converter("Shape", (1, 13, 15, 19, 21, 23, 24, 25))
 def _shape(node: Node, ctx: Context):
     shape = list(ctx.shape(node.required(0, "data")))
     # Definition 15 adds start/end, clamped like Python slices.
