@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from byoc_compiler import ir, op
 from byoc_compiler.ir import (Call, Constant, Function, GlobalVar, IRModule, ParseError, TensorType, Tuple,
                               TupleGetItem, Var, astext, parse, parse_expr, structural_equal)
+from byoc_compiler.ir.parser import MAX_NESTING
 from byoc_compiler.op.registry import REQUIRED, all_ops
 
 
@@ -587,6 +588,37 @@ def test_malformed_metadata_is_an_error(section):
 
 
 # ---- scale -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("depth,ok", [(MAX_NESTING - 1, True), (MAX_NESTING, False), (5000, False)])
+def test_deep_nesting_in_the_text_is_refused_clearly(depth, ok):
+    # `depth` calls around %x: the innermost argument is expression level depth + 1.
+    text = MAIN + "  " + "nn.relu(" * depth + "%x" + ")" * depth + "\n}\n"
+    if ok:
+        body = parse(text)["main"].body
+        assert body.op.name == "nn.relu"
+        return
+    with pytest.raises(ParseError) as info:
+        parse(text)
+    first, shown, caret = str(info.value).split("\n")
+    assert f"nested more than {MAX_NESTING} deep; bind intermediate values" in first
+    assert info.value.column == 3 + len("nn.relu(") * MAX_NESTING
+    # A long line is shown as a window around the problem, the caret still under it.
+    assert len(shown) <= 126 and shown.startswith("...")
+    assert shown[len(caret) - 1:].startswith("%x)))") and caret.endswith("^")
+
+
+def test_long_line_excerpt_keeps_caret_on_target():
+    text = MAIN + "  %0 = (" + "%x, " * 100 + "%y, " + "%x, " * 100 + "%x);\n  %0\n}\n"
+    with pytest.raises(ParseError) as info:
+        parse(text)
+    _, shown, caret = str(info.value).split("\n")
+    assert shown[len(caret) - 1:].startswith("%y") and shown.startswith("...") and shown.endswith("...")
+
+
+def test_parse_wants_str():
+    with pytest.raises(TypeError, match="parse expects the text as a str, got bytes"):
+        parse(b"def @main() { 1f }")
+
 
 def test_hundred_thousand_node_chain_prints_and_parses():
     x = Var("x", TensorType((4,)))

@@ -40,8 +40,23 @@ class ParseError(ValueError):
         self.message, self.source, self.line, self.column = message, source, line, column
         text = f"{source}:{line}:{column}: {message}"
         if line_text is not None:
-            text += "\n" + line_text.rstrip("\r\n").replace("\t", " ") + "\n" + " " * (column - 1) + "^"
+            shown, caret = _excerpt(line_text.rstrip("\r\n").replace("\t", " "), column - 1)
+            text += "\n" + shown + "\n" + " " * caret + "^"
         super().__init__(text)
+
+
+def _excerpt(line: str, offset: int, width: int = 120) -> tuple[str, int]:
+    """A window of at most `width` characters of `line` around `offset`, and the caret position in it."""
+    if len(line) <= width:
+        return line, offset
+    start = max(0, min(offset - width // 2, len(line) - width))
+    shown = line[start:start + width]
+    caret = offset - start
+    if start > 0:
+        shown, caret = "..." + shown, caret + 3
+    if start + width < len(line):
+        shown += "..."
+    return shown, caret
 
 
 _TOKEN = re.compile(r"""
@@ -65,6 +80,8 @@ _SUFFIX_DTYPE = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "flo
                  "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8"}
 
 EOF = "eof"
+# How deep calls, tuples and `fn`s may nest inside one expression of the text.
+MAX_NESTING = 150
 
 # Attributes Relay prints that byoc does not model, accepted (and dropped) only with Relay's neutral value,
 # so that text pasted from TVM output reads: e.g. `nn.max_pool2d(%x, ..., out_layout="")`.
@@ -107,6 +124,7 @@ class _Parser:
         self.meta: list[Constant] | None = None
         self.global_uses: list[tuple[str, _Token]] = []
         self.scopes: list[dict[str, Expr]] = []
+        self.depth = 0
 
     # ---- positions and errors ----------------------------------------------------------------
     def position(self, pos: int) -> tuple[int, int]:
@@ -331,7 +349,18 @@ class _Parser:
 
     # ---- expressions -------------------------------------------------------------------------
     def parse_expr(self) -> Expr:
-        value = self.parse_primary()
+        # Nesting written in the text is parsed recursively; deep nesting is refused with a clear
+        # message instead of a RecursionError (bindings `%N = ...;` are the way to write long chains).
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.error_at(self.peek().pos, f"expressions nested more than {MAX_NESTING} deep; "
+                                "bind intermediate values with `%N = ...;` instead")
+        try:
+            return self._parse_postfix(self.parse_primary())
+        finally:
+            self.depth -= 1
+
+    def _parse_postfix(self, value: Expr) -> Expr:
         while True:
             token = self.peek()
             if token.kind == "." and self.peek(1).kind == "index":
@@ -631,11 +660,18 @@ def _all_scalars(values) -> bool:
     return True
 
 
+def _check_text(text) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"parse expects the text as a str, got {type(text).__name__} "
+                        "(read files with open(path, encoding='utf-8').read())")
+    return text
+
+
 def parse(text: str, source_name: str = "<string>") -> IRModule:
     """Parse module text (`def @main(...) {...}` ...). Text without `def` becomes the module's main."""
-    return _Parser(text, source_name).parse_module()
+    return _Parser(_check_text(text), source_name).parse_module()
 
 
 def parse_expr(text: str, source_name: str = "<string>") -> Expr:
     """Parse one expression, e.g. `fn (%x: Tensor[(2,), float32]) { nn.relu(%x) }` or bindings + result."""
-    return _Parser(text, source_name).parse_single_expr()
+    return _Parser(_check_text(text), source_name).parse_single_expr()
