@@ -1,0 +1,239 @@
+"""Differential tests of the ccompiler target: partitioned models, built with its codegen and kernel
+library, match numpy's reference run of the UNPARTITIONED model (byoc_compiler.testing.reference,
+tolerances from testing.tolerance). Everything compiles with -Wall -Wextra -Werror.
+
+- zoo: the full product toolchain (gcc, clang) x executor x interface x -O0/-O3 for byoc_guide and
+  multi_output; pairwise (allpairspy) over the same factors for the other zoo models;
+- ops and constructs the zoo does not reach (broadcasting, every unary, matmul flags, pools with
+  padding/ceil/dilation, strided/grouped/dilated conv2d, transpose, concatenate, batch_norm's tuple,
+  unfusable composites, constants kept as region arguments, region outputs that are inputs,
+  constants or repeats), each built once with a toolchain/executor/interface taken in turn;
+- one run of every zoo model and of the constructs under gcc's ASan+UBSan.
+Builds are cached per session so each is compiled once.
+"""
+import functools
+import itertools
+
+import numpy as np
+import pytest
+from allpairspy import AllPairs
+
+from byoc_compiler import op, partition_for, zoo
+from byoc_compiler.backend.build import build
+from byoc_compiler.ir import Call, Function, GlobalVar, IRModule, Tuple, TupleGetItem, Var, const
+from byoc_compiler.ir.types import TensorType
+from byoc_compiler.testing.reference import run_reference
+from byoc_compiler.testing.tolerance import assert_close, tolerance_for_module
+
+TOOLCHAINS = ("gcc", "clang")
+EXECUTORS = ("graph", "aot")
+INTERFACES = ("packed", "unpacked")
+OPTS = ("-O0", "-O3")
+FULL_PRODUCT = ("byoc_guide", "multi_output")
+
+
+def _zoo_cases():
+    cases = [(m, *combo) for m in FULL_PRODUCT for combo in itertools.product(TOOLCHAINS, EXECUTORS, INTERFACES, OPTS)]
+    others = [m for m in zoo.names() if m not in FULL_PRODUCT]
+    cases += [tuple(row) for row in AllPairs([others, list(TOOLCHAINS), list(EXECUTORS), list(INTERFACES), list(OPTS)])]
+    return [pytest.param(*c, id="-".join(c).replace("-O", "O")) for c in cases]
+
+
+@functools.lru_cache(maxsize=None)
+def _built(mod_key, toolchain, executor, interface, opt):
+    mod = _MODULES[mod_key]()[0]
+    return build(mod, toolchain=toolchain, executor=executor, interface=interface, opt=opt)
+
+
+def _check(lib, reference_mod, inputs, what):
+    expected = run_reference(reference_mod, inputs)
+    got = lib.run_runner(inputs, werror=True)
+    assert len(got) == len(expected)
+    for k, (g, e) in enumerate(zip(got, expected)):
+        rtol, atol = tolerance_for_module(reference_mod, e.dtype)
+        assert_close(g, e, rtol, atol, what=f"{what} output {k}")
+    return got
+
+
+def _uses_ccompiler(lib):
+    assert "ccompiler" in lib.metadata["targets"], "nothing was offloaded to ccompiler"
+    code = lib.get_source("ccompiler")
+    assert code.count("/* ---- ") == len(lib.metadata["regions"])        # one C file per region
+
+
+@pytest.mark.parametrize("name,toolchain,executor,interface,opt", _zoo_cases())
+def test_zoo_matches_unpartitioned_reference(name, toolchain, executor, interface, opt):
+    lib = _built(f"zoo:{name}", toolchain, executor, interface, opt)
+    _uses_ccompiler(lib)
+    _check(lib, zoo.get(name), zoo.inputs(name), name)
+
+
+def test_zoo_loaded_in_process():
+    lib = _built("zoo:small_cnn", "gcc", "aot", "unpacked", "-O3")
+    m = lib.load(werror=True)
+    inputs = zoo.inputs("small_cnn")
+    for key, value in inputs.items():
+        m.set_input(key, value)
+    m.run()
+    expected = run_reference(zoo.get("small_cnn"), inputs)
+    rtol, atol = tolerance_for_module(zoo.get("small_cnn"), np.float32)
+    assert_close(m.get_output(0), expected[0], rtol, atol, what="small_cnn loaded")
+
+
+# ---- constructs: name -> () -> (module to build, unpartitioned reference module) -----------------------
+
+def _var(name, shape):
+    return Var(name, TensorType(shape, "float32"))
+
+
+def _w(shape, seed, scale=0.5):
+    return const((np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32))
+
+
+def _partitioned(params, body, **kwargs):
+    ref = IRModule.from_expr(Function(params, body))
+    return partition_for(["ccompiler"], ref, **kwargs), ref
+
+
+def broadcast_binary():
+    x, y = _var("x", (2, 3, 4)), _var("y", (3, 1))
+    h = op.add(x, y)
+    h = op.subtract(y, h)
+    h = op.multiply(h, op.maximum(x, const(np.float32(0.25))))
+    h = op.minimum(h, _w((4,), 1))
+    h = op.divide(h, op.add(op.abs(y), const(np.float32(1.0))))
+    return _partitioned([x, y], h)
+
+
+def unary_chain():
+    x = _var("x", (3, 7))
+    outs = [op.negative(x), op.abs(x), op.exp(x), op.log(op.add(op.abs(x), const(np.float32(0.5)))),
+            op.sqrt(op.abs(x)), op.tanh(x), op.sigmoid(x), op.nn.relu(x), op.clip(x, -0.5, 0.75),
+            op.nn.leaky_relu(x, alpha=0.2)]
+    return _partitioned([x], Tuple(outs))
+
+
+def matmul_flags():
+    a, b = _var("a", (5, 7)), _var("b", (7, 5))
+    outs = [op.nn.matmul(a, b), op.nn.matmul(a, b, transpose_a=True, transpose_b=True),
+            op.nn.matmul(a, a, transpose_b=True), op.nn.matmul(a, a, transpose_a=True)]
+    return _partitioned([a, b], Tuple(outs))
+
+
+def pools():
+    x = _var("x", (1, 3, 9, 9))
+    outs = [op.nn.max_pool2d(x, pool_size=(3, 3), strides=(2, 2), padding=(1, 1), ceil_mode=True),
+            op.nn.max_pool2d(x, pool_size=(2, 2), dilation=(2, 2)),
+            op.nn.avg_pool2d(x, pool_size=(3, 3), strides=(2, 2), padding=(1, 0, 2, 1), count_include_pad=True),
+            op.nn.avg_pool2d(x, pool_size=(2, 3), strides=(2, 2), padding=(1, 1), ceil_mode=True),
+            op.nn.global_avg_pool2d(x)]
+    return _partitioned([x], Tuple(outs))
+
+
+def conv_variants():
+    x = _var("x", (2, 4, 9, 9))
+    outs = [op.nn.conv2d(x, _w((6, 4, 3, 3), 2), strides=(2, 2), padding=(0, 1, 2, 1)),
+            op.nn.conv2d(x, _w((4, 1, 3, 3), 3), padding=(1, 1), groups=4),                 # depthwise
+            op.nn.conv2d(x, _w((6, 2, 3, 3), 4), dilation=(2, 2), groups=2),
+            op.nn.relu(op.nn.bias_add(op.nn.conv2d(x, _w((5, 4, 1, 1), 5), strides=(3, 3)), _w((5,), 6)))]
+    return _partitioned([x], Tuple(outs))
+
+
+def shape_ops():
+    x, y = _var("x", (2, 3, 4), ), _var("y", (2, 3, 2))
+    t = op.transpose(x)
+    t2 = op.transpose(op.nn.relu(x), axes=(0, -1, 1))
+    cat = op.concatenate(Tuple([x, op.tanh(y), _w((2, 3, 1), 7)]), axis=-1)
+    r = op.reshape(op.nn.relu(cat), (6, -1))
+    return _partitioned([x, y], Tuple([t, t2, r, op.reshape(x, (4, 6))]))
+
+
+def dense_unfused():
+    x = _var("x", (2, 3, 8))
+    h = op.nn.relu(op.nn.bias_add(op.nn.dense(x, _w((6, 8), 8)), _w((3,), 9), axis=1))
+    return _partitioned([x], op.nn.bias_add(h, _w((6,), 10), axis=-1))
+
+
+def batch_norm_tuple():
+    x = _var("x", (2, 3, 4, 4))
+    bn = op.nn.batch_norm(x, _w((3,), 11), _w((3,), 12), _w((3,), 13), const(np.array([0.5, 1.5, 2.0], np.float32)),
+                          epsilon=1e-3, center=False)
+    bn2 = op.nn.batch_norm(op.nn.relu(TupleGetItem(bn, 0)), _w((4,), 14), _w((4,), 15), _w((4,), 16),
+                           const(np.array([1.0, 0.5, 2.0, 1.5], np.float32)), axis=-1, scale=False)
+    return _partitioned([x], Tuple([TupleGetItem(bn2, 0), TupleGetItem(bn, 1), TupleGetItem(bn2, 2)]))
+
+
+def constants_as_arguments():
+    return partition_for(["ccompiler"], zoo.get("small_cnn"), bind_constants=False), zoo.get("small_cnn")
+
+
+def region_outputs_copied():
+    # A region (written by hand, as PartitionGraph would) whose outputs are a result, its input, a
+    # repeat of the result and a constant: all but the first are copies into the output arrays.
+    x = _var("x", (4, 5))
+    c = np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5)
+    p = _var("p", (4, 5))
+    r = op.nn.relu(p)
+    region = Function([p], Tuple([r, p, r, const(c), op.reshape(p, (20,))])).with_attr(
+        Compiler="ccompiler", global_symbol="hand_region_0")
+    call = Call(GlobalVar("hand_region_0"), [x])
+    main = Function([x], Tuple([TupleGetItem(call, i) for i in range(5)]))
+    ref = Function([x], Tuple([op.nn.relu(x), x, op.nn.relu(x), const(c), op.reshape(x, (20,))]))
+    return IRModule({"main": main, "hand_region_0": region}), IRModule.from_expr(ref)
+
+
+CONSTRUCTS = (broadcast_binary, unary_chain, matmul_flags, pools, conv_variants, shape_ops, dense_unfused,
+              batch_norm_tuple, constants_as_arguments, region_outputs_copied)
+_MODULES = {f"construct:{f.__name__}": functools.lru_cache(maxsize=None)(f) for f in CONSTRUCTS}
+_MODULES.update({f"zoo:{n}": functools.partial(lambda n: (partition_for(["ccompiler"], zoo.get(n)), None), n)
+                 for n in zoo.names()})
+_MODULES = {k: functools.lru_cache(maxsize=None)(v) for k, v in _MODULES.items()}
+
+# Each construct gets one combination, taken in turn, so the table covers every factor.
+_COMBOS = list(itertools.product(TOOLCHAINS, EXECUTORS, INTERFACES))
+
+
+def _inputs(ref):
+    rng = np.random.default_rng(0)
+    return {p.name_hint: rng.standard_normal(p.type_annotation.shape).astype(np.float32) for p in ref["main"].params}
+
+
+@pytest.mark.parametrize("index,builder", list(enumerate(CONSTRUCTS)), ids=[f.__name__ for f in CONSTRUCTS])
+def test_construct_matches_unpartitioned_reference(index, builder):
+    toolchain, executor, interface = _COMBOS[index % len(_COMBOS)]
+    lib = _built(f"construct:{builder.__name__}", toolchain, executor, interface, "-O2")
+    _uses_ccompiler(lib)
+    ref = _MODULES[f"construct:{builder.__name__}"]()[1]
+    _check(lib, ref, _inputs(ref), f"{builder.__name__} ({toolchain} {executor} {interface})")
+
+
+def test_constructs_offload_what_they_test():
+    # The constructs are only worth their time if the ops really went to ccompiler.
+    host = {b.__name__: _MODULES[f"construct:{b.__name__}"]()[0] for b in CONSTRUCTS}
+    for name, mod in host.items():
+        main_ops = {c.op.name for c in _calls(mod["main"].body)}
+        assert main_ops <= {"nn.softmax", "nn.batch_flatten"}, f"{name} left {main_ops} on the host"
+
+
+def _calls(expr):
+    from byoc_compiler.ir import Op
+    from byoc_compiler.ir.visitor import post_order
+
+    return [n for n in post_order(expr) if isinstance(n, Call) and isinstance(n.op, Op)]
+
+
+SANITIZED = [pytest.param(f"zoo:{n}", id=n) for n in zoo.names()] + \
+            [pytest.param(f"construct:{f.__name__}", id=f.__name__) for f in CONSTRUCTS]
+
+
+@pytest.mark.parametrize("key", SANITIZED)
+def test_asan_ubsan_clean(key):
+    index = [p.values[0] for p in SANITIZED].index(key)
+    executor, interface = list(itertools.product(EXECUTORS, INTERFACES))[index % 4]
+    lib = _built(key, "gcc-asan-ubsan", executor, interface, "-O1")
+    if key.startswith("zoo:"):
+        name = key[4:]
+        _check(lib, zoo.get(name), zoo.inputs(name), f"{name} under ASan+UBSan")
+    else:
+        ref = _MODULES[key]()[1]
+        _check(lib, ref, _inputs(ref), f"{key} under ASan+UBSan")
