@@ -73,51 +73,66 @@ static void ck_pack_b_strided(int64_t kc, int64_t nc, const float *b, int64_t rs
   }
 }
 
-/* Implicit im2col: row k = (channel, kh, kw), column n = (oh, ow) of the output. Padding and
- * the columns past n read as zero through a clamped index plus a select (no branch per element);
- * a row whose nr pixels lie on one input line, all inside the image, is a plain (strided) copy. */
+/* Implicit im2col: row k = (channel, kh, kw), column n = (oh, ow) of the output. The nr pixels
+ * of a sliver split into runs on one output line each (a new run where ow wraps, and one for the
+ * columns past n); per row of the sliver and run, the input columns inside the image form one
+ * range, so each run is zeros, a (strided) copy, zeros: no branch per element. */
 static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, int64_t n_total,
                            const ck_conv_view *v, int64_t nr_full, float *restrict dst) {
   const int64_t taps = v->kernel_h * v->kernel_w;
   const int64_t plane = v->height * v->width;
+  const int64_t sw = v->stride_w;
   int64_t j0, j, p;
   for (j0 = 0; j0 < nc; j0 += nr_full) {
-    int64_t ih0[CK_NR_MAX], iw0[CK_NR_MAX];
+    /* run r covers sliver columns [start[r], start[r+1]); its first pixel reads (ih[r], iw[r]) at tap 0 */
+    int64_t start[CK_NR_MAX + 2], ih[CK_NR_MAX + 1], iw[CK_NR_MAX + 1];
+    int64_t runs = 0, channel = p0 / taps, tap = p0 % taps;
+    int64_t kh = tap / v->kernel_w, kw = tap % v->kernel_w;
     const int64_t first = j0_all + j0;
     int64_t oh = first / v->out_w, ow = first % v->out_w;
-    int64_t channel = p0 / taps, tap = p0 % taps;
-    int64_t kh = tap / v->kernel_w, kw = tap % v->kernel_w;
-    const int one_line = ow + nr_full <= v->out_w && first + nr_full <= n_total;
-    const int64_t line_span = (nr_full - 1) * v->stride_w;
-    for (j = 0; j < nr_full; ++j) {
-      if (first + j < n_total) {
-        ih0[j] = oh * v->stride_h - v->pad_top;
-        iw0[j] = ow * v->stride_w - v->pad_left;
-      } else {
-        ih0[j] = -1 - v->dilation_h * v->kernel_h; /* above the image for every kh: zeros */
-        iw0[j] = 0;
-      }
-      if (++ow == v->out_w) { ow = 0; ++oh; }
+    const int64_t valid = ck_min(nr_full, n_total - first);
+    j = 0;
+    while (j < valid) {
+      start[runs] = j;
+      ih[runs] = oh * v->stride_h - v->pad_top;
+      iw[runs] = ow * sw - v->pad_left;
+      ++runs;
+      j += ck_min(valid - j, v->out_w - ow);
+      ow = 0;
+      ++oh;
     }
+    if (valid < nr_full) { /* columns past n: a run above the image for every kh, so zeros */
+      start[runs] = valid;
+      ih[runs] = -1 - v->dilation_h * v->kernel_h;
+      iw[runs] = 0;
+      ++runs;
+    }
+    start[runs] = nr_full;
     for (p = 0; p < kc; ++p) {
       const float *src = v->data + channel * plane;
       const int64_t dh = kh * v->dilation_h, dw = kw * v->dilation_w;
       float *restrict row = dst + p * nr_full;
-      const int64_t ih = ih0[0] + dh, iw = iw0[0] + dw;
-      if (one_line && (uint64_t)ih < (uint64_t)v->height && iw >= 0 && iw + line_span < v->width) {
-        const float *restrict s = src + ih * v->width + iw;
-        if (v->stride_w == 1) {
-          for (j = 0; j < nr_full; ++j) row[j] = s[j];
-        } else {
-          for (j = 0; j < nr_full; ++j) row[j] = s[j * v->stride_w];
+      int64_t r;
+      for (r = 0; r < runs; ++r) {
+        const int64_t a = start[r], b = start[r + 1], y = ih[r] + dh, x0 = iw[r] + dw;
+        int64_t lo = a, hi = a; /* sliver columns whose input column is inside [0, width) */
+        if ((uint64_t)y < (uint64_t)v->height) {
+          /* x0 + (j - a) * sw >= 0  and  < width */
+          lo = a + (x0 >= 0 ? 0 : (-x0 + sw - 1) / sw);
+          hi = v->width - 1 - x0 < 0 ? a : a + (v->width - 1 - x0) / sw + 1;
+          if (hi > b) hi = b;
+          if (lo > hi) lo = hi;
         }
-      } else {
-        for (j = 0; j < nr_full; ++j) {
-          const int64_t y = ih0[j] + dh, x = iw0[j] + dw;
-          const int inside = (uint64_t)y < (uint64_t)v->height && (uint64_t)x < (uint64_t)v->width;
-          const float value = src[inside ? y * v->width + x : 0];
-          row[j] = inside ? value : 0.0f;
+        for (j = a; j < lo; ++j) row[j] = 0.0f;
+        if (hi > lo) {
+          const float *restrict line = src + y * v->width; /* column j reads line[x0 + (j - a) * sw] */
+          if (sw == 1) {
+            for (j = lo; j < hi; ++j) row[j] = line[x0 + (j - a)];
+          } else {
+            for (j = lo; j < hi; ++j) row[j] = line[x0 + (j - a) * sw];
+          }
         }
+        for (j = hi; j < b; ++j) row[j] = 0.0f;
       }
       if (++kw == v->kernel_w) {
         kw = 0;
@@ -127,8 +142,6 @@ static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, i
     dst += kc * nr_full;
   }
 }
-
-/* ---- micro-kernel and tile store ------------------------------------------------------------ */
 
 /* Bias and activation on a finished tile of C (after its last K block). */
 static void ck_epilogue_tile(float *restrict c, int64_t ldc, int64_t mr, int64_t nr, const ck_epilogue *ep,
