@@ -1,21 +1,25 @@
 """examplejson: the ExampleJSON graph format of TVM's BYOC guide plus a C runtime, enabled by USE_EXAMPLEJSON.
 
-This file is the op table. The codegen (codegen.py of this folder, when
-present) sets `target.codegen` and the runtime sources that execute the JSON.
+This file is the op table. The codegen (codegen.py) writes one ExampleJSON subgraph block per
+region (FORMAT.md); the runtime (runtime/*.c) parses it when the model starts and executes it.
 """
-from byoc_compiler.backend.target import Target, float32_only, import_optional
+from byoc_compiler.backend.target import Target, float32_only
 
 target = Target("examplejson", flag="USE_EXAMPLEJSON",
                 description="ExampleJSON subgraphs executed by a small C runtime")
 
 target.supports(
-    "add", "subtract", "multiply", "divide", "maximum", "minimum", "negative", "exp", "tanh", "sigmoid", "nn.relu",
+    "add", "subtract", "multiply", "divide", "maximum", "minimum",
+    "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "nn.relu", "clip", "nn.leaky_relu",
     "nn.dense", "nn.bias_add", "nn.conv2d", "nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
-    "reshape", "nn.softmax",
+    "reshape", "nn.batch_flatten", "nn.softmax",
     predicate=float32_only)
 
 # TVM's spelling, for readers coming from `tvm.relay.op.contrib.examplejson`: partition for this target alone.
 partition_for_examplejson = target.partition_for
 
-target.codegen = None  # set by codegen.py
-import_optional(__name__ + ".codegen")
+from .codegen import RUNTIME_DIR, RUNTIME_SOURCES, examplejson_codegen  # noqa: E402
+
+target.codegen = examplejson_codegen
+target.runtime_sources = list(RUNTIME_SOURCES)
+target.include_dirs = [RUNTIME_DIR]
