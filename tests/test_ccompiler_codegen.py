@@ -248,6 +248,21 @@ def test_constants_are_static_const_arrays_bit_exact():
     assert "ck_binary(CK_ADD, t0, 2, lhs_shape, c1, 0, NULL, out0, 2, lhs_shape)" in code
 
 
+def test_big_constants_are_bit_exact_too():
+    from targets.ccompiler.c_text import SHORTEST_UP_TO
+
+    rng = np.random.default_rng(3)
+    n = SHORTEST_UP_TO + 77
+    data = (rng.standard_normal(n) * 10.0 ** rng.integers(-40, 38, n)).astype(np.float32)
+    data[:6] = [np.nan, np.inf, -np.inf, -0.0, 1e-45, np.finfo(np.float32).max]
+    x = _var("x", (n,))
+    code = _code(ccompiler_codegen(*reversed(_region_of([x], op.multiply(x, const(data))))))
+    size, values = _c_array(code, "c0")
+    assert size == n
+    assert np.isnan(values[0])
+    assert values[1:].view(np.uint32).tolist() == data[1:].view(np.uint32).tolist()
+
+
 def test_one_constant_used_twice_is_emitted_once():
     x = _var("x", (3,))
     c = const(np.array([1.0, 2.0, 3.0], np.float32))

@@ -46,11 +46,27 @@ def int64_array(name: str, values) -> str:
     return f"static const int64_t {name}[{len(values)}] = {{{', '.join(int_literal(v) for v in values)}}};"
 
 
+# Small constants (biases, scales) get the shortest digits, which a person can read; big weight
+# arrays get 9 significant digits (FLT_DECIMAL_DIG: always enough to read back the same float32),
+# formatted in bulk, several times faster on ResNet-sized weights.
+SHORTEST_UP_TO = 1024
+
+
+def _bulk_float_literals(flat: np.ndarray) -> list[str]:
+    values = flat.astype(np.float64).tolist()
+    items = (("%.9gf\n" * len(values)) % tuple(values)).split("\n")[:-1]
+    for i in np.flatnonzero(~np.isfinite(flat)).tolist():
+        items[i] = float_literal(flat[i])
+    return items
+
+
 def array_values(data: np.ndarray, per_line: int = 8) -> list[str]:
     """Initializer lines of a flattened array (at least one value: C has no empty arrays)."""
     flat = np.asarray(data).reshape(-1)
-    if flat.dtype == np.float32:
+    if flat.dtype == np.float32 and flat.size <= SHORTEST_UP_TO:
         items = [float_literal(v) for v in flat]
+    elif flat.dtype == np.float32:
+        items = _bulk_float_literals(flat)
     elif flat.dtype.kind in "iu":
         items = [int_literal(v) for v in flat]
     elif flat.dtype == np.bool_:
