@@ -357,3 +357,21 @@ def test_dot_clusters_coloured_by_target_and_labels_escaped():
     assert len(colours) == 2                       # one colour per target
     assert 'in\\"put' in text                       # names from models are escaped
     assert "nn.softmax" in text and "fillcolor=white" in text
+
+
+def test_region_in_two_parts_around_another_region_is_caught():
+    # Region 0 = {a, d} has two unconnected parts; region 1 = {b} reads a and feeds d: contracted, 0 -> 1 -> 0.
+    x = Var("x", F32)
+    a = op.add(x, x)
+    b = op.tanh(a)
+    d = op.multiply(b, x)
+    m = infer_type(IRModule.from_expr(d))
+    nodes = graph_nodes(m["main"])
+    pos = {id(n): i for i, n in enumerate(nodes)}
+    bad = Annotations(len(nodes), {pos[id(a)]: "tA", pos[id(b)]: "tB", pos[id(d)]: "tA"},
+                      {pos[id(a)]: 0, pos[id(b)]: 1, pos[id(d)]: 0})
+    from byoc_compiler.partition.invariants import check_regions
+
+    broken = m.with_function("main", write(m["main"], bad))
+    with pytest.raises(PartitionInvariantError, match="after SomePass, a path leaves region 0 of tA"):
+        check_regions(broken, "SomePass")

@@ -84,8 +84,11 @@ def propose(nodes: list[Expr], index: dict[int, int], ann, bind_constants: bool)
     return regions, owner
 
 
-def _contracted_order(nodes, index, owner, regions) -> list[tuple[str, int]]:
-    """Units ("node", pos) / ("region", number) in dependency order; raises on a cycle."""
+def contracted_order(nodes, index, owner, regions, blame: str = "MergeCompilerRegions") -> list[tuple[str, int]]:
+    """Units ("node", pos) / ("region", number) in dependency order.
+
+    A cycle means some region cannot become one call; it is reported as a bug of the pass `blame`.
+    """
     by_number = {r.number: r for r in regions}
 
     def unit_of(pos: int) -> tuple[str, int]:
@@ -119,8 +122,8 @@ def _contracted_order(nodes, index, owner, regions) -> list[tuple[str, int]]:
                     region = by_number[unit[1]] if unit[0] == "region" else None
                 what = f"region {region.number} of {region.target}" if region else "a region"
                 raise PartitionInvariantError(
-                    "MergeCompilerRegions", f"{what} is not convex: a path leaves it and comes back, "
-                    "so lifting it would create a cycle")
+                    blame, f"a path leaves {what} and comes back into it (directly or through other regions), "
+                    "so it cannot become one call")
             if s is None:
                 state[dep] = 1
                 stack.append((dep, iter(deps_of(dep))))
@@ -159,7 +162,7 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
     index = {id(node): i for i, node in enumerate(nodes)}
     regions, owner = propose(nodes, index, ann, bind_constants)
     by_number = {r.number: r for r in regions}
-    order = _contracted_order(nodes, index, owner, regions)
+    order = contracted_order(nodes, index, owner, regions)
 
     counters: dict[str, int] = {}
     new: dict[int, Expr] = {}                 # node position -> its value in the new main
