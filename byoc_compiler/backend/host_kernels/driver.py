@@ -17,6 +17,7 @@ from ...ir.expr import Call, Op, Tuple
 from ...ir.types import TensorType, Type, flatten_type
 from .. import c_abi
 from . import elementwise, nn, shape
+from .cwriter import HELPERS, helper_definition
 
 Rule = Callable[["KernelContext"], str]
 
@@ -49,6 +50,7 @@ class KernelContext:
     outputs: list[TensorType]
     attrs: Attrs
     headers: set[str] = field(default_factory=set)
+    helpers: list[str] = field(default_factory=list)
 
     @property
     def op_name(self) -> str:
@@ -56,6 +58,14 @@ class KernelContext:
 
     def need(self, header: str) -> None:
         self.headers.add(header)
+
+    def use(self, helper: str) -> str:
+        """Make the shared helper function `helper` (cwriter.HELPERS) available; returns its name."""
+        if helper not in self.helpers:
+            self.helpers.append(helper)
+            for h in HELPERS[helper][0]:
+                self.need(h)
+        return helper
 
     def fail(self, message: str, indent: int = 1) -> str:
         """Statements that record `message` (plain text, no format directives) and return -1."""
@@ -119,6 +129,7 @@ def emit_kernel(call: Call, symbol: str) -> KernelSource:
     params = [f"in{i}" for i in range(len(inputs))] + [f"out{i}" for i in range(len(outputs))]
     headers = {"stdint.h"} | ctx.headers
     lines = [f"#include <{h}>" for h in _HEADER_ORDER if h in headers]
+    lines.extend(helper_definition(h) for h in ctx.helpers)
     lines.append(f"/* host kernel {symbol}: {call.op.name}; "
                  + ", ".join(f"in{i} {_type_text(t)}" for i, t in enumerate(inputs))
                  + (" -> " if inputs else "-> ")

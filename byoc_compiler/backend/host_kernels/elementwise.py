@@ -25,6 +25,10 @@ class CExpr:
     guard: str | None = None
     error: str = ""
     headers: tuple[str, ...] = ()
+    helpers: tuple[str, ...] = ()
+
+
+_SELECT = ("byoc_select_f32",)
 
 
 BINARY: dict[str, dict[str, CExpr]] = {
@@ -37,10 +41,10 @@ BINARY: dict[str, dict[str, CExpr]] = {
         "int32": CExpr("b == -1 ? (int32_t)(0u - (uint32_t)a) : a / b", guard="b == 0",
                       error="integer division by zero"),
     },
-    # numpy's maximum/minimum propagate NaN from either side.
-    "maximum": {"float32": CExpr("(isnan(a) || a > b) ? a : b", headers=("math.h",)),
+    # numpy's maximum/minimum propagate NaN from either side (a != a: a is NaN).
+    "maximum": {"float32": CExpr("byoc_select_f32((a > b) | (a != a), a, b)", helpers=_SELECT),
                 "int32": CExpr("a > b ? a : b")},
-    "minimum": {"float32": CExpr("(isnan(a) || a < b) ? a : b", headers=("math.h",)),
+    "minimum": {"float32": CExpr("byoc_select_f32((a < b) | (a != a), a, b)", helpers=_SELECT),
                 "int32": CExpr("a < b ? a : b")},
 }
 
@@ -54,8 +58,10 @@ UNARY: dict[str, dict[str, CExpr]] = {
     "tanh": {"float32": CExpr("tanhf(x)", headers=("math.h",))},
     "sigmoid": {"float32": CExpr("1.0f / (1.0f + expf(-x))", headers=("math.h",))},
     # x < 0 ? 0 : x lets NaN through, like numpy's maximum(x, 0).
-    "nn.relu": {"float32": CExpr("x < 0.0f ? 0.0f : x"), "int32": CExpr("x < 0 ? 0 : x")},
-    "nn.leaky_relu": {"float32": CExpr("x > 0.0f ? x : (float)({alpha} * (double)x)")},
+    "nn.relu": {"float32": CExpr("byoc_select_f32(x < 0.0f, 0.0f, x)", helpers=_SELECT),
+                "int32": CExpr("x < 0 ? 0 : x")},
+    "nn.leaky_relu": {"float32": CExpr("byoc_select_f32(x > 0.0f, x, (float)({alpha} * (double)x))",
+                                       helpers=_SELECT)},
 }
 
 # float -> int out of range (and NaN) is undefined in C; numpy on x86 yields the minimum value
@@ -86,6 +92,8 @@ def _element_rule(table: dict[str, dict[str, CExpr]], name: str):
             raise ValueError(f"host kernel {name}: no C expression for dtype {dtype}")
         for h in entry.headers:
             ctx.need(h)
+        for h in entry.helpers:
+            ctx.use(h)
         expr = entry.expr.format(**{k: double_literal(v) for k, v in ctx.attrs.items()})
         out = ctx.outputs[0]
         t = c_type(dtype)
@@ -113,8 +121,9 @@ def _clip(ctx) -> str:
     if x_type.dtype == "float32":
         # numpy compares with the bounds rounded to float32 (weak Python scalars).
         lo_c, hi_c = float_literal(lo), float_literal(hi)
-        step = (f"const float x = in0[i];\nconst float v = x < {lo_c} ? {lo_c} : x;\n"
-                f"out0[i] = v > {hi_c} ? {hi_c} : v;")
+        select = ctx.use("byoc_select_f32")
+        step = (f"const float x = in0[i];\nconst float v = {select}(x < {lo_c}, {lo_c}, x);\n"
+                f"out0[i] = {select}(v > {hi_c}, {hi_c}, v);")
     else:
         # int32 data against float bounds: numpy clips in float64 and truncates back.
         ctx.need("math.h")

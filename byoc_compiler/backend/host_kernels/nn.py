@@ -9,16 +9,28 @@ from .cwriter import (axis_split, broadcast_strides, contiguous_strides, double_
                       indent_block, int_literal as L, loop_nest, size_of)
 
 
+def _dot(a_at, b_at, k: int) -> str:
+    """`acc` = sum over kk < k of a_at(kk) * b_at(kk) in double, with four partial sums so the
+    additions do not wait on each other."""
+    terms = "\n".join(f"  acc[{j}] += (double){a_at(f'kk + {j}')} * (double){b_at(f'kk + {j}')};" for j in range(4))
+    return f"""double acc[4] = {{0.0, 0.0, 0.0, 0.0}};
+int64_t kk = 0;
+for (; kk + 4 <= {L(k)}; kk += 4) {{
+{terms}
+}}
+for (; kk < {L(k)}; ++kk) acc[0] += (double){a_at('kk')} * (double){b_at('kk')};"""
+
+
 def _dense(ctx) -> str:
     data, weight = ctx.inputs
     k = data.shape[-1]
     m = size_of(data.shape[:-1])
     n = weight.shape[0]
+    dot = _dot(lambda i: f"x[{i}]", lambda i: f"w[{i}]", k)
     return flat_loop(m, flat_loop(n, f"""const float* x = in0 + m * {L(k)};
 const float* w = in1 + n * {L(k)};
-double acc = 0.0;
-for (int64_t k = 0; k < {L(k)}; ++k) acc += (double)x[k] * (double)w[k];
-out0[m * {L(n)} + n] = (float)acc;""", var="n", indent=0), var="m")
+{dot}
+out0[m * {L(n)} + n] = (float)((acc[0] + acc[1]) + (acc[2] + acc[3]));""", var="n", indent=0), var="m")
 
 
 def _matmul(ctx) -> str:
@@ -26,11 +38,10 @@ def _matmul(ctx) -> str:
     ta, tb = ctx.attrs.transpose_a, ctx.attrs.transpose_b
     m, k = a.shape[::-1] if ta else a.shape
     n = ctx.outputs[0].shape[1]
-    a_at = f"in0[k * {L(m)} + m]" if ta else f"in0[m * {L(k)} + k]"
-    b_at = f"in1[n * {L(k)} + k]" if tb else f"in1[k * {L(n)} + n]"
-    return flat_loop(m, flat_loop(n, f"""double acc = 0.0;
-for (int64_t k = 0; k < {L(k)}; ++k) acc += (double){a_at} * (double){b_at};
-out0[m * {L(n)} + n] = (float)acc;""", var="n", indent=0), var="m")
+    a_at = (lambda i: f"in0[({i}) * {L(m)} + m]") if ta else (lambda i: f"in0[m * {L(k)} + {i}]")
+    b_at = (lambda i: f"in1[n * {L(k)} + {i}]") if tb else (lambda i: f"in1[({i}) * {L(n)} + n]")
+    return flat_loop(m, flat_loop(n, f"""{_dot(a_at, b_at, k)}
+out0[m * {L(n)} + n] = (float)((acc[0] + acc[1]) + (acc[2] + acc[3]));""", var="n", indent=0), var="m")
 
 
 def _bias_add(ctx) -> str:
@@ -116,9 +127,10 @@ def _pool_loops(ctx, init: str, step: str, finish: str) -> str:
 
 def _max_pool2d(ctx) -> str:
     ctx.need("math.h")
+    select = ctx.use("byoc_select_f32")
     # Padding never wins: only input elements are compared; NaN propagates like numpy's maximum.
     return _pool_loops(ctx, "float best = -INFINITY;\nint64_t in_padded = 0;",
-                       "if (v > best || isnan(v)) best = v;",
+                       f"best = {select}((v > best) | (v != v), v, best);",
                        "(void)in_padded;\ny[oy * %s + ox] = best;" % L(ctx.outputs[0].shape[3]))
 
 
@@ -186,7 +198,7 @@ def _softmax(ctx) -> str:
 double total = 0.0;
 for (int64_t l = 1; l < {L(extent)}; ++l) {{
   const float v = x[l * {L(inner)}];
-  if (v > top || isnan(v)) top = v;
+  if (v > top || v != v) top = v; /* a running maximum rarely changes: the branch predicts well */
 }}
 for (int64_t l = 0; l < {L(extent)}; ++l) {{
   const float e = expf(x[l * {L(inner)}] - top);
