@@ -186,3 +186,15 @@ def test_partition_is_deterministic_across_processes():
         assert proc.returncode == 0, proc.stderr
         outs.add(proc.stdout)
     assert len(outs) == 1
+
+
+def test_scaling_bench_runs():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "bench/partition_scaling.py", "--sizes", "200", "400", "--repeat", "1"],
+                          cwd=root, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "partition_for grew" in proc.stdout and "n log n" in proc.stdout
