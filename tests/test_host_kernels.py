@@ -210,7 +210,24 @@ def _shape_cases():
     ]
 
 
-CASES = _binary_cases() + _unary_cases() + _nn_cases() + _shape_cases()
+def _empty_cases():
+    """Tensors with a zero extent: nothing to compute, nothing may be touched."""
+    return [
+        Case("empty-add-bcast", "add", (Arg((0, 3)), Arg((3,)))),
+        Case("empty-exp", "exp", (Arg((2, 0)),)),
+        Case("empty-cast", "cast", (Arg((0,)),), {"dtype": I32}),
+        Case("empty-transpose", "transpose", (Arg((0, 2, 3)),)),
+        Case("empty-reshape", "reshape", (Arg((0, 4)),), {"newshape": (0, 2, 2)}),
+        Case("empty-concatenate-piece", "concatenate", (Arg((2, 0)), Arg((2, 3))), {"axis": 1}),
+        Case("empty-split-piece", "split", (Arg((5, 2)),), {"indices_or_sections": (0, 3)}),
+        Case("empty-take-indices", "take", (Arg((4, 3)), Arg((0,), I32, "index:4")), {"axis": 0}),
+        Case("empty-softmax", "nn.softmax", (Arg((0, 5)),)),
+        Case("empty-dense-k0", "nn.dense", (Arg((2, 0)), Arg((3, 0)))),
+        Case("empty-pad", "nn.pad", (Arg((0, 2)),), {"pad_width": ((1, 1), (0, 1)), "pad_value": 3.0}),
+    ]
+
+
+CASES = _binary_cases() + _unary_cases() + _nn_cases() + _shape_cases() + _empty_cases()
 CASE_BY_ID = {c.id: c for c in CASES}
 
 
@@ -550,3 +567,20 @@ def test_driver_batch_on_toolchain(tc, tmp_path):
             offset += n
         check_outputs(case, outs, reference(case, inputs))
     assert offset == len(data)
+
+
+def test_emit_kernel_refuses_calls_that_are_not_ops():
+    from byoc_compiler.ir import Call, GlobalVar
+
+    call = Call(GlobalVar("region_0"), [Var("x", TensorType((2,)))])
+    with pytest.raises(HostKernelError, match="registered ops only"):
+        emit_kernel(call, "k")
+
+
+def test_kernel_source_fields():
+    case = CASE_BY_ID["batch_norm-axis1"]
+    ks = emit_kernel(typed_call(case), "bn")
+    assert ks.symbol == "bn"
+    assert [t.shape for t in ks.input_types] == [a.shape for a in case.args]
+    assert [t.shape for t in ks.output_types] == [(2, 3, 4, 5), (3,), (3,)]
+    assert "int32_t bn_(const float* in0" in ks.code and "#ifdef BYOC_UNPACKED_API" in ks.code
