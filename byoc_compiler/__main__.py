@@ -14,6 +14,8 @@ from importlib import import_module
 COMMANDS: dict[str, tuple[str, str]] = {
     "targets": ("byoc_compiler.cli.targets", "list the known targets: enabled, flag, ops, patterns, codegen"),
     "partition": ("byoc_compiler.cli.partition", "partition a model for targets; print, summarize, draw it"),
+    "ops": ("byoc_compiler.cli.ops", "list every op: inputs, attributes with defaults, family"),
+    "config": ("byoc_compiler.cli.config", "check config.toml; show targets and whether each toolchain is installed"),
 }
 
 

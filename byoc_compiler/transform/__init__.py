@@ -2,27 +2,32 @@
 
 `transform.InferType()` returns the pass (TVM style, so material written for
 TVM reads the same); `transform.infer_type(mod)` is the function itself.
+
+The pass modules are imported here, eagerly and in pipeline order, and their
+functions bound afterwards: importing a submodule sets an attribute of the same
+name on this package, so binding last is what keeps `transform.infer_type` the
+function and not the module.
 """
-from importlib import import_module
+from . import infer_type as _infer_type_module
+from . import fold_constant as _fold_constant_module
+from . import merge_composite as _merge_composite_module
+from . import annotate_target as _annotate_target_module
+from . import merge_compiler_regions as _merge_compiler_regions_module
+from . import partition_graph as _partition_graph_module
 
-# public name -> module in this package that defines it
-_PASSES = {
-    "InferType": "infer_type", "infer_type": "infer_type",
-    "FoldConstant": "fold_constant", "fold_constant": "fold_constant",
-    "MergeComposite": "merge_composite", "merge_composite": "merge_composite",
-    "AnnotateTarget": "annotate_target", "annotate_target": "annotate_target",
-    "MergeCompilerRegions": "merge_compiler_regions", "merge_compiler_regions": "merge_compiler_regions",
-    "PartitionGraph": "partition_graph", "partition_graph": "partition_graph",
-}
+InferType = _infer_type_module.InferType
+infer_type = _infer_type_module.infer_type
+FoldConstant = _fold_constant_module.FoldConstant
+fold_constant = _fold_constant_module.fold_constant
+MergeComposite = _merge_composite_module.MergeComposite
+merge_composite = _merge_composite_module.merge_composite
+AnnotateTarget = _annotate_target_module.AnnotateTarget
+annotate_target = _annotate_target_module.annotate_target
+MergeCompilerRegions = _merge_compiler_regions_module.MergeCompilerRegions
+merge_compiler_regions = _merge_compiler_regions_module.merge_compiler_regions
+PartitionGraph = _partition_graph_module.PartitionGraph
+partition_graph = _partition_graph_module.partition_graph
 
-
-def __getattr__(name):
-    if name not in _PASSES:
-        raise AttributeError(f"module 'byoc_compiler.transform' has no attribute {name!r}")
-    module = import_module(f"{__name__}.{_PASSES[name]}")
-    # Importing `transform.infer_type` (the module) binds that name on this package;
-    # rebind every public name of the module to its function so the module never shadows it.
-    for public, module_name in _PASSES.items():
-        if module_name == _PASSES[name] and hasattr(module, public):
-            globals()[public] = getattr(module, public)
-    return globals()[name]
+__all__ = ["InferType", "infer_type", "FoldConstant", "fold_constant", "MergeComposite", "merge_composite",
+           "AnnotateTarget", "annotate_target", "MergeCompilerRegions", "merge_compiler_regions",
+           "PartitionGraph", "partition_graph"]

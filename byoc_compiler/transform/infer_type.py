@@ -10,8 +10,6 @@ Iterative over each graph (post_order), so 100,000-node chains type-check.
 """
 from __future__ import annotations
 
-import sys
-import types
 
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
@@ -225,14 +223,3 @@ def InferType():  # noqa: N802 - TVM's spelling: InferType() returns the pass
 
 
 __all__ = ["InferType", "infer_type", "TypeInferenceError"]
-
-
-class _CallableModule(types.ModuleType):
-    """Importing this module binds `transform.infer_type` to the module itself (Python sets the
-    submodule attribute on the package); calling it must still run the pass."""
-
-    def __call__(self, mod: IRModule) -> IRModule:
-        return infer_type(mod)
-
-
-sys.modules[__name__].__class__ = _CallableModule

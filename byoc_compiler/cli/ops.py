@@ -1,0 +1,13 @@
+"""`byoc ops`: every registered op with its inputs, attributes and defaults (what error messages point to)."""
+from __future__ import annotations
+
+
+def add_arguments(parser) -> None:
+    pass
+
+
+def run(args) -> int:
+    from ..op import describe_ops
+
+    print(describe_ops())
+    return 0
