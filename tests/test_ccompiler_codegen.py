@@ -196,20 +196,32 @@ def _workspace_bytes(code):
 
 
 def test_chain_workspace_from_the_types():
-    # add -> t0, subtract(t0) -> t1, multiply(t1) -> out0: t0 and t1 are live together at the
-    # subtract, each 10*10 float32 rounded up to the alignment; the last result goes to out0.
+    # add -> t0; subtract overwrites t0 (the kernel allows it and nothing reads t0 later); multiply
+    # writes the output array. One 10*10 float32 buffer, rounded up to the alignment.
     code = _code(ccompiler_codegen(*reversed(chain())))
-    assert _workspace_bytes(code) == 2 * align_up(10 * 10 * 4, ALIGNMENT)
-    assert "ck_binary(CK_MULTIPLY, t1, 2, shape, in3, 2, shape, out0, 2, shape)" in code
+    assert _workspace_bytes(code) == align_up(10 * 10 * 4, ALIGNMENT)
+    assert "ck_binary(CK_SUBTRACT, t0, 2, shape, in2, 2, shape, t0, 2, shape)" in code
+    assert "ck_binary(CK_MULTIPLY, t0, 2, shape, in3, 2, shape, out0, 2, shape)" in code
 
 
-def test_intermediates_share_the_workspace_when_lifetimes_do_not_overlap():
+@pytest.mark.parametrize("reuse_later,buffers", [(False, 1), (True, 2)], ids=["in-place", "input-read-later"])
+def test_elementwise_runs_in_place_only_when_the_input_is_dead(reuse_later, buffers):
     x = _var("x", (64,))
-    h = x
+    first = op.nn.relu(op.negative(x))
+    h = first
     for _ in range(10):
         h = op.tanh(op.nn.relu(h))
+    if reuse_later:
+        h = op.add(h, first)          # `first` must survive the chain: no overwriting it
     code = _code(ccompiler_codegen(*reversed(_region_of([x], h))))
-    assert _workspace_bytes(code) == 2 * align_up(64 * 4, ALIGNMENT)   # not 19 buffers
+    assert _workspace_bytes(code) == buffers * align_up(64 * 4, ALIGNMENT)   # never 22 buffers
+
+
+def test_broadcasting_input_is_not_overwritten():
+    # out [4, 3] is bigger than t0 [1, 3]: in place is impossible, t0 keeps its own buffer.
+    x, y = _var("x", (1, 3)), _var("y", (4, 3))
+    code = _code(ccompiler_codegen(*reversed(_region_of([x, y], op.nn.relu(op.add(op.tanh(x), y))))))
+    assert re.search(r"ck_binary\(CK_ADD, t0, 2, lhs_shape, in1, 2, rhs_shape, t1, 2, rhs_shape\)", code), code
 
 
 def test_composite_is_one_fused_call_with_planned_scratch():

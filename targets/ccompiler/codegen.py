@@ -45,12 +45,23 @@ class _Buffer:
     first: int | None = None     # lifetime in steps (temps, scratch)
     last: int | None = None
     offset: int = 0              # bytes into the workspace (temps, scratch)
+    merged: "_Buffer | None" = None  # an in-place result lives in this (earlier) buffer instead
+
+    def root(self) -> "_Buffer":
+        buf = self
+        while buf.merged is not None:
+            buf = buf.merged
+        return buf
 
 
 @dataclass(eq=False)
 class _Value:
     type: TensorType
-    buffer: _Buffer
+    raw: _Buffer
+
+    @property
+    def buffer(self) -> _Buffer:
+        return self.raw.root()
 
     @property
     def ptr(self) -> str:
@@ -229,6 +240,29 @@ def _assign_outputs(lowering: _Lowering, results: list[_Value]) -> list[_Buffer]
     return outputs
 
 
+def _run_in_place(lowering: _Lowering) -> None:
+    """Let elementwise-like steps overwrite an input temp that nothing reads afterwards."""
+    last: dict[int, int] = {}
+    for i, step in enumerate(lowering.steps):
+        for v in step.ins:
+            last[id(v.buffer)] = i
+    for i, step in enumerate(lowering.steps):
+        rule = RULES.get(step.op)
+        if rule is None or not rule.inplace or len(step.outs) != 1:
+            continue
+        out = step.outs[0].buffer
+        if out.kind != "temp":
+            continue
+        for k in rule.inplace:
+            src = step.ins[k]
+            buf = src.buffer
+            if (buf.kind == "temp" and buf is not out and last.get(id(buf)) == i
+                    and src.type.shape == step.outs[0].type.shape):
+                out.merged = buf
+                last[id(buf)] = max(i, last.get(id(out), i))
+                break
+
+
 def _plan(lowering: _Lowering) -> int:
     """Workspace offsets for temps and scratch (disjoint lifetimes share bytes); returns its size."""
     for i, step in enumerate(lowering.steps):
@@ -240,7 +274,7 @@ def _plan(lowering: _Lowering) -> int:
                 v.buffer.first = v.buffer.last = i
         if step.scratch is not None:
             step.scratch.first = step.scratch.last = i
-    placed = [b for b in lowering.temps if b.kind == "temp"]
+    placed = [b for b in lowering.temps if b.kind == "temp" and b.merged is None]
     placed += [s.scratch for s in lowering.steps if s.scratch is not None]
     if not placed:
         return 0
@@ -259,6 +293,8 @@ def _name_buffers(lowering: _Lowering) -> None:
         buf.cname = f"c{buf.index}"
     n = 0
     for buf in lowering.temps:
+        if buf.merged is not None:
+            continue
         if buf.kind == "temp":
             buf.cname, n = f"t{n}", n + 1
         else:
@@ -317,7 +353,7 @@ def _render(symbol: str, core: str, lowering: _Lowering, workspace: int, in_type
     for buf in lowering.inputs:
         if buf.cname not in used:
             lines.append(f"  (void){buf.cname};")
-    for buf in [b for b in lowering.temps if b.kind == "temp"]:
+    for buf in [b for b in lowering.temps if b.kind == "temp" and b.merged is None]:
         lines.append(f"  float* const {buf.cname} = {WORKSPACE} + {buf.offset // 4};  "
                      + comment(f"{buf.nbytes} bytes, steps {buf.first}-{buf.last}"))
     for step in lowering.steps:
@@ -359,6 +395,7 @@ def ccompiler_codegen(func: Function, symbol: str) -> CSourceArtifact:
     in_types = lowering.input_types
     out_types = [v.type for v in results]
     _assign_outputs(lowering, results)
+    _run_in_place(lowering)
     workspace = _plan(lowering)
     _name_buffers(lowering)
     code = _render(symbol, _core_name(symbol), lowering, workspace, in_types, out_types)

@@ -29,6 +29,9 @@ class Rule:
     # declarations): the generated code compares it with what was planned, so a kernel library
     # whose size formula drifted from kernels.py fails with a message instead of overrunning.
     scratch_query: Callable | None = None
+    # Inputs the kernel may overwrite with its output (byoc_ck.h: "out may alias ..."), when the
+    # shapes are equal and the input is not read afterwards: the codegen then runs it in place.
+    inplace: tuple[int, ...] = ()
 
 
 def _prod(dims) -> int:
@@ -227,10 +230,10 @@ def _gemm_query(function: str, mnk: Callable):
 
 
 RULES: dict[str, Rule] = {
-    **{op: Rule(_binary) for op in kernels.BINARY_OPS},
-    **{op: Rule(_unary) for op in kernels.UNARY_OPS},
-    "nn.bias_add": Rule(_bias_add),
-    "nn.batch_norm": Rule(_batch_norm),
+    **{op: Rule(_binary, inplace=(0, 1)) for op in kernels.BINARY_OPS},
+    **{op: Rule(_unary, inplace=(0,)) for op in kernels.UNARY_OPS},
+    "nn.bias_add": Rule(_bias_add, inplace=(0,)),
+    "nn.batch_norm": Rule(_batch_norm, inplace=(0,)),
     "nn.dense": Rule(_dense, _gemm_scratch(_dense_mnk), _gemm_query("ck_dense_workspace_bytes", _dense_mnk)),
     "nn.matmul": Rule(_matmul, _gemm_scratch(_matmul_mnk), _gemm_query("ck_matmul_workspace_bytes", _matmul_mnk)),
     "nn.conv2d": Rule(_conv2d, lambda step: kernels.conv2d_workspace_bytes(_conv2d_params(step)),
