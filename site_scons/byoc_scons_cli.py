@@ -35,6 +35,8 @@ def make_variables(config, config_path: str) -> Variables:
     variables.Add(EnumVariable("opt", "optimisation flag for generated code", config.build.opt, OPT_LEVELS))
     variables.Add("config", "the config file", config_path)
     variables.Add("cache", "a CacheDir shared between builds (empty: none)", "")
+    variables.Add("build_root", "directory for build outputs and SCons's signature file (one per concurrent build)",
+                  "build")
     variables._byoc_targets = targets
     return variables
 
@@ -58,12 +60,24 @@ def reject_unknown(variables) -> None:
 
 @dataclass
 class Request:
-    target: str
+    target: str          # one target, or several joined by commas (partitioned in that priority order)
     toolchains: list[str]
     models: list[str]
     executor: str
     interface: str
     opt: str
+
+
+def _check_target(target: str, modules, config) -> None:
+    if target == "host":
+        return
+    if target not in modules:
+        close = difflib.get_close_matches(target, modules, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        fail(f"unknown target {target!r}{hint}; targets: {', '.join(list(modules) + ['host'])}")
+    module, flag, enabled = modules[target]
+    if not enabled:
+        fail(f"target {target!r} is disabled: set {flag} = true in [backends] of {config.path}")
 
 
 def resolve(env, config) -> Request:
@@ -73,14 +87,12 @@ def resolve(env, config) -> Request:
     modules = config.target_modules()
     if not target:
         fail(f"say which target to build: scons target=NAME; targets: {', '.join(list(modules) + ['host'])}")
-    if target != "host":
-        if target not in modules:
-            close = difflib.get_close_matches(target, modules, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            fail(f"unknown target {target!r}{hint}; targets: {', '.join(list(modules) + ['host'])}")
-        module, flag, enabled = modules[target]
-        if not enabled:
-            fail(f"target {target!r} is disabled: set {flag} = true in [backends] of {config.path}")
+    names = [t.strip() for t in target.split(",") if t.strip()] or [""]
+    if len(names) > 1 and "host" in names:
+        fail("target=host means no partitioning; it cannot be combined with other targets")
+    for target in names:
+        _check_target(target, modules, config)
+    target = ",".join(names)
     toolchains = list(env["toolchain"])
     if not toolchains:
         fail("toolchain= selects no toolchain; name at least one of: " + ", ".join(config.toolchains))

@@ -48,6 +48,11 @@ class CodegenRequest:
         return cls(**env["BYOC_REQUEST"])
 
 
+def target_names(target: str) -> list[str]:
+    """The targets of a request: `target=a,b` partitions for both, a first."""
+    return [] if target == "host" else target.split(",")
+
+
 def model_name(spec: str) -> str:
     """A directory-safe name for a zoo name or a model file path."""
     stem = Path(spec).stem if ("/" in spec or "." in spec) else spec
@@ -78,7 +83,7 @@ def _build(request: CodegenRequest):
 
     mod = load_unpartitioned(request.model_spec)
     if request.target != "host":
-        mod = byoc_compiler.partition_for(request.target, mod)
+        mod = byoc_compiler.partition_for(target_names(request.target), mod)
     config = load_config(request.config)
     return byoc_compiler.build(mod, toolchain=request.toolchain, executor=request.executor,
                                interface=request.interface, opt=request.opt, config=config)
@@ -130,12 +135,12 @@ def write_outputs(request: CodegenRequest, targets: list[str]) -> None:
 def generator_sources(request: CodegenRequest) -> list[str]:
     """The Python files whose code decides the generated output: the core and the target's package."""
     paths = sorted(str(p) for p in CORE_PACKAGE.rglob("*.py"))
-    if request.target != "host":
+    for name in target_names(request.target):
         import sys
 
         from byoc_compiler.backend.target import get_target
 
-        module_file = Path(sys.modules[get_target(request.target).module].__file__)
+        module_file = Path(sys.modules[get_target(name).module].__file__)
         # A package target owns its folder; a single-module target owns its file.
         files = module_file.parent.rglob("*.py") if module_file.name == "__init__.py" else [module_file]
         paths += sorted(str(p) for p in files)
@@ -153,12 +158,12 @@ def runtime_source_lists(executor: str, target: str) -> tuple[list[str], list[st
     core = [str(p) for p in runtime.runtime_sources(executor)]
     with_runner = [str(p) for p in runtime.runtime_sources(executor, runner=True)]
     includes = [str(runtime.include_dir())]
-    if target != "host":
+    for name in target_names(target):
         from byoc_compiler.backend.target import get_target
 
-        tgt = get_target(target)
-        core += [str(p) for p in tgt.runtime_sources]
-        includes += [str(p) for p in tgt.include_dirs]
+        tgt = get_target(name)
+        core += [str(p) for p in tgt.runtime_sources if str(p) not in core]
+        includes += [str(p) for p in tgt.include_dirs if str(p) not in includes]
     return core, [p for p in with_runner if p not in core], includes
 
 

@@ -1,0 +1,655 @@
+"""Random well-typed graphs over the whole op set, from a seed, and a shrinker for failing ones.
+
+A graph is a `Recipe`: a list of values (inputs, constants, op steps naming earlier
+values) and the indices of the outputs. Keeping the recipe apart from the IR makes
+graphs easy to print, save and shrink; `Recipe.to_module()` gives the IRModule.
+
+`random_recipe(seed)` grows a graph one op at a time: an op "maker" picks an
+operand among the values built so far and returns attributes that fit its type
+(shapes that broadcast, odd sizes, 1-element and large-prime dims). Every step's
+type comes from the op's own type inference, so a recipe is well-typed by
+construction. The generator also tracks a bound on each value's magnitude and
+refuses steps that could overflow int32 or leave float32's comfortable range;
+log, sqrt and divide get positive operands through explicit abs/add guards.
+
+`shrink(recipe, still_fails)` reduces a failing recipe (fewer outputs, steps bypassed
+or turned into inputs) while `still_fails` holds, and `save_reproducer` writes it as
+a text-IR model plus its recipe.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..ir.expr import Call, Constant, Function, Op, TupleGetItem, Var
+from ..ir.module import IRModule
+from ..ir.types import TensorType, TupleType
+
+# Dimension sizes drawn for new tensors: 1-element, odd, small primes; large primes for short ranks.
+SMALL_DIMS = (1, 2, 3, 4, 5, 7, 8, 13)
+PRIME_DIMS = (31, 61, 97)
+MAX_ELEMENTS = 4096
+FLOAT_BOUND = 1e4        # no float value grows past this (exp is guarded by clip)
+INT_BOUND = 1 << 20      # int32 values stay far from overflow
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Const:
+    shape: tuple[int, ...]
+    dtype: str
+    low: float
+    high: float
+    seed: int
+
+
+@dataclass(frozen=True)
+class Step:
+    op: str
+    args: tuple[int, ...]          # indices of earlier values (a tuple-input op takes them as one Tuple)
+    attrs: tuple = ()              # sorted (name, value) pairs, hashable and printable
+    field: int | None = None       # which field of a tuple result is this value
+
+
+Value = Input | Const | Step
+
+
+@dataclass(frozen=True)
+class Recipe:
+    values: tuple[Value, ...]
+    outputs: tuple[int, ...]
+    seed: int = 0
+
+    def to_module(self) -> IRModule:
+        from ..transform.infer_type import infer_type
+
+        exprs, params = _to_exprs(self.values)
+        outs = [exprs[i] for i in self.outputs]
+        from ..ir.expr import Tuple as TupleExpr
+
+        body = outs[0] if len(outs) == 1 else TupleExpr(outs)
+        return infer_type(IRModule({"main": Function(params, body)}))
+
+    def to_text(self) -> str:
+        return self.to_module().astext()
+
+    def to_json(self) -> str:
+        def encode(v):
+            return {"kind": type(v).__name__, **{k: getattr(v, k) for k in v.__dataclass_fields__}}
+
+        return json.dumps({"seed": self.seed, "outputs": list(self.outputs),
+                           "values": [encode(v) for v in self.values]}, indent=1, default=list)
+
+    @property
+    def op_steps(self) -> int:
+        return sum(isinstance(v, Step) for v in self.values)
+
+    def reductions(self) -> int:
+        """Ops that sum many terms (their rounding errors compound along a chain)."""
+        return sum(isinstance(v, Step) and v.op in _REDUCING for v in self.values)
+
+
+_REDUCING = {"nn.dense", "nn.matmul", "nn.conv2d", "nn.avg_pool2d", "nn.global_avg_pool2d", "nn.softmax",
+             "nn.lrn", "nn.batch_norm"}
+
+
+def _const_array(c: Const) -> np.ndarray:
+    rng = np.random.default_rng(c.seed)
+    if c.dtype.startswith("int"):
+        return rng.integers(int(c.low), int(c.high) + 1, size=c.shape).astype(c.dtype)
+    return rng.uniform(c.low, c.high, size=c.shape).astype(c.dtype)
+
+
+def _to_exprs(values) -> tuple[list, list[Var]]:
+    from ..ir.expr import Tuple as TupleExpr
+    from ..op.registry import get_op_def, make_call
+
+    exprs, params = [], []
+    for v in values:
+        if isinstance(v, Input):
+            var = Var(v.name, TensorType(v.shape, v.dtype))
+            params.append(var)
+            exprs.append(var)
+        elif isinstance(v, Const):
+            exprs.append(Constant(_const_array(v)))
+        else:
+            args = [exprs[i] for i in v.args]
+            if get_op_def(v.op).tuple_input:
+                args = [TupleExpr(args)]
+            call = make_call(v.op, *args, **dict(v.attrs))
+            exprs.append(call if v.field is None else TupleGetItem(call, v.field))
+    return exprs, params
+
+
+# --- the generator -------------------------------------------------------------------------------------
+
+@dataclass
+class _Slot:
+    ty: TensorType
+    bound: float
+
+
+@dataclass
+class _Builder:
+    rng: np.random.Generator
+    values: list = field(default_factory=list)
+    slots: list = field(default_factory=list)
+    const_seed: int = 0
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        return tuple(self.slots[i].ty.shape)
+
+    def dtype(self, i: int) -> str:
+        return self.slots[i].ty.dtype
+
+    def bound(self, i: int) -> float:
+        return self.slots[i].bound
+
+    def input(self, shape, dtype) -> int:
+        name = f"x{sum(isinstance(v, Input) for v in self.values)}"
+        return self._push(Input(name, tuple(shape), dtype), TensorType(tuple(shape), dtype),
+                          1.0 if dtype == "float32" else 8.0)
+
+    def const(self, shape, dtype, low=-1.0, high=1.0) -> int:
+        self.const_seed += 1
+        return self._push(Const(tuple(shape), dtype, low, high, self.const_seed), TensorType(tuple(shape), dtype),
+                          max(abs(low), abs(high)))
+
+    def step(self, op: str, args, bound: float, field_: int | None = None, **attrs) -> int | None:
+        """Append `op(args, **attrs)` if it type-checks and stays in range; its index, else None."""
+        from ..op.registry import get_op_def
+
+        opdef = get_op_def(op)
+        try:
+            normalized = opdef.normalize_attrs(attrs)
+            arg_types = [self.slots[i].ty for i in args]
+            if opdef.tuple_input:
+                arg_types = [TupleType(arg_types)]
+            ty = opdef.infer(arg_types, normalized)
+        except (TypeError, ValueError):
+            return None
+        if isinstance(ty, TupleType):
+            ty = ty.fields[field_ or 0]
+            field_ = field_ or 0
+        if not isinstance(ty, TensorType) or 0 in ty.shape or math.prod(ty.shape) > MAX_ELEMENTS:
+            return None
+        limit = FLOAT_BOUND if ty.dtype == "float32" else INT_BOUND
+        if not bound <= limit:
+            return None
+        return self._push(Step(op, tuple(args), tuple(sorted(attrs.items())), field_), ty, bound)
+
+    def _push(self, value, ty, bound) -> int:
+        self.values.append(value)
+        self.slots.append(_Slot(ty, float(bound)))
+        return len(self.values) - 1
+
+    def pick(self, dtype: str | None = None, rank: int | None = None, min_rank: int = 0) -> int | None:
+        """A random earlier value (recent ones more likely) of this dtype/rank."""
+        candidates = [i for i, s in enumerate(self.slots)
+                      if (dtype is None or s.ty.dtype == dtype) and (rank is None or len(s.ty.shape) == rank)
+                      and len(s.ty.shape) >= min_rank and not isinstance(self.values[i], Const)]
+        if not candidates:
+            return None
+        weights = np.arange(1, len(candidates) + 1, dtype=float) ** 2
+        return int(self.rng.choice(candidates, p=weights / weights.sum()))
+
+    def choice(self, seq):
+        return seq[int(self.rng.integers(len(seq)))]
+
+
+def _broadcast_partner(b: _Builder, x: int) -> tuple[int, ...]:
+    """A shape that broadcasts with x's: some dims set to 1, maybe fewer leading dims, maybe a 1 in front."""
+    shape = list(b.shape(x))
+    out = [1 if b.rng.random() < 0.4 else d for d in shape]
+    if out and b.rng.random() < 0.3:
+        out = out[int(b.rng.integers(len(out))):]
+    if len(out) < 4 and b.rng.random() < 0.15:
+        out = [1] + out
+    return tuple(out)
+
+
+def _binary(op: str):
+    def make(b: _Builder, x: int):
+        dt = b.dtype(x)
+        other = b.pick(dt)
+        if other is None or b.rng.random() < 0.5:
+            other = b.const(_broadcast_partner(b, x), dt, *((-1.0, 1.0) if dt == "float32" else (0, 7)))
+        lhs, rhs = (x, other) if b.rng.random() < 0.7 else (other, x)
+        bx, bo = b.bound(lhs), b.bound(rhs)
+        if op == "divide":          # a positive divisor, at least 1: abs(rhs) + 1
+            one = b.const((1,), dt, 1, 1)
+            rhs = b.step("add", [b.step("abs", [rhs], bo), one], bo + 1)
+            if rhs is None:
+                return None
+            return b.step("divide", [lhs, rhs], bx)
+        bound = {"add": bx + bo, "subtract": bx + bo, "multiply": bx * bo}.get(op, max(bx, bo))
+        return b.step(op, [lhs, rhs], bound)
+    return make
+
+
+def _unary(op: str, float_only: bool = False, guard: str | None = None):
+    def make(b: _Builder, x: int):
+        dt = b.dtype(x)
+        if float_only and dt != "float32":
+            return None
+        bx = b.bound(x)
+        if guard == "positive":     # log/sqrt of abs(x) + 1
+            one = b.const((1,), dt, 1.0, 1.0)
+            x = b.step("add", [b.step("abs", [x], bx), one], bx + 1)
+            bx += 1
+        elif guard == "clip":       # exp(clip(x, -4, 4))
+            x = b.step("clip", [x], min(bx, 4.0), a_min=-4.0, a_max=4.0)
+            bx = min(bx, 4.0)
+        if x is None:
+            return None
+        bound = {"exp": math.exp(bx), "log": math.log(bx + 1) + 1, "sqrt": math.sqrt(bx),
+                 "tanh": 1.0, "sigmoid": 1.0}.get(op, bx)
+        return b.step(op, [x], bound)
+    return make
+
+
+def _clip(b, x):
+    lo = float(b.choice((-1.0, -0.5, 0.0)))
+    hi = float(b.choice((0.25, 0.5, 2.0)))
+    return b.step("clip", [x], max(abs(lo), hi), a_min=lo, a_max=hi)
+
+
+def _leaky_relu(b, x):
+    return None if b.dtype(x) != "float32" else b.step("nn.leaky_relu", [x], b.bound(x), alpha=float(b.choice((0.01, 0.2, 0.5))))
+
+
+def _dense(b, x):
+    if b.dtype(x) != "float32" or not b.shape(x):
+        return None
+    k = b.shape(x)[-1]
+    units = b.choice(SMALL_DIMS + (31,))
+    w = b.const((units, k), "float32", -1 / math.sqrt(k), 1 / math.sqrt(k))
+    return b.step("nn.dense", [x, w], b.bound(x) * math.sqrt(k), units=units if b.rng.random() < 0.5 else None)
+
+
+def _matmul(b, x):
+    if b.dtype(x) != "float32" or len(b.shape(x)) != 2:
+        return None
+    ta, tb = bool(b.rng.random() < 0.3), bool(b.rng.random() < 0.5)
+    m, k = b.shape(x)[::-1] if ta else b.shape(x)
+    n = b.choice(SMALL_DIMS)
+    w = b.const((n, k) if tb else (k, n), "float32", -1 / math.sqrt(k), 1 / math.sqrt(k))
+    return b.step("nn.matmul", [x, w], b.bound(x) * math.sqrt(k), transpose_a=ta, transpose_b=tb)
+
+
+def _bias_add(b, x):
+    shape = b.shape(x)
+    if b.dtype(x) != "float32" or not shape:
+        return None
+    axis = int(b.rng.integers(-len(shape), len(shape)))
+    bias = b.const((shape[axis],), "float32")
+    return b.step("nn.bias_add", [x, bias], b.bound(x) + 1, axis=axis)
+
+
+def _nchw(b: _Builder, x: int) -> int | None:
+    """x as a 4-D float tensor (reshaped when it has another rank)."""
+    if b.dtype(x) != "float32":
+        return None
+    shape = b.shape(x)
+    if len(shape) == 4:
+        return x
+    n = math.prod(shape)
+    for c in (3, 2, 1):
+        if n % c == 0:
+            rest = n // c
+            for h in range(int(math.isqrt(rest)), 0, -1):
+                if rest % h == 0:
+                    return b.step("reshape", [x], b.bound(x), newshape=(1, c, h, rest // h))
+    return None
+
+
+def _conv2d(b, x):
+    x = _nchw(b, x)
+    if x is None:
+        return None
+    _, c, h, w = b.shape(x)
+    kh, kw = b.choice((1, 2, 3)), b.choice((1, 3))
+    groups = b.choice((1, 1, c)) if c > 1 else 1
+    out_c = c * b.choice((1, 2)) if groups == c else b.choice((1, 2, 3, 5))
+    stride = (b.choice((1, 1, 2)), b.choice((1, 2)))
+    dilation = (b.choice((1, 1, 2)), 1)
+    pad = tuple(int(v) for v in b.rng.integers(0, 2, size=4))
+    fan_in = (c // groups) * kh * kw
+    wt = b.const((out_c, c // groups, kh, kw), "float32", -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in))
+    return b.step("nn.conv2d", [x, wt], b.bound(x) * math.sqrt(fan_in), strides=stride, padding=pad,
+                  dilation=dilation, groups=groups)
+
+
+def _pool(op):
+    def make(b, x):
+        x = _nchw(b, x)
+        if x is None:
+            return None
+        size = (b.choice((1, 2, 3)), b.choice((1, 2, 3)))
+        attrs = dict(pool_size=size, strides=(b.choice((1, 2)), b.choice((1, 2))),
+                     padding=tuple(int(v) for v in b.rng.integers(0, 2, size=4)),
+                     ceil_mode=bool(b.rng.random() < 0.3))
+        if any(p >= s for p, s in zip(attrs["padding"], size + size)):
+            attrs["padding"] = (0, 0, 0, 0)   # a window of padding only has no defined max/average
+        if attrs["ceil_mode"]:
+            attrs["padding"] = (0, 0, 0, 0)
+        if op == "nn.avg_pool2d":
+            attrs["count_include_pad"] = bool(b.rng.random() < 0.5)
+        return b.step(op, [x], b.bound(x), **attrs)
+    return make
+
+
+def _global_pool(b, x):
+    x = _nchw(b, x)
+    return None if x is None else b.step("nn.global_avg_pool2d", [x], b.bound(x))
+
+
+def _batch_norm(b, x):
+    shape = b.shape(x)
+    if b.dtype(x) != "float32" or len(shape) < 2:
+        return None
+    axis = int(b.rng.integers(1, len(shape)))
+    c = shape[axis]
+    args = [x, b.const((c,), "float32", 0.5, 1.5), b.const((c,), "float32", -0.1, 0.1),
+            b.const((c,), "float32", -0.1, 0.1), b.const((c,), "float32", 0.5, 1.5)]
+    return b.step("nn.batch_norm", args, b.bound(x) * 2 + 1, 0, axis=axis)
+
+
+def _softmax(b, x):
+    if b.dtype(x) != "float32" or not b.shape(x):
+        return None
+    return b.step("nn.softmax", [x], 1.0, axis=int(b.rng.integers(-len(b.shape(x)), len(b.shape(x)))))
+
+
+def _lrn(b, x):
+    x = _nchw(b, x)
+    if x is None:
+        return None
+    return b.step("nn.lrn", [x], b.bound(x) * 2, size=b.choice((1, 3, 5)), axis=1,
+                  alpha=float(b.choice((1e-4, 0.1))))
+
+
+def _pad(b, x):
+    shape = b.shape(x)
+    if not shape:
+        return None
+    mode = b.choice(("constant", "reflect", "edge"))
+    widths = []
+    for d in shape:
+        hi = d - 1 if mode == "reflect" else 2
+        widths.append((int(b.rng.integers(0, min(hi, 2) + 1)), int(b.rng.integers(0, min(hi, 2) + 1))))
+    value = float(b.choice((0.0, 1.5))) if b.dtype(x) == "float32" else 0.0
+    return b.step("nn.pad", [x], max(b.bound(x), abs(value)), pad_width=tuple(widths), pad_value=value,
+                  pad_mode=mode)
+
+
+def _reshape(b, x):
+    shape = b.shape(x)
+    n = math.prod(shape)
+    divisors = [d for d in range(1, n + 1) if n % d == 0]
+    first = b.choice(divisors)
+    form = b.choice(("flat", "two", "zero"))
+    if form == "flat":
+        newshape = (-1,)
+    elif form == "two" or not shape:
+        newshape = (first, -1)
+    else:
+        newshape = (0, -1)
+    return b.step("reshape", [x], b.bound(x), newshape=newshape)
+
+
+def _transpose(b, x):
+    rank = len(b.shape(x))
+    if rank < 2:
+        return None
+    axes = None if b.rng.random() < 0.3 else tuple(int(a) for a in b.rng.permutation(rank))
+    return b.step("transpose", [x], b.bound(x), axes=axes)
+
+
+def _concatenate(b, x):
+    shape = b.shape(x)
+    if not shape:
+        return None
+    axis = int(b.rng.integers(-len(shape), len(shape)))
+    other = list(shape)
+    other[axis] = b.choice((1, 2, 3))
+    dt = b.dtype(x)
+    c = b.const(tuple(other), dt, *((-1.0, 1.0) if dt == "float32" else (0, 7)))
+    parts = [x, c, x] if b.rng.random() < 0.3 else [c, x]
+    return b.step("concatenate", parts, max(b.bound(x), b.bound(c)), axis=axis)
+
+
+def _squeeze(b, x):
+    shape = b.shape(x)
+    ones = [i for i, d in enumerate(shape) if d == 1]
+    if not ones:
+        return None
+    axis = None if b.rng.random() < 0.4 else (b.choice(ones),)
+    return b.step("squeeze", [x], b.bound(x), axis=axis)
+
+
+def _expand_dims(b, x):
+    rank = len(b.shape(x))
+    if rank >= 4:
+        return None
+    return b.step("expand_dims", [x], b.bound(x), axis=int(b.rng.integers(-rank - 1, rank + 1)), num_newaxis=1)
+
+
+def _batch_flatten(b, x):
+    return None if len(b.shape(x)) < 2 else b.step("nn.batch_flatten", [x], b.bound(x))
+
+
+def _split(b, x):
+    shape = b.shape(x)
+    if not shape:
+        return None
+    axis = int(b.rng.integers(len(shape)))
+    d = shape[axis]
+    sections = [s for s in (2, 3) if d % s == 0]
+    if sections and b.rng.random() < 0.5:
+        spec, count = b.choice(sections), None
+        count = spec
+    else:
+        cut = sorted({int(v) for v in b.rng.integers(1, d + 1, size=2)}) if d > 1 else [1]
+        spec, count = tuple(cut), len(cut) + 1
+    field_ = int(b.rng.integers(count))
+    return b.step("split", [x], b.bound(x), field_, indices_or_sections=spec, axis=axis)
+
+
+def _take(b, x):
+    shape = b.shape(x)
+    if not shape:
+        return None
+    mode = b.choice(("clip", "wrap"))
+    axis = None if b.rng.random() < 0.3 else int(b.rng.integers(len(shape)))
+    n = math.prod(shape) if axis is None else shape[axis]
+    # Out-of-range and negative indices on purpose: that is what the mode is for.
+    idx = b.const((b.choice((1, 3, 5)),), "int32", -n - 2, n + 2)
+    return b.step("take", [x, idx], b.bound(x), axis=axis, mode=mode)
+
+
+def _cast(b, x):
+    if b.dtype(x) == "float32":
+        if b.bound(x) > INT_BOUND:
+            return None
+        return b.step("cast", [x], b.bound(x), dtype="int32")
+    return b.step("cast", [x], b.bound(x), dtype="float32")
+
+
+def _dropout(b, x):
+    return b.step("nn.dropout", [x], b.bound(x), rate=0.5)
+
+
+MAKERS: dict[str, Callable] = {
+    **{op: _binary(op) for op in ("add", "subtract", "multiply", "divide", "maximum", "minimum")},
+    "negative": _unary("negative"), "abs": _unary("abs"), "nn.relu": _unary("nn.relu"),
+    "exp": _unary("exp", True, "clip"), "log": _unary("log", True, "positive"),
+    "sqrt": _unary("sqrt", True, "positive"), "tanh": _unary("tanh", True), "sigmoid": _unary("sigmoid", True),
+    "clip": _clip, "nn.leaky_relu": _leaky_relu,
+    "nn.dense": _dense, "nn.matmul": _matmul, "nn.bias_add": _bias_add, "nn.conv2d": _conv2d,
+    "nn.max_pool2d": _pool("nn.max_pool2d"), "nn.avg_pool2d": _pool("nn.avg_pool2d"),
+    "nn.global_avg_pool2d": _global_pool, "nn.batch_norm": _batch_norm, "nn.softmax": _softmax, "nn.lrn": _lrn,
+    "nn.pad": _pad, "nn.dropout": _dropout, "reshape": _reshape, "transpose": _transpose,
+    "concatenate": _concatenate, "squeeze": _squeeze, "expand_dims": _expand_dims,
+    "nn.batch_flatten": _batch_flatten, "split": _split, "take": _take, "cast": _cast,
+}
+
+
+def _random_shape(b: _Builder) -> tuple[int, ...]:
+    rank = int(b.rng.integers(1, 5))
+    if rank <= 2 and b.rng.random() < 0.4:
+        dims = [b.choice(PRIME_DIMS)] + [b.choice(SMALL_DIMS) for _ in range(rank - 1)]
+        b.rng.shuffle(dims)
+        return tuple(dims)
+    return tuple(b.choice(SMALL_DIMS) for _ in range(rank))
+
+
+def random_recipe(seed: int, steps: int = 12, ops: tuple[str, ...] | None = None, int_inputs: bool = True) -> Recipe:
+    """A well-typed random graph of about `steps` ops drawn from `ops` (default: every op), from `seed`."""
+    rng = np.random.default_rng(seed)
+    b = _Builder(rng)
+    names = list(ops or MAKERS)
+    b.input(_random_shape(b), "float32")
+    if rng.random() < 0.5:
+        b.input(_random_shape(b), "float32")
+    if int_inputs and rng.random() < 0.3:
+        b.input(_random_shape(b), "int32")
+    made, attempts = [], 0
+    while len(made) < steps and attempts < steps * 20:
+        attempts += 1
+        x = b.pick()
+        made_index = MAKERS[names[int(rng.integers(len(names)))]](b, x)
+        if made_index is not None:
+            made.append(made_index)
+    if not made:
+        made.append(b.step("negative", [0], 1.0))
+    outputs = [made[-1]]
+    extra = [i for i in made[:-1] if rng.random() < 0.15]
+    outputs += extra[:2]
+    return _compact(Recipe(tuple(b.values), tuple(outputs), seed))
+
+
+# --- shrinking -----------------------------------------------------------------------------------------
+
+def _compact(recipe: Recipe) -> Recipe:
+    """Drop values no output depends on, renumbering the rest (inputs are renamed x0, x1, ...)."""
+    live = set()
+    stack = list(recipe.outputs)
+    while stack:
+        i = stack.pop()
+        if i in live:
+            continue
+        live.add(i)
+        v = recipe.values[i]
+        if isinstance(v, Step):
+            stack.extend(v.args)
+    order = sorted(live)
+    new_index = {old: new for new, old in enumerate(order)}
+    values, inputs = [], 0
+    for old in order:
+        v = recipe.values[old]
+        if isinstance(v, Input):
+            v = replace(v, name=f"x{inputs}")
+            inputs += 1
+        elif isinstance(v, Step):
+            v = replace(v, args=tuple(new_index[a] for a in v.args))
+        values.append(v)
+    if inputs == 0:                      # main needs a parameter: keep the first input-free graph runnable
+        return recipe
+    return Recipe(tuple(values), tuple(new_index[o] for o in recipe.outputs), recipe.seed)
+
+
+def _types(recipe: Recipe) -> list:
+    from ..transform.infer_type import infer_type
+
+    exprs, params = _to_exprs(recipe.values)
+    from ..ir.expr import Tuple as TupleExpr
+
+    infer_type(IRModule({"main": Function(params, TupleExpr(exprs))}))
+    return [e.checked_type for e in exprs]
+
+
+def _candidates(recipe: Recipe):
+    """Smaller variants of `recipe`, most aggressive first."""
+    if len(recipe.outputs) > 1:
+        for k in range(len(recipe.outputs)):
+            yield replace(recipe, outputs=(recipe.outputs[k],))
+    types = _types(recipe)
+    steps = [i for i, v in enumerate(recipe.values) if isinstance(v, Step)]
+    for i in reversed(steps):
+        v = recipe.values[i]
+        # bypass: uses of i read one of its same-typed arguments instead
+        for a in v.args:
+            if types[a] == types[i] and not isinstance(recipe.values[a], Const):
+                yield _compact(_substitute(recipe, i, a))
+        # cut: the value becomes a new input of main
+        ty = types[i]
+        values = list(recipe.values)
+        values[i] = Input("cut", tuple(ty.shape), ty.dtype)
+        yield _compact(Recipe(tuple(values), recipe.outputs, recipe.seed))
+
+
+def _substitute(recipe: Recipe, old: int, new: int) -> Recipe:
+    values = [replace(v, args=tuple(new if a == old else a for a in v.args)) if isinstance(v, Step) else v
+              for v in recipe.values]
+    outputs = tuple(new if o == old else o for o in recipe.outputs)
+    if any(isinstance(values[o], (Input, Const)) for o in outputs):
+        return recipe                     # an output must stay computed
+    return Recipe(tuple(values), outputs, recipe.seed)
+
+
+def shrink(recipe: Recipe, still_fails: Callable[[Recipe], bool], max_tries: int = 200) -> Recipe:
+    """The smallest variant of a failing `recipe` found greedily for which `still_fails` holds."""
+    tries = 0
+    improved = True
+    while improved and tries < max_tries:
+        improved = False
+        for candidate in _candidates(recipe):
+            if candidate == recipe or candidate.op_steps > recipe.op_steps or (
+                    candidate.op_steps == recipe.op_steps and len(candidate.values) >= len(recipe.values)):
+                continue
+            tries += 1
+            if still_fails(candidate):
+                recipe, improved = candidate, True
+                break
+            if tries >= max_tries:
+                break
+    return recipe
+
+
+def save_reproducer(recipe: Recipe, directory, name: str, note: str = "") -> Path:
+    """Write `<name>.txt` (the model, loadable by `scons model=`) and `<name>.json` (its recipe); the .txt path."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    text = recipe.to_text()
+    header = "".join(f"// {line}\n" for line in note.splitlines()) if note else ""
+    path = directory / f"{name}.txt"
+    path.write_text(header + text if _comments_parse(header + text) else text)
+    (directory / f"{name}.json").write_text(recipe.to_json())
+    if note:
+        (directory / f"{name}.note").write_text(note + "\n")
+    return path
+
+
+def _comments_parse(text: str) -> bool:
+    from ..ir import parse
+
+    try:
+        parse(text)
+        return True
+    except Exception:  # noqa: BLE001 - any parse problem: write the model without the comment header
+        return False
+
+
+__all__ = ["Const", "Input", "MAKERS", "Recipe", "Step", "random_recipe", "save_reproducer", "shrink"]

@@ -1,0 +1,44 @@
+"""Fixtures of the test matrix. Its options, markers and summary are in matrix_plugin.py (loaded by
+tests/conftest.py so that they work wherever pytest starts)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import matrix_harness as h
+
+
+@pytest.fixture(scope="session")
+def matrix_config():
+    return h.load_config()
+
+
+@pytest.fixture(scope="session")
+def matrix_cache(pytestconfig) -> Path | None:
+    """The SCons CacheDir every case shares (SCons locks it: concurrent runs are safe)."""
+    value = pytestconfig.getoption("matrix_cache")
+    if value == "none":
+        return None
+    return Path(value).resolve() if value else h.ROOT / "build" / ".matrix-cache"
+
+
+@pytest.fixture(scope="session")
+def reproducer_dir(pytestconfig) -> Path:
+    value = pytestconfig.getoption("reproducer_dir")
+    return Path(value).resolve() if value else h.ROOT / "build" / "matrix-failures"
+
+
+@pytest.fixture
+def runnable(pytestconfig, matrix_config):
+    """skip (or, with --require-toolchains, fail) a case that cannot build on this machine."""
+    def check(case: h.Case) -> None:
+        problem = h.target_problem(case.targets)
+        if problem:
+            pytest.skip(problem)
+        problem = h.toolchain_problem(matrix_config, case.toolchain)
+        if problem:
+            if pytestconfig.getoption("require_toolchains"):
+                pytest.fail(problem, pytrace=False)
+            pytest.skip(problem)
+    return check

@@ -1,0 +1,323 @@
+"""The differential test matrix: what a case is, how it is built (through SCons) and how it is checked.
+
+A case is one point of models x target sets x toolchains x executor x interface x opt.
+It builds with the same `scons` command users run, in its own build root, sharing
+compiled objects through an SCons CacheDir; its runner (under qemu-user for foreign
+CPUs) runs on deterministic inputs and is compared with `run_reference` of the
+UNPARTITIONED model, with the tolerance policy of byoc_compiler.testing.tolerance.
+"""
+from __future__ import annotations
+
+import itertools
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CONFIG = ROOT / "config.toml"
+
+# Target sets: the name in test ids -> the scons `target=` value (a priority list for several).
+TARGET_SETS = {"host": "host", "ccompiler": "ccompiler", "examplejson": "examplejson",
+               "both": "ccompiler,examplejson"}
+EXECUTORS = ("graph", "aot")
+INTERFACES = ("packed", "unpacked")
+OPTS = ("-O0", "-O3")
+RANDOM_SEEDS = (11, 23, 37, 41)      # the random graphs of the default run: random11, random23, ...
+RANDOM_STEPS = 14
+
+
+def random_model_names(seeds=RANDOM_SEEDS) -> list[str]:
+    return [f"random{s}" for s in seeds]
+
+
+def model_names() -> list[str]:
+    from byoc_compiler import zoo
+
+    return zoo.names() + random_model_names()
+
+
+def load_config(path=DEFAULT_CONFIG):
+    from byoc_compiler.config import load_config as _load
+
+    return _load(str(path))
+
+
+def toolchain_id(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def toolchain_markers(tc) -> list[str]:
+    """`-m aarch64` picks the aarch64 cross toolchain, `-m gcc` the host gcc, `-m sanitizer` both sanitizer ones."""
+    marks = [tc.arch if tc.run else toolchain_id(tc.name)]
+    if tc.run:
+        marks.append("qemu")
+    if tc.sanitizer:
+        marks.append("sanitizer")
+    return marks
+
+
+@dataclass(frozen=True)
+class Case:
+    model: str
+    target_set: str
+    toolchain: str
+    executor: str
+    interface: str
+    opt: str
+
+    @property
+    def id(self) -> str:
+        return "-".join((self.model, self.target_set, toolchain_id(self.toolchain), self.executor, self.interface,
+                         self.opt.lstrip("-")))
+
+    @property
+    def targets(self) -> str:
+        return TARGET_SETS[self.target_set]
+
+    def markers(self, config) -> list[str]:
+        marks = ["matrix"]
+        marks += ["host"] if self.target_set == "host" else self.targets.split(",")
+        marks += toolchain_markers(config.toolchain(self.toolchain))
+        if self.model.startswith("random"):
+            marks.append("random_graph")
+        return marks
+
+
+def dimensions(config) -> list[tuple]:
+    return [tuple(model_names()), tuple(TARGET_SETS), tuple(config.toolchains), EXECUTORS, INTERFACES, OPTS]
+
+
+def full_cases(config) -> list[Case]:
+    return [Case(*values) for values in itertools.product(*dimensions(config))]
+
+
+def pairwise_cases(config) -> list[Case]:
+    """A covering set in which every pair of values of two dimensions appears at least once.
+
+    The two largest dimensions go first: allpairspy's greedy search then needs
+    close to their product (the lower bound) rows.
+    """
+    from allpairspy import AllPairs
+
+    dims = dimensions(config)
+    order = sorted(range(len(dims)), key=lambda i: -len(dims[i]))
+    rows = AllPairs([list(dims[i]) for i in order])
+    cases = []
+    for row in rows:
+        values = [None] * len(dims)
+        for pos, i in enumerate(order):
+            values[i] = row[pos]
+        cases.append(Case(*values))
+    return cases
+
+
+def covers_all_pairs(cases: list[Case], config) -> list[str]:
+    """The pairs of dimension values no case covers (empty for a covering set)."""
+    dims = dimensions(config)
+    seen = set()
+    for case in cases:
+        values = (case.model, case.target_set, case.toolchain, case.executor, case.interface, case.opt)
+        for i, j in itertools.combinations(range(len(values)), 2):
+            seen.add((i, values[i], j, values[j]))
+    missing = []
+    for i, j in itertools.combinations(range(len(dims)), 2):
+        for a in dims[i]:
+            for b in dims[j]:
+                if (i, a, j, b) not in seen:
+                    missing.append(f"{a} with {b}")
+    return missing
+
+
+# --- why a case cannot run here ------------------------------------------------------------------------
+
+def toolchain_problem(config, name: str) -> str | None:
+    from byoc_compiler.errors import ByocError
+    from byoc_compiler.toolchain import check_toolchain
+
+    try:
+        check_toolchain(config.toolchain(name))
+    except ByocError as exc:
+        return str(exc)
+    return None
+
+
+def target_problem(targets: str) -> str | None:
+    """Why `targets` (a target= value) cannot build here: disabled, or no codegen yet; None when it can."""
+    if targets == "host":
+        return None
+    from byoc_compiler.backend.target import get_target
+    from byoc_compiler.errors import ByocError
+
+    for name in targets.split(","):
+        try:
+            target = get_target(name)
+        except ByocError as exc:
+            return str(exc)
+        if target.codegen is None:
+            return f"target {name!r} has no codegen yet (targets/{name}/codegen.py sets target.codegen)"
+    return None
+
+
+# --- models --------------------------------------------------------------------------------------------
+
+def random_recipe_for(model: str):
+    from byoc_compiler.testing.random_graph import random_recipe
+
+    return random_recipe(int(model[len("random"):]), steps=RANDOM_STEPS)
+
+
+def model_spec(model: str, workdir: Path) -> str:
+    """What `scons model=` takes for `model`: a zoo name, or a text-IR file written for a random graph."""
+    if not model.startswith("random"):
+        return model
+    path = workdir / f"{model}.txt"
+    path.write_text(random_recipe_for(model).to_text())
+    return str(path)
+
+
+def tolerances_for(mod, model: str):
+    """dtype -> (rtol, atol): the policy for the op families the model uses, deeper random graphs scaled."""
+    from byoc_compiler.testing.tolerance import depth_scale, tolerance_for_module
+
+    reductions = random_recipe_for(model).reductions() if model.startswith("random") else 0
+
+    def tolerances(dtype):
+        rtol, atol = tolerance_for_module(mod, dtype)
+        return rtol, depth_scale(atol, reductions)
+
+    return tolerances
+
+
+# --- build and check -----------------------------------------------------------------------------------
+
+@dataclass
+class Build:
+    command: list[str]
+    runner: Path
+    returncode: int
+    output: str
+
+    def command_text(self) -> str:
+        return " ".join(shlex.quote(a) for a in self.command)
+
+
+def scons_command(case: Case, spec: str, build_root: Path, cache: Path | None, config_path=DEFAULT_CONFIG,
+                  extra=()) -> list[str]:
+    argv = [sys.executable, "-m", "SCons", "-Q", "-C", str(ROOT), f"target={case.targets}",
+            f"toolchain={case.toolchain}", f"model={spec}", f"executor={case.executor}",
+            f"interface={case.interface}", f"opt={case.opt}", f"config={config_path}", f"build_root={build_root}"]
+    if cache is not None:
+        argv.append(f"cache={cache}")
+    return argv + list(extra)
+
+
+def runner_path(case: Case, spec: str, build_root: Path) -> Path:
+    stem = Path(spec).stem if ("/" in spec or "." in spec) else spec
+    return build_root / case.targets / case.toolchain / stem / "runner"
+
+
+def build(case: Case, spec: str, build_root: Path, cache: Path | None, config_path=DEFAULT_CONFIG,
+          env=None) -> Build:
+    runner = runner_path(case, spec, build_root)
+    argv = scons_command(case, spec, build_root, cache, config_path, extra=[str(runner)])
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env)
+    return Build(argv, runner, proc.returncode, proc.stdout + proc.stderr)
+
+
+@dataclass
+class Outcome:
+    passed: bool
+    message: str
+    max_abs_err: float = 0.0
+
+
+def check(case: Case, spec: str, built: Build, config, workdir: Path, seed: int = 0) -> Outcome:
+    """Run the runner on deterministic inputs and compare with the reference of the unpartitioned model."""
+    from byoc_compiler.check import compare_outputs, deterministic_inputs, run_runner
+    from byoc_compiler.errors import ByocError
+    from byoc_compiler.frontend import load_model
+    from byoc_compiler.testing import run_reference
+
+    repro = "reproduce: " + built.command_text().replace(str(built.runner), "check")
+    if built.returncode != 0:
+        tail = "\n".join(built.output.strip().splitlines()[-25:])
+        return Outcome(False, f"{case.id}: the build failed (exit {built.returncode})\n{tail}\n{repro}",
+                       float("inf"))
+    mod = load_model(spec)              # the UNPARTITIONED model: the oracle never sees a partition
+    inputs = deterministic_inputs(mod, seed)
+    expected = run_reference(mod, inputs)
+    order = [p.name_hint for p in mod["main"].params]
+    tc = config.toolchain(case.toolchain)
+    try:
+        actual = run_runner(built.runner, list(tc.run), inputs, order, workdir / "run")
+    except ByocError as exc:
+        return Outcome(False, f"{case.id}: {exc}\n{repro}", float("inf"))
+    passed, max_abs, max_rel, detail = compare_outputs(actual, expected, tolerances_for(mod, case.model))
+    if passed:
+        return Outcome(True, "", max_abs)
+    return Outcome(False, f"{case.id}: outputs differ from the reference of the unpartitioned model\n"
+                          f"  worst element: {detail}\n  max abs err {max_abs:.3g}, max rel err {max_rel:.3g}\n"
+                          f"  {repro}", max_abs)
+
+
+def run_case(case: Case, workdir: Path, cache: Path | None, config, config_path=DEFAULT_CONFIG, env=None,
+             spec: str | None = None) -> Outcome:
+    spec = spec or model_spec(case.model, workdir)
+    built = build(case, spec, workdir / "build", cache, config_path, env)
+    return check(case, spec, built, config, workdir)
+
+
+def shrink_failure(case: Case, workdir: Path, cache: Path | None, config, out_dir: Path,
+                   max_tries: int = 25) -> Path:
+    """Shrink a failing random-graph case to a small reproducer saved under `out_dir`; its model path."""
+    from byoc_compiler.testing.random_graph import save_reproducer, shrink
+
+    counter = itertools.count()
+
+    def still_fails(recipe) -> bool:
+        tmp = workdir / f"shrink{next(counter)}"
+        tmp.mkdir(parents=True, exist_ok=True)
+        path = tmp / f"{case.model}.txt"
+        path.write_text(recipe.to_text())
+        return not run_case(case, tmp, cache, config, spec=str(path)).passed
+
+    small = shrink(random_recipe_for(case.model), still_fails, max_tries=max_tries)
+    return save_reproducer(small, out_dir, case.id, note=f"shrunk from matrix case {case.id}")
+
+
+def summarize(rows) -> str:
+    """rows: (toolchain, outcome, duration, case id) -> the per-toolchain table and the slowest cases."""
+    per = {}
+    for tc, outcome, _, _ in rows:
+        counts = per.setdefault(tc, {"passed": 0, "failed": 0, "skipped": 0})
+        counts[outcome] = counts.get(outcome, 0) + 1
+    header = ("toolchain", "passed", "failed", "skipped")
+    table = [header] + [(tc, str(c["passed"]), str(c["failed"]), str(c["skipped"])) for tc, c in sorted(per.items())]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    slow = sorted((r for r in rows if r[1] != "skipped"), key=lambda r: -r[2])[:5]
+    if slow:
+        lines.append("slowest cases:")
+        lines += [f"  {d:7.1f}s  {cid}" for _, _, d, cid in slow]
+    return "\n".join(lines)
+
+
+def toolchain_of_id(case_id: str, config) -> str | None:
+    """The toolchain named in a case id (`mlp-ccompiler-aarch64_gcc-aot-unpacked-O3`)."""
+    parts = case_id.split("-")
+    if len(parts) < 6:
+        return None
+    ids = {toolchain_id(n): n for n in config.toolchains}
+    return ids.get(parts[-4])
+
+
+__all__ = ["Case", "OPTS", "ROOT", "TARGET_SETS", "build", "check", "covers_all_pairs", "full_cases",
+           "pairwise_cases", "run_case"]
+
+
+def default_cases(config) -> list[Case]:
+    """The default run: the pairwise covering set."""
+    return pairwise_cases(config)
