@@ -208,13 +208,15 @@ def main(argv=None) -> int:
             libs[f"-O3 forced {kernels[-1]}"] = Variant(plain, kernels[-1])
         rows = [conv_row(libs, layer, args.repeat) for layer in CONV_LAYERS]
         rows += [dense_row(libs, layer, args.repeat) for layer in DENSE_LAYERS]
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     cc_version = subprocess.run([args.cc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     text = "\n".join([
         "# ccompiler kernel library vs numpy (GFLOP/s, single thread)",
         "",
         f"Command: `python bench/kernels.py --repeat {args.repeat} --cc {args.cc}` — medians of {args.repeat} runs "
         "(thread CPU time).",
-        f"CPU: {cpu_model()}; compiler: {cc_version}; numpy {np.__version__} with {blas_name()}, one thread.",
+        f"CPU: {cpu_model()} ({os.cpu_count()} cores, load average {load} at the end of the run); compiler:",
+        f"{cc_version}; numpy {np.__version__} with {blas_name()}, one thread.",
         "Columns: the library built with `-std=c99 -O3` (its gemm kernel picked from the CPU at run time, named",
         "in brackets), built with `-O3 -march=native`, and the `-O3` build forced onto the kernel the compiler",
         "flags alone allow (`baseline`, x86-64: SSE2) — what a build without run-time dispatch would get.",
