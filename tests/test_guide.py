@@ -1,0 +1,287 @@
+"""docs/writing-a-target.md is executed: every step, in order, in a temporary copy of a project.
+
+The guide's fenced blocks carry what to do in their info string:
+
+    ```python file=mynpu/__init__.py      write this file (mynpu/* must equal docs/examples/mynpu/*)
+    ```diff file=config.toml              apply this edit ("+" added, "-" removed, " " context lines)
+    ```diff file=mynpu/codegen.py undo    ... and undo it after the next console block
+    ```console                            run each `$ command`; its output must match the lines below it
+    ```console fails                      ... and the last command must fail (the others succeed)
+    ```text norun                         an illustration, not executed
+
+Expected output is compared like a doctest with ELLIPSIS: a line `...` stands for any number of lines,
+`...` inside a line for any text. The project directory and the repository root both read `~/byoc`
+(the guide works in a clone). Changing the API, a message or a command line without updating the
+guide fails here, naming the guide's line.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE = ROOT / "docs" / "writing-a-target.md"
+EXAMPLE = ROOT / "docs" / "examples" / "mynpu"
+SHOWN_ROOT = "~/byoc"
+RUN_KINDS = ("file", "diff", "console")
+
+
+# --- reading the guide ------------------------------------------------------------------------------------
+
+@dataclass
+class Block:
+    line: int                 # line of the opening fence in the guide
+    lang: str
+    attrs: dict = field(default_factory=dict)
+    text: str = ""
+
+    @property
+    def kind(self) -> str:
+        if "norun" in self.attrs:
+            return "norun"
+        if self.lang == "console":
+            return "console"
+        if self.lang == "diff" and "file" in self.attrs:
+            return "diff"
+        if "file" in self.attrs:
+            return "file"
+        return "unmarked"
+
+    def where(self) -> str:
+        return f"{GUIDE.relative_to(ROOT)}:{self.line}"
+
+
+def parse_blocks(markdown: str) -> list[Block]:
+    """Every fenced block of `markdown`, with the key=value / flag words of its info string."""
+    blocks, current = [], None
+    for number, line in enumerate(markdown.splitlines(), 1):
+        if current is None:
+            m = re.match(r"^```(\S*)\s*(.*)$", line)
+            if m:
+                attrs = {}
+                for word in m.group(2).split():
+                    key, _, value = word.partition("=")
+                    attrs[key] = value
+                current = Block(number, m.group(1), attrs)
+                lines = []
+        elif line.startswith("```"):
+            current.text = "\n".join(lines) + "\n"
+            blocks.append(current)
+            current = None
+        else:
+            lines.append(line)
+    assert current is None, f"unclosed block at {GUIDE.name}:{current.line}"
+    return blocks
+
+
+def apply_diff(original: str, diff: str, where: str) -> str:
+    """Apply one hunk: its context and "-" lines must appear, in order and adjacent, in `original`.
+
+    A file line matches a hunk line when equal, or equal up to a trailing `# comment`, so that the
+    guide's config.toml edits do not repeat the comments of the file.
+    """
+    hunk = [(line[:1], line[1:]) for line in diff.splitlines() if line]
+    bad = [tag for tag, _ in hunk if tag not in " +-"]
+    assert not bad, f"{where}: diff lines must start with ' ', '+' or '-'"
+    old = [text for tag, text in hunk if tag in " -"]
+    lines = original.splitlines()
+
+    def same(file_line: str, text: str) -> bool:
+        file_line = file_line.rstrip()
+        return file_line == text.rstrip() or re.sub(r"\s+#.*$", "", file_line) == text.rstrip()
+
+    for start in range(len(lines) - len(old) + 1):
+        if all(same(lines[start + k], text) for k, text in enumerate(old)):
+            break
+    else:
+        raise AssertionError(f"{where}: the diff's context does not match the file any more:\n{diff}")
+    out, k = lines[:start], start
+    for tag, text in hunk:
+        if tag == "+":
+            out.append(text)
+        elif tag == " ":
+            out.append(lines[k])
+            k += 1
+        else:
+            k += 1
+    return "\n".join(out + lines[k:]) + "\n"
+
+
+def output_matches(expected: str, actual: str) -> bool:
+    """Doctest-like comparison with ELLIPSIS (whole lines and inside lines), trailing spaces ignored."""
+    pattern = []
+    for line in expected.rstrip("\n").splitlines():
+        line = line.rstrip()
+        if line == "...":
+            pattern.append(r"(?:[^\n]*\n)*?")
+        else:
+            pattern.append(".*".join(re.escape(part) for part in line.split("...")) + r"\n")
+    text = "".join(line.rstrip() + "\n" for line in actual.rstrip("\n").splitlines()) if actual.strip() else ""
+    return re.fullmatch("".join(pattern), text) is not None
+
+
+def console_commands(block: Block) -> list[tuple[str, str]]:
+    """(command, expected output) pairs of a console block."""
+    commands = []
+    for line in block.text.splitlines():
+        if line.startswith("$ "):
+            commands.append([line[2:], []])
+        else:
+            assert commands, f"{block.where()}: a console block starts with `$ command`"
+            commands[-1][1].append(line)
+    return [(cmd, "\n".join(out)) for cmd, out in commands]
+
+
+# --- a project like a clone of the repository --------------------------------------------------------------
+
+def make_project(path: Path) -> Path:
+    """SConstruct, site_scons, config.toml and the matrix harness of the repository; no target of ours."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copy(ROOT / "SConstruct", path / "SConstruct")
+    shutil.copytree(ROOT / "site_scons", path / "site_scons", ignore=ignore)
+    shutil.copy(ROOT / "config.toml", path / "config.toml")
+    (path / "tests").mkdir()
+    shutil.copy(ROOT / "tests" / "conftest.py", path / "tests" / "conftest.py")
+    if (ROOT / "tests" / "matrix").is_dir():
+        shutil.copytree(ROOT / "tests" / "matrix", path / "tests" / "matrix", ignore=ignore)
+    return path
+
+
+def tool_env(bindir: Path) -> dict:
+    """`python` and `scons` as this interpreter runs them; unbuffered so stdout and stderr keep their order."""
+    bindir.mkdir(exist_ok=True)
+    (bindir / "python").symlink_to(sys.executable)
+    scons = bindir / "scons"
+    scons.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m SCons "$@"\n')
+    scons.chmod(0o755)
+    env = dict(os.environ)
+    env.pop("BYOC_CONFIG", None)
+    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def shown(text: str, project: Path) -> str:
+    """Output as the guide shows it: paths of the project and of the repository read ~/byoc."""
+    for path in sorted({str(project), str(project.resolve()), str(ROOT)}, key=len, reverse=True):
+        text = text.replace(path, SHOWN_ROOT)
+    return text
+
+
+class Walkthrough:
+    """Runs the guide's blocks in order in `project`, collecting what did not match."""
+
+    def __init__(self, project: Path, env: dict):
+        self.project = project
+        self.env = env
+        self.pending_undo: list[tuple[Path, str]] = []
+        self.log: list[str] = []
+
+    def run(self, block: Block) -> None:
+        getattr(self, "_" + block.kind)(block)
+
+    def _norun(self, block: Block) -> None:
+        pass
+
+    def _file(self, block: Block) -> None:
+        path = self.project / block.attrs["file"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(block.text)
+
+    def _diff(self, block: Block) -> None:
+        path = self.project / block.attrs["file"]
+        assert path.exists(), f"{block.where()}: the guide edits {block.attrs['file']}, which does not exist"
+        before = path.read_text()
+        path.write_text(apply_diff(before, block.text, block.where()))
+        if "undo" in block.attrs:
+            self.pending_undo.append((path, before))
+
+    def _console(self, block: Block) -> None:
+        commands = console_commands(block)
+        for k, (command, expected) in enumerate(commands):
+            proc = subprocess.run(["bash", "-c", command], cwd=self.project, env=self.env, timeout=600,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            output = shown(proc.stdout, self.project)
+            self.log.append(f"{block.where()} $ {command}  (exit {proc.returncode})")
+            should_fail = "fails" in block.attrs and k == len(commands) - 1
+            assert (proc.returncode != 0) == should_fail, (
+                f"{block.where()}: `{command}` exited {proc.returncode}, the guide says it "
+                f"{'fails' if should_fail else 'succeeds'}; output:\n{output}")
+            assert output_matches(expected, output), (
+                f"{block.where()}: the output of `{command}` is not what the guide shows.\n"
+                f"--- guide:\n{expected}\n--- actual:\n{output}")
+        for path, text in reversed(self.pending_undo):
+            path.write_text(text)
+        self.pending_undo.clear()
+
+
+# --- the tests ----------------------------------------------------------------------------------------------
+
+BLOCKS = parse_blocks(GUIDE.read_text())
+
+
+def test_every_block_of_the_guide_is_executed_or_marked_as_illustration():
+    unmarked = [b.where() for b in BLOCKS if b.kind == "unmarked"]
+    assert not unmarked, f"blocks without file=/console/diff file= or norun: {unmarked}"
+    assert sum(b.kind == "norun" for b in BLOCKS) <= 3, "the guide is meant to be run, not just read"
+    for kind in RUN_KINDS:
+        assert any(b.kind == kind for b in BLOCKS), kind
+
+
+def test_the_example_package_is_the_guides_code():
+    written = {b.attrs["file"]: b.text for b in BLOCKS if b.kind == "file" and b.attrs["file"].startswith("mynpu/")}
+    on_disk = {f"mynpu/{p.relative_to(EXAMPLE).as_posix()}": p.read_text() for p in sorted(EXAMPLE.rglob("*.py"))}
+    assert sorted(written) == sorted(on_disk)
+    for name, text in written.items():
+        assert on_disk[name] == text, f"docs/examples/{name} differs from the guide's block"
+
+
+def test_the_guide_end_to_end(tmp_path):
+    project = make_project(tmp_path / "byoc")
+    walk = Walkthrough(project, tool_env(tmp_path / "bin"))
+    for block in BLOCKS:
+        walk.run(block)
+    assert not walk.pending_undo, "an `undo` edit has no console block after it"
+
+
+DIFFS = [
+    pytest.param("a\nb\nc\n", " a\n-b\n+B\n c\n", "a\nB\nc\n", id="replace"),
+    pytest.param("[x]   # note\ny = 1\n", " [x]\n+z = 2\n", "[x]   # note\nz = 2\ny = 1\n", id="context-with-comment"),
+    pytest.param("a\nb\n", "-a\n", "b\n", id="delete-first"),
+]
+
+
+@pytest.mark.parametrize("original, diff, result", DIFFS)
+def test_apply_diff(original, diff, result):
+    assert apply_diff(original, diff, "here") == result
+
+
+def test_apply_diff_refuses_a_stale_context():
+    with pytest.raises(AssertionError, match="does not match"):
+        apply_diff("a\nb\n", " a\n-c\n", "here")
+
+
+MATCHES = [
+    pytest.param("a\nb", "a\nb\n", True, id="equal"),
+    pytest.param("a\n...\nd", "a\nb\nc\nd", True, id="line-ellipsis"),
+    pytest.param("a\n...\nd", "a\nd", True, id="line-ellipsis-empty"),
+    pytest.param("x = ... ok", "x = 0.25 ok", True, id="inline-ellipsis"),
+    pytest.param("a\nb", "a\nc", False, id="different-line"),
+    pytest.param("a", "a\nb", False, id="extra-line"),
+    pytest.param("a\nb", "a", False, id="missing-line"),
+    pytest.param("", "", True, id="no-output"),
+    pytest.param("", "noise", False, id="unexpected-output"),
+]
+
+
+@pytest.mark.parametrize("expected, actual, ok", MATCHES)
+def test_output_matches(expected, actual, ok):
+    assert output_matches(expected, actual) is ok
