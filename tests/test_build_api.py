@@ -201,3 +201,33 @@ def test_composite_calls_left_in_main_are_inlined(executor):
     x_val = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
     out = lib.run_runner([x_val], werror=True)[0]
     np.testing.assert_allclose(out, np.maximum(x_val + bias, 0) * 2, rtol=1e-6)
+
+
+def _edge_cases():
+    x = Var("x", TensorType((3,), "float32"))
+    x_val = np.array([1.5, -2.5, 0.0], np.float32)
+    low = np.array([-2147483648, 5, 7], np.int32)
+    return {
+        # main returns its input: no step at all
+        "identity": (Function([x], x), [x_val], [x_val]),
+        # no inputs: only a constant goes in
+        "no_inputs": (Function([], op.nn.relu(const(np.array([-1.0, 2.0], np.float32)))), [],
+                      [np.array([0.0, 2.0], np.float32)]),
+        # int64 and bool tensors; INT32_MIN as a constant literal
+        "dtypes": (Function([x], Tuple([op.cast(x, "int64"), op.add(op.cast(x, "int32"), const(low)),
+                                        op.cast(x, "bool")])), [x_val],
+                   [x_val.astype(np.int64), x_val.astype(np.int32) + low, x_val.astype(bool)]),
+    }
+
+
+@pytest.mark.parametrize("executor,interface", [(e, i) for e in ("graph", "aot") for i in ("packed", "unpacked")],
+                         ids=lambda v: v)
+@pytest.mark.parametrize("case", ["identity", "no_inputs", "dtypes"])
+def test_edge_case_models(case, executor, interface):
+    func, inputs, expected = _edge_cases()[case]
+    lib = build(IRModule.from_expr(func), executor=executor, interface=interface)
+    got = lib.run_runner(inputs, werror=True)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype
+        np.testing.assert_array_equal(g, e)
