@@ -169,10 +169,11 @@ def constants_as_arguments():
 
 def region_outputs_copied():
     # A region (written by hand, as PartitionGraph would) whose outputs are a result, its input, a
-    # repeat of the result and a constant: all but the first are copies into the output arrays.
+    # repeat of the result, a constant and a view of the input: all but the first are copies into
+    # the output arrays.
     x = _var("x", (4, 5))
     c = np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5)
-    p = _var("p", (4, 5))
+    p = _var('p*/ #error "??/\n', (4, 5))      # a hostile name: it may only appear scrubbed, in comments
     r = op.nn.relu(p)
     region = Function([p], Tuple([r, p, r, const(c), op.reshape(p, (20,))])).with_attr(
         Compiler="ccompiler", global_symbol="hand_region_0")

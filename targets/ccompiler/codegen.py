@@ -10,9 +10,11 @@ one commented call per op or composite; and the entry point `<symbol>` in both i
 (backend.c_abi.entry_points). Identifiers in the C text are our own (in0, c0, t0, out0); names
 from the model appear only in comments, scrubbed.
 
-Work happens in three passes: `_Lowering` walks the region into steps over abstract buffers,
-`_assign_outputs` lets results be computed straight into the output arrays, `_plan` packs
-the rest into the workspace; `_render` writes the text. The workspace is static, so a region
+Passes: `_Lowering` walks the region into steps over abstract buffers (reshape is a view, a
+composite whose body is a fusable chain is one fused call, any other composite is its body op by
+op); `_assign_outputs` lets results be computed straight into the output arrays;
+`_run_in_place` lets elementwise-like kernels overwrite a dead input; `_plan` packs what is left
+into the workspace by lifetime (backend.memory_plan); `_render` writes the text. The workspace is static, so a region
 function is not reentrant (one model instance runs at a time, like the AOT arena).
 """
 from __future__ import annotations

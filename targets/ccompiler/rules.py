@@ -221,8 +221,8 @@ def _concatenate(step):
     return decls, f"ck_concatenate({n}, inputs, sizes, {int_literal(outer)}, {int_literal(inner)}, {out.ptr})"
 
 
-def _gemm_scratch(mnk: Callable):
-    return lambda step: kernels.gemm_workspace_bytes(*mnk(step))
+def _gemm_scratch(size: Callable, mnk: Callable):
+    return lambda step: size(*mnk(step))
 
 
 def _gemm_query(function: str, mnk: Callable):
@@ -234,8 +234,8 @@ RULES: dict[str, Rule] = {
     **{op: Rule(_unary, inplace=(0,)) for op in kernels.UNARY_OPS},
     "nn.bias_add": Rule(_bias_add, inplace=(0,)),
     "nn.batch_norm": Rule(_batch_norm, inplace=(0,)),
-    "nn.dense": Rule(_dense, _gemm_scratch(_dense_mnk), _gemm_query("ck_dense_workspace_bytes", _dense_mnk)),
-    "nn.matmul": Rule(_matmul, _gemm_scratch(_matmul_mnk), _gemm_query("ck_matmul_workspace_bytes", _matmul_mnk)),
+    "nn.dense": Rule(_dense, _gemm_scratch(kernels.dense_workspace_bytes, _dense_mnk), _gemm_query("ck_dense_workspace_bytes", _dense_mnk)),
+    "nn.matmul": Rule(_matmul, _gemm_scratch(kernels.matmul_workspace_bytes, _matmul_mnk), _gemm_query("ck_matmul_workspace_bytes", _matmul_mnk)),
     "nn.conv2d": Rule(_conv2d, lambda step: kernels.conv2d_workspace_bytes(_conv2d_params(step)),
                       lambda step: "ck_conv2d_workspace_bytes(&params)"),
     "nn.max_pool2d": Rule(_pool("ck_max_pool2d")),
