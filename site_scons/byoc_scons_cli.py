@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from SCons.Script import EnumVariable, ListVariable, Variables
+from SCons.Script import BoolVariable, EnumVariable, ListVariable, Variables
 
 from byoc_compiler.config import EXECUTORS, INTERFACES
 
@@ -35,6 +35,7 @@ def make_variables(config, config_path: str) -> Variables:
     variables.Add(EnumVariable("opt", "optimisation flag for generated code", config.build.opt, OPT_LEVELS))
     variables.Add("config", "the config file", config_path)
     variables.Add("cache", "a CacheDir shared between builds (empty: none)", "")
+    variables.Add(BoolVariable("verbose", "print full compiler command lines", False))
     variables.Add("build_root", "directory for build outputs and SCons's signature file (one per concurrent build)",
                   "build")
     variables._byoc_targets = targets

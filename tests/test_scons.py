@@ -114,8 +114,8 @@ def scons(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def compiled_objects(output: str) -> list[str]:
-    """The object files a SCons run compiled, from its command echo (`cc -o x.o -c ...`)."""
-    return sorted(re.findall(r"^\S*(?:gcc|clang)\S* -o (\S+\.o) -c", output, flags=re.M))
+    """The object files a SCons run compiled, from its progress lines (`compile  [gcc] x.o`)."""
+    return sorted(re.findall(r"^compile\s+\[\S+\] (\S+\.o)$", output, flags=re.M))
 
 
 @pytest.fixture(scope="module")
