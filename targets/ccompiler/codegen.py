@@ -19,7 +19,7 @@ function is not reentrant (one model instance runs at a time, like the AOT arena
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from byoc_compiler.backend.artifact import CSourceArtifact
 from byoc_compiler.backend.c_abi import c_type, core_signature, entry_points, is_identifier, sanitize_identifier
@@ -120,7 +120,8 @@ class _Lowering:
     def run(self) -> list[_Value]:
         values: dict[int, list[_Value]] = {}
         for param in self.func.params:
-            for ty in _tensor_types(param.checked_type or param.type_annotation, f"region parameter {param.name_hint!r}"):
+            what = f"region parameter {param.name_hint!r}"
+            for ty in _tensor_types(param.checked_type or param.type_annotation, what):
                 buf = _Buffer("input", ty.nbytes, index=len(self.inputs))
                 self.inputs.append(buf)
                 self.input_names.append(param.name_hint)
