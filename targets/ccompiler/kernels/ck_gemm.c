@@ -195,45 +195,6 @@ static void ck_fill_epilogue_only(int64_t m, int64_t n, float *c, int64_t ldc, c
 
 /* ---- M == 1 (batch-1 dense, vector-matrix): no packing, memory-bound anyway ---------------- */
 
-/* c[j] = a . b[j*cs ..] over k contiguous elements: rows of B^T (dense weights) read once,
- * ROWS at a time, with vector partial sums that are added up only at the end. */
-#define CK_GEMV_ROWS 4
-CK_CONTRACT static void ck_gemv_dot(int64_t n, int64_t k, const float *restrict a, const float *b, int64_t cs,
-                                    float *restrict c) {
-  const int64_t step = 2 * CK_VF;
-  int64_t j = 0, p, q;
-  int r, l;
-  while (j < n) {
-    const int rows = n - j >= CK_GEMV_ROWS ? CK_GEMV_ROWS : 1;
-    ck_vec acc[CK_GEMV_ROWS][2];
-    for (r = 0; r < CK_GEMV_ROWS; ++r) acc[r][0] = acc[r][1] = (ck_vec){0};
-    if (rows == CK_GEMV_ROWS) {
-      for (p = 0; p + step <= k; p += step) {
-        const ck_vec a0 = ck_vload(a + p), a1 = ck_vload(a + p + CK_VF);
-        for (r = 0; r < CK_GEMV_ROWS; ++r) {
-          const float *br = b + (j + r) * cs + p;
-          acc[r][0] = acc[r][0] + a0 * ck_vload(br);
-          acc[r][1] = acc[r][1] + a1 * ck_vload(br + CK_VF);
-        }
-      }
-    } else {
-      for (p = 0; p + step <= k; p += step) {
-        const float *br = b + j * cs + p;
-        acc[0][0] = acc[0][0] + ck_vload(a + p) * ck_vload(br);
-        acc[0][1] = acc[0][1] + ck_vload(a + p + CK_VF) * ck_vload(br + CK_VF);
-      }
-    }
-    for (r = 0; r < rows; ++r) {
-      float lanes[2 * CK_VF], sum = 0.0f;
-      ck_vstore(lanes, acc[r][0] + acc[r][1]);
-      for (l = 0; l < CK_VF; ++l) sum += lanes[l];
-      for (q = p; q < k; ++q) sum = CK_FMA(a[q], b[(j + r) * cs + q], sum);
-      c[j + r] = sum;
-    }
-    j += rows;
-  }
-}
-
 /* c[0..n) = sum_p a[p*as] * b[p*rs + 0..n): rows of B are contiguous, so axpy per row. */
 static void ck_gemv_axpy(int64_t n, int64_t k, const float *a, int64_t as, const float *b, int64_t rs,
                          float *restrict c) {
@@ -284,7 +245,7 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
   if (m == 1 && b->conv == NULL) {
     int done = 1;
     if (b->row_stride == 1 && a_col_stride == 1)
-      ck_gemv_dot(n, k, a, b->base, b->col_stride, c);
+      ck_micro_kernel_current()->gemv_dot(n, k, a, b->base, b->col_stride, c);
     else if (b->col_stride == 1)
       ck_gemv_axpy(n, k, a, a_col_stride, b->base, b->row_stride, c);
     else

@@ -37,31 +37,12 @@
 #define CK_NC 1024
 #define CK_ALIGN 64
 
-/* Short vectors for the hot loops. GCC/clang generic vectors are not intrinsics: they lower to
- * SSE, AVX, NEON, ... or to scalars. Other compilers get one-float "vectors" (correct, slower).
- * ISO mode (-std=c99) turns GCC's FMA contraction off; CK_CONTRACT asks for it back where the
- * hot loops are. */
-#if defined(__GNUC__)
-#define CK_VF (CK_NR / 2) /* floats per vector: a tile row is two vectors */
-typedef float ck_vec __attribute__((vector_size(CK_VF * sizeof(float))));
-#if defined(__clang__)
-#define CK_CONTRACT
-#else
+/* ISO mode (-std=c99) turns GCC's FMA contraction off; the hot loops ask for it back. */
+#if defined(__GNUC__) && !defined(__clang__)
 #define CK_CONTRACT __attribute__((optimize("fp-contract=fast")))
-#endif
 #else
-#define CK_VF 1
-typedef float ck_vec;
 #define CK_CONTRACT
 #endif
-
-static inline ck_vec ck_vload(const float *p) {
-  ck_vec v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-static inline void ck_vstore(float *p, ck_vec v) { memcpy(p, &v, sizeof v); }
 
 /* fmaf is one instruction only where the hardware has FMA; elsewhere it is a slow libm call. */
 #if defined(__FMA__) || defined(__aarch64__)
@@ -89,10 +70,13 @@ typedef struct {
 /* C[mr][nr] (+ C when accumulate) = sum over kc of the packed slivers' outer products
  * (slivers kc x mr and kc x nr; C row stride ldc, unit column stride). */
 typedef void (*ck_micro_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int accumulate);
+/* c[j] = a . b[j * cs .. j * cs + k) for j < n: batch-1 dense, rows of the weight read once. */
+typedef void (*ck_gemv_dot_fn)(int64_t n, int64_t k, const float *a, const float *b, int64_t cs, float *c);
 typedef struct {
   const char *name;
   int32_t mr, nr;
   ck_micro_fn run;
+  ck_gemv_dot_fn gemv_dot; /* same vector width */
   int (*cpu_has)(void); /* NULL: always available */
 } ck_micro_kernel;
 

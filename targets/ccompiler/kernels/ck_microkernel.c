@@ -58,12 +58,63 @@
     }                                                                                               \
   }
 
+/* Dot products 4 weight rows at a time, vector partial sums added up once at the end
+ * (independent lanes: no reassociation flags needed). */
+#define CK_DEFINE_GEMV_DOT(NAME, VF)                                                                \
+  static void NAME(int64_t n, int64_t k, const float *restrict a, const float *b, int64_t cs,      \
+                   float *restrict c) {                                                            \
+    typedef float vec __attribute__((vector_size((VF) * sizeof(float))));                          \
+    int64_t j = 0, p, q;                                                                            \
+    int r, l;                                                                                       \
+    while (j < n) {                                                                                 \
+      const int rows = n - j >= 4 ? 4 : 1; /* fixed trip counts keep acc in registers */           \
+      vec acc[4][2];                                                                                \
+      for (r = 0; r < 4; ++r) acc[r][0] = acc[r][1] = (vec){0};                                     \
+      if (rows == 4) {                                                                              \
+        for (p = 0; p + 2 * (VF) <= k; p += 2 * (VF)) {                                             \
+          vec a0, a1;                                                                               \
+          memcpy(&a0, a + p, sizeof a0);                                                            \
+          memcpy(&a1, a + p + (VF), sizeof a1);                                                     \
+          for (r = 0; r < 4; ++r) {                                                                 \
+            vec b0, b1;                                                                             \
+            memcpy(&b0, b + (j + r) * cs + p, sizeof b0);                                           \
+            memcpy(&b1, b + (j + r) * cs + p + (VF), sizeof b1);                                    \
+            acc[r][0] = acc[r][0] + a0 * b0;                                                        \
+            acc[r][1] = acc[r][1] + a1 * b1;                                                        \
+          }                                                                                         \
+        }                                                                                           \
+      } else {                                                                                      \
+        for (p = 0; p + 2 * (VF) <= k; p += 2 * (VF)) {                                             \
+          vec a0, a1, b0, b1;                                                                       \
+          memcpy(&a0, a + p, sizeof a0);                                                            \
+          memcpy(&a1, a + p + (VF), sizeof a1);                                                     \
+          memcpy(&b0, b + j * cs + p, sizeof b0);                                                   \
+          memcpy(&b1, b + j * cs + p + (VF), sizeof b1);                                            \
+          acc[0][0] = acc[0][0] + a0 * b0;                                                          \
+          acc[0][1] = acc[0][1] + a1 * b1;                                                          \
+        }                                                                                           \
+      }                                                                                             \
+      for (r = 0; r < rows; ++r) {                                                                  \
+        float lanes[VF], sum = 0.0f;                                                                \
+        const vec total = acc[r][0] + acc[r][1];                                                    \
+        memcpy(lanes, &total, sizeof lanes);                                                        \
+        for (l = 0; l < (VF); ++l) sum += lanes[l];                                                 \
+        for (q = p; q < k; ++q) sum += a[q] * b[(j + r) * cs + q];                                  \
+        c[j + r] = sum;                                                                             \
+      }                                                                                             \
+      j += rows;                                                                                    \
+    }                                                                                               \
+  }
+
 CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_baseline, CK_MR, CK_NR / 2)
+CK_CONTRACT CK_DEFINE_GEMV_DOT(ck_gemv_baseline, CK_NR / 2)
 
 #if defined(__x86_64__) && !defined(CK_NO_DISPATCH)
 #define CK_DISPATCH 1
 __attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_avx2, 6, 8)
 __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_avx512, 8, 16)
+__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_GEMV_DOT(ck_gemv_avx2, 8)
+__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_GEMV_DOT(ck_gemv_avx512, 16)
 
 static int ck_cpu_has_avx2(void) {
   __builtin_cpu_init();
@@ -90,6 +141,20 @@ static void ck_micro_baseline(int64_t kc, const float *restrict ap, const float 
   for (i = 0; i < CK_MR; ++i)
     for (j = 0; j < CK_NR; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
 }
+
+static void ck_gemv_baseline(int64_t n, int64_t k, const float *restrict a, const float *b, int64_t cs,
+                             float *restrict c) {
+  int64_t j, p;
+  for (j = 0; j < n; ++j) {
+    float lanes[8] = {0}, sum = 0.0f;
+    int l;
+    for (p = 0; p + 8 <= k; p += 8)
+      for (l = 0; l < 8; ++l) lanes[l] += a[p + l] * b[j * cs + p + l];
+    for (l = 0; l < 8; ++l) sum += lanes[l];
+    for (; p < k; ++p) sum += a[p] * b[j * cs + p];
+    c[j] = sum;
+  }
+}
 #endif
 
 #define CK_STR2(x) #x
@@ -98,10 +163,10 @@ static void ck_micro_baseline(int64_t kc, const float *restrict ap, const float 
 /* Best first; the baseline (what the compiler flags allow) always runs. */
 static const ck_micro_kernel ck_kernels[] = {
 #if defined(CK_DISPATCH)
-    {"avx512-8x32", 8, 32, ck_micro_avx512, ck_cpu_has_avx512},
-    {"avx2-6x16", 6, 16, ck_micro_avx2, ck_cpu_has_avx2},
+    {"avx512-8x32", 8, 32, ck_micro_avx512, ck_gemv_avx512, ck_cpu_has_avx512},
+    {"avx2-6x16", 6, 16, ck_micro_avx2, ck_gemv_avx2, ck_cpu_has_avx2},
 #endif
-    {"baseline-" CK_STR(CK_MR) "x" CK_STR(CK_NR), CK_MR, CK_NR, ck_micro_baseline, NULL},
+    {"baseline-" CK_STR(CK_MR) "x" CK_STR(CK_NR), CK_MR, CK_NR, ck_micro_baseline, ck_gemv_baseline, NULL},
 };
 #define CK_NUM_KERNELS ((int32_t)(sizeof ck_kernels / sizeof ck_kernels[0]))
 
