@@ -90,3 +90,16 @@ def aot_source(prog: Program, plan: AotPlan, run_name: str, callees: dict[str, s
     out.extend(body)
     out.append("  return 0;\n}\n")
     return "".join(out)
+
+
+def aot_executor_source(prog: Program, plan: AotPlan, run_name: str, trampolines: dict, interface: str,
+                        has_modules: bool) -> str:
+    """The AOT part of host.c: run function plus init/deinit (which only manage blob-target modules)."""
+    # Blob regions are called through their packed trampoline, or their generated unpacked stub.
+    callees = {s.symbol: (trampolines[s.symbol] if s.symbol in trampolines and interface == "packed" else s.symbol)
+               for s in prog.steps}
+    init_body = "  return byoc_modules_init();\n" if has_modules else "  return 0;\n"
+    deinit_body = "  byoc_modules_deinit();\n" if has_modules else ""
+    return ("\n/* ---- AOT executor ---- */\n" + aot_source(prog, plan, run_name, callees, interface)
+            + f"static int32_t byoc_model_init(void) {{\n{init_body}}}\n"
+            + f"static void byoc_model_deinit(void) {{\n{deinit_body}}}\n")

@@ -12,8 +12,7 @@ main to a flat Program (backend/program.py); each external function -> its targe
 -> artifact; each host op call -> a generated kernel; then graph.json + params (both
 executors) and the executor's C (graph: function table + embedded graph.json/params;
 aot: the run function over a static arena). Sources go to one host.c plus each target's
-files; `compile.py` turns them into objects with the toolchain commands of
-byoc_compiler/toolchain.py.
+files; BuildResult (result.py) compiles them with the commands of byoc_compiler/toolchain.py.
 """
 from __future__ import annotations
 
@@ -25,11 +24,12 @@ import numpy as np
 from ..errors import ByocError
 from ..ir.module import IRModule
 from . import aot as aot_gen
+from . import graph_c
 from .artifact import BlobArtifact, CSourceArtifact
-from .c_abi import core_signature, entry_points, is_identifier, sanitize_identifier, unique_identifiers
+from .c_abi import core_signature, is_identifier
 from .graph_json import graph_json, temp_storage_bytes
-from .model_c import HEADER, BlobRegion, blob_section, byte_array, c_string, descriptor
-from .program import Program, inline_composites, lower_main
+from .model_c import HEADER, BlobRegion, blob_section, descriptor
+from .program import inline_composites, lower_main
 from .result import BuildResult
 
 EXECUTORS = ("graph", "aot")
@@ -154,65 +154,13 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
     if executor == "aot":
         plan = aot_gen.plan_arena(prog)
         workspace = plan.arena.total_bytes
-        callees = {}
-        for s in types:
-            callees[s] = trampolines[s] if (s in trampolines and interface == "packed") else s
-        run_name = aot_gen.run_function_name(c_mod_name)
-        parts.append("\n/* ---- AOT executor ---- */\n")
-        parts.append(aot_gen.aot_source(prog, plan, run_name, callees, interface))
-        init_body = "  return byoc_modules_init();\n" if blob_regions else "  return 0;\n"
-        deinit_body = "  byoc_modules_deinit();\n" if blob_regions else ""
-        parts.append(f"static int32_t byoc_model_init(void) {{\n{init_body}}}\n"
-                     f"static void byoc_model_deinit(void) {{\n{deinit_body}}}\n")
-        run_fn = run_name
+        run_fn = aot_gen.run_function_name(c_mod_name)
+        parts.append(aot_gen.aot_executor_source(prog, plan, run_fn, trampolines, interface, bool(blob_regions)))
     else:
         workspace = temp_storage_bytes(prog)
-        table = []
-        symbols = list(dict.fromkeys(s.symbol for s in prog.steps))
-        plain = [s for s in symbols if s not in trampolines]
-        if interface == "unpacked" and plain:
-            adapters = dict(zip(plain, unique_identifiers([f"byoc_adapter_{s}" for s in plain],
-                                                          taken=set(symbols))))
-            # The adapters are packed wrappers around the unpacked entry points: c_abi writes the packed
-            # form when BYOC_UNPACKED_API is not defined, so end the unpacked part of the file here.
-            parts.append("\n/* ---- packed adapters around unpacked functions, for the graph executor ---- */\n"
-                         "#undef BYOC_UNPACKED_API\n")
-            for s in plain:
-                parts.append(entry_points(adapters[s], s, *types[s]))
-        else:
-            adapters = {s: s for s in plain}
-        for s in symbols:
-            table.append((s, trampolines.get(s) or adapters[s]))
-        parts.append("\n/* ---- graph executor ---- */\n#include <byoc/graph_executor.h>\n")
-        embedded_json = graph_json(prog, compact=True).encode()
-        parts.append(byte_array("byoc_graph_json", embedded_json))
-        parts.append(byte_array("byoc_params", params_blob))
-        rows = ",\n".join(f"  {{{c_string(name)}, {fn}, NULL}}" for name, fn in table) or "  {NULL, NULL, NULL}"
-        parts.append(f"static const ByocFuncEntry byoc_funcs[{max(1, len(table))}] = {{\n{rows}\n}};\n"
-                     "static ByocGraph* byoc_graph;\n"
-                     "static const ByocModelDesc byoc_desc;\n")
-        modules_init = ("  if (byoc_modules_init() != 0) return -1;\n" if blob_regions else "")
-        modules_deinit = ("  byoc_modules_deinit();\n" if blob_regions else "")
-        parts.append(
-            "static void byoc_model_deinit(void) {\n"
-            "  if (byoc_graph != NULL) byoc_graph_destroy(byoc_graph);\n"
-            f"  byoc_graph = NULL;\n{modules_deinit}}}\n"
-            "static int32_t byoc_model_init(void) {\n"
-            "  if (byoc_graph != NULL) return 0;\n"
-            f"{modules_init}"
-            f"  if (byoc_graph_create((const char*)byoc_graph_json, (size_t){len(embedded_json)}, byoc_params,\n"
-            f"                        (size_t){len(params_blob)}, byoc_funcs, {len(table)}, &byoc_graph) != 0\n"
-            "      || byoc_graph_check_signature(byoc_graph, &byoc_desc) != 0) {\n"
-            "    byoc_model_deinit();\n"
-            "    return -1;\n"
-            "  }\n"
-            "  return 0;\n}\n"
-            "static int32_t byoc_model_run(void* const* inputs, void* const* outputs) {\n"
-            "  if (byoc_graph == NULL) {\n"
-            "    byoc_set_last_error(\"model %s: not initialized; call its init first\", byoc_desc.name);\n"
-            "    return -1;\n  }\n"
-            "  return byoc_graph_run(byoc_graph, inputs, outputs);\n}\n")
-        run_fn = "byoc_model_run"
+        run_fn = graph_c.RUN_FUNCTION
+        parts.append(graph_c.graph_executor_source(prog, params_blob, types, trampolines, interface,
+                                                   bool(blob_regions)))
 
     input_entries = [(prog.tensors[t].name, prog.tensors[t].type) for t in prog.inputs]
     output_entries = [(f"output{k}", prog.tensors[t].type) for k, t in enumerate(prog.outputs)]
