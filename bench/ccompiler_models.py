@@ -49,7 +49,8 @@ def main() -> None:
         cc_ms, lib = runner_median_ms(partition_for(["ccompiler"], zoo.get(name)), inputs, args)
         host_ms, _ = runner_median_ms(zoo.get(name), inputs, args)
         peer = numpy_median_ms(zoo.get(name), inputs, max(5, args.repeat // 10))
-        floats = sum(int(n) for n in re.findall(r"static float region_workspace\[(\d+)\] __attribute__", lib.get_source("ccompiler")))
+        sizes = re.findall(r"static float region_workspace\[(\d+)\] __attribute__", lib.get_source("ccompiler"))
+        floats = sum(int(n) for n in sizes)
         print(f"{name:<16}{cc_ms:>13.4f}{host_ms:>10.4f}{peer:>10.3f}{host_ms / cc_ms:>9.2f}{peer / cc_ms:>10.1f}"
               f"{4 * floats:>14}", flush=True)
 
