@@ -7,6 +7,7 @@ The guide's fenced blocks carry what to do in their info string:
     ```diff file=mynpu/codegen.py undo    ... and undo it after the next console block
     ```console                            run each `$ command`; its output must match the lines below it
     ```console fails                      ... and the last command must fail (the others succeed)
+    ```console fails=1,2                  ... commands 1 and 2 must fail (the others succeed)
     ```text norun                         an illustration, not executed
 
 Expected output is compared like a doctest with ELLIPSIS: a line `...` stands for any number of lines,
@@ -139,6 +140,15 @@ def console_commands(block: Block) -> list[tuple[str, str]]:
     return [(cmd, "\n".join(out)) for cmd, out in commands]
 
 
+def failing_commands(block: Block, count: int) -> set[int]:
+    """1-based numbers of the commands of a console block that must fail."""
+    if "fails" not in block.attrs:
+        return set()
+    if not block.attrs["fails"]:
+        return {count}
+    return {int(n) for n in block.attrs["fails"].split(",")}
+
+
 # --- a project like a clone of the repository --------------------------------------------------------------
 
 def make_project(path: Path) -> Path:
@@ -147,6 +157,7 @@ def make_project(path: Path) -> Path:
     shutil.copy(ROOT / "SConstruct", path / "SConstruct")
     shutil.copytree(ROOT / "site_scons", path / "site_scons", ignore=ignore)
     shutil.copy(ROOT / "config.toml", path / "config.toml")
+    shutil.copy(ROOT / "pyproject.toml", path / "pyproject.toml")      # pytest's rootdir and options
     (path / "tests").mkdir()
     shutil.copy(ROOT / "tests" / "conftest.py", path / "tests" / "conftest.py")
     if (ROOT / "tests" / "matrix").is_dir():
@@ -166,6 +177,7 @@ def tool_env(bindir: Path) -> dict:
     env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["LC_ALL"] = "C"                 # compiler messages with plain quotes, as the guide shows them
     return env
 
 
@@ -211,7 +223,7 @@ class Walkthrough:
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             output = shown(proc.stdout, self.project)
             self.log.append(f"{block.where()} $ {command}  (exit {proc.returncode})")
-            should_fail = "fails" in block.attrs and k == len(commands) - 1
+            should_fail = k + 1 in failing_commands(block, len(commands))
             assert (proc.returncode != 0) == should_fail, (
                 f"{block.where()}: `{command}` exited {proc.returncode}, the guide says it "
                 f"{'fails' if should_fail else 'succeeds'}; output:\n{output}")
@@ -245,6 +257,7 @@ def test_the_example_package_is_the_guides_code():
 
 
 def test_the_guide_end_to_end(tmp_path):
+    (tmp_path / "byoc").mkdir()
     project = make_project(tmp_path / "byoc")
     walk = Walkthrough(project, tool_env(tmp_path / "bin"))
     for block in BLOCKS:
