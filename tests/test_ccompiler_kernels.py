@@ -170,7 +170,7 @@ def test_dense(ck, m, n, k):
 EPILOGUES = [("bias", True, 0), ("relu", False, 1), ("bias-relu", True, 1)]
 
 
-@pytest.mark.parametrize("m,n,k", [(1, 9, 20), (7, 45, 300)], ids=["gemv", "blocked"])
+@pytest.mark.parametrize("m,n,k", [(1, 9, 20), (7, 45, 300), (17, 70, 300)], ids=["gemv", "edge-tiles", "full-tiles"])
 @pytest.mark.parametrize("name,with_bias,act", EPILOGUES, ids=[e[0] for e in EPILOGUES])
 def test_dense_fused_epilogue(ck, m, n, k, name, with_bias, act):
     x, w, b = rand(m, k), rand(n, k), rand(n)
@@ -238,8 +238,10 @@ def test_every_micro_kernel_that_runs_here(ck):
     assert default.decode() in names and names[-1].startswith("baseline-")
     assert ck.ck_gemm_use_kernel(b"no-such-kernel") != 0
     x, w = rand(13, 300), rand(37, 300)
+    x1 = rand(1, 77)  # batch 1: the dot-product kernel of the same vector width
     cx, cw = rand(1, 5, 9, 11), rand(7, 5, 3, 3)
     want_dense = x.astype(np.float64) @ w.astype(np.float64).T
+    want_gemv = x1.astype(np.float64) @ w[:, :77].astype(np.float64).T
     want_conv = conv2d_einsum(cx, cw, (1, 2), (1, 0, 2, 1), (1, 1), 1)
     ran = []
     try:
@@ -248,6 +250,7 @@ def test_every_micro_kernel_that_runs_here(ck):
                 continue  # this CPU lacks it
             assert ck.ck_gemm_kernel_name().decode() == name
             close(ck.dense(x, w), want_dense)
+            close(ck.dense(x1, np.ascontiguousarray(w[:, :77])), want_gemv)
             close(ck.conv2d(cx, cw, (1, 2), (1, 0, 2, 1), (1, 1), 1), want_conv)
             ran.append(name)
     finally:
@@ -348,10 +351,11 @@ def test_conv2d_medium_against_einsum(ck, case):
     close(ck.conv2d(x, w, strides, padding, dilation, groups), want, atol=2e-4)
 
 
-@pytest.mark.parametrize("groups,ws", [(1, (6, 4, 3, 3)), (4, (8, 1, 3, 3))], ids=["gemm", "depthwise"])
+@pytest.mark.parametrize("groups,ws", [(1, (6, 4, 3, 3)), (1, (17, 4, 3, 3)), (4, (8, 1, 3, 3))],
+                         ids=["gemm-edge-tiles", "gemm-full-tiles", "depthwise"])
 @pytest.mark.parametrize("name,with_bias,act", EPILOGUES, ids=[e[0] for e in EPILOGUES])
 def test_conv2d_fused_bias_relu(ck, groups, ws, name, with_bias, act):
-    x, w, b = rand(1, 4, 6, 7), rand(*ws), rand(ws[0])
+    x, w, b = rand(1, 4, 9, 11), rand(*ws), rand(ws[0])
     want = conv2d_einsum(x, w, (1, 1), (1, 1, 1, 1), (1, 1), groups) + (b[None, :, None, None] if with_bias else 0)
     if act:
         want = np.maximum(want, 0)
@@ -607,6 +611,34 @@ def test_description_matches_header():
     for name, value in K.ENUM_VALUES.items():
         assert f"{name} = {value}" in header, name
     assert set(K.OP_FUNCTIONS.values()) <= set(K.FUNCTIONS)
+
+
+WORKSPACE_CALLS = [
+    ("conv2d-3x3", "nn.conv2d", [(1, 64, 56, 56), (64, 64, 3, 3)],
+     dict(strides=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1), groups=1)),
+    ("conv2d-depthwise", "nn.conv2d", [(1, 32, 7, 7), (32, 1, 3, 3)],
+     dict(strides=(2, 2), padding=(1, 1, 1, 1), dilation=(1, 1), groups=32)),
+    ("conv2d-groups2-dilated", "nn.conv2d", [(2, 6, 9, 9), (4, 3, 3, 3)],
+     dict(strides=(1, 1), padding=(0, 0, 0, 0), dilation=(2, 2), groups=2)),
+    ("dense-3d-data", "nn.dense", [(2, 5, 300), (7, 300)], dict(units=None)),
+    ("matmul-transposed", "nn.matmul", [(300, 9), (33, 300)], dict(transpose_a=True, transpose_b=True)),
+    ("relu-needs-none", "nn.relu", [(4, 4)], {}),
+]
+
+
+@pytest.mark.parametrize("name,op,shapes,attrs", WORKSPACE_CALLS, ids=[w[0] for w in WORKSPACE_CALLS])
+def test_workspace_bytes_per_call_matches_c(ck, name, op, shapes, attrs):
+    got = K.workspace_bytes(op, shapes, attrs)
+    if op == "nn.conv2d":
+        p = ConvParams(**K.conv2d_params(shapes[0], shapes[1], attrs["strides"], attrs["padding"], attrs["dilation"],
+                                         attrs["groups"]))
+        assert got == ck.ck_conv2d_workspace_bytes(ctypes.byref(p))
+    elif op == "nn.dense":
+        assert got == ck.ck_dense_workspace_bytes(int(np.prod(shapes[0][:-1])), shapes[1][0], shapes[0][-1]) > 0
+    elif op == "nn.matmul":
+        assert got == ck.ck_matmul_workspace_bytes(9, 33, 300) > 0
+    else:
+        assert got == 0
 
 
 def test_struct_initializer_names_every_field():

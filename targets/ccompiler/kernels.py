@@ -182,6 +182,26 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
     return gemm_workspace_bytes(p["out_channels"] // p["groups"], oh * ow, per_group_in * p["kernel_h"] * p["kernel_w"])
 
 
+def workspace_bytes(op: str, arg_shapes, attrs) -> int:
+    """Scratch bytes one call of `op` needs (0 for ops that need none); `arg_shapes` are the
+    call's input shapes, `attrs` its attribute mapping (Relay names, all filled in)."""
+    if op == "nn.conv2d":
+        return conv2d_workspace_bytes(conv2d_params(arg_shapes[0], arg_shapes[1], attrs["strides"], attrs["padding"],
+                                                    attrs["dilation"], attrs["groups"]))
+    if op == "nn.dense":
+        data, weight = arg_shapes[0], arg_shapes[1]
+        m = 1
+        for dim in data[:-1]:
+            m *= dim
+        return gemm_workspace_bytes(m, weight[0], data[-1])
+    if op == "nn.matmul":
+        a, b = arg_shapes[0], arg_shapes[1]
+        m, k = (a[1], a[0]) if attrs["transpose_a"] else (a[0], a[1])
+        n = b[0] if attrs["transpose_b"] else b[1]
+        return gemm_workspace_bytes(m, n, k)
+    return 0
+
+
 def c_declarations() -> str:
     """Every function's prototype, as in byoc_ck.h (for a readable listing / docs)."""
     return "\n".join(f.declaration() for f in FUNCTIONS.values())
