@@ -77,3 +77,23 @@ def test_get_source_is_the_guides_text():
     assert list(blobs) == ["src/examplejson/tvmgen_default_examplejson_main_0.examplejson"]
     assert blobs[next(iter(blobs))].decode() == lib.get_source("examplejson")
     assert b"tvmgen_default_examplejson_main_0\\n" not in lib.get_source().encode()  # embedded as bytes
+
+
+@pytest.mark.parametrize("toolchain,name,executor,interface", [
+    ("s390x-gcc", "mlp", "aot", "unpacked"),            # big-endian: constants are byte-swapped at create
+    ("gcc-asan-ubsan", "small_cnn", "graph", "packed"),
+    ("clang-asan-ubsan", "multi_output", "aot", "packed"),
+], ids=["s390x-mlp", "gcc-asan-small_cnn", "clang-asan-multi_output"])
+def test_other_toolchains(toolchain, name, executor, interface):
+    from byoc_compiler.toolchain import ToolchainError
+
+    lib = build(_partitioned(("examplejson",), name), toolchain=toolchain, executor=executor, interface=interface)
+    try:
+        got = lib.run_runner(zoo.inputs(name), werror=True)
+    except ToolchainError as exc:
+        if "not found" in str(exc):
+            pytest.skip(str(exc).splitlines()[0])
+        raise
+    for k, (g, e) in enumerate(zip(got, _expected(name))):
+        rtol, atol = tolerance_for_module(zoo.get(name), e.dtype)
+        assert_close(g, e, rtol, atol, what=f"{name} on {toolchain} output {k}")
