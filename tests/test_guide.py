@@ -298,3 +298,63 @@ MATCHES = [
 @pytest.mark.parametrize("expected, actual, ok", MATCHES)
 def test_output_matches(expected, actual, ok):
     assert output_matches(expected, actual) is ok
+
+
+# --- the README's FAQ and the documentation links ---------------------------------------------------------
+
+DOCS_WITH_LINKS = ["README.md", "docs/writing-a-target.md", "docs/architecture.md"]
+
+
+@pytest.mark.parametrize("page", DOCS_WITH_LINKS)
+def test_relative_links_resolve(page):
+    path = ROOT / page
+    links = re.findall(r"\]\(([^)#\s]+)\)", path.read_text())
+    local = [link for link in links if "://" not in link]
+    assert local, f"{page} links nothing"
+    missing = [link for link in local if not (path.parent / link).exists()]
+    assert not missing, f"{page}: broken links {missing}"
+
+
+def test_readme_has_documentation_and_faq_sections():
+    text = (ROOT / "README.md").read_text()
+    assert "## Documentation" in text and "## FAQ" in text
+    faq = text.split("## FAQ", 1)[1]
+    for topic in ("rebuild", "target name", "registered", "annotations", "without building", "side effects",
+                  "unpacked API with the graph executor", "graph.json with AOT"):
+        assert topic in faq, topic
+
+
+NO_COMPILER_CONFIG = """\
+[backends]
+USE_CODEGENC = true
+[toolchains.nocc]
+cc = "no-such-compiler-byoc"
+arch = "x86_64"
+"""
+
+
+def test_faq_get_source_compiles_nothing(tmp_path):
+    """build + get_source + export work with a toolchain whose compiler does not exist."""
+    import byoc_compiler as byoc
+    from byoc_compiler import zoo
+
+    config = tmp_path / "config.toml"
+    config.write_text(NO_COMPILER_CONFIG)
+    lib = byoc.build(byoc.partition_for("ccompiler", zoo.get("byoc_guide")), toolchain="nocc", config=config)
+    assert "int32_t tvmgen_default_ccompiler_main_0(" in lib.get_source("ccompiler")
+    out = lib.export(tmp_path / "out")
+    assert (out / "src" / "ccompiler" / "tvmgen_default_ccompiler_main_0.c").is_file()
+
+
+def test_faq_aot_build_has_graph_json(tmp_path):
+    import json
+
+    import byoc_compiler as byoc
+    from byoc_compiler import zoo
+
+    lib = byoc.build(byoc.partition_for("ccompiler", zoo.get("mlp")), executor="aot", interface="unpacked")
+    graph = json.loads(lib.graph_json)
+    names = [node["name"] for node in graph["nodes"] if node["op"] == "tvm_op"]
+    assert "tvmgen_default_ccompiler_main_0" in names
+    exported = json.loads((lib.export(tmp_path / "aot") / "graph.json").read_text())
+    assert exported == graph
