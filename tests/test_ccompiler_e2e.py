@@ -8,6 +8,8 @@ tolerances from testing.tolerance). Everything compiles with -Wall -Wextra -Werr
   padding/ceil/dilation, strided/grouped/dilated conv2d, transpose, concatenate, batch_norm's tuple,
   unfusable composites, constants kept as region arguments, region outputs that are inputs,
   constants or repeats), each built once with a toolchain/executor/interface taken in turn;
+- random graphs (hypothesis, derandomized) of the target's ops with host-only softmax cutting them into
+  several regions, broadcasting constants, bias_add on any axis, views, multiple outputs;
 - one run of every zoo model and of the constructs under gcc's ASan+UBSan.
 Builds are cached per session so each is compiled once.
 """
@@ -17,6 +19,7 @@ import itertools
 import numpy as np
 import pytest
 from allpairspy import AllPairs
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from byoc_compiler import op, partition_for, zoo
 from byoc_compiler.backend.build import build
@@ -238,3 +241,72 @@ def test_asan_ubsan_clean(key):
     else:
         ref = _MODULES[key]()[1]
         _check(lib, ref, _inputs(ref), f"{key} under ASan+UBSan")
+
+
+# ---- random graphs: regions of any shape the partitioner makes, cut by host ops -----------------------
+
+SHAPE = (2, 3, 4)
+_BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum")
+_UNARY = ("negative", "abs", "tanh", "sigmoid", "nn.relu", "clip", "nn.leaky_relu", "exp", "log", "sqrt")
+
+
+def _unary(name, a):
+    # Every value stays bounded and in the op's domain, so float32 tolerances hold on any graph.
+    if name == "clip":
+        return op.clip(a, -0.5, 0.8)
+    if name == "nn.leaky_relu":
+        return op.nn.leaky_relu(a, alpha=0.1)
+    if name == "exp":
+        return op.exp(op.clip(a, -3.0, 3.0))
+    if name in ("log", "sqrt"):
+        return getattr(op, name)(op.add(op.abs(a), const(np.float32(1.0))))
+    return op.nn.relu(a) if name == "nn.relu" else getattr(op, name)(a)
+
+
+def _binary(name, a, b):
+    if name == "multiply":
+        return op.multiply(a, op.tanh(b))
+    if name == "divide":
+        return op.divide(a, op.add(op.abs(op.tanh(b)), const(np.float32(1.0))))
+    return getattr(op, name)(a, b)
+
+
+@st.composite
+def random_graphs(draw):
+    x, y = _var("x", SHAPE), _var("y", SHAPE)
+    nodes = [x, y]
+    for i in range(draw(st.integers(3, 12))):
+        pick = lambda: nodes[draw(st.integers(0, len(nodes) - 1))]  # noqa: E731
+        kind = draw(st.sampled_from(("binary", "binary", "unary", "unary", "broadcast", "bias_add", "host",
+                                     "transpose", "reshape")))
+        a = pick()
+        if kind == "binary":
+            nodes.append(_binary(draw(st.sampled_from(_BINARY)), a, pick()))
+        elif kind == "unary":
+            nodes.append(_unary(draw(st.sampled_from(_UNARY)), a))
+        elif kind == "broadcast":
+            shape = draw(st.sampled_from(((4,), (3, 1), (2, 1, 4), ())))
+            nodes.append(_binary(draw(st.sampled_from(_BINARY)), a, _w(shape, 100 + i)))
+        elif kind == "bias_add":
+            axis = draw(st.integers(-3, 2))
+            nodes.append(op.nn.bias_add(a, _w((SHAPE[axis],), 200 + i), axis=axis))
+        elif kind == "host":
+            nodes.append(op.nn.softmax(a))            # stays on the host: cuts regions
+        elif kind == "transpose":
+            nodes.append(op.transpose(op.transpose(a, (2, 0, 1)), (1, 2, 0)))
+        else:
+            nodes.append(op.reshape(op.nn.relu(op.reshape(a, (6, 4))), SHAPE))
+    extra = nodes[draw(st.integers(2, len(nodes) - 1))]
+    body = Tuple([nodes[-1], extra]) if extra is not nodes[-1] else nodes[-1]
+    combo = draw(st.sampled_from(_COMBOS))
+    return Function([x, y], body), combo
+
+
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs())
+def test_random_graphs_match_unpartitioned_reference(case):
+    func, (toolchain, executor, interface) = case
+    ref = IRModule.from_expr(func)
+    mod = partition_for(["ccompiler"], ref)
+    lib = build(mod, toolchain=toolchain, executor=executor, interface=interface)
+    _check(lib, ref, _inputs(ref), f"random graph ({toolchain} {executor} {interface})")
