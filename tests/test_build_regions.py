@@ -189,3 +189,24 @@ def test_two_regions_with_one_symbol_are_rejected(fake_targets):
     clash = mod["fakeblob_0"].with_attr(global_symbol="fakec_0")
     with pytest.raises(ByocError, match="share the global_symbol 'fakec_0'"):
         build(mod.with_function("fakeblob_0", clash))
+
+
+def test_two_regions_with_the_same_file_name(tmp_path):
+    target = Target("fakec_samefile")
+    target.codegen = lambda func, symbol: CSourceArtifact(
+        symbol, {"region.c": _c_codegen(func, symbol).sources[f"{symbol}.c"]})
+    register_target(target)
+    try:
+        x = Var("x", TensorType(SHAPE, "float32"))
+        body = Call(GlobalVar("r_1"), [Call(GlobalVar("r_0"), [x])])
+        mod = IRModule({"main": Function([x], body),
+                        **{f"r_{i}": _region("fakec_samefile", f"fakec_same_{i}", 1,
+                                             lambda r: op.multiply(r, const(SCALE_IN_C))) for i in range(2)}})
+        lib = build(mod, executor="aot")
+        assert sorted(p for p in lib.sources() if p != "src/host.c") == [
+            "src/fakec_samefile/fakec_same_1_region.c", "src/fakec_samefile/region.c"]
+        x_val = np.linspace(-2, 2, 8, dtype=np.float32).reshape(SHAPE)
+        np.testing.assert_allclose(lib.run_runner([x_val], werror=True)[0], x_val * SCALE_IN_C * SCALE_IN_C,
+                                   rtol=1e-6)
+    finally:
+        unregister_target(target.name)

@@ -84,15 +84,18 @@ class BuildResult:
 
     def sources(self) -> dict[str, str]:
         """Relative path -> text of every generated C source (host first, then each region's files)."""
-        out = {HOST_SOURCE: self.host_c}
+        return {rel: code for rel, (code, _) in self._sources_with_owner().items()}
+
+    def _sources_with_owner(self) -> dict[str, tuple[str, str | None]]:
+        out: dict[str, tuple[str, str | None]] = {HOST_SOURCE: (self.host_c, None)}
         for symbol, artifact in self.artifacts.items():
             if isinstance(artifact, CSourceArtifact):
                 target = self.region_targets[symbol].name
                 for name, code in artifact.sources.items():
                     path = f"src/{target}/{name}"
-                    if path in out:
+                    if path in out:          # two regions chose the same file name
                         path = f"src/{target}/{symbol}_{name}"
-                    out[path] = code
+                    out[path] = (code, symbol)
         return out
 
     def blobs(self) -> dict[str, bytes]:
@@ -154,14 +157,12 @@ class BuildResult:
         base_includes = [Path(d) for d in tcmod.model_include_dirs()[0]]
         defines = ["BYOC_UNPACKED_API"] if self.interface == "unpacked" else []
         units: list[tuple[Path, list, list]] = []
-        for rel, text in self.sources().items():
+        for rel, (text, symbol) in self._sources_with_owner().items():
             path = srcdir / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             extra = []
-            if rel != HOST_SOURCE:
-                symbol = next(s for s, a in self.artifacts.items() if isinstance(a, CSourceArtifact)
-                              and any(rel.endswith("/" + n) for n in a.sources))
+            if symbol is not None:
                 extra = list(self.artifacts[symbol].include_dirs) + list(self.region_targets[symbol].include_dirs)
             units.append((path, base_includes + extra, defines))
         seen: set[str] = set()
