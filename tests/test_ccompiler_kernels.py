@@ -4,13 +4,14 @@ The library is compiled once per session per build (gcc and clang, -O0 and -O3, 
 errors) and called through ctypes. References are written here, not taken from the op registry:
 explicit loops on tiny sizes, numpy einsum over strided views / float64 matmul on medium ones.
 Every workspace is allocated at exactly the size the library reports, one byte off alignment.
-test_whole_suite_under_sanitizers reruns this file against an ASan+UBSan build.
+test_whole_suite_under_sanitizers reruns this file against ASan+UBSan builds (gcc and clang).
 """
 from __future__ import annotations
 
 import ctypes
 import itertools
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -21,11 +22,11 @@ import pytest
 
 from targets.ccompiler import kernels as K
 
-SANITIZE = os.environ.get("BYOC_CK_SANITIZE") == "1"
+SANITIZE = os.environ.get("BYOC_CK_SANITIZE", "")  # "gcc" or "clang": this run is the sanitizer rerun
 WARNINGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared"]
 SANITIZER_FLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                    "-fno-omit-frame-pointer"]
-BUILDS = {"gcc-asan-ubsan": ("gcc", SANITIZER_FLAGS)} if SANITIZE else {
+BUILDS = {f"{SANITIZE}-asan-ubsan": (SANITIZE, SANITIZER_FLAGS)} if SANITIZE else {
     f"{cc}{opt}": (cc, [opt]) for cc in ("gcc", "clang") for opt in ("-O0", "-O3")}
 
 f32p = ctypes.POINTER(ctypes.c_float)
@@ -657,7 +658,7 @@ WARNING_BUILDS = [("gcc", "-O1"), ("gcc", "-O2"), ("clang", "-O2"), ("gcc", "-O2
                   ("riscv64-linux-gnu-gcc", "-O2"), ("s390x-linux-gnu-gcc", "-O2")]
 
 
-@pytest.mark.skipif(SANITIZE, reason="compile-only, once")
+@pytest.mark.skipif(bool(SANITIZE), reason="compile-only, once")
 @pytest.mark.parametrize("cc,opt", WARNING_BUILDS, ids=[f"{cc}{opt.replace(' ', '')}" for cc, opt in WARNING_BUILDS])
 def test_compiles_without_warnings(cc, opt, tmp_path):
     if shutil.which(cc) is None:
@@ -671,19 +672,26 @@ def test_compiles_without_warnings(cc, opt, tmp_path):
 
 # ---- sanitizers ---------------------------------------------------------------------------------
 
-@pytest.mark.skipif(SANITIZE, reason="this is the run under sanitizers")
-def test_whole_suite_under_sanitizers(tmp_path):
-    """This file again, against a gcc -fsanitize=address,undefined build (libasan preloaded into Python)."""
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
-    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
-    if not os.path.isabs(libasan) or not os.path.exists(libasan):
-        pytest.skip("gcc has no libasan.so")
-    env = dict(os.environ, BYOC_CK_SANITIZE="1", LD_PRELOAD=libasan,
+# The sanitizer runtime a compiler links into -fsanitize=address code, to preload into Python.
+ASAN_RUNTIMES = {"gcc": "libasan.so", "clang": f"libclang_rt.asan-{platform.machine()}.so"}
+
+
+@pytest.mark.skipif(bool(SANITIZE), reason="this is the run under sanitizers")
+@pytest.mark.parametrize("cc", list(ASAN_RUNTIMES))
+def test_whole_suite_under_sanitizers(cc):
+    """This file again, against a -fsanitize=address,undefined build (the ASan runtime preloaded into
+    Python); any finding aborts the run."""
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} is not installed")
+    runtime = subprocess.run([cc, f"-print-file-name={ASAN_RUNTIMES[cc]}"], capture_output=True,
+                             text=True).stdout.strip()
+    if not os.path.isabs(runtime) or not os.path.exists(runtime):
+        pytest.skip(f"{cc} has no {ASAN_RUNTIMES[cc]}")
+    env = dict(os.environ, BYOC_CK_SANITIZE=cc, LD_PRELOAD=runtime,
                ASAN_OPTIONS="detect_leaks=0:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
                PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist",
-                           "-o", "addopts=", __file__], capture_output=True, text=True, env=env,
+                           "-p", "no:benchmark", "-o", "addopts=", __file__], capture_output=True, text=True, env=env,
                           cwd=Path(__file__).resolve().parent.parent)
     tail = (proc.stdout + proc.stderr)[-4000:]
     assert proc.returncode == 0, tail
