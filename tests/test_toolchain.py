@@ -2,7 +2,6 @@
 give one clear message; cross toolchains build the runner and run it under qemu-user."""
 import dataclasses
 
-import numpy as np
 import pytest
 
 from byoc_compiler import toolchain as tcm

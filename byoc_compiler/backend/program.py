@@ -20,7 +20,7 @@ from ..ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetIt
 from ..ir.module import IRModule
 from ..ir.types import TensorType, flatten_type
 from ..ir.visitor import ExprMutator, post_order
-from .c_abi import sanitize_identifier, unique_identifiers
+from .c_abi import unique_identifiers
 
 
 @dataclass

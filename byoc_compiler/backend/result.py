@@ -15,7 +15,6 @@ import tempfile
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
 
 import numpy as np
 
