@@ -10,11 +10,14 @@ tolerances from testing.tolerance). Everything compiles with -Wall -Wextra -Werr
   constants or repeats), each built once with a toolchain/executor/interface taken in turn;
 - random graphs (hypothesis, derandomized) of the target's ops with host-only softmax cutting them into
   several regions, broadcasting constants, bias_add on any axis, views, multiple outputs;
-- one run of every zoo model and of the constructs under gcc's ASan+UBSan.
+- one run of every zoo model and of the constructs under gcc's ASan+UBSan;
+- the zoo's conv/dense/pool model and its multi-output model on the cross toolchains of config.toml
+  under qemu-user (aarch64, armhf, riscv64, and big-endian s390x), skipped where not installed.
 Builds are cached per session so each is compiled once.
 """
 import functools
 import itertools
+import shutil
 
 import numpy as np
 import pytest
@@ -53,6 +56,7 @@ def _check(lib, reference_mod, inputs, what):
     got = lib.run_runner(inputs, werror=True)
     assert len(got) == len(expected)
     for k, (g, e) in enumerate(zip(got, expected)):
+        g = g.astype(g.dtype.newbyteorder("="))          # the runner writes its CPU's byte order
         rtol, atol = tolerance_for_module(reference_mod, e.dtype)
         assert_close(g, e, rtol, atol, what=f"{what} output {k}")
     return got
@@ -81,6 +85,23 @@ def test_zoo_loaded_in_process():
     expected = run_reference(zoo.get("small_cnn"), inputs)
     rtol, atol = tolerance_for_module(zoo.get("small_cnn"), np.float32)
     assert_close(m.get_output(0), expected[0], rtol, atol, what="small_cnn loaded")
+
+
+CROSS = ("aarch64-gcc", "armhf-gcc", "riscv64-gcc", "s390x-gcc")
+
+
+@pytest.mark.parametrize("name", ["small_cnn", "multi_output"])
+@pytest.mark.parametrize("toolchain", CROSS)
+def test_cross_toolchains_under_qemu(toolchain, name):
+    from byoc_compiler.config import load_config
+
+    tc = load_config().toolchains[toolchain]
+    missing = [p for p in (tc.cc, *tc.run[:1]) if shutil.which(p) is None]
+    if missing:
+        pytest.skip(f"{toolchain}: {', '.join(missing)} not installed (apt-get install {' '.join(tc.apt)})")
+    executor, interface = ("aot", "packed") if name == "small_cnn" else ("graph", "unpacked")
+    lib = _built(f"zoo:{name}", toolchain, executor, interface, "-O2")
+    _check(lib, zoo.get(name), zoo.inputs(name), f"{name} on {toolchain}")
 
 
 # ---- constructs: name -> () -> (module to build, unpartitioned reference module) -----------------------
