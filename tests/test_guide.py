@@ -358,3 +358,53 @@ def test_faq_aot_build_has_graph_json(tmp_path):
     assert "tvmgen_default_ccompiler_main_0" in names
     exported = json.loads((lib.export(tmp_path / "aot") / "graph.json").read_text())
     assert exported == graph
+
+
+# --- the walkthrough runner itself notices drift ---------------------------------------------------------
+
+MINI_GUIDE = """\
+```text file=note.txt
+one
+```
+
+```diff file=note.txt undo
+-one
++two
+```
+
+```console
+$ cat note.txt
+two
+```
+
+```console fails=2
+$ cat note.txt
+one
+$ cat missing.txt
+cat: missing.txt: No such file or directory
+```
+"""
+
+
+def run_mini_guide(tmp_path, text):
+    walk = Walkthrough(tmp_path, tool_env(tmp_path / "bin"))
+    for block in parse_blocks(text):
+        walk.run(block)
+
+
+def test_walkthrough_runs_files_diffs_undo_and_failing_commands(tmp_path):
+    run_mini_guide(tmp_path, MINI_GUIDE)
+    assert (tmp_path / "note.txt").read_text() == "one\n"
+
+
+DRIFTS = [
+    pytest.param("$ cat note.txt\ntwo\n", "one\n", "not what the guide shows", id="output-differs"),
+    pytest.param("$ cat missing.txt\n", "", "exited 1, the guide says it succeeds", id="unexpected-failure"),
+]
+
+
+@pytest.mark.parametrize("console, content, message", DRIFTS)
+def test_walkthrough_reports_drift(tmp_path, console, content, message):
+    (tmp_path / "note.txt").write_text(content)
+    with pytest.raises(AssertionError, match=message):
+        run_mini_guide(tmp_path, f"```console\n{console}```\n")
