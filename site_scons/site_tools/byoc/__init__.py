@@ -102,15 +102,15 @@ def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, in
     generated = cg_env.ByocCodegen(str(outdir), [Value(request.signature())] + _codegen.model_files(spec))
     tc_env, tc = toolchain_env(env, toolchain, opt, interface, config)
 
-    runtime_objs, runner_objs = _runtime_objects(env, tc_env, build_root, target, toolchain, opt, interface,
-                                                 executor)
+    generated_includes, shared_sources, runner_only = _codegen.compile_plan(request)
+    runtime_objs, runner_objs = _shared_objects(env, tc_env, Path(build_root) / target / toolchain / "_runtime"
+                                                / f"{executor}{opt}", shared_sources, runner_only)
     model_objs = []
-    includes = _codegen.include_dirs(request)
     for node in generated:
         rel = Path(str(node)).relative_to(outdir).as_posix()
         if rel.endswith(".c"):
             obj = outdir / "obj" / Path(rel).with_suffix(".o")
-            model_objs += tc_env.Object(str(obj), node, CPPPATH=list(includes.get(rel, ())),
+            model_objs += tc_env.Object(str(obj), node, CPPPATH=list(generated_includes[rel]),
                                         CPPDEFINES=_codegen.defines(request))
     runner = tc_env.Program(str(outdir / "runner"), model_objs + runtime_objs + runner_objs)
     outputs = list(runner)
@@ -125,20 +125,18 @@ def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, in
     return outputs, check
 
 
-def _runtime_objects(env, tc_env, build_root, target, toolchain, opt, interface, executor):
-    """The C runtime and the target runtimes, compiled once per toolchain/flags and shared by every model."""
-    key = (build_root, target, toolchain, opt, interface, executor)
-    if key not in _RUNTIME_CACHE:
-        objdir = Path(build_root) / target / toolchain / "_runtime" / f"{executor}-{interface}{opt}"
-        core, runner_only, includes = _codegen.runtime_source_lists(executor, target)
+def _shared_objects(env, tc_env, objdir: Path, sources, runner_only):
+    """The C runtime and target runtimes: compiled once per toolchain and flags, shared by every model.
 
-        def objects(paths):
-            return [obj for src in paths
-                    for obj in tc_env.Object(str(objdir / Path(src).parent.name / (Path(src).stem + ".o")),
-                                             env.File(str(src)), CPPPATH=includes)]
-
-        _RUNTIME_CACHE[key] = (objects(core), objects(runner_only))
-    return _RUNTIME_CACHE[key]
+    Returns (objects every model links, objects only the runner adds)."""
+    model_objs, runner_objs = [], []
+    for src, includes in sources:
+        obj = objdir / Path(src).parent.name / (Path(src).stem + ".o")
+        key = str(obj)
+        if key not in _RUNTIME_CACHE:
+            _RUNTIME_CACHE[key] = tc_env.Object(key, env.File(src), CPPPATH=list(includes))
+        (runner_objs if os.path.realpath(src) in runner_only else model_objs).extend(_RUNTIME_CACHE[key])
+    return model_objs, runner_objs
 
 
 _RUNTIME_CACHE: dict = {}

@@ -89,41 +89,35 @@ def _build(request: CodegenRequest):
                                interface=request.interface, opt=request.opt, config=config)
 
 
-def _files(result) -> dict[str, bytes | str]:
-    """Relative path -> content of everything codegen writes: the layout of BuildResult.export."""
-    files: dict[str, bytes | str] = dict(result.sources())
-    for rel, blob in result.blobs().items():
-        files[rel] = blob
-    files["graph.json"] = result.graph_json
-    files["params.bin"] = result.params_blob
-    files["model.txt"] = result.model_text()
-    files["metadata.json"] = json.dumps(result.metadata, indent=2, sort_keys=True) + "\n"
-    return files
-
-
 def planned_files(request: CodegenRequest) -> list[str]:
     """Paths (relative to the model's build directory) the codegen writes."""
-    return sorted(_files(_build(request)))
+    return sorted(_build(request).files())
 
 
 @lru_cache(maxsize=None)
-def include_dirs(request: CodegenRequest) -> dict[str, tuple[str, ...]]:
-    """Relative path of each generated C source -> the include directories it compiles with."""
+def compile_plan(request: CodegenRequest):
+    """What to compile, as BuildResult.compile_units says (so SCons and the Python API agree):
+    ({generated source's relative path: include dirs}, [(shared source, include dirs)], {runner-only sources})."""
+    import os
     import tempfile
 
+    from byoc_compiler import runtime
+
     result = _build(request)
-    out = {}
+    generated, shared = {}, []
     with tempfile.TemporaryDirectory() as tmp:
-        for path, incs, _defines in result.compile_units(Path(tmp)):
+        for path, incs, _defines in result.compile_units(Path(tmp), runner=True):
             if Path(path).is_relative_to(tmp):
-                rel = Path(path).relative_to(tmp).as_posix()
-                # The build's private DLPack copy lives in a temp dir; SCons gets DLPack via -idirafter.
-                out[rel] = tuple(str(d) for d in incs if "byoc-dlpack-" not in str(d))
-    return out
+                generated[Path(path).relative_to(tmp).as_posix()] = tuple(map(str, incs))
+            else:
+                shared.append((str(path), tuple(map(str, incs))))
+    runner_only = ({os.path.realpath(p) for p in runtime.runtime_sources(request.executor, runner=True)}
+                   - {os.path.realpath(p) for p in runtime.runtime_sources(request.executor)})
+    return generated, shared, frozenset(runner_only)
 
 
 def write_outputs(request: CodegenRequest, targets: list[str]) -> None:
-    files = _files(_build(request))
+    files = _build(request).files()
     outdir = Path(request.outdir)
     for target in targets:
         rel = Path(target).relative_to(outdir).as_posix()
@@ -151,21 +145,5 @@ def defines(request: CodegenRequest) -> list[str]:
     return ["BYOC_UNPACKED_API"] if request.interface == "unpacked" else []
 
 
-def runtime_source_lists(executor: str, target: str) -> tuple[list[str], list[str], list[str]]:
-    """(C sources every model links, sources only the runner adds, include dirs for them)."""
-    from byoc_compiler import runtime
-
-    core = [str(p) for p in runtime.runtime_sources(executor)]
-    with_runner = [str(p) for p in runtime.runtime_sources(executor, runner=True)]
-    includes = [str(runtime.include_dir())]
-    for name in target_names(target):
-        from byoc_compiler.backend.target import get_target
-
-        tgt = get_target(name)
-        core += [str(p) for p in tgt.runtime_sources if str(p) not in core]
-        includes += [str(p) for p in tgt.include_dirs if str(p) not in includes]
-    return core, [p for p in with_runner if p not in core], includes
-
-
-__all__ = ["ByocError", "CodegenRequest", "generator_sources", "load_config", "load_unpartitioned", "model_files",
-           "model_name", "planned_files", "runtime_source_lists", "write_outputs"]
+__all__ = ["ByocError", "CodegenRequest", "compile_plan", "defines", "generator_sources", "load_config",
+           "load_unpartitioned", "model_files", "model_name", "planned_files", "write_outputs"]
