@@ -11,9 +11,11 @@ with the `gcc` toolchain of config.toml. Errors are ByocErrors carrying the runt
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -64,7 +66,9 @@ def include_flags() -> list[str]:
 @functools.lru_cache(maxsize=None)
 def shared_library(cc: str = "gcc") -> Path:
     """The runtime as a shared library, compiled once per process."""
-    out = Path(tempfile.mkdtemp(prefix="examplejson-rt-")) / "libexamplejson.so"
+    workdir = tempfile.mkdtemp(prefix="examplejson-rt-")
+    atexit.register(shutil.rmtree, workdir, True)
+    out = Path(workdir) / "libexamplejson.so"
     argv = [cc, "-std=c99", "-O1", "-fPIC", "-shared", *tcmod.WARNING_FLAGS, *include_flags(),
             *map(os.fspath, runtime_sources()), "-o", os.fspath(out), "-lm"]
     tcmod.run_command(argv, f"compiling the ExampleJSON runtime with {cc}")

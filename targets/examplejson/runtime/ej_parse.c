@@ -292,17 +292,24 @@ static int host_is_little_endian(void) {
 }
 
 /* ---- lines --------------------------------------------------------------------------------------- */
+/* `<kind> <id> <dims...> [dtype: <dtype>]`, the start of input and const lines; *k ends after it. */
+static int32_t tensor_head(Parser* p, const char* usage, int32_t* k, EjTensor** t) {
+  if (p->ntok < 2) return fail_tok(p, 1, "'%s' needs an id: %s", tok_is(p, 0, "input") ? "input" : "const", usage);
+  if (new_tensor(p, 1, t) != 0) return -1;
+  *k = 2;
+  if (parse_dims(p, k, *t) != 0) return -1;
+  if (tok_is(p, *k, "dtype:")) {
+    if (parse_dtype(p, *k + 1, *t) != 0) return -1;
+    *k += 2;
+  }
+  return 0;
+}
+
 static int32_t line_input(Parser* p) {
   EjTensor* t;
-  int32_t k = 2;
-  if (p->ntok < 2) return fail_tok(p, 1, "'input' needs an id: input <id> <dims...>");
-  if (new_tensor(p, 1, &t) != 0) return -1;
+  int32_t k;
+  if (tensor_head(p, "input <id> <dims...>", &k, &t) != 0) return -1;
   t->is_input = 1;
-  if (parse_dims(p, &k, t) != 0) return -1;
-  if (tok_is(p, k, "dtype:")) {
-    if (parse_dtype(p, k + 1, t) != 0) return -1;
-    k += 2;
-  }
   if (k < p->ntok) return fail_tok(p, k, "unexpected " TOKFMT " in an input line", TOKARG(p, k));
   p->m->id_lists[p->list_used++] = p->m->num_tensors - 1;
   p->cur->num_inputs++;
@@ -311,19 +318,12 @@ static int32_t line_input(Parser* p) {
 
 static int32_t line_const(Parser* p) {
   EjTensor* t;
-  int32_t k = 2, data_at;
-  if (p->ntok < 2) return fail_tok(p, 1, "'const' needs an id: const <id> <dims...> data: <base64>");
-  if (new_tensor(p, 1, &t) != 0) return -1;
+  int32_t k;
+  if (tensor_head(p, "const <id> <dims...> data: <base64>", &k, &t) != 0) return -1;
   t->is_const = 1;
-  if (parse_dims(p, &k, t) != 0) return -1;
-  if (tok_is(p, k, "dtype:")) {
-    if (parse_dtype(p, k + 1, t) != 0) return -1;
-    k += 2;
-  }
   if (!tok_is(p, k, "data:")) return fail_tok(p, k, "expected 'data:' and the constant's base64 bytes");
-  data_at = k + 1;
-  if (check_base64(p, data_at, t) != 0) return -1;
-  if (data_at + 1 < p->ntok) return fail_tok(p, data_at + 1, "unexpected " TOKFMT " after the data", TOKARG(p, data_at + 1));
+  if (check_base64(p, k + 1, t) != 0) return -1;
+  if (k + 2 < p->ntok) return fail_tok(p, k + 2, "unexpected " TOKFMT " after the data", TOKARG(p, k + 2));
   return reserve_bytes(p, 1, t);
 }
 
