@@ -183,14 +183,9 @@ static void ck_store_tile(const float *restrict tile, int64_t tile_ld, float *re
 /* C = epilogue(0) when K == 0. */
 static void ck_fill_epilogue_only(int64_t m, int64_t n, float *c, int64_t ldc, const ck_epilogue *ep) {
   int64_t i, j;
-  for (i = 0; i < m; ++i) {
-    for (j = 0; j < n; ++j) {
-      float v = 0.0f;
-      if (ep != NULL && ep->bias != NULL) v = ep->bias_per_row ? ep->bias[i] : ep->bias[j];
-      if (ep != NULL && ep->activation == CK_ACT_RELU && v < 0.0f) v = 0.0f;
-      c[i * ldc + j] = v;
-    }
-  }
+  for (i = 0; i < m; ++i)
+    for (j = 0; j < n; ++j) c[i * ldc + j] = 0.0f;
+  if (ep != NULL) ck_epilogue_tile(c, ldc, m, n, ep, 0, 0);
 }
 
 /* ---- M == 1 (batch-1 dense, vector-matrix): no packing, memory-bound anyway ---------------- */
@@ -209,21 +204,6 @@ static void ck_gemv_axpy(int64_t n, int64_t k, const float *a, int64_t as, const
       for (j = 0; j < nb; ++j) cb[j] = CK_FMA(ap, br[j], cb[j]);
     }
   }
-}
-
-static void ck_apply_epilogue_row(int64_t n, float *restrict c, const ck_epilogue *ep) {
-  int64_t j;
-  if (ep == NULL) return;
-  if (ep->bias != NULL) {
-    if (ep->bias_per_row) {
-      const float bias = ep->bias[0];
-      for (j = 0; j < n; ++j) c[j] += bias;
-    } else {
-      for (j = 0; j < n; ++j) c[j] += ep->bias[j];
-    }
-  }
-  if (ep->activation == CK_ACT_RELU)
-    for (j = 0; j < n; ++j) c[j] = c[j] > 0.0f ? c[j] : 0.0f;
 }
 
 /* ---- driver ---------------------------------------------------------------------------------- */
@@ -251,7 +231,7 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
     else
       done = 0;
     if (done) {
-      ck_apply_epilogue_row(n, c, epilogue);
+      if (epilogue != NULL) ck_epilogue_tile(c, n, 1, n, epilogue, 0, 0);
       return CK_OK;
     }
   }

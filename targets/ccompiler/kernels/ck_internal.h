@@ -2,8 +2,6 @@
 #ifndef BYOC_CK_INTERNAL_H_
 #define BYOC_CK_INTERNAL_H_
 
-#include <string.h>
-
 #include "byoc_ck.h"
 
 /* Register tile of the micro-kernel built for the compiler's own target flags (the "baseline"),
@@ -29,6 +27,9 @@
 
 #define CK_M_QUANTUM 24 /* multiple of every CK_MR */
 #define CK_N_QUANTUM 32 /* multiple of every CK_NR */
+#if CK_M_QUANTUM % CK_MR != 0 || CK_N_QUANTUM % CK_NR != 0 || CK_MR > CK_MR_MAX || CK_NR > CK_NR_MAX || CK_NR % 2
+#error "CK_MR x CK_NR must divide the workspace quanta (24 x 32), with an even CK_NR"
+#endif
 
 /* Cache blocks: an MC x KC block of A stays in L2, a KC x NR sliver of B in L1,
  * a KC x NC block of B in L3. */

@@ -1,4 +1,5 @@
-/* ck_microkernel.c - the register-tiled micro-kernels of the gemm core, and which one runs.
+/* ck_microkernel.c - the register-tiled micro-kernels of the gemm core (and the batch-1 dense
+ * dot kernel of the same vector width), and which ones run.
  *
  * A micro-kernel keeps an MR x NR tile of C in registers for a whole K block and reads the two
  * packed slivers with unit stride. With gcc/clang it is written with generic vectors (each tile
