@@ -163,12 +163,14 @@ def test_kernel_calls_in_order_with_a_comment_each(generated):
     name, symbol, artifact = generated
     code = _core(_code(artifact))
     assert _kernel_calls(code) == EXPECTED[name][0]
-    lines = code.splitlines()
-    for i, line in enumerate(lines):
-        if re.search(r"if \(ck_[a-z0-9_]+\(", line) and "_workspace_bytes" not in line:
-            before = "\n".join(lines[max(0, i - 6):i])
-            step = re.findall(r"/\* (\d+): ([^ (]+)[^*]*\[[0-9, ]+\][^*]*-> ", before)
-            assert step, f"no comment naming the op and shapes before: {line}"
+    # Each step starts with its comment; every step that calls a kernel names the op and the shapes.
+    steps = re.split(r"\n(?=  /\* \d+: )", code)[1:]
+    assert len(steps) >= len(EXPECTED[name][0])
+    for step in steps:
+        head = step.splitlines()[0]
+        assert re.match(r"  /\* \d+: [a-z0-9_.]+[^*]*\(.*\[[0-9, ]*\].*\) -> .*\[[0-9, ]*\]", head), head
+        calls = _kernel_calls(step)
+        assert len(calls) <= 1 and (calls or "a view, no call" in head), step
 
 
 def test_no_dynamic_memory(generated):

@@ -76,3 +76,19 @@ def array_values(data: np.ndarray, per_line: int = 8) -> list[str]:
     if not items:
         items = ["0"]
     return [", ".join(items[i:i + per_line]) + "," for i in range(0, len(items), per_line)]
+
+
+def wrap_list(text: str, width: int = 100, indent: str = "    ") -> list[str]:
+    """Split a long one-line C declaration after its commas into lines of at most ~width characters."""
+    if len(text) <= width:
+        return [text]
+    lines, current = [], ""
+    for piece in text.split(", "):
+        candidate = f"{current}, {piece}" if current else piece
+        if current and len(candidate) + 1 > width:
+            lines.append(current + ",")
+            current = indent + piece
+        else:
+            current = candidate
+    lines.append(current)
+    return lines

@@ -30,7 +30,7 @@ from byoc_compiler.ir.types import TensorType, flatten_type
 from byoc_compiler.ir.visitor import post_order
 
 from . import kernels
-from .c_text import array_values, comment, shape_text
+from .c_text import array_values, comment, shape_text, wrap_list
 from .rules import FUSIONS, PASS_THROUGH, RULES, VIEWS
 
 ALIGNMENT = 64          # bytes; every workspace buffer starts on a cache line
@@ -377,11 +377,12 @@ def _render(symbol: str, core: str, lowering: _Lowering, workspace: int, in_type
         body = []
         planned = step.scratch.nbytes if step.scratch is not None else 0
         if rule.scratch_query is not None:
-            body.append(f"if ({rule.scratch_query(step)} > (size_t){planned}) "
-                        f"return region_failed(\"step {i} ({step.op}): more kernel scratch than planned\");")
-        body.append(f"if ({call} != CK_OK) return region_failed(\"step {i} ({step.op})\");")
-        if decls or len(body) > 1:
-            lines += ["  {"] + [f"    {d}" for d in decls + body] + ["  }"]
+            body += [f"if ({rule.scratch_query(step)} > (size_t){planned})",
+                     f"  return region_failed(\"step {i} ({step.op}): more kernel scratch than planned\");"]
+        body += [f"if ({call} != CK_OK)", f"  return region_failed(\"step {i} ({step.op})\");"]
+        decl_lines = [line for d in decls for line in wrap_list(d)]
+        if decl_lines or len(body) > 2:
+            lines += ["  {"] + [f"    {d}" for d in decl_lines + body] + ["  }"]
         else:
             lines += [f"  {b}" for b in body]
     lines += ["  return 0;", "}", ""]

@@ -37,10 +37,12 @@ int32_t region_0_(const float* in0, float* out0, float* out1);
 int32_t region_0_(const float* in0, float* out0, float* out1) {
 
   /* 0: nn.batch_norm(in0 [1, 2, 3, 3], c0 [2], c1 [2], c2 [2], c3 [2]) -> out0 [1, 2, 3, 3] */
-  if (ck_batch_norm(1, 2, 9, in0, c0, c1, c2, c3, 1e-05f, 1, 1, out0) != CK_OK) return region_failed("step 0 (nn.batch_norm)");
+  if (ck_batch_norm(1, 2, 9, in0, c0, c1, c2, c3, 1e-05f, 1, 1, out0) != CK_OK)
+    return region_failed("step 0 (nn.batch_norm)");
 
   /* 1: copy(c3 [2]) -> out1 [2] */
-  if (ck_copy(2, c3, out1) != CK_OK) return region_failed("step 1 (copy)");
+  if (ck_copy(2, c3, out1) != CK_OK)
+    return region_failed("step 1 (copy)");
   return 0;
 }
 

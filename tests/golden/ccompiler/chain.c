@@ -27,19 +27,22 @@ int32_t tvmgen_default_ccompiler_main_0_(const float* in0, const float* in1, con
   /* 0: add(in0 [10, 10], in1 [10, 10]) -> t0 [10, 10] */
   {
     static const int64_t shape[2] = {10, 10};
-    if (ck_binary(CK_ADD, in0, 2, shape, in1, 2, shape, t0, 2, shape) != CK_OK) return region_failed("step 0 (add)");
+    if (ck_binary(CK_ADD, in0, 2, shape, in1, 2, shape, t0, 2, shape) != CK_OK)
+      return region_failed("step 0 (add)");
   }
 
   /* 1: subtract(t0 [10, 10], in2 [10, 10]) -> t0 [10, 10] */
   {
     static const int64_t shape[2] = {10, 10};
-    if (ck_binary(CK_SUBTRACT, t0, 2, shape, in2, 2, shape, t0, 2, shape) != CK_OK) return region_failed("step 1 (subtract)");
+    if (ck_binary(CK_SUBTRACT, t0, 2, shape, in2, 2, shape, t0, 2, shape) != CK_OK)
+      return region_failed("step 1 (subtract)");
   }
 
   /* 2: multiply(t0 [10, 10], in3 [10, 10]) -> out0 [10, 10] */
   {
     static const int64_t shape[2] = {10, 10};
-    if (ck_binary(CK_MULTIPLY, t0, 2, shape, in3, 2, shape, out0, 2, shape) != CK_OK) return region_failed("step 2 (multiply)");
+    if (ck_binary(CK_MULTIPLY, t0, 2, shape, in3, 2, shape, out0, 2, shape) != CK_OK)
+      return region_failed("step 2 (multiply)");
   }
   return 0;
 }

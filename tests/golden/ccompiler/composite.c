@@ -220,17 +220,23 @@ int32_t tvmgen_default_ccompiler_main_0_(const float* in0, float* out0) {
 
   /* 0: ccompiler.conv2d_bias_relu [nn.conv2d + nn.bias_add + nn.relu](in0 [1, 3, 8, 8], c0 [4, 3, 3, 3], c1 [4]) -> t0 [1, 4, 8, 8] */
   {
-    static const ck_conv2d_params params = {.batch = 1, .channels = 3, .height = 8, .width = 8, .out_channels = 4, .kernel_h = 3, .kernel_w = 3, .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .dilation_h = 1, .dilation_w = 1, .groups = 1};
-    if (ck_conv2d_workspace_bytes(&params) > (size_t)9568) return region_failed("step 0 (nn.conv2d): more kernel scratch than planned");
-    if (ck_conv2d(&params, in0, c0, c1, CK_ACT_RELU, t0, scratch0) != CK_OK) return region_failed("step 0 (nn.conv2d)");
+    static const ck_conv2d_params params = {.batch = 1, .channels = 3, .height = 8, .width = 8,
+        .out_channels = 4, .kernel_h = 3, .kernel_w = 3, .stride_h = 1, .stride_w = 1, .pad_top = 1,
+        .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .dilation_h = 1, .dilation_w = 1, .groups = 1};
+    if (ck_conv2d_workspace_bytes(&params) > (size_t)9568)
+      return region_failed("step 0 (nn.conv2d): more kernel scratch than planned");
+    if (ck_conv2d(&params, in0, c0, c1, CK_ACT_RELU, t0, scratch0) != CK_OK)
+      return region_failed("step 0 (nn.conv2d)");
   }
 
   /* 1: reshape(t0 [1, 4, 8, 8]) -> t0 [1, 256]: a view, no call */
 
   /* 2: ccompiler.dense_bias [nn.dense + nn.bias_add](t0 [1, 256], c2 [5, 256], c3 [5]) -> out0 [1, 5] */
   {
-    if (ck_dense_workspace_bytes(1, 5, 256) > (size_t)57408) return region_failed("step 2 (nn.dense): more kernel scratch than planned");
-    if (ck_dense(1, 5, 256, t0, c2, c3, CK_ACT_NONE, out0, scratch1) != CK_OK) return region_failed("step 2 (nn.dense)");
+    if (ck_dense_workspace_bytes(1, 5, 256) > (size_t)57408)
+      return region_failed("step 2 (nn.dense): more kernel scratch than planned");
+    if (ck_dense(1, 5, 256, t0, c2, c3, CK_ACT_NONE, out0, scratch1) != CK_OK)
+      return region_failed("step 2 (nn.dense)");
   }
   return 0;
 }

@@ -42,12 +42,15 @@ int32_t tvmgen_default_ccompiler_main_0_(const float* in0, float* out0) {
 
   /* 0: nn.dense(in0 [2, 3, 8], c0 [6, 8]) -> t0 [2, 3, 6] */
   {
-    if (ck_dense_workspace_bytes(6, 6, 8) > (size_t)1856) return region_failed("step 0 (nn.dense): more kernel scratch than planned");
-    if (ck_dense(6, 6, 8, in0, c0, NULL, CK_ACT_NONE, t0, scratch0) != CK_OK) return region_failed("step 0 (nn.dense)");
+    if (ck_dense_workspace_bytes(6, 6, 8) > (size_t)1856)
+      return region_failed("step 0 (nn.dense): more kernel scratch than planned");
+    if (ck_dense(6, 6, 8, in0, c0, NULL, CK_ACT_NONE, t0, scratch0) != CK_OK)
+      return region_failed("step 0 (nn.dense)");
   }
 
   /* 1: nn.bias_add(t0 [2, 3, 6], c1 [3]) -> out0 [2, 3, 6] */
-  if (ck_bias_add(2, 3, 6, t0, c1, out0) != CK_OK) return region_failed("step 1 (nn.bias_add)");
+  if (ck_bias_add(2, 3, 6, t0, c1, out0) != CK_OK)
+    return region_failed("step 1 (nn.bias_add)");
   return 0;
 }
 

@@ -38,13 +38,15 @@ int32_t region_0_(const float* in0, float* out0) {
   {
     static const int64_t lhs_shape[2] = {2, 8};
     static const int64_t rhs_shape[1] = {8};
-    if (ck_binary(CK_MULTIPLY, in0, 2, lhs_shape, c0, 1, rhs_shape, t0, 2, lhs_shape) != CK_OK) return region_failed("step 0 (multiply)");
+    if (ck_binary(CK_MULTIPLY, in0, 2, lhs_shape, c0, 1, rhs_shape, t0, 2, lhs_shape) != CK_OK)
+      return region_failed("step 0 (multiply)");
   }
 
   /* 1: add(t0 [2, 8], c1 []) -> out0 [2, 8] */
   {
     static const int64_t lhs_shape[2] = {2, 8};
-    if (ck_binary(CK_ADD, t0, 2, lhs_shape, c1, 0, NULL, out0, 2, lhs_shape) != CK_OK) return region_failed("step 1 (add)");
+    if (ck_binary(CK_ADD, t0, 2, lhs_shape, c1, 0, NULL, out0, 2, lhs_shape) != CK_OK)
+      return region_failed("step 1 (add)");
   }
   return 0;
 }

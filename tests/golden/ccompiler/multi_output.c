@@ -17,16 +17,20 @@ int32_t region_0_(const float* in0, float* out0, float* out1, float* out2, float
 int32_t region_0_(const float* in0, float* out0, float* out1, float* out2, float* out3) {
 
   /* 0: nn.relu(in0 [4, 5]) -> out0 [4, 5] */
-  if (ck_unary(CK_RELU, 20, in0, out0, 0.0f, 0.0f) != CK_OK) return region_failed("step 0 (nn.relu)");
+  if (ck_unary(CK_RELU, 20, in0, out0, 0.0f, 0.0f) != CK_OK)
+    return region_failed("step 0 (nn.relu)");
 
   /* 1: tanh(out0 [4, 5]) -> out2 [4, 5] */
-  if (ck_unary(CK_TANH, 20, out0, out2, 0.0f, 0.0f) != CK_OK) return region_failed("step 1 (tanh)");
+  if (ck_unary(CK_TANH, 20, out0, out2, 0.0f, 0.0f) != CK_OK)
+    return region_failed("step 1 (tanh)");
 
   /* 2: copy(in0 [4, 5]) -> out1 [4, 5] */
-  if (ck_copy(20, in0, out1) != CK_OK) return region_failed("step 2 (copy)");
+  if (ck_copy(20, in0, out1) != CK_OK)
+    return region_failed("step 2 (copy)");
 
   /* 3: copy(out0 [4, 5]) -> out3 [4, 5] */
-  if (ck_copy(20, out0, out3) != CK_OK) return region_failed("step 3 (copy)");
+  if (ck_copy(20, out0, out3) != CK_OK)
+    return region_failed("step 3 (copy)");
   return 0;
 }
 

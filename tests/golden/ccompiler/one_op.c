@@ -19,7 +19,8 @@ int32_t tvmgen_default_ccompiler_main_0_(const float* in0, const float* in1, flo
   /* 0: add(in0 [2, 3], in1 [2, 3]) -> out0 [2, 3] */
   {
     static const int64_t shape[2] = {2, 3};
-    if (ck_binary(CK_ADD, in0, 2, shape, in1, 2, shape, out0, 2, shape) != CK_OK) return region_failed("step 0 (add)");
+    if (ck_binary(CK_ADD, in0, 2, shape, in1, 2, shape, out0, 2, shape) != CK_OK)
+      return region_failed("step 0 (add)");
   }
   return 0;
 }
