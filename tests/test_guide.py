@@ -408,3 +408,22 @@ def test_walkthrough_reports_drift(tmp_path, console, content, message):
     (tmp_path / "note.txt").write_text(content)
     with pytest.raises(AssertionError, match=message):
         run_mini_guide(tmp_path, f"```console\n{console}```\n")
+
+
+def test_architecture_names_only_files_that_exist():
+    """docs/architecture.md describes the layout: every file and folder it names is still there."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    names = set(re.findall(r"[\w./]*\w\.(?:py|toml|h)\b", text)) | set(re.findall(r"\b[\w/]+/(?=[\s`|,)])", text))
+    tracked = []
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in ("build", ".git", "__pycache__") and not d.endswith(".egg-info")]
+        rel = Path(folder).relative_to(ROOT).as_posix()
+        tracked += [f"{rel}/{name}".lstrip("./") for name in dirs + files]
+    missing = []
+    for name in sorted(names):
+        name = name.strip("./")
+        if name.endswith("*") or not name:
+            continue
+        if not any(path == name or path.endswith("/" + name) for path in tracked):
+            missing.append(name)
+    assert not missing, f"docs/architecture.md names what does not exist: {missing}"
