@@ -31,10 +31,11 @@ static void ck_pack_a(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_
   int64_t i0, i, p;
   for (i0 = 0; i0 < mc; i0 += mr_full) {
     const int64_t mr = ck_min(mr_full, mc - i0);
-    if (cs == 1) { /* rows contiguous (weights, row-major data): read along rows */
-      for (i = 0; i < mr; ++i) {
-        const float *restrict src = a + (i0 + i) * rs;
-        for (p = 0; p < kc; ++p) dst[p * mr_full + i] = src[p];
+    if (cs == 1) { /* rows contiguous (weights, row-major data): mr read streams, one write stream */
+      const float *restrict src = a + i0 * rs;
+      for (p = 0; p < kc; ++p) {
+        float *restrict d = dst + p * mr_full;
+        for (i = 0; i < mr; ++i) d[i] = src[i * rs + p];
       }
     } else {
       for (p = 0; p < kc; ++p)
@@ -57,8 +58,18 @@ static void ck_pack_b_strided(int64_t kc, int64_t nc, const float *b, int64_t rs
         const float *restrict src = b + p * rs + j0;
         for (j = 0; j < nr; ++j) dst[p * nr_full + j] = src[j];
       }
-    } else if (rs == 1) { /* B^T stored row-major (dense weights): read each column contiguously */
-      for (j = 0; j < nr; ++j) {
+    } else if (rs == 1) {
+      /* B^T stored row-major (dense weights): a transpose, eight columns at a time so each
+       * row of the sliver gets eight neighbouring floats while the columns are read in order */
+      for (j = 0; j + 8 <= nr; j += 8) {
+        const float *restrict s = b + (j0 + j) * cs;
+        for (p = 0; p < kc; ++p) {
+          float *restrict d = dst + p * nr_full + j;
+          int t;
+          for (t = 0; t < 8; ++t) d[t] = s[t * cs + p];
+        }
+      }
+      for (; j < nr; ++j) {
         const float *restrict src = b + (j0 + j) * cs;
         for (p = 0; p < kc; ++p) dst[p * nr_full + j] = src[p];
       }
