@@ -202,3 +202,26 @@ def test_crlf_comments_and_blank_lines_are_accepted():
     a, b = _inputs(2)
     (got,) = ExampleJsonModule.from_text(text).run("subgraph_0", a, b)
     np.testing.assert_array_equal(got, a + b)
+
+
+def test_ej_check_tool(tmp_path):
+    """The C command-line checker a user runs on a file: signatures, or the located error."""
+    import subprocess
+
+    from byoc_compiler.runtime import include_flags
+    from targets.examplejson.codegen import RUNTIME_DIR
+    from targets.examplejson.loader import runtime_sources
+
+    exe = tmp_path / "ej_check"
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{RUNTIME_DIR}", *include_flags(),
+                    str(RUNTIME_DIR.parent / "tools" / "ej_check.c"), *map(str, runtime_sources()), "-o", str(exe),
+                    "-lm"], check=True)
+    good, bad = tmp_path / "good.ej", tmp_path / "bad.ej"
+    good.write_text(GUIDE_SMALL)
+    bad.write_text(GUIDE_SMALL.replace("inputs: 0 1", "inputs: 0 9"))
+    ok = subprocess.run([exe, good], capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout == f"{good}: subgraph_0((10, 10), (10, 10)) -> ((10, 10))\n"
+    fail = subprocess.run([exe, good, bad], capture_output=True, text=True)
+    assert fail.returncode == 1
+    assert fail.stderr.strip() == f"{bad}: examplejson: line 4, column 19: id 9 is not defined in subgraph " \
+                                  "'subgraph_0' (ids must be defined before use)"
