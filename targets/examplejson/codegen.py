@@ -100,8 +100,7 @@ def subgraph_text(func: Function, symbol: str) -> str:
         if isinstance(node, Var):
             raise ByocError(f"variable {node.name_hint!r} is not a parameter of the region")
         if isinstance(node, Constant):
-            ty = _tensor_type(node.tensor_type if node.data.dtype == np.float32 else
-                              TensorType(node.data.shape, str(node.data.dtype)), "a constant")
+            ty = _tensor_type(node.tensor_type, "a constant")
             ids[id(node)] = len(ids)
             lines.append(f"  const {ids[id(node)]}{' ' if ty.shape else ''}{_dims(ty)} data: {_const_data(node.data)}")
         elif isinstance(node, Call) and isinstance(node.op, Op):
