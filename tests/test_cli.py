@@ -81,3 +81,27 @@ def test_errors_exit_2_without_traceback(args, fragment):
 def test_main_in_process_returns_exit_code(capsys):
     assert main(["partition", "mlp", "-t", "ccompile"]) == 2
     assert "unknown target" in capsys.readouterr().err
+
+
+def test_partition_print_after_shows_the_module_after_that_pass():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "byoc_compiler", "partition", "byoc_guide", "-t", "ccompiler",
+                           "--print-after", "AnnotateTarget", "--print-after", "PartitionGraph"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "// ---- after AnnotateTarget ----" in proc.stdout
+    after_partition = proc.stdout.split("// ---- after PartitionGraph ----")[1]
+    assert 'Compiler="ccompiler"' in after_partition
+
+
+def test_partition_print_after_unknown_pass_is_one_clear_error():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "byoc_compiler", "partition", "byoc_guide", "-t", "ccompiler",
+                           "--print-after", "Annotate"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "no such pass; the pipeline is InferType -> FoldConstant" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -16,6 +16,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--mod-name", default="default", help="the module name in external symbols")
     parser.add_argument("--no-bind-constants", action="store_true",
                         help="pass constants to external functions as arguments instead of binding them")
+    parser.add_argument("--print-after", action="append", default=[], metavar="PASS",
+                        help="print the module after this pass of the pipeline (repeatable; `all` for every pass)")
 
 
 def run(args) -> int:
@@ -23,8 +25,21 @@ def run(args) -> int:
     from ..partition import partition_for, summarize
 
     mod = load_model(args.model)
+    from ..errors import ByocError
+    from ..partition import PIPELINE
+
+    wanted = set(args.print_after)
+    unknown = wanted - set(PIPELINE) - {"all"}
+    if unknown:
+        raise ByocError(f"--print-after {sorted(unknown)[0]}: no such pass; the pipeline is "
+                        f"{' -> '.join(PIPELINE)} (or `all`)")
+
+    def trace(pass_name, module):
+        if "all" in wanted or pass_name in wanted:
+            print(f"// ---- after {pass_name} ----\n{module.astext()}\n")
+
     mod = partition_for(args.target, mod, strict=args.strict, mod_name=args.mod_name,
-                        bind_constants=not args.no_bind_constants)
+                        bind_constants=not args.no_bind_constants, trace=trace if wanted else None)
     print(summarize(mod).table(regions=args.regions))
     if args.print_ir:
         print()

@@ -45,13 +45,14 @@ def pipeline(targets, mod_name: str = "default", bind_constants: bool = True) ->
 
 
 def partition_for(targets, mod: IRModule, strict: bool = False, mod_name: str = "default",
-                  bind_constants: bool = True) -> IRModule:
+                  bind_constants: bool = True, trace=None) -> IRModule:
     """Partition `mod` for `targets` (a name or a priority list of names).
 
     Runs InferType -> FoldConstant -> MergeComposite (the targets' patterns, in priority order)
     -> AnnotateTarget -> MergeCompilerRegions -> PartitionGraph -> InferType, checking invariants
     along the way. With strict=True, any op left on the host raises PartitionError carrying the
-    summary. `summarize(result)` gives the summary.
+    summary. `summarize(result)` gives the summary. `trace(pass_name, mod)`, if given, is called
+    after every pass, e.g. `trace=lambda name, m: print(f"// after {name}\n{m}")`.
     """
     from ..backend.target import get_targets
     from .report import summarize_module
@@ -64,7 +65,7 @@ def partition_for(targets, mod: IRModule, strict: bool = False, mod_name: str = 
                         "with IRModule.from_expr(expr)")
     chosen = get_targets(targets)
     with _collector_paused():
-        mod = _run(pipeline(chosen, mod_name, bind_constants), mod)
+        mod = _run(pipeline(chosen, mod_name, bind_constants), mod, trace)
         report = summarize_module(mod, chosen)
     _REPORTS[mod] = report
     if strict and report.host:
@@ -87,12 +88,14 @@ def _collector_paused():
             gc.enable()
 
 
-def _run(passes, mod):
+def _run(passes, mod, trace=None):
     from .invariants import check_partitioned, check_regions
 
     typed_input = None
     for step in passes:
         mod = step(mod)
+        if trace is not None:
+            trace(step.name, mod)
         if typed_input is None:
             typed_input = mod
         if step.name == "MergeCompilerRegions":  # AnnotateTarget's regions are single calls (+ their tuple parts)
