@@ -168,15 +168,6 @@ def random_recipe_for(model: str):
     return random_recipe(int(model[len("random"):]), steps=RANDOM_STEPS)
 
 
-def model_spec(model: str, workdir: Path) -> str:
-    """What `scons model=` takes for `model`: a zoo name, or a text-IR file written for a random graph."""
-    if not model.startswith("random"):
-        return model
-    path = workdir / f"{model}.txt"
-    path.write_text(random_recipe_for(model).to_text())
-    return str(path)
-
-
 def tolerances_for(mod, model: str):
     """dtype -> (rtol, atol): the policy for the op families the model uses, deeper random graphs scaled."""
     from byoc_compiler.testing.tolerance import depth_scale, tolerance_for_module
@@ -198,32 +189,61 @@ class Build:
     runner: Path
     returncode: int
     output: str
-
-    def command_text(self) -> str:
-        return " ".join(shlex.quote(a) for a in self.command)
-
-
-def scons_command(case: Case, spec: str, build_root: Path, cache: Path | None, config_path=DEFAULT_CONFIG,
-                  extra=()) -> list[str]:
-    argv = [sys.executable, "-m", "SCons", "-Q", "-C", str(ROOT), f"target={case.targets}",
-            f"toolchain={case.toolchain}", f"model={spec}", f"executor={case.executor}",
-            f"interface={case.interface}", f"opt={case.opt}", f"config={config_path}", f"build_root={build_root}"]
-    if cache is not None:
-        argv.append(f"cache={cache}")
-    return argv + list(extra)
+    repro: str          # the same build in the repository itself, with `check`
+    project: Path
 
 
-def runner_path(case: Case, spec: str, build_root: Path) -> Path:
+def make_project(workdir: Path) -> Path:
+    """A project directory for one case: the repository's SConstruct and site_scons, linked.
+
+    Every case gets its own project so that builds running at once share no SCons state,
+    while paths inside each project are the same for every case (`build/<targets>/<toolchain>/...`):
+    SCons's CacheDir keys include a target's path, so identical paths let cases and
+    concurrent runs share compiled objects.
+    """
+    project = workdir / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    for name in ("SConstruct", "site_scons"):
+        link = project / name
+        if not link.exists():
+            link.symlink_to(ROOT / name)
+    return project
+
+
+def model_spec(model: str, project: Path) -> str:
+    """What `scons model=` takes for `model`: a zoo name, or a text-IR file (relative to the project)
+    written for a random graph."""
+    if not model.startswith("random"):
+        return model
+    (project / "models").mkdir(exist_ok=True)
+    rel = f"models/{model}.txt"
+    (project / rel).write_text(random_recipe_for(model).to_text())
+    return rel
+
+
+def scons_args(case: Case, spec: str, config_path=DEFAULT_CONFIG) -> list[str]:
+    return [f"target={case.targets}", f"toolchain={case.toolchain}", f"model={spec}", f"executor={case.executor}",
+            f"interface={case.interface}", f"opt={case.opt}", f"config={config_path}"]
+
+
+def runner_path(case: Case, spec: str) -> str:
+    """The runner's path inside a project (the layout of the SCons tool)."""
     stem = Path(spec).stem if ("/" in spec or "." in spec) else spec
-    return build_root / case.targets / case.toolchain / stem / "runner"
+    return f"build/{case.targets}/{case.toolchain}/{stem}/runner"
 
 
-def build(case: Case, spec: str, build_root: Path, cache: Path | None, config_path=DEFAULT_CONFIG,
-          env=None) -> Build:
-    runner = runner_path(case, spec, build_root)
-    argv = scons_command(case, spec, build_root, cache, config_path, extra=[str(runner)])
+def build(case: Case, spec: str, project: Path, cache: Path | None, config_path=DEFAULT_CONFIG, env=None) -> Build:
+    runner = runner_path(case, spec)
+    argv = [sys.executable, "-m", "SCons", "-Q", "-C", str(project), *scons_args(case, spec, config_path)]
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        argv.append(f"cache={cache}")
+    argv.append(runner)
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env)
-    return Build(argv, runner, proc.returncode, proc.stdout + proc.stderr)
+    abs_spec = str(project / spec) if spec.startswith("models/") else spec
+    repro = " ".join(shlex.quote(a) for a in ["scons", "-Q", "-C", str(ROOT), *scons_args(case, abs_spec, config_path),
+                                              "check"])
+    return Build(argv, project / runner, proc.returncode, proc.stdout + proc.stderr, repro, project)
 
 
 @dataclass
@@ -240,12 +260,13 @@ def check(case: Case, spec: str, built: Build, config, workdir: Path, seed: int 
     from byoc_compiler.frontend import load_model
     from byoc_compiler.testing import run_reference
 
-    repro = "reproduce: " + built.command_text().replace(str(built.runner), "check")
+    repro = "reproduce: " + built.repro
     if built.returncode != 0:
         tail = "\n".join(built.output.strip().splitlines()[-25:])
         return Outcome(False, f"{case.id}: the build failed (exit {built.returncode})\n{tail}\n{repro}",
                        float("inf"))
-    mod = load_model(spec)              # the UNPARTITIONED model: the oracle never sees a partition
+    # The UNPARTITIONED model: the oracle never sees a partition.
+    mod = load_model(str(built.project / spec) if spec.startswith("models/") else spec)
     inputs = deterministic_inputs(mod, seed)
     expected = run_reference(mod, inputs)
     order = [p.name_hint for p in mod["main"].params]
@@ -263,9 +284,16 @@ def check(case: Case, spec: str, built: Build, config, workdir: Path, seed: int 
 
 
 def run_case(case: Case, workdir: Path, cache: Path | None, config, config_path=DEFAULT_CONFIG, env=None,
-             spec: str | None = None) -> Outcome:
-    spec = spec or model_spec(case.model, workdir)
-    built = build(case, spec, workdir / "build", cache, config_path, env)
+             recipe=None) -> Outcome:
+    """Build `case` in a project under `workdir` and check it; `recipe` replaces a random model's graph."""
+    project = make_project(workdir)
+    if recipe is not None:
+        (project / "models").mkdir(exist_ok=True)
+        spec = f"models/{case.model}.txt"
+        (project / spec).write_text(recipe.to_text())
+    else:
+        spec = model_spec(case.model, project)
+    built = build(case, spec, project, cache, config_path, env)
     return check(case, spec, built, config, workdir)
 
 
@@ -277,11 +305,7 @@ def shrink_failure(case: Case, workdir: Path, cache: Path | None, config, out_di
     counter = itertools.count()
 
     def still_fails(recipe) -> bool:
-        tmp = workdir / f"shrink{next(counter)}"
-        tmp.mkdir(parents=True, exist_ok=True)
-        path = tmp / f"{case.model}.txt"
-        path.write_text(recipe.to_text())
-        return not run_case(case, tmp, cache, config, spec=str(path)).passed
+        return not run_case(case, workdir / f"shrink{next(counter)}", cache, config, recipe=recipe).passed
 
     small = shrink(random_recipe_for(case.model), still_fails, max_tries=max_tries)
     return save_reproducer(small, out_dir, case.id, note=f"shrunk from matrix case {case.id}")
