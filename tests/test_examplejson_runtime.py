@@ -225,3 +225,17 @@ def test_ej_check_tool(tmp_path):
     assert fail.returncode == 1
     assert fail.stderr.strip() == f"{bad}: examplejson: line 4, column 19: id 9 is not defined in subgraph " \
                                   "'subgraph_0' (ids must be defined before use)"
+
+
+def test_100k_node_chain():
+    n = 100_000
+    lines = ["chain", "  input 0 4"] + [f"  {'negative' if i % 2 else 'nn.relu'} {i} inputs: {i - 1} shape: 4"
+                                        for i in range(1, n)]
+    m = ExampleJsonModule.from_text("\n".join(lines) + "\n")
+    assert m.arena_bytes() == (n - 1) * 64          # one 64-byte aligned block per op result
+    x = np.array([-1.0, 2.0, -3.0, 4.0], np.float32)
+    (got,) = m.run("chain", x)
+    expected = x.copy()
+    for i in range(1, n):
+        expected = -expected if i % 2 else np.maximum(expected, 0)
+    np.testing.assert_array_equal(got, expected)
