@@ -323,6 +323,9 @@ CONV_TINY = [
     ("single-input-channel", (1, 1, 5, 5), (3, 1, 2, 2), (1, 1), (0, 0, 0, 0), (1, 1), 1),
     ("kernel-equals-input", (1, 2, 3, 3), (2, 2, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1),
     ("1x1-spatial", (1, 4, 1, 1), (3, 4, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    # out_w 11: a packed sliver (8, 16 or 32 pixels) starts at pixel 32, the last column of a line,
+    # whose taps lie beyond the right edge of the image (padding 3)
+    ("sliver-starts-in-right-padding", (1, 2, 6, 10), (3, 2, 3, 3), (1, 1), (0, 0, 0, 3), (1, 1), 1),
 ]
 
 
@@ -341,6 +344,8 @@ CONV_MEDIUM = [
     ("groups4-dilation2", (1, 12, 13, 14), (8, 3, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 4),
     ("depthwise-32", (1, 32, 15, 16), (32, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 32),
     ("pixels>NC", (1, 4, 40, 30), (6, 4, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # 1200 output pixels
+    ("wide-padding-out-w-11", (1, 5, 12, 7), (9, 5, 3, 3), (1, 1), (3, 4, 2, 4), (2, 2), 1),
+    ("wide-padding-stride2", (1, 5, 12, 15), (9, 5, 3, 3), (2, 2), (3, 5, 2, 6), (1, 1), 1),
 ]
 
 

@@ -128,9 +128,16 @@ static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, i
         const int64_t a = start[r], b = start[r + 1], y = ih[r] + dh, x0 = iw[r] + dw;
         int64_t lo = a, hi = a; /* sliver columns whose input column is inside [0, width) */
         if ((uint64_t)y < (uint64_t)v->height) {
-          /* x0 + (j - a) * sw >= 0  and  < width */
-          lo = a + (x0 >= 0 ? 0 : (-x0 + sw - 1) / sw);
-          hi = v->width - 1 - x0 < 0 ? a : a + (v->width - 1 - x0) / sw + 1;
+          /* x0 + (j - a) * sw >= 0  and  < width; stride 1 needs no division (this runs per
+           * row of every sliver), strides fit 32-bit division (widths are small) */
+          if (sw == 1) {
+            lo = a + (x0 >= 0 ? 0 : -x0);
+            hi = v->width - x0 < 0 ? a : a + (v->width - x0);
+          } else {
+            const int32_t s32 = (int32_t)sw, x32 = (int32_t)x0, w32 = (int32_t)v->width;
+            lo = a + (x32 >= 0 ? 0 : (-x32 + s32 - 1) / s32);
+            hi = w32 - 1 - x32 < 0 ? a : a + (w32 - 1 - x32) / s32 + 1;
+          }
           if (hi > b) hi = b;
           if (lo > hi) lo = hi;
         }
