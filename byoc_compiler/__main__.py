@@ -3,7 +3,8 @@
 Subcommands are rows of COMMANDS: name -> (module, one-line help). Each module
 defines `add_arguments(parser)` and `run(args) -> int`, and imports what it
 needs inside `run`, so `--help` stays fast. Add a command by adding a row.
-A ByocError is printed as one line, without a traceback, and exits with 2.
+A ByocError, or an OSError on a path the user named, is printed as one line, without a
+traceback, and exits with 2.
 """
 from __future__ import annotations
 
@@ -41,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(import_module(args._module).run(args) or 0)
     except ByocError as exc:
         print(f"byoc {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:          # an output or input path the user named: unwritable, a directory, ...
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"byoc {args.command}: error:{where}: {exc.strerror or exc}; check the path", file=sys.stderr)
         return 2
 
 

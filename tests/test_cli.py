@@ -67,12 +67,23 @@ ERRORS = [
     ("disabled-target", ["partition", "mlp", "-t", "dnnl"], "set USE_DNNL = true in [backends]"),
     ("unknown-model", ["partition", "no_such_model", "-t", "ccompiler"], "unknown model 'no_such_model'"),
     ("strict", ["partition", "multi_output", "-t", "ccompiler", "--strict"], "no target supports nn.lrn"),
+    ("malformed-text-model", ["partition", "{tmp}/bad.txt", "-t", "ccompiler"],
+     "bad.txt:1:1: expected an expression, found 'garbage'"),
+    ("binary-text-model", ["partition", "{tmp}/binary.txt", "-t", "ccompiler"], "binary.txt is not UTF-8 text"),
+    ("dot-into-missing-dir", ["partition", "mlp", "-t", "ccompiler", "--dot", "{tmp}/no/such/dir/x.dot"],
+     "x.dot: No such file or directory"),
+    ("config-is-a-directory", ["config", "{tmp}"], "Is a directory"),
 ]
+
+# Files the ERRORS rows name as {tmp}/<name>.
+BAD_FILES = {"bad.txt": b"garbage {{{\n", "binary.txt": b"\xff\xfe\x00garbage"}
 
 
 @pytest.mark.parametrize("args,fragment", [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
-def test_errors_exit_2_without_traceback(args, fragment):
-    proc = run_cli(*args)
+def test_errors_exit_2_without_traceback(args, fragment, tmp_path):
+    for name, data in BAD_FILES.items():
+        (tmp_path / name).write_bytes(data)
+    proc = run_cli(*[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert proc.returncode == 2
     assert fragment in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -48,7 +48,12 @@ def load_model(spec: str):
     if path.suffix in TEXT_SUFFIXES:
         from ..ir import parse
 
-        return parse(path.read_text(), source_name=str(path))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ModelSpecError(f"model file {spec} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                                 "give a text-IR file, or an ONNX model with the suffix .onnx") from None
+        return parse(text, source_name=str(path))
     if path.suffix in ONNX_SUFFIXES:
         return from_onnx(str(path))
     return zoo.get(spec)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ByocError
 from .expr import Call, Constant, Expr, Function, GlobalVar, Span, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .types import DTYPES, TensorType, TupleType, Type
@@ -33,8 +34,11 @@ from .types import DTYPES, TensorType, TupleType, Type
 __all__ = ["parse", "parse_expr", "ParseError"]
 
 
-class ParseError(ValueError):
-    """Malformed text. `str(err)` is `<source>:<line>:<col>: <message>` plus the line and a caret."""
+class ParseError(ByocError, ValueError):
+    """Malformed text. `str(err)` is `<source>:<line>:<col>: <message>` plus the line and a caret.
+
+    A ByocError, so the CLI and the SCons tool print it as one message; a ValueError for callers
+    that catch that."""
 
     def __init__(self, message: str, source: str, line: int, column: int, line_text: str | None = None):
         self.message, self.source, self.line, self.column = message, source, line, column
