@@ -75,6 +75,7 @@ BAD_INPUTS = [
     ("int-dtype", 0, np.zeros((2, 3), np.int32), ValueError, ["'x'", "given int32"]),
     ("name", "z", X, ValueError, ["no input 'z'", "'x', 'y'"]),
     ("index", 2, X, IndexError, ["input index 2 out of range"]),
+    ("not-numbers", "x", "abc", ValueError, ["input 'x'", "expected an array of float32", "given str"]),
 ]
 
 
@@ -99,9 +100,16 @@ def test_run_without_inputs_is_an_error(graph_mod):
         graph_mod.run()
 
 
-def test_output_index_checked(graph_mod):
-    with pytest.raises(IndexError, match="output index 2 out of range"):
-        graph_mod.get_output(2)
+BAD_OUTPUT_KEYS = [
+    ("out-of-range", 2, IndexError, "output index 2 out of range"),
+    ("a-name", "x", TypeError, r"get_output takes an output index \(0 to 1\), given 'x'"),
+]
+
+
+@pytest.mark.parametrize("key,exc,message", [c[1:] for c in BAD_OUTPUT_KEYS], ids=[c[0] for c in BAD_OUTPUT_KEYS])
+def test_output_index_checked(graph_mod, key, exc, message):
+    with pytest.raises(exc, match=message):
+        graph_mod.get_output(key)
 
 
 def test_benchmark(graph_mod):

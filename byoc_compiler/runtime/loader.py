@@ -128,7 +128,11 @@ class Module:
     def set_input(self, key, value):
         i = self._input_index(key)
         want = self._inputs[i]
-        arr = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=want.dtype)
+        try:
+            arr = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=want.dtype)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"input {want.name!r}: expected an array of {want.dtype} with shape {want.shape}, "
+                             f"given {type(value).__name__} ({exc})") from None
         if arr.dtype.newbyteorder("=") != want.dtype:
             raise ValueError(f"input {want.name!r}: expected dtype {want.dtype}, given {arr.dtype}")
         if tuple(arr.shape) != want.shape:
@@ -144,6 +148,8 @@ class Module:
         self._check(self._desc.run(self._in_ptrs, self._out_ptrs), "run")
 
     def get_output(self, i: int) -> np.ndarray:
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+            raise TypeError(f"get_output takes an output index (0 to {len(self._outputs) - 1}), given {i!r}")
         if not 0 <= i < len(self._outputs):
             raise IndexError(f"output index {i} out of range: model {self.name!r} has {len(self._outputs)} outputs")
         return self._out_bufs[i].copy()
