@@ -146,6 +146,8 @@ static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, i
           const float *restrict line = src + y * v->width; /* column j reads line[x0 + (j - a) * sw] */
           if (sw == 1) {
             for (j = lo; j < hi; ++j) row[j] = line[x0 + (j - a)];
+          } else if (sw == 2) { /* a constant stride the compiler turns into vector shuffles */
+            for (j = lo; j < hi; ++j) row[j] = line[x0 + (j - a) * 2];
           } else {
             for (j = lo; j < hi; ++j) row[j] = line[x0 + (j - a) * sw];
           }
