@@ -507,6 +507,13 @@ MAKERS: dict[str, Callable] = {
 
 
 def _random_shape(b: _Builder) -> tuple[int, ...]:
+    while True:
+        shape = _draw_shape(b)
+        if math.prod(shape) <= MAX_ELEMENTS:
+            return shape
+
+
+def _draw_shape(b: _Builder) -> tuple[int, ...]:
     rank = int(b.rng.integers(1, 5))
     if rank <= 2 and b.rng.random() < 0.4:
         dims = [b.choice(PRIME_DIMS)] + [b.choice(SMALL_DIMS) for _ in range(rank - 1)]

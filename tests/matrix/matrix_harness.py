@@ -74,7 +74,7 @@ class Case:
 
     @property
     def targets(self) -> str:
-        return TARGET_SETS[self.target_set]
+        return TARGET_SETS.get(self.target_set, self.target_set)
 
     def markers(self, config) -> list[str]:
         marks = ["matrix"]

@@ -1,0 +1,164 @@
+"""The harness fails when the code under test is wrong: injected bugs must end in FAIL.
+
+Each bug lives inside this file: a small elementwise target (`slip`, registered through the
+[targets] table of a temporary config.toml) whose add kernel can skip the last element,
+and a run prefix that writes .npy outputs with the wrong byte order in their header.
+The same builds without the bug pass, so a FAIL is the bug's doing.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import matrix_harness as h
+
+TARGET_INIT = """\
+from byoc_compiler.backend.target import Target
+
+target = Target("slip", flag="USE_SLIP", description="elementwise add and multiply of same-shaped tensors")
+target.supports("add", "multiply",
+                predicate=lambda call: None if call.args[0].checked_type == call.args[1].checked_type
+                else "operands must have the same type")
+
+from .codegen import codegen  # noqa: E402
+
+target.codegen = codegen
+"""
+
+# {add_end}: how far the add loop runs; `n` is right, `n - 1` is the injected off-by-one.
+TARGET_CODEGEN = """\
+from byoc_compiler.backend.artifact import CSourceArtifact
+from byoc_compiler.backend.c_abi import entry_points
+from byoc_compiler.ir import Call, post_order
+
+C_OPS = {{"add": "+", "multiply": "*"}}
+
+
+def codegen(func, symbol):
+    names = {{id(p): f"in{{i}}" for i, p in enumerate(func.params)}}
+    body = []
+    for node in post_order(func.body):
+        if isinstance(node, Call):
+            a, b = (names[id(arg)] for arg in node.args)
+            n = node.checked_type.size
+            out = "out0" if node is func.body else f"t{{len(body)}}"
+            if out != "out0":
+                body.append(f"  static float {{out}}[{{n}}];")
+            end = {add_end!r} if node.op.name == "add" else "n"
+            body.append(f"  for (int i = 0; i < {{end.replace('n', str(n))}}; ++i) "
+                        f"{{out}}[i] = {{a}}[i] {{C_OPS[node.op.name]}} {{b}}[i];")
+            names[id(node)] = out
+    params = ", ".join([f"const float* in{{i}}" for i in range(len(func.params))] + ["float* out0"])
+    in_types = [p.checked_type for p in func.params]
+    code = (f"#include <stdint.h>\\n"
+            f"int32_t {{symbol}}_({{params}}) {{{{\\n" + "\\n".join(body) + "\\n  return 0;\\n}}\\n"
+            + entry_points(symbol, symbol + "_", in_types, [func.body.checked_type]))
+    return CSourceArtifact(symbol, {{symbol + ".c": code}})
+"""
+
+# Runs the runner, then flips the byte-order character of every output's header: the data
+# stays in the CPU's order, the header claims the other one (a byte-order slip in .npy writing).
+NPY_SLIP = """\
+import pathlib, subprocess, sys
+
+proc = subprocess.run(sys.argv[1:])
+out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
+for path in out.glob("out*.npy"):
+    data = path.read_bytes()
+    if b"'descr': '<" in data[:128]:
+        data = data.replace(b"'descr': '<", b"'descr': '>", 1)
+    else:
+        data = data.replace(b"'descr': '>", b"'descr': '<", 1)
+    path.write_bytes(data)
+sys.exit(proc.returncode)
+"""
+
+
+def write_config(tmp_path: Path, extra_toolchains: str = "") -> Path:
+    """The repository's config.toml plus the `slip` target (and extra toolchains)."""
+    text = (h.ROOT / "config.toml").read_text()
+    text = text.replace("[backends]", "[backends]\nUSE_SLIP = true", 1)
+    text = text.replace("[targets]", '[targets]\nslip = { module = "slip_target", flag = "USE_SLIP" }', 1)
+    path = tmp_path / "config.toml"
+    path.write_text(text + "\n" + extra_toolchains)
+    return path
+
+
+def write_target(tmp_path: Path, add_end: str) -> dict:
+    """The `slip` target package under tmp_path; the environment that makes SCons find it."""
+    package = tmp_path / "pkgs" / "slip_target"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(TARGET_INIT)
+    (package / "codegen.py").write_text(TARGET_CODEGEN.format(add_end=add_end))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(package.parent), str(h.ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+def run(tmp_path, case, config_path, env):
+    config = h.load_config(config_path)
+    problem = h.toolchain_problem(config, case.toolchain)
+    if problem:
+        pytest.skip(problem)
+    return h.run_case(case, tmp_path / "case", None, config, config_path=config_path, env=env)
+
+
+@pytest.mark.parametrize("add_end, passes", [("n", True), ("n - 1", False)], ids=["correct", "add_off_by_one"])
+def test_off_by_one_kernel_is_caught(tmp_path, add_end, passes):
+    # byoc_guide is (a + b - c) * d on 10x10: the slip target takes add and multiply.
+    case = h.Case("byoc_guide", "slip", "gcc", "graph", "packed", "-O0")
+    config_path = write_config(tmp_path)
+    outcome = run(tmp_path, case, config_path, write_target(tmp_path, add_end))
+    assert outcome.passed is passes, outcome.message
+    if not passes:
+        # The skipped element is the last one: the report names it, both values and the build command.
+        assert "output 0[9, 9]" in outcome.message
+        assert "got " in outcome.message and "expected " in outcome.message
+        assert "reproduce: scons" in outcome.message and "target=slip" in outcome.message
+
+
+SLIP_TOOLCHAINS = {
+    "gcc": ("x86_64", "gcc", ["-std=c99", "-fPIC"], ["-lm"], []),
+    "s390x-gcc": ("s390x", "s390x-linux-gnu-gcc", ["-std=c99"], ["-static", "-lm"],
+                  ["qemu-s390x", "-L", "/usr/s390x-linux-gnu"]),
+}
+
+
+@pytest.mark.parametrize("base", list(SLIP_TOOLCHAINS), ids=["little_endian_gcc", "big_endian_s390x"])
+@pytest.mark.parametrize("slip", [False, True], ids=["right_order", "byte_order_slip"])
+def test_byte_order_slip_in_npy_is_caught(tmp_path, base, slip):
+    arch, cc, cflags, ldflags, run_prefix = SLIP_TOOLCHAINS[base]
+    script = tmp_path / "npy_slip.py"
+    script.write_text(NPY_SLIP)
+    prefix = ([sys.executable, str(script)] if slip else []) + run_prefix
+    toolchain = textwrap.dedent(f"""\
+        [toolchains.under-test]
+        cc = "{cc}"
+        arch = "{arch}"
+        cflags = {cflags!r}
+        ldflags = {ldflags!r}
+        run = {prefix!r}
+        """).replace("'", '"')
+    config_path = write_config(tmp_path, toolchain)
+    case = h.Case("byoc_guide", "host", "under-test", "aot", "unpacked", "-O0")
+    outcome = run(tmp_path, case, config_path, dict(os.environ))
+    assert outcome.passed is not slip, outcome.message
+    if slip:
+        assert "worst element: output 0[" in outcome.message
+
+
+def test_missing_toolchain_is_skipped_with_how_to_install_it(tmp_path):
+    config_path = write_config(tmp_path, textwrap.dedent("""\
+        [toolchains.absent-gcc]
+        cc = "byoc-no-such-gcc"
+        arch = "mips"
+        run = ["qemu-mips"]
+        apt = ["gcc-mips-linux-gnu", "qemu-user"]
+        """))
+    problem = h.toolchain_problem(h.load_config(config_path), "absent-gcc")
+    assert problem is not None
+    assert "apt-get install -y gcc-mips-linux-gnu qemu-user" in problem
