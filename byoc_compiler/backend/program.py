@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ByocError
+from ..ir.analysis import flat_value
 from ..ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TensorType, flatten_type
@@ -100,10 +101,6 @@ def inline_composites(mod: IRModule) -> tuple[IRModule, bool]:
     return mod.with_function("main", Function(main.params, body, main.ret_type, main.attrs, main.span)), True
 
 
-def _flat_types(ty) -> list[TensorType]:
-    return flatten_type(ty)
-
-
 def lower_main(mod: IRModule, mod_name: str) -> Program:
     """The Program of a type-checked module whose main has no composite calls left."""
     main = mod["main"]
@@ -132,16 +129,11 @@ def lower_main(mod: IRModule, mod_name: str) -> Program:
             tid = prog.new_tensor(TensorType(node.data.shape, str(node.data.dtype)), "const", name, node.data)
             prog.consts.append(tid)
             values[id(node)] = [tid]
-        elif isinstance(node, Tuple):
-            values[id(node)] = [t for f in node.fields for t in values[id(f)]]
-        elif isinstance(node, TupleGetItem):
-            fields = node.tuple_value.checked_type.fields
-            start = sum(len(_flat_types(f)) for f in fields[: node.index])
-            count = len(_flat_types(fields[node.index]))
-            values[id(node)] = values[id(node.tuple_value)][start:start + count]
+        elif isinstance(node, (Tuple, TupleGetItem)):
+            values[id(node)] = flat_value(node, values)
         elif isinstance(node, Call):
             ins = [t for a in node.args for t in values[id(a)]]
-            outs = [prog.new_tensor(ty, "temp") for ty in _flat_types(node.checked_type)]
+            outs = [prog.new_tensor(ty, "temp") for ty in flatten_type(node.checked_type)]
             values[id(node)] = outs
             if isinstance(node.op, Op):
                 prog.steps.append(Step("", "host", ins, outs, node, op_name=node.op.name))

@@ -1,9 +1,10 @@
-"""Small queries over expressions: free variables, users, op counts."""
+"""Small queries over expressions: free variables, users, op counts, flattened tuple values."""
 from __future__ import annotations
 
 from collections import Counter
 
-from .expr import Call, Expr, Function, Op, Var
+from .expr import Call, Expr, Function, Op, Tuple, TupleGetItem, Var
+from .types import flatten_type
 from .visitor import post_order
 
 
@@ -34,3 +35,16 @@ def op_counts(expr: Expr) -> Counter:
         if isinstance(node, Call) and isinstance(node.op, Op):
             counts[node.op.name] += 1
     return counts
+
+
+def flat_value(node: Tuple | TupleGetItem, values: dict[int, list]) -> list:
+    """The tensors a Tuple or TupleGetItem stands for, from `values` (node id -> its tensors, in order).
+
+    Lowerings give every value the flat list of its tensors (a tuple's fields flattened), so a Tuple
+    concatenates its fields' lists and a TupleGetItem slices its field out of the tuple's list.
+    """
+    if isinstance(node, Tuple):
+        return [t for f in node.fields for t in values[id(f)]]
+    fields = node.tuple_value.checked_type.fields
+    start = sum(len(flatten_type(f)) for f in fields[: node.index])
+    return values[id(node.tuple_value)][start:start + len(flatten_type(fields[node.index]))]

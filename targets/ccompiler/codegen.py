@@ -25,6 +25,7 @@ from byoc_compiler.backend.artifact import CSourceArtifact
 from byoc_compiler.backend.c_abi import c_type, core_signature, entry_points, is_identifier, sanitize_identifier
 from byoc_compiler.backend.memory_plan import plan_offsets
 from byoc_compiler.errors import ByocError
+from byoc_compiler.ir.analysis import flat_value
 from byoc_compiler.ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from byoc_compiler.ir.types import TensorType, flatten_type
 from byoc_compiler.ir.visitor import post_order
@@ -137,13 +138,8 @@ class _Lowering:
                 raise ByocError(f"variable {node.name_hint!r} is used in the region but is not its parameter")
             if isinstance(node, Constant):
                 values[id(node)] = [self.constant(node)]
-            elif isinstance(node, Tuple):
-                values[id(node)] = [v for f in node.fields for v in values[id(f)]]
-            elif isinstance(node, TupleGetItem):
-                fields = node.tuple_value.checked_type.fields
-                start = sum(len(flatten_type(f)) for f in fields[: node.index])
-                count = len(flatten_type(fields[node.index]))
-                values[id(node)] = values[id(node.tuple_value)][start:start + count]
+            elif isinstance(node, (Tuple, TupleGetItem)):
+                values[id(node)] = flat_value(node, values)
             elif isinstance(node, Call) and isinstance(node.op, Op):
                 ins = [v for a in node.args for v in values[id(a)]]
                 out_types = _tensor_types(node.checked_type, f"the result of {node.op.name}")
