@@ -66,17 +66,6 @@ def compile_argv(tc, src, obj, include_dirs: Sequence = (), defines: Sequence[st
     return argv
 
 
-def model_include_dirs() -> tuple[list[str], list[str]]:
-    """(-I dirs, -idirafter dirs) every model source and the runtime need: byoc/*.h and dlpack/dlpack.h."""
-    from . import runtime
-
-    try:
-        dlpack = os.fspath(runtime.dlpack_include_dir())
-    except FileNotFoundError as exc:
-        raise ToolchainError(str(exc)) from None
-    return [os.fspath(runtime.include_dir())], [dlpack]
-
-
 def link_shared_argv(tc, objs: Sequence, out) -> list[str]:
     """A shared library (host toolchains): objects first, then the toolchain's ldflags (libraries last)."""
     ldflags = [f for f in tc.ldflags if f != "-static"]

@@ -195,6 +195,16 @@ def test_runtime_sources_per_executor():
         runtime.runtime_sources("vm")
 
 
+def test_missing_dlpack_header_is_one_clear_error_when_building(monkeypatch, tmp_path):
+    from byoc_compiler import build, zoo
+    from byoc_compiler.errors import ByocError
+
+    monkeypatch.setattr("byoc_compiler.runtime.sources._DLPACK_CANDIDATES", (tmp_path,))
+    with pytest.raises(ByocError, match=r"dlpack/dlpack.h was not found in .*apt-get install libdlpack-dev"):
+        build(zoo.get("mlp")).export_library(tmp_path / "m.so")
+    assert not (tmp_path / "m.so").exists()
+
+
 def test_import_is_light():
     import subprocess
     import sys

@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 
+from byoc_compiler import runtime
 from byoc_compiler import toolchain as tcm
 from byoc_compiler import zoo
 from byoc_compiler.backend.build import build
@@ -94,7 +95,7 @@ def test_cross_runner_under_qemu(name, executor, interface):
 def test_scons_flags_match_compile_argv():
     t = tc("aarch64-gcc")
     flags = tcm.scons_flags(t, opt="-O2", werror=True)
-    includes, after = tcm.model_include_dirs()
+    includes, after = [str(runtime.include_dir())], [str(runtime.dlpack_include_dir())]
     argv = tcm.compile_argv(t, "a.c", "a.o", includes, [], "-O2", list(tcm.WARNING_FLAGS), after)
     assert all(f in argv for f in flags["CCFLAGS"])
     assert flags["LIBS"] == ["m"] and flags["LINKFLAGS"] == ["-static"]

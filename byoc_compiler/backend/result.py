@@ -153,7 +153,7 @@ class BuildResult:
     def compile_units(self, srcdir: Path, runner: bool = False) -> list[tuple[Path, list, list]]:
         """Write generated sources under srcdir; (source, include dirs, defines) for everything to compile."""
         rt = _runtime()
-        base_includes = [Path(d) for d in tcmod.model_include_dirs()[0]]
+        base_includes = [rt.include_dir()]
         defines = ["BYOC_UNPACKED_API"] if self.interface == "unpacked" else []
         units: list[tuple[Path, list, list]] = []
         for rel, (text, symbol) in self._sources_with_owner().items():
@@ -195,7 +195,7 @@ class BuildResult:
         runner_only = ({os.path.realpath(f) for f in rt.runtime_sources(self.executor, runner=True)}
                        - {os.path.realpath(f) for f in rt.runtime_sources(self.executor, runner=False)})
         extra = list(tcmod.WARNING_FLAGS) if werror else []
-        after = tcmod.model_include_dirs()[1]
+        after = [rt.dlpack_include_dir()]
         jobs = []
         names: set[str] = set()
         for src, incs, defs in units:

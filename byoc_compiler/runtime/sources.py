@@ -1,6 +1,8 @@
 """Where the C runtime lives and which of its files a build compiles."""
 from pathlib import Path
 
+from ..errors import ByocError
+
 _HERE = Path(__file__).resolve().parent
 
 _CORE = ("runtime.c",)
@@ -35,13 +37,18 @@ def runtime_sources(executor: str, runner: bool = False) -> list[Path]:
     return [source_dir() / n for n in names]
 
 
+class DLPackNotFound(ByocError, FileNotFoundError):
+    """The DLPack header is missing: a ByocError (one message in the tools) and a FileNotFoundError."""
+
+
 def dlpack_include_dir() -> Path:
-    """Directory holding dlpack/dlpack.h (Debian's libdlpack-dev). For cross compilers pass it with
-    -idirafter rather than -I, so the cross sysroot's libc headers still come first."""
+    """Directory holding dlpack/dlpack.h (Debian's libdlpack-dev): the one place that looks for it.
+    For cross compilers pass it with -idirafter rather than -I, so the cross sysroot's libc headers
+    still come first."""
     for d in _DLPACK_CANDIDATES:
         if (d / DLPACK_HEADER).is_file():
             return d
-    raise FileNotFoundError(
+    raise DLPackNotFound(
         "the DLPack header dlpack/dlpack.h was not found in "
         + ", ".join(str(d) for d in _DLPACK_CANDIDATES)
         + "; install it with `apt-get install libdlpack-dev`")
