@@ -53,6 +53,12 @@ static int64_t ck_taps_inside(int64_t start, int64_t k, int64_t dilation, int64_
   return last >= first ? last - first + 1 : 0;
 }
 
+/* Elements counted for output column x of a row whose window has `rows` rows inside. */
+static float ck_avg_divisor(const ck_pool2d_params *p, int64_t rows, int64_t x, int64_t lo_w, int64_t hi_w) {
+  const int64_t count = rows * ck_taps_inside(x * p->stride_w - p->pad_left, p->pool_w, p->dilation_w, lo_w, hi_w);
+  return (float)(count > 0 ? count : 1);
+}
+
 typedef enum { CK_POOL_MAX, CK_POOL_AVG } ck_pool_kind;
 
 static int32_t ck_pool2d(const ck_pool2d_params *p, const float *data, float *out, ck_pool_kind kind) {
@@ -93,11 +99,18 @@ static int32_t ck_pool2d(const ck_pool2d_params *p, const float *data, float *ou
         const int64_t lo_w = p->count_include_pad ? -p->pad_left : 0;
         const int64_t hi_w = p->count_include_pad ? p->width + p->pad_right : p->width;
         const int64_t rows = ck_taps_inside(h0, p->pool_h, p->dilation_h, lo_h, hi_h);
-        for (x = 0; x < ow_n; ++x) {
-          const int64_t cols = ck_taps_inside(x * p->stride_w - p->pad_left, p->pool_w, p->dilation_w, lo_w, hi_w);
-          const int64_t count = rows * cols;
-          orow[x] = orow[x] / (float)(count > 0 ? count : 1);
-        }
+        /* columns [full_lo, full_hi) hold the whole window: one divisor, a vector loop;
+         * only the few border columns count their taps */
+        const int64_t span = hi_w - 1 - p->dilation_w * (p->pool_w - 1) + p->pad_left;
+        int64_t full_lo = (lo_w + p->pad_left + p->stride_w - 1) / p->stride_w;
+        int64_t full_hi = span < 0 ? 0 : span / p->stride_w + 1;
+        const float full = (float)(rows * p->pool_w);
+        if (full_lo < 0) full_lo = 0;
+        if (full_hi > ow_n) full_hi = ow_n;
+        if (full_lo > full_hi) full_lo = full_hi;
+        for (x = 0; x < full_lo; ++x) orow[x] = orow[x] / ck_avg_divisor(p, rows, x, lo_w, hi_w);
+        for (x = full_lo; x < full_hi; ++x) orow[x] = orow[x] / full;
+        for (x = full_hi; x < ow_n; ++x) orow[x] = orow[x] / ck_avg_divisor(p, rows, x, lo_w, hi_w);
       }
     }
   }
