@@ -11,7 +11,7 @@ import pytest
 from byoc_compiler import op
 from byoc_compiler.ir import Function, IRModule, TensorType, TupleGetItem, Var
 from byoc_compiler.op.registry import OpError, all_ops
-from byoc_compiler.testing import run_reference
+from byoc_compiler.testing import conv2d_loops, pool2d_loops, run_reference
 from byoc_compiler.transform.infer_type import TypeInferenceError, infer_type
 
 RNG = np.random.default_rng(1234)
@@ -165,26 +165,6 @@ def test_bias_add_matches_loops(axis):
 
 # ---- conv2d ---------------------------------------------------------------------------------------
 
-def conv2d_loops(x, w, strides, padding, dilation, groups):
-    n_, c, h, wd = x.shape
-    o, i, kh, kw = w.shape
-    pt, pl, pb, pr = padding
-    oh = (h + pt + pb - dilation[0] * (kh - 1) - 1) // strides[0] + 1
-    ow = (wd + pl + pr - dilation[1] * (kw - 1) - 1) // strides[1] + 1
-    out = np.zeros((n_, o, oh, ow))
-    per_group = o // groups
-    for n, oc, y, z in itertools.product(range(n_), range(o), range(oh), range(ow)):
-        g = oc // per_group
-        total = 0.0
-        for ic, ky, kx in itertools.product(range(i), range(kh), range(kw)):
-            row = y * strides[0] - pt + ky * dilation[0]
-            col = z * strides[1] - pl + kx * dilation[1]
-            if 0 <= row < h and 0 <= col < wd:
-                total += float(x[n, g * i + ic, row, col]) * float(w[oc, ic, ky, kx])
-        out[n, oc, y, z] = total
-    return out
-
-
 CONV_CASES = [
     ("plain", (1, 2, 5, 5), (3, 2, 3, 3), dict()),
     ("padding1", (1, 2, 5, 5), (3, 2, 3, 3), dict(padding=1)),
@@ -249,35 +229,6 @@ def test_pool_hand_computed(name, build, x, kwargs, expected):
     np.testing.assert_allclose(out[0, 0], np.array(expected, np.float64), rtol=1e-6)
 
 
-def pool_loops(x, kind, pool_size, strides, padding, dilation, ceil_mode, count_include_pad):
-    """Per output window: iterate its positions, skip those outside the input (PyTorch's definition)."""
-    n_, c, h, w = x.shape
-    pt, pl, pb, pr = padding
-    sizes = []
-    for size, before, after, k, s, d in ((h, pt, pb, pool_size[0], strides[0], dilation[0]),
-                                         (w, pl, pr, pool_size[1], strides[1], dilation[1])):
-        num = size + before + after - d * (k - 1) - 1
-        out = (math.ceil(num / s) if ceil_mode else num // s) + 1
-        if ceil_mode and (out - 1) * s >= size + before:
-            out -= 1
-        sizes.append(out)
-    out = np.zeros((n_, c, *sizes))
-    for n, ch, y, z in itertools.product(range(n_), range(c), range(sizes[0]), range(sizes[1])):
-        values, padded = [], 0
-        for ky, kx in itertools.product(range(pool_size[0]), range(pool_size[1])):
-            row = y * strides[0] - pt + ky * dilation[0]
-            col = z * strides[1] - pl + kx * dilation[1]
-            if -pt <= row < h + pb and -pl <= col < w + pr:
-                padded += 1
-            if 0 <= row < h and 0 <= col < w:
-                values.append(float(x[n, ch, row, col]))
-        if kind == "max":
-            out[n, ch, y, z] = max(values)
-        else:
-            out[n, ch, y, z] = sum(values) / (padded if count_include_pad else len(values))
-    return out
-
-
 POOL_LOOP_CASES = [
     ("k3s2", dict(pool_size=(3, 3), strides=(2, 2))),
     ("k3s2-pad1-ceil", dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1), ceil_mode=True)),
@@ -294,7 +245,7 @@ def test_pool_matches_loops(kind, name, kwargs):
     full = dict(pool_size=(1, 1), strides=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), ceil_mode=False)
     full.update(kwargs)
     include = kind == "avg-include-pad"
-    want = pool_loops(x, kind[:3], count_include_pad=include, **full)
+    want = pool2d_loops(x, kind[:3], count_include_pad=include, **full)
     if kind == "max":
         out = evaluate(lambda v: op.nn.max_pool2d(v, **kwargs), x)
     else:

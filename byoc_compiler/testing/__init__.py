@@ -1,4 +1,5 @@
-"""Testing helpers: the numpy reference interpreter (the oracle), tolerances, random graphs, ...
+"""Testing helpers: the numpy reference interpreter (the oracle), tolerances, random graphs,
+conv/pool as explicit loops, ...
 
 Kept light: each helper module is imported on first use.
 """
@@ -7,6 +8,8 @@ from importlib import import_module
 # public name -> module of this package that defines it
 _LAZY = {
     "run_reference": "reference",
+    "conv2d_loops": "loops",
+    "pool2d_loops": "loops",
 }
 
 
