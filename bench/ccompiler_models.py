@@ -10,44 +10,20 @@ ccompiler regions' static workspaces (their sizes parsed from the generated C).
 """
 from __future__ import annotations
 
-import argparse
 import re
-import statistics
-import time
 
 from byoc_compiler import partition_for, zoo
-from byoc_compiler.backend.build import build
-from byoc_compiler.testing.reference import run_reference
-
-
-def numpy_median_ms(mod, inputs, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run_reference(mod, inputs)
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
-
-
-def runner_median_ms(mod, inputs, args) -> tuple[float, object]:
-    lib = build(mod, toolchain=args.toolchain, executor="aot", interface="unpacked", opt=args.opt)
-    lib.run_runner(inputs, repeat=args.repeat)
-    return lib.last_run_ms, lib
+from zoo_runs import numpy_median_ms, parse_args, runner_median_ms
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--toolchain", default="gcc")
-    parser.add_argument("--opt", default="-O3")
-    parser.add_argument("--repeat", type=int, default=200)
-    parser.add_argument("--models", nargs="*", default=zoo.names())
-    args = parser.parse_args()
+    args = parse_args(__doc__, opt="-O3")
     print(f"{'model':<16}{'ccompiler_ms':>13}{'host_ms':>10}{'numpy_ms':>10}{'host/cc':>9}{'numpy/cc':>10}"
           f"{'cc_workspace':>14}")
     for name in args.models:
         inputs = zoo.inputs(name)
-        cc_ms, lib = runner_median_ms(partition_for(["ccompiler"], zoo.get(name)), inputs, args)
-        host_ms, _ = runner_median_ms(zoo.get(name), inputs, args)
+        cc_ms, lib = runner_median_ms(partition_for(["ccompiler"], zoo.get(name)), inputs, args, "aot", "unpacked")
+        host_ms, _ = runner_median_ms(zoo.get(name), inputs, args, "aot", "unpacked")
         peer = numpy_median_ms(zoo.get(name), inputs, max(5, args.repeat // 10))
         sizes = re.findall(r"static float region_workspace\[(\d+)\] __attribute__", lib.get_source("ccompiler"))
         floats = sum(int(n) for n in sizes)
