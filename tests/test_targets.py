@@ -5,7 +5,7 @@ import pytest
 
 import byoc_compiler
 from byoc_compiler import op
-from byoc_compiler.backend.target import (Target, TargetError, float32_only, get_target, register_target,
+from byoc_compiler.backend.target import (Target, TargetError, float32_only, get_target, get_targets, register_target,
                                           reload_targets, require_codegen, unregister_target)
 from byoc_compiler.errors import ByocError
 from byoc_compiler.ir import IRModule, TensorType, Var
@@ -58,6 +58,8 @@ ERRORS = [
                                               "config.toml"]),
     ("no-codegen", lambda: require_codegen("tnocg"), ["target 'tnocg' declares no codegen",
                                                       "set `target.codegen`"]),
+    ("none-given", lambda: get_targets(None), ["no target given", "targets=['ccompiler']"]),
+    ("empty-list", lambda: get_targets([]), ["no target given", "targets=['ccompiler']"]),
 ]
 
 

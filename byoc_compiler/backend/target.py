@@ -295,6 +295,8 @@ def get_targets(names, enabled_only: bool = True) -> list[Target]:
     """A priority list of Targets from a name, a Target, or a list of them (duplicates dropped)."""
     if isinstance(names, (str, Target)):
         names = [names]
+    if names is None:
+        names = []
     out: list[Target] = []
     for name in names:
         target = get_target(name, enabled_only)

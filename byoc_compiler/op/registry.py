@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..errors import ByocError
 from ..ir.attrs import Attrs
 from ..ir.expr import Call, Expr, Op, Tuple, const
 from ..ir.types import Type
@@ -24,11 +25,11 @@ ATTR_KINDS = ("int", "float", "bool", "str", "ints", "floats", "int_or_none", "i
               "int_pairs", "int_or_ints")
 
 
-class OpError(ValueError):
+class OpError(ByocError, ValueError):
     """Bad use of an op: unknown name, bad attribute. The message names the fix."""
 
 
-class OpTypeError(TypeError):
+class OpTypeError(ByocError, TypeError):
     """A call whose argument types the op does not accept.
 
     `op`, `argument`, `expected`, `found` are kept apart so that InferType can add

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
+from ..errors import ByocError
 from ..ir.module import IRModule
 from ..ir.types import TupleType, Type
 from ..ir.visitor import post_order
@@ -19,8 +20,9 @@ from ..op.registry import OpError, OpTypeError, get_op_def
 from ..op.typecheck import tensor_type, type_text
 
 
-class TypeInferenceError(TypeError):
-    """A model whose types do not check; the message names the op, the argument and where."""
+class TypeInferenceError(ByocError, TypeError):
+    """A model whose types do not check; the message names the op, the argument and where.
+    A ByocError: the tools print it as one message."""
 
     def __init__(self, message: str, op: str | None = None, argument: str | None = None,
                  expected: str | None = None, found: str | None = None, where: str | None = None):
