@@ -189,7 +189,9 @@ def test_shape_override_makes_dynamic_model_importable():
     ({"shape": {"image": (1, 3)}}, "'image', which is not an input; the inputs are: 'img', 'ids'"),
     ({"shape": {"img": (1, -3, 2, 4), "ids": (2,)}}, "not a list of non-negative integers"),
     ({"shape": {"img": (1, 3, 2, 4), "ids": (2,)}, "dtype": "float16"}, "dtype 'float16'"),
-], ids=["unknown-name", "negative-dim", "bad-dtype"])
+    ({"shape": {"img": (3, 2, 4), "ids": (2,)}},
+     "shape={'img': (3, 2, 4)} has 3 dimension(s) but the model declares 4 for input 'img'"),
+], ids=["unknown-name", "negative-dim", "bad-dtype", "wrong-rank"])
 def test_bad_overrides(kwargs, fragment):
     with pytest.raises(OnnxImportError, match=".*".join(map(__import__("re").escape, fragment.split("...")))):
         from_onnx(_dynamic_model(), **kwargs)

@@ -159,6 +159,12 @@ class _GraphImporter:
                 dims = (-1,)
             if any(d < 0 for d in dims) or any(isinstance(d, bool) for d in shape):
                 raise _InputError(f"shape={{{name!r}: {shape!r}}} is not a list of non-negative integers")
+            declared = value_info.type.tensor_type
+            if declared.HasField("shape") and len(declared.shape.dim) != len(dims):
+                # the model's nodes (Reshape targets, axes) were written for the declared rank
+                raise _InputError(f"shape={{{name!r}: {shape!r}}} has {len(dims)} dimension(s) but the model "
+                                  f"declares {len(declared.shape.dim)} for input {name!r}; give one size per "
+                                  "dimension")
             return dims
         tensor_type = value_info.type.tensor_type
         if not tensor_type.HasField("shape"):
