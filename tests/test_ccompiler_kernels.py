@@ -152,8 +152,8 @@ def rand(*shape, low=-1.0, high=1.0):
     return RNG.uniform(low, high, size=shape).astype(np.float32)
 
 
-def close(got, want, rtol=1e-4, atol=1e-4):
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+def close(got, want, rtol=1e-4, atol=1e-4, err_msg=""):
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=err_msg)
 
 
 # ---- dense / matmul -------------------------------------------------------------------------------
@@ -357,6 +357,32 @@ def test_conv2d_medium_against_einsum(ck, case):
     close(ck.conv2d(x, w, strides, padding, dilation, groups), want, atol=2e-4)
 
 
+def random_conv_geometry(rng):
+    """A valid conv2d geometry with every knob turned: groups, strides, dilation, uneven padding."""
+    while True:
+        groups = int(rng.choice([1, 1, 2, 3]))
+        cg, og = int(rng.integers(1, 5)), int(rng.integers(1, 6))
+        kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        dh, dw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+        pads = tuple(int(v) for v in rng.integers(0, 4, size=4))
+        strides = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        h, w = int(rng.integers(1, 16)), int(rng.integers(1, 40))
+        if h + pads[0] + pads[2] >= dh * (kh - 1) + 1 and w + pads[1] + pads[3] >= dw * (kw - 1) + 1:
+            return (int(rng.integers(1, 3)), groups * cg, h, w), (groups * og, cg, kh, kw), strides, pads, (dh, dw), groups
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_conv2d_random_geometries(ck, seed):
+    """Seeded random geometries (10 per seed), each against the einsum reference."""
+    rng = np.random.default_rng(seed)
+    for _ in range(10):
+        xs, ws, strides, pads, dilation, groups = random_conv_geometry(rng)
+        x, w, b = rand(*xs), rand(*ws), rand(ws[0])
+        want = np.maximum(conv2d_einsum(x, w, strides, pads, dilation, groups) + b[None, :, None, None], 0)
+        close(ck.conv2d(x, w, strides, pads, dilation, groups, b, 1), want,
+              err_msg=f"data {xs} weight {ws} strides {strides} padding {pads} dilation {dilation} groups {groups}")
+
+
 @pytest.mark.parametrize("groups,ws", [(1, (6, 4, 3, 3)), (1, (17, 4, 3, 3)), (4, (8, 1, 3, 3))],
                          ids=["gemm-edge-tiles", "gemm-full-tiles", "depthwise"])
 @pytest.mark.parametrize("name,with_bias,act", EPILOGUES, ids=[e[0] for e in EPILOGUES])
@@ -441,6 +467,31 @@ def test_pool2d_against_loops(ck, kind, case):
     close(ck.pool(kind, x, pool, strides, padding, dilation, ceil_mode, include), want, atol=1e-6, rtol=1e-6)
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_pool2d_random_geometries(ck, seed):
+    """Seeded random pools (8 per seed, max and avg): padding up to the window, ceil mode, dilation."""
+    rng = np.random.default_rng(200 + seed)
+    done = 0
+    while done < 8:
+        pool = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        dilation = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        pads = tuple(int(rng.integers(0, dilation[i % 2] * (pool[i % 2] - 1) + 1)) for i in range(4))
+        strides = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        shape = (1, 2, int(rng.integers(1, 10)), int(rng.integers(1, 13)))
+        ceil_mode, include = bool(rng.integers(0, 2)), bool(rng.integers(0, 2))
+        sizes = [pool_out(shape[2 + i], pads[i], pads[i + 2], pool[i], strides[i], dilation[i], ceil_mode)
+                 for i in (0, 1)]
+        if min(sizes) < 1:
+            continue
+        x = rand(*shape)
+        for kind in ("max", "avg"):
+            want = pool_loops(kind, x, pool, strides, pads, dilation, ceil_mode, include)
+            close(ck.pool(kind, x, pool, strides, pads, dilation, ceil_mode, include), want, atol=1e-6, rtol=1e-6,
+                  err_msg=f"{kind} {shape} pool {pool} strides {strides} pads {pads} dilation {dilation} "
+                          f"ceil {ceil_mode} include_pad {include}")
+        done += 1
+
+
 def test_pool2d_rejects_padding_as_large_as_window(ck):
     p = PoolParams(**K.pool2d_params((1, 1, 4, 4), (2, 2), (1, 1), (2, 0, 0, 0), (1, 1), False))
     oh, ow = i64(), i64()
@@ -482,6 +533,23 @@ def test_binary_broadcasting(ck, name, sa, sb):
     for op, reference in NUMPY_BINARY.items():
         want = reference(a.astype(np.float64), b.astype(np.float64))
         np.testing.assert_allclose(ck.binary(op, a, b), want, rtol=1e-6, atol=1e-7, err_msg=op)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_binary_random_broadcasts(ck, seed):
+    """Seeded random shape pairs up to rank 6: each dim of each side kept, set to 1, or dropped."""
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(25):
+        out = [int(v) for v in rng.integers(1, 5, size=int(rng.integers(0, 7)))]
+        sides = []
+        for _side in range(2):
+            shape = [d if rng.random() < 0.6 else 1 for d in out]
+            sides.append(tuple(shape[int(rng.integers(0, len(shape) + 1)):]))
+        a, b = rand(*sides[0]), rand(*sides[1], low=0.5, high=2.0)
+        for op, reference in NUMPY_BINARY.items():
+            want = reference(a.astype(np.float64), b.astype(np.float64))
+            np.testing.assert_allclose(ck.binary(op, a, b), want, rtol=1e-6, atol=1e-7,
+                                       err_msg=f"{op} {sides[0]} {sides[1]}")
 
 
 def test_binary_output_may_alias_input(ck):
