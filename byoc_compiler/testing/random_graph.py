@@ -577,7 +577,8 @@ def _compact(recipe: Recipe) -> Recipe:
     return Recipe(tuple(values), tuple(new_index[o] for o in recipe.outputs), recipe.seed)
 
 
-def _types(recipe: Recipe) -> list:
+def value_types(recipe: Recipe) -> list:
+    """The type of every value of `recipe`, in order."""
     from ..transform.infer_type import infer_type
 
     exprs, params = _to_exprs(recipe.values)
@@ -592,7 +593,7 @@ def _candidates(recipe: Recipe):
     if len(recipe.outputs) > 1:
         for k in range(len(recipe.outputs)):
             yield replace(recipe, outputs=(recipe.outputs[k],))
-    types = _types(recipe)
+    types = value_types(recipe)
     steps = [i for i, v in enumerate(recipe.values) if isinstance(v, Step)]
     for i in reversed(steps):
         v = recipe.values[i]
@@ -659,4 +660,4 @@ def _comments_parse(text: str) -> bool:
         return False
 
 
-__all__ = ["Const", "Input", "MAKERS", "Recipe", "Step", "random_recipe", "save_reproducer", "shrink"]
+__all__ = ["Const", "Input", "MAKERS", "Recipe", "Step", "random_recipe", "save_reproducer", "shrink", "value_types"]

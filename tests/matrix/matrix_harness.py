@@ -342,6 +342,26 @@ __all__ = ["Case", "OPTS", "ROOT", "TARGET_SETS", "build", "check", "covers_all_
            "pairwise_cases", "run_case"]
 
 
+def sanitizer_cases(config) -> list[Case]:
+    """Every model with every target set under a sanitizer toolchain (they take turns).
+
+    Each sanitizer toolchain keeps one executor and opt level, so its runtime objects are
+    compiled once per target set; the pairwise set covers the other combinations.
+    """
+    sanitizers = [name for name, tc in config.toolchains.items() if tc.sanitizer]
+    if not sanitizers:
+        return []
+    fixed = [(EXECUTORS[i % 2], OPTS[(i + 1) % 2]) for i in range(len(sanitizers))]
+    cases = []
+    for k, (model, target_set) in enumerate(itertools.product(model_names(), TARGET_SETS)):
+        i = (k + k // len(TARGET_SETS)) % len(sanitizers)   # both sanitizers see every target set
+        executor, opt = fixed[i]
+        cases.append(Case(model, target_set, sanitizers[i], executor, INTERFACES[(k // len(sanitizers)) % 2], opt))
+    return cases
+
+
 def default_cases(config) -> list[Case]:
-    """The default run: the pairwise covering set."""
-    return pairwise_cases(config)
+    """The default run: the pairwise covering set, plus every model x target set under a sanitizer."""
+    cases = pairwise_cases(config)
+    ids = {c.id for c in cases}
+    return cases + [c for c in sanitizer_cases(config) if c.id not in ids]

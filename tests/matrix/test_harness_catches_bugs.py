@@ -162,3 +162,33 @@ def test_missing_toolchain_is_skipped_with_how_to_install_it(tmp_path):
     problem = h.toolchain_problem(h.load_config(config_path), "absent-gcc")
     assert problem is not None
     assert "apt-get install -y gcc-mips-linux-gnu qemu-user" in problem
+
+
+def test_failing_random_graph_shrinks_to_a_small_reproducer(tmp_path):
+    from byoc_compiler.testing.random_graph import Step, random_recipe, save_reproducer, shrink, value_types
+
+    def adds_same_shapes(recipe):
+        types = value_types(recipe)
+        return sum(isinstance(v, Step) and v.op == "add" and types[v.args[0]] == types[v.args[1]]
+                   for v in recipe.values)
+
+    # Elementwise graphs whose same-shaped adds land on the broken `slip` target.
+    recipe = next(r for r in (random_recipe(s, steps=10, ops=("add", "multiply", "nn.relu", "tanh", "negative"),
+                                            int_inputs=False) for s in range(500))
+                  if adds_same_shapes(r) >= 1 and r.op_steps >= 8)
+    config_path = write_config(tmp_path)
+    config = h.load_config(config_path)
+    env = write_target(tmp_path, "n - 1")
+    case = h.Case("random0", "slip", "gcc", "graph", "packed", "-O0")
+    tries = iter(range(1000))
+
+    def still_fails(r):
+        return not h.run_case(case, tmp_path / f"try{next(tries)}", None, config, config_path=config_path,
+                              env=env, recipe=r).passed
+
+    assert still_fails(recipe)
+    small = shrink(recipe, still_fails, max_tries=12)
+    assert small.op_steps < recipe.op_steps
+    assert still_fails(small)
+    path = save_reproducer(small, tmp_path / "failures", case.id)
+    assert "add(" in path.read_text()

@@ -34,3 +34,34 @@ def test_default_run_covers_every_pair(matrix_config):
 ])
 def test_case_ids_name_their_toolchain(matrix_config, case_id, toolchain):
     assert h.toolchain_of_id(case_id, matrix_config) == toolchain
+
+
+FUZZ_LANES = 2   # one per CI core: `-n 2` runs both lanes at once
+
+
+@pytest.mark.parametrize("lane", range(FUZZ_LANES), ids=[f"lane{i}" for i in range(FUZZ_LANES)])
+def test_fuzz(lane, pytestconfig, matrix_config, matrix_cache, reproducer_dir, tmp_path):
+    """`--fuzz-minutes N`: random graphs on rotating targets/toolchains for N minutes; failures shrunk and saved."""
+    import itertools
+    import time
+
+    minutes = pytestconfig.getoption("fuzz_minutes")
+    if minutes <= 0:
+        pytest.skip("fuzzing is off; run with --fuzz-minutes N")
+    toolchains = [n for n in matrix_config.toolchains if h.toolchain_problem(matrix_config, n) is None]
+    target_sets = [t for t, v in h.TARGET_SETS.items() if h.target_problem(v) is None]
+    first_seed = int(time.time()) * 10 + lane * 1_000_003   # new graphs every run; the seed is in each id
+    deadline = time.monotonic() + minutes * 60
+    failures = []
+    for n in itertools.count():
+        if time.monotonic() > deadline:
+            break
+        seed = first_seed + n
+        case = h.Case(f"random{seed}", target_sets[n % len(target_sets)], toolchains[(n // 2) % len(toolchains)],
+                      h.EXECUTORS[n % 2], h.INTERFACES[(n // 3) % 2], h.OPTS[(n // 5) % 2])
+        outcome = h.run_case(case, tmp_path / str(n), matrix_cache, matrix_config)
+        if not outcome.passed:
+            path = h.shrink_failure(case, tmp_path / f"{n}-shrink", matrix_cache, matrix_config, reproducer_dir)
+            failures.append(f"{outcome.message}\n  shrunk reproducer: {path}")
+    if failures:
+        pytest.fail(f"{len(failures)} random graph(s) failed:\n" + "\n".join(failures), pytrace=False)

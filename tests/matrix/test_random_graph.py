@@ -11,7 +11,8 @@ from byoc_compiler.check import deterministic_inputs
 from byoc_compiler.ir import parse
 from byoc_compiler.op.registry import all_ops
 from byoc_compiler.testing import run_reference
-from byoc_compiler.testing.random_graph import PRIME_DIMS, Step, random_recipe, save_reproducer, shrink
+from byoc_compiler.testing.random_graph import (PRIME_DIMS, Step, random_recipe, save_reproducer, shrink,
+                                                value_types)
 
 SEEDS = range(120)
 
@@ -32,7 +33,7 @@ def test_every_op_of_the_registry_is_generated(recipes):
 
 
 def test_shapes_include_one_element_odd_and_large_prime_dims(recipes):
-    dims = {d for r in recipes for ty in [t for t in _types(r)] for d in ty.shape}
+    dims = {d for r in recipes for ty in value_types(r) for d in ty.shape}
     assert 1 in dims
     assert {3, 5, 7, 13} <= dims
     assert dims & set(PRIME_DIMS)
@@ -41,7 +42,7 @@ def test_shapes_include_one_element_odd_and_large_prime_dims(recipes):
 def test_broadcasting_operands_have_different_shapes(recipes):
     broadcasts = 0
     for r in recipes:
-        types = _types(r)
+        types = value_types(r)
         for i, v in enumerate(r.values):
             if isinstance(v, Step) and v.op in ("add", "subtract", "multiply", "divide", "maximum", "minimum"):
                 a, b = (types[j].shape for j in v.args)
@@ -65,7 +66,7 @@ def test_graph_parses_back_and_the_reference_is_finite(seed):
 def test_int32_divide_never_sees_zero():
     for seed in SEEDS:
         recipe = random_recipe(seed)
-        types = _types(recipe)
+        types = value_types(recipe)
         for v in recipe.values:
             if isinstance(v, Step) and v.op == "divide":
                 # the divisor is add(abs(y), 1): built that way so C and numpy agree and nothing traps
@@ -89,12 +90,8 @@ def test_shrinker_keeps_the_failure_and_drops_the_rest(tmp_path):
     assert (tmp_path / "repro" / "softmax_case.json").exists()
 
 
-def _types(recipe):
-    from byoc_compiler.testing.random_graph import _types as types
-
-    return [t for t in types(recipe)]
 
 
 def test_graphs_stay_small_enough_to_build_quickly(recipes):
     for r in recipes:
-        assert all(math.prod(t.shape) <= 4096 for t in _types(r))
+        assert all(math.prod(t.shape) <= 4096 for t in value_types(r))
