@@ -7,7 +7,7 @@ toolchain's run prefix (qemu-user for foreign CPUs), fed with .npy files.
 from __future__ import annotations
 
 import json
-import subprocess
+import re
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -87,26 +87,34 @@ def default_tolerances(dtype) -> tuple[float, float]:
 def run_runner(runner: Path, run_prefix, inputs: dict[str, np.ndarray], input_order, workdir: Path,
                repeat: int = 1, timeout: float = 600.0) -> list[np.ndarray]:
     """Run a standalone runner on .npy files in `workdir`; returns its outputs."""
+    outputs, _ = run_runner_timed(runner, run_prefix, [inputs[name] for name in input_order], workdir,
+                                  repeat, timeout)
+    return outputs
+
+
+def run_runner_timed(runner, run_prefix, arrays, workdir: Path, repeat: int = 1, timeout: float = 600.0,
+                     what: str | None = None) -> tuple[list[np.ndarray], float | None]:
+    """The one way a runner is run (BuildResult.run_runner, the SCons check, the matrix): `arrays` in
+    input order as .npy files in `workdir`, under `run_prefix` (qemu-user for foreign CPUs).
+    Returns (outputs, the runner's median ms over `repeat` runs). A failure is one ToolchainError
+    naming `what`, the command and the runner's stderr."""
+    from .toolchain import run_command
+
     workdir.mkdir(parents=True, exist_ok=True)
     files = []
-    for i, name in enumerate(input_order):
+    for i, value in enumerate(arrays):
         path = workdir / f"in{i}.npy"
-        np.save(path, inputs[name])
+        np.save(path, np.ascontiguousarray(value))
         files.append(str(path))
     outdir = workdir / "out"
     outdir.mkdir(exist_ok=True)
     for old in outdir.glob("*.npy"):
         old.unlink()
-    argv = [*run_prefix, str(runner), "--out", str(outdir)]
-    if repeat > 1:
-        argv += ["--repeat", str(repeat)]
-    argv += files
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise ByocError(f"runner {runner} failed (exit {proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}"
-                        f"\n  command: {' '.join(argv)}")
+    argv = [*run_prefix, str(runner), "--repeat", str(repeat), "--out", str(outdir), *files]
+    proc = run_command(argv, what or f"runner {runner}", timeout=timeout)
+    found = re.search(r"median_ms=([0-9.eE+-]+)", proc.stdout)
     outputs = sorted(outdir.glob("out*.npy"), key=lambda p: int(p.stem[3:]))
-    return [np.load(p) for p in outputs]
+    return [np.load(p) for p in outputs], float(found.group(1)) if found else None
 
 
 def check_runner(runner: Path, run_prefix, model_name: str, mod, *, toolchain: str, executor: str,

@@ -133,3 +133,29 @@ def test_usage_errors(aot_runner, tmp_path, args, fragment, code):
     proc = run([aot_runner, *args], cwd=tmp_path)
     assert_clean_failure(proc, fragment)
     assert proc.returncode == code
+
+
+# ---- byoc_compiler.check.run_runner: how the SCons check and the test matrix run a runner
+def test_check_run_runner_returns_the_outputs(aot_runner, tmp_path):
+    from byoc_compiler.check import run_runner
+
+    got = run_runner(aot_runner, [], {"b": B, "a": A}, ["a", "b"], tmp_path)
+    for g, want in zip(got, builder.aot_reference(A, B), strict=True):
+        np.testing.assert_array_equal(g, want)
+
+
+RUNNER_FAILURES = [
+    ("missing-program", lambda exe: ([], "/no/such/runner", {"a": A, "b": B}), "program '/no/such/runner' not found"),
+    ("missing-run-prefix", lambda exe: (["no-such-qemu"], exe, {"a": A, "b": B}), "program 'no-such-qemu' not found"),
+    ("wrong-shape", lambda exe: ([], exe, {"a": A[:2], "b": B}), "failed (exit code"),
+]
+
+
+@pytest.mark.parametrize("make,fragment", [c[1:] for c in RUNNER_FAILURES], ids=[c[0] for c in RUNNER_FAILURES])
+def test_check_run_runner_failure_is_one_byoc_error(aot_runner, tmp_path, make, fragment):
+    from byoc_compiler.check import run_runner
+    from byoc_compiler.errors import ByocError
+
+    prefix, exe, inputs = make(aot_runner)
+    with pytest.raises(ByocError, match=fragment.replace("(", r"\(")):
+        run_runner(exe, prefix, inputs, ["a", "b"], tmp_path)

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import ByocError
 from .. import toolchain as tcmod
+from ..check import run_runner_timed
 from .artifact import BlobArtifact, CSourceArtifact
 
 HOST_SOURCE = "src/host.c"
@@ -278,19 +279,10 @@ class BuildResult:
             raise ByocError(f"run_runner: the model takes {len(info)} inputs, got {len(inputs)}")
         rundir = Path(tempfile.mkdtemp(prefix="run-", dir=self._work()))
         try:
-            files = []
-            for k, value in enumerate(inputs):
-                f = rundir / f"in{k}.npy"
-                np.save(f, np.ascontiguousarray(value))
-                files.append(str(f))
-            outdir = rundir / "out"
-            outdir.mkdir()
-            argv = tcmod.run_argv(self.toolchain, exe, ["--repeat", str(repeat), "--out", str(outdir), *files])
-            proc = tcmod.run_command(argv, f"running the model with toolchain {self.toolchain.name!r}",
-                                     timeout=timeout)
-            found = re.search(r"median_ms=([0-9.eE+-]+)", proc.stdout)
-            self.last_run_ms = float(found.group(1)) if found else None
-            return [np.load(outdir / f"out{k}.npy") for k in range(len(self.metadata["outputs"]))]
+            outputs, self.last_run_ms = run_runner_timed(
+                exe, self.toolchain.run, inputs, rundir, repeat, timeout,
+                what=f"running the model with toolchain {self.toolchain.name!r}")
+            return outputs
         finally:
             shutil.rmtree(rundir, ignore_errors=True)
 
