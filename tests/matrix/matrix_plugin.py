@@ -40,9 +40,12 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     import matrix_harness as h
 
-    names = set(MARKERS)
-    for line, text in MARKERS.items():
-        config.addinivalue_line("markers", f"{line}: {text}")
+    # Markers pyproject.toml already registers are not added twice.
+    names = {line.split(":", 1)[0].strip() for line in config.getini("markers")}
+    for name, text in MARKERS.items():
+        if name not in names:
+            names.add(name)
+            config.addinivalue_line("markers", f"{name}: {text}")
     try:
         tcs = h.load_config().toolchains.values()
     except Exception:  # noqa: BLE001 - a broken config.toml is reported by the tests that read it
