@@ -77,11 +77,9 @@ def compare_outputs(actual, expected, tolerances) -> tuple[bool, float, float, s
 
 
 def default_tolerances(dtype) -> tuple[float, float]:
-    try:
-        from .testing.tolerance import tolerance_for_dtype
-        return tolerance_for_dtype(np.dtype(dtype))
-    except ImportError:
-        return (1e-4, 1e-5) if np.dtype(dtype).kind == "f" else (0.0, 0.0)
+    from .testing.tolerance import tolerance_for_dtype
+
+    return tolerance_for_dtype(np.dtype(dtype))
 
 
 def run_runner(runner: Path, run_prefix, inputs: dict[str, np.ndarray], input_order, workdir: Path,

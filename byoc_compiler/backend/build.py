@@ -48,15 +48,13 @@ def _load_config(config):
 
 
 def _emit_kernel(call, symbol):
-    try:
-        from .host_kernels import emit_kernel
-    except ImportError:
-        from .host_kernels.driver import emit_kernel
+    from .host_kernels import emit_kernel
+
     try:
         return emit_kernel(call, symbol)
     except ByocError:
         raise
-    except ValueError as exc:       # HostKernelError: names the op and the reason
+    except ValueError as exc:       # a rule that cannot handle this call (HostKernelError passed above)
         raise ByocError(f"host codegen failed for {symbol}: {exc}") from None
 
 
