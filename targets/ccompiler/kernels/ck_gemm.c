@@ -226,6 +226,17 @@ static void ck_gemv_axpy(int64_t n, int64_t k, const float *a, int64_t as, const
   }
 }
 
+/* B[pc .. pc+kc, j0 .. j0+nc] of either source -> nr-wide slivers. */
+static void ck_pack_b(const ck_b_source *b, int64_t pc, int64_t kc, int64_t j0, int64_t nc, int64_t n_total,
+                      int64_t nr, float *dst) {
+  if (nc <= 0) return;
+  if (b->conv != NULL)
+    ck_pack_b_conv(pc, kc, j0, nc, n_total, b->conv, nr, dst);
+  else
+    ck_pack_b_strided(kc, nc, b->base + pc * b->row_stride + j0 * b->col_stride, b->row_stride, b->col_stride, nr,
+                      dst);
+}
+
 /* ---- driver ---------------------------------------------------------------------------------- */
 
 int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,
@@ -264,32 +275,36 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
 
   for (jc = 0; jc < n; jc += CK_NC) {
     const int64_t nc = ck_min(CK_NC, n - jc);
+    /* A last sliver at most half full runs the half-width kernel: no work on padding columns */
+    const int64_t tail = nc % nr_full;
+    const int use_half = kernel->run_half != NULL && tail > 0 && tail <= nr_full / 2;
+    const int64_t nc_main = use_half ? nc - tail : nc;
     for (pc = 0; pc < k; pc += CK_KC) {
       const int64_t kc = ck_min(CK_KC, k - pc);
       const int accumulate = pc > 0;
       const ck_epilogue *last = pc + kc == k ? epilogue : NULL;
-      if (b->conv != NULL)
-        ck_pack_b_conv(pc, kc, jc, nc, n, b->conv, nr_full, pack_b);
-      else
-        ck_pack_b_strided(kc, nc, b->base + pc * b->row_stride + jc * b->col_stride, b->row_stride,
-                          b->col_stride, nr_full, pack_b);
+      ck_pack_b(b, pc, kc, jc, nc_main, n, nr_full, pack_b);
+      if (use_half) ck_pack_b(b, pc, kc, jc + nc_main, tail, n, nr_full / 2, pack_b + nc_main * kc);
       for (ic = 0; ic < m; ic += CK_MC) {
         const int64_t mc = ck_min(CK_MC, m - ic);
         ck_pack_a(mc, kc, a + ic * a_row_stride + pc * a_col_stride, a_row_stride, a_col_stride, mr_full,
                   pack_a);
         for (jr = 0; jr < nc; jr += nr_full) {
-          const int64_t nr = ck_min(nr_full, nc - jr);
+          const int half = jr >= nc_main;
+          const int64_t sliver = half ? nr_full / 2 : nr_full;
+          const ck_micro_fn run = half ? kernel->run_half : kernel->run;
+          const int64_t nr = ck_min(sliver, nc - jr);
           for (ir = 0; ir < mc; ir += mr_full) {
             const int64_t mr = ck_min(mr_full, mc - ir);
             const int64_t row0 = ic + ir, col0 = jc + jr;
             float *c_tile = c + row0 * ldc + col0;
-            if (mr == mr_full && nr == nr_full) {
-              kernel->run(kc, pack_a + ir * kc, pack_b + jr * kc, c_tile, ldc, accumulate);
+            if (mr == mr_full && nr == sliver) {
+              run(kc, pack_a + ir * kc, pack_b + jr * kc, c_tile, ldc, accumulate);
               if (last != NULL && (last->bias != NULL || last->activation != CK_ACT_NONE))
                 ck_epilogue_tile(c_tile, ldc, mr, nr, last, row0, col0);
             } else { /* edge tile: through a local tile, stored within bounds */
-              kernel->run(kc, pack_a + ir * kc, pack_b + jr * kc, tile, nr_full, 0);
-              ck_store_tile(tile, nr_full, c_tile, ldc, mr, nr, accumulate, last, row0, col0);
+              run(kc, pack_a + ir * kc, pack_b + jr * kc, tile, sliver, 0);
+              ck_store_tile(tile, sliver, c_tile, ldc, mr, nr, accumulate, last, row0, col0);
             }
           }
         }

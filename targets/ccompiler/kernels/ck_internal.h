@@ -77,6 +77,7 @@ typedef struct {
   const char *name;
   int32_t mr, nr;
   ck_micro_fn run;
+  ck_micro_fn run_half;    /* mr x nr/2 on nr/2-wide slivers, for a narrow last sliver; NULL: none */
   ck_gemv_dot_fn gemv_dot; /* same vector width */
   int (*cpu_has)(void); /* NULL: always available */
 } ck_micro_kernel;

@@ -114,6 +114,8 @@ CK_CONTRACT CK_DEFINE_GEMV_DOT(ck_gemv_baseline, CK_NR / 2)
 #define CK_DISPATCH 1
 __attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_avx2, 6, 8)
 __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_avx512, 8, 16)
+__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_avx2_half, 6, 4)
+__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_avx512_half, 8, 8)
 __attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_GEMV_DOT(ck_gemv_avx2, 8)
 __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_GEMV_DOT(ck_gemv_avx512, 16)
 
@@ -164,10 +166,10 @@ static void ck_gemv_baseline(int64_t n, int64_t k, const float *restrict a, cons
 /* Best first; the baseline (what the compiler flags allow) always runs. */
 static const ck_micro_kernel ck_kernels[] = {
 #if defined(CK_DISPATCH)
-    {"avx512-8x32", 8, 32, ck_micro_avx512, ck_gemv_avx512, ck_cpu_has_avx512},
-    {"avx2-6x16", 6, 16, ck_micro_avx2, ck_gemv_avx2, ck_cpu_has_avx2},
+    {"avx512-8x32", 8, 32, ck_micro_avx512, ck_micro_avx512_half, ck_gemv_avx512, ck_cpu_has_avx512},
+    {"avx2-6x16", 6, 16, ck_micro_avx2, ck_micro_avx2_half, ck_gemv_avx2, ck_cpu_has_avx2},
 #endif
-    {"baseline-" CK_STR(CK_MR) "x" CK_STR(CK_NR), CK_MR, CK_NR, ck_micro_baseline, ck_gemv_baseline, NULL},
+    {"baseline-" CK_STR(CK_MR) "x" CK_STR(CK_NR), CK_MR, CK_NR, ck_micro_baseline, NULL, ck_gemv_baseline, NULL},
 };
 #define CK_NUM_KERNELS ((int32_t)(sizeof ck_kernels / sizeof ck_kernels[0]))
 
