@@ -607,6 +607,23 @@ def test_deep_nesting_in_the_text_is_refused_clearly(depth, ok):
     assert shown[len(caret) - 1:].startswith("%x)))" if depth == MAX_NESTING else "nn.relu(")
 
 
+# Other recursive parts of the text: each refused at some depth with one ParseError, never a RecursionError.
+DEEP_TEXTS = [
+    ("tuple-type", "def @main(%x: " + "(" * 5000 + "Tensor[(1), float32]" + ",)" * 5000 + ") {\n  %x\n}\n",
+     f"tuple types nested more than {MAX_NESTING} deep"),
+    ("attribute-list", MAIN + "  nn.max_pool2d(%x, pool_size=" + "[" * 5000 + "1" + "]" * 5000 + ")\n}\n",
+     f"attribute lists nested more than {MAX_NESTING} deep"),
+    ("metadata-json", MAIN + "  %x\n}\n#[metadata]\n" + "[" * 100000 + "]" * 100000 + "\n",
+     "bad #[metadata] section: maximum recursion depth exceeded"),
+]
+
+
+@pytest.mark.parametrize("text,message", [c[1:] for c in DEEP_TEXTS], ids=[c[0] for c in DEEP_TEXTS])
+def test_deep_nesting_elsewhere_is_one_parse_error(text, message):
+    with pytest.raises(ParseError, match=re.escape(message)):
+        parse(text)
+
+
 def test_long_line_excerpt_keeps_caret_on_target():
     text = MAIN + "  %0 = (" + "%x, " * 100 + "%y, " + "%x, " * 100 + "%x);\n  %0\n}\n"
     with pytest.raises(ParseError) as info:

@@ -251,13 +251,17 @@ class _Parser:
             return TensorType((), token.text)
         if token.kind == "(":
             self.next()
-            fields: list[Type] = []
-            while not self.accept(")"):
-                fields.append(self.parse_type())
-                if not self.accept(","):
-                    self.expect(")", "',' or ')' in the tuple type")
-                    break
-            return TupleType(tuple(fields))
+            self._deeper("tuple types", "flatten the tuple")
+            try:
+                fields: list[Type] = []
+                while not self.accept(")"):
+                    fields.append(self.parse_type())
+                    if not self.accept(","):
+                        self.expect(")", "',' or ')' in the tuple type")
+                        break
+                return TupleType(tuple(fields))
+            finally:
+                self.depth -= 1
         raise self.expected("a type such as Tensor[(1, 3), float32]")
 
     def parse_dtype(self) -> str:
@@ -297,6 +301,8 @@ class _Parser:
         stack: list[list] = []
         while True:
             if self.accept("["):
+                if len(stack) == MAX_NESTING:     # checks and messages that print the value recurse
+                    raise self.error_at(self.peek().pos, f"attribute lists nested more than {MAX_NESTING} deep")
                 stack.append([])
                 if self.accept("]"):
                     done = stack.pop()
@@ -352,13 +358,15 @@ class _Parser:
         return token.kind in ("ident", "string") and self.peek(1).kind == "="
 
     # ---- expressions -------------------------------------------------------------------------
-    def parse_expr(self) -> Expr:
+    def _deeper(self, what: str, fix: str) -> None:
         # Nesting written in the text is parsed recursively; deep nesting is refused with a clear
-        # message instead of a RecursionError (bindings `%N = ...;` are the way to write long chains).
+        # message instead of a RecursionError. The caller decrements self.depth when done.
         self.depth += 1
         if self.depth > MAX_NESTING:
-            raise self.error_at(self.peek().pos, f"expressions nested more than {MAX_NESTING} deep; "
-                                "bind intermediate values with `%N = ...;` instead")
+            raise self.error_at(self.peek().pos, f"{what} nested more than {MAX_NESTING} deep; {fix}")
+
+    def parse_expr(self) -> Expr:
+        self._deeper("expressions", "bind intermediate values with `%N = ...;` instead")
         try:
             return self._parse_postfix(self.parse_primary())
         finally:
@@ -535,7 +543,7 @@ class _Parser:
                 data = np.frombuffer(raw, dtype=dtype).reshape(shape)
                 out.append(Constant(data.astype(data.dtype.newbyteorder("="))))
             return out
-        except (ValueError, KeyError, TypeError, AttributeError) as err:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
             raise self.error_at(self.metadata_pos, f"bad #[metadata] section: {err}") from None
 
     # ---- functions and bodies ----------------------------------------------------------------
