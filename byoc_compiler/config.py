@@ -133,10 +133,12 @@ def _check_type(where: str, value: Any, expected: type, path: Path) -> None:
 def load_config(path: str | os.PathLike | None = None) -> Config:
     path = find_config_path(path)
     try:
-        raw = _toml.loads(path.read_text())
+        raw = _toml.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file {path} not found; copy the repository's config.toml or set BYOC_CONFIG") from None
-    except _toml.TOMLDecodeError as exc:
+    except IsADirectoryError:
+        raise ConfigError(f"config path {path} is a directory; name the config.toml file in it") from None
+    except (_toml.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     _check_keys("", raw, _SECTIONS, path)
 

@@ -72,7 +72,7 @@ ERRORS = [
     ("binary-text-model", ["partition", "{tmp}/binary.txt", "-t", "ccompiler"], "binary.txt is not UTF-8 text"),
     ("dot-into-missing-dir", ["partition", "mlp", "-t", "ccompiler", "--dot", "{tmp}/no/such/dir/x.dot"],
      "x.dot: No such file or directory"),
-    ("config-is-a-directory", ["config", "{tmp}"], "Is a directory"),
+    ("config-is-a-directory", ["config", "{tmp}"], "is a directory; name the config.toml file in it"),
     ("ill-typed-text-model", ["partition", "{tmp}/int64.txt", "-t", "ccompiler"],
      "add at " + "{tmp}/int64.txt:1:37: argument 'lhs' expected float32 or int32 tensor"),
 ]

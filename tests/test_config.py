@@ -1,6 +1,7 @@
 """config.toml: every mistake a person makes by hand gets one message naming the file, the key and the fix."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -76,9 +77,23 @@ def test_bad_config_names_file_key_and_fix(tmp_path, edit, message):
     assert str(path) in str(info.value)
 
 
-def test_missing_config_file(tmp_path):
-    with pytest.raises(ConfigError, match="not found"):
-        load_config(tmp_path / "nope.toml")
+# (id, what is at the path, what the one error says)
+UNREADABLE = [
+    ("missing", None, "not found; copy the repository's config.toml or set BYOC_CONFIG"),
+    ("directory", "dir", "is a directory; name the config.toml file in it"),
+    ("not-utf8", b"\xff\xfe\x00", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("content,message", [c[1:] for c in UNREADABLE], ids=[c[0] for c in UNREADABLE])
+def test_unreadable_config_file(tmp_path, content, message):
+    path = tmp_path / "config.toml"
+    if content == "dir":
+        path.mkdir()
+    elif content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(path)
 
 
 def test_cli_config_command_reports_error_without_traceback(tmp_path):
