@@ -7,8 +7,9 @@ portable x86-64 baseline: SSE2) and `-O3 -march=native`. The peer is numpy's mat
 (OpenBLAS or whatever numpy links, pinned to one thread); for conv2d it is im2col + matmul in
 numpy, timed both as the matmul alone and as the whole thing (im2col copy + matmul). Figures
 are medians of --repeat runs after one warm-up, in CPU time of the calling thread (both the
-library and single-threaded numpy compute there), so other load on the machine skews them less
-than wall time would; GFLOP/s count 2 flops per multiply-add.
+library and single-threaded numpy compute there), with all columns of a row taking turns in
+every repeat, so other load on the machine skews them less and alike; GFLOP/s count 2 flops per
+multiply-add.
 """
 from __future__ import annotations
 
@@ -52,19 +53,20 @@ class ConvParams(ctypes.Structure):
 
 
 class Variant:
-    """One column: a build of the library, optionally with its gemm kernel forced."""
+    """One column: a build of the library with the gemm kernel it runs (its own choice, or forced)."""
 
     def __init__(self, lib: ctypes.CDLL, kernel: str | None = None):
-        self.lib, self.kernel = lib, kernel
+        self.lib = lib
+        self.kernel = (kernel or lib.ck_gemm_kernel_name().decode()).encode()
+        if lib.ck_gemm_use_kernel(self.kernel) != 0:
+            raise SystemExit(f"kernel {self.kernel.decode()} does not run on this CPU")
 
-    def __enter__(self):
-        self.previous = self.lib.ck_gemm_kernel_name()
-        if self.kernel is not None and self.lib.ck_gemm_use_kernel(self.kernel.encode()) != 0:
-            raise SystemExit(f"kernel {self.kernel} does not run on this CPU")
-        return self.lib
-
-    def __exit__(self, *exc):
-        self.lib.ck_gemm_use_kernel(self.previous)
+    def timed(self, call):
+        """call, preceded by selecting this column's kernel (the build is shared between columns)."""
+        def run():
+            self.lib.ck_gemm_use_kernel(self.kernel)
+            call()
+        return run
 
 
 def build(cc: str, flags: list[str], out: Path) -> ctypes.CDLL:
@@ -80,14 +82,18 @@ def build(cc: str, flags: list[str], out: Path) -> ctypes.CDLL:
     return lib
 
 
-def median_seconds(fn, repeat: int) -> float:
-    fn()
-    times = []
+def interleaved_medians(calls: dict, repeat: int) -> dict:
+    """Median thread CPU seconds of each call; the calls take turns within every repeat, so a
+    change of load on the machine hits every column alike."""
+    times = {name: [] for name in calls}
+    for fn in calls.values():
+        fn()  # warm-up: caches, lazy kernel choice
     for _ in range(repeat):
-        start = time.thread_time()
-        fn()
-        times.append(time.thread_time() - start)
-    return float(np.median(times))
+        for name, fn in calls.items():
+            start = time.thread_time()
+            fn()
+            times[name].append(time.thread_time() - start)
+    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 def ptr(a):
@@ -119,18 +125,21 @@ def conv_row(libs, layer, repeat):
 
     cols = im2col(np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad))), k, s, oh, ow)
     want = (w2 @ cols).reshape(1, o, oh, ow)
-    row = {"name": name, "shape": f"{c}x{h}x{w} -> {o}x{oh}x{ow}",
-           "numpy_matmul": flops / median_seconds(lambda: w2 @ cols, repeat) / 1e9,
-           "numpy_whole": flops / median_seconds(numpy_whole, repeat) / 1e9}
     params = ConvParams(**values)
+    calls = {"numpy_matmul": lambda: w2 @ cols, "numpy_whole": numpy_whole}
+    outputs = {}
     for label, variant in libs.items():
-        with variant as lib:
-            ws = np.empty(lib.ck_conv2d_workspace_bytes(ctypes.byref(params)) + 64, np.uint8)
-            out = np.empty((n, o, oh, ow), np.float32)
-            call = lambda: lib.ck_conv2d(ctypes.byref(params), ptr(x), ptr(wt), None, 0, ptr(out),  # noqa: E731
-                                         ctypes.c_void_p(ws.ctypes.data))
-            row[label] = flops / median_seconds(call, repeat) / 1e9
-        np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-2 * np.sqrt(c * k * k))
+        lib = variant.lib
+        ws = np.empty(lib.ck_conv2d_workspace_bytes(ctypes.byref(params)) + 64, np.uint8)
+        out = outputs[label] = np.empty((n, o, oh, ow), np.float32)
+        calls[label] = variant.timed(
+            lambda lib=lib, ws=ws, out=out: lib.ck_conv2d(ctypes.byref(params), ptr(x), ptr(wt), None, 0, ptr(out),
+                                                          ctypes.c_void_p(ws.ctypes.data)))
+    seconds = interleaved_medians(calls, repeat)
+    for label, out in outputs.items():
+        np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-2 * np.sqrt(c * k * k), err_msg=label)
+    row = {"name": name, "shape": f"{c}x{h}x{w} -> {o}x{oh}x{ow}"}
+    row.update({key: flops / t / 1e9 for key, t in seconds.items()})
     return row
 
 
@@ -141,17 +150,22 @@ def dense_row(libs, layer, repeat):
     wt = rng.standard_normal((n, kdim), dtype=np.float32)
     flops = 2.0 * m * n * kdim
     want = x @ wt.T
-    seconds = median_seconds(lambda: x @ wt.T, repeat)
-    row = {"name": name, "shape": f"[{m},{kdim}] x [{n},{kdim}]^T",
-           "numpy_matmul": flops / seconds / 1e9, "numpy_whole": flops / seconds / 1e9}
+    calls = {"numpy_matmul": lambda: x @ wt.T}
+    outputs = {}
     for label, variant in libs.items():
-        with variant as lib:
-            ws = np.empty(lib.ck_dense_workspace_bytes(m, n, kdim) + 64, np.uint8)
-            out = np.empty((m, n), np.float32)
-            call = lambda: lib.ck_dense(ctypes.c_int64(m), ctypes.c_int64(n), ctypes.c_int64(kdim),  # noqa: E731
-                                        ptr(x), ptr(wt), None, 0, ptr(out), ctypes.c_void_p(ws.ctypes.data))
-            row[label] = flops / median_seconds(call, repeat) / 1e9
-        np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-2 * np.sqrt(kdim))
+        lib = variant.lib
+        ws = np.empty(lib.ck_dense_workspace_bytes(m, n, kdim) + 64, np.uint8)
+        out = outputs[label] = np.empty((m, n), np.float32)
+        calls[label] = variant.timed(
+            lambda lib=lib, ws=ws, out=out: lib.ck_dense(ctypes.c_int64(m), ctypes.c_int64(n), ctypes.c_int64(kdim),
+                                                         ptr(x), ptr(wt), None, 0, ptr(out),
+                                                         ctypes.c_void_p(ws.ctypes.data)))
+    seconds = interleaved_medians(calls, repeat)
+    for label, out in outputs.items():
+        np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-2 * np.sqrt(kdim), err_msg=label)
+    row = {"name": name, "shape": f"[{m},{kdim}] x [{n},{kdim}]^T"}
+    row.update({key: flops / t / 1e9 for key, t in seconds.items()})
+    row["numpy_whole"] = row["numpy_matmul"]
     return row
 
 
@@ -214,7 +228,7 @@ def main(argv=None) -> int:
         "# ccompiler kernel library vs numpy (GFLOP/s, single thread)",
         "",
         f"Command: `python bench/kernels.py --repeat {args.repeat} --cc {args.cc}` — medians of {args.repeat} runs "
-        "(thread CPU time).",
+        "(thread CPU time, the columns of a row taking turns).",
         f"CPU: {cpu_model()} ({os.cpu_count()} cores, load average {load} at the end of the run); compiler:",
         f"{cc_version}; numpy {np.__version__} with {blas_name()}, one thread.",
         "Columns: the library built with `-std=c99 -O3` (its gemm kernel picked from the CPU at run time, named",
