@@ -46,7 +46,6 @@ def _fn(name: str, params: str, doc: str, returns: str = "int32_t") -> KernelFun
     return KernelFunction(name, tuple(parsed), doc, returns)
 
 
-
 FUNCTIONS: dict[str, KernelFunction] = {f.name: f for f in (
     _fn("ck_gemm_workspace_bytes", "int64_t m, int64_t n, int64_t k", "scratch of ck_gemm", "size_t"),
     _fn("ck_gemm_kernel_name", "void", "name of the register-tile kernel in use", "const char *"),
