@@ -15,7 +15,7 @@ from partition_helpers import F32, cst, rand, registered
 
 
 @pytest.fixture(autouse=True)
-def test_targets():
+def toy_targets():
     with registered() as targets:
         yield targets
 
@@ -122,7 +122,7 @@ def test_names_params_and_attrs_exactly():
     assert calls == ["tvmgen_my_net_tA_main_0", "tvmgen_my_net_tA_main_1"]
 
 
-def test_target_name_is_sanitized_in_symbols_and_params(test_targets):
+def test_target_name_is_sanitized_in_symbols_and_params(toy_targets):
     from byoc_compiler.backend.target import Target, register_target, unregister_target
 
     register_target(Target("my-npu").supports("add"))

@@ -18,7 +18,7 @@ B = cst((4,), seed=3)
 
 
 @pytest.fixture(autouse=True)
-def test_targets():
+def toy_targets():
     with registered() as targets:
         yield targets
 
