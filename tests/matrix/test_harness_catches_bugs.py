@@ -49,6 +49,8 @@ def codegen(func, symbol):
             if out != "out0":
                 body.append(f"  static float {{out}}[{{n}}];")
             end = {add_end!r} if node.op.name == "add" else "n"
+            # Cleared first, so that a skipped element is deterministically wrong (0), not stale memory.
+            body.append(f"  for (int i = 0; i < {{n}}; ++i) {{out}}[i] = 0.0f;")
             body.append(f"  for (int i = 0; i < {{end.replace('n', str(n))}}; ++i) "
                         f"{{out}}[i] = {{a}}[i] {{C_OPS[node.op.name]}} {{b}}[i];")
             names[id(node)] = out
