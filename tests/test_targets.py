@@ -114,6 +114,19 @@ def test_predicate_reasons():
     assert t.check(typed_call(op.exp(x))) == "does not support exp"
 
 
+# (id, shape of x in add(x, x), what ccompiler's predicate answers): its kernels take at most 8 dims
+CCOMPILER_RANKS = [
+    ("rank-8", (1,) * 7 + (2,), None),
+    ("rank-9", (1,) * 8 + (2,), "rank 9 is above the limit of 8"),
+]
+
+
+@pytest.mark.parametrize("shape,verdict", [c[1:] for c in CCOMPILER_RANKS], ids=[c[0] for c in CCOMPILER_RANKS])
+def test_ccompiler_leaves_tensors_above_its_rank_limit_on_the_host(shape, verdict):
+    x = Var("x", TensorType(shape))
+    assert get_target("ccompiler").check(typed_call(op.add(x, x))) == verdict
+
+
 def test_register_twice_with_another_object_fails():
     a = register_target(Target("ttwice"))
     try:

@@ -147,6 +147,19 @@ def dtypes_only(*dtypes: str) -> Predicate:
 float32_only = dtypes_only("float32")
 
 
+def rank_at_most(limit: int) -> Predicate:
+    """A predicate accepting calls whose arguments and result have at most `limit` dimensions."""
+
+    def predicate(call) -> str | None:
+        for expr in (*call.args, call):
+            for ty in flatten_type(expr.checked_type) if expr.checked_type is not None else ():
+                if ty.ndim > limit:
+                    return f"rank {ty.ndim} is above the limit of {limit}"
+        return None
+
+    return predicate
+
+
 def all_of(*predicates: Predicate | None) -> Predicate:
     """A predicate that asks each in turn and returns the first reason."""
 

@@ -4,8 +4,10 @@ This file is the op table: what the target takes and its composite patterns.
 The codegen is codegen.py (one C file per region, calls into the kernel library of
 kernels/, described by kernels.py); the kernel sources are the target's runtime sources.
 """
-from byoc_compiler.backend.target import Target, float32_only
+from byoc_compiler.backend.target import Target, all_of, float32_only, rank_at_most
 from byoc_compiler.pattern import is_constant, is_op, wildcard
+
+from .kernels import MAX_RANK
 
 target = Target("ccompiler", flag="USE_CODEGENC", description="C source calling a vendor C kernel library")
 
@@ -16,7 +18,8 @@ NN = ("nn.dense", "nn.matmul", "nn.bias_add", "nn.conv2d", "nn.max_pool2d", "nn.
 SHAPE = ("reshape", "transpose", "concatenate")
 # Not taken, on purpose: nn.lrn, nn.softmax (they stay on the host).
 
-target.supports(*ELEMENTWISE, *NN, *SHAPE, predicate=float32_only)
+# The kernel library computes float32 tensors of at most CK_MAX_RANK dims; anything else stays on the host.
+target.supports(*ELEMENTWISE, *NN, *SHAPE, predicate=all_of(float32_only, rank_at_most(MAX_RANK)))
 
 
 def _conv_bias():
