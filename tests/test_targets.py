@@ -5,8 +5,8 @@ import pytest
 
 import byoc_compiler
 from byoc_compiler import op
-from byoc_compiler.backend.target import (Target, TargetError, float32_only, get_target, get_targets, register_target,
-                                          reload_targets, require_codegen, unregister_target)
+from byoc_compiler.backend.target import (Target, TargetError, all_of, float32_only, get_target, get_targets,
+                                          register_target, reload_targets, require_codegen, unregister_target)
 from byoc_compiler.errors import ByocError
 from byoc_compiler.ir import IRModule, TensorType, Var
 from byoc_compiler.op.registry import OpError
@@ -112,6 +112,25 @@ def test_predicate_reasons():
     assert t.check(typed_call(op.add(i, i))) == "dtype int32 not supported"
     assert t.check(typed_call(op.add(x, x))) is None
     assert t.check(typed_call(op.exp(x))) == "does not support exp"
+
+
+# (id, what the predicate returns, what Target.check answers, alone and as the second of all_of)
+VERDICTS = [
+    ("none-accepts", None, None),
+    ("true-accepts", True, None),
+    ("false-rejects", False, "rejected by its predicate"),
+    ("string-is-the-reason", "too big", "too big"),
+]
+
+
+@pytest.mark.parametrize("verdict,answer", [c[1:] for c in VERDICTS], ids=[c[0] for c in VERDICTS])
+def test_predicate_verdicts(verdict, answer):
+    x = Var("x", TensorType((2,)))
+    call = typed_call(op.add(x, x))
+    alone = Target("talone").supports("add", predicate=lambda c: verdict)
+    both = Target("tboth").supports("add", predicate=all_of(float32_only, lambda c: verdict))
+    assert alone.check(call) == answer
+    assert both.check(call) == answer
 
 
 # (id, shape of x in add(x, x), what ccompiler's predicate answers): its kernels take at most 8 dims

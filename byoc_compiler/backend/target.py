@@ -36,6 +36,14 @@ class TargetError(ByocError):
     """An unknown, disabled or incomplete target."""
 
 
+def _reason(verdict) -> str | None:
+    """A predicate's or pattern check's answer: None or True accept; a string is the reason it
+    does not; anything else (False) rejects without one."""
+    if verdict is None or verdict is True:
+        return None
+    return verdict if isinstance(verdict, str) else "rejected by its predicate"
+
+
 @dataclass(frozen=True)
 class CompositePattern:
     """A named composite pattern of a target; `check(root_call)` may veto a match."""
@@ -59,7 +67,7 @@ class CompositePattern:
         except Exception as exc:
             raise TargetError(f"target {self.target!r}: the check of pattern {self.name!r} raised "
                               f"{type(exc).__name__}: {exc}") from exc
-        return verdict is None or verdict is True
+        return _reason(verdict) is None
 
 
 class Target:
@@ -112,9 +120,7 @@ class Target:
         except Exception as exc:  # a vendor's predicate is plugin code: name it instead of a deep traceback
             raise TargetError(f"target {self.name!r}: the predicate for {name} raised "
                               f"{type(exc).__name__}: {exc}") from exc
-        if verdict is None or verdict is True:
-            return None
-        return verdict if isinstance(verdict, str) else "rejected by its predicate"
+        return _reason(verdict)
 
     def partition_for(self, mod, **kwargs):
         """Partition `mod` for this target alone (TVM's `partition_for_<target>(mod)`)."""
@@ -165,10 +171,9 @@ def all_of(*predicates: Predicate | None) -> Predicate:
 
     def predicate(call) -> str | None:
         for p in predicates:
-            if p is not None:
-                verdict = p(call)
-                if verdict is not None and verdict is not True:
-                    return verdict if isinstance(verdict, str) else "rejected by its predicate"
+            reason = _reason(p(call)) if p is not None else None
+            if reason is not None:
+                return reason
         return None
 
     return predicate
