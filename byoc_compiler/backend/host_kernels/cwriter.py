@@ -65,7 +65,7 @@ def _real_literal(value: float, suffix: str, nan: str, inf: str) -> str:
     text = repr(value)
     if "e" not in text and "." not in text:
         text += ".0"  # "1f" is not a C constant
-    return f"{text}{suffix}" if value >= 0 else f"({text}{suffix})"
+    return f"({text}{suffix})" if text.startswith("-") else f"{text}{suffix}"   # -0.0 too: never "x--0.0f"
 
 
 def float_literal(value: float) -> str:
