@@ -39,7 +39,8 @@ def test_inputs_by_name_or_position(inputs):
     ({"x": X.T.copy(), "y": Y}, ["input 'x'", "shape (2, 3)", "shape (3, 2)"]),
     ({"x": X.astype(np.float64), "y": Y}, ["input 'x'", "expected float32", "given float64"]),
     ({"x": X, "y": Y.astype(np.int32)}, ["input 'y'", "given int32"]),
-], ids=["missing", "extra", "too-few", "wrong-shape", "wrong-dtype", "int-for-float"])
+    (np.stack([Y, Y]), ["a list of arrays in parameter order (x, y)", "not one array"]),
+], ids=["missing", "extra", "too-few", "wrong-shape", "wrong-dtype", "int-for-float", "one-array"])
 def test_bad_inputs_are_named(inputs, fragments):
     with pytest.raises(ValueError) as info:
         run_reference(_affine(), inputs)

@@ -39,6 +39,9 @@ def _bind_inputs(func: Function, inputs: Mapping[str, Any] | Sequence[Any]) -> l
     """The arrays for `func`'s params, checked against their annotations."""
     params = func.params
     names = [p.name_hint for p in params]
+    if isinstance(inputs, np.ndarray):      # iterating it would bind its rows to the parameters
+        raise ValueError(f"inputs must be a list of arrays in parameter order ({', '.join(names)}) or a dict "
+                         "by name, not one array; wrap it: run_reference(mod, [x])")
     if isinstance(inputs, Mapping):
         if len(set(names)) != len(names):
             raise ValueError("main has several parameters with the same name; pass the inputs as a list in "
