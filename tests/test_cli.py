@@ -75,11 +75,31 @@ ERRORS = [
     ("config-is-a-directory", ["config", "{tmp}"], "is a directory; name the config.toml file in it"),
     ("ill-typed-text-model", ["partition", "{tmp}/int64.txt", "-t", "ccompiler"],
      "add at " + "{tmp}/int64.txt:1:37: argument 'lhs' expected float32 or int32 tensor"),
+    ("dynamic-onnx-needs-shape", ["partition", "{tmp}/dynamic.onnx", "-t", "ccompiler"],
+     "input 'x' has a dynamic dimension at position 0 ('N'); pass a static shape: from_onnx(model, "
+     "shape={'x': (1, 4)}), or `--shape x=1,4` on the command line"),
+    ("shape-not-a-shape", ["partition", "{tmp}/dynamic.onnx", "-t", "ccompiler", "--shape", "x=1,a"],
+     "--shape x=1,a: expected NAME=D1,D2,... with non-negative integer sizes"),
+    ("shape-without-name", ["partition", "{tmp}/dynamic.onnx", "-t", "ccompiler", "--shape", "1,4"],
+     "--shape 1,4: expected NAME=D1,D2,..."),
+    ("shape-for-a-zoo-model", ["partition", "mlp", "-t", "ccompiler", "--shape", "x=1,32"],
+     "input shapes can only be given for ONNX models; mlp has its shapes in it"),
 ]
+
+
+def _dynamic_onnx() -> bytes:
+    """Relu over x: float32[N, 4], N dynamic."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "dynamic", [x], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+
 
 # Files the ERRORS rows name as {tmp}/<name>.
 BAD_FILES = {"bad.txt": b"garbage {{{\n", "binary.txt": b"\xff\xfe\x00garbage",
-             "int64.txt": b"def @main(%x: Tensor[(2), int64]) { add(%x, %x) }\n"}
+             "int64.txt": b"def @main(%x: Tensor[(2), int64]) { add(%x, %x) }\n", "dynamic.onnx": _dynamic_onnx()}
 
 
 @pytest.mark.parametrize("args,fragment", [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
@@ -90,6 +110,14 @@ def test_errors_exit_2_without_traceback(args, fragment, tmp_path):
     assert proc.returncode == 2
     assert fragment.replace("{tmp}", str(tmp_path)) in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_partition_dynamic_onnx_with_shape(tmp_path):
+    model = tmp_path / "dynamic.onnx"
+    model.write_bytes(_dynamic_onnx())
+    proc = run_cli("partition", str(model), "-t", "ccompiler", "--shape", "x=3,4", "--print")
+    assert proc.returncode == 0, proc.stderr
+    assert "%x: Tensor[(3, 4), float32]" in proc.stdout and 'Compiler="ccompiler"' in proc.stdout
 
 
 def test_main_in_process_returns_exit_code(capsys):

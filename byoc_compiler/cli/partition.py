@@ -1,4 +1,5 @@
-"""`byoc partition MODEL --target T [--target U] [--print] [--dot out.dot] [--svg out.svg] [--strict]`."""
+"""`byoc partition MODEL --target T [--target U] [--print] [--dot out.dot] [--svg out.svg] [--strict]
+[--shape NAME=D1,D2,...]`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,13 +19,33 @@ def add_arguments(parser) -> None:
                         help="pass constants to external functions as arguments instead of binding them")
     parser.add_argument("--print-after", action="append", default=[], metavar="PASS",
                         help="print the module after this pass of the pipeline (repeatable; `all` for every pass)")
+    parser.add_argument("--shape", action="append", default=[], metavar="NAME=D1,D2,...",
+                        help="static shape of an ONNX input with dynamic dimensions (repeatable)")
+
+
+def parse_shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
+    """`--shape x=1,3,224,224` options -> {"x": (1, 3, 224, 224)}."""
+    from ..errors import ByocError
+
+    shapes = {}
+    for item in items:
+        name, sep, dims = item.rpartition("=")
+        try:
+            shape = tuple(int(d) for d in dims.split(",")) if dims else ()
+        except ValueError:
+            shape = None
+        if not sep or not name or shape is None or any(d < 0 for d in shape):
+            raise ByocError(f"--shape {item}: expected NAME=D1,D2,... with non-negative integer sizes, "
+                            "e.g. --shape input=1,3,224,224")
+        shapes[name] = shape
+    return shapes
 
 
 def run(args) -> int:
     from ..frontend import load_model
     from ..partition import partition_for, summarize
 
-    mod = load_model(args.model)
+    mod = load_model(args.model, shape=parse_shapes(args.shape))
     from ..errors import ByocError
     from ..partition import PIPELINE
 

@@ -37,14 +37,19 @@ def check_model_spec(spec: str) -> str | None:
             f"{', '.join(TEXT_SUFFIXES + ONNX_SUFFIXES)}")
 
 
-def load_model(spec: str):
-    """An IRModule from a zoo name, a text-IR file (.txt/.relay/.ir) or an ONNX file (.onnx)."""
+def load_model(spec: str, shape=None):
+    """An IRModule from a zoo name, a text-IR file (.txt/.relay/.ir) or an ONNX file (.onnx).
+
+    shape -- ONNX only: input name -> static shape, for inputs with dynamic dimensions.
+    """
     from .. import zoo
 
     problem = check_model_spec(spec)
     if problem:
         raise ModelSpecError(problem)
     path = Path(spec)
+    if shape and path.suffix not in ONNX_SUFFIXES:
+        raise ModelSpecError(f"input shapes can only be given for ONNX models; {spec} has its shapes in it")
     if path.suffix in TEXT_SUFFIXES:
         from ..ir import parse
 
@@ -55,5 +60,5 @@ def load_model(spec: str):
                                  "give a text-IR file, or an ONNX model with the suffix .onnx") from None
         return parse(text, source_name=str(path))
     if path.suffix in ONNX_SUFFIXES:
-        return from_onnx(str(path))
+        return from_onnx(str(path), shape=shape)
     return zoo.get(spec)

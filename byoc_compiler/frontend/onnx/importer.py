@@ -180,7 +180,8 @@ class _GraphImporter:
         if dynamic:
             example = tuple(1 if d is None else d for d in dims)
             raise _InputError(f"input {name!r} has a dynamic dimension at position {', '.join(dynamic)}; "
-                              f"pass a static shape: from_onnx(model, shape={{{name!r}: {example}}})")
+                              f"pass a static shape: from_onnx(model, shape={{{name!r}: {example}}}), or "
+                              f"`--shape {name}={','.join(map(str, example))}` on the command line")
         return tuple(dims)
 
     def _input_dtype(self, value_info) -> str:
