@@ -224,22 +224,18 @@ class BuildResult:
         if tc.run:
             raise ByocError(f"export_library: toolchain {tc.name!r} builds for {tc.arch}, whose libraries cannot be "
                             "loaded here; use export_runner (a standalone program) instead")
-        path = Path(path)
         objs, _ = self._objects(werror)
-        out = Path(tempfile.mkdtemp(prefix="lib-", dir=self._work())) / path.name
-        tcmod.run_command(tcmod.link_shared_argv(tc, objs, out), f"linking {path.name} with toolchain {tc.name!r}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(out), str(path))
-        return path
+        return self._link(Path(path), lambda out: tcmod.link_shared_argv(tc, objs, out))
 
     def export_runner(self, path, werror: bool = False) -> Path:
         """Compile and link the standalone runner program (any toolchain; static for cross ones, per config)."""
-        tc = self.toolchain
-        path = Path(path)
         model, runner = self._objects(werror)
-        out = Path(tempfile.mkdtemp(prefix="runner-", dir=self._work())) / path.name
-        tcmod.run_command(tcmod.link_exe_argv(tc, runner + model, out),
-                          f"linking {path.name} with toolchain {tc.name!r}")
+        return self._link(Path(path), lambda out: tcmod.link_exe_argv(self.toolchain, runner + model, out))
+
+    def _link(self, path: Path, argv_for) -> Path:
+        """Link in the work directory, then move to `path`: a failed link leaves nothing at `path`."""
+        out = Path(tempfile.mkdtemp(prefix="link-", dir=self._work())) / path.name
+        tcmod.run_command(argv_for(out), f"linking {path.name} with toolchain {self.toolchain.name!r}")
         path.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(out), str(path))
         return path
