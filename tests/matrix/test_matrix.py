@@ -65,3 +65,19 @@ def test_fuzz(lane, pytestconfig, matrix_config, matrix_cache, reproducer_dir, t
             failures.append(f"{outcome.message}\n  shrunk reproducer: {path}")
     if failures:
         pytest.fail(f"{len(failures)} random graph(s) failed:\n" + "\n".join(failures), pytrace=False)
+
+
+def test_builds_at_once_share_one_cache(matrix_config, runnable, tmp_path):
+    """Two builds of a case at once over one fresh CacheDir both pass; a third build compiles nothing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    case = h.Case("byoc_guide", "ccompiler", "gcc", "graph", "packed", "-O0")
+    runnable(case)
+    cache = tmp_path / "cache"
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = list(pool.map(lambda i: h.run_case(case, tmp_path / f"run{i}", cache, matrix_config), range(2)))
+    assert [o.passed for o in outcomes] == [True, True], [o.message for o in outcomes]
+    project = h.make_project(tmp_path / "run3")
+    built = h.build(case, h.model_spec(case.model, project), project, cache)
+    assert built.returncode == 0, built.output
+    assert "Retrieved" in built.output and "compile " not in built.output, built.output
