@@ -47,11 +47,6 @@ class ToolchainConfig:
     apt: tuple[str, ...] = ()          # Debian packages that provide it
 
     @property
-    def is_host(self) -> bool:
-        """Its binaries run here directly, and its shared libraries can be loaded into this Python."""
-        return not self.run and not self.sanitizer
-
-    @property
     def install_hint(self) -> str:
         packages = " ".join(self.apt) if self.apt else self.cc
         return f"apt-get install -y {packages}"

@@ -39,7 +39,7 @@ def can_load_here(tc) -> bool:
 
 def check_toolchain(tc) -> None:
     """Raise one clear ToolchainError if the compiler (or the program that runs its binaries) is missing."""
-    hint = f"install it with `apt-get install -y {' '.join(tc.apt) if tc.apt else tc.cc}`"
+    hint = f"install it with `{tc.install_hint}`"
     if shutil.which(tc.cc) is None:
         raise ToolchainError(f"toolchain {tc.name!r}: compiler {tc.cc!r} not found; {hint}")
     if tc.run and shutil.which(tc.run[0]) is None:

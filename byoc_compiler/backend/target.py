@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -278,12 +277,6 @@ def unregister_target(name: str) -> None:
 def reload_targets() -> None:
     """Forget what discovery found (after changing config.toml or BYOC_CONFIG)."""
     _REGISTRY.discovered = None
-
-
-def import_optional(module: str) -> None:
-    """Import `module` if it exists (a target's codegen file, written separately from its op table)."""
-    if importlib.util.find_spec(module) is not None:
-        importlib.import_module(module)
 
 
 def _config_path_text() -> str:
