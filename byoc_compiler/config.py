@@ -29,6 +29,8 @@ BUILTIN_BACKENDS = {
 }
 EXECUTORS = ("graph", "aot")
 INTERFACES = ("packed", "unpacked")
+# `opt` is one optimization flag (or none); other flags belong in a toolchain's cflags.
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz", "-Og", "-Ofast", "")
 
 
 class ConfigError(ByocError):
@@ -172,7 +174,7 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
     _check_keys("build.", build_raw, _BUILD_KEYS, path)
     for key, value in build_raw.items():
         _check_type(f"build.{key}", value, _BUILD_KEYS[key], path)
-    for key, allowed in (("executor", EXECUTORS), ("interface", INTERFACES)):
+    for key, allowed in (("executor", EXECUTORS), ("interface", INTERFACES), ("opt", OPT_LEVELS)):
         if key in build_raw and build_raw[key] not in allowed:
             raise ConfigError(f"{path}: build.{key} = {build_raw[key]!r} is not allowed; use one of: {', '.join(allowed)}")
     for name in build_raw.get("toolchains", []):

@@ -69,6 +69,13 @@ def test_impossible_request_lists_valid_combinations(kwargs, names):
     assert "gcc" in message and "\n" not in message
 
 
+@pytest.mark.parametrize("opt", ["-Ozzz", "-O2 -march=native", "O2"], ids=["unknown-level", "two-flags", "no-dash"])
+def test_opt_must_be_one_optimization_level(opt):
+    with pytest.raises(ByocError, match=rf"build: opt '{opt}' is not an optimization level; use one of '-O0', .*"
+                                        r"other flags go in a toolchain's cflags"):
+        build(zoo.get("byoc_guide"), opt=opt)
+
+
 def test_metadata_describes_the_model():
     lib = built("multi_output", "gcc", "aot", "packed")
     meta = lib.metadata

@@ -56,6 +56,8 @@ BAD = [
                  "backends.USE_CODEGENC must be true or false", id="flag-wrong-type"),
     pytest.param(('executor = "aot"', 'executor = "jit"'),
                  "build.executor = 'jit' is not allowed; use one of: graph, aot", id="bad-executor"),
+    pytest.param(('executor = "aot"', 'executor = "aot"\nopt = "-O2 -g"'),
+                 "build.opt = '-O2 -g' is not allowed; use one of: -O0, -O1, -O2", id="bad-opt"),
     pytest.param(('toolchains = ["gcc"]', 'toolchains = ["gcc", "clnag"]'),
                  "build.toolchains names 'clnag'", id="unknown-toolchain"),
     pytest.param(('cc = "gcc"', 'cc = "gcc"\nccflags = []'),

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import EXECUTORS, INTERFACES, OPT_LEVELS
 from ..errors import ByocError
 from ..ir.module import IRModule
 from . import aot as aot_gen
@@ -31,9 +32,6 @@ from .graph_json import graph_json, temp_storage_bytes
 from .model_c import HEADER, BlobRegion, blob_section, descriptor
 from .program import inline_composites, lower_main
 from .result import BuildResult
-
-EXECUTORS = ("graph", "aot")
-INTERFACES = ("packed", "unpacked")
 
 
 def _combinations(config) -> str:
@@ -91,6 +89,10 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
         problems.append(f"toolchain {toolchain!r}")
     if problems:
         raise ByocError(f"build: {' and '.join(problems)} not available; valid combinations: {_combinations(cfg)}")
+    if opt not in OPT_LEVELS:
+        raise ByocError(f"build: opt {opt!r} is not an optimization level; use one of "
+                        f"{', '.join(repr(o) for o in OPT_LEVELS)} (other flags go in a toolchain's cflags in "
+                        f"{cfg.path})")
     if not isinstance(mod, IRModule):
         raise ByocError(f"build: expected an IRModule, got {type(mod).__name__}; wrap an expression with "
                         "IRModule.from_expr(...)")
