@@ -56,3 +56,14 @@ def cst(shape, seed: int = 1):
 
 
 __all__ = ["make_targets", "registered", "x_var", "module", "rand", "cst", "op", "F32"]
+
+
+def assert_same_outputs(before, after, inputs, rtol=1e-6, atol=1e-6):
+    """Partitioning keeps the meaning: the reference interpreter gives `after` the outputs of `before`."""
+    from byoc_compiler.testing import run_reference
+
+    want = run_reference(before, inputs)
+    got = run_reference(after, inputs)
+    assert len(got) == len(want)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)

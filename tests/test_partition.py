@@ -1,17 +1,15 @@
 """AnnotateTarget, MergeCompilerRegions, PartitionGraph and partition_for on small hand-made graphs."""
-import numpy as np
 import pytest
 
 from byoc_compiler import op
 from byoc_compiler.ir import Call, Constant, GlobalVar, IRModule, Tuple, TupleGetItem, TensorType, Var, post_order
 from byoc_compiler.partition import PartitionError, partition_for, summarize
 from byoc_compiler.partition.annotations import ATTR, Annotations, StaleAnnotations, graph_nodes, read, write
-from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.transform import (AnnotateTarget, MergeCompilerRegions, PartitionGraph, annotate_target,
                                      infer_type, merge_compiler_regions, partition_graph)
 from byoc_compiler.transform.partition_graph import PartitionInvariantError
 
-from partition_helpers import F32, cst, rand, registered
+from partition_helpers import F32, assert_same_outputs, cst, rand, registered
 
 
 @pytest.fixture(autouse=True)
@@ -31,14 +29,6 @@ def ops_of(func):
 def host_ops(mod):
     return sorted(n.op.name for n in post_order(mod["main"].body)
                   if isinstance(n, Call) and not isinstance(n.op, GlobalVar) and hasattr(n.op, "name"))
-
-
-def assert_same_outputs(before, after, inputs):
-    want = run_reference(before, inputs)
-    got = run_reference(after, inputs)
-    assert len(want) == len(got)
-    for w, g in zip(want, got):
-        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
 
 
 def pipeline(mod, targets, **kwargs):

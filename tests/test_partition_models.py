@@ -14,10 +14,9 @@ from byoc_compiler.backend.target import get_target
 from byoc_compiler.ir import Call, Function, GlobalVar, IRModule, Tuple, TensorType, Var, parse, post_order
 from byoc_compiler.partition import partition_for, summarize
 from byoc_compiler.partition.annotations import graph_nodes, inputs_of, read
-from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.transform import annotate_target, merge_compiler_regions
 
-from partition_helpers import registered
+from partition_helpers import assert_same_outputs, registered
 
 TARGET_SETS = [["ccompiler"], ["examplejson"], ["ccompiler", "examplejson"], ["examplejson", "ccompiler"]]
 
@@ -27,12 +26,7 @@ TARGET_SETS = [["ccompiler"], ["examplejson"], ["ccompiler", "examplejson"], ["e
 def test_zoo_model_partitions_and_keeps_outputs(name, targets):
     before = zoo.get(name)
     after = partition_for(targets, before)
-    inputs = zoo.inputs(name)
-    want = run_reference(before, inputs)
-    got = run_reference(after, inputs)
-    assert len(got) == len(want)
-    for w, g in zip(want, got):
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    assert_same_outputs(before, after, zoo.inputs(name), rtol=1e-5, atol=1e-5)
     for fname, func in after.items():
         if "Compiler" not in func.attrs:
             continue
@@ -48,8 +42,7 @@ def test_zoo_model_partitions_and_keeps_outputs(name, targets):
     # The printed partitioned module reads back and runs the same (external functions and attrs included).
     reread = parse(after.astext())
     assert list(reread) == list(after)
-    for w, g in zip(want, run_reference(reread, inputs)):
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    assert_same_outputs(before, reread, zoo.inputs(name), rtol=1e-5, atol=1e-5)
 
 
 # --- random graphs ----------------------------------------------------------------------------------
@@ -163,8 +156,7 @@ def test_random_graph_regions_stay_acyclic_and_outputs_equal(seed):
                     assert not contracted_is_acyclic(rest, succ), f"regions {r1} and {r2} could merge"
         after = partition_for(targets, mod)
         inputs = {"x": np.random.default_rng(seed).standard_normal((1, 4)).astype("float32")}
-        for w, g in zip(run_reference(mod, inputs), run_reference(after, inputs)):
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+        assert_same_outputs(mod, after, inputs, rtol=1e-5)
 
 
 def test_partition_is_deterministic_across_processes():
