@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
+from ..ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TensorType, Type
 from ..ir.visitor import post_order
