@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from byoc_compiler import op
-from byoc_compiler.ir import (Constant, Function, IRModule, TensorType, Tuple, Var, assert_structural_equal,
+from byoc_compiler.ir import (Constant, Function, TensorType, Tuple, Var, assert_structural_equal,
                               parse, parse_expr, structural_equal, structural_hash)
 
 T = "Tensor[(2, 2), float32]"
