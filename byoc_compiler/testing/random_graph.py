@@ -238,6 +238,11 @@ def _binary(op: str):
     return make
 
 
+# How a unary op changes a bound on its operand's magnitude (the identity when not listed).
+_UNARY_BOUNDS = {"exp": math.exp, "log": lambda v: math.log(v + 1) + 1, "sqrt": math.sqrt,
+                 "tanh": lambda v: 1.0, "sigmoid": lambda v: 1.0}
+
+
 def _unary(op: str, float_only: bool = False, guard: str | None = None):
     def make(b: _Builder, x: int):
         dt = b.dtype(x)
@@ -253,8 +258,7 @@ def _unary(op: str, float_only: bool = False, guard: str | None = None):
             bx = min(bx, 4.0)
         if x is None:
             return None
-        bound = {"exp": math.exp(bx), "log": math.log(bx + 1) + 1, "sqrt": math.sqrt(bx),
-                 "tanh": 1.0, "sigmoid": 1.0}.get(op, bx)
+        bound = _UNARY_BOUNDS.get(op, lambda v: v)(bx)
         return b.step(op, [x], bound)
     return make
 
