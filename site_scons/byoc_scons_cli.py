@@ -12,9 +12,7 @@ from pathlib import Path
 
 from SCons.Script import BoolVariable, EnumVariable, ListVariable, Variables
 
-from byoc_compiler.config import EXECUTORS, INTERFACES
-
-OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os")
+from byoc_compiler.config import EXECUTORS, INTERFACES, OPT_LEVELS
 
 
 def fail(message: str) -> None:
@@ -32,7 +30,9 @@ def make_variables(config, config_path: str) -> Variables:
     variables.Add(EnumVariable("executor", "how the model runs", config.build.executor, EXECUTORS))
     variables.Add(EnumVariable("interface", "calling convention of generated functions", config.build.interface,
                                INTERFACES))
-    variables.Add(EnumVariable("opt", "optimisation flag for generated code", config.build.opt, OPT_LEVELS))
+    # "" (no flag) is a valid config value but not something to type on a command line.
+    variables.Add(EnumVariable("opt", "optimisation flag for generated code", config.build.opt,
+                               tuple(level for level in OPT_LEVELS if level)))
     variables.Add("config", "the config file", config_path)
     variables.Add("cache", "a CacheDir shared between builds (empty: none)", "")
     variables.Add(BoolVariable("verbose", "print full compiler command lines", False))
