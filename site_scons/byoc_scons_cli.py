@@ -30,9 +30,8 @@ def make_variables(config, config_path: str) -> Variables:
     variables.Add(EnumVariable("executor", "how the model runs", config.build.executor, EXECUTORS))
     variables.Add(EnumVariable("interface", "calling convention of generated functions", config.build.interface,
                                INTERFACES))
-    # "" (no flag) is a valid config value but not something to type on a command line.
-    variables.Add(EnumVariable("opt", "optimisation flag for generated code", config.build.opt,
-                               tuple(level for level in OPT_LEVELS if level)))
+    variables.Add(EnumVariable("opt", "optimisation flag for generated code (empty: none)", config.build.opt,
+                               OPT_LEVELS))
     variables.Add("config", "the config file", config_path)
     variables.Add("cache", "a CacheDir shared between builds (empty: none)", "")
     variables.Add(BoolVariable("verbose", "print full compiler command lines", False))
