@@ -6,6 +6,8 @@ by toolchain or target. See docs/matrix.md.
 """
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 import matrix_harness as h
@@ -19,6 +21,7 @@ def test_model(matrix_case, matrix_config, matrix_cache, reproducer_dir, runnabl
         outcome.message += f"\n  shrunk reproducer: {path} (scons model={path})"
     if not outcome.passed:
         pytest.fail(outcome.message, pytrace=False)
+    shutil.rmtree(tmp_path / "project", ignore_errors=True)   # a passing build's files are not needed
 
 
 def test_default_run_covers_every_pair(matrix_config):
@@ -60,7 +63,9 @@ def test_fuzz(lane, pytestconfig, matrix_config, matrix_cache, reproducer_dir, t
         case = h.Case(f"random{seed}", target_sets[n % len(target_sets)], toolchains[(n // 2) % len(toolchains)],
                       h.EXECUTORS[n % 2], h.INTERFACES[(n // 3) % 2], h.OPTS[(n // 5) % 2])
         outcome = h.run_case(case, tmp_path / str(n), matrix_cache, matrix_config)
-        if not outcome.passed:
+        if outcome.passed:
+            shutil.rmtree(tmp_path / str(n), ignore_errors=True)
+        else:
             path = h.shrink_failure(case, tmp_path / f"{n}-shrink", matrix_cache, matrix_config, reproducer_dir)
             failures.append(f"{outcome.message}\n  shrunk reproducer: {path}")
     if failures:
