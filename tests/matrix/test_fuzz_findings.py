@@ -1,8 +1,6 @@
 """Reproducers the fuzzer (`--fuzz-minutes`) found, shrunk, kept as regression cases.
 
-Each is a small text-IR model built for a target set and checked like a matrix case. Known gaps of
-a target are xfail (not strict) with the reason: they pass once the target handles them, or once
-its op table refuses them (the op then stays on the host, which handles it).
+Each is a small text-IR model built for a target set and checked like a matrix case.
 """
 from __future__ import annotations
 
@@ -19,14 +17,11 @@ def @main(%x0: Tensor[(1, 1, 1, 5), float32], %x1: Tensor[(2, 3, 1, 3), float32]
 }
 """
 
-GAP = "target kernels reject a ceil_mode pool window larger than the input (fuzzer finding, not fixed yet)"
-
 FINDINGS = [
     pytest.param("pool_window_larger_than_input", POOL_WINDOW_LARGER_THAN_INPUT, "host", id="pool_ceil-host"),
-    pytest.param("pool_window_larger_than_input", POOL_WINDOW_LARGER_THAN_INPUT, "ccompiler", id="pool_ceil-ccompiler",
-                 marks=pytest.mark.xfail(reason=GAP, strict=False)),
+    pytest.param("pool_window_larger_than_input", POOL_WINDOW_LARGER_THAN_INPUT, "ccompiler", id="pool_ceil-ccompiler"),
     pytest.param("pool_window_larger_than_input", POOL_WINDOW_LARGER_THAN_INPUT, "examplejson",
-                 id="pool_ceil-examplejson", marks=pytest.mark.xfail(reason=GAP, strict=False)),
+                 id="pool_ceil-examplejson"),
 ]
 
 

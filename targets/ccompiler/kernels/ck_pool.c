@@ -14,9 +14,10 @@ static int64_t ck_pool_out(int64_t size, int64_t before, int64_t after, int64_t 
                            int64_t dilation, int32_t ceil_mode) {
   const int64_t span = size + before + after - dilation * (k - 1) - 1;
   int64_t out;
-  if (span < 0) return -1;
-  if (!ceil_mode) return span / stride + 1;
-  out = (span + stride - 1) / stride + 1;
+  if (!ceil_mode) return span < 0 ? -1 : span / stride + 1;
+  /* ceil(span / stride) + 1; a window longer than the input still yields one output when
+   * span > -stride (C's division truncates toward zero, which is ceil for negative spans). */
+  out = span < 0 ? -((-span) / stride) + 1 : (span + stride - 1) / stride + 1;
   if ((out - 1) * stride >= size + before) --out;
   return out;
 }

@@ -172,9 +172,10 @@ static int32_t infer_conv2d(const EjNode* n, const EjTensor* const* ins, const E
 int64_t ej_pool_out_size(int64_t size, int64_t pad_before, int64_t pad_after, int64_t kernel, int64_t stride,
                          int64_t dilation, int64_t ceil_mode) {
   int64_t span = size + pad_before + pad_after - dilation * (kernel - 1) - 1, out;
-  if (span < 0) return 0;
-  if (!ceil_mode) return span / stride + 1;
-  out = (span + stride - 1) / stride + 1;
+  if (!ceil_mode) return span < 0 ? 0 : span / stride + 1;
+  /* ceil(span / stride) + 1, also for a window longer than the input (negative span): C's
+   * division truncates toward zero, which is ceil for negative spans. */
+  out = span < 0 ? -((-span) / stride) + 1 : (span + stride - 1) / stride + 1;
   if ((out - 1) * stride >= size + pad_before) out -= 1;
   return out;
 }
