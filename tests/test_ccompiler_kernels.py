@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from byoc_compiler.testing.loops import conv2d_loops
+
 from targets.ccompiler import kernels as K
 
 SANITIZE = os.environ.get("BYOC_CK_SANITIZE", "")  # "gcc" or "clang": this run is the sanitizer rerun
@@ -266,27 +268,6 @@ def test_gemm_workspace_mirror(ck, m, n, k):
 
 
 # ---- conv2d -----------------------------------------------------------------------------------------
-
-def conv2d_loops(x, w, strides, padding, dilation, groups):
-    """The definition, one output element at a time (tiny sizes only)."""
-    n, c, h, wd = x.shape
-    o, cg, kh, kw = w.shape
-    pt, pl, pb, pr = padding
-    oh = (h + pt + pb - dilation[0] * (kh - 1) - 1) // strides[0] + 1
-    ow = (wd + pl + pr - dilation[1] * (kw - 1) - 1) // strides[1] + 1
-    og = o // groups
-    out = np.zeros((n, o, oh, ow))
-    for b, oc, y, z in itertools.product(range(n), range(o), range(oh), range(ow)):
-        g = oc // og
-        acc = 0.0
-        for ic, i, j in itertools.product(range(cg), range(kh), range(kw)):
-            iy = y * strides[0] - pt + i * dilation[0]
-            iz = z * strides[1] - pl + j * dilation[1]
-            if 0 <= iy < h and 0 <= iz < wd:
-                acc += float(x[b, g * cg + ic, iy, iz]) * float(w[oc, ic, i, j])
-        out[b, oc, y, z] = acc
-    return out
-
 
 def conv2d_einsum(x, w, strides, padding, dilation, groups):
     """im2col as a strided view of the zero-padded input, contracted per group with einsum."""
