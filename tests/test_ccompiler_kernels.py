@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from byoc_compiler.testing.loops import conv2d_loops
+from byoc_compiler.testing.loops import conv2d_loops, pool2d_loops, pool_out_size
 
 from targets.ccompiler import kernels as K
 
@@ -392,36 +392,6 @@ def test_conv2d_rejects_bad_params(ck, name, change):
 
 # ---- pools ----------------------------------------------------------------------------------------
 
-def pool_out(size, before, after, k, s, d, ceil_mode):
-    span = size + before + after - d * (k - 1) - 1
-    if not ceil_mode:
-        return span // s + 1
-    out = -(-span // s) + 1
-    return out - 1 if (out - 1) * s >= size + before else out
-
-
-def pool_loops(kind, x, pool, strides, padding, dilation, ceil_mode, count_include_pad=False):
-    n, c, h, w = x.shape
-    pt, pl, pb, pr = padding
-    oh = pool_out(h, pt, pb, pool[0], strides[0], dilation[0], ceil_mode)
-    ow = pool_out(w, pl, pr, pool[1], strides[1], dilation[1], ceil_mode)
-    out = np.zeros((n, c, oh, ow))
-    for b, ch, y, z in itertools.product(range(n), range(c), range(oh), range(ow)):
-        values, padded_positions = [], 0
-        for i, j in itertools.product(range(pool[0]), range(pool[1])):
-            iy = y * strides[0] - pt + i * dilation[0]
-            iz = z * strides[1] - pl + j * dilation[1]
-            if 0 <= iy < h and 0 <= iz < w:
-                values.append(float(x[b, ch, iy, iz]))
-            if -pt <= iy < h + pb and -pl <= iz < w + pr:
-                padded_positions += 1
-        if kind == "max":
-            out[b, ch, y, z] = max(values)
-        else:
-            out[b, ch, y, z] = sum(values) / (padded_positions if count_include_pad else len(values))
-    return out
-
-
 # (name, shape, pool, strides, padding, dilation, ceil_mode, count_include_pad)
 POOLS = [
     ("2x2-s2", (1, 2, 6, 6), (2, 2), (2, 2), (0, 0, 0, 0), (1, 1), False, False),
@@ -444,7 +414,7 @@ def test_pool2d_against_loops(ck, kind, case):
     x = rand(*shape)
     if kind == "max":
         x = -np.abs(x) - 1  # all negative: a padded zero winning would show
-    want = pool_loops(kind, x, pool, strides, padding, dilation, ceil_mode, include)
+    want = pool2d_loops(x, kind, pool, strides, padding, dilation, ceil_mode, include)
     close(ck.pool(kind, x, pool, strides, padding, dilation, ceil_mode, include), want, atol=1e-6, rtol=1e-6)
 
 
@@ -460,13 +430,13 @@ def test_pool2d_random_geometries(ck, seed):
         strides = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
         shape = (1, 2, int(rng.integers(1, 10)), int(rng.integers(1, 13)))
         ceil_mode, include = bool(rng.integers(0, 2)), bool(rng.integers(0, 2))
-        sizes = [pool_out(shape[2 + i], pads[i], pads[i + 2], pool[i], strides[i], dilation[i], ceil_mode)
+        sizes = [pool_out_size(shape[2 + i], pads[i], pads[i + 2], pool[i], strides[i], dilation[i], ceil_mode)
                  for i in (0, 1)]
         if min(sizes) < 1:
             continue
         x = rand(*shape)
         for kind in ("max", "avg"):
-            want = pool_loops(kind, x, pool, strides, pads, dilation, ceil_mode, include)
+            want = pool2d_loops(x, kind, pool, strides, pads, dilation, ceil_mode, include)
             close(ck.pool(kind, x, pool, strides, pads, dilation, ceil_mode, include), want, atol=1e-6, rtol=1e-6,
                   err_msg=f"{kind} {shape} pool {pool} strides {strides} pads {pads} dilation {dilation} "
                           f"ceil {ceil_mode} include_pad {include}")
