@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import toy_target
+
 ROOT = Path(__file__).resolve().parent.parent
 
 MODEL = """\
@@ -22,48 +24,6 @@ def @main(%a: Tensor[(4, 5), float32], %b: Tensor[(4, 5), float32]) {
   %1 = nn.relu(%0);
   multiply(%1, %b)
 }
-"""
-
-MINI_INIT = """\
-from byoc_compiler.backend.target import Target
-
-target = Target("mini", flag="USE_MINI", description="elementwise add and multiply, same shapes")
-target.supports("add", "multiply",
-                predicate=lambda call: None if call.args[0].checked_type == call.args[1].checked_type
-                else "operands must have the same type")
-
-from .codegen import codegen  # noqa: E402
-
-target.codegen = codegen
-"""
-
-MINI_CODEGEN = """\
-from byoc_compiler.backend.artifact import CSourceArtifact
-from byoc_compiler.backend.c_abi import entry_points
-from byoc_compiler.ir import Call, post_order
-
-C_OPS = {"add": "+", "multiply": "*"}
-VERSION = "v1"
-
-
-def codegen(func, symbol):
-    names = {id(p): f"in{i}" for i, p in enumerate(func.params)}
-    body = []
-    for node in post_order(func.body):
-        if isinstance(node, Call):
-            a, b = (names[id(arg)] for arg in node.args)
-            n = node.checked_type.size
-            out = "out0" if node is func.body else f"t{len(body)}"
-            if out != "out0":
-                body.append(f"  static float {out}[{n}];")
-            body.append(f"  for (int i = 0; i < {n}; ++i) {out}[i] = {a}[i] {C_OPS[node.op.name]} {b}[i];")
-            names[id(node)] = out
-    params = ", ".join([f"const float* in{i}" for i in range(len(func.params))] + ["float* out0"])
-    in_types = [p.checked_type for p in func.params]
-    code = (f"/* mini codegen {VERSION} */\\n#include <stdint.h>\\n"
-            f"int32_t {symbol}_({params}) {{\\n" + "\\n".join(body) + "\\n  return 0;\\n}\\n"
-            + entry_points(symbol, symbol + "_", in_types, [func.body.checked_type]))
-    return CSourceArtifact(symbol, {symbol + ".c": code})
 """
 
 CONFIG = """\
@@ -101,9 +61,7 @@ def make_project(path: Path, mini_enabled: bool = True) -> Path:
                     ignore=shutil.ignore_patterns("__pycache__"))
     (path / "config.toml").write_text(CONFIG.format(mini="true" if mini_enabled else "false"))
     (path / "model.txt").write_text(MODEL)
-    (path / "mini_target").mkdir()
-    (path / "mini_target" / "__init__.py").write_text(MINI_INIT)
-    (path / "mini_target" / "codegen.py").write_text(MINI_CODEGEN)
+    toy_target.write_package(path / "mini_target", "mini", "USE_MINI")
     return path
 
 

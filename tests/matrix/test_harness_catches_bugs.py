@@ -15,52 +15,7 @@ from pathlib import Path
 import pytest
 
 import matrix_harness as h
-
-TARGET_INIT = """\
-from byoc_compiler.backend.target import Target
-
-target = Target("slip", flag="USE_SLIP", description="elementwise add and multiply of same-shaped tensors")
-target.supports("add", "multiply",
-                predicate=lambda call: None if call.args[0].checked_type == call.args[1].checked_type
-                else "operands must have the same type")
-
-from .codegen import codegen  # noqa: E402
-
-target.codegen = codegen
-"""
-
-# {add_end}: how far the add loop runs; `n` is right, `n - 1` is the injected off-by-one.
-TARGET_CODEGEN = """\
-from byoc_compiler.backend.artifact import CSourceArtifact
-from byoc_compiler.backend.c_abi import entry_points
-from byoc_compiler.ir import Call, post_order
-
-C_OPS = {{"add": "+", "multiply": "*"}}
-
-
-def codegen(func, symbol):
-    names = {{id(p): f"in{{i}}" for i, p in enumerate(func.params)}}
-    body = []
-    for node in post_order(func.body):
-        if isinstance(node, Call):
-            a, b = (names[id(arg)] for arg in node.args)
-            n = node.checked_type.size
-            out = "out0" if node is func.body else f"t{{len(body)}}"
-            if out != "out0":
-                body.append(f"  static float {{out}}[{{n}}];")
-            end = {add_end!r} if node.op.name == "add" else "n"
-            # Cleared first, so that a skipped element is deterministically wrong (0), not stale memory.
-            body.append(f"  for (int i = 0; i < {{n}}; ++i) {{out}}[i] = 0.0f;")
-            body.append(f"  for (int i = 0; i < {{end.replace('n', str(n))}}; ++i) "
-                        f"{{out}}[i] = {{a}}[i] {{C_OPS[node.op.name]}} {{b}}[i];")
-            names[id(node)] = out
-    params = ", ".join([f"const float* in{{i}}" for i in range(len(func.params))] + ["float* out0"])
-    in_types = [p.checked_type for p in func.params]
-    code = (f"#include <stdint.h>\\n"
-            f"int32_t {{symbol}}_({{params}}) {{{{\\n" + "\\n".join(body) + "\\n  return 0;\\n}}\\n"
-            + entry_points(symbol, symbol + "_", in_types, [func.body.checked_type]))
-    return CSourceArtifact(symbol, {{symbol + ".c": code}})
-"""
+import toy_target
 
 # Runs the runner, then flips the byte-order character of every output's header: the data
 # stays in the CPU's order, the header claims the other one (a byte-order slip in .npy writing).
@@ -92,10 +47,7 @@ def write_config(tmp_path: Path, extra_toolchains: str = "") -> Path:
 
 def write_target(tmp_path: Path, add_end: str) -> dict:
     """The `slip` target package under tmp_path; the environment that makes SCons find it."""
-    package = tmp_path / "pkgs" / "slip_target"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text(TARGET_INIT)
-    (package / "codegen.py").write_text(TARGET_CODEGEN.format(add_end=add_end))
+    package = toy_target.write_package(tmp_path / "pkgs" / "slip_target", "slip", "USE_SLIP", add_end)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(package.parent), str(h.ROOT), env.get("PYTHONPATH", "")])
     return env

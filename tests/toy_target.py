@@ -1,0 +1,63 @@
+"""A tiny elementwise C target (add, multiply of same-shaped float32 tensors) that tests write to disk.
+
+Used where a test needs a target of its own to edit or to break: the SCons tests edit its
+codegen and count what rebuilds; the matrix tests inject an off-by-one into its add loop.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+INIT = """\
+from byoc_compiler.backend.target import Target
+
+target = Target({name!r}, flag={flag!r}, description="elementwise add and multiply of same-shaped tensors")
+target.supports("add", "multiply",
+                predicate=lambda call: None if call.args[0].checked_type == call.args[1].checked_type
+                else "operands must have the same type")
+
+from .codegen import codegen  # noqa: E402
+
+target.codegen = codegen
+"""
+
+# {add_end}: how far the add loop runs; `n` is right, `n - 1` an off-by-one.
+CODEGEN = """\
+from byoc_compiler.backend.artifact import CSourceArtifact
+from byoc_compiler.backend.c_abi import entry_points
+from byoc_compiler.ir import Call, post_order
+
+C_OPS = {{"add": "+", "multiply": "*"}}
+VERSION = "v1"
+
+
+def codegen(func, symbol):
+    names = {{id(p): f"in{{i}}" for i, p in enumerate(func.params)}}
+    body = []
+    for node in post_order(func.body):
+        if isinstance(node, Call):
+            a, b = (names[id(arg)] for arg in node.args)
+            n = node.checked_type.size
+            out = "out0" if node is func.body else f"t{{len(body)}}"
+            if out != "out0":
+                body.append(f"  static float {{out}}[{{n}}];")
+            end = {add_end!r} if node.op.name == "add" else "n"
+            # Cleared first, so that a skipped element is deterministically wrong (0), not stale memory.
+            body.append(f"  for (int i = 0; i < {{n}}; ++i) {{out}}[i] = 0.0f;")
+            body.append(f"  for (int i = 0; i < {{end.replace('n', str(n))}}; ++i) "
+                        f"{{out}}[i] = {{a}}[i] {{C_OPS[node.op.name]}} {{b}}[i];")
+            names[id(node)] = out
+    params = ", ".join([f"const float* in{{i}}" for i in range(len(func.params))] + ["float* out0"])
+    in_types = [p.checked_type for p in func.params]
+    code = (f"/* toy codegen {{VERSION}} */\\n#include <stdint.h>\\n"
+            f"int32_t {{symbol}}_({{params}}) {{{{\\n" + "\\n".join(body) + "\\n  return 0;\\n}}\\n"
+            + entry_points(symbol, symbol + "_", in_types, [func.body.checked_type]))
+    return CSourceArtifact(symbol, {{symbol + ".c": code}})
+"""
+
+
+def write_package(package: Path, name: str, flag: str, add_end: str = "n") -> Path:
+    """The target's Python package at `package` (a directory named like the module)."""
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(INIT.format(name=name, flag=flag))
+    (package / "codegen.py").write_text(CODEGEN.format(add_end=add_end))
+    return package
