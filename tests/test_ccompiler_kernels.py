@@ -9,7 +9,6 @@ test_whole_suite_under_sanitizers reruns this file against ASan+UBSan builds (gc
 from __future__ import annotations
 
 import ctypes
-import itertools
 import os
 import platform
 import shutil

@@ -3,7 +3,6 @@
 graph and AOT executors, packed and unpacked interfaces; the generated text is the guide's."""
 import functools
 
-import numpy as np
 import pytest
 
 import byoc_compiler

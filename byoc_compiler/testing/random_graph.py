@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..ir.expr import Call, Constant, Function, Op, TupleGetItem, Var
+from ..ir.expr import Constant, Function, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType
 
