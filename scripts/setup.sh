@@ -5,8 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# clang's sanitizer and libFuzzer runtimes (libclang-rt-dev) are only a Recommends of clang, and
+# recommends are not installed here: name them.
 APT_PACKAGES=(
-  gcc clang make libdlpack-dev graphviz
+  gcc clang libclang-rt-dev make libdlpack-dev graphviz
   qemu-user
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross
   gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
