@@ -75,6 +75,16 @@ def pytest_generate_tests(metafunc):
         pytest.param(c, id=c.id, marks=[getattr(pytest.mark, m) for m in c.markers(cfg)]) for c in cases])
 
 
+def pytest_collection_modifyitems(config, items):
+    # The fuzz lanes exist only in a --fuzz-minutes run: deselected, not skipped, otherwise.
+    if config.getoption("fuzz_minutes") > 0:
+        return
+    fuzz = [item for item in items if item.originalname == "test_fuzz"]
+    if fuzz:
+        config.hook.pytest_deselected(items=fuzz)
+        items[:] = [item for item in items if item.originalname != "test_fuzz"]
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     import matrix_harness as h
 
