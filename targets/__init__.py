@@ -1,4 +1,4 @@
-"""BYOC targets, one package each (DESIGN.md: "The target contract").
+"""BYOC targets, one package each (docs/writing-a-target.md: the target contract).
 
 Each package creates `target = Target(...)` from `byoc_compiler.backend.target`
 and declares the ops and composite patterns it takes; its codegen and runtime
