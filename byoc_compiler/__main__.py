@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "partition": ("byoc_compiler.cli.partition", "partition a model for targets; print, summarize, draw it"),
     "ops": ("byoc_compiler.cli.ops", "list every op: inputs, attributes with defaults, family"),
     "config": ("byoc_compiler.cli.config", "check config.toml; show targets and whether each toolchain is installed"),
+    "compare": ("byoc_compiler.cli.compare", "build, run with a dump of every step, compare each step with the reference"),
 }
 
 

@@ -28,6 +28,7 @@ class CheckResult:
     max_abs_err: float
     max_rel_err: float
     detail: str = ""
+    where: str = ""          # a failed check: the first step beyond tolerance (debug.compare.explain_failure)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -91,11 +92,19 @@ def run_runner(runner: Path, run_prefix, inputs: dict[str, np.ndarray], input_or
 
 
 def run_runner_timed(runner, run_prefix, arrays, workdir: Path, repeat: int = 1, timeout: float = 600.0,
-                     what: str | None = None) -> tuple[list[np.ndarray], float | None]:
+                     what: str | None = None, extra_args=()) -> tuple[list[np.ndarray], float | None]:
     """The one way a runner is run (BuildResult.run_runner, the SCons check, the matrix): `arrays` in
     input order as .npy files in `workdir`, under `run_prefix` (qemu-user for foreign CPUs).
     Returns (outputs, the runner's median ms over `repeat` runs). A failure is one ToolchainError
-    naming `what`, the command and the runner's stderr."""
+    naming `what`, the command and the runner's stderr. `extra_args` go to the runner (`--dump DIR`)."""
+    outputs, proc = run_runner_proc(runner, run_prefix, arrays, workdir, repeat, timeout, what, extra_args)
+    found = re.search(r"median_ms=([0-9.eE+-]+)", proc.stdout)
+    return outputs, float(found.group(1)) if found else None
+
+
+def run_runner_proc(runner, run_prefix, arrays, workdir: Path, repeat: int = 1, timeout: float = 600.0,
+                    what: str | None = None, extra_args=()):
+    """run_runner_timed, returning (outputs, the finished process) so callers can read what it printed."""
     from .toolchain import run_command
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -108,11 +117,10 @@ def run_runner_timed(runner, run_prefix, arrays, workdir: Path, repeat: int = 1,
     outdir.mkdir(exist_ok=True)
     for old in outdir.glob("*.npy"):
         old.unlink()
-    argv = [*run_prefix, str(runner), "--repeat", str(repeat), "--out", str(outdir), *files]
+    argv = [*run_prefix, str(runner), "--repeat", str(repeat), "--out", str(outdir), *map(str, extra_args), *files]
     proc = run_command(argv, what or f"runner {runner}", timeout=timeout)
-    found = re.search(r"median_ms=([0-9.eE+-]+)", proc.stdout)
     outputs = sorted(outdir.glob("out*.npy"), key=lambda p: int(p.stem[3:]))
-    return [np.load(p) for p in outputs], float(found.group(1)) if found else None
+    return [np.load(p) for p in outputs], proc
 
 
 def check_runner(runner: Path, run_prefix, model_name: str, mod, *, toolchain: str, executor: str,
@@ -145,6 +153,8 @@ def format_table(results: list[CheckResult]) -> str:
     for r in results:
         if not r.passed and r.detail:
             lines.append(f"FAIL {r.model}/{r.toolchain}: {r.detail}")
+        if not r.passed and r.where:
+            lines.append(f"  where: {r.where}")
     passed = sum(r.passed for r in results)
     lines.append(f"{passed} passed, {len(results) - passed} failed")
     return "\n".join(lines)

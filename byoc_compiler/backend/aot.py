@@ -7,12 +7,18 @@
 A step writes a model output straight into the caller's output buffer; outputs that
 repeat a tensor or name an input/constant are copied at the end. No allocation on the
 run path. The packed interface builds DLTensors on the stack for each call.
+
+Every step is bracketed by calls of the node observer (runtime.h, docs/debugging.md) when one
+is set: that is how a debug run dumps each intermediate and a profile times each step. The
+step outputs it is shown are described by one static DLTensor table (`byoc_step_outputs`,
+shapes static, data pointers filled just before the exit call), so observing costs nothing
+when no observer is set beyond one pointer test per step.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .c_abi import c_type, sanitize_identifier
+from .c_abi import DL_DTYPES, c_type, sanitize_identifier
 from .memory_plan import ArenaPlan, plan_offsets
 from .model_c import FILL_ARG_HELPER, const_array, packed_call
 from .program import Program
@@ -67,16 +73,26 @@ def aot_source(prog: Program, plan: AotPlan, run_name: str, callees: dict[str, s
             return f"({ctype}*)outputs[{plan.direct_output[t]}]"
         return f"({ctype}*)(void*)(byoc_arena + {plan.arena.offsets[t]})"
 
+    out.append(observer_table(prog))
     body = []
-    for step in prog.steps:
+    first_out = 0
+    for i, step in enumerate(prog.steps):
         callee = callees[step.symbol]
         body.append(f"  /* {step.symbol} */\n")
+        body.append(f"  if (byoc_node_observer != NULL && byoc_node_observer->enter != NULL) "
+                    f"byoc_node_observer->enter(byoc_node_observer->ctx, {i}, \"{step.symbol}\");\n")
         if interface == "packed":
             args = [(pointer(t), prog.tensors[t].type) for t in step.inputs + step.outputs]
             body.append(packed_call(callee, args))
         else:
             args = ", ".join(pointer(t) for t in step.inputs + step.outputs)
             body.append(f"  if ({callee}({args}) != 0) return -1;\n")
+        fills = "".join(f"    byoc_step_outputs[{first_out + k}].data = (void*)({pointer(t)});\n"
+                        for k, t in enumerate(step.outputs))
+        body.append("  if (byoc_node_observer != NULL && byoc_node_observer->exit != NULL) {\n" + fills
+                    + f"    byoc_node_observer->exit(byoc_node_observer->ctx, {i}, \"{step.symbol}\", "
+                    f"{len(step.outputs)}, &byoc_step_outputs[{first_out}]);\n  }}\n")
+        first_out += len(step.outputs)
     for k, t in enumerate(prog.outputs):
         if plan.direct_output.get(t) != k:
             body.append(f"  memcpy(outputs[{k}], (const void*){pointer(t)}, {prog.tensors[t].nbytes});\n")
@@ -90,6 +106,25 @@ def aot_source(prog: Program, plan: AotPlan, run_name: str, callees: dict[str, s
     out.extend(body)
     out.append("  return 0;\n}\n")
     return "".join(out)
+
+
+def observer_table(prog: Program) -> str:
+    """Static DLTensors describing every step output, in step order (what the node observer is shown)."""
+    outs = [t for step in prog.steps for t in step.outputs]
+    if not outs:
+        return ""
+    text = []
+    rows = []
+    for j, t in enumerate(outs):
+        ty = prog.tensors[t].type
+        shape = "NULL"
+        if ty.shape:
+            text.append(f"static int64_t byoc_step_shape_{j}[{ty.ndim}] = {{"
+                        + ", ".join(f"INT64_C({d})" for d in ty.shape) + "};\n")
+            shape = f"byoc_step_shape_{j}"
+        code, bits = DL_DTYPES[ty.dtype]
+        rows.append(f"  {{NULL, {{kDLCPU, 0}}, {ty.ndim}, {{{code}, {bits}, 1}}, {shape}, NULL, 0}}")
+    return "".join(text) + f"static DLTensor byoc_step_outputs[{len(outs)}] = {{\n" + ",\n".join(rows) + "\n};\n"
 
 
 def aot_executor_source(prog: Program, plan: AotPlan, run_name: str, trampolines: dict, interface: str,

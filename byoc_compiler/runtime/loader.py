@@ -20,6 +20,35 @@ class _TensorInfo(ctypes.Structure):
                 ("shape", ctypes.POINTER(ctypes.c_int64)), ("dtype", _DLDataType)]
 
 
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int32)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_ENTER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p)
+_EXIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_int32,
+                         ctypes.POINTER(_DLTensor))
+
+
+class _NodeObserver(ctypes.Structure):
+    _fields_ = [("enter", _ENTER), ("exit", _EXIT), ("ctx", ctypes.c_void_p)]
+
+
+def _copy_tensor(t: _DLTensor) -> np.ndarray:
+    shape = tuple(int(t.shape[k]) for k in range(t.ndim))
+    dtype = from_dl(t.dtype.code, t.dtype.bits, t.dtype.lanes)
+    count = int(np.prod(shape, dtype=np.int64))
+    if count == 0 or not t.data:
+        return np.zeros(shape, dtype)
+    buf = (ctypes.c_char * (count * dtype.itemsize)).from_address(t.data + t.byte_offset)
+    return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape).copy()
+
+
 _INIT = ctypes.CFUNCTYPE(ctypes.c_int32)
 _RUN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
 _DEINIT = ctypes.CFUNCTYPE(None)
@@ -140,12 +169,39 @@ class Module:
         np.copyto(self._in_bufs[i], arr)  # converts byte order and layout
         self._set[i] = True
 
-    def run(self):
+    def run(self, dump=None):
+        """Run once. With `dump` (a directory), every step's outputs are written there as .npy files
+        plus index.json, as `runner --dump` does (byoc_compiler.runtime.dump reads them back)."""
         self._ensure_open()
         missing = [t.name for t, s in zip(self._inputs, self._set) if not s]
         if missing:
             raise RuntimeError(f"model {self.name!r}: set_input was not called for {', '.join(map(repr, missing))}")
-        self._check(self._desc.run(self._in_ptrs, self._out_ptrs), "run")
+        if dump is None:
+            self._check(self._desc.run(self._in_ptrs, self._out_ptrs), "run")
+            return
+        steps = self.run_observed()
+        from .dump import write_dump
+
+        write_dump(dump, steps, self.name, self.executor)
+
+    def run_observed(self) -> list:
+        """Run once with the node observer set: [(step, function name, [output arrays])] in step order."""
+        if not hasattr(self._lib, "byoc_set_node_observer"):
+            raise RuntimeError(f"{str(self.path)!r} was built without the node observer; rebuild it")
+        steps: list = []
+
+        def on_exit(_ctx, step, name, n, outputs):
+            steps.append((int(step), (name or b"").decode("utf-8", "replace"),
+                          [_copy_tensor(outputs[k]) for k in range(n)]))
+
+        observer = _NodeObserver(_ENTER(), _EXIT(on_exit), None)
+        self._lib.byoc_set_node_observer.argtypes = [ctypes.POINTER(_NodeObserver)]
+        self._lib.byoc_set_node_observer(ctypes.byref(observer))
+        try:
+            self._check(self._desc.run(self._in_ptrs, self._out_ptrs), "run")
+        finally:
+            self._lib.byoc_set_node_observer(None)
+        return steps
 
     def get_output(self, i: int) -> np.ndarray:
         if not isinstance(i, (int, np.integer)) or isinstance(i, bool):

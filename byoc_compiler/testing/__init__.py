@@ -8,6 +8,7 @@ from importlib import import_module
 # public name -> module of this package that defines it
 _LAZY = {
     "run_reference": "reference",
+    "node_values": "reference",
     "conv2d_loops": "loops",
     "pool2d_loops": "loops",
 }

@@ -73,8 +73,11 @@ class _Interpreter:
     def __init__(self, mod: IRModule):
         self.mod = mod
 
-    def run(self, func: Function, args: list[Any], where: str) -> Any:
-        env: dict[int, Any] = {id(p): a for p, a in zip(func.params, args)}
+    def run(self, func: Function, args: list[Any], where: str, env: dict | None = None) -> Any:
+        """The value of `func` on `args`; `env`, when given, is filled with every node's value by id."""
+        if env is None:
+            env = {}
+        env.update({id(p): a for p, a in zip(func.params, args)})
         for node in post_order(func.body):
             if id(node) in env:
                 continue
@@ -127,3 +130,21 @@ def run_reference(mod: IRModule | Function, inputs: Mapping[str, Any] | Sequence
     main = mod["main"]
     args = _bind_inputs(main, inputs)
     return _flatten(_Interpreter(mod).run(main, args, "@main"))
+
+
+def node_values(mod: IRModule | Function, inputs: Mapping[str, Any] | Sequence[Any],
+                func_name: str = "main") -> tuple[Function, dict[int, Any]]:
+    """Every node's value in `mod[func_name]` (type-checked first) on `inputs`, by id(node).
+
+    Returns the type-checked function whose nodes the ids refer to. Values of calls inside other
+    functions (regions, composites) are not included: run those functions with node_values too.
+    Tuple-valued nodes hold tuples."""
+    from ..transform.infer_type import infer_type
+
+    if isinstance(mod, Function):
+        mod = IRModule({"main": mod})
+    mod = infer_type(mod)
+    func = mod[func_name]
+    env: dict[int, Any] = {}
+    _Interpreter(mod).run(func, _bind_inputs(func, inputs), f"@{func_name}", env)
+    return func, env

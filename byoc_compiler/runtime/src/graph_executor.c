@@ -680,7 +680,7 @@ int32_t byoc_graph_create(const char* json, size_t json_len, const unsigned char
 }
 
 int32_t byoc_graph_run(ByocGraph* g, void* const* inputs, void* const* outputs) {
-  int32_t i;
+  int32_t i, step;
   if (g == NULL) {
     byoc_set_last_error("byoc_graph_run: graph is NULL (init failed or was not called)");
     return -1;
@@ -698,9 +698,11 @@ int32_t byoc_graph_run(ByocGraph* g, void* const* inputs, void* const* outputs) 
       return -1;
     }
   }
-  for (i = 0; i < g->n_nodes; ++i) {
+  for (i = 0, step = 0; i < g->n_nodes; ++i) {
     const Node* n = &g->nodes[i];
+    const ByocNodeObserver* obs = byoc_node_observer;
     if (!n->is_op) continue;
+    if (obs != NULL && obs->enter != NULL) obs->enter(obs->ctx, step, n->name);
     if (n->fn->fn(n->args, n->codes, n->num_inputs + n->num_outputs, n->fn->resource) != 0) {
       char why[BYOC_LAST_ERROR_SIZE];
       memcpy(why, byoc_get_last_error(), sizeof(why));
@@ -708,6 +710,11 @@ int32_t byoc_graph_run(ByocGraph* g, void* const* inputs, void* const* outputs) 
       byoc_set_last_error("node %d ('%.100s', func %.100s) failed: %s", (int)i, n->name, n->fn->name, why);
       return -1;
     }
+    /* a node's outputs are consecutive entries (node_row_ptr) */
+    if (obs != NULL && obs->exit != NULL) {
+      obs->exit(obs->ctx, step, n->name, n->num_outputs, &g->tensors[g->row_ptr[i]]);
+    }
+    ++step;
   }
   for (i = 0; i < g->n_outputs; ++i) {
     int32_t eid = g->output_eids[i];

@@ -1,6 +1,10 @@
 /* Standalone runner: links with one model (which defines byoc_model_desc), reads inputs from .npy,
  * runs (optionally repeatedly, printing the median time), writes outputs as .npy.
- *   runner [--repeat N] [--out DIR] [--inputs DIR | in0.npy in1.npy ...] [--graph FILE] [--params FILE] */
+ *   runner [--repeat N] [--out DIR] [--inputs DIR | in0.npy in1.npy ...] [--graph FILE] [--params FILE]
+ *          [--dump DIR] [--profile]
+ * --dump DIR: the first run writes every step's outputs to DIR/stepNNNNN_outK.npy and DIR/index.json.
+ * --profile: times every step of every run (after one untimed warm-up run) and prints, per step, the
+ * median time and the median start within the run (docs/debugging.md). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +19,8 @@
 #define MAX_PATH 4096
 
 static const char* g_usage =
-    "usage: runner [--repeat N] [--out DIR] [--inputs DIR | in0.npy in1.npy ...] [--graph FILE] [--params FILE]\n";
+    "usage: runner [--repeat N] [--out DIR] [--inputs DIR | in0.npy in1.npy ...] [--graph FILE] [--params FILE]\n"
+    "              [--dump DIR] [--profile]\n";
 
 static int fail_usage(const char* why, const char* arg) {
   fprintf(stderr, "runner: %s%s%s\n%s", why, arg ? ": " : "", arg ? arg : "", g_usage);
@@ -84,12 +89,102 @@ static int cmp_double(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+
+/* ---- --dump: a node observer writing each step's outputs as .npy, listed in index.json ------- */
+typedef struct {
+  const char* dir;
+  FILE* index;
+  int failed;
+  int32_t steps;
+} Dump;
+
+static void dump_exit(void* ctx, int32_t step, const char* name, int32_t num_outputs, const DLTensor* outputs) {
+  Dump* d = (Dump*)ctx;
+  int32_t k;
+  char path[MAX_PATH];
+  if (d->failed) return;
+  fprintf(d->index, "%s\n  {\"step\": %d, \"name\": \"%s\", \"outputs\": [", d->steps ? "," : "", (int)step,
+          name != NULL ? name : "");
+  for (k = 0; k < num_outputs; ++k) {
+    ByocTensorInfo info;
+    int64_t n = byoc_shape_numel(outputs[k].ndim, outputs[k].shape);
+    char file[64];
+    snprintf(file, sizeof(file), "step%05d_out%d.npy", (int)step, (int)k);
+    if (snprintf(path, sizeof(path), "%s/%s", d->dir, file) >= (int)sizeof(path) || n < 0) {
+      byoc_set_last_error("--dump: path too long or bad shape at step %d", (int)step);
+      d->failed = 1;
+      return;
+    }
+    info.name = NULL;
+    info.ndim = outputs[k].ndim;
+    info.shape = outputs[k].shape;
+    info.dtype = outputs[k].dtype;
+    if (byoc_npy_write(path, &info, outputs[k].data, (size_t)n * byoc_dtype_bytes(info.dtype)) != 0) {
+      d->failed = 1;
+      return;
+    }
+    fprintf(d->index, "%s\"%s\"", k ? ", " : "", file);
+  }
+  fprintf(d->index, "]}");
+  ++d->steps;
+}
+
+/* ---- --profile: clock_gettime around every step into arrays allocated before the timed runs -- */
+typedef struct {
+  int32_t max_steps, steps, overflow;
+  double run_start;
+  double* start; /* [max_steps] of this run, ms since run_start */
+  double* dur;   /* [max_steps] */
+  const char** names;
+} Profile;
+
+
+static void count_exit(void* ctx, int32_t step, const char* name, int32_t num_outputs, const DLTensor* outputs) {
+  Profile* p = (Profile*)ctx;
+  (void)num_outputs;
+  (void)outputs;
+  (void)name;
+  if (step + 1 > p->steps) p->steps = step + 1;
+}
+
+static void profile_enter(void* ctx, int32_t step, const char* name) {
+  Profile* p = (Profile*)ctx;
+  if (step < 0 || step >= p->max_steps) {
+    p->overflow = 1;
+    return;
+  }
+  p->names[step] = name;
+  p->start[step] = now_ms() - p->run_start;
+}
+
+static void profile_exit(void* ctx, int32_t step, const char* name, int32_t num_outputs, const DLTensor* outputs) {
+  Profile* p = (Profile*)ctx;
+  (void)name;
+  (void)num_outputs;
+  (void)outputs;
+  if (step < 0 || step >= p->max_steps) return;
+  p->dur[step] = now_ms() - p->run_start - p->start[step];
+  if (step + 1 > p->steps) p->steps = step + 1;
+}
+
+static double median_of(double* v, long n) {
+  qsort(v, (size_t)n, sizeof(double), cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 int main(int argc, char** argv) {
   const ByocModelDesc* desc = byoc_model_desc();
   const char* out_dir = ".";
   const char* in_dir = NULL;
   const char* graph_path = NULL;
   const char* params_path = NULL;
+  const char* dump_dir = NULL;
+  int profile = 0;
+  Dump dump;
+  Profile prof;
+  ByocNodeObserver observer;
+  double* step_start = NULL; /* [repeat][steps] */
+  double* step_dur = NULL;
   const char** files = (const char**)calloc((size_t)argc, sizeof(char*));
   unsigned char *graph_text = NULL, *params_blob = NULL;
   size_t graph_len = 0, params_len = 0;
@@ -100,6 +195,9 @@ int main(int argc, char** argv) {
   int n_files = 0, i, rc = 1, inited = 0;
   char path[MAX_PATH], what[300];
 
+  memset(&dump, 0, sizeof(dump));
+  memset(&prof, 0, sizeof(prof));
+  memset(&observer, 0, sizeof(observer));
   if (files == NULL) return fail("startup");
   for (i = 1; i < argc; ++i) {
     const char* a = argv[i];
@@ -107,8 +205,10 @@ int main(int argc, char** argv) {
       fputs(g_usage, stdout);
       free(files);
       return 0;
+    } else if (strcmp(a, "--profile") == 0) {
+      profile = 1;
     } else if (strcmp(a, "--repeat") == 0 || strcmp(a, "--out") == 0 || strcmp(a, "--inputs") == 0 ||
-               strcmp(a, "--graph") == 0 || strcmp(a, "--params") == 0) {
+               strcmp(a, "--graph") == 0 || strcmp(a, "--params") == 0 || strcmp(a, "--dump") == 0) {
       if (i + 1 >= argc) {
         free(files);
         return fail_usage("missing value after", a);
@@ -127,6 +227,8 @@ int main(int argc, char** argv) {
         in_dir = argv[i + 1];
       } else if (strcmp(a, "--graph") == 0) {
         graph_path = argv[i + 1];
+      } else if (strcmp(a, "--dump") == 0) {
+        dump_dir = argv[i + 1];
       } else {
         params_path = argv[i + 1];
       }
@@ -222,13 +324,71 @@ int main(int argc, char** argv) {
     goto done;
   }
   inited = 1;
-  for (i = 0; i < repeat; ++i) {
-    double t0 = now_ms();
+  if (dump_dir != NULL) {
+    if (snprintf(path, sizeof(path), "%s/index.json", dump_dir) >= (int)sizeof(path) ||
+        (dump.index = fopen(path, "w")) == NULL) {
+      fprintf(stderr, "runner: --dump: cannot write '%s': %s\n", path, strerror(errno));
+      goto done;
+    }
+    dump.dir = dump_dir;
+    fprintf(dump.index, "{\"model\": \"%s\", \"executor\": \"%s\", \"steps\": [",
+            desc->name ? desc->name : "", desc->executor ? desc->executor : "");
+    observer.exit = dump_exit;
+    observer.ctx = &dump;
+    byoc_set_node_observer(&observer);
+    rc = desc->run((void* const*)inputs, (void* const*)outputs);
+    byoc_set_node_observer(NULL);
+    fprintf(dump.index, "\n]}\n");
+    if (fclose(dump.index) != 0) dump.failed = 1;
+    if (rc != 0) {
+      rc = fail("model run failed");
+      goto done;
+    }
+    rc = 1;
+    if (dump.failed) {
+      rc = fail("--dump");
+      goto done;
+    }
+  }
+  if (profile) {
+    /* an untimed run counts the steps (and warms caches); the timed runs then allocate nothing */
+    observer.enter = NULL;
+    observer.exit = count_exit;
+    observer.ctx = &prof;
+    byoc_set_node_observer(&observer);
     if (desc->run((void* const*)inputs, (void* const*)outputs) != 0) {
+      byoc_set_node_observer(NULL);
+      rc = fail("model run failed");
+      goto done;
+    }
+    byoc_set_node_observer(NULL);
+    prof.max_steps = prof.steps > 0 ? prof.steps : 1;
+    step_start = (double*)calloc((size_t)repeat * (size_t)prof.max_steps, sizeof(double));
+    step_dur = (double*)calloc((size_t)repeat * (size_t)prof.max_steps, sizeof(double));
+    prof.names = (const char**)calloc((size_t)prof.max_steps, sizeof(char*));
+    if (step_start == NULL || step_dur == NULL || prof.names == NULL) {
+      fprintf(stderr, "runner: --profile: out of memory\n");
+      goto done;
+    }
+    observer.enter = profile_enter;
+    observer.exit = profile_exit;
+  }
+  for (i = 0; i < repeat; ++i) {
+    double t0;
+    if (profile) {
+      prof.start = step_start + (size_t)i * (size_t)prof.max_steps;
+      prof.dur = step_dur + (size_t)i * (size_t)prof.max_steps;
+      byoc_set_node_observer(&observer);
+    }
+    t0 = now_ms();
+    prof.run_start = t0;
+    if (desc->run((void* const*)inputs, (void* const*)outputs) != 0) {
+      byoc_set_node_observer(NULL);
       rc = fail("model run failed");
       goto done;
     }
     times[i] = now_ms() - t0;
+    byoc_set_node_observer(NULL);
   }
   for (i = 0; i < desc->num_outputs; ++i) {
     size_t nbytes;
@@ -242,9 +402,21 @@ int main(int argc, char** argv) {
       goto done;
     }
   }
-  if (repeat > 1) {
-    qsort(times, (size_t)repeat, sizeof(double), cmp_double);
-    printf("median_ms=%.6f\n", repeat % 2 ? times[repeat / 2] : 0.5 * (times[repeat / 2 - 1] + times[repeat / 2]));
+  if (repeat > 1 || profile) printf("median_ms=%.6f\n", median_of(times, repeat));
+  if (profile) {
+    /* one line per step: step, median duration, median start within the run (ms), function */
+    long r;
+    int32_t k;
+    if (prof.overflow) fprintf(stderr, "runner: --profile: the model ran more steps than its first run\n");
+    printf("profile_steps=%d repeat=%ld\n", (int)prof.max_steps, repeat);
+    for (k = 0; k < prof.max_steps; ++k) {
+      double dur, start;
+      for (r = 0; r < repeat; ++r) times[r] = step_dur[(size_t)r * (size_t)prof.max_steps + (size_t)k];
+      dur = median_of(times, repeat);
+      for (r = 0; r < repeat; ++r) times[r] = step_start[(size_t)r * (size_t)prof.max_steps + (size_t)k];
+      start = median_of(times, repeat);
+      printf("step %d %.6f %.6f %s\n", (int)k, dur, start, prof.names[k] != NULL ? prof.names[k] : "?");
+    }
   }
   rc = 0;
   goto done;
@@ -258,6 +430,9 @@ done:
   free(inputs);
   free(outputs);
   free(times);
+  free(step_start);
+  free(step_dur);
+  free((void*)prof.names);
   free(files);
   free(graph_text);
   free(params_blob);

@@ -21,6 +21,10 @@ const char* byoc_get_last_error(void) { return g_last_error; }
 
 void byoc_clear_last_error(void) { g_last_error[0] = '\0'; }
 
+const ByocNodeObserver* byoc_node_observer = NULL;
+
+void byoc_set_node_observer(const ByocNodeObserver* observer) { byoc_node_observer = observer; }
+
 const ByocFuncEntry* byoc_lookup_function(const ByocFuncEntry* table, int32_t n, const char* name) {
   int32_t i;
   if (name == NULL) {

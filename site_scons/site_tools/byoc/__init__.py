@@ -64,6 +64,13 @@ def _check_action(target, source, env):
     result = check_runner(Path(str(source[0])), list(tc.run), request.model_name, mod,
                           toolchain=request.toolchain, executor=request.executor,
                           interface=request.interface, target=request.target)
+    if not result.passed and result.max_abs_err != float("inf"):
+        # Where it goes wrong: the same runner again, dumping every step, compared step by step.
+        from byoc_compiler.check import deterministic_inputs
+        from byoc_compiler.debug.compare import explain_failure
+        result.where = explain_failure(_codegen.build_result(request), mod, deterministic_inputs(mod),
+                                       runner=Path(str(source[0])), run_prefix=list(tc.run),
+                                       model=request.model_name)
     Path(str(target[0])).write_text(result.to_json())
     return 0
 

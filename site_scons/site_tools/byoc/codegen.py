@@ -89,6 +89,11 @@ def _build(request: CodegenRequest):
                                interface=request.interface, opt=request.opt, config=config)
 
 
+def build_result(request: CodegenRequest):
+    """The BuildResult whose files this request writes (memoized: the one the runner was built from)."""
+    return _build(request)
+
+
 def planned_files(request: CodegenRequest) -> list[str]:
     """Paths (relative to the model's build directory) the codegen writes."""
     return sorted(_build(request).files())
@@ -145,5 +150,5 @@ def defines(request: CodegenRequest) -> list[str]:
     return ["BYOC_UNPACKED_API"] if request.interface == "unpacked" else []
 
 
-__all__ = ["ByocError", "CodegenRequest", "compile_plan", "defines", "generator_sources", "load_config",
+__all__ = ["ByocError", "CodegenRequest", "build_result", "compile_plan", "defines", "generator_sources", "load_config",
            "load_unpartitioned", "model_files", "model_name", "planned_files", "write_outputs"]

@@ -80,6 +80,23 @@ typedef struct {
 
 const ByocModelDesc* byoc_model_desc(void);
 
+/* ---- node observer: debug dumps and per-node profiles (docs/debugging.md) -------------------
+ * Both executors report every step they run: the graph executor each "tvm_op" node (step = its index
+ * among the op nodes, i.e. the order of graph.json), AOT through generated calls around each step.
+ * enter comes right before the step's function is called, exit right after it returned 0, with the
+ * step's outputs (valid only during the call: storage is reused by later steps). With no observer set
+ * a step costs one pointer test. The observer is process-global (one per loaded runtime), for a
+ * debugging session: set it between runs, never while another thread runs a model. */
+typedef struct {
+  void (*enter)(void* ctx, int32_t step, const char* name);
+  void (*exit)(void* ctx, int32_t step, const char* name, int32_t num_outputs, const DLTensor* outputs);
+  void* ctx;
+} ByocNodeObserver;
+
+/* NULL removes the observer; the struct must outlive its use. */
+void byoc_set_node_observer(const ByocNodeObserver* observer);
+extern const ByocNodeObserver* byoc_node_observer;
+
 /* ---- DLTensor / dtype helpers ---------------------------------------------------------------- */
 static inline DLDataType byoc_dtype(uint8_t code, uint8_t bits, uint16_t lanes) {
   DLDataType t;

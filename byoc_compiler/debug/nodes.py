@@ -1,0 +1,115 @@
+"""What a step of a build computes, in the words of the model: reference values and node names.
+
+A build runs a list of steps (BuildResult.program.steps): host kernels and regions' functions.
+For each step this module gives
+
+  - its reference outputs: the numpy reference interpreter run on the build's own (partitioned)
+    module, whose steps are nodes of `main`; partitioning keeps the values of the unpartitioned
+    model (same ops, same numpy references), which `check_partition_kept_values` verifies;
+  - the node(s) of the UNPARTITIONED model it stands for, found by value: every node of the
+    unpartitioned model is fingerprinted (dtype, shape, bytes of its reference value) and a step
+    output is the node with the same fingerprint. Names are those of the model's text form
+    (`mod.astext()`: `%0, %1, ...` in graph order, `%x` for inputs, `result` for main's body).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
+from ..ir.visitor import post_order
+
+
+def flatten_value(value) -> list[np.ndarray]:
+    if isinstance(value, tuple):
+        return [a for v in value for a in flatten_value(v)]
+    return [np.asarray(value)]
+
+
+def value_names(func: Function) -> dict[int, str]:
+    """id(node) -> its name in `astext()` of a module with this function (the printer's numbering)."""
+    names = {id(p): f"%{p.name_hint}" for p in func.params}
+    counter = 0
+    for node in post_order(func.body):
+        if id(node) in names or not isinstance(node, (Call, Tuple, TupleGetItem, Function)):
+            continue
+        if node is func.body:
+            break
+        names[id(node)] = f"%{counter}"
+        counter += 1
+    names.setdefault(id(func.body), "result")
+    return names
+
+
+def describe_call(call: Call) -> str:
+    """`nn.conv2d`, or a composite's name with its ops: `ccompiler.conv2d_bias_relu(nn.conv2d+nn.bias_add+...)`."""
+    if isinstance(call.op, Op):
+        return call.op.name
+    if isinstance(call.op, Function):
+        name = str(call.op.attrs.get("Composite", "fn"))
+        ops = [n.op.name for n in post_order(call.op.body) if isinstance(n, Call) and isinstance(n.op, Op)]
+        return f"{name}({'+'.join(ops)})"
+    if isinstance(call.op, GlobalVar):
+        return f"@{call.op.name_hint}"
+    return type(call.op).__name__
+
+
+def fingerprint(arr: np.ndarray) -> tuple:
+    a = np.ascontiguousarray(arr)
+    return (a.dtype.str, a.shape, hashlib.blake2b(a.tobytes(), digest_size=16).hexdigest())
+
+
+@dataclass
+class ModelNodes:
+    """The unpartitioned model's nodes: names, ops and reference values, indexed by fingerprint."""
+    func: Function
+    env: dict
+    names: dict
+    by_print: dict                 # fingerprint -> [(name, op description)] in graph order
+
+    @classmethod
+    def of(cls, mod, inputs) -> "ModelNodes":
+        from ..testing.reference import node_values
+
+        func, env = node_values(mod, inputs)
+        names = value_names(func)
+        by_print: dict = {}
+        for node in post_order(func.body):
+            if isinstance(node, (Var, Constant)) or id(node) not in env:
+                continue
+            value = env[id(node)]
+            if isinstance(value, tuple):
+                continue
+            what = describe_call(node) if isinstance(node, Call) else type(node).__name__
+            by_print.setdefault(fingerprint(value), []).append((names.get(id(node), "?"), what))
+        return cls(func, env, names, by_print)
+
+    def name_of(self, value: np.ndarray, op: str | None = None) -> str:
+        """The unpartitioned node computing `value` ('?' when none does); prefers a node of op `op`."""
+        found = self.by_print.get(fingerprint(value), [])
+        if not found:
+            return "?"
+        if op is not None:
+            same = [n for n, w in found if w == op]
+            if same:
+                return same[-1]
+        return found[-1][0]
+
+    def outputs(self) -> list[np.ndarray]:
+        return flatten_value(self.env[id(self.func.body)])
+
+
+def step_references(lib, inputs) -> tuple[list[list[np.ndarray]], dict]:
+    """Reference outputs of every step of `lib` (a BuildResult) on `inputs`, in step order, and the
+    value of every node of the build's main by id (for step_inputs)."""
+    from ..testing.reference import node_values
+
+    _, env = node_values(lib.mod, inputs)
+    return [flatten_value(env[id(step.call)]) for step in lib.program.steps], env
+
+
+def step_inputs(lib, env, step) -> list[np.ndarray]:
+    """Reference values of a step's inputs (its call's arguments, flattened), from node_values' env."""
+    return [a for arg in step.call.args for a in flatten_value(env[id(arg)])]

@@ -1,0 +1,87 @@
+"""Shared by the debugging tests: a ResNet-style model and bugs injected into the ccompiler target.
+
+The bugs patch the C text the ccompiler codegen returns for a region (in this process only), so
+the same build without the patch is the control:
+  - relu_leak: after the k-th plain relu (not a composite's), one element is set negative;
+  - bias_drop: the k-th conv2d+bias(+relu) composite is called with no bias.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from byoc_compiler import op
+from byoc_compiler.ir.expr import Constant, Function, Var
+from byoc_compiler.ir.module import IRModule
+from byoc_compiler.ir.types import TensorType
+
+
+def resnet_style(channels: int = 8, size: int = 8, seed: int = 0) -> IRModule:
+    """stem conv+bias+relu, two residual blocks (conv+bias+relu, conv+bias, add, relu), an lrn on the host
+    between them, global average pool, dense+bias, softmax (host)."""
+    rng = np.random.default_rng(seed)
+
+    def const(*shape, scale=0.3):
+        return Constant(rng.uniform(-scale, scale, size=shape).astype("float32"))
+
+    def conv(h, cin, cout, relu=True):
+        y = op.nn.bias_add(op.nn.conv2d(h, const(cout, cin, 3, 3), padding=(1, 1)), const(cout, scale=0.1))
+        return op.nn.relu(y) if relu else y
+
+    x = Var("data", TensorType((1, 3, size, size), "float32"))
+    h = conv(x, 3, channels)
+    for block in range(2):
+        y = conv(conv(h, channels, channels), channels, channels, relu=False)
+        h = op.nn.relu(op.add(y, h))
+        if block == 0:
+            h = op.nn.lrn(h, size=3)
+    h = op.nn.batch_flatten(op.nn.global_avg_pool2d(h))
+    h = op.nn.bias_add(op.nn.dense(h, const(10, channels)), const(10, scale=0.1))
+    return IRModule.from_expr(Function([x], op.nn.softmax(h)))
+
+
+_RELU = re.compile(r"ck_unary\(CK_RELU, (\d+), (\w+), (\w+),[^\n]*\n[^\n]*;\n")
+_CONV_BIAS = re.compile(r"ck_conv2d\(&params, (\w+), (\w+), (\w+),")
+
+
+class InjectedBug:
+    """Patches ccompiler's codegen while active, for regions named `symbol` (every region if None):
+    `with InjectedBug("relu_leak", index=1): ...` breaks the second plain relu of each such region."""
+
+    def __init__(self, kind: str, symbol: str | None = None, index: int = 0):
+        self.kind, self.symbol, self.index = kind, symbol, index
+        self.patched: list[str] = []
+
+    def patch(self, text: str) -> str:
+        pattern = _RELU if self.kind == "relu_leak" else _CONV_BIAS
+        matches = list(pattern.finditer(text))
+        if len(matches) <= self.index:
+            return text
+        m = matches[self.index]
+        if self.kind == "relu_leak":
+            return text[:m.end()] + f"  {m.group(3)}[3] = -0.25f; /* injected bug */\n" + text[m.end():]
+        return text[:m.start()] + f"ck_conv2d(&params, {m.group(1)}, {m.group(2)}, NULL," + text[m.end():]
+
+    def __enter__(self):
+        from byoc_compiler.backend.artifact import CSourceArtifact
+        from byoc_compiler.backend.target import get_target
+
+        target = get_target("ccompiler")
+        self._target, self._codegen = target, target.codegen
+
+        def codegen(func, symbol):
+            artifact = self._codegen(func, symbol)
+            if self.symbol not in (None, symbol):
+                return artifact
+            sources = {name: self.patch(code) for name, code in artifact.sources.items()}
+            if sources != artifact.sources:
+                self.patched.append(symbol)
+            return CSourceArtifact(symbol, sources, include_dirs=artifact.include_dirs)
+
+        target.codegen = codegen
+        return self
+
+    def __exit__(self, *exc):
+        self._target.codegen = self._codegen
+        return False
