@@ -245,6 +245,9 @@ def _c_array(code, name):
     body = re.search(rf"static const float {name}\[(\d+)\] = \{{(.*?)\}};", code, re.S)
     items = [t.strip() for t in body.group(2).replace("\n", " ").split(",") if t.strip()]
     named = {"NAN": np.nan, "INFINITY": np.inf, "(-INFINITY)": -np.inf}
+    # A C floating literal needs a '.' or an exponent before its f suffix ("1f" and "-0f" do not compile).
+    bad = [t for t in items if t not in named and not re.fullmatch(r"-?(\d+\.\d*|\d+(\.\d*)?e[+-]?\d+)f", t)]
+    assert not bad, f"not C float literals: {bad[:5]}"
     values = np.array([named[t] if t in named else float(t.rstrip("f")) for t in items]).astype(np.float32)
     return int(body.group(1)), values
 
@@ -268,7 +271,7 @@ def test_big_constants_are_bit_exact_too():
     rng = np.random.default_rng(3)
     n = SHORTEST_UP_TO + 77
     data = (rng.standard_normal(n) * 10.0 ** rng.integers(-40, 38, n)).astype(np.float32)
-    data[:6] = [np.nan, np.inf, -np.inf, -0.0, 1e-45, np.finfo(np.float32).max]
+    data[:9] = [np.nan, np.inf, -np.inf, -0.0, 1e-45, np.finfo(np.float32).max, 0.0, 1.0, -2.0]
     x = _var("x", (n,))
     code = _code(ccompiler_codegen(*reversed(_region_of([x], op.multiply(x, const(data))))))
     size, values = _c_array(code, "c0")

@@ -55,7 +55,10 @@ SHORTEST_UP_TO = 1024
 def _bulk_float_literals(flat: np.ndarray) -> list[str]:
     values = flat.astype(np.float64).tolist()
     items = (("%.9gf\n" * len(values)) % tuple(values)).split("\n")[:-1]
-    for i in np.flatnonzero(~np.isfinite(flat)).tolist():
+    # Non-finite values, and whole numbers ("%g" prints 1.0 as "1" and -0.0 as "-0": "1f" is not C).
+    with np.errstate(invalid="ignore"):
+        special = ~np.isfinite(flat) | (flat == np.trunc(flat))
+    for i in np.flatnonzero(special).tolist():
         items[i] = float_literal(flat[i])
     return items
 
