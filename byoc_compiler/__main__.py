@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ops": ("byoc_compiler.cli.ops", "list every op: inputs, attributes with defaults, family"),
     "config": ("byoc_compiler.cli.config", "check config.toml; show targets and whether each toolchain is installed"),
     "compare": ("byoc_compiler.cli.compare", "build, run with a dump of every step, compare each step with the reference"),
+    "zoo": ("byoc_compiler.cli.zoo", "list the zoo's models; export an ONNX-built one (resnet50, ...) as .onnx"),
 }
 
 

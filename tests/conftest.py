@@ -11,3 +11,19 @@ MATRIX = ROOT / "tests" / "matrix"
 if str(MATRIX) not in sys.path:
     sys.path.insert(0, str(MATRIX))
 pytest_plugins = ["matrix_plugin"]
+
+
+# Real-size models (ResNet-50, MobileNetV2 at 224x224) beyond the default run's one case per target:
+# deselected (not skipped) unless --realsize is given or the -m expression names them (docs/matrix.md).
+def pytest_addoption(parser):
+    parser.addoption("--realsize", action="store_true", default=False,
+                     help="also run the cases marked realsize (full-size models on every target and toolchain)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("realsize") or "realsize" in (config.getoption("markexpr") or ""):
+        return
+    heavy = [item for item in items if item.get_closest_marker("realsize")]
+    if heavy:
+        config.hook.pytest_deselected(items=heavy)
+        items[:] = [item for item in items if not item.get_closest_marker("realsize")]

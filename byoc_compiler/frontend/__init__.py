@@ -31,9 +31,9 @@ def check_model_spec(spec: str) -> str | None:
     path = Path(spec)
     if path.suffix in TEXT_SUFFIXES + ONNX_SUFFIXES:
         return None if path.is_file() else f"model file {spec} does not exist"
-    if spec in zoo.names():
+    if spec in zoo.all_names():
         return None
-    return (f"unknown model {spec!r}: give a zoo name ({', '.join(zoo.names())}) or a model file ending in "
+    return (f"unknown model {spec!r}: give a zoo name ({', '.join(zoo.all_names())}) or a model file ending in "
             f"{', '.join(TEXT_SUFFIXES + ONNX_SUFFIXES)}")
 
 
