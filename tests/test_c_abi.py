@@ -94,7 +94,7 @@ def test_c_type(dtype, ctype):
 
 def test_c_type_unknown_dtype_names_the_supported_ones():
     with pytest.raises(ValueError, match="float32"):
-        c_abi.c_type("float16")
+        c_abi.c_type("bfloat16")
 
 
 @pytest.mark.parametrize("symbol", ["1x", "int", "a b", "_x"])

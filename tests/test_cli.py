@@ -74,7 +74,8 @@ ERRORS = [
      "x.dot: No such file or directory"),
     ("config-is-a-directory", ["config", "{tmp}"], "is a directory; name the config.toml file in it"),
     ("ill-typed-text-model", ["partition", "{tmp}/int64.txt", "-t", "ccompiler"],
-     "add at " + "{tmp}/int64.txt:1:37: argument 'lhs' expected float32 or int32 tensor"),
+     "add at " + "{tmp}/int64.txt:1:37: argument 'lhs' expected float32 or float16 or float64 or int32 "
+     "or int8 or int16 or uint8 or uint16 tensor, found a int64 tensor"),
     ("dynamic-onnx-needs-shape", ["partition", "{tmp}/dynamic.onnx", "-t", "ccompiler"],
      "input 'x' has a dynamic dimension at position 0 ('N'); pass a static shape: from_onnx(model, "
      "shape={'x': (1, 4)}), or `--shape x=1,4` on the command line"),

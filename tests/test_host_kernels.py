@@ -25,6 +25,8 @@ RUNTIME = ROOT / "byoc_compiler" / "runtime"
 COMPILERS = [cc for cc in ("gcc", "clang") if shutil.which(cc)]
 WARNINGS = ["-std=c99", "-Wall", "-Wextra", "-Werror"]
 F, I32, I64, B = "float32", "int32", "int64", "bool"
+F16, F64, I8, I16, U8, U16 = "float16", "float64", "int8", "int16", "uint8", "uint16"
+ALL_DTYPES = (F, F16, F64, I8, I16, I32, I64, U8, U16, B)
 
 
 # ---- the case table -------------------------------------------------------------------------------
@@ -62,8 +64,16 @@ def draw(arg: Arg, rng: np.random.Generator) -> np.ndarray:
         a = rng.integers(-20, 21, shape)
     elif kind == "nonzero":
         a = rng.integers(1, 21, shape) * rng.choice([-1, 1], shape)
-    elif kind == "full":  # the whole int32 range: wrap-around must match numpy
-        a = rng.integers(-(2 ** 31), 2 ** 31, shape)
+    elif kind == "full":  # the dtype's whole range: wrap-around must match numpy
+        info = np.iinfo(arg.dtype if np.dtype(arg.dtype).kind in "iu" else np.int32)
+        a = rng.integers(info.min, info.max, shape, dtype=np.int64, endpoint=True)
+    elif kind == "wide":  # floats beyond every integer range, NaN and infinities: cast must saturate
+        a = rng.standard_normal(shape) * 10.0 ** rng.integers(0, 21, shape)
+        a.flat[::5] = np.nan
+        a.flat[1::9] = np.inf
+        a.flat[2::9] = -np.inf
+        a.flat[3::11] = 127.5
+        a.flat[4::11] = -128.5
     elif kind.startswith("index"):  # in and out of range, negative too
         n = int(kind.split(":")[1])
         a = rng.integers(-2 * n - 1, 2 * n + 2, shape)
@@ -76,7 +86,8 @@ def draw(arg: Arg, rng: np.random.Generator) -> np.ndarray:
         a = rng.integers(0, 2, shape).astype(bool)
     else:
         raise AssertionError(kind)
-    return np.asarray(a).astype(arg.dtype)
+    with np.errstate(over="ignore"):  # "wide" floats overflow float16 to inf on purpose
+        return np.asarray(a).astype(arg.dtype)
 
 
 def _binary_cases():
@@ -117,10 +128,31 @@ def _unary_cases():
           for name in ("nn.relu", "exp", "sigmoid", "tanh", "abs", "negative", "log")],
         Case("leaky_relu-special", "nn.leaky_relu", (Arg((5, 5), F, "special"),)),
     ]
-    for src in (F, I32, I64, B):
-        for dst in (F, I32, I64, B):
-            kind = {F: "small", B: "bool"}.get(src, "ints")
+    for src in ALL_DTYPES:
+        for dst in ALL_DTYPES:
+            kind = {B: "bool"}.get(src, "small" if src.startswith("float") else "full")
             cases.append(Case(f"cast-{src}-{dst}", "cast", (Arg((3, 5), src, kind),), {"dtype": dst}))
+    for src in (F, F16, F64):   # out of range, NaN, inf: the saturation rule of op/cast_rule.py
+        for dst in (I8, I16, I32, I64, U8, U16, B, F16, F):
+            if dst != src:
+                cases.append(Case(f"cast-wide-{src}-{dst}", "cast", (Arg((7, 9), src, "wide"),), {"dtype": dst}))
+    # the other dtypes' arithmetic: narrow ints wrap, float16 rounds once at the store, float64 is double
+    for dtype in (F16, F64, I8, I16, U8, U16):
+        kind = "normal" if dtype.startswith("float") else "full"
+        for name in ("add", "subtract", "multiply", "maximum", "minimum"):
+            cases.append(Case(f"{name}-{dtype}", name, (Arg((3, 1, 5), dtype, kind), Arg((4, 1), dtype, kind))))
+        for name in ("negative", "abs", "nn.relu"):
+            cases.append(Case(f"{name}-{dtype}", name, (Arg((2, 7), dtype, kind),)))
+        cases.append(Case(f"clip-{dtype}", "clip", (Arg((5, 6), dtype, kind),), {"a_min": -100.5, "a_max": 90.0}))
+    for dtype in (F16, F64):
+        cases.append(Case(f"divide-{dtype}", "divide", (Arg((3, 4), dtype), Arg((4,), dtype, "positive"))))
+        for name, kind in (("exp", "normal"), ("log", "positive"), ("sqrt", "positive"), ("tanh", "normal"),
+                           ("sigmoid", "normal")):
+            cases.append(Case(f"{name}-{dtype}", name, (Arg((3, 5), dtype, kind),)))
+        cases.append(Case(f"leaky_relu-{dtype}", "nn.leaky_relu", (Arg((4, 5), dtype),), {"alpha": 0.1}))
+    cases += [Case(f"transpose-{d}", "transpose", (Arg((2, 3, 4), d, "full"),)) for d in (I8, U8, I16, U16)]
+    cases += [Case("concatenate-i8", "concatenate", (Arg((2, 3), I8, "full"), Arg((2, 2), I8, "full")), {"axis": 1}),
+              Case("concatenate-f16", "concatenate", (Arg((2, 3), F16), Arg((1, 3), F16)))]
     return cases
 
 
@@ -324,13 +356,11 @@ class ByocValue(ctypes.Union):
                 ("v_str", ctypes.c_char_p)]
 
 
-DL_CODES = {F: (2, 32), I32: (0, 32), I64: (0, 64), B: (1, 1)}
-
-
 def dltensor(array: np.ndarray, keep: list) -> DLTensor:
     shape = (ctypes.c_int64 * max(1, array.ndim))(*array.shape)
     keep.append(shape)
-    code, bits = DL_CODES[str(array.dtype)]
+    code, bits = c_abi.DL_DTYPES[str(array.dtype)]
+    code = {"kDLInt": 0, "kDLUInt": 1, "kDLFloat": 2}[code]
     return DLTensor(array.ctypes.data, DLDevice(1, 0), array.ndim, DLDataType(code, bits, 1),
                     shape if array.ndim else None, None, 0)
 
@@ -370,6 +400,11 @@ def check_outputs(case: Case, got: list[np.ndarray], want: list[np.ndarray]) -> 
         assert g.shape == w.shape and g.dtype == w.dtype, f"output {i}: {g.shape} {g.dtype} vs {w.shape} {w.dtype}"
         if g.dtype == np.float32:
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"{case.id} output {i}")
+        elif g.dtype == np.float16 and case.op in ("exp", "log", "sqrt", "tanh", "sigmoid", "nn.leaky_relu"):
+            # float32 math rounded to half vs float64 math rounded to half: at most one half ulp apart
+            np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-7, err_msg=f"{case.id} output {i}")
+        elif g.dtype == np.float64 and case.op in ("exp", "log", "sqrt", "tanh", "sigmoid"):
+            np.testing.assert_allclose(g, w, rtol=1e-14, atol=0, err_msg=f"{case.id} output {i}")
         else:
             np.testing.assert_array_equal(g, w, err_msg=f"{case.id} output {i}")
 

@@ -188,7 +188,7 @@ def test_shape_override_makes_dynamic_model_importable():
 @pytest.mark.parametrize("kwargs,fragment", [
     ({"shape": {"image": (1, 3)}}, "'image', which is not an input; the inputs are: 'img', 'ids'"),
     ({"shape": {"img": (1, -3, 2, 4), "ids": (2,)}}, "not a list of non-negative integers"),
-    ({"shape": {"img": (1, 3, 2, 4), "ids": (2,)}, "dtype": "float16"}, "dtype 'float16'"),
+    ({"shape": {"img": (1, 3, 2, 4), "ids": (2,)}, "dtype": "bfloat16"}, "dtype 'bfloat16'"),
     ({"shape": {"img": (3, 2, 4), "ids": (2,)}},
      "shape={'img': (3, 2, 4)} has 3 dimension(s) but the model declares 4 for input 'img'"),
 ], ids=["unknown-name", "negative-dim", "bad-dtype", "wrong-rank"])
@@ -198,10 +198,19 @@ def test_bad_overrides(kwargs, fragment):
 
 
 def test_unsupported_input_dtype_names_the_fix():
-    model = _raw_model([node("Relu", ["x"], ["y"])], [_vi("x", [2], TensorProto.DOUBLE)],
-                       [_vi("y", [2], TensorProto.DOUBLE)])
-    with pytest.raises(OnnxImportError, match=r"input 'x' has element type DOUBLE.*dtype=\{'x': 'float32'\}"):
+    model = _raw_model([node("Relu", ["x"], ["y"])], [_vi("x", [2], TensorProto.UINT32)],
+                       [_vi("y", [2], TensorProto.UINT32)])
+    with pytest.raises(OnnxImportError, match=r"input 'x' has element type UINT32, which byoc does not support "
+                                              r"\(supported: float32, float16, .*bool\).*dtype=\{'x': 'float32'\}"):
         from_onnx(model)
+
+
+def test_unsupported_initializer_dtype_names_the_tensor():
+    w = helper.make_tensor("w32", TensorProto.UINT32, [2], [1, 2])
+    model = _raw_model([node("Relu", ["w32"], ["r"]), node("Add", ["x", "r"], ["y"])],
+                       [_vi("x", [2], TensorProto.UINT32)], [_vi("y", [2], TensorProto.UINT32)], inits=[w])
+    with pytest.raises(OnnxImportError, match=r"initializer 'w32' has dtype uint32, which byoc does not support"):
+        from_onnx(model, dtype={"x": "int32"})
 
 
 def test_names_kept_and_initializer_inputs_are_constants():

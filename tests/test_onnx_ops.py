@@ -89,6 +89,16 @@ for _op, _opsets in (("Relu", (7, 13, 14)), ("Sigmoid", (7, 13)), ("Tanh", (7, 1
 add(Case("LeakyRelu-opset7-default-alpha", 7, [op("LeakyRelu", ["x"])], {"x": rand(3, 4)}),
     Case("LeakyRelu-opset16-alpha", 16, [op("LeakyRelu", ["x"], alpha=0.2)], {"x": rand(3, 4)}))
 
+# Cast: every definition; float -> int8 in range (ONNX leaves out-of-range undefined), uint8 -> float,
+# float -> float16 (rounded to nearest even), int8 -> int32 and back through the float16 bits.
+for _opset in (6, 9, 13, 19, 21):
+    add(Case(f"Cast-opset{_opset}-float-int8", _opset, [op("Cast", ["x"], to=onnx.TensorProto.INT8)],
+             {"x": np.clip(rand(3, 4) * 40, -127.9, 127.9).astype(np.float32)}),
+        Case(f"Cast-opset{_opset}-uint8-float16", _opset, [op("Cast", ["x"], to=onnx.TensorProto.FLOAT16)],
+             {"x": np.arange(12, dtype=np.uint8).reshape(3, 4) * 21}),
+        Case(f"Cast-opset{_opset}-float-float16", _opset, [op("Cast", ["x"], to=onnx.TensorProto.FLOAT16)],
+             {"x": rand(3, 4) * 1000}))
+
 add(Case("Clip-opset6-attrs", 6, [op("Clip", ["x"], min=-0.5, max=0.7)], {"x": rand(3, 4)}),
     Case("Clip-opset10-attr-min-only", 10, [op("Clip", ["x"], min=0.0)], {"x": rand(3, 4)}),
     Case("Clip-opset10-no-bounds", 10, [op("Clip", ["x"])], {"x": rand(3, 4)}),

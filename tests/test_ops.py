@@ -524,7 +524,7 @@ BAD_ATTRS = [
     ("conv-strides-float", lambda x: op.nn.conv2d(x, x, strides=1.5), "a list of integers"),
     ("pool-size-3", lambda x: op.nn.max_pool2d(x, pool_size=(1, 2, 3)), "1 or 2 integers"),
     ("pool-size-zero", lambda x: op.nn.avg_pool2d(x, pool_size=0), "must be positive"),
-    ("cast-dtype", lambda x: op.cast(x, "float16"), "must be one of float32"),
+    ("cast-dtype", lambda x: op.cast(x, "bfloat16"), "must be one of float32"),
     ("clip-missing", lambda x: op.make_call("clip", x, a_min=0.0), "'a_max' is required"),
     ("take-mode", lambda x: op.take(x, x, mode="fast"), "'clip', 'wrap'"),
     ("pad-mode", lambda x: op.nn.pad(x, ((0, 0),), pad_mode="wrap"), "'constant', 'reflect', 'edge'"),

@@ -546,7 +546,7 @@ ERRORS = {
     "unterminated-string": (MAIN + '  cast(%x, dtype="int32)\n}\n', 2, 18, "unexpected an unterminated string"),
     "unterminated-comment": (MAIN + "  /* never closed\n  %x\n}\n", 2, 3, "unexpected an unterminated comment"),
     "bad-character": (MAIN + "  nn.relu($x)\n}\n", 2, 11, "unexpected character '$'"),
-    "bad-type": ("def @main(%x: Tensor[(2, 2), float64]) {\n  %x\n}\n", 1, 30, "expected a dtype"),
+    "bad-type": ("def @main(%x: Tensor[(2, 2), bfloat16]) {\n  %x\n}\n", 1, 30, "expected a dtype"),
     "missing-metadata": (MAIN + "  add(%x, meta[relay.Constant][0])\n}\n", 2, 11, "no `#[metadata]` section"),
     "metadata-index-out-of-range": (MAIN + "  add(%x, meta[relay.Constant][1])\n}\n#[metadata]\n"
                                     '{"relay.Constant": [{"dtype": "float32", "shape": [], "data": "AAAAAA=="}]}\n',

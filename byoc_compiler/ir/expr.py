@@ -104,8 +104,6 @@ class Constant(Expr):
         data = np.asarray(data)
         if not data.flags.c_contiguous:  # (np.ascontiguousarray would turn a 0-d scalar into shape (1,))
             data = np.ascontiguousarray(data)
-        if data.dtype == np.float64:
-            data = data.astype(np.float32)
         data.setflags(write=False)
         self.data = data
 

@@ -70,7 +70,7 @@ _TOKEN = re.compile(r"""
   | (?P<global>@(?:[A-Za-z_][A-Za-z0-9_]*|"(?:[^"\\\n]|\\.)*"))
   | (?P<index>(?<=\.)[0-9]+)
   | (?P<number>-?(?:[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|inf|nan)
-               (?:f16|f32|f64|f|i8|i16|i32|i64|u8)?(?![A-Za-z0-9_]))
+               (?:f16|f32|f64|f|i8|i16|i32|i64|u8|u16)?(?![A-Za-z0-9_]))
   | (?P<string>"(?:[^"\\\n]|\\.)*")
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
   | (?P<punct>->|[()\[\]{},;:=.])
@@ -79,9 +79,10 @@ _TOKEN = re.compile(r"""
 
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|.)", re.DOTALL)
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "'": "'", "0": "\0"}
-_NUMBER = re.compile(r"(-?(?:[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|inf|nan))(f16|f32|f64|f|i8|i16|i32|i64|u8)?\Z")
+_NUMBER = re.compile(r"(-?(?:[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|inf|nan))(f16|f32|f64|f|i8|i16|i32|i64|u8|u16)?\Z")
 _SUFFIX_DTYPE = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "float64",
-                 "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8"}
+                 "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
+                 "u16": "uint16"}
 
 EOF = "eof"
 # How deep calls, tuples and `fn`s may nest inside one expression of the text.

@@ -67,7 +67,10 @@ __all__ = ["astext", "format_name", "format_string", "format_attr_value", "INLIN
 INLINE_CONSTANT_LIMIT = 16
 
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_INLINE_DTYPES = ("float32", "int32", "int64", "bool")
+# dtype -> suffix of an inline literal (int32 and float32 carry none; Relay's spelling).
+_SUFFIX = {"float32": "f", "float16": "f16", "float64": "f64", "int8": "i8", "int16": "i16", "int32": "",
+           "int64": "i64", "uint8": "u8", "uint16": "u16"}
+_INLINE_DTYPES = (*_SUFFIX, "bool")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
@@ -122,18 +125,14 @@ def format_attr_value(value) -> str:
 
 
 def _format_scalar(value, dtype: str) -> str:
-    if dtype == "float32":
-        text = str(np.float32(value))  # shortest text that reads back to the same float32
-        if text.endswith(".0"):
-            text = text[:-2]
-        return text + "f"
-    if dtype == "int32":
-        return str(int(value))
-    if dtype == "int64":
-        return f"{int(value)}i64"
     if dtype == "bool":
         return "True" if value else "False"
-    raise AssertionError(dtype)
+    if dtype.startswith("float"):
+        text = str(np.dtype(dtype).type(value))  # shortest text that reads back to the same value
+        if text.endswith(".0"):
+            text = text[:-2]
+        return text + _SUFFIX[dtype]
+    return f"{int(value)}{_SUFFIX[dtype]}"
 
 
 def _inline_constant(data: np.ndarray) -> str | None:
@@ -141,7 +140,7 @@ def _inline_constant(data: np.ndarray) -> str | None:
     dtype = str(data.dtype)
     if dtype not in _INLINE_DTYPES or data.size > INLINE_CONSTANT_LIMIT or data.size == 0:
         return None
-    if dtype == "float32" and not np.all(np.isfinite(data)):
+    if dtype.startswith("float") and not np.all(np.isfinite(data)):
         return None
     if data.ndim == 0:
         return _format_scalar(data.item(), dtype)

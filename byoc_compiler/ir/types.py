@@ -6,7 +6,11 @@ from dataclasses import dataclass
 import numpy as np
 
 # The dtypes the IR speaks; names follow numpy so that np.dtype(name) always works.
-DTYPES = ("float32", "int32", "int64", "bool")
+# float16 is stored as its IEEE binary16 bits in C (C99 has no portable half type); host kernels
+# compute in float32 and round once when they store (docs/dtypes.md).
+DTYPES = ("float32", "float16", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "bool")
+FLOAT_DTYPES = ("float32", "float16", "float64")
+INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16")
 
 
 class Type:

@@ -13,7 +13,9 @@ import numpy as np
 from ..ir.expr import Call
 from .attr_forms import dtype_name
 from .registry import Attr, get_op_def, make_call, register
-from .typecheck import FLOAT, NUMERIC, broadcast_shapes, same_dtype, tensor_arg, tensor_type
+from ..ir.types import DTYPES
+from .cast_rule import cast_array
+from .typecheck import ARITH, FLOATS, broadcast_shapes, same_dtype, tensor_arg, tensor_type
 
 __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum",
            "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "clip", "cast"]
@@ -21,10 +23,10 @@ __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum",
 
 # ---- binary ---------------------------------------------------------------------------------------
 
-def _infer_binary(name):
+def _infer_binary(name, dtypes):
     def infer(types, attrs):
-        lhs = tensor_arg(name, "lhs", types[0], NUMERIC)
-        rhs = tensor_arg(name, "rhs", types[1], NUMERIC)
+        lhs = tensor_arg(name, "lhs", types[0], dtypes)
+        rhs = tensor_arg(name, "rhs", types[1], dtypes)
         same_dtype(name, "rhs", lhs, rhs)
         return tensor_type(broadcast_shapes(name, "rhs", lhs.shape, rhs.shape), lhs.dtype)
     return infer
@@ -48,8 +50,11 @@ _BINARY = {
     "minimum": np.minimum,
 }
 
+# divide: integer division of narrow types is left out (numpy's int8 -128 // -1 semantics are not C's).
+_BINARY_DTYPES = {"divide": (*FLOATS, "int32")}
+
 for _name, _fn in _BINARY.items():
-    register(_name, ("lhs", "rhs"), infer=_infer_binary(_name),
+    register(_name, ("lhs", "rhs"), infer=_infer_binary(_name, _BINARY_DTYPES.get(_name, ARITH)),
              ref=lambda args, attrs, fn=_fn: np.asarray(fn(args[0], args[1])),
              family="elementwise", doc=f"elementwise {_name} with numpy broadcasting")
 
@@ -64,10 +69,10 @@ def _infer_unary(name, dtypes):
 
 
 def _float64(fn):
-    """Apply `fn` in float64 and round to float32 once."""
+    """Apply `fn` in float64 and round to the argument's dtype once."""
     def ref(args, attrs):
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            return fn(args[0].astype(np.float64)).astype(np.float32)
+            return fn(args[0].astype(np.float64)).astype(args[0].dtype)
     return ref
 
 
@@ -77,14 +82,14 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 # name -> (dtypes, reference)
 _UNARY = {
-    "negative": (NUMERIC, lambda args, attrs: np.negative(args[0])),
-    "abs": (NUMERIC, lambda args, attrs: np.abs(args[0])),
-    "exp": (FLOAT, _float64(np.exp)),
-    "log": (FLOAT, _float64(np.log)),
-    "sqrt": (FLOAT, _float64(np.sqrt)),
-    "tanh": (FLOAT, _float64(np.tanh)),
-    "sigmoid": (FLOAT, _float64(_sigmoid)),
-    "nn.relu": (NUMERIC, lambda args, attrs: np.maximum(args[0], np.zeros((), args[0].dtype))),
+    "negative": (ARITH, lambda args, attrs: np.negative(args[0])),
+    "abs": (ARITH, lambda args, attrs: np.abs(args[0])),
+    "exp": (FLOATS, _float64(np.exp)),
+    "log": (FLOATS, _float64(np.log)),
+    "sqrt": (FLOATS, _float64(np.sqrt)),
+    "tanh": (FLOATS, _float64(np.tanh)),
+    "sigmoid": (FLOATS, _float64(_sigmoid)),
+    "nn.relu": (ARITH, lambda args, attrs: np.maximum(args[0], np.zeros((), args[0].dtype))),
 }
 
 for _name, (_dtypes, _ref) in _UNARY.items():
@@ -94,32 +99,35 @@ for _name, (_dtypes, _ref) in _UNARY.items():
 
 def _clip_ref(args, attrs):
     x = args[0]
-    return np.minimum(np.maximum(x, attrs.a_min), attrs.a_max).astype(x.dtype)
+    if x.dtype.kind == "f":  # bounds rounded to x's float type (numpy's weak Python scalars)
+        return np.minimum(np.maximum(x, attrs.a_min), attrs.a_max).astype(x.dtype)
+    # integers against float bounds: clip in float64 and truncate back (exact for every int here)
+    return cast_array(np.minimum(np.maximum(x.astype(np.float64), attrs.a_min), attrs.a_max), str(x.dtype))
 
 
 register("clip", ("data",), (Attr("a_min", "float"), Attr("a_max", "float")),
-         infer=_infer_unary("clip", NUMERIC), ref=_clip_ref, family="elementwise",
+         infer=_infer_unary("clip", ARITH), ref=_clip_ref, family="elementwise",
          doc="min(max(data, a_min), a_max)")
 
 
 def _leaky_relu_ref(args, attrs):
     x = args[0].astype(np.float64)
-    return np.where(x > 0, x, attrs.alpha * x).astype(np.float32)
+    return np.where(x > 0, x, attrs.alpha * x).astype(args[0].dtype)
 
 
 register("nn.leaky_relu", ("data",), (Attr("alpha", "float", 0.01),),
-         infer=_infer_unary("nn.leaky_relu", FLOAT), ref=_leaky_relu_ref, family="elementwise",
+         infer=_infer_unary("nn.leaky_relu", FLOATS), ref=_leaky_relu_ref, family="elementwise",
          doc="data if data > 0 else alpha * data")
 
 
 def _infer_cast(types, attrs):
-    data = tensor_arg("cast", "data", types[0], ("float32", "int32", "int64", "bool"))
+    data = tensor_arg("cast", "data", types[0], DTYPES)
     return tensor_type(data.shape, attrs.dtype)
 
 
 register("cast", ("data",), (Attr("dtype", "str", check=dtype_name),),
-         infer=_infer_cast, ref=lambda args, attrs: args[0].astype(attrs.dtype), family="elementwise",
-         doc="convert to dtype (float to int truncates toward zero, like C)")
+         infer=_infer_cast, ref=lambda args, attrs: cast_array(args[0], attrs.dtype), family="elementwise",
+         doc="convert to dtype (float to int truncates toward zero and saturates, NaN -> 0; ints wrap)")
 
 
 # ---- constructors ---------------------------------------------------------------------------------

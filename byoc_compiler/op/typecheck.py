@@ -11,7 +11,11 @@ from ..ir.types import TensorType, TupleType, Type
 from .registry import OpTypeError
 
 FLOAT = ("float32",)
+FLOATS = ("float32", "float16", "float64")
+SMALL_INTS = ("int8", "int16", "uint8", "uint16")
 NUMERIC = ("float32", "int32")
+# Elementwise arithmetic: every float width, int32, and the narrow integers (they wrap, like numpy).
+ARITH = (*FLOATS, "int32", *SMALL_INTS)
 INDEX = ("int32", "int64")
 
 _INTERNED: dict[tuple, TensorType] = {}

@@ -21,6 +21,52 @@ HELPERS = {
   memcpy(&a, &ua, sizeof a);
   return a;
 }"""),
+    # IEEE binary16 <-> float/double without a half type (C99 has none portably). Both directions
+    # are exact where the value fits; to half rounds to nearest, ties to even, from the double value.
+    "byoc_f16": (("math.h",), """static inline float byoc_f16_to_f32(uint16_t h) {
+  const int e = (h >> 10) & 0x1f;
+  const int m = h & 0x3ff;
+  float v;
+  if (e == 0x1f) v = m ? NAN : INFINITY;
+  else if (e == 0) v = ldexpf((float)m, -24);
+  else v = ldexpf((float)(m | 0x400), e - 25);
+  return (h & 0x8000u) ? -v : v;
+}
+static inline uint16_t byoc_f64_to_f16(double x) {
+  const uint16_t sign = signbit(x) ? 0x8000u : 0u;
+  double a = fabs(x), q, r;
+  int e, k;
+  uint32_t m;
+  if (isnan(x)) return (uint16_t)(sign | 0x7e00u);
+  if (a >= 65520.0) return (uint16_t)(sign | 0x7c00u);    /* halfway to 2^16 and beyond round to inf */
+  if (a < 6.103515625e-05) {                              /* below 2^-14: subnormal, steps of 2^-24 */
+    e = 0;
+    q = a * 16777216.0;
+  } else {
+    (void)frexp(a, &k);                                   /* a = f * 2^k, f in [0.5, 1) */
+    e = k + 14;                                           /* biased exponent of 2^(k-1) */
+    q = ldexp(a, 11 - k);                                 /* in [1024, 2048), exact */
+  }
+  m = (uint32_t)floor(q);
+  r = q - (double)m;
+  if (r > 0.5 || (r == 0.5 && (m & 1u))) ++m;
+  if (e == 0) return (uint16_t)(sign | m);                /* m == 1024 is the smallest normal's bits */
+  if (m == 2048u) { m = 1024u; ++e; }
+  if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+  return (uint16_t)(sign | ((uint32_t)e << 10) | (m - 1024u));
+}
+static inline uint16_t byoc_f32_to_f16(float x) { return byoc_f64_to_f16((double)x); }"""),
+    # Two's complement wrap-around to a narrower signed type without implementation-defined casts.
+    "byoc_wrap": ((), """static inline int8_t byoc_wrap_i8(int64_t v) {
+  return (int8_t)((int32_t)(((uint32_t)(uint64_t)v & 0xffu) ^ 0x80u) - 0x80);
+}
+static inline int16_t byoc_wrap_i16(int64_t v) {
+  return (int16_t)((int32_t)(((uint32_t)(uint64_t)v & 0xffffu) ^ 0x8000u) - 0x8000);
+}
+static inline int32_t byoc_wrap_i32(int64_t v) {
+  const uint32_t u = (uint32_t)(uint64_t)v;
+  return u >= 0x80000000u ? (int32_t)(u - 0x80000000u) - INT32_MAX - 1 : (int32_t)u;
+}"""),
 }
 
 

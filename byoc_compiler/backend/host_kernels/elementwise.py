@@ -4,14 +4,21 @@ Expressions read the operands as `a`, `b` (binary) or `x` (unary) and give the
 result. int32 arithmetic goes through uint32_t so that overflow wraps like
 numpy instead of being undefined behaviour; float results that numpy computes
 in float64 (leaky_relu's alpha * x) are computed in double here too.
+
+Other dtypes reuse a row of the tables (`_ROW`): float16 loads to float, uses the
+float32 expression and rounds once at the store (numpy's half loops do the
+same); int8/int16/uint8/uint16 use the int32 expression and wrap at the store;
+float64 has its own expressions.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..c_abi import c_type
 from .cwriter import (broadcast_strides, contiguous_strides, double_literal, flat_loop, float_literal,
-                      loop_nest, size_of)
+                      int_literal, loop_nest, size_of)
 
 # wrap-around int32 arithmetic (numpy semantics, no signed overflow in C)
 _WRAP = "(int32_t)((uint32_t)a {op} (uint32_t)b)"
@@ -64,30 +71,65 @@ UNARY: dict[str, dict[str, CExpr]] = {
                                        helpers=_SELECT)},
 }
 
-# float -> int out of range (and NaN) is undefined in C; numpy on x86 yields the minimum value
-# ("integer indefinite"), which the reference sees, so do the same.
-_FLOAT_TO_INT = "(isnan({v}) || {v} >= {hi} || {v} < {lo}) ? {low} : ({t}){v}"
-_F2I = {
-    "int32": dict(hi="2147483648.0f", lo="-2147483648.0f", low="INT32_MIN", t="int32_t"),
-    "int64": dict(hi="9223372036854775808.0f", lo="-9223372036854775808.0f", low="INT64_MIN", t="int64_t"),
+# dtype -> the table row its expressions come from.
+_ROW = {"float32": "float32", "float16": "float32", "float64": "float64", "int32": "int32",
+        "int8": "int32", "int16": "int32", "uint8": "int32", "uint16": "int32"}
+
+# double expressions of the float32 rows that need another spelling in float64
+_F64 = {
+    "maximum": CExpr("((a > b) | (a != a)) ? a : b"),
+    "minimum": CExpr("((a < b) | (a != a)) ? a : b"),
+    "abs": CExpr("fabs(x)", headers=("math.h",)),
+    "exp": CExpr("exp(x)", headers=("math.h",)),
+    "log": CExpr("log(x)", headers=("math.h",)),
+    "sqrt": CExpr("sqrt(x)", headers=("math.h",)),
+    "tanh": CExpr("tanh(x)", headers=("math.h",)),
+    "sigmoid": CExpr("1.0 / (1.0 + exp(-x))", headers=("math.h",)),
+    "nn.relu": CExpr("x < 0.0 ? 0.0 : x"),
+    "nn.leaky_relu": CExpr("x > 0.0 ? x : {alpha} * x"),
 }
 
 
-def cast_expr(src: str, dst: str) -> str:
-    """C expression converting `x` of dtype `src` to `dst`."""
-    if src == dst:
-        return "x"
-    if dst == "bool":
-        return "(uint8_t)(x != 0)"
-    if src == "float32" and dst in _F2I:
-        return _FLOAT_TO_INT.format(v="x", **_F2I[dst])
-    return f"({c_type(dst)})x"
+def load(ctx, dtype: str, value: str) -> str:
+    """C text reading one element of `dtype` as the type its arithmetic runs in."""
+    if dtype == "float16":
+        ctx.use("byoc_f16")
+        return f"byoc_f16_to_f32({value})"
+    return value
+
+
+def work_type(dtype: str) -> str:
+    """The C type elementwise arithmetic on `dtype` runs in."""
+    return {"float16": "float", "int8": "int32_t", "int16": "int32_t", "uint8": "int32_t",
+            "uint16": "int32_t"}.get(dtype, c_type(dtype))
+
+
+def store(ctx, dtype: str, value: str) -> str:
+    """C text turning a result of work_type(dtype) into an element of `dtype` (round or wrap)."""
+    if dtype == "float16":
+        ctx.use("byoc_f16")
+        return f"byoc_f32_to_f16({value})"
+    if dtype in ("int8", "int16"):
+        ctx.use("byoc_wrap")
+        return f"byoc_wrap_{dtype.replace('int', 'i')}({value})"
+    if dtype in ("uint8", "uint16"):
+        return f"({c_type(dtype)})({value})"   # conversion to unsigned is modulo 2^N in C
+    return value
+
+
+def _entry(table: dict[str, dict[str, CExpr]], name: str, dtype: str) -> CExpr | None:
+    row = _ROW.get(dtype)
+    if row is None:
+        return None
+    if row == "float64":
+        return table[name].get("float64") or _F64.get(name) or table[name].get("float32")
+    return table[name].get(row)
 
 
 def _element_rule(table: dict[str, dict[str, CExpr]], name: str):
     def rule(ctx) -> str:
         dtype = ctx.inputs[0].dtype
-        entry = table[name].get(dtype)
+        entry = _entry(table, name, dtype)
         if entry is None:
             raise ValueError(f"host kernel {name}: no C expression for dtype {dtype}")
         for h in entry.headers:
@@ -96,51 +138,102 @@ def _element_rule(table: dict[str, dict[str, CExpr]], name: str):
             ctx.use(h)
         expr = entry.expr.format(**{k: double_literal(v) for k, v in ctx.attrs.items()})
         out = ctx.outputs[0]
-        t = c_type(dtype)
+        t = work_type(dtype)
         names = ("a", "b") if len(ctx.inputs) == 2 else ("x",)
         strides = {f"in{i}": broadcast_strides(ti.shape, out.shape) for i, ti in enumerate(ctx.inputs)}
         strides["out0"] = contiguous_strides(out.shape)
 
         def body(off):
-            lines = [f"const {t} {n} = in{i}[{off[f'in{i}']}];" for i, n in enumerate(names)]
+            lines = [f"const {t} {n} = {load(ctx, dtype, 'in%d[%s]' % (i, off[f'in{i}']))};"
+                     for i, n in enumerate(names)]
             if entry.guard:
                 lines.append(f"if ({entry.guard}) {{")
                 lines.append(ctx.fail(entry.error))
                 lines.append("}")
-            lines.append(f"out0[{off['out0']}] = {expr};")
+            lines.append(f"out0[{off['out0']}] = {store(ctx, dtype, expr)};")
             return "\n".join(lines)
 
         return loop_nest(out.shape, strides, body)
     return rule
 
 
+_INT_RANGE = {"int8": (-(1 << 7), (1 << 7) - 1), "int16": (-(1 << 15), (1 << 15) - 1),
+              "int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
+              "uint8": (0, (1 << 8) - 1), "uint16": (0, (1 << 16) - 1), "bool": (0, 1)}
+
+
+def float_to_int(v: str, dst: str) -> str:
+    """C expression converting the float/double `v` to integer `dst`: truncate, saturate, NaN -> 0
+    (op/cast_rule.py; C leaves out-of-range conversions undefined)."""
+    lo, hi = _INT_RANGE[dst]
+    t = c_type(dst)
+    # Both bounds are powers of two, exact in float and double, so the comparisons are exact.
+    return (f"(isnan({v}) ? ({t})0 : {v} >= {double_literal(float(hi + 1))} ? ({t}){int_literal(hi, 'int64')} : "
+            f"{v} < {double_literal(float(lo))} ? ({t}){int_literal(lo, 'int64')} : ({t}){v})")
+
+
+def cast_expr(src: str, dst: str, x: str = "x") -> str:
+    """C expression converting `x` of dtype `src` (a float for float16: already loaded) to `dst`."""
+    if src == dst and src != "float16":
+        return x
+    if dst == "bool":
+        return f"(uint8_t)({x} != 0)"
+    if dst == "float16":
+        return f"byoc_f64_to_f16((double){x})"
+    if src in ("float32", "float16", "float64") and dst in _INT_RANGE:
+        return float_to_int(x, dst)
+    lo, hi = _INT_RANGE.get(src, (0, 0))
+    if dst in ("int8", "int16", "int32") and src in _INT_RANGE and not (
+            _INT_RANGE[dst][0] <= lo and hi <= _INT_RANGE[dst][1]):
+        return f"byoc_wrap_{dst.replace('int', 'i')}((int64_t){x})"
+    return f"({c_type(dst)}){x}"   # exact, modulo 2^N to unsigned, or rounded to nearest float
+
+
 def _clip(ctx) -> str:
     x_type, out = ctx.inputs[0], ctx.outputs[0]
+    dtype = x_type.dtype
     lo, hi = ctx.attrs.a_min, ctx.attrs.a_max
     n = size_of(out.shape)
-    if x_type.dtype == "float32":
-        # numpy compares with the bounds rounded to float32 (weak Python scalars).
-        lo_c, hi_c = float_literal(lo), float_literal(hi)
+    if dtype in ("float32", "float16"):
+        # numpy compares with the bounds rounded to x's type (weak Python scalars).
+        lo_c, hi_c = (float_literal(float(np.dtype(dtype).type(b))) for b in (lo, hi))
+        if "INFINITY" in lo_c + hi_c:
+            ctx.need("math.h")
         select = ctx.use("byoc_select_f32")
-        step = (f"const float x = in0[i];\nconst float v = {select}(x < {lo_c}, {lo_c}, x);\n"
-                f"out0[i] = {select}(v > {hi_c}, {hi_c}, v);")
-    else:
-        # int32 data against float bounds: numpy clips in float64 and truncates back.
+        step = (f"const float x = {load(ctx, dtype, 'in0[i]')};\n"
+                f"const float v = {select}(x < {lo_c}, {lo_c}, x);\n"
+                f"out0[i] = {store(ctx, dtype, f'{select}(v > {hi_c}, {hi_c}, v)')};")
+    elif dtype == "float64":
         ctx.need("math.h")
         lo_c, hi_c = double_literal(lo), double_literal(hi)
-        f2i = _FLOAT_TO_INT.format(v="v", hi="2147483648.0", lo="-2147483648.0", low="INT32_MIN", t="int32_t")
+        step = (f"const double x = in0[i];\nconst double v = x < {lo_c} ? {lo_c} : x;\n"
+                f"out0[i] = v > {hi_c} ? {hi_c} : v;")
+    else:
+        # integer data against float bounds: numpy clips in float64 and converts back.
+        ctx.need("math.h")
+        lo_c, hi_c = double_literal(lo), double_literal(hi)
         step = (f"const double x = (double)in0[i];\nconst double u = x < {lo_c} ? {lo_c} : x;\n"
-                f"const double v = u > {hi_c} ? {hi_c} : u;\nout0[i] = {f2i};")
+                f"const double v = u > {hi_c} ? {hi_c} : u;\nout0[i] = {float_to_int('v', dtype)};")
     return flat_loop(n, step)
 
 
 def _cast(ctx) -> str:
     src, dst = ctx.inputs[0].dtype, ctx.outputs[0].dtype
-    expr = cast_expr(src, dst)
+    if src == dst:
+        return flat_loop(size_of(ctx.outputs[0].shape), "out0[i] = in0[i];")
+    if src == "float16" and dst == "bool":   # every bit pattern but +-0 is true (NaN too, as numpy)
+        expr = "(uint8_t)((in0[i] & 0x7fffu) != 0)"
+        return flat_loop(size_of(ctx.outputs[0].shape), f"out0[i] = {expr};")
+    x = load(ctx, src, "in0[i]")
+    expr = cast_expr(src, dst, "x")
     if "isnan" in expr:
         ctx.need("math.h")
-    t = c_type(src)
-    return flat_loop(size_of(ctx.outputs[0].shape), f"const {t} x = in0[i];\nout0[i] = {expr};")
+    if "byoc_f64_to_f16" in expr:
+        ctx.use("byoc_f16")
+    if "byoc_wrap" in expr:
+        ctx.use("byoc_wrap")
+    t = work_type(src) if src == "float16" else c_type(src)
+    return flat_loop(size_of(ctx.outputs[0].shape), f"const {t} x = {x};\nout0[i] = {expr};")
 
 
 RULES = {name: _element_rule(BINARY, name) for name in BINARY}

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...ir.expr import Call, Constant, Expr, Tuple, TupleGetItem, Var
-from ...ir.types import TensorType, TupleType, Type
+from ...ir.types import DTYPES, TensorType, TupleType, Type
 from ...op.registry import OpError, OpTypeError, get_op_def, make_call
 
 
@@ -51,6 +51,7 @@ class Context:
 
     def __init__(self):
         self._types: dict[int, tuple[Expr, Type]] = {}
+        self.names: dict[int, str] = {}   # id(Constant) -> initializer name, for messages
 
     # ---- types -----------------------------------------------------------------------------------
 
@@ -62,8 +63,10 @@ class Context:
             try:
                 ty = expr.tensor_type
             except ValueError:
-                raise NodeError(f"a constant of dtype {expr.data.dtype} is used at run time; "
-                                "only float32, int32, int64 and bool tensors are supported") from None
+                name = self.names.get(id(expr))
+                what = f"initializer {name!r}" if name else "a constant"
+                raise NodeError(f"{what} has dtype {expr.data.dtype}, which byoc does not support at run time "
+                                f"(supported: {', '.join(DTYPES)})") from None
         elif isinstance(expr, Var):
             ty = expr.type_annotation
         elif isinstance(expr, Tuple):
@@ -149,6 +152,10 @@ class Context:
                 result = opdef.ref(args, call.attrs)
         except Exception as exc:  # noqa: BLE001 - numpy's message says what did not fit
             raise NodeError(f"folding {call.op.name} on constants failed: {exc}") from None
+        try:
+            ty = self.type_of(call)   # references may compute wider: keep the inferred dtype
+        except (OpTypeError, ValueError) as exc:
+            raise NodeError(str(exc)) from None
         if isinstance(result, tuple):
-            return Tuple([Constant(np.asarray(r)) for r in result])
-        return Constant(np.asarray(result))
+            return Tuple([Constant(np.asarray(r).astype(t.dtype, copy=False)) for r, t in zip(result, ty.fields)])
+        return Constant(np.asarray(result).astype(ty.dtype, copy=False))

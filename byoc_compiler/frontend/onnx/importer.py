@@ -25,10 +25,21 @@ from .table import Converter, resolve, since_version
 # ONNX element type -> IR dtype, for model inputs.
 _INPUT_DTYPES = {
     onnx.TensorProto.FLOAT: "float32",
+    onnx.TensorProto.FLOAT16: "float16",
+    onnx.TensorProto.DOUBLE: "float64",
+    onnx.TensorProto.INT8: "int8",
+    onnx.TensorProto.INT16: "int16",
     onnx.TensorProto.INT32: "int32",
     onnx.TensorProto.INT64: "int64",
+    onnx.TensorProto.UINT8: "uint8",
+    onnx.TensorProto.UINT16: "uint16",
     onnx.TensorProto.BOOL: "bool",
 }
+
+
+def onnx_dtype(elem_type) -> str | None:
+    """The IR dtype of an ONNX element type (TensorProto.FLOAT -> "float32"), None if unsupported."""
+    return _INPUT_DTYPES.get(elem_type)
 
 
 def from_onnx(model, shape: Mapping[str, Sequence[int]] | None = None,
@@ -121,6 +132,7 @@ class _GraphImporter:
         for tensor in self.graph.initializer:
             try:
                 self.env[tensor.name] = Constant(onnx.numpy_helper.to_array(tensor))
+                self.ctx.names[id(self.env[tensor.name])] = tensor.name
             except Exception as exc:  # noqa: BLE001 - external data not loaded, unknown element types
                 raise OnnxImportError(f"{self.label}: initializer {tensor.name!r} cannot be read ({exc}); if its "
                                       "data is in external files, import the model from its path") from None
@@ -196,8 +208,8 @@ class _GraphImporter:
         elem = value_info.type.tensor_type.elem_type
         if elem not in _INPUT_DTYPES:
             onnx_name = onnx.TensorProto.DataType.Name(elem)
-            raise _InputError(f"input {name!r} has element type {onnx_name}, which is not supported "
-                              f"({', '.join(DTYPES)} are); pass dtype={{{name!r}: 'float32'}} to import it "
+            raise _InputError(f"input {name!r} has element type {onnx_name}, which byoc does not support "
+                              f"(supported: {', '.join(DTYPES)}); pass dtype={{{name!r}: 'float32'}} to import it "
                               "with another dtype")
         return _INPUT_DTYPES[elem]
 

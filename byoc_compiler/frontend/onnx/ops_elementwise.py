@@ -115,3 +115,19 @@ def _scalar(ctx: Context, bound, x):
     if ctx.tensor(bound).ndim:
         bound = ctx.call("reshape", bound, newshape=())
     return bound
+
+
+def _cast(node: Node, ctx: Context):
+    from .importer import onnx_dtype   # the element-type table lives with the input handling
+    to = node.attrs.get("to")
+    dtype = onnx_dtype(to)
+    if dtype is None:
+        raise NodeError(f"Cast to element type {to} is not supported; "
+                        "supported: the ONNX types of byoc's dtypes (docs/dtypes.md)")
+    x = node.required(0, "input")
+    if ctx.dtype(x) == dtype:
+        return [x]
+    return [ctx.call("cast", x, dtype=dtype)]
+
+
+converter("Cast", (6, 9, 13, 19, 21))(_cast)
