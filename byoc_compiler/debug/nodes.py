@@ -68,6 +68,7 @@ class ModelNodes:
     env: dict
     names: dict
     by_print: dict                 # fingerprint -> [(name, op description)] in graph order
+    by_name: dict = None           # name -> node
 
     @classmethod
     def of(cls, mod, inputs) -> "ModelNodes":
@@ -84,7 +85,19 @@ class ModelNodes:
                 continue
             what = describe_call(node) if isinstance(node, Call) else type(node).__name__
             by_print.setdefault(fingerprint(value), []).append((names.get(id(node), "?"), what))
-        return cls(func, env, names, by_print)
+        by_name = {name: node for node in post_order(func.body) if (name := names.get(id(node)))}
+        return cls(func, env, names, by_print, by_name)
+
+    def chain(self, name: str, length: int) -> list[str]:
+        """`name` and the nodes before it along first arguments: what a composite of `length` ops covers."""
+        out = [name]
+        node = self.by_name.get(name)
+        while node is not None and len(out) < length and isinstance(node, Call) and node.args:
+            node = node.args[0]
+            if not isinstance(node, Call) or id(node) not in self.names:
+                break
+            out.append(self.names[id(node)])
+        return out
 
     def name_of(self, value: np.ndarray, op: str | None = None) -> str:
         """The unpartitioned node computing `value` ('?' when none does); prefers a node of op `op`."""

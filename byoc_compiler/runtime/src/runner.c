@@ -4,7 +4,7 @@
  *          [--dump DIR] [--profile]
  * --dump DIR: the first run writes every step's outputs to DIR/stepNNNNN_outK.npy and DIR/index.json.
  * --profile: times every step of every run (after one untimed warm-up run) and prints, per step, the
- * median time and the median start within the run (docs/debugging.md). */
+ * median wall time, the median start within the run and the median thread CPU time (docs/debugging.md). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
@@ -84,6 +84,16 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* CPU time of this thread: unlike wall time it leaves out the time other processes took the CPU, so on a
+ * loaded machine per-step times still add up to the run. (Wall time where the clock does not exist.) */
+static double cpu_ms(void) {
+#ifdef CLOCK_THREAD_CPUTIME_ID
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+#endif
+  return now_ms();
+}
+
 static int cmp_double(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
@@ -132,9 +142,10 @@ static void dump_exit(void* ctx, int32_t step, const char* name, int32_t num_out
 /* ---- --profile: clock_gettime around every step into arrays allocated before the timed runs -- */
 typedef struct {
   int32_t max_steps, steps, overflow;
-  double run_start;
+  double run_start, cpu_enter;
   double* start; /* [max_steps] of this run, ms since run_start */
-  double* dur;   /* [max_steps] */
+  double* dur;   /* [max_steps] wall */
+  double* cpu;   /* [max_steps] thread CPU time */
   const char** names;
 } Profile;
 
@@ -155,6 +166,7 @@ static void profile_enter(void* ctx, int32_t step, const char* name) {
   }
   p->names[step] = name;
   p->start[step] = now_ms() - p->run_start;
+  p->cpu_enter = cpu_ms();
 }
 
 static void profile_exit(void* ctx, int32_t step, const char* name, int32_t num_outputs, const DLTensor* outputs) {
@@ -163,6 +175,7 @@ static void profile_exit(void* ctx, int32_t step, const char* name, int32_t num_
   (void)num_outputs;
   (void)outputs;
   if (step < 0 || step >= p->max_steps) return;
+  p->cpu[step] = cpu_ms() - p->cpu_enter;
   p->dur[step] = now_ms() - p->run_start - p->start[step];
   if (step + 1 > p->steps) p->steps = step + 1;
 }
@@ -185,6 +198,8 @@ int main(int argc, char** argv) {
   ByocNodeObserver observer;
   double* step_start = NULL; /* [repeat][steps] */
   double* step_dur = NULL;
+  double* step_cpu = NULL;
+  double* run_cpu = NULL;
   const char** files = (const char**)calloc((size_t)argc, sizeof(char*));
   unsigned char *graph_text = NULL, *params_blob = NULL;
   size_t graph_len = 0, params_len = 0;
@@ -365,8 +380,10 @@ int main(int argc, char** argv) {
     prof.max_steps = prof.steps > 0 ? prof.steps : 1;
     step_start = (double*)calloc((size_t)repeat * (size_t)prof.max_steps, sizeof(double));
     step_dur = (double*)calloc((size_t)repeat * (size_t)prof.max_steps, sizeof(double));
+    step_cpu = (double*)calloc((size_t)repeat * (size_t)prof.max_steps, sizeof(double));
+    run_cpu = (double*)calloc((size_t)repeat, sizeof(double));
     prof.names = (const char**)calloc((size_t)prof.max_steps, sizeof(char*));
-    if (step_start == NULL || step_dur == NULL || prof.names == NULL) {
+    if (step_start == NULL || step_dur == NULL || step_cpu == NULL || run_cpu == NULL || prof.names == NULL) {
       fprintf(stderr, "runner: --profile: out of memory\n");
       goto done;
     }
@@ -374,11 +391,13 @@ int main(int argc, char** argv) {
     observer.exit = profile_exit;
   }
   for (i = 0; i < repeat; ++i) {
-    double t0;
+    double t0, c0 = 0.0;
     if (profile) {
       prof.start = step_start + (size_t)i * (size_t)prof.max_steps;
       prof.dur = step_dur + (size_t)i * (size_t)prof.max_steps;
+      prof.cpu = step_cpu + (size_t)i * (size_t)prof.max_steps;
       byoc_set_node_observer(&observer);
+      c0 = cpu_ms();
     }
     t0 = now_ms();
     prof.run_start = t0;
@@ -388,6 +407,7 @@ int main(int argc, char** argv) {
       goto done;
     }
     times[i] = now_ms() - t0;
+    if (profile) run_cpu[i] = cpu_ms() - c0;
     byoc_set_node_observer(NULL);
   }
   for (i = 0; i < desc->num_outputs; ++i) {
@@ -408,14 +428,18 @@ int main(int argc, char** argv) {
     long r;
     int32_t k;
     if (prof.overflow) fprintf(stderr, "runner: --profile: the model ran more steps than its first run\n");
+    printf("median_cpu_ms=%.6f\n", median_of(run_cpu, repeat));
     printf("profile_steps=%d repeat=%ld\n", (int)prof.max_steps, repeat);
+    /* step, median wall ms, median start within the run (wall ms), median thread CPU ms, function */
     for (k = 0; k < prof.max_steps; ++k) {
-      double dur, start;
+      double dur, start, cpu;
       for (r = 0; r < repeat; ++r) times[r] = step_dur[(size_t)r * (size_t)prof.max_steps + (size_t)k];
       dur = median_of(times, repeat);
       for (r = 0; r < repeat; ++r) times[r] = step_start[(size_t)r * (size_t)prof.max_steps + (size_t)k];
       start = median_of(times, repeat);
-      printf("step %d %.6f %.6f %s\n", (int)k, dur, start, prof.names[k] != NULL ? prof.names[k] : "?");
+      for (r = 0; r < repeat; ++r) times[r] = step_cpu[(size_t)r * (size_t)prof.max_steps + (size_t)k];
+      cpu = median_of(times, repeat);
+      printf("step %d %.6f %.6f %.6f %s\n", (int)k, dur, start, cpu, prof.names[k] != NULL ? prof.names[k] : "?");
     }
   }
   rc = 0;
@@ -432,6 +456,8 @@ done:
   free(times);
   free(step_start);
   free(step_dur);
+  free(step_cpu);
+  free(run_cpu);
   free((void*)prof.names);
   free(files);
   free(graph_text);
