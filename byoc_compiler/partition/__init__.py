@@ -18,8 +18,8 @@ from ..ir.module import IRModule
 
 __all__ = ["partition_for", "summarize", "pipeline", "PartitionError", "PIPELINE"]
 
-PIPELINE = ("InferType", "FoldConstant", "MergeComposite", "AnnotateTarget", "MergeCompilerRegions",
-            "PartitionGraph", "InferType")
+PIPELINE = ("InferType", "FoldConstant", "FoldBatchNorm", "MergeComposite", "AnnotateTarget",
+            "MergeCompilerRegions", "PartitionGraph", "InferType")
 
 # partitioned module -> its report (modules are values: the report stays valid as long as the module lives)
 _REPORTS: "weakref.WeakKeyDictionary[IRModule, object]" = weakref.WeakKeyDictionary()
@@ -35,21 +35,22 @@ class PartitionError(ByocError):
 
 def pipeline(targets, mod_name: str = "default", bind_constants: bool = True) -> list:
     """The passes of partition_for, in order, for `targets` (Target objects, priority order)."""
-    from ..transform import (AnnotateTarget, FoldConstant, InferType, MergeComposite, MergeCompilerRegions,
-                             PartitionGraph)
+    from ..transform import (AnnotateTarget, FoldBatchNorm, FoldConstant, InferType, MergeComposite,
+                             MergeCompilerRegions, PartitionGraph)
     from .named_pass import NamedPass
 
     patterns = [p for t in targets for p in t.patterns]
-    return [NamedPass("InferType", InferType()), FoldConstant(), MergeComposite(patterns), AnnotateTarget(targets),
-            MergeCompilerRegions(), PartitionGraph(mod_name, bind_constants), NamedPass("InferType", InferType())]
+    return [NamedPass("InferType", InferType()), FoldConstant(), FoldBatchNorm(), MergeComposite(patterns),
+            AnnotateTarget(targets), MergeCompilerRegions(), PartitionGraph(mod_name, bind_constants),
+            NamedPass("InferType", InferType())]
 
 
 def partition_for(targets, mod: IRModule, strict: bool = False, mod_name: str = "default",
                   bind_constants: bool = True, trace=None) -> IRModule:
     """Partition `mod` for `targets` (a name or a priority list of names).
 
-    Runs InferType -> FoldConstant -> MergeComposite (the targets' patterns, in priority order)
-    -> AnnotateTarget -> MergeCompilerRegions -> PartitionGraph -> InferType, checking invariants
+    Runs InferType -> FoldConstant -> FoldBatchNorm -> MergeComposite (the targets' patterns, in priority
+    order) -> AnnotateTarget -> MergeCompilerRegions -> PartitionGraph -> InferType, checking invariants
     along the way. With strict=True, any op left on the host raises PartitionError carrying the
     summary. `summarize(result)` gives the summary. `trace(pass_name, mod)`, if given, is called
     after every pass, e.g. `trace=lambda name, m: print(f"// after {name}\n{m}")`.

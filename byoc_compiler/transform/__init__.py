@@ -10,6 +10,7 @@ function and not the module.
 """
 from . import infer_type as _infer_type_module
 from . import fold_constant as _fold_constant_module
+from . import fold_batch_norm as _fold_batch_norm_module
 from . import merge_composite as _merge_composite_module
 from . import annotate_target as _annotate_target_module
 from . import merge_compiler_regions as _merge_compiler_regions_module
@@ -19,6 +20,8 @@ InferType = _infer_type_module.InferType
 infer_type = _infer_type_module.infer_type
 FoldConstant = _fold_constant_module.FoldConstant
 fold_constant = _fold_constant_module.fold_constant
+FoldBatchNorm = _fold_batch_norm_module.FoldBatchNorm
+fold_batch_norm = _fold_batch_norm_module.fold_batch_norm
 MergeComposite = _merge_composite_module.MergeComposite
 merge_composite = _merge_composite_module.merge_composite
 AnnotateTarget = _annotate_target_module.AnnotateTarget
@@ -28,6 +31,7 @@ merge_compiler_regions = _merge_compiler_regions_module.merge_compiler_regions
 PartitionGraph = _partition_graph_module.PartitionGraph
 partition_graph = _partition_graph_module.partition_graph
 
-__all__ = ["InferType", "infer_type", "FoldConstant", "fold_constant", "MergeComposite", "merge_composite",
+__all__ = ["InferType", "infer_type", "FoldConstant", "fold_constant", "FoldBatchNorm", "fold_batch_norm",
+           "MergeComposite", "merge_composite",
            "AnnotateTarget", "annotate_target", "MergeCompilerRegions", "merge_compiler_regions",
            "PartitionGraph", "partition_graph"]
