@@ -1,0 +1,124 @@
+"""Seed corpora for the fuzz targets (tests/fuzz/targets.py), written from the zoo and the test data.
+
+    python -m tests.fuzz.seeds OUT_DIR        # one sub-directory per fuzz target
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+FUNC_NAMES = 8  # fuzz_graph.c's function table: f0..f7
+
+
+def _builds():
+    """(graph.json, params blob) of every zoo model, on the host alone and partitioned for ccompiler."""
+    import byoc_compiler
+    from byoc_compiler import zoo
+    from byoc_compiler.backend.build import build
+
+    for name in zoo.names():
+        for targets in ([], ["ccompiler"]):
+            mod = zoo.get(name)
+            lib = build(byoc_compiler.partition_for(targets, mod) if targets else mod, executor="graph")
+            yield lib.graph_json, lib.params_blob
+
+
+def _fixture_graph():
+    sys.path.insert(0, str(ROOT / "tests"))
+    from runtime_fixtures import builder
+
+    return builder.graph_json(), builder.params_blob()
+
+
+def _rename_funcs(text: str) -> str:
+    """Map the model's func_names onto the harness's table, in order of first use."""
+    graph = json.loads(text)
+    names: dict[str, str] = {}
+    for node in graph["nodes"]:
+        attrs = node.get("attrs", {})
+        if "func_name" in attrs:
+            attrs["func_name"] = names.setdefault(attrs["func_name"], f"f{len(names) % FUNC_NAMES}")
+    return json.dumps(graph)
+
+
+def graph_seeds() -> list[bytes]:
+    pairs = [_fixture_graph(), *_builds()]
+    return [_rename_funcs(g).encode() + p for g, p in pairs] + [_rename_funcs(g).encode() for g, _ in pairs]
+
+
+def params_seeds() -> list[bytes]:
+    from byoc_compiler.runtime import save_params
+
+    out = [p for _, p in [_fixture_graph(), *_builds()]]
+    rng = np.random.default_rng(0)
+    dtypes = ["float32", "float64", "float16", "int8", "int32", "int64", "uint8", "bool"]
+    out.append(save_params({f"p_{d}": rng.standard_normal((2, 3)).astype(d) for d in dtypes}))
+    out.append(save_params({"scalar": np.float32(1.5), "empty": np.zeros((0, 4), np.float32)}))
+    return out
+
+
+def npy_seeds() -> list[bytes]:
+    out = []
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((1, 3, 4, 4)).astype(np.float32), np.arange(6, dtype=">i4").reshape(2, 3),
+              np.float64(2.5), np.zeros((0,), np.int8), np.array([True, False]), np.ones((2, 2), "<u8"),
+              np.ones(3, np.float16)]
+    for array in arrays:
+        for version in ((1, 0), (2, 0), (3, 0)):
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.asarray(array), version=version)
+            out.append(buf.getvalue())
+    return out
+
+
+def text_seeds() -> list[bytes]:
+    import byoc_compiler
+    from byoc_compiler import zoo
+
+    out = []
+    for name in zoo.names():
+        mod = zoo.get(name)
+        out.append(str(mod))
+        out.append(str(byoc_compiler.partition_for("ccompiler", mod)))
+    # the text-format tests' literal models: every triple-quoted string that declares a function
+    for text in re.findall(r'"""(.*?)"""', (ROOT / "tests" / "test_text_format.py").read_text(), re.S):
+        if "def @main" in text:
+            out.append(text)
+    return [t.encode() for t in out]
+
+
+def onnx_seeds() -> list[bytes]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    import onnx_models
+    from test_onnx_ops import CASES, _model
+
+    out = [onnx_models.resnet_style()[0].SerializeToString(), onnx_models.squeezenet_style()[0].SerializeToString()]
+    return out + [_model(case).SerializeToString() for case in CASES]
+
+
+SEEDS = {"graph": graph_seeds, "params": params_seeds, "npy": npy_seeds, "text": text_seeds, "onnx": onnx_seeds}
+
+
+def write(name: str, directory) -> list[Path]:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for data in dict.fromkeys(SEEDS[name]()):
+        path = directory / hashlib.sha1(data).hexdigest()[:16]
+        path.write_bytes(data)
+        paths.append(path)
+    return paths
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m tests.fuzz.seeds OUT_DIR")
+    for name in SEEDS:
+        print(name, len(write(name, Path(sys.argv[1]) / name)))
