@@ -9,6 +9,7 @@ traceback, and exits with 2.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib import import_module
 
@@ -42,7 +43,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(import_module(args._module).run(args) or 0)
+        code = int(import_module(args._module).run(args) or 0)
+        sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # `byoc ops | head -1`: the reader has gone; stop quietly like a Unix tool (128 + SIGPIPE)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except ByocError as exc:
         print(f"byoc {args.command}: error: {exc}", file=sys.stderr)
         return 2

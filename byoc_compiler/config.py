@@ -147,6 +147,11 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
             raise ConfigError(f"{path}: [targets] {name} must be a table like "
                               f'{name} = {{ module = "pkg.module", flag = "USE_{name.upper()}" }}')
         _check_keys(f"targets.{name}.", spec, ("module", "flag"), path)
+        builtin = {target: (flag, module) for flag, (target, module) in BUILTIN_BACKENDS.items()}
+        if name in builtin:
+            flag, module = builtin[name]
+            raise ConfigError(f"{path}: [targets] {name} = {{ module = {spec['module']!r} }} has the name of the "
+                              f"built-in target {name!r} ({flag} -> {module}); rename the [targets] entry")
         extra[name] = (spec["module"], spec.get("flag", f"USE_{name.upper()}"))
     known_flags = list(BUILTIN_BACKENDS) + [flag for _, flag in extra.values()]
     _check_keys("backends.", backends_raw, known_flags, path)

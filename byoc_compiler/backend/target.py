@@ -266,8 +266,26 @@ def register_target(target: Target) -> Target:
     existing = _REGISTRY.explicit.get(target.name)
     if existing is not None and existing is not target:
         raise TargetError(f"a different target named {target.name!r} is already registered")
+    configured = _configured_targets().get(target.name)
+    if configured is not None:
+        # replacing a configured target silently would move every op it takes back to the host
+        module, flag, where = configured
+        raise TargetError(
+            f"register_target(Target({target.name!r})) clashes with the target {target.name!r} that {where} "
+            f"defines (module {module}, flag {flag}); give the new target another name")
     _REGISTRY.explicit[target.name] = target
     return target
+
+
+def _configured_targets() -> dict[str, tuple[str, str, str]]:
+    """name -> (module, flag, which file defines it) for every built-in and [targets] entry."""
+    from ..config import ConfigError, load_config
+
+    try:
+        config = load_config()
+    except ConfigError:
+        return {}  # a broken config.toml is reported by whatever reads it next, with its own message
+    return {name: (module, flag, str(config.path)) for name, (module, flag, _) in config.target_modules().items()}
 
 
 def unregister_target(name: str) -> None:

@@ -6,12 +6,40 @@ def add_arguments(parser) -> None:
     parser.add_argument("file", nargs="?", help="the config file (default: $BYOC_CONFIG, ./config.toml, the repo's)")
 
 
+def problems(config) -> list[str]:
+    """What would stop scons from building with this config, beyond what load_config already refuses."""
+    from ..backend.target import _import_target
+
+    out = []
+    enabled = {name: (module, flag) for name, (module, flag, on) in config.target_modules().items() if on}
+    if not enabled:
+        flags = ", ".join(flag for _, flag, _ in config.target_modules().values())
+        out.append(f"no target is enabled; set one of {flags} = true in [backends]")
+    for name, (module, flag) in enabled.items():
+        entry = _import_target(name, module, flag, True)
+        if entry.error:
+            out.append(f"target {name!r} is enabled ({flag} = true) but cannot be loaded: {entry.error}; "
+                       f"create the package {module}, or set {flag} = false")
+    if not config.toolchains:
+        out.append("no toolchain is defined; add a [toolchains.gcc] table with cc and arch "
+                   "(see the repository's config.toml)")
+    else:
+        for name in config.build.toolchains:
+            if name not in config.toolchains:
+                out.append(f"build.toolchains uses {name!r} (the default when [build] does not set it), which "
+                           f"is not defined; defined toolchains: {', '.join(config.toolchains)}")
+    return out
+
+
 def run(args) -> int:
-    from ..config import load_config
+    from ..config import ConfigError, load_config
     from ..toolchain import check_toolchain
     from ..errors import ByocError
 
     config = load_config(args.file)
+    found = problems(config)
+    if found:
+        raise ConfigError(f"{config.path}: " + "; ".join(found))
     print(f"{config.path}: ok")
     for name, (module, flag, enabled) in config.target_modules().items():
         print(f"  target {name:<12} {'enabled ' if enabled else 'disabled'}  {flag} -> {module}")

@@ -1,6 +1,8 @@
 """`byoc targets`: every known target, whether it is enabled and by which flag, what it takes."""
 from __future__ import annotations
 
+import sys
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("--ops", action="store_true", help="list every supported op and pattern")
@@ -24,4 +26,15 @@ def run(args) -> int:
         elif args.ops:
             print(f"\n{t.name} ({t.description}):\n  ops: {', '.join(t.ops) or '-'}")
             print(f"  patterns: {', '.join(t.patterns) or '-'}")
+    broken = [t for t in rows if t.error and not _optional_and_absent(t)]
+    if broken:
+        # a gate for CI: a target package that fails to import is an error, not a footnote
+        print(f"byoc targets: error: {len(broken)} target(s) failed to load: "
+              + "; ".join(f"{t.name}: {t.error}" for t in broken), file=sys.stderr)
+        return 1
     return 0
+
+
+def _optional_and_absent(t) -> bool:
+    """A disabled target whose package is simply not there (e.g. targets/dnnl before it is installed)."""
+    return not t.enabled and t.error == f"module {t.module} not found"

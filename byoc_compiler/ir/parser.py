@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import ByocError
 from .expr import Call, Constant, Expr, Function, GlobalVar, Span, Tuple, TupleGetItem, Var
 from .module import IRModule
-from .types import DTYPES, TensorType, TupleType, Type
+from .types import DTYPES, INT64_MAX, TensorType, TupleType, Type, shape_problem
 
 __all__ = ["parse", "parse_expr", "ParseError"]
 
@@ -246,6 +246,9 @@ class _Parser:
             self.expect(",")
             dtype = self.parse_dtype()
             self.expect("]")
+            problem = shape_problem(tuple(dims), dtype)
+            if problem:
+                raise self.error_at(token.pos, f"tensor type: {problem}")
             return TensorType(tuple(dims), dtype)
         if token.kind == "ident" and token.text in DTYPES:
             self.next()
@@ -286,7 +289,10 @@ class _Parser:
             return float(digits), dtype
         if any(c in digits for c in ".eEna"):
             raise self.error_at(token.pos, f"expected an integer before the suffix {suffix}, found {token.text!r}")
-        return int(digits), dtype
+        value = int(digits)
+        if not -INT64_MAX - 1 <= value <= INT64_MAX:
+            raise self.error_at(token.pos, f"integer {token.text} does not fit in int64 (the largest is {INT64_MAX})")
+        return value, dtype
 
     def string_value(self, token: _Token) -> str:
         try:

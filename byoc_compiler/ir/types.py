@@ -12,6 +12,34 @@ DTYPES = ("float32", "float16", "float64", "int8", "int16", "int32", "int64", "u
 FLOAT_DTYPES = ("float32", "float16", "float64")
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16")
 
+# Shapes and sizes are int64 in generated C and in graph.json; the byte limit keeps a typo (a pad of 2**31)
+# from reaching numpy's constant folding or the runtime's allocator as an opaque MemoryError.
+INT64_MAX = (1 << 63) - 1
+MAX_TENSOR_BYTES = 1 << 40
+
+
+def _bytes_text(n: int) -> str:
+    for unit, size in (("EiB", 1 << 60), ("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def shape_problem(shape: tuple, dtype: str) -> str | None:
+    """Why a tensor of this shape cannot exist in a build (a dimension past int64, more than
+    MAX_TENSOR_BYTES), or None. One sentence, for messages that say which op or input it is."""
+    big = [d for d in shape if d > INT64_MAX]
+    if big:
+        return f"dimension {big[0]} does not fit in int64 (the largest is {INT64_MAX})"
+    n = 1
+    for d in shape:
+        n *= d
+    nbytes = n * np.dtype(dtype).itemsize
+    if nbytes > MAX_TENSOR_BYTES:
+        return (f"a {dtype} tensor of shape {tuple(shape)} would take {_bytes_text(nbytes)} ({n} elements); "
+                f"byoc's limit is {_bytes_text(MAX_TENSOR_BYTES)} per tensor")
+    return None
+
 
 class Type:
     """Base class of every IR type."""
@@ -30,6 +58,9 @@ class TensorType(Type):
             raise ValueError(f"tensor shape {shape} has a negative dimension")
         if self.dtype not in DTYPES:
             raise ValueError(f"unknown dtype {self.dtype!r}; known dtypes: {', '.join(DTYPES)}")
+        problem = shape_problem(shape, self.dtype)
+        if problem:
+            raise ValueError(problem)
         object.__setattr__(self, "shape", shape)
 
     @property

@@ -57,8 +57,12 @@ class Attr:
         where = f"{op}: attribute {self.name!r}"
         try:
             value = _coerce(self.kind, value)
+        except OverflowError as exc:
+            raise OpError(f"{where}: {exc}") from None
         except (TypeError, ValueError):
             raise OpError(f"{where} must be {_KIND_TEXT[self.kind]}, got {value!r}") from None
+        flat = value if isinstance(value, tuple) else (value,)
+        _check_int64_attr(where, [v for item in flat for v in (item if isinstance(item, tuple) else (item,))])
         if self.convert is not None and value is not None:
             try:
                 value = self.convert(value)
@@ -73,6 +77,13 @@ class Attr:
         return value
 
 
+def _check_int64_attr(where: str, values) -> None:
+    try:
+        _check_int64(v for v in values if _is_int(v))
+    except OverflowError as exc:
+        raise OpError(f"{where}: {exc}") from None
+
+
 _KIND_TEXT = {
     "int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
     "ints": "a list of integers", "floats": "a list of numbers",
@@ -81,8 +92,18 @@ _KIND_TEXT = {
 }
 
 
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _check_int64(values) -> None:
+    """Integer attributes are int64 in generated C: a larger one is refused here, not by the C compiler."""
+    for v in values:
+        if not _INT64[0] <= v <= _INT64[1]:
+            raise OverflowError(f"{v} does not fit in int64 (the largest is {_INT64[1]})")
 
 
 def _coerce(kind: str, value: Any) -> Any:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ByocError
 from .dtypes import from_dl
 
 
@@ -75,6 +76,48 @@ class BenchmarkResult:
     median_ms: float
 
 
+class ModelLoadError(ByocError, RuntimeError):
+    """runtime.load cannot use the file: the message says what the file is and what to do instead."""
+
+
+class ModelNotFoundError(ByocError, FileNotFoundError):
+    """runtime.load was given a path that does not exist."""
+
+
+class ModelStateError(ByocError, RuntimeError):
+    """A Module call out of order (get_output before run, a call after close)."""
+
+
+# ELF e_machine -> the names byoc's toolchains use (config.toml `arch`)
+_ELF_MACHINES = {3: "x86", 22: "s390x", 40: "armhf", 62: "x86_64", 183: "aarch64", 243: "riscv64"}
+_HOST_MACHINES = {"x86_64": 62, "amd64": 62, "aarch64": 183, "arm64": 183, "s390x": 22, "riscv64": 243,
+                  "armv7l": 40, "i686": 3, "i386": 3}
+
+
+def _describe_file(path: Path) -> str | None:
+    """Why `path` cannot be dlopen'ed here, if its header says so: another CPU's ELF, or not ELF at all."""
+    import platform
+    import struct
+
+    with open(path, "rb") as f:
+        head = f.read(20)
+    if head[:4] != b"\x7fELF":
+        return f"it is not a shared library (no ELF header); build one with lib.export_library({path.name!r})"
+    order = "<" if head[5] == 1 else ">"
+    machine, = struct.unpack(order + "H", head[18:20])
+    kind, = struct.unpack(order + "H", head[16:18])
+    host = _HOST_MACHINES.get(platform.machine().lower())
+    arch = _ELF_MACHINES.get(machine, f"ELF machine {machine}")
+    if host is not None and machine != host:
+        return (f"it is an ELF file for {arch}, and this Python runs on {platform.machine()}; a model built with a "
+                f"cross toolchain runs through its runner: lib.export_runner(dir) and the toolchain's `run` "
+                f"prefix from config.toml (e.g. qemu-{arch.replace('armhf', 'arm')} -L <sysroot> dir/runner)")
+    if kind != 3:  # ET_DYN
+        return (f"it is an ELF {'executable' if kind == 2 else f'file of type {kind}'}, not a shared library; "
+                "load the .so written by lib.export_library(path)")
+    return None
+
+
 def _info(t: _TensorInfo, what: str) -> TensorInfo:
     name = t.name.decode("utf-8", "replace") if t.name else what
     return TensorInfo(name, tuple(int(t.shape[k]) for k in range(t.ndim)),
@@ -91,15 +134,22 @@ class Module:
 
     def __init__(self, path):
         self.path = Path(path).resolve()
+        if self.path.is_dir():
+            raise ModelLoadError(f"model library {str(path)!r} is a directory; load the .so file that "
+                                 "lib.export_library(path) wrote (lib.export(dir) writes sources, not a library)")
         if not self.path.is_file():
-            raise FileNotFoundError(f"model library {str(path)!r} does not exist")
+            raise ModelNotFoundError(f"model library {str(path)!r} does not exist; check the path")
+        why = _describe_file(self.path)
+        if why:
+            raise ModelLoadError(f"cannot load model library {str(path)!r}: {why}")
         try:
             self._lib = ctypes.CDLL(str(self.path))
         except OSError as e:
-            raise RuntimeError(f"cannot load model library {str(path)!r}: {e}") from None
+            raise ModelLoadError(f"cannot load model library {str(path)!r}: {e}") from None
         for sym in ("byoc_model_desc", "byoc_get_last_error"):
             if not hasattr(self._lib, sym):
-                raise RuntimeError(f"{str(path)!r} is not a byoc model library (no symbol {sym})")
+                raise ModelLoadError(f"{str(path)!r} is not a byoc model library (no symbol {sym}); load a "
+                                     "library written by lib.export_library(path)")
         self._lib.byoc_model_desc.restype = ctypes.POINTER(_ModelDesc)
         self._lib.byoc_get_last_error.restype = ctypes.c_char_p
         ptr = self._lib.byoc_model_desc()
@@ -116,6 +166,7 @@ class Module:
         self._in_bufs = [np.zeros(t.shape, t.dtype) for t in self._inputs]
         self._out_bufs = [np.zeros(t.shape, t.dtype) for t in self._outputs]
         self._set = [False] * len(self._inputs)
+        self._ran = False
         self._in_ptrs = (ctypes.c_void_p * max(1, len(self._inputs)))(*[b.ctypes.data for b in self._in_bufs])
         self._out_ptrs = (ctypes.c_void_p * max(1, len(self._outputs)))(*[b.ctypes.data for b in self._out_bufs])
         with _OPEN_LOCK:
@@ -178,6 +229,7 @@ class Module:
             raise RuntimeError(f"model {self.name!r}: set_input was not called for {', '.join(map(repr, missing))}")
         if dump is None:
             self._check(self._desc.run(self._in_ptrs, self._out_ptrs), "run")
+            self._ran = True
             return
         steps = self.run_observed()
         from .dump import write_dump
@@ -199,6 +251,7 @@ class Module:
         self._lib.byoc_set_node_observer(ctypes.byref(observer))
         try:
             self._check(self._desc.run(self._in_ptrs, self._out_ptrs), "run")
+            self._ran = True
         finally:
             self._lib.byoc_set_node_observer(None)
         return steps
@@ -208,6 +261,9 @@ class Module:
             raise TypeError(f"get_output takes an output index (0 to {len(self._outputs) - 1}), given {i!r}")
         if not 0 <= i < len(self._outputs):
             raise IndexError(f"output index {i} out of range: model {self.name!r} has {len(self._outputs)} outputs")
+        if not self._ran:
+            raise ModelStateError(f"model {self.name!r}: get_output({i}) before run(); set the inputs and call "
+                                  "run() first (outputs are those of the last run)")
         return self._out_bufs[i].copy()
 
     def benchmark(self, repeat: int = 10) -> BenchmarkResult:

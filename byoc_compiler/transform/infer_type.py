@@ -170,6 +170,9 @@ class _Inferer:
                 raise TypeInferenceError(
                     f"{exc.op} {where}: argument {exc.argument!r} expected {exc.expected}, found {exc.found}",
                     exc.op, exc.argument, exc.expected, exc.found, where) from None
+            except ValueError as exc:  # the result type cannot exist (types.shape_problem: past int64, too big)
+                raise TypeInferenceError(f"{target.name} {_locate(call, fname, func)}: its result is too large: "
+                                         f"{exc}; check the op's attributes", op=target.name) from None
         arg_types = [a.checked_type for a in call.args]
         if isinstance(target, GlobalVar):
             if target.name_hint not in self.mod:

@@ -16,7 +16,7 @@ import onnx.numpy_helper
 
 from ...ir.expr import Constant, Expr, Function, Tuple, Var
 from ...ir.module import IRModule
-from ...ir.types import DTYPES, TensorType
+from ...ir.types import DTYPES, TensorType, shape_problem
 from .context import Context, Node, NodeError
 from .errors import NodeProblem, OnnxImportError, OnnxUnsupportedError
 from .loader import default_opset, describe_source, load_model_proto
@@ -74,6 +74,14 @@ def node_label(node: onnx.NodeProto, index: int) -> str:
         return repr(node.name)
     outputs = ", ".join(repr(o) for o in node.output if o)
     return f"#{index} (unnamed, outputs {outputs})"
+
+
+def _onnx_type_name(elem: int) -> str:
+    """ONNX's name of an element type; a number no ONNX version defines is named as a number."""
+    try:
+        return onnx.TensorProto.DataType.Name(elem)
+    except ValueError:
+        return f"element type {elem} (unknown to ONNX {onnx.__version__})"
 
 
 class _GraphImporter:
@@ -151,7 +159,11 @@ class _GraphImporter:
         errors, params = [], []
         for value_info in inputs:
             try:
-                var = Var(value_info.name, TensorType(self._input_shape(value_info), self._input_dtype(value_info)))
+                shape, dtype = self._input_shape(value_info), self._input_dtype(value_info)
+                problem = shape_problem(shape, dtype)
+                if problem:
+                    raise _InputError(f"input {value_info.name!r}: {problem}")
+                var = Var(value_info.name, TensorType(shape, dtype))
             except _InputError as exc:
                 errors.append(str(exc))
                 continue
@@ -177,6 +189,15 @@ class _GraphImporter:
                 raise _InputError(f"shape={{{name!r}: {shape!r}}} has {len(dims)} dimension(s) but the model "
                                   f"declares {len(declared.shape.dim)} for input {name!r}; give one size per "
                                   "dimension")
+            # only dynamic dimensions can be set: a static one is what the model's weights were made for
+            for position, (dim, given) in enumerate(zip(declared.shape.dim, dims)):
+                if dim.HasField("dim_value") and dim.dim_value > 0 and dim.dim_value != given:
+                    declared_dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+                                     for d in declared.shape.dim]
+                    raise _InputError(
+                        f"shape={{{name!r}: {shape!r}}} sets dimension {position} to {given}, but the model "
+                        f"declares it static ({dim.dim_value}) in {name!r}: {declared_dims}; only dynamic "
+                        f"dimensions can be set, so give {dim.dim_value} there")
             return dims
         tensor_type = value_info.type.tensor_type
         if not tensor_type.HasField("shape"):
@@ -207,7 +228,7 @@ class _GraphImporter:
             raise _InputError(f"input {name!r} is not a tensor (sequences, maps and optionals are not supported)")
         elem = value_info.type.tensor_type.elem_type
         if elem not in _INPUT_DTYPES:
-            onnx_name = onnx.TensorProto.DataType.Name(elem)
+            onnx_name = _onnx_type_name(elem)
             raise _InputError(f"input {name!r} has element type {onnx_name}, which byoc does not support "
                               f"(supported: {', '.join(DTYPES)}); pass dtype={{{name!r}: 'float32'}} to import it "
                               "with another dtype")
