@@ -66,15 +66,22 @@ def compile_argv(tc, src, obj, include_dirs: Sequence = (), defines: Sequence[st
     return argv
 
 
+def _with_libm(ldflags: Sequence[str]) -> list[str]:
+    """The runtime and the kernels call libm (expf, tanhf, ...): byoc links it whatever the toolchain says,
+    so a config.toml without -lm still links."""
+    flags = list(ldflags)
+    return flags if "-lm" in flags else flags + ["-lm"]
+
+
 def link_shared_argv(tc, objs: Sequence, out) -> list[str]:
     """A shared library (host toolchains): objects first, then the toolchain's ldflags (libraries last)."""
     ldflags = [f for f in tc.ldflags if f != "-static"]
-    return [tc.cc, "-shared", *map(os.fspath, objs), "-o", os.fspath(out), *ldflags]
+    return [tc.cc, "-shared", *map(os.fspath, objs), "-o", os.fspath(out), *_with_libm(ldflags)]
 
 
 def link_exe_argv(tc, objs: Sequence, out) -> list[str]:
     """An executable; cross toolchains carry -static in their ldflags so qemu-user needs no sysroot."""
-    return [tc.cc, *map(os.fspath, objs), "-o", os.fspath(out), *tc.ldflags]
+    return [tc.cc, *map(os.fspath, objs), "-o", os.fspath(out), *_with_libm(tc.ldflags)]
 
 
 def run_argv(tc, exe, args: Sequence[str] = ()) -> list[str]:
@@ -111,7 +118,7 @@ def scons_flags(tc, opt: str = "-O2", werror: bool = True) -> dict[str, list[str
 
     ccflags = [*tc.cflags, *([opt] if opt else []), *(WARNING_FLAGS if werror else ()),
                "-idirafter", os.fspath(dlpack_include_dir())]
-    libs = [f[2:] for f in tc.ldflags if f.startswith("-l")]
+    libs = [f[2:] for f in _with_libm(tc.ldflags) if f.startswith("-l")]
     linkflags = [f for f in tc.ldflags if not f.startswith("-l")]
     return {
         "CCFLAGS": ccflags, "SHCCFLAGS": ccflags,

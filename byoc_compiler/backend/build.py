@@ -73,6 +73,12 @@ def _codegen(target_name: str, func, symbol: str):
     if artifact.symbol != symbol:
         raise ByocError(f"codegen of target {target_name!r} returned an artifact for {artifact.symbol!r} "
                         f"when asked for region {symbol!r}")
+    if isinstance(artifact, CSourceArtifact) and not any(
+            re.search(rf"\b{re.escape(symbol)}\b", text) for text in artifact.sources.values()):
+        # caught here, the linker's "undefined reference" would not say which target or what to write
+        raise ByocError(f"codegen of target {target_name!r} returned C for region {symbol} that never mentions "
+                        f"{symbol}; its sources ({', '.join(artifact.sources)}) must define the region's entry "
+                        f"point {symbol} (backend.c_abi.entry_points writes it; docs/runtime-abi.md)")
     return target, artifact
 
 

@@ -211,8 +211,11 @@ class BuildResult:
         with ThreadPoolExecutor(max_workers=2) as pool:
             futures = [pool.submit(_compile_cached, argv, src, obj, src.is_relative_to(outdir),
                                    f"compiling {src.name} with toolchain {tc.name!r}") for argv, src, obj in jobs]
-            for f in futures:
-                f.result()
+            try:
+                for f in futures:
+                    f.result()
+            except tcmod.ToolchainError as exc:
+                raise _keep_sources(exc, outdir / "gen") from None
         model = [obj for _, src, obj in jobs if os.path.realpath(src) not in runner_only]
         runner = [obj for _, src, obj in jobs if os.path.realpath(src) in runner_only]
         self._built[key] = (model, runner)
@@ -235,10 +238,27 @@ class BuildResult:
     def _link(self, path: Path, argv_for) -> Path:
         """Link in the work directory, then move to `path`: a failed link leaves nothing at `path`."""
         out = Path(tempfile.mkdtemp(prefix="link-", dir=self._work())) / path.name
-        tcmod.run_command(argv_for(out), f"linking {path.name} with toolchain {self.toolchain.name!r}")
+        try:
+            tcmod.run_command(argv_for(out), f"linking {path.name} with toolchain {self.toolchain.name!r}")
+        except tcmod.ToolchainError as exc:
+            fix = self._undefined_symbol_fix(str(exc))
+            if fix is None:
+                raise
+            raise tcmod.ToolchainError(f"{fix}\n{exc}") from None
         path.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(out), str(path))
         return path
+
+    def _undefined_symbol_fix(self, log: str) -> str | None:
+        """What to do about the linker's undefined references, when they name a region's entry point."""
+        names = re.findall(r"undefined (?:reference to|symbol:?) [`'\"]?([A-Za-z_][A-Za-z0-9_]*)", log)
+        for name in dict.fromkeys(names):
+            if name in self.artifacts:
+                target = self.region_targets[name].name
+                return (f"linking failed: region {name} (target {target!r}) is not defined by the C its codegen "
+                        f"returned; define {name} in those sources (backend.c_abi.entry_points writes the "
+                        "entry point)")
+        return None
 
     def library(self, werror: bool = False) -> Path:
         """A shared library built once per result (cached in the result's temporary directory)."""
@@ -312,6 +332,15 @@ def _compile_cached(argv: list[str], src: Path, obj: Path, generated: bool, what
         _OBJECT_CACHE[key] = cached
         return
     shutil.copyfile(cached, obj)
+
+
+def _keep_sources(exc, gen: Path):
+    """A compile error of generated code: copy the generated sources out of the build's temporary directory
+    (deleted with the result) and point the message at the copy."""
+    kept = Path(tempfile.mkdtemp(prefix="byoc-failed-sources-"))
+    shutil.copytree(gen, kept, dirs_exist_ok=True)
+    text = str(exc).replace(os.fspath(gen), os.fspath(kept))
+    return tcmod.ToolchainError(f"{text}\nthe generated sources are kept in {kept} (delete it when done)")
 
 
 def _replace_dir(new: Path, dest: Path) -> None:

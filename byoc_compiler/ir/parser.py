@@ -276,8 +276,9 @@ class _Parser:
         return token.text
 
     # ---- literal values ----------------------------------------------------------------------
-    def number_value(self, token: _Token) -> tuple[Any, str]:
-        """(Python value, dtype) of a number token."""
+    def number_value(self, token: _Token, attribute: bool = False) -> tuple[Any, str]:
+        """(Python value, dtype) of a number token. An integer must fit its dtype (int32 unless suffixed);
+        an attribute's integers are int64 in generated C whatever their suffix."""
         m = _NUMBER.match(token.text)
         digits, suffix = m.group(1), m.group(2)
         is_float = suffix is not None and suffix.startswith("f") or any(c in digits for c in ".eEna")
@@ -290,8 +291,12 @@ class _Parser:
         if any(c in digits for c in ".eEna"):
             raise self.error_at(token.pos, f"expected an integer before the suffix {suffix}, found {token.text!r}")
         value = int(digits)
-        if not -INT64_MAX - 1 <= value <= INT64_MAX:
-            raise self.error_at(token.pos, f"integer {token.text} does not fit in int64 (the largest is {INT64_MAX})")
+        bound = "int64" if attribute and not suffix else dtype
+        info = np.iinfo(bound)
+        if not info.min <= value <= info.max:
+            hint = "" if suffix or bound == "int64" else "; add the suffix i64 for an int64 constant"
+            raise self.error_at(token.pos, f"integer {token.text} does not fit in {bound} ({info.min}..{info.max})"
+                                + hint)
         return value, dtype
 
     def string_value(self, token: _Token) -> str:
@@ -330,7 +335,7 @@ class _Parser:
     def _attr_atom(self) -> Any:
         token = self.next()
         if token.kind == "number":
-            return self.number_value(token)[0]
+            return self.number_value(token, attribute=True)[0]
         if token.kind == "string":
             return self.string_value(token)
         if token.kind == "ident" and token.text in ("True", "False", "None", "true", "false"):

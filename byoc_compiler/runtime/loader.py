@@ -1,5 +1,6 @@
 """Load a built model shared library and run it from Python (ctypes on byoc_model_desc)."""
 import ctypes
+import re
 import statistics
 import threading
 import time
@@ -145,7 +146,11 @@ class Module:
         try:
             self._lib = ctypes.CDLL(str(self.path))
         except OSError as e:
-            raise ModelLoadError(f"cannot load model library {str(path)!r}: {e}") from None
+            missing = re.search(r"undefined symbol: (\w+)", str(e))
+            hint = "" if missing is None else (
+                f"; nothing in it defines {missing.group(1)}: a region's entry point that its target's codegen "
+                "did not write, or a library missing from the toolchain's ldflags in config.toml")
+            raise ModelLoadError(f"cannot load model library {str(path)!r}: {e}{hint}") from None
         for sym in ("byoc_model_desc", "byoc_get_last_error"):
             if not hasattr(self._lib, sym):
                 raise ModelLoadError(f"{str(path)!r} is not a byoc model library (no symbol {sym}); load a "

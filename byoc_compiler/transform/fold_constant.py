@@ -17,6 +17,20 @@ from ..op.registry import get_op_def
 from ..partition.named_pass import NamedPass
 
 
+# A result larger than this stays a call and is computed at run time: folding it would put that many bytes
+# in the compiler's memory and in the params blob (a constant padded to gigabytes is a typo, not a model).
+MAX_FOLD_BYTES = 1 << 28
+
+
+def result_bytes(ty) -> int:
+    """Bytes of a (tuple of) tensor type(s); 0 when the type is unknown."""
+    if isinstance(ty, TensorType):
+        return ty.nbytes
+    if isinstance(ty, TupleType):
+        return sum(result_bytes(f) for f in ty.fields)
+    return 0
+
+
 def _constant_value(expr: Expr):
     """The numpy value of a constant expression (a Constant, or a Tuple of them), else None."""
     if isinstance(expr, Constant):
@@ -50,6 +64,8 @@ class _Folder(ExprMutator):
         values = [_constant_value(a) for a in rebuilt.args]
         if not rebuilt.args or any(v is None for v in values):
             return rebuilt
+        if result_bytes(original.checked_type) > MAX_FOLD_BYTES:
+            return rebuilt
         opdef = get_op_def(rebuilt.op.name)
         result = opdef.ref(values, rebuilt.attrs)
         return _as_constant(result, original.checked_type)
@@ -69,7 +85,8 @@ def _has_work(func: Function) -> bool:
     """Whether anything in `func` folds (a quick look first: most graphs have nothing to fold)."""
     for node in post_order(func.body):
         if isinstance(node, Call) and isinstance(node.op, Op) and node.args and \
-                all(_constant_value(a) is not None for a in node.args):
+                all(_constant_value(a) is not None for a in node.args) and \
+                result_bytes(node.checked_type) <= MAX_FOLD_BYTES:
             return True
         if isinstance(node, TupleGetItem) and isinstance(node.tuple_value, Tuple):
             return True

@@ -15,6 +15,7 @@ import numpy as np
 from ...ir.expr import Call, Constant, Expr, Tuple, TupleGetItem, Var
 from ...ir.types import DTYPES, TensorType, TupleType, Type
 from ...op.registry import OpError, OpTypeError, get_op_def, make_call
+from ...transform.fold_constant import MAX_FOLD_BYTES, result_bytes
 
 
 class NodeError(Exception):
@@ -143,6 +144,12 @@ class Context:
 
     def _fold(self, call: Call) -> Expr:
         opdef = get_op_def(call.op.name)
+        try:
+            ty = self.type_of(call)
+        except (OpTypeError, ValueError) as exc:
+            raise NodeError(str(exc)) from None
+        if result_bytes(ty) > MAX_FOLD_BYTES:
+            return call  # too big to hold as a constant: computed at run time instead
         if opdef.tuple_input:
             args = [tuple(np.asarray(f.data) for f in call.args[0].fields)]
         else:

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ...transform.fold_constant import MAX_FOLD_BYTES
 from .context import Context, Node, NodeError
 from .table import converter
 
@@ -215,6 +216,10 @@ def _constant_of_shape(node: Node, ctx: Context):
         value = np.zeros(1, np.float32)
     if value.size != 1:
         raise NodeError(f"attribute value must hold one element, it has {value.size}")
+    nbytes = math.prod(shape) * value.dtype.itemsize
+    if nbytes > MAX_FOLD_BYTES:
+        raise NodeError(f"shape {shape} makes a constant of {nbytes} bytes; byoc builds constants of up to "
+                        f"{MAX_FOLD_BYTES} bytes at import time")
     return [ctx.const(np.full(shape, value.ravel()[0], dtype=value.dtype))]
 
 

@@ -103,6 +103,12 @@ def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, in
                config: str, build_root: str = "build"):
     """Codegen + compile + link (+ check) of one model for one toolchain; returns (runner, check node)."""
     outdir = Path(build_root) / target / toolchain / _codegen.model_name(spec)
+    other = _MODEL_DIRS.setdefault(str(outdir), spec)
+    if other != spec:
+        # SCons would only say "Multiple ways to build the same target"
+        sys.stderr.write(f"scons: byoc: model={other} and model={spec} would both build into {outdir}/ (a "
+                         f"model's build directory is named after its file stem); rename one of the files\n")
+        sys.exit(2)
     request = _codegen.CodegenRequest(spec, target, toolchain, executor, interface, opt, str(config), str(outdir))
     cg_env = env.Clone()
     request.to_env(cg_env)
@@ -147,6 +153,7 @@ def _shared_objects(env, tc_env, objdir: Path, sources, runner_only):
 
 
 _RUNTIME_CACHE: dict = {}
+_MODEL_DIRS: dict = {}  # build directory -> the model spec that builds there
 
 
 def generate(env):
