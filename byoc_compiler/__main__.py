@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("byoc_compiler.cli.config", "check config.toml; show targets and whether each toolchain is installed"),
     "compare": ("byoc_compiler.cli.compare", "build, run with a dump of every step, compare each step with the reference"),
     "zoo": ("byoc_compiler.cli.zoo", "list the zoo's models; export an ONNX-built one (resnet50, ...) as .onnx"),
+    "bisect": ("byoc_compiler.cli.bisect", "shrink a failing model to a small failing subgraph; write it as a reproducer"),
     "profile": ("byoc_compiler.cli.profile", "per-step and per-target times, GFLOP/s, builds side by side, a trace"),
 }
 

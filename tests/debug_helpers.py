@@ -46,21 +46,37 @@ _CONV_BIAS = re.compile(r"ck_conv2d\(&params, (\w+), (\w+), (\w+),")
 
 
 class InjectedBug:
-    """Patches ccompiler's codegen while active, for regions named `symbol` (every region if None):
-    `with InjectedBug("relu_leak", index=1): ...` breaks the second plain relu of each such region."""
+    """Patches ccompiler's codegen while active, in regions named `symbol` (every region if None).
 
-    def __init__(self, kind: str, symbol: str | None = None, index: int = 0):
-        self.kind, self.symbol, self.index = kind, symbol, index
+    relu_leak: every plain relu (not a composite's) of the region sets element 3 of its output to -0.25;
+    bias_drop: the conv2d+bias(+relu) composite whose bias constant equals `bias` is called without it.
+    """
+
+    def __init__(self, kind: str, symbol: str | None = None, bias=None):
+        self.kind, self.symbol, self.bias = kind, symbol, bias
         self.patched: list[str] = []
 
-    def patch(self, text: str) -> str:
-        pattern = _RELU if self.kind == "relu_leak" else _CONV_BIAS
-        matches = list(pattern.finditer(text))
-        if len(matches) <= self.index:
-            return text
-        m = matches[self.index]
+    def _conv_index(self, func):
+        from byoc_compiler.ir import Call, Constant, Function, post_order
+
+        convs = [n for n in post_order(func.body) if isinstance(n, Call) and isinstance(n.op, Function)
+                 and str(n.op.attrs.get("Composite", "")).startswith("ccompiler.conv2d_bias")]
+        for k, call in enumerate(convs):
+            b = call.args[2]
+            if isinstance(b, Constant) and b.data.shape == self.bias.shape and np.array_equal(b.data, self.bias):
+                return k
+        return None
+
+    def patch(self, text: str, func) -> str:
         if self.kind == "relu_leak":
-            return text[:m.end()] + f"  {m.group(3)}[3] = -0.25f; /* injected bug */\n" + text[m.end():]
+            for m in reversed(list(_RELU.finditer(text))):
+                text = text[:m.end()] + f"  {m.group(3)}[3] = -0.25f; /* injected bug */\n" + text[m.end():]
+            return text
+        k = self._conv_index(func)
+        matches = list(_CONV_BIAS.finditer(text))
+        if k is None or k >= len(matches):
+            return text
+        m = matches[k]
         return text[:m.start()] + f"ck_conv2d(&params, {m.group(1)}, {m.group(2)}, NULL," + text[m.end():]
 
     def __enter__(self):
@@ -74,7 +90,7 @@ class InjectedBug:
             artifact = self._codegen(func, symbol)
             if self.symbol not in (None, symbol):
                 return artifact
-            sources = {name: self.patch(code) for name, code in artifact.sources.items()}
+            sources = {name: self.patch(code, func) for name, code in artifact.sources.items()}
             if sources != artifact.sources:
                 self.patched.append(symbol)
             return CSourceArtifact(symbol, sources, include_dirs=artifact.include_dirs)
@@ -85,3 +101,15 @@ class InjectedBug:
     def __exit__(self, *exc):
         self._target.codegen = self._codegen
         return False
+
+
+def conv_biases(mod) -> list:
+    """The bias constants of the model's conv2d + bias_add pairs, in graph order."""
+    from byoc_compiler.ir import Call, post_order
+
+    out = []
+    for n in post_order(mod["main"].body):
+        if isinstance(n, Call) and getattr(n.op, "name", "") == "nn.bias_add" and isinstance(n.args[0], Call) \
+                and getattr(n.args[0].op, "name", "") == "nn.conv2d":
+            out.append(n.args[1].data)
+    return out

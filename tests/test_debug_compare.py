@@ -26,7 +26,7 @@ from byoc_compiler.runtime.dump import read_dump
 from byoc_compiler.testing import run_reference
 from byoc_compiler.toolchain import can_load_here
 
-from debug_helpers import InjectedBug, resnet_style
+from debug_helpers import InjectedBug, conv_biases, resnet_style
 
 ROOT = Path(__file__).resolve().parent.parent
 COMBOS = [pytest.param(e, i, id=f"{e}-{i}") for e in ("graph", "aot") for i in ("packed", "unpacked")]
@@ -93,18 +93,25 @@ def _unpartitioned_conv_relus(mod) -> list[str]:
     return [m.group(1) for m in re.finditer(r"(%\d+) = nn\.relu\((%\d+)\)", text) if m.group(2) in biased]
 
 
-@pytest.mark.parametrize("bug, index", [("relu_leak", 0), ("bias_drop", 1)], ids=["relu_leak", "bias_drop"])
+def _inject(bug: str, mod, symbol=None):
+    """relu_leak: every plain relu of the ccompiler regions; bias_drop: the second conv's bias (block 0)."""
+    if bug == "relu_leak":
+        return InjectedBug("relu_leak", symbol=symbol), _unpartitioned_relu_nodes(mod)[0]
+    return InjectedBug("bias_drop", symbol=symbol, bias=conv_biases(mod)[1]), _unpartitioned_conv_relus(mod)[1]
+
+
+@pytest.mark.parametrize("bug", ["relu_leak", "bias_drop"])
 @pytest.mark.parametrize("executor, interface", COMBOS)
-def test_compare_names_the_broken_op(bug, index, executor, interface):
+def test_compare_names_the_broken_op(bug, executor, interface):
     mod = resnet_style()
     inputs = deterministic_inputs(mod)
     part = partition_for("ccompiler", mod)
     broken = "tvmgen_default_ccompiler_main_0"
-    with InjectedBug(bug, symbol=broken, index=index) as injected:
+    injected, expected_node = _inject(bug, mod)
+    with injected:
         lib = build(part, executor=executor, interface=interface)
         report = compare_build(lib, mod, inputs, model="resnet_style", target="ccompiler")
     assert injected.patched, "the bug was not injected"
-    expected_node = (_unpartitioned_relu_nodes(mod) if bug == "relu_leak" else _unpartitioned_conv_relus(mod))[index]
     row = report.first_row()
     assert row is not None and row.where == broken and row.target == "ccompiler", report.table()
     assert all(not r.error.beyond for r in report.rows[:report.first])
@@ -128,7 +135,7 @@ def test_compare_on_qemu_aarch64():
         pytest.fail(f"toolchain aarch64-gcc is not installed ({tc.cc}, {tc.run[0]}); run scripts/setup.sh")
     mod = resnet_style()
     inputs = deterministic_inputs(mod)
-    with InjectedBug("relu_leak", symbol="tvmgen_default_ccompiler_main_1", index=0):
+    with InjectedBug("relu_leak", symbol="tvmgen_default_ccompiler_main_1"):
         lib = build(partition_for("ccompiler", mod), toolchain="aarch64-gcc", executor="aot", interface="unpacked")
         report = compare_build(lib, mod, inputs)
     assert report.first_row().where == "tvmgen_default_ccompiler_main_1", report.table()

@@ -33,6 +33,14 @@ def load(args):
     from ..partition import partition_for
     from .partition import parse_shapes
 
+    if args.config:
+        # The whole command reads this config (the target registry too), as `scons config=` does.
+        import os
+
+        from ..backend.target import reload_targets
+
+        os.environ["BYOC_CONFIG"] = str(Path(args.config).resolve())
+        reload_targets()
     config = load_config(args.config)
     mod = load_model(args.model, shape=parse_shapes(args.shape))
     targets = targets_of(args)

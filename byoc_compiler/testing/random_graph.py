@@ -43,6 +43,7 @@ class Input:
     name: str
     shape: tuple[int, ...]
     dtype: str
+    tag: int = -1                  # the value it stands for in a recipe made from a model (debug.bisect)
 
 
 @dataclass(frozen=True)
@@ -55,14 +56,26 @@ class Const:
 
 
 @dataclass(frozen=True)
+class Data:
+    """A constant with given values (a model's weights), kept as bytes so recipes stay hashable."""
+    shape: tuple[int, ...]
+    dtype: str
+    raw: bytes = field(repr=False)
+
+    def array(self) -> np.ndarray:
+        return np.frombuffer(self.raw, dtype=np.dtype(self.dtype)).reshape(self.shape).copy()
+
+
+@dataclass(frozen=True)
 class Step:
     op: str
     args: tuple[int, ...]          # indices of earlier values (a tuple-input op takes them as one Tuple)
     attrs: tuple = ()              # sorted (name, value) pairs, hashable and printable
     field: int | None = None       # which field of a tuple result is this value
+    tag: int = -1                  # as Input.tag: cutting this step makes an Input with the same tag
 
 
-Value = Input | Const | Step
+Value = Input | Const | Data | Step
 
 
 @dataclass(frozen=True)
@@ -86,7 +99,12 @@ class Recipe:
 
     def to_json(self) -> str:
         def encode(v):
-            return {"kind": type(v).__name__, **{k: getattr(v, k) for k in v.__dataclass_fields__}}
+            fields = {k: getattr(v, k) for k in v.__dataclass_fields__}
+            if isinstance(v, Data):
+                import base64
+
+                fields["raw"] = base64.b64encode(v.raw).decode()
+            return {"kind": type(v).__name__, **fields}
 
         return json.dumps({"seed": self.seed, "outputs": list(self.outputs),
                            "values": [encode(v) for v in self.values]}, indent=1, default=list)
@@ -123,6 +141,8 @@ def _to_exprs(values) -> tuple[list, list[Var]]:
             exprs.append(var)
         elif isinstance(v, Const):
             exprs.append(Constant(_const_array(v)))
+        elif isinstance(v, Data):
+            exprs.append(Constant(v.array()))
         else:
             args = [exprs[i] for i in v.args]
             if get_op_def(v.op).tuple_input:
@@ -603,12 +623,12 @@ def _candidates(recipe: Recipe):
         v = recipe.values[i]
         # bypass: uses of i read one of its same-typed arguments instead
         for a in v.args:
-            if types[a] == types[i] and not isinstance(recipe.values[a], Const):
+            if types[a] == types[i] and not isinstance(recipe.values[a], (Const, Data)):
                 yield _compact(_substitute(recipe, i, a))
         # cut: the value becomes a new input of main
         ty = types[i]
         values = list(recipe.values)
-        values[i] = Input("cut", tuple(ty.shape), ty.dtype)
+        values[i] = Input("cut", tuple(ty.shape), ty.dtype, v.tag)
         yield _compact(Recipe(tuple(values), recipe.outputs, recipe.seed))
 
 
@@ -616,7 +636,7 @@ def _substitute(recipe: Recipe, old: int, new: int) -> Recipe:
     values = [replace(v, args=tuple(new if a == old else a for a in v.args)) if isinstance(v, Step) else v
               for v in recipe.values]
     outputs = tuple(new if o == old else o for o in recipe.outputs)
-    if any(isinstance(values[o], (Input, Const)) for o in outputs):
+    if any(isinstance(values[o], (Input, Const, Data)) for o in outputs):
         return recipe                     # an output must stay computed
     return Recipe(tuple(values), outputs, recipe.seed)
 
@@ -664,4 +684,4 @@ def _comments_parse(text: str) -> bool:
         return False
 
 
-__all__ = ["Const", "Input", "MAKERS", "Recipe", "Step", "random_recipe", "save_reproducer", "shrink", "value_types"]
+__all__ = ["Const", "Data", "Input", "MAKERS", "Recipe", "Step", "random_recipe", "save_reproducer", "shrink", "value_types"]
