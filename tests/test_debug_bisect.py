@@ -30,10 +30,10 @@ def test_recipe_of_a_model_computes_the_model():
     np.testing.assert_array_equal(run_reference(recipe.to_module(), inputs)[0], run_reference(mod, inputs)[0])
 
 
-def _outputs_ok(path: Path, inputs_dir: Path) -> bool:
+def _outputs_ok(path: Path, inputs_dir: Path, options=OPTIONS) -> bool:
     mod = load_model(str(path))
     inputs = {p.name_hint: np.load(inputs_dir / f"{p.name_hint}.npy") for p in mod["main"].params}
-    got = build(partition_for("ccompiler", mod), **OPTIONS).run_runner(inputs)
+    got = build(partition_for("ccompiler", mod), **options).run_runner(inputs)
     try:
         for g, w in zip(got, run_reference(mod, inputs)):
             assert_close(g, w, 1e-4, 1e-5)
@@ -42,16 +42,27 @@ def _outputs_ok(path: Path, inputs_dir: Path) -> bool:
         return False
 
 
-@pytest.mark.parametrize("bug", ["relu_leak", "bias_drop"])
-def test_bisect_writes_a_small_reproducer(tmp_path, bug):
+QEMU = dict(toolchain="aarch64-gcc", executor="aot", interface="unpacked", opt="-O2")
+
+
+@pytest.mark.parametrize("bug, options", [("relu_leak", OPTIONS), ("bias_drop", OPTIONS), ("relu_leak", QEMU)],
+                         ids=["relu_leak", "bias_drop", "relu_leak-aarch64-aot-unpacked"])
+def test_bisect_writes_a_small_reproducer(tmp_path, bug, options):
+    import shutil
+
+    from byoc_compiler.config import load_config
+
+    tc = load_config().toolchain(options["toolchain"])
+    if shutil.which(tc.cc) is None or (tc.run and shutil.which(tc.run[0]) is None):
+        pytest.fail(f"toolchain {tc.name} is not installed; run scripts/setup.sh")
     mod = resnet_style()
     injected = InjectedBug(bug, bias=conv_biases(mod)[1] if bug == "bias_drop" else None)
     with injected:
-        result = bisect_failure(mod, ["ccompiler"], OPTIONS, deterministic_inputs(mod), tmp_path, "repro")
+        result = bisect_failure(mod, ["ccompiler"], options, deterministic_inputs(mod), tmp_path, "repro")
         assert result.op_count <= 3, result.model_path.read_text()
-        fails_with_bug = not _outputs_ok(result.model_path, result.inputs_dir)
+        fails_with_bug = not _outputs_ok(result.model_path, result.inputs_dir, options)
     assert fails_with_bug, result.log
-    assert _outputs_ok(result.model_path, result.inputs_dir), "the reproducer fails without the bug"
+    assert _outputs_ok(result.model_path, result.inputs_dir, options), "the reproducer fails without the bug"
     text = result.model_path.read_text()
     assert ("nn.relu" in text) if bug == "relu_leak" else ("nn.conv2d" in text and "nn.bias_add" in text)
     assert sorted(p.name for p in result.inputs_dir.iterdir()) == \

@@ -8,7 +8,9 @@ For each step this module gives
     model (same ops, same numpy references), which `check_partition_kept_values` verifies;
   - the node(s) of the UNPARTITIONED model it stands for, found by value: every node of the
     unpartitioned model is fingerprinted (dtype, shape, bytes of its reference value) and a step
-    output is the node with the same fingerprint. Names are those of the model's text form
+    output is the node with the same fingerprint. Passes that change arithmetic (FoldBatchNorm
+    folds a batch norm into the conv before it) leave values equal only up to rounding: then the
+    node of the same dtype and shape whose value is closest, within the check's tolerance, is it. Names are those of the model's text form
     (`mod.astext()`: `%0, %1, ...` in graph order, `%x` for inputs, `result` for main's body).
 """
 from __future__ import annotations
@@ -69,6 +71,7 @@ class ModelNodes:
     names: dict
     by_print: dict                 # fingerprint -> [(name, op description)] in graph order
     by_name: dict = None           # name -> node
+    by_shape: dict = None          # (dtype, shape) -> [(name, op description, value)] in graph order
 
     @classmethod
     def of(cls, mod, inputs) -> "ModelNodes":
@@ -77,6 +80,7 @@ class ModelNodes:
         func, env = node_values(mod, inputs)
         names = value_names(func)
         by_print: dict = {}
+        by_shape: dict = {}
         for node in post_order(func.body):
             if isinstance(node, (Var, Constant)) or id(node) not in env:
                 continue
@@ -85,8 +89,9 @@ class ModelNodes:
                 continue
             what = describe_call(node) if isinstance(node, Call) else type(node).__name__
             by_print.setdefault(fingerprint(value), []).append((names.get(id(node), "?"), what))
+            by_shape.setdefault((value.dtype.str, value.shape), []).append((names.get(id(node), "?"), what, value))
         by_name = {name: node for node in post_order(func.body) if (name := names.get(id(node)))}
-        return cls(func, env, names, by_print, by_name)
+        return cls(func, env, names, by_print, by_name, by_shape)
 
     def chain(self, name: str, length: int) -> list[str]:
         """`name` and the nodes before it along first arguments: what a composite of `length` ops covers."""
@@ -103,12 +108,25 @@ class ModelNodes:
         """The unpartitioned node computing `value` ('?' when none does); prefers a node of op `op`."""
         found = self.by_print.get(fingerprint(value), [])
         if not found:
-            return "?"
+            return self._closest(value, op)
         if op is not None:
             same = [n for n, w in found if w == op]
             if same:
                 return same[-1]
         return found[-1][0]
+
+    def _closest(self, value: np.ndarray, op: str | None) -> str:
+        from .compare import error_of
+
+        candidates = self.by_shape.get((value.dtype.str, value.shape), [])
+        if op is not None and any(w == op for _, w, _ in candidates):
+            candidates = [c for c in candidates if c[1] == op]
+        best, best_margin = "?", 1.0
+        for name, _, want in candidates:
+            margin = error_of(value, want).margin
+            if margin <= best_margin:
+                best, best_margin = name, margin
+        return best
 
     def outputs(self) -> list[np.ndarray]:
         return flatten_value(self.env[id(self.func.body)])
