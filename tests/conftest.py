@@ -18,12 +18,15 @@ pytest_plugins = ["matrix_plugin"]
 def pytest_addoption(parser):
     parser.addoption("--realsize", action="store_true", default=False,
                      help="also run the cases marked realsize (full-size models on every target and toolchain)")
+    parser.addoption("--int8", action="store_true", default=False,
+                     help="also run the cases marked int8 (every quantized-model build)")
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("realsize") or "realsize" in (config.getoption("markexpr") or ""):
-        return
-    heavy = [item for item in items if item.get_closest_marker("realsize")]
-    if heavy:
-        config.hook.pytest_deselected(items=heavy)
-        items[:] = [item for item in items if not item.get_closest_marker("realsize")]
+    for marker in ("realsize", "int8"):   # heavy cases: only when asked for
+        if config.getoption(marker) or marker in (config.getoption("markexpr") or ""):
+            continue
+        heavy = [item for item in items if item.get_closest_marker(marker)]
+        if heavy:
+            config.hook.pytest_deselected(items=heavy)
+            items[:] = [item for item in items if not item.get_closest_marker(marker)]

@@ -67,6 +67,8 @@ def draw(arg: Arg, rng: np.random.Generator) -> np.ndarray:
     elif kind == "full":  # the dtype's whole range: wrap-around must match numpy
         info = np.iinfo(arg.dtype if np.dtype(arg.dtype).kind in "iu" else np.int32)
         a = rng.integers(info.min, info.max, shape, dtype=np.int64, endpoint=True)
+    elif kind == "acc":  # int32 accumulators of an int8 conv: up to ~2**20
+        a = rng.integers(-(2 ** 20), 2 ** 20, shape)
     elif kind == "wide":  # floats beyond every integer range, NaN and infinities: cast must saturate
         a = rng.standard_normal(shape) * 10.0 ** rng.integers(0, 21, shape)
         a.flat[::5] = np.nan
@@ -259,7 +261,61 @@ def _empty_cases():
     ]
 
 
-CASES = _binary_cases() + _unary_cases() + _nn_cases() + _shape_cases() + _empty_cases()
+def _qnn_cases():
+    """Quantized ops: per-tensor and per-channel, both 8-bit types, padding, groups, saturation."""
+    pc = [0.01, 0.02, 0.005, 0.04]
+    return [
+        Case("quantize-i8", "qnn.quantize", (Arg((2, 3, 4), F, "normal"),), {"scale": [0.02], "zero_point": [-3]}),
+        Case("quantize-u8-per-channel", "qnn.quantize", (Arg((2, 4, 3), F, "wide"),),
+             {"scale": pc, "zero_point": [128, 120, 130, 127], "axis": 1, "out_dtype": "uint8"}),
+        Case("quantize-ties", "qnn.quantize", (Arg((5, 7), F, "ints"),), {"scale": [2.0], "zero_point": [1]}),
+        Case("dequantize-i8", "qnn.dequantize", (Arg((3, 5), I8, "full"),), {"scale": [0.1], "zero_point": [4]}),
+        Case("dequantize-u8-axis0", "qnn.dequantize", (Arg((4, 5), U8, "full"),),
+             {"scale": pc, "zero_point": [128, 0, 255, 7], "axis": 0}),
+        Case("dequantize-i32", "qnn.dequantize", (Arg((6,), I32, "full"),), {"scale": [1e-6]}),
+        Case("requantize-i32-per-channel", "qnn.requantize", (Arg((2, 4, 3, 3), I32, "acc"),),
+             {"input_scale": [1e-4, 2e-4, 3.3e-5, 7e-4], "output_scale": [0.05], "output_zero_point": [-5]}),
+        Case("requantize-u8", "qnn.requantize", (Arg((3, 7), U8, "full"),),
+             {"input_scale": [0.1], "input_zero_point": [128], "output_scale": [0.07], "output_zero_point": [3],
+              "out_dtype": "int8", "axis": -1}),
+        Case("requantize-ties", "qnn.requantize", (Arg((40,), I32, "ints"),),
+             {"input_scale": [1.0], "output_scale": [4.0], "axis": 0}),
+        Case("qconv2d-i8-pad", "qnn.conv2d", (Arg((1, 3, 6, 5), I8, "full"), Arg((4, 3, 3, 3), I8, "full")),
+             {"padding": 1, "input_zero_point": -7, "kernel_zero_point": [0]}),
+        Case("qconv2d-u8-per-channel-stride", "qnn.conv2d",
+             (Arg((2, 4, 7, 7), U8, "full"), Arg((6, 2, 3, 2), U8, "full")),
+             {"strides": (2, 1), "padding": (1, 0, 2, 1), "groups": 2, "input_zero_point": 128,
+              "kernel_zero_point": [3, 128, 0, 255, 1, 9]}),
+        Case("qconv2d-depthwise", "qnn.conv2d", (Arg((1, 5, 6, 6), I8, "full"), Arg((5, 1, 3, 3), I8, "full")),
+             {"groups": 5, "padding": 1, "dilation": 2, "input_zero_point": 10}),
+        Case("qdense-i8", "qnn.dense", (Arg((3, 17), I8, "full"), Arg((5, 17), I8, "full")),
+             {"input_zero_point": 2, "kernel_zero_point": [0, 1, -1, 5, 0]}),
+        Case("qmatmul-u8", "qnn.matmul", (Arg((4, 9), U8, "full"), Arg((9, 3), U8, "full")),
+             {"a_zero_point": 128, "b_zero_point": [127, 0, 255]}),
+        Case("qadd-i8-bcast", "qnn.add", (Arg((2, 3, 4), I8, "full"), Arg((3, 1), I8, "full")),
+             {"lhs_scale": [0.05], "lhs_zero_point": 3, "rhs_scale": [0.11], "rhs_zero_point": -9,
+              "output_scale": [0.08], "output_zero_point": 1}),
+        Case("qadd-u8", "qnn.add", (Arg((5, 6), U8, "full"), Arg((5, 6), U8, "full")),
+             {"lhs_scale": [0.5], "lhs_zero_point": 128, "rhs_scale": [0.5], "rhs_zero_point": 128,
+              "output_scale": [1.0], "output_zero_point": 128}),
+        Case("qmul-i8", "qnn.mul", (Arg((4, 5), I8, "full"), Arg((5,), I8, "full")),
+             {"lhs_scale": [0.05], "lhs_zero_point": 0, "rhs_scale": [0.02], "rhs_zero_point": 4,
+              "output_scale": [0.03], "output_zero_point": -2}),
+        Case("qconcatenate-i8", "qnn.concatenate", (Arg((2, 3, 2), I8, "full"), Arg((2, 2, 2), I8, "full")),
+             {"input_scales": [0.1, 0.3], "input_zero_points": [0, 5], "output_scale": 0.1,
+              "output_zero_point": 0, "axis": 1}),
+        Case("max_pool-i8", "nn.max_pool2d", (Arg((1, 3, 7, 6), I8, "full"),),
+             {"pool_size": 3, "strides": 2, "padding": 1, "ceil_mode": True}),
+        Case("max_pool-u8", "nn.max_pool2d", (Arg((2, 2, 5, 5), U8, "full"),), {"pool_size": 2}),
+        *[Case(f"avg_pool-{d}-incl{int(incl)}", "nn.avg_pool2d", (Arg((1, 3, 7, 6), d, "full"),),
+               {"pool_size": 3, "strides": 2, "padding": 1, "count_include_pad": incl})
+          for d in (I8, U8) for incl in (False, True)],
+        Case("relu-i8", "nn.relu", (Arg((3, 5), I8, "full"),)),
+        Case("clip-i8-relu6", "clip", (Arg((3, 5), I8, "full"),), {"a_min": -5.0, "a_max": 50.0}),
+    ]
+
+
+CASES = _binary_cases() + _unary_cases() + _nn_cases() + _shape_cases() + _empty_cases() + _qnn_cases()
 CASE_BY_ID = {c.id: c for c in CASES}
 
 

@@ -99,6 +99,46 @@ for _opset in (6, 9, 13, 19, 21):
         Case(f"Cast-opset{_opset}-float-float16", _opset, [op("Cast", ["x"], to=onnx.TensorProto.FLOAT16)],
              {"x": rand(3, 4) * 1000}))
 
+# Quantized ops (QOperator and QDQ pieces) against onnxruntime: every result must be equal, bit for bit.
+def _q8(*shape, dtype=np.int8):
+    info = np.iinfo(dtype)
+    return RNG.integers(info.min, int(info.max) + 1, shape).astype(dtype)
+
+
+_F = np.float32
+for _opset in (10, 13, 19, 21):
+    add(Case(f"QuantizeLinear-opset{_opset}-ties", _opset, [op("QuantizeLinear", ["x", "s", "z"])],
+             {"x": (RNG.integers(-300, 300, (4, 6)) * 0.5).astype(_F)},
+             {"s": np.array(0.5, _F), "z": np.array(3, np.int8)}, peer=ORT),
+        Case(f"DequantizeLinear-opset{_opset}", _opset, [op("DequantizeLinear", ["x", "s", "z"])],
+             {"x": _q8(3, 5, dtype=np.uint8)}, {"s": np.array(0.07, _F), "z": np.array(128, np.uint8)}, peer=ORT))
+add(Case("QuantizeLinear-opset13-per-channel", 13, [op("QuantizeLinear", ["x", "s", "z"], axis=1)],
+         {"x": rand(2, 3, 4) * 3}, {"s": np.array([0.01, 0.05, 0.1], _F), "z": np.array([0, -5, 7], np.int8)}, peer=ORT),
+    Case("QLinearConv-opset10-per-channel-bias", 10,
+         [op("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], pads=[1, 1, 1, 1], strides=[2, 1])],
+         {"x": _q8(1, 3, 7, 6, dtype=np.uint8)},
+         {"xs": np.array(0.02, _F), "xz": np.array(120, np.uint8), "w": _q8(4, 3, 3, 3),
+          "ws": np.array([0.01, 0.003, 0.02, 0.007], _F), "wz": np.zeros(4, np.int8), "ys": np.array(0.3, _F),
+          "yz": np.array(100, np.uint8), "b": RNG.integers(-2000, 2000, 4).astype(np.int32)}, peer=ORT),
+    Case("QLinearConv-opset10-depthwise-int8", 10,
+         [op("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], group=3, pads=[1, 1, 1, 1])],
+         {"x": _q8(1, 3, 5, 5)},
+         {"xs": np.array(0.05, _F), "xz": np.array(-3, np.int8), "w": _q8(3, 1, 3, 3),
+          "ws": np.array(0.01, _F), "wz": np.array(0, np.int8), "ys": np.array(0.1, _F),
+          "yz": np.array(-10, np.int8)}, peer=ORT),
+    Case("ConvInteger-opset10", 10, [op("ConvInteger", ["x", "w", "xz"], pads=[0, 1, 0, 1])],
+         {"x": _q8(1, 2, 5, 4, dtype=np.uint8)}, {"w": _q8(3, 2, 2, 2, dtype=np.uint8),
+                                                   "xz": np.array(128, np.uint8)}, peer=ORT),
+    Case("MatMulInteger-opset10", 10, [op("MatMulInteger", ["a", "b", "az", "bz"])],
+         {"a": _q8(3, 8, dtype=np.uint8)}, {"b": _q8(8, 5, dtype=np.uint8), "az": np.array(128, np.uint8),
+                                             "bz": np.array(3, np.uint8)}, peer=ORT))
+for _opset in (10, 21):
+    add(Case(f"QLinearMatMul-opset{_opset}", _opset,
+             [op("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"])], {"a": _q8(4, 16, dtype=np.uint8)},
+             {"as": np.array(0.03, _F), "az": np.array(128, np.uint8), "b": _q8(16, 6, dtype=np.uint8),
+              "bs": np.array(0.02, _F), "bz": np.array(127, np.uint8), "ys": np.array(0.2, _F),
+              "yz": np.array(130, np.uint8)}, peer=ORT))
+
 add(Case("Clip-opset6-attrs", 6, [op("Clip", ["x"], min=-0.5, max=0.7)], {"x": rand(3, 4)}),
     Case("Clip-opset10-attr-min-only", 10, [op("Clip", ["x"], min=0.0)], {"x": rand(3, 4)}),
     Case("Clip-opset10-no-bounds", 10, [op("Clip", ["x"])], {"x": rand(3, 4)}),

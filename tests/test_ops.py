@@ -427,7 +427,30 @@ def i32(*shape):
     return TensorType(shape, "int32")
 
 
+def _q(name, *args, **attrs):
+    from byoc_compiler.op.registry import make_call
+    return make_call(name, *args, **attrs)
+
+
+_I8 = TensorType((1, 2, 4, 4), "int8")
 BAD_TYPES = [
+    ("qnn.quantize-int", lambda a: _q("qnn.quantize", a, scale=[0.1]), [i32(2)], ["qnn.quantize", "float32", "int32"]),
+    ("qnn.dequantize-float", lambda a: _q("qnn.dequantize", a, scale=[0.1]), [f32(2)],
+     ["qnn.dequantize", "float32"]),
+    ("qnn.requantize-channels", lambda a: _q("qnn.requantize", a, input_scale=[0.1, 0.2, 0.3], output_scale=[1.0]),
+     [i32(2, 2)], ["qnn.requantize", "input_scale", "3 values"]),
+    ("qnn.conv2d-float", lambda a, b: _q("qnn.conv2d", a, b), [f32(1, 2, 4, 4), f32(3, 2, 1, 1)],
+     ["qnn.conv2d", "int8 or uint8", "float32"]),
+    ("qnn.dense-K", lambda a, b: _q("qnn.dense", a, b), [TensorType((2, 5), "int8"), TensorType((3, 4), "int8")],
+     ["qnn.dense", "(3, 4)"]),
+    ("qnn.matmul-K", lambda a, b: _q("qnn.matmul", a, b), [TensorType((2, 5), "int8"), TensorType((4, 3), "int8")],
+     ["qnn.matmul", "(4, 3)"]),
+    ("qnn.add-dtype", lambda a, b: _q("qnn.add", a, b, lhs_scale=[1.0], rhs_scale=[1.0], output_scale=[1.0]),
+     [TensorType((2,), "int8"), TensorType((2,), "uint8")], ["qnn.add", "int8", "uint8"]),
+    ("qnn.mul-float", lambda a, b: _q("qnn.mul", a, b, lhs_scale=[1.0], rhs_scale=[1.0], output_scale=[1.0]),
+     [f32(2), f32(2)], ["qnn.mul", "float32"]),
+    ("qnn.concatenate-count", lambda a, b: _q("qnn.concatenate", [a, b], input_scales=[1.0], input_zero_points=[0],
+                                               output_scale=1.0), [_I8, _I8], ["qnn.concatenate", "input_scales"]),
     ("add-broadcast", lambda a, b: op.add(a, b), [f32(2, 3), f32(4, 3)], ["add", "'rhs'", "(2, 3)", "(4, 3)"]),
     ("add-dtype", lambda a, b: op.add(a, b), [f32(2), i32(2)], ["add", "dtype float32", "int32"]),
     ("exp-int", lambda a: op.exp(a), [i32(2)], ["exp", "float32", "int32"]),

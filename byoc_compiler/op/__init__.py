@@ -11,6 +11,7 @@ from . import conv, pool  # noqa: F401 - register nn.conv2d and the pools
 from .shape import *  # noqa: F401,F403
 from .shape import __all__ as _shape
 from . import nn
+from . import qnn  # noqa: F401 - registers the qnn.* ops
 from .describe import describe_ops
 
 __all__ = ["nn", "registry", "Attr", "OpDef", "OpError", "OpTypeError", "all_ops", "get_op_def", "make_call",

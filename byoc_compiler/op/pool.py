@@ -32,7 +32,7 @@ def pool_out_size(size: int, pad_before: int, pad_after: int, kernel: int, strid
 
 def _infer_pool(name):
     def infer(types, attrs):
-        data = tensor_arg(name, "data", types[0], FLOAT, ndim=4)
+        data = tensor_arg(name, "data", types[0], FLOAT + ("int8", "uint8"), ndim=4)
         pt, pl, pb, pr = attrs.padding
         sizes = []
         for axis, (before, after) in zip((2, 3), ((pt, pb), (pl, pr))):
@@ -76,7 +76,7 @@ def _max_pool_ref(args, attrs):
     best = None
     for window, _, _ in _windows(x, attrs, -np.inf):
         best = window if best is None else np.maximum(best, window)
-    return best.astype(np.float32)
+    return best.astype(args[0].dtype)   # int8/uint8: the max of exact values, exact
 
 
 def _avg_pool_ref(args, attrs):
@@ -85,7 +85,17 @@ def _avg_pool_ref(args, attrs):
     for window, in_input, in_padding in _windows(x, attrs, 0.0):
         total = total + window
         count = count + (in_padding if attrs.count_include_pad else in_input)
+    if args[0].dtype.kind in "iu":   # integer data: the integer mean, rounded half to even (exact sums)
+        return divide_round_even(total.astype(np.int64), np.maximum(count, 1.0).astype(np.int64)).astype(args[0].dtype)
     return (total / np.maximum(count, 1.0)).astype(np.float32)
+
+
+def divide_round_even(total: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """round(total / count) for integers, ties to even (count > 0)."""
+    a = np.abs(total)
+    q, r = a // count, a % count
+    q = q + ((2 * r > count) | ((2 * r == count) & (q % 2 == 1)))
+    return np.where(total < 0, -q, q)
 
 
 def _pool_attrs(*extra: Attr) -> tuple[Attr, ...]:

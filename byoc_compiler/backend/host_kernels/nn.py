@@ -5,6 +5,7 @@ window positions outside the input are skipped, never read.
 """
 from __future__ import annotations
 
+from ..c_abi import c_type
 from .cwriter import (axis_split, broadcast_strides, contiguous_strides, double_literal, flat_loop,
                       indent_block, int_literal as L, loop_nest, size_of)
 
@@ -90,7 +91,7 @@ def _conv2d(ctx) -> str:
   }}"""
 
 
-def _pool_loops(ctx, init: str, step: str, finish: str) -> str:
+def _pool_loops(ctx, init: str, step: str, finish: str, ctype: str = "float") -> str:
     """Loops over every output of a 2-D pool; `step` sees `v` (an input element) and `in_pad`
     counting; `finish` writes `y[...]`."""
     n, c, h, w = ctx.inputs[0].shape
@@ -100,8 +101,8 @@ def _pool_loops(ctx, init: str, step: str, finish: str) -> str:
     dh, dw = ctx.attrs.dilation
     pt, pl, pb, pr = ctx.attrs.padding
     return f"""  for (int64_t plane = 0; plane < {L(n * c)}; ++plane) {{
-    const float* x = in0 + plane * {L(h * w)};
-    float* y = out0 + plane * {L(oh * ow)};
+    const {ctype}* x = in0 + plane * {L(h * w)};
+    {ctype}* y = out0 + plane * {L(oh * ow)};
     for (int64_t oy = 0; oy < {L(oh)}; ++oy) {{
       for (int64_t ox = 0; ox < {L(ow)}; ++ox) {{
 {indent_block(init, 4)}
@@ -114,7 +115,7 @@ def _pool_loops(ctx, init: str, step: str, finish: str) -> str:
             in_padded += 1;
             if (iy < 0 || iy >= {L(h)} || ix < 0 || ix >= {L(w)}) continue;
             {{
-              const float v = x[iy * {L(w)} + ix];
+              const {ctype} v = x[iy * {L(w)} + ix];
 {indent_block(step, 7)}
             }}
           }}
@@ -126,6 +127,12 @@ def _pool_loops(ctx, init: str, step: str, finish: str) -> str:
 
 
 def _max_pool2d(ctx) -> str:
+    dtype = ctx.inputs[0].dtype
+    if dtype != "float32":   # int8/uint8: padding never wins, every window holds an input element
+        t = c_type(dtype)
+        return _pool_loops(ctx, "int32_t best = INT32_MIN;\nint64_t in_padded = 0;",
+                           "best = (int32_t)v > best ? (int32_t)v : best;",
+                           "(void)in_padded;\ny[oy * %s + ox] = (%s)best;" % (L(ctx.outputs[0].shape[3]), t), t)
     ctx.need("math.h")
     select = ctx.use("byoc_select_f32")
     # Padding never wins: only input elements are compared; NaN propagates like numpy's maximum.
@@ -136,6 +143,17 @@ def _max_pool2d(ctx) -> str:
 
 def _avg_pool2d(ctx) -> str:
     count = "in_padded" if ctx.attrs.count_include_pad else "in_input"
+    dtype = ctx.inputs[0].dtype
+    if dtype != "float32":   # int8/uint8: integer mean, ties to even (op/pool.py divide_round_even)
+        t = c_type(dtype)
+        finish = (f"(void)in_padded;\n(void)in_input;\n{{\n"
+                  f"  const int64_t cnt = {count} > 0 ? {count} : 1;\n"
+                  f"  const int64_t a = total < 0 ? -total : total;\n"
+                  f"  int64_t q = a / cnt;\n  const int64_t r = a - q * cnt;\n"
+                  f"  if (2 * r > cnt || (2 * r == cnt && (q & 1))) ++q;\n"
+                  f"  y[oy * {L(ctx.outputs[0].shape[3])} + ox] = ({t})(total < 0 ? -q : q);\n}}")
+        return _pool_loops(ctx, "int64_t total = 0;\nint64_t in_padded = 0;\nint64_t in_input = 0;",
+                           "total += (int64_t)v;\nin_input += 1;", finish, t)
     return _pool_loops(ctx, "double total = 0.0;\nint64_t in_padded = 0;\nint64_t in_input = 0;",
                        "total += (double)v;\nin_input += 1;",
                        f"(void)in_padded;\n(void)in_input;\n"

@@ -135,6 +135,16 @@ class Context:
             raise NodeError(str(exc)) from None
         return call
 
+    def call_unfolded(self, op_name: str, *args: Any, **attrs: Any) -> Expr:
+        """Like `call`, but never folded: qnn.dequantize of a constant weight stays a call, so that the
+        QDQ pass (transform/qdq_to_integer.py) still sees the integer weight."""
+        try:
+            call = make_call(op_name, *args, **attrs)
+            self.type_of(call)
+        except (OpError, OpTypeError, ValueError) as exc:
+            raise NodeError(str(exc)) from None
+        return call
+
     def item(self, expr: Expr, index: int) -> Expr:
         if isinstance(expr, Tuple):
             return expr.fields[index]

@@ -107,7 +107,11 @@ class _GraphImporter:
             self._raise_problems()
         body = outputs[0] if len(outputs) == 1 else Tuple(outputs)
         names = tuple(o.name for o in self.graph.output)
-        return IRModule({"main": Function(params, body, attrs={"output_names": names})})
+        mod = IRModule({"main": Function(params, body, attrs={"output_names": names})})
+        if any(n.op_type == "DequantizeLinear" for n in self.graph.node):
+            from ...transform.qdq_to_integer import qdq_to_integer   # QDQ format: integer ops where they exist
+            mod = qdq_to_integer(mod)
+        return mod
 
     # ---- pass 1: what can be imported at all -----------------------------------------------------
 

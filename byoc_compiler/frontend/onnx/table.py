@@ -15,6 +15,8 @@ import onnx.defs
 
 # op_type -> since_version -> Converter
 _TABLE: dict[str, dict[int, "Converter"]] = {}
+# onnxruntime's contrib ops (domain com.microsoft, version 1): op_type -> Converter
+MS_TABLE: dict[str, "Converter"] = {}
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,8 @@ def since_version(op_type: str, opset: int, domain: str = "") -> int | None:
 def resolve(op_type: str, domain: str, opset: int) -> tuple[Converter | None, str]:
     """(converter, "") or (None, the reason the node cannot be imported)."""
     _load_converters()
+    if domain == "com.microsoft" and op_type in MS_TABLE:
+        return MS_TABLE[op_type], ""
     if domain not in ("", "ai.onnx"):
         return None, f"domain {domain!r} is not supported (only the default ONNX domain is)"
     row = _TABLE.get(op_type)
@@ -85,4 +89,4 @@ def supported_ops() -> dict[str, tuple[int, ...]]:
 def _load_converters() -> None:
     # The converter modules register themselves on import; importing them here keeps the table complete
     # whichever module a caller imported first.
-    from . import ops_elementwise, ops_linalg, ops_nn, ops_tensor  # noqa: F401
+    from . import ops_elementwise, ops_linalg, ops_nn, ops_quant, ops_tensor  # noqa: F401

@@ -1,0 +1,247 @@
+"""qnn ops: quantize, dequantize, requantize, conv2d, dense, matmul, add, mul, concatenate (integer C).
+
+The fixed-point multipliers and shifts (op/qnn_math.py) are computed here, at code generation, and
+written as constants, so the C side does only integer multiply, round-half-to-even shift and
+saturation: the same steps, in the same order, as the numpy reference. Sums of products accumulate
+in int64 (no overflow, whatever K) and wrap to int32 like the reference.
+"""
+from __future__ import annotations
+
+from ...op.qnn import add_multipliers, concat_requant, mul_multiplier, requantize_ratios
+from ...op.qnn_math import fixed_point
+from ..c_abi import c_type
+from .cwriter import (axis_split, broadcast_strides, contiguous_strides, flat_loop, float_literal, int_literal as L,
+                      loop_nest, size_of)
+
+_RANGE = {"int8": ("INT8_MIN", "INT8_MAX"), "uint8": ("0", "UINT8_MAX"), "int16": ("INT16_MIN", "INT16_MAX"),
+          "uint16": ("0", "UINT16_MAX"), "int32": ("INT32_MIN", "INT32_MAX")}
+
+# round(p / 2^s), ties to even, on magnitudes (a right shift of a negative value is implementation-defined)
+_HELPER = "byoc_qnn"
+HELPERS = {
+    _HELPER: ((), """static inline int64_t byoc_round_shift(int64_t p, int32_t s) {
+  const uint64_t a = p < 0 ? (uint64_t)0 - (uint64_t)p : (uint64_t)p;
+  uint64_t q = a >> s;
+  const uint64_t r = a - (q << s), half = (uint64_t)1 << (s - 1);
+  if (r > half || (r == half && (q & 1u))) ++q;
+  return p < 0 ? -(int64_t)q : (int64_t)q;
+}
+static inline int64_t byoc_clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }"""),
+}
+
+
+def _array(name: str, ctype: str, values) -> str:
+    items = ", ".join(values)
+    return f"  static const {ctype} {name}[{len(values)}] = {{{items}}};"
+
+
+def _channel_index(ctx, shape, axis: int, count: int) -> tuple[str, int, int]:
+    """(C expression of the channel of flat element i, outer, inner) for per-channel attributes."""
+    if count == 1:
+        return "0", 0, 0
+    outer, extent, inner = axis_split(shape, axis)
+    return (f"(i / {L(inner)}) % {L(extent)}" if inner != 1 else f"i % {L(extent)}"), outer, inner
+
+
+def _axis(ctx, ty) -> int:
+    return ctx.attrs.axis % ty.ndim if ty.ndim else 0
+
+
+def _quantize(ctx) -> str:
+    x, out = ctx.inputs[0], ctx.outputs[0]
+    ctx.need("math.h")
+    scales, zps = ctx.attrs.scale, ctx.attrs.zero_point
+    n = max(len(scales), len(zps))
+    ch, _, _ = _channel_index(ctx, x.shape, _axis(ctx, x), n)
+    lo, hi = _RANGE[out.dtype]
+    pre = [_array("scale", "float", [float_literal(s) for s in (scales * n if len(scales) == 1 else scales)]),
+           _array("zp", "float", [f"{int(z)}.0f" for z in (zps * n if len(zps) == 1 else zps)])]
+    body = (f"const int64_t c = {ch};\n"
+            f"float v = nearbyintf(in0[i] / scale[c]) + zp[c];   /* float32 division, ties to even */\n"
+            f"if (isnan(v)) v = 0.0f;\n"
+            f"v = v < (float){lo} ? (float){lo} : v > (float){hi} ? (float){hi} : v;\n"
+            f"out0[i] = ({c_type(out.dtype)})v;")
+    return "\n".join(pre) + "\n" + flat_loop(size_of(x.shape), body)
+
+
+def _dequantize(ctx) -> str:
+    x = ctx.inputs[0]
+    scales, zps = ctx.attrs.scale, ctx.attrs.zero_point
+    n = max(len(scales), len(zps))
+    ch, _, _ = _channel_index(ctx, x.shape, _axis(ctx, x), n)
+    pre = [_array("scale", "float", [float_literal(s) for s in (scales * n if len(scales) == 1 else scales)]),
+           _array("zp", "int64_t", [L(int(z)) for z in (zps * n if len(zps) == 1 else zps)])]
+    body = f"const int64_t c = {ch};\nout0[i] = (float)((int64_t)in0[i] - zp[c]) * scale[c];"
+    return "\n".join(pre) + "\n" + flat_loop(size_of(x.shape), body)
+
+
+def requant_step(ctx, value: str, mult: str, shift: str, out_zp: str, out_dtype: str) -> str:
+    """C expression: saturate(round_shift(value * mult, shift) + out_zp) as out_dtype (value: int64)."""
+    ctx.use(_HELPER)
+    lo, hi = _RANGE[out_dtype]
+    return (f"({c_type(out_dtype)})byoc_clamp64(byoc_round_shift(byoc_clamp64({value}, -INT64_C(2147483647), "
+            f"INT64_C(2147483647)) * {mult}, {shift}) + {out_zp}, {lo}, {hi})")
+
+
+def _requantize(ctx) -> str:
+    x, out = ctx.inputs[0], ctx.outputs[0]
+    a = ctx.attrs
+    ratios = requantize_ratios(a)
+    n = max(len(ratios), len(a.input_zero_point), len(a.output_zero_point))
+    pairs = [fixed_point([r]) for r in ratios]
+    pairs = pairs * n if len(pairs) == 1 else pairs
+    izp = list(a.input_zero_point) * (n if len(a.input_zero_point) == 1 else 1)
+    ozp = list(a.output_zero_point) * (n if len(a.output_zero_point) == 1 else 1)
+    ch, _, _ = _channel_index(ctx, x.shape, _axis(ctx, x), n)
+    pre = [_array("mult", "int64_t", [L(p[0][0]) for p in pairs]),
+           _array("shift", "int32_t", [str(p[1]) for p in pairs]),
+           _array("izp", "int64_t", [L(z) for z in izp]), _array("ozp", "int64_t", [L(z) for z in ozp])]
+    body = (f"const int64_t c = {ch};\n"
+            f"out0[i] = {requant_step(ctx, '(int64_t)in0[i] - izp[c]', 'mult[c]', 'shift[c]', 'ozp[c]', out.dtype)};")
+    return "\n".join(pre) + "\n" + flat_loop(size_of(x.shape), body)
+
+
+def _wrap32(ctx, value: str) -> str:
+    ctx.use("byoc_wrap")
+    return f"byoc_wrap_i32({value})"
+
+
+def _conv2d(ctx) -> str:
+    n, c, h, w = ctx.inputs[0].shape
+    o, cg, kh, kw = ctx.inputs[1].shape
+    _, _, oh, ow = ctx.outputs[0].shape
+    a = ctx.attrs
+    sh, sw = a.strides
+    dh, dw = a.dilation
+    pt, pl, _, _ = a.padding
+    per_group = o // a.groups
+    kzp = list(a.kernel_zero_point) * (o if len(a.kernel_zero_point) == 1 else 1)
+    return f"""{_array("kzp", "int32_t", [str(int(z)) for z in kzp])}
+  for (int64_t b = 0; b < {L(n)}; ++b) {{
+    for (int64_t oc = 0; oc < {L(o)}; ++oc) {{
+      const int64_t first_channel = (oc / {L(per_group)}) * {L(cg)};
+      for (int64_t oy = 0; oy < {L(oh)}; ++oy) {{
+        for (int64_t ox = 0; ox < {L(ow)}; ++ox) {{
+          int64_t acc = 0;
+          for (int64_t ic = 0; ic < {L(cg)}; ++ic) {{
+            for (int64_t ky = 0; ky < {L(kh)}; ++ky) {{
+              const int64_t iy = oy * {L(sh)} - {L(pt)} + ky * {L(dh)};
+              if (iy < 0 || iy >= {L(h)}) continue;
+              for (int64_t kx = 0; kx < {L(kw)}; ++kx) {{
+                const int64_t ix = ox * {L(sw)} - {L(pl)} + kx * {L(dw)};
+                if (ix < 0 || ix >= {L(w)}) continue;
+                const int32_t xv = (int32_t)in0[((b * {L(c)} + first_channel + ic) * {L(h)} + iy) * {L(w)} + ix]
+                                   - {int(a.input_zero_point)};
+                const int32_t wv = (int32_t)in1[((oc * {L(cg)} + ic) * {L(kh)} + ky) * {L(kw)} + kx] - kzp[oc];
+                acc += (int64_t)(xv * wv);
+              }}
+            }}
+          }}
+          out0[((b * {L(o)} + oc) * {L(oh)} + oy) * {L(ow)} + ox] = {_wrap32(ctx, "acc")};
+        }}
+      }}
+    }}
+  }}"""
+
+
+def _dense(ctx) -> str:
+    x, wt = ctx.inputs
+    k = x.shape[-1]
+    m = size_of(x.shape[:-1])
+    units = wt.shape[0]
+    a = ctx.attrs
+    kzp = list(a.kernel_zero_point) * (units if len(a.kernel_zero_point) == 1 else 1)
+    return f"""{_array("kzp", "int32_t", [str(int(z)) for z in kzp])}
+  for (int64_t r = 0; r < {L(m)}; ++r) {{
+    for (int64_t u = 0; u < {L(units)}; ++u) {{
+      int64_t acc = 0;
+      for (int64_t j = 0; j < {L(k)}; ++j)
+        acc += (int64_t)(((int32_t)in0[r * {L(k)} + j] - {int(a.input_zero_point)}) *
+                         ((int32_t)in1[u * {L(k)} + j] - kzp[u]));
+      out0[r * {L(units)} + u] = {_wrap32(ctx, "acc")};
+    }}
+  }}"""
+
+
+def _matmul(ctx) -> str:
+    (m, k), (_, n) = ctx.inputs[0].shape, ctx.inputs[1].shape
+    a = ctx.attrs
+    bzp = list(a.b_zero_point) * (n if len(a.b_zero_point) == 1 else 1)
+    return f"""{_array("bzp", "int32_t", [str(int(z)) for z in bzp])}
+  for (int64_t r = 0; r < {L(m)}; ++r) {{
+    for (int64_t col = 0; col < {L(n)}; ++col) {{
+      int64_t acc = 0;
+      for (int64_t j = 0; j < {L(k)}; ++j)
+        acc += (int64_t)(((int32_t)in0[r * {L(k)} + j] - {int(a.a_zero_point)}) *
+                         ((int32_t)in1[j * {L(n)} + col] - bzp[col]));
+      out0[r * {L(n)} + col] = {_wrap32(ctx, "acc")};
+    }}
+  }}"""
+
+
+def _binary(ctx, expr_of) -> str:
+    out = ctx.outputs[0]
+    strides = {f"in{i}": broadcast_strides(t.shape, out.shape) for i, t in enumerate(ctx.inputs)}
+    strides["out0"] = contiguous_strides(out.shape)
+    a = ctx.attrs
+
+    def body(off):
+        return (f"const int64_t a = (int64_t)in0[{off['in0']}] - {int(a.lhs_zero_point)};\n"
+                f"const int64_t b = (int64_t)in1[{off['in1']}] - {int(a.rhs_zero_point)};\n"
+                f"out0[{off['out0']}] = {expr_of('a', 'b')};")
+    return loop_nest(out.shape, strides, body)
+
+
+def _saturated(ctx, value: str, shift: int, dtype: str) -> str:
+    ctx.use(_HELPER)
+    lo, hi = _RANGE[dtype]
+    return (f"({c_type(dtype)})byoc_clamp64(byoc_round_shift({value}, {shift}) + {int(ctx.attrs.output_zero_point)}, "
+            f"{lo}, {hi})")
+
+
+def _add(ctx) -> str:
+    (ma, mb), s = add_multipliers(ctx.attrs)
+    dtype = ctx.outputs[0].dtype
+    return _binary(ctx, lambda a, b: _saturated(ctx, f"{a} * {L(ma)} + {b} * {L(mb)}", s, dtype))
+
+
+def _mul(ctx) -> str:
+    (m,), s = mul_multiplier(ctx.attrs)
+    dtype = ctx.outputs[0].dtype
+    return _binary(ctx, lambda a, b: _saturated(ctx, f"{a} * {b} * {L(m)}", s, dtype))
+
+
+def _concatenate(ctx) -> str:
+    out = ctx.outputs[0]
+    axis = ctx.attrs.axis % out.ndim
+    outer, _, inner = axis_split(out.shape, axis)
+    row = out.shape[axis] * inner
+    lines, offset = [], 0
+    for i, (t, (ratio, zp)) in enumerate(zip(ctx.inputs, concat_requant(ctx.attrs))):
+        count = t.shape[axis] * inner
+        if count:
+            if ratio == 1.0 and zp == ctx.attrs.output_zero_point:
+                step = f"out0[o * {L(row)} + {L(offset)} + j] = in{i}[o * {L(count)} + j];"
+            else:
+                (m,), s = fixed_point([ratio])
+                step = (f"out0[o * {L(row)} + {L(offset)} + j] = "
+                        + requant_step(ctx, f"(int64_t)in{i}[o * {L(count)} + j] - {zp}", L(m), str(s),
+                                       str(int(ctx.attrs.output_zero_point)), out.dtype) + ";")
+            lines.append(flat_loop(count, step, var="j", indent=0))
+        offset += count
+    if not lines or outer == 0:
+        return ""
+    return flat_loop(outer, "\n".join(lines), var="o")
+
+
+RULES = {
+    "qnn.quantize": _quantize,
+    "qnn.dequantize": _dequantize,
+    "qnn.requantize": _requantize,
+    "qnn.conv2d": _conv2d,
+    "qnn.dense": _dense,
+    "qnn.matmul": _matmul,
+    "qnn.add": _add,
+    "qnn.mul": _mul,
+    "qnn.concatenate": _concatenate,
+}

@@ -1,0 +1,297 @@
+"""Quantized ops (`qnn.*`): quantize, dequantize, requantize, conv2d, dense, matmul, add, mul, concatenate.
+
+Scales and zero points are attributes (constants of the model): one value (per tensor) or one per
+channel along `axis`. The references are integer arithmetic (qnn_math): conv2d/dense/matmul sum
+exact integer products into int32 (their float64 evaluation is exact: every sum stays far below
+2**53), rescaling uses a fixed-point multiplier and shift with round half to even, results saturate.
+quantize and dequantize are the ONNX formulas in float32, as onnxruntime computes them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .attr_forms import all_positive
+from .conv import CONV2D_ATTRS, _infer_conv2d, conv2d_float64
+from ..ir.attrs import Attrs
+from .registry import Attr, OpTypeError, get_op_def, register
+from .qnn_math import QUANT_DTYPES, along, fixed_point, requantize_array, round_shift, saturate, scale_ratio
+from .typecheck import broadcast_shapes, normalize_axis, same_dtype, shape_text, tensor_arg, tensor_type
+
+Q8 = ("int8", "uint8")
+QIN = ("int8", "uint8", "int16", "uint16", "int32")
+
+
+def _positive_scales(value) -> str | None:
+    return None if value and all(v > 0 and np.isfinite(v) for v in value) else "must be positive and finite"
+
+
+def _scale(name: str) -> Attr:
+    return Attr(name, "floats", check=_positive_scales)
+
+
+def _zero_point(name: str) -> Attr:
+    return Attr(name, "ints", (0,))
+
+
+def _per_channel(op: str, argument: str, ty, axis: int, attrs, names: tuple[str, ...]) -> int:
+    """Check that every per-channel attribute has 1 or shape[axis] values; the normalized axis."""
+    if all(len(attrs[n]) == 1 for n in names):   # per tensor: the axis does not matter
+        return 0
+    ax = normalize_axis(op, "axis", axis, max(ty.ndim, 1)) if ty.ndim else 0
+    extent = ty.shape[ax] if ty.ndim else 1
+    for n in names:
+        count = len(attrs[n])
+        if count not in (1, extent):
+            raise OpTypeError(op, n, f"1 value or {extent} (one per channel along axis {ax})", f"{count} values")
+    return ax
+
+
+def _range_check(op: str, name: str, values, dtype: str) -> None:
+    info = np.iinfo(dtype)
+    if any(not info.min <= v <= info.max for v in values):
+        raise OpTypeError(op, name, f"zero points in the range of {dtype}", f"{list(values)}")
+
+
+# ---- quantize / dequantize / requantize -----------------------------------------------------------
+
+def _infer_quantize(types, attrs):
+    data = tensor_arg("qnn.quantize", "data", types[0], ("float32",))
+    _per_channel("qnn.quantize", "data", data, attrs.axis, attrs, ("scale", "zero_point"))
+    _range_check("qnn.quantize", "zero_point", attrs.zero_point, attrs.out_dtype)
+    return tensor_type(data.shape, attrs.out_dtype)
+
+
+def _quantize_ref(args, attrs):
+    x = args[0]
+    ax = attrs.axis % x.ndim if x.ndim else 0
+    s = along(attrs.scale, ax, x.ndim, np.float32)
+    zp = along(attrs.zero_point, ax, x.ndim, np.float32)
+    with np.errstate(all="ignore"):
+        v = np.rint(x / s) + zp                      # float32 division, ties to even (ONNX QuantizeLinear)
+    info = np.iinfo(attrs.out_dtype)
+    v = np.where(np.isnan(v), 0.0, np.clip(v, info.min, info.max))
+    return v.astype(attrs.out_dtype)
+
+
+register("qnn.quantize", ("data",),
+         (_scale("scale"), _zero_point("zero_point"), Attr("axis", "int", 1),
+          Attr("out_dtype", "str", "int8", choices=QUANT_DTYPES)),
+         infer=_infer_quantize, ref=_quantize_ref, family="qnn",
+         doc="saturate(round_half_even(data / scale) + zero_point), float32 -> out_dtype (NaN -> 0)")
+
+
+def _infer_dequantize(types, attrs):
+    data = tensor_arg("qnn.dequantize", "data", types[0], QIN)
+    _per_channel("qnn.dequantize", "data", data, attrs.axis, attrs, ("scale", "zero_point"))
+    return tensor_type(data.shape, "float32")
+
+
+def _dequantize_ref(args, attrs):
+    x = args[0]
+    ax = attrs.axis % x.ndim if x.ndim else 0
+    d = x.astype(np.int64) - along(attrs.zero_point, ax, x.ndim, np.int64)
+    return d.astype(np.float32) * along(attrs.scale, ax, x.ndim, np.float32)
+
+
+register("qnn.dequantize", ("data",), (_scale("scale"), _zero_point("zero_point"), Attr("axis", "int", 1)),
+         infer=_infer_dequantize, ref=_dequantize_ref, family="qnn",
+         doc="float32(data - zero_point) * scale")
+
+
+def requantize_ratios(attrs) -> list[float]:
+    """Per output channel: input_scale / output_scale in float32."""
+    n = max(len(attrs.input_scale), len(attrs.output_scale))
+    ins = list(attrs.input_scale) * (n if len(attrs.input_scale) == 1 else 1)
+    outs = list(attrs.output_scale) * (n if len(attrs.output_scale) == 1 else 1)
+    return [scale_ratio(a, b) for a, b in zip(ins, outs)]
+
+
+def _infer_requantize(types, attrs):
+    data = tensor_arg("qnn.requantize", "data", types[0], QIN)
+    _per_channel("qnn.requantize", "data", data, attrs.axis, attrs,
+                 ("input_scale", "input_zero_point", "output_scale", "output_zero_point"))
+    _range_check("qnn.requantize", "output_zero_point", attrs.output_zero_point, attrs.out_dtype)
+    try:
+        for r in requantize_ratios(attrs):
+            fixed_point([r])
+    except ValueError as exc:
+        raise OpTypeError("qnn.requantize", "input_scale", "a scale ratio below 2**30", str(exc)) from None
+    return tensor_type(data.shape, attrs.out_dtype)
+
+
+def _requantize_ref(args, attrs):
+    x = args[0]
+    ax = attrs.axis % x.ndim if x.ndim else 0
+    return requantize_array(x, requantize_ratios(attrs), attrs.input_zero_point, attrs.output_zero_point, ax,
+                            attrs.out_dtype)
+
+
+register("qnn.requantize", ("data",),
+         (_scale("input_scale"), _zero_point("input_zero_point"), _scale("output_scale"),
+          _zero_point("output_zero_point"), Attr("axis", "int", 1),
+          Attr("out_dtype", "str", "int8", choices=QUANT_DTYPES)),
+         infer=_infer_requantize, ref=_requantize_ref, family="qnn",
+         doc="saturate(round((data - input_zero_point) * input_scale / output_scale) + output_zero_point), "
+             "fixed-point, ties to even")
+
+
+# ---- conv2d / dense / matmul: int8 x int8 -> int32 -----------------------------------------------------
+
+def _infer_qconv2d(types, attrs):
+    data = tensor_arg("qnn.conv2d", "data", types[0], Q8, ndim=4)
+    weight = tensor_arg("qnn.conv2d", "weight", types[1], Q8, ndim=4)
+    f32 = [tensor_type(data.shape, "float32"), tensor_type(weight.shape, "float32")]
+    out = _infer_conv2d(f32, attrs)
+    if len(attrs.kernel_zero_point) not in (1, weight.shape[0]):
+        raise OpTypeError("qnn.conv2d", "kernel_zero_point", f"1 value or {weight.shape[0]} (one per output "
+                          "channel)", f"{len(attrs.kernel_zero_point)} values")
+    _range_check("qnn.conv2d", "input_zero_point", (attrs.input_zero_point,), data.dtype)
+    _range_check("qnn.conv2d", "kernel_zero_point", attrs.kernel_zero_point, weight.dtype)
+    return tensor_type(out.shape, "int32")
+
+
+def _qconv2d_ref(args, attrs):
+    x = args[0].astype(np.float64) - attrs.input_zero_point    # padding then adds exact zeros
+    w = args[1].astype(np.float64) - along(attrs.kernel_zero_point, 0, 4, np.float64)
+    return conv2d_float64(x, w, attrs).astype(np.int64).astype(np.int32)
+
+
+register("qnn.conv2d", ("data", "weight"),
+         (*CONV2D_ATTRS[:-1], Attr("input_zero_point", "int", 0), Attr("kernel_zero_point", "ints", (0,)),
+          Attr("out_dtype", "str", "int32", choices=("int32",))),
+         infer=_infer_qconv2d, ref=_qconv2d_ref, family="qnn",
+         doc="sum (data - input_zero_point) * (weight - kernel_zero_point[o]) in int32; padding is the "
+             "input zero point")
+
+
+def _infer_qdense(types, attrs):
+    data = tensor_arg("qnn.dense", "data", types[0], Q8)
+    weight = tensor_arg("qnn.dense", "weight", types[1], Q8, ndim=2)
+    if data.ndim < 1 or data.shape[-1] != weight.shape[1]:
+        raise OpTypeError("qnn.dense", "weight", f"shape (units, {data.shape[-1] if data.ndim else '?'})",
+                          f"shape {shape_text(weight.shape)}")
+    if len(attrs.kernel_zero_point) not in (1, weight.shape[0]):
+        raise OpTypeError("qnn.dense", "kernel_zero_point", f"1 value or {weight.shape[0]}",
+                          f"{len(attrs.kernel_zero_point)} values")
+    return tensor_type(data.shape[:-1] + (weight.shape[0],), "int32")
+
+
+def _qdense_ref(args, attrs):
+    x = args[0].astype(np.float64) - attrs.input_zero_point
+    w = args[1].astype(np.float64) - np.asarray(attrs.kernel_zero_point, np.float64)[:, None]
+    return (x @ w.T).astype(np.int64).astype(np.int32)
+
+
+register("qnn.dense", ("data", "weight"),
+         (Attr("input_zero_point", "int", 0), Attr("kernel_zero_point", "ints", (0,)),
+          Attr("units", "int_or_none", None, check=all_positive), Attr("out_dtype", "str", "int32",
+                                                                         choices=("int32",))),
+         infer=_infer_qdense, ref=_qdense_ref, family="qnn",
+         doc="(data - input_zero_point) @ (weight - kernel_zero_point[n]).T in int32; weight is (units, K)")
+
+
+def _infer_qmatmul(types, attrs):
+    a = tensor_arg("qnn.matmul", "tensor_a", types[0], Q8, ndim=2)
+    b = tensor_arg("qnn.matmul", "tensor_b", types[1], Q8, ndim=2)
+    if a.shape[1] != b.shape[0]:
+        raise OpTypeError("qnn.matmul", "tensor_b", f"shape ({a.shape[1]}, N)", f"shape {shape_text(b.shape)}")
+    if len(attrs.b_zero_point) not in (1, b.shape[1]):
+        raise OpTypeError("qnn.matmul", "b_zero_point", f"1 value or {b.shape[1]}", f"{len(attrs.b_zero_point)} values")
+    return tensor_type((a.shape[0], b.shape[1]), "int32")
+
+
+def _qmatmul_ref(args, attrs):
+    a = args[0].astype(np.float64) - attrs.a_zero_point
+    b = args[1].astype(np.float64) - np.asarray(attrs.b_zero_point, np.float64)[None, :]
+    return (a @ b).astype(np.int64).astype(np.int32)
+
+
+register("qnn.matmul", ("tensor_a", "tensor_b"),
+         (Attr("a_zero_point", "int", 0), Attr("b_zero_point", "ints", (0,))),
+         infer=_infer_qmatmul, ref=_qmatmul_ref, family="qnn",
+         doc="(a - a_zero_point) @ (b - b_zero_point[n]) in int32 (ONNX MatMulInteger, 2-D)")
+
+
+# ---- add / mul / concatenate: rescaled in integers ------------------------------------------------------
+
+_BIN_ATTRS = (_scale("lhs_scale"), Attr("lhs_zero_point", "int", 0), _scale("rhs_scale"),
+              Attr("rhs_zero_point", "int", 0), _scale("output_scale"), Attr("output_zero_point", "int", 0))
+
+
+def _infer_qbinary(name):
+    def infer(types, attrs):
+        lhs = tensor_arg(name, "lhs", types[0], Q8)
+        rhs = tensor_arg(name, "rhs", types[1], Q8)
+        same_dtype(name, "rhs", lhs, rhs)
+        for n in ("lhs_scale", "rhs_scale", "output_scale"):
+            if len(attrs[n]) != 1:
+                raise OpTypeError(name, n, "one value (per-tensor)", f"{len(attrs[n])} values")
+        _range_check(name, "output_zero_point", (attrs.output_zero_point,), lhs.dtype)
+        return tensor_type(broadcast_shapes(name, "rhs", lhs.shape, rhs.shape), lhs.dtype)
+    return infer
+
+
+def add_multipliers(attrs) -> tuple[list[int], int]:
+    """(M_lhs, M_rhs), S of qnn.add: lhs_scale/output_scale and rhs_scale/output_scale on one shift."""
+    return fixed_point([scale_ratio(attrs.lhs_scale[0], attrs.output_scale[0]),
+                        scale_ratio(attrs.rhs_scale[0], attrs.output_scale[0])])
+
+
+def mul_multiplier(attrs) -> tuple[list[int], int]:
+    """[M], S of qnn.mul: lhs_scale * rhs_scale / output_scale (float32, as onnxruntime)."""
+    prod = float(np.float32(attrs.lhs_scale[0]) * np.float32(attrs.rhs_scale[0]))
+    return fixed_point([scale_ratio(prod, attrs.output_scale[0])])
+
+
+def _qadd_ref(args, attrs):
+    (ma, mb), s = add_multipliers(attrs)
+    a = args[0].astype(np.int64) - attrs.lhs_zero_point
+    b = args[1].astype(np.int64) - attrs.rhs_zero_point
+    return saturate(round_shift(a * ma + b * mb, s) + attrs.output_zero_point, str(args[0].dtype))
+
+
+def _qmul_ref(args, attrs):
+    (m,), s = mul_multiplier(attrs)
+    a = args[0].astype(np.int64) - attrs.lhs_zero_point
+    b = args[1].astype(np.int64) - attrs.rhs_zero_point
+    return saturate(round_shift(a * b * m, s) + attrs.output_zero_point, str(args[0].dtype))
+
+
+register("qnn.add", ("lhs", "rhs"), _BIN_ATTRS, infer=_infer_qbinary("qnn.add"), ref=_qadd_ref, family="qnn",
+         doc="saturate(round((lhs - zl) * sl/so + (rhs - zr) * sr/so) + zo), fixed-point, ties to even")
+register("qnn.mul", ("lhs", "rhs"), _BIN_ATTRS, infer=_infer_qbinary("qnn.mul"), ref=_qmul_ref, family="qnn",
+         doc="saturate(round((lhs - zl) * (rhs - zr) * sl*sr/so) + zo), fixed-point, ties to even")
+
+
+def _infer_qconcat(types, attrs):
+    tup = types[0]
+    for i, f in enumerate(getattr(tup, "fields", ())):
+        tensor_arg("qnn.concatenate", f"data[{i}]", f, Q8)
+    out = get_op_def("concatenate").infer(types, Attrs({"axis": attrs.axis}))
+    for n in ("input_scales", "input_zero_points"):
+        if len(attrs[n]) != len(tup.fields):
+            raise OpTypeError("qnn.concatenate", n, f"{len(tup.fields)} values (one per input)", f"{len(attrs[n])}")
+    return out
+
+
+def concat_requant(attrs) -> list[tuple[float, int]]:
+    """Per input: (ratio input_scale/output_scale in float32, input zero point)."""
+    return [(scale_ratio(s, attrs.output_scale), int(z)) for s, z in zip(attrs.input_scales, attrs.input_zero_points)]
+
+
+def _qconcat_ref(args, attrs):
+    parts = []
+    out_dtype = str(args[0][0].dtype)
+    for x, (ratio, zp) in zip(args[0], concat_requant(attrs)):
+        if ratio == 1.0 and zp == attrs.output_zero_point:
+            parts.append(x)
+        else:
+            parts.append(requantize_array(x, [ratio], (zp,), (attrs.output_zero_point,), 0, out_dtype))
+    return np.concatenate(parts, axis=attrs.axis)
+
+
+register("qnn.concatenate", ("data",),
+         (Attr("input_scales", "floats", check=_positive_scales), Attr("input_zero_points", "ints"),
+          Attr("output_scale", "float"), Attr("output_zero_point", "int", 0), Attr("axis", "int", 0)),
+         infer=_infer_qconcat, ref=_qconcat_ref, family="qnn", tuple_input=True,
+         doc="each input requantized to the output scale and zero point, then concatenated")

@@ -1,0 +1,192 @@
+"""QDQToInteger: quantize(float_op(dequantize(x), dequantize(w), ...)) -> integer qnn ops.
+
+A QDQ model (ONNX's QuantizeLinear/DequantizeLinear around float ops, as
+onnxruntime.quantization.quantize_static writes it) computes in float between a
+dequantize and a quantize. Real int8 kernels compute those steps in integers; this
+pass rewrites every `qnn.quantize` whose float producer has an integer form:
+
+| float op (inputs dequantized)                | integer form                                          |
+| -------------------------------------------- | ----------------------------------------------------- |
+| nn.conv2d (+ nn.bias_add/add of an int32 bias) | qnn.conv2d + add int32 bias + qnn.requantize        |
+| nn.dense / 2-D nn.matmul (+ bias)            | qnn.dense / qnn.matmul + add bias + qnn.requantize    |
+| add, multiply                                | qnn.add, qnn.mul                                      |
+| concatenate                                  | qnn.concatenate                                       |
+| nn.max_pool2d, nn.avg_pool2d, nn.relu, data movement, with the same scale and zero point in and out | the op on the integers (relu: clip at the zero point) |
+
+Anything else keeps its float form (dequantize -> float op -> quantize), which is
+exactly what the QDQ model means. The requantization scale is x_scale * w_scale
+rounded to float32 (onnxruntime's). Idea from onnxruntime's QDQ transformer and TVM's
+FakeQuantizationToInteger; the code is written for byoc's IR.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.expr import Call, Constant, Op, Tuple
+from ..ir.module import IRModule
+from ..ir.types import TensorType
+from ..ir.visitor import ExprMutator
+from ..op.registry import make_call
+from ..partition.named_pass import NamedPass
+
+_Q8 = ("int8", "uint8")
+# ops that only move or select elements: they commute with an affine quantization of unchanged parameters
+_SAME_PARAMS = ("reshape", "squeeze", "expand_dims", "nn.batch_flatten", "transpose", "nn.max_pool2d",
+                "nn.avg_pool2d", "nn.dropout")
+
+
+def _is(expr, name: str) -> bool:
+    return isinstance(expr, Call) and isinstance(expr.op, Op) and expr.op.name == name
+
+
+class _DQ:
+    """A dequantize call seen in the original (typed) graph and its rebuilt counterpart."""
+
+    def __init__(self, orig: Call, new: Call):
+        self.value = new.args[0]
+        self.scale = list(orig.attrs.scale)
+        self.zp = list(orig.attrs.zero_point)
+        self.axis = orig.attrs.axis
+        ty = orig.args[0].checked_type
+        self.dtype = ty.dtype if isinstance(ty, TensorType) else None
+        self.constant = self.value.data if isinstance(self.value, Constant) else None
+
+    @property
+    def per_tensor(self) -> bool:
+        return len(self.scale) == 1 and len(self.zp) == 1
+
+
+def _dq(orig, new) -> _DQ | None:
+    if _is(orig, "qnn.dequantize") and _is(new, "qnn.dequantize"):
+        return _DQ(orig, new)
+    return None
+
+
+def _f32_products(a: list[float], b: list[float]) -> list[float]:
+    if len(a) == 1:
+        a = a * len(b)
+    return [float(np.float32(np.float32(x) * np.float32(y))) for x, y in zip(a, b)]
+
+
+class _Rewriter(ExprMutator):
+    into_functions = False
+
+    def rewrite_call(self, original, rebuilt):
+        if not _is(original, "qnn.quantize") or not _is(rebuilt, "qnn.quantize"):
+            return rebuilt
+        q = original.attrs
+        if len(q.scale) != 1 or len(q.zero_point) != 1 or q.out_dtype not in _Q8:
+            return rebuilt
+        out = dict(scale=list(q.scale), zp=list(q.zero_point), dtype=q.out_dtype)
+        inner_o, inner_n = original.args[0], rebuilt.args[0]
+        for rule in (_linear, _binary, _concat, _same_params):
+            result = rule(inner_o, inner_n, out)
+            if result is not None:
+                return result
+        return rebuilt
+
+
+def _bias(orig, new) -> tuple[Call, Call, _DQ | None] | None:
+    """(producer orig, producer new, bias) of conv/dense [+ bias_add/add of a dequantized int32 bias]."""
+    if _is(orig, "nn.bias_add") or _is(orig, "add"):
+        b = _dq(orig.args[1], new.args[1])
+        if b is None or b.constant is None or b.dtype != "int32" or any(z != 0 for z in b.zp):
+            return None
+        return orig.args[0], new.args[0], b
+    return orig, new, None
+
+
+def _linear(orig, new, out):
+    found = _bias(orig, new)
+    if found is None:
+        return None
+    op_o, op_n, bias = found
+    if not (_is(op_o, "nn.conv2d") or _is(op_o, "nn.dense") or _is(op_o, "nn.matmul")):
+        return None
+    x, w = _dq(op_o.args[0], op_n.args[0]), _dq(op_o.args[1], op_n.args[1])
+    if x is None or w is None or not x.per_tensor or x.dtype not in _Q8 or w.dtype not in _Q8 or w.constant is None:
+        return None
+    a = op_o.attrs
+    if _is(op_o, "nn.conv2d"):
+        if len(w.scale) > 1 and w.axis % 4 != 0:
+            return None
+        conv = {k: a[k] for k in ("strides", "padding", "dilation", "groups")}
+        acc = make_call("qnn.conv2d", x.value, w.value, input_zero_point=x.zp[0], kernel_zero_point=w.zp, **conv)
+        channels, channel_axis = w.constant.shape[0], 1
+    elif _is(op_o, "nn.dense"):
+        if len(w.scale) > 1 and w.axis % 2 != 0:
+            return None
+        acc = make_call("qnn.dense", x.value, w.value, input_zero_point=x.zp[0], kernel_zero_point=w.zp)
+        channels, channel_axis = w.constant.shape[0], -1
+    else:
+        xt = op_o.args[0].checked_type
+        if a.transpose_a or a.transpose_b or xt.ndim != 2 or (len(w.scale) > 1 and w.axis % 2 != 1):
+            return None
+        acc = make_call("qnn.matmul", x.value, w.value, a_zero_point=x.zp[0], b_zero_point=w.zp)
+        channels, channel_axis = w.constant.shape[1], -1
+    if bias is not None:
+        b = bias.constant.reshape(-1)
+        if b.size != channels:
+            return None
+        shaped = Constant(b.reshape(channels, 1, 1) if channel_axis == 1 else b)
+        acc = make_call("add", acc, shaped)
+    return make_call("qnn.requantize", acc, input_scale=_f32_products(x.scale, w.scale), input_zero_point=[0],
+                     output_scale=out["scale"], output_zero_point=out["zp"], axis=channel_axis,
+                     out_dtype=out["dtype"])
+
+
+def _binary(orig, new, out):
+    name = {"add": "qnn.add", "multiply": "qnn.mul"}.get(orig.op.name if isinstance(orig, Call) and
+                                                         isinstance(orig.op, Op) else "")
+    if name is None:
+        return None
+    a, b = _dq(orig.args[0], new.args[0]), _dq(orig.args[1], new.args[1])
+    if a is None or b is None or not (a.per_tensor and b.per_tensor) or a.dtype != b.dtype or a.dtype != out["dtype"]:
+        return None
+    return make_call(name, a.value, b.value, lhs_scale=a.scale, lhs_zero_point=a.zp[0], rhs_scale=b.scale,
+                     rhs_zero_point=b.zp[0], output_scale=out["scale"], output_zero_point=out["zp"][0])
+
+
+def _concat(orig, new, out):
+    if not _is(orig, "concatenate") or not isinstance(orig.args[0], Tuple) or not isinstance(new.args[0], Tuple):
+        return None
+    parts = [_dq(o, n) for o, n in zip(orig.args[0].fields, new.args[0].fields)]
+    if any(p is None or not p.per_tensor or p.dtype != out["dtype"] for p in parts):
+        return None
+    return make_call("qnn.concatenate", Tuple([p.value for p in parts]),
+                     input_scales=[p.scale[0] for p in parts], input_zero_points=[p.zp[0] for p in parts],
+                     output_scale=out["scale"][0], output_zero_point=out["zp"][0], axis=orig.attrs.axis)
+
+
+def _same_params(orig, new, out):
+    if not isinstance(orig, Call) or not isinstance(orig.op, Op) or len(orig.args) != 1:
+        return None
+    name = orig.op.name
+    if name not in _SAME_PARAMS and name != "nn.relu":
+        return None
+    x = _dq(orig.args[0], new.args[0])
+    if x is None or not x.per_tensor or x.dtype != out["dtype"] or x.scale != out["scale"] or x.zp != out["zp"]:
+        return None
+    if name == "nn.relu":   # relu in the real domain is max(q, zero point) in the integer one
+        info = np.iinfo(x.dtype)
+        return make_call("clip", x.value, a_min=float(x.zp[0]), a_max=float(info.max))
+    return make_call(name, x.value, **dict(orig.attrs))
+
+
+def qdq_to_integer(mod: IRModule) -> IRModule:
+    from .infer_type import infer_type
+
+    typed = infer_type(mod)
+    out = IRModule()
+    changed = False
+    for name, func in typed.items():
+        body = _Rewriter().visit(func.body)
+        changed |= body is not func.body
+        from ..ir.expr import Function
+        out = out.with_function(name, func if body is func.body else
+                                Function(func.params, body, None, func.attrs, func.span))
+    return infer_type(out) if changed else typed
+
+
+def QDQToInteger() -> NamedPass:  # noqa: N802 - TVM's spelling
+    return NamedPass("QDQToInteger", qdq_to_integer)
