@@ -585,8 +585,12 @@ def test_calls_carry_every_attribute():
 
 
 def _sample(attr):
+    if attr.kind == "floats":   # the qnn ops' scales
+        return (0.5,)
+    if attr.kind == "ints":     # the qnn ops' zero points
+        return (0,)
     return {"a_min": 0.0, "a_max": 1.0, "dtype": "int32", "newshape": (-1,), "axis": 0,
-            "indices_or_sections": 2, "pad_width": ((0, 0),)}[attr.name]
+            "indices_or_sections": 2, "pad_width": ((0, 0),), "output_scale": 0.5}[attr.name]
 
 
 def test_python_scalars_become_constants():

@@ -74,6 +74,40 @@ OP_MODELS = {
 }
 
 
+def _q(name, *args, **attrs):
+    from byoc_compiler.op.registry import make_call
+    return make_call(name, *args, **attrs)
+
+
+def _i8(*shape):
+    return const(RNG.integers(-128, 128, shape).astype(np.int8))
+
+
+def _quant(x):
+    return _q("qnn.quantize", x, scale=[0.05, 0.1, 0.02, 0.07], zero_point=[1, -2, 0, 3], axis=1)
+
+
+OP_MODELS.update({
+    "qnn.quantize": lambda: _single(lambda x: _q("qnn.quantize", x, scale=[0.1], zero_point=[128], out_dtype="uint8")),
+    "qnn.dequantize": lambda: _single(lambda x: _q("qnn.dequantize", _quant(x), scale=[0.5], zero_point=[-3])),
+    "qnn.requantize": lambda: _single(lambda x: _q("qnn.requantize", _quant(x), input_scale=[0.05], input_zero_point=[1],
+                                                   output_scale=[0.2], output_zero_point=[4], out_dtype="uint8")),
+    "qnn.conv2d": lambda: _single(lambda x: _q("qnn.conv2d", _quant(x), _i8(6, 2, 3, 3), strides=(2, 1), padding=1,
+                                               groups=2, input_zero_point=3, kernel_zero_point=[0, 1, 2, 3, 4, 5])),
+    "qnn.dense": lambda: _single(lambda x: _q("qnn.dense", _q("qnn.quantize", x, scale=[0.1]), _i8(3, 5),
+                                              input_zero_point=-1, kernel_zero_point=[2]), (2, 5)),
+    "qnn.matmul": lambda: _single(lambda x: _q("qnn.matmul", _q("qnn.quantize", x, scale=[0.1]), _i8(5, 3),
+                                               a_zero_point=7, b_zero_point=[0, 1, 2]), (2, 5)),
+    "qnn.add": lambda: _single(lambda x: _q("qnn.add", _quant(x), _quant(x), lhs_scale=[0.1], lhs_zero_point=1,
+                                            rhs_scale=[0.2], rhs_zero_point=-1, output_scale=[0.3],
+                                            output_zero_point=2)),
+    "qnn.mul": lambda: _single(lambda x: _q("qnn.mul", _quant(x), _quant(x), lhs_scale=[0.1], lhs_zero_point=1,
+                                            rhs_scale=[0.2], rhs_zero_point=-1, output_scale=[0.3])),
+    "qnn.concatenate": lambda: _single(lambda x: _q("qnn.concatenate", [_quant(x), _quant(x)], input_scales=[0.1, 0.2],
+                                                    input_zero_points=[0, 5], output_scale=0.25, axis=1)),
+})
+
+
 def test_every_op_has_a_roundtrip_model():
     assert set(OP_MODELS) == set(all_ops())
 
