@@ -78,6 +78,24 @@ def test_dump_holds_every_step(tmp_path, executor, interface):
                 np.testing.assert_array_equal(x, y)
 
 
+def test_dump_index_escapes_node_names(tmp_path):
+    # Node names come from graph.json (any text with runner --graph): index.json must stay valid JSON.
+    import json
+
+    from byoc_compiler.check import run_runner_proc
+
+    lib = build(zoo.get("byoc_guide"))
+    graph = json.loads(lib.graph_json)
+    odd = 'a "quoted"\\ name\nwith a newline'
+    next(n for n in graph["nodes"] if n["op"] == "tvm_op")["name"] = odd
+    (tmp_path / "graph.json").write_text(json.dumps(graph))
+    (tmp_path / "dump").mkdir()
+    arrays = list(zoo.inputs("byoc_guide").values())
+    run_runner_proc(lib.runner(), [], arrays, tmp_path,
+                    extra_args=["--graph", tmp_path / "graph.json", "--dump", tmp_path / "dump"])
+    assert read_dump(tmp_path / "dump")[0].name == odd
+
+
 def _unpartitioned_relu_nodes(mod) -> list[str]:
     """Names of the relus that follow an add (the residual relus), read from the model's text form."""
     text = mod.astext()

@@ -50,7 +50,7 @@ def write_dump(directory, steps, model: str = "", executor: str = "") -> Path:
 def read_dump(directory) -> list[DumpedStep]:
     """The steps of a dump directory, in step order; values converted to native byte order."""
     directory = Path(directory)
-    index = json.loads((directory / INDEX).read_text())
+    index = json.loads((directory / INDEX).read_bytes().decode("utf-8", "replace"))
     out = []
     for row in index["steps"]:
         arrays = []

@@ -108,13 +108,31 @@ typedef struct {
   int32_t steps;
 } Dump;
 
+/* A JSON string: names come from graph.json (any text with --graph), so quote and escape them. */
+static void json_string(FILE* f, const char* s) {
+  fputc('"', f);
+  for (; s != NULL && *s != '\0'; ++s) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') {
+      fputc('\\', f);
+      fputc(c, f);
+    } else if (c < 0x20) {
+      fprintf(f, "\\u%04x", (unsigned)c);
+    } else {
+      fputc(c, f);
+    }
+  }
+  fputc('"', f);
+}
+
 static void dump_exit(void* ctx, int32_t step, const char* name, int32_t num_outputs, const DLTensor* outputs) {
   Dump* d = (Dump*)ctx;
   int32_t k;
   char path[MAX_PATH];
   if (d->failed) return;
-  fprintf(d->index, "%s\n  {\"step\": %d, \"name\": \"%s\", \"outputs\": [", d->steps ? "," : "", (int)step,
-          name != NULL ? name : "");
+  fprintf(d->index, "%s\n  {\"step\": %d, \"name\": ", d->steps ? "," : "", (int)step);
+  json_string(d->index, name);
+  fprintf(d->index, ", \"outputs\": [");
   for (k = 0; k < num_outputs; ++k) {
     ByocTensorInfo info;
     int64_t n = byoc_shape_numel(outputs[k].ndim, outputs[k].shape);
@@ -346,8 +364,11 @@ int main(int argc, char** argv) {
       goto done;
     }
     dump.dir = dump_dir;
-    fprintf(dump.index, "{\"model\": \"%s\", \"executor\": \"%s\", \"steps\": [",
-            desc->name ? desc->name : "", desc->executor ? desc->executor : "");
+    fputs("{\"model\": ", dump.index);
+    json_string(dump.index, desc->name);
+    fputs(", \"executor\": ", dump.index);
+    json_string(dump.index, desc->executor);
+    fputs(", \"steps\": [", dump.index);
     observer.exit = dump_exit;
     observer.ctx = &dump;
     byoc_set_node_observer(&observer);
