@@ -241,6 +241,17 @@ def test_composite_is_one_fused_call_with_planned_scratch():
     assert "reshape" in code and "a view, no call" in code          # the reshape costs nothing
 
 
+def test_relu6_composite_is_one_call_other_clips_are_not():
+    x = _var("x", (1, 4, 6, 6))
+    w, b = const(np.ones((4, 1, 3, 3), np.float32)), const(np.zeros(4, np.float32))
+    six = op.clip(op.nn.bias_add(op.nn.conv2d(x, w, padding=(1, 1), groups=4), b), 0.0, 6.0)
+    five = op.clip(op.nn.bias_add(op.nn.conv2d(six, w, padding=(1, 1), groups=4), b), 0.0, 5.0)
+    part = partition_for(["ccompiler"], IRModule.from_expr(Function([x], five)))
+    code = _code(ccompiler_codegen(part["tvmgen_default_ccompiler_main_0"], "tvmgen_default_ccompiler_main_0"))
+    assert "ccompiler.conv2d_bias_relu6 [nn.conv2d + nn.bias_add + clip]" in code
+    assert code.count("CK_ACT_RELU6") == 1 and code.count("ck_unary(CK_CLIP") == 1, code
+
+
 def _c_array(code, name):
     body = re.search(rf"static const float {name}\[(\d+)\] = \{{(.*?)\}};", code, re.S)
     items = [t.strip() for t in body.group(2).replace("\n", " ").split(",") if t.strip()]

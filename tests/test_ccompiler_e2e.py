@@ -163,6 +163,18 @@ def conv_variants():
     return _partitioned([x], Tuple(outs))
 
 
+def mobilenet_block():
+    # depthwise 3x3/2 + batch norm (folded) + clip(0, 6): one fused relu6 call; 1x1 + bias + clip(0, 5)
+    # is not relu6 and keeps its clip; a depthwise 3x3 stride 1 with a plain relu
+    x = _var("x", (1, 8, 13, 11))
+    bn = op.nn.batch_norm(op.nn.conv2d(x, _w((8, 1, 3, 3), 20, 3.0), strides=(2, 2), padding=(1, 1), groups=8),
+                          _w((8,), 21), _w((8,), 22), _w((8,), 23), const(np.linspace(0.5, 2, 8, dtype=np.float32)))
+    h = op.clip(TupleGetItem(bn, 0), 0.0, 6.0)
+    h = op.clip(op.nn.bias_add(op.nn.conv2d(h, _w((12, 8, 1, 1), 24)), _w((12,), 25)), 0.0, 5.0)
+    h = op.nn.relu(op.nn.bias_add(op.nn.conv2d(h, _w((12, 1, 3, 3), 26), padding=(1, 1), groups=12), _w((12,), 27)))
+    return _partitioned([x], h)
+
+
 def shape_ops():
     x, y = _var("x", (2, 3, 4), ), _var("y", (2, 3, 2))
     t = op.transpose(x)
@@ -208,7 +220,7 @@ def region_outputs_copied():
 
 
 CONSTRUCTS = (broadcast_binary, unary_chain, matmul_flags, pools, conv_variants, shape_ops, dense_unfused,
-              batch_norm_tuple, constants_as_arguments, region_outputs_copied)
+              batch_norm_tuple, constants_as_arguments, region_outputs_copied, mobilenet_block)
 _MODULES = {f"construct:{f.__name__}": functools.lru_cache(maxsize=None)(f) for f in CONSTRUCTS}
 _MODULES.update({f"zoo:{n}": functools.partial(lambda n: (partition_for(["ccompiler"], zoo.get(n)), None), n)
                  for n in zoo.names()})

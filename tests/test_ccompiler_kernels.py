@@ -169,16 +169,20 @@ def test_dense(ck, m, n, k):
     close(ck.dense(x, w), x.astype(np.float64) @ w.astype(np.float64).T, atol=1e-4 * max(1, k) ** 0.5)
 
 
-EPILOGUES = [("bias", True, 0), ("relu", False, 1), ("bias-relu", True, 1)]
+EPILOGUES = [("bias", True, 0), ("relu", False, 1), ("bias-relu", True, 1), ("relu6", False, 2),
+             ("bias-relu6", True, 2)]
+
+
+def activate(want, act):
+    """numpy's ck_activation: 1 relu, 2 relu6 = clip(x, 0, 6)."""
+    return {0: want, 1: np.maximum(want, 0), 2: np.clip(want, 0, 6)}[act]
 
 
 @pytest.mark.parametrize("m,n,k", [(1, 9, 20), (7, 45, 300), (17, 70, 300)], ids=["gemv", "edge-tiles", "full-tiles"])
 @pytest.mark.parametrize("name,with_bias,act", EPILOGUES, ids=[e[0] for e in EPILOGUES])
 def test_dense_fused_epilogue(ck, m, n, k, name, with_bias, act):
     x, w, b = rand(m, k), rand(n, k), rand(n)
-    want = x.astype(np.float64) @ w.astype(np.float64).T + (b if with_bias else 0)
-    if act:
-        want = np.maximum(want, 0)
+    want = activate(x.astype(np.float64) @ w.astype(np.float64).T + (b if with_bias else 0), act)
     close(ck.dense(x, w, b if with_bias else None, act), want)
 
 
@@ -367,11 +371,42 @@ def test_conv2d_random_geometries(ck, seed):
                          ids=["gemm-edge-tiles", "gemm-full-tiles", "depthwise"])
 @pytest.mark.parametrize("name,with_bias,act", EPILOGUES, ids=[e[0] for e in EPILOGUES])
 def test_conv2d_fused_bias_relu(ck, groups, ws, name, with_bias, act):
-    x, w, b = rand(1, 4, 9, 11), rand(*ws), rand(ws[0])
+    x, w, b = 4 * rand(1, 4, 9, 11), rand(*ws), rand(ws[0])  # x 4: relu6's upper bound is reached too
     want = conv2d_einsum(x, w, (1, 1), (1, 1, 1, 1), (1, 1), groups) + (b[None, :, None, None] if with_bias else 0)
-    if act:
-        want = np.maximum(want, 0)
-    close(ck.conv2d(x, w, (1, 1), (1, 1, 1, 1), (1, 1), groups, b if with_bias else None, act), want)
+    close(ck.conv2d(x, w, (1, 1), (1, 1, 1, 1), (1, 1), groups, b if with_bias else None, act), activate(want, act))
+
+
+# 3x3 depthwise: the one-pass row kernel inside, edge columns and padded rows outside it.
+# (name, data shape, channel multiplier, strides, padding)
+DEPTHWISE_3X3 = [
+    ("s1-pad1", (1, 4, 9, 21), 1, (1, 1), (1, 1, 1, 1)),
+    ("s2-pad1", (1, 4, 10, 23), 1, (2, 2), (1, 1, 1, 1)),
+    ("s2-pad-tf-same", (1, 3, 8, 16), 1, (2, 2), (0, 0, 1, 1)),
+    ("s1-no-pad", (1, 3, 5, 40), 1, (1, 1), (0, 0, 0, 0)),
+    ("s1-pad2-asymmetric", (2, 3, 6, 13), 1, (1, 1), (2, 0, 1, 2)),
+    ("stride-h1-w2", (1, 2, 7, 17), 1, (1, 2), (1, 1, 1, 1)),
+    ("stride-h3-w1", (1, 2, 11, 9), 1, (3, 1), (1, 1, 1, 1)),
+    ("multiplier-3", (1, 2, 6, 19), 3, (1, 1), (1, 1, 1, 1)),
+    ("width-1", (1, 2, 5, 1), 1, (1, 1), (1, 1, 1, 1)),
+    ("width-2-s2", (1, 2, 5, 2), 1, (2, 2), (1, 1, 1, 1)),
+    ("wider-than-zero-row", (1, 2, 3, 2100), 1, (1, 1), (1, 1, 1, 1)),  # the general direct kernel
+]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_3X3, ids=[c[0] for c in DEPTHWISE_3X3])
+def test_depthwise_3x3_on_every_kernel(ck, case):
+    """Every instruction set's row kernel (and the edges around it) against loops, with bias and relu6."""
+    _, xs, mult, strides, padding = case
+    c = xs[1]
+    x, w, b = 3 * rand(*xs), rand(c * mult, 1, 3, 3), rand(c * mult)
+    want = np.clip(conv2d_loops(x, w, strides, padding, (1, 1), c) + b[None, :, None, None], 0, 6)
+    default = ck.ck_gemm_kernel_name()
+    try:
+        for name in kernel_names(ck):
+            if ck.ck_gemm_use_kernel(name.encode()) == 0:
+                close(ck.conv2d(x, w, strides, padding, (1, 1), c, b, 2), want, err_msg=name)
+    finally:
+        assert ck.ck_gemm_use_kernel(default) == 0
 
 
 BAD_CONV = [("groups-not-dividing", dict(groups=3)), ("zero-stride", dict(stride_h=0)),

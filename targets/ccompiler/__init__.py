@@ -30,8 +30,16 @@ def _dense_bias():
     return is_op("nn.bias_add")(is_op("nn.dense")(wildcard(), is_constant()), is_constant())
 
 
+def _relu6(call) -> str | None:
+    """clip(x, 0, 6) is the kernel library's CK_ACT_RELU6; other bounds stay a separate clip."""
+    if call.attrs["a_min"] != 0.0 or call.attrs["a_max"] != 6.0:
+        return "clip bounds are not (0, 6)"
+    return float32_only(call)
+
+
 # Longest first: MergeComposite tries patterns in this order and earlier ones win.
 target.pattern("conv2d_bias_relu", is_op("nn.relu")(_conv_bias()), check=float32_only)
+target.pattern("conv2d_bias_relu6", is_op("clip")(_conv_bias()), check=_relu6)
 target.pattern("conv2d_bias", _conv_bias(), check=float32_only)
 target.pattern("dense_bias_relu", is_op("nn.relu")(_dense_bias()), check=float32_only)
 target.pattern("dense_bias", _dense_bias(), check=float32_only)

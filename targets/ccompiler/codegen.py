@@ -194,7 +194,7 @@ class _Lowering:
             by_param = {id(p): a for p, a in zip(func.params, args)}
             ins = [v for p in (data, weight, bias) for v in by_param[id(p)]]
             out_types = _tensor_types(call.checked_type, f"the result of composite {name}")
-            activation = "nn.relu" if chain[-1].op.name == "nn.relu" else None
+            activation = FUSIONS[name].activation
             title = f"{name} [{' + '.join(c.op.name for c in chain)}]"
             return self.op(FUSIONS[name].op, dict(chain[0].attrs), ins, out_types, title, activation)
         # Anything else: the composite's body, op by op.

@@ -93,11 +93,11 @@ BINARY_OPS = {"add": "CK_ADD", "subtract": "CK_SUBTRACT", "multiply": "CK_MULTIP
 UNARY_OPS = {"negative": "CK_NEGATIVE", "abs": "CK_ABS", "exp": "CK_EXP", "log": "CK_LOG", "sqrt": "CK_SQRT",
              "tanh": "CK_TANH", "sigmoid": "CK_SIGMOID", "nn.relu": "CK_RELU", "clip": "CK_CLIP",
              "nn.leaky_relu": "CK_LEAKY_RELU"}
-ACTIVATIONS = {None: "CK_ACT_NONE", "nn.relu": "CK_ACT_RELU"}
+ACTIVATIONS = {None: "CK_ACT_NONE", "nn.relu": "CK_ACT_RELU", "relu6": "CK_ACT_RELU6"}
 # Numeric values of the enums (the order in byoc_ck.h), for callers that do not include the header.
 ENUM_VALUES = {**{name: i for i, name in enumerate(BINARY_OPS.values())},
                **{name: i for i, name in enumerate(UNARY_OPS.values())},
-               "CK_ACT_NONE": 0, "CK_ACT_RELU": 1}
+               "CK_ACT_NONE": 0, "CK_ACT_RELU": 1, "CK_ACT_RELU6": 2}
 
 # Which function computes which op.
 OP_FUNCTIONS = {

@@ -27,8 +27,9 @@ extern "C" {
 /* Largest rank the shape-generic kernels (binary broadcast, transpose) accept. */
 #define CK_MAX_RANK 8
 
-/* Fused epilogue of the matrix-multiply kernels (composites conv2d+bias(+relu), dense+bias(+relu)). */
-typedef enum { CK_ACT_NONE = 0, CK_ACT_RELU = 1 } ck_activation;
+/* Fused epilogue of the matrix-multiply kernels (composites conv2d+bias(+relu|relu6), dense+bias(+relu)).
+ * RELU6 is clip(x, 0, 6) (MobileNet's activation). */
+typedef enum { CK_ACT_NONE = 0, CK_ACT_RELU = 1, CK_ACT_RELU6 = 2 } ck_activation;
 
 /* ---- matrix multiply core (ck_gemm.c) -------------------------------------------------------
  * C[m, n] = sum_k A[m, k] * B[k, n] for any element strides of A and B, C row-major with row

@@ -4,7 +4,8 @@
  * The weights are A (row-major, K contiguous); B is an implicit im2col packed straight from the
  * input (no im2col buffer), or the input itself for a 1x1 stride-1 unpadded convolution. One
  * input channel per group (depthwise) has no reduction worth a gemm: a direct kernel that
- * vectorizes along output rows instead.
+ * vectorizes along output rows instead; the common 3x3 stride 1/2 case computes each output row in
+ * one pass with the nine taps in registers (the row kernel of the CPU's instruction set).
  */
 #include "ck_internal.h"
 
@@ -64,8 +65,56 @@ static void ck_conv_direct_plane(const ck_conv2d_params *p, int64_t oh_n, int64_
         }
       }
     }
-    if (activation == CK_ACT_RELU)
-      for (x = 0; x < ow_n; ++x) orow[x] = orow[x] > 0.0f ? orow[x] : 0.0f;
+    ck_activate(activation, ow_n, orow);
+  }
+}
+
+/* Rows above or below the input read this instead (zeros, so padding adds nothing, even to NaN). */
+#define CK_ZERO_ROW 2048
+static const float ck_zero_row[CK_ZERO_ROW];
+
+static int ck_is_dw3x3(const ck_conv2d_params *p) {
+  return p->kernel_h == 3 && p->kernel_w == 3 && p->dilation_h == 1 && p->dilation_w == 1 &&
+         (p->stride_w == 1 || p->stride_w == 2) && p->width + 2 <= CK_ZERO_ROW;
+}
+
+/* out[x] for one x of an output row, with the column bounds checked (the row's edges). */
+static float ck_dw3x3_edge(const ck_conv2d_params *p, const float *const rows[3], const float *w, float bias,
+                           int64_t x) {
+  float sum = bias;
+  int64_t i, j;
+  for (i = 0; i < 3; ++i)
+    for (j = 0; j < 3; ++j) {
+      const int64_t iw = x * p->stride_w - p->pad_left + j;
+      if (iw >= 0 && iw < p->width) sum = CK_FMA(w[3 * i + j], rows[i][iw], sum);
+    }
+  return sum;
+}
+
+/* One output plane of a 3x3 one-input-channel convolution (stride_w 1 or 2, no dilation). */
+static void ck_dw3x3_plane(const ck_conv2d_params *p, int64_t oh_n, int64_t ow_n, const float *in, const float *w,
+                           float bias, int32_t activation, float *restrict out, ck_dw3x3_row_fn row_fn) {
+  const int64_t s = p->stride_w, pl = p->pad_left;
+  /* columns whose three taps are all inside [0, width): x * s - pl >= 0 and x * s - pl + 2 < width */
+  int64_t x_lo = (pl + s - 1) / s, x_hi = p->width - 3 + pl < 0 ? 0 : (p->width - 3 + pl) / s + 1;
+  int64_t oh, x;
+  if (x_hi > ow_n) x_hi = ow_n;
+  if (x_lo > x_hi) x_lo = x_hi;
+  for (oh = 0; oh < oh_n; ++oh) {
+    const float *rows[3];
+    float *restrict orow = out + oh * ow_n;
+    int i;
+    for (i = 0; i < 3; ++i) {
+      const int64_t ih = oh * p->stride_h - p->pad_top + i;
+      rows[i] = ih >= 0 && ih < p->height ? in + ih * p->width : ck_zero_row;
+    }
+    for (x = 0; x < x_lo; ++x) orow[x] = ck_dw3x3_edge(p, rows, w, bias, x);
+    if (x_hi > x_lo) {
+      const int64_t first = x_lo * s - pl;
+      row_fn(x_hi - x_lo, s, rows[0] + first, rows[1] + first, rows[2] + first, w, bias, orow + x_lo);
+    }
+    for (x = x_hi; x < ow_n; ++x) orow[x] = ck_dw3x3_edge(p, rows, w, bias, x);
+    ck_activate(activation, ow_n, orow);
   }
 }
 
@@ -74,7 +123,7 @@ int32_t ck_conv2d(const ck_conv2d_params *p, const float *data, const float *wei
   int64_t oh, ow, cg, og, kdim, pixels, n, g;
   if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return CK_EBADPARAM;
   if (data == NULL || weight == NULL || out == NULL) return CK_EBADPARAM;
-  if (activation != CK_ACT_NONE && activation != CK_ACT_RELU) return CK_EBADPARAM;
+  if (!CK_VALID_ACTIVATION(activation)) return CK_EBADPARAM;
   cg = p->channels / p->groups;
   og = p->out_channels / p->groups;
   kdim = cg * p->kernel_h * p->kernel_w;
@@ -86,10 +135,15 @@ int32_t ck_conv2d(const ck_conv2d_params *p, const float *data, const float *wei
       const float *w_g = weight + g * og * kdim;
       float *out_g = out + (n * p->out_channels + g * og) * pixels;
       if (cg == 1) {
+        const ck_dw3x3_row_fn row_fn = ck_is_dw3x3(p) ? ck_micro_kernel_current()->dw3x3_row : NULL;
         int64_t o;
-        for (o = 0; o < og; ++o)
-          ck_conv_direct_plane(p, oh, ow, in_g, w_g + o * kdim, bias != NULL ? bias[g * og + o] : 0.0f,
-                               activation, out_g + o * pixels);
+        for (o = 0; o < og; ++o) {
+          const float b = bias != NULL ? bias[g * og + o] : 0.0f;
+          if (row_fn != NULL)
+            ck_dw3x3_plane(p, oh, ow, in_g, w_g + o * kdim, b, activation, out_g + o * pixels, row_fn);
+          else
+            ck_conv_direct_plane(p, oh, ow, in_g, w_g + o * kdim, b, activation, out_g + o * pixels);
+        }
       } else {
         ck_conv_view view;
         ck_b_source source;

@@ -7,7 +7,7 @@ int32_t ck_dense(int64_t m, int64_t n, int64_t k, const float *data, const float
                  const float *bias, int32_t activation, float *out, void *workspace) {
   ck_epilogue epilogue;
   if (data == NULL || weight == NULL || out == NULL) return CK_EBADPARAM;
-  if (activation != CK_ACT_NONE && activation != CK_ACT_RELU) return CK_EBADPARAM;
+  if (!CK_VALID_ACTIVATION(activation)) return CK_EBADPARAM;
   epilogue.bias = bias;
   epilogue.bias_per_row = 0;
   epilogue.activation = activation;

@@ -163,6 +163,18 @@ static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, i
   }
 }
 
+void ck_activate(int32_t activation, int64_t n, float *out) {
+  int64_t j;
+  if (activation == CK_ACT_RELU) {
+    for (j = 0; j < n; ++j) out[j] = out[j] > 0.0f ? out[j] : 0.0f;
+  } else if (activation == CK_ACT_RELU6) {
+    for (j = 0; j < n; ++j) { /* as ck_unary's CK_CLIP: NaN stays NaN */
+      const float v = out[j] < 0.0f ? 0.0f : out[j];
+      out[j] = v > 6.0f ? 6.0f : v;
+    }
+  }
+}
+
 /* Bias and activation on a finished tile of C (after its last K block). */
 static void ck_epilogue_tile(float *restrict c, int64_t ldc, int64_t mr, int64_t nr, const ck_epilogue *ep,
                              int64_t row0, int64_t col0) {
@@ -178,8 +190,7 @@ static void ck_epilogue_tile(float *restrict c, int64_t ldc, int64_t mr, int64_t
         for (j = 0; j < nr; ++j) cr[j] += bias[j];
       }
     }
-    if (ep->activation == CK_ACT_RELU)
-      for (j = 0; j < nr; ++j) cr[j] = cr[j] > 0.0f ? cr[j] : 0.0f;
+    ck_activate(ep->activation, nr, cr);
   }
 }
 

@@ -73,12 +73,17 @@ typedef struct {
 typedef void (*ck_micro_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int accumulate);
 /* c[j] = a . b[j * cs .. j * cs + k) for j < n: batch-1 dense, rows of the weight read once. */
 typedef void (*ck_gemv_dot_fn)(int64_t n, int64_t k, const float *a, const float *b, int64_t cs, float *c);
+/* One output row of a 3x3 depthwise convolution, all taps inside the input:
+ * out[x] = bias + sum over (i, j) of w[3i + j] * rows[i][stride * x + j], x < n; stride 1 or 2. */
+typedef void (*ck_dw3x3_row_fn)(int64_t n, int64_t stride, const float *r0, const float *r1, const float *r2,
+                                const float *w, float bias, float *out);
 typedef struct {
   const char *name;
   int32_t mr, nr;
   ck_micro_fn run;
   ck_micro_fn run_half;    /* mr x nr/2 on nr/2-wide slivers, for a narrow last sliver; NULL: none */
   ck_gemv_dot_fn gemv_dot; /* same vector width */
+  ck_dw3x3_row_fn dw3x3_row; /* same instruction set */
   int (*cpu_has)(void); /* NULL: always available */
 } ck_micro_kernel;
 
@@ -88,5 +93,9 @@ const ck_micro_kernel *ck_micro_kernel_current(void);
 int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,
                      int64_t a_col_stride, const ck_b_source *b, float *c, int64_t ldc,
                      const ck_epilogue *epilogue, void *workspace);
+
+/* out[0 .. n) = activation(out[0 .. n)) (any ck_activation but NONE; no-op for NONE). */
+void ck_activate(int32_t activation, int64_t n, float *out);
+#define CK_VALID_ACTIVATION(a) ((a) == CK_ACT_NONE || (a) == CK_ACT_RELU || (a) == CK_ACT_RELU6)
 
 #endif /* BYOC_CK_INTERNAL_H_ */

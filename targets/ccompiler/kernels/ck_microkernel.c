@@ -12,6 +12,28 @@
 
 #include "ck_internal.h"
 
+/* One output row of a 3x3 depthwise convolution: plain loops over x that the compiler vectorizes
+ * (one pass, nine taps in registers; stride 2 gets its own loop so the loads have a constant stride). */
+#define CK_DEFINE_DW3X3_ROW(NAME)                                                                     \
+  static void NAME(int64_t n, int64_t stride, const float *restrict r0, const float *restrict r1,     \
+                   const float *restrict r2, const float *restrict w, float bias, float *restrict out) { \
+    const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], \
+                w8 = w[8];                                                                          \
+    int64_t x;                                                                                      \
+    if (stride == 1) {                                                                              \
+      for (x = 0; x < n; ++x)                                                                       \
+        out[x] = bias + w0 * r0[x] + w1 * r0[x + 1] + w2 * r0[x + 2] + w3 * r1[x] + w4 * r1[x + 1] +  \
+                 w5 * r1[x + 2] + w6 * r2[x] + w7 * r2[x + 1] + w8 * r2[x + 2];                      \
+    } else {                                                                                        \
+      for (x = 0; x < n; ++x)                                                                       \
+        out[x] = bias + w0 * r0[2 * x] + w1 * r0[2 * x + 1] + w2 * r0[2 * x + 2] + w3 * r1[2 * x] +   \
+                 w4 * r1[2 * x + 1] + w5 * r1[2 * x + 2] + w6 * r2[2 * x] + w7 * r2[2 * x + 1] +      \
+                 w8 * r2[2 * x + 2];                                                                \
+    }                                                                                               \
+  }
+
+CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
+
 #if defined(__GNUC__)
 /* A vector of copies of one float. Scalar-times-vector splats by itself, but where float math
  * runs in double (FLT_EVAL_METHOD != 0, e.g. s390x in ISO mode) that conversion would be a
@@ -118,6 +140,8 @@ __attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_
 __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_avx512_half, 8, 8)
 __attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_GEMV_DOT(ck_gemv_avx2, 8)
 __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_GEMV_DOT(ck_gemv_avx512, 16)
+__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_avx2)
+__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_avx512)
 
 static int ck_cpu_has_avx2(void) {
   __builtin_cpu_init();
@@ -166,10 +190,12 @@ static void ck_gemv_baseline(int64_t n, int64_t k, const float *restrict a, cons
 /* Best first; the baseline (what the compiler flags allow) always runs. */
 static const ck_micro_kernel ck_kernels[] = {
 #if defined(CK_DISPATCH)
-    {"avx512-8x32", 8, 32, ck_micro_avx512, ck_micro_avx512_half, ck_gemv_avx512, ck_cpu_has_avx512},
-    {"avx2-6x16", 6, 16, ck_micro_avx2, ck_micro_avx2_half, ck_gemv_avx2, ck_cpu_has_avx2},
+    {"avx512-8x32", 8, 32, ck_micro_avx512, ck_micro_avx512_half, ck_gemv_avx512, ck_dw3x3_avx512,
+     ck_cpu_has_avx512},
+    {"avx2-6x16", 6, 16, ck_micro_avx2, ck_micro_avx2_half, ck_gemv_avx2, ck_dw3x3_avx2, ck_cpu_has_avx2},
 #endif
-    {"baseline-" CK_STR(CK_MR) "x" CK_STR(CK_NR), CK_MR, CK_NR, ck_micro_baseline, NULL, ck_gemv_baseline, NULL},
+    {"baseline-" CK_STR(CK_MR) "x" CK_STR(CK_NR), CK_MR, CK_NR, ck_micro_baseline, NULL, ck_gemv_baseline,
+     ck_dw3x3_baseline, NULL},
 };
 #define CK_NUM_KERNELS ((int32_t)(sizeof ck_kernels / sizeof ck_kernels[0]))
 
