@@ -60,6 +60,7 @@ def compile_argv(tc, src, obj, include_dirs: Sequence = (), defines: Sequence[st
     argv += list(extra_cflags)
     argv += [f"-D{d}" for d in defines]
     argv += [f"-I{os.fspath(d)}" for d in include_dirs]
+    argv += assembler_include_flags(src)
     for d in after_dirs:
         argv += ["-idirafter", os.fspath(d)]
     argv += ["-c", os.fspath(src), "-o", os.fspath(obj)]
@@ -71,6 +72,14 @@ def _with_libm(ldflags: Sequence[str]) -> list[str]:
     so a config.toml without -lm still links."""
     flags = list(ldflags)
     return flags if "-lm" in flags else flags + ["-lm"]
+
+
+def assembler_include_flags(src) -> list[str]:
+    """For an assembly source (.S): the assembler searches its own directory for `.incbin` files
+    (backend/constants.py), so a generated .S names its .bin without a path. Nothing for C."""
+    if os.fspath(src).endswith(".S"):
+        return [f"-Wa,-I{os.path.dirname(os.path.abspath(os.fspath(src)))}"]
+    return []
 
 
 def link_shared_argv(tc, objs: Sequence, out) -> list[str]:

@@ -1,7 +1,8 @@
 """AOT executor: C that calls every step in order, intermediates in one static arena.
 
     static uint8_t byoc_arena[N];   offsets planned by liveness (memory_plan.plan_offsets)
-    static const float byoc_const_p0[] = {...};   constants main passes to kernels/regions
+    static const float byoc_const_p0[] = {...};   small constants main passes to kernels/regions
+    extern const float byoc_const_p1[N];          large ones, linked from byoc_constants.bin (constants.py)
     int32_t tvmgen_<mod>_run(void* const* inputs, void* const* outputs);
 
 A step writes a model output straight into the caller's output buffer; outputs that
@@ -19,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .c_abi import DL_DTYPES, c_type, sanitize_identifier
+from .constants import ConstantPool, c_array
 from .memory_plan import ArenaPlan, plan_offsets
 from .model_c import FILL_ARG_HELPER, const_array, packed_call
 from .program import Program
@@ -47,11 +49,13 @@ def run_function_name(c_mod_name: str) -> str:
     return sanitize_identifier(f"tvmgen_{c_mod_name}_run")
 
 
-def aot_source(prog: Program, plan: AotPlan, run_name: str, callees: dict[str, str], interface: str) -> str:
-    """Constants, arena and the run function. callees: step symbol -> C function to call in this interface."""
+def aot_source(prog: Program, plan: AotPlan, run_name: str, callees: dict[str, str], interface: str,
+               pool: ConstantPool | None = None) -> str:
+    """Constants, arena and the run function. callees: step symbol -> C function to call in this interface;
+    large constants go to `pool` (linked as raw bytes) when one is given."""
     out = []
     for t in prog.consts:
-        out.append(const_array(f"byoc_const_{prog.tensors[t].name}", prog.tensors[t].data))
+        out.append(c_array(pool, f"byoc_const_{prog.tensors[t].name}", prog.tensors[t].data, const_array))
     if plan.arena.total_bytes:
         out.append("#if defined(__GNUC__) || defined(__clang__)\n"
                    f"static uint8_t byoc_arena[{plan.arena.total_bytes}] __attribute__((aligned(64)));\n"
@@ -128,13 +132,13 @@ def observer_table(prog: Program) -> str:
 
 
 def aot_executor_source(prog: Program, plan: AotPlan, run_name: str, trampolines: dict, interface: str,
-                        has_modules: bool) -> str:
+                        has_modules: bool, pool: ConstantPool | None = None) -> str:
     """The AOT part of host.c: run function plus init/deinit (which only manage blob-target modules)."""
     # Blob regions are called through their packed trampoline, or their generated unpacked stub.
     callees = {s.symbol: (trampolines[s.symbol] if s.symbol in trampolines and interface == "packed" else s.symbol)
                for s in prog.steps}
     init_body = "  return byoc_modules_init();\n" if has_modules else "  return 0;\n"
     deinit_body = "  byoc_modules_deinit();\n" if has_modules else ""
-    return ("\n/* ---- AOT executor ---- */\n" + aot_source(prog, plan, run_name, callees, interface)
+    return ("\n/* ---- AOT executor ---- */\n" + aot_source(prog, plan, run_name, callees, interface, pool)
             + f"static int32_t byoc_model_init(void) {{\n{init_body}}}\n"
             + f"static void byoc_model_deinit(void) {{\n{deinit_body}}}\n")

@@ -2,13 +2,17 @@
 
 A vendor's codegen is a callable `(func, symbol) -> artifact`. It returns one of:
 
-CSourceArtifact(symbol, sources, include_dirs=(), kind="c")
+CSourceArtifact(symbol, sources, include_dirs=(), kind="c", constants={})
     C99 source text, compiled with the model for every toolchain. `sources` maps a file name
     ("ccompiler_0.c") to its text. The sources must define the region's entry point `symbol`
     in both calling conventions, which `backend.c_abi.entry_points(...)` writes for you
     (packed by default, unpacked under `#ifdef BYOC_UNPACKED_API`; the build defines that
-    macro for interface="unpacked"). Constants of the region are bound in the source
-    (static const arrays). `include_dirs` are added to the compile command of these files.
+    macro for interface="unpacked"). Small constants of the region are bound in the source
+    (static const arrays); large ones (`backend.constants.is_large(array)`) go in `constants`,
+    name -> ndarray, and the source declares each with `backend.constants.extern_declaration`:
+    the build links their raw bytes in (byoc_constants.S/.bin), so weights never pass through
+    the C parser. Their names are global symbols: each must start with `symbol`.
+    `include_dirs` are added to the compile command of these files.
 
 BlobArtifact(symbol, kind, blob, text=None, runtime_sources=(), include_dirs=())
     The region in the target's own format (a graph, a JSON, ...) plus the C runtime that
@@ -35,9 +39,11 @@ class CSourceArtifact:
     sources: Mapping[str, str]
     include_dirs: tuple = ()
     kind: str = "c"
+    constants: Mapping = field(default_factory=dict, compare=False)   # global name -> ndarray (linked)
 
     def __post_init__(self):
         object.__setattr__(self, "sources", dict(self.sources))
+        object.__setattr__(self, "constants", dict(self.constants))
         object.__setattr__(self, "include_dirs", tuple(os.fspath(d) for d in self.include_dirs))
         for name, code in self.sources.items():
             if not isinstance(name, str) or not isinstance(code, str):

@@ -25,6 +25,7 @@ from ..config import EXECUTORS, INTERFACES, OPT_LEVELS
 from ..errors import ByocError
 from ..ir.module import IRModule
 from . import aot as aot_gen
+from . import constants as constmod
 from . import graph_c
 from .artifact import BlobArtifact, CSourceArtifact
 from .c_abi import core_signature, is_identifier
@@ -82,9 +83,30 @@ def _codegen(target_name: str, func, symbol: str):
     return target, artifact
 
 
+_DEFAULT = object()
+
+
 def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interface: str = "packed",
-          opt: str = "-O2", mod_name: str = "default", config=None) -> BuildResult:
-    """Generate everything a model needs to run; compiles nothing (see BuildResult)."""
+          opt: str = "-O2", mod_name: str = "default", config=None,
+          large_constant_bytes=_DEFAULT) -> BuildResult:
+    """Generate everything a model needs to run; compiles nothing (see BuildResult).
+
+    Constants (weights, the params blob, target blobs) of at least `large_constant_bytes` bytes
+    (default constants.LARGE_CONSTANT_BYTES; None keeps every constant a C literal) are written as
+    raw bytes in the toolchain CPU's byte order and linked with the assembler's .incbin
+    (src/byoc_constants.S + .bin), never through the C parser.
+    """
+    if large_constant_bytes is _DEFAULT:
+        large_constant_bytes = constmod.LARGE_CONSTANT_BYTES
+    if large_constant_bytes is not None and (not isinstance(large_constant_bytes, int)
+                                             or isinstance(large_constant_bytes, bool) or large_constant_bytes < 1):
+        raise ByocError(f"build: large_constant_bytes must be a positive number of bytes or None, "
+                        f"got {large_constant_bytes!r}")
+    with constmod.threshold(large_constant_bytes):
+        return _build(mod, toolchain, executor, interface, opt, mod_name, config)
+
+
+def _build(mod, toolchain, executor, interface, opt, mod_name, config) -> BuildResult:
     cfg = _load_config(config)
     problems = []
     if executor not in EXECUTORS:
@@ -114,6 +136,7 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
     c_mod_name = re.sub(r"[^A-Za-z0-9_]", "_", str(mod_name)) or "default"
     prog = lower_main(mod, c_mod_name)
 
+    pool = constmod.ConstantPool(constmod.byte_order(cfg.toolchains[toolchain].arch))
     types = {s.symbol: ([prog.tensors[t].type for t in s.inputs], [prog.tensors[t].type for t in s.outputs])
              for s in prog.steps}
     artifacts: dict[str, Any] = {}
@@ -125,6 +148,8 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
         target, artifact = _codegen(str(func.attrs["Compiler"]), func, symbol)
         artifacts[symbol] = artifact
         region_targets[symbol] = target
+        if isinstance(artifact, CSourceArtifact):
+            _pool_region_constants(pool, target.name, artifact)
 
     kernels = {}
     for step in prog.steps:
@@ -154,19 +179,20 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
     blob_symbols = [s for s, a in artifacts.items() if isinstance(a, BlobArtifact)]
     blob_regions = [BlobRegion(i, s, artifacts[s].kind, artifacts[s].blob, *types[s])
                     for i, s in enumerate(blob_symbols)]
-    parts.append(blob_section(blob_regions, interface))
+    parts.append(blob_section(blob_regions, interface, pool))
     trampolines = {r.symbol: r.trampoline for r in blob_regions}
 
     if executor == "aot":
         plan = aot_gen.plan_arena(prog)
         workspace = plan.arena.total_bytes
         run_fn = aot_gen.run_function_name(c_mod_name)
-        parts.append(aot_gen.aot_executor_source(prog, plan, run_fn, trampolines, interface, bool(blob_regions)))
+        parts.append(aot_gen.aot_executor_source(prog, plan, run_fn, trampolines, interface, bool(blob_regions),
+                                                 pool))
     else:
         workspace = temp_storage_bytes(prog)
         run_fn = graph_c.RUN_FUNCTION
         parts.append(graph_c.graph_executor_source(prog, params_blob, types, trampolines, interface,
-                                                   bool(blob_regions)))
+                                                   bool(blob_regions), pool))
 
     input_entries = [(prog.tensors[t].name, prog.tensors[t].type) for t in prog.inputs]
     output_entries = [(f"output{k}", prog.tensors[t].type) for k, t in enumerate(prog.outputs)]
@@ -176,6 +202,7 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
     host_c = "".join(parts)
 
     cfg_tc = cfg.toolchains[toolchain]
+    large_constant_bytes_now = constmod.large_constant_bytes()
     metadata = {
         "mod_name": mod_name,
         "executor": executor,
@@ -188,6 +215,9 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
         "outputs": [{"name": n, "shape": list(t.shape), "dtype": t.dtype} for n, t in output_entries],
         "workspace_bytes": int(workspace),
         "params": {n: {"shape": list(a.shape), "dtype": str(a.dtype)} for n, a in params.items()},
+        "linked_constants": {"threshold_bytes": large_constant_bytes_now,
+                             "byte_order": "big" if pool.order == ">" else "little",
+                             "count": len(pool.entries), "bytes": sum(len(e.data) for e in pool.entries)},
         "host_kernels": list(kernels),
         "targets": sorted({t.name for t in region_targets.values()}),
         "regions": [{"symbol": s, "target": region_targets[s].name,
@@ -200,4 +230,20 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
         metadata["run_function"] = run_fn
     return BuildResult(mod=mod, program=prog, host_c=host_c, artifacts=artifacts, region_targets=region_targets,
                        graph_json=gjson, params=params, params_blob=params_blob, metadata=metadata,
-                       toolchain=cfg_tc, opt=opt, config=cfg)
+                       toolchain=cfg_tc, opt=opt, config=cfg, constants=pool)
+
+
+def _pool_region_constants(pool, target_name: str, artifact: CSourceArtifact) -> None:
+    """A C-source region's large constants join the pool under the names its source declares."""
+    for name, array in artifact.constants.items():
+        if not (isinstance(name, str) and is_identifier(name) and name.startswith(artifact.symbol)):
+            raise ByocError(f"codegen of target {target_name!r} returned constant {name!r} for region "
+                            f"{artifact.symbol}; constant names are global C symbols and must start with the "
+                            "region's symbol")
+        if not isinstance(array, np.ndarray):
+            raise ByocError(f"codegen of target {target_name!r}: constant {name!r} of region {artifact.symbol} "
+                            f"is a {type(array).__name__}; give a numpy array")
+        try:
+            pool.add_array(name, array, f"constant of region {artifact.symbol}")
+        except ValueError as exc:
+            raise ByocError(f"codegen of target {target_name!r}, region {artifact.symbol}: {exc}") from None

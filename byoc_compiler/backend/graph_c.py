@@ -7,6 +7,7 @@ functions are unpacked, so the table points at packed adapters generated around 
 from __future__ import annotations
 
 from .c_abi import entry_points, unique_identifiers
+from .constants import ConstantPool, c_bytes
 from .graph_json import graph_json
 from .model_c import byte_array, c_string
 from .program import Program
@@ -15,8 +16,9 @@ RUN_FUNCTION = "byoc_model_run"
 
 
 def graph_executor_source(prog: Program, params_blob: bytes, types: dict, trampolines: dict, interface: str,
-                          has_modules: bool) -> str:
-    """types: symbol -> (input types, output types); trampolines: blob-region symbol -> packed C function."""
+                          has_modules: bool, pool: ConstantPool | None = None) -> str:
+    """types: symbol -> (input types, output types); trampolines: blob-region symbol -> packed C function.
+    A large graph.json or params blob goes to `pool` (linked as raw bytes) when one is given."""
     out = []
     symbols = list(dict.fromkeys(s.symbol for s in prog.steps))
     plain = [s for s in symbols if s not in trampolines]
@@ -34,8 +36,8 @@ def graph_executor_source(prog: Program, params_blob: bytes, types: dict, trampo
 
     embedded_json = graph_json(prog, compact=True).encode()
     out.append("\n/* ---- graph executor ---- */\n#include <byoc/graph_executor.h>\n")
-    out.append(byte_array("byoc_graph_json", embedded_json))
-    out.append(byte_array("byoc_params", params_blob))
+    out.append(c_bytes(pool, "byoc_graph_json", embedded_json, byte_array, "graph.json, compact"))
+    out.append(c_bytes(pool, "byoc_params", params_blob, byte_array, "params blob (runtime-abi.md)"))
     rows = ",\n".join(f"  {{{c_string(name)}, {fn}, NULL}}" for name, fn in table) or "  {NULL, NULL, NULL}"
     out.append(f"static const ByocFuncEntry byoc_funcs[{max(1, len(table))}] = {{\n{rows}\n}};\n"
                "static ByocGraph* byoc_graph;\n"

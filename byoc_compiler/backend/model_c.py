@@ -166,8 +166,11 @@ class BlobRegion:
         self.trampoline = f"byoc_blob_call_{index}"
 
 
-def blob_section(regions: Sequence[BlobRegion], interface: str) -> str:
-    """Embedded blobs, module create/destroy, a packed trampoline per region, unpacked stubs if asked."""
+def blob_section(regions: Sequence[BlobRegion], interface: str, pool=None) -> str:
+    """Embedded blobs, module create/destroy, a packed trampoline per region, unpacked stubs if asked.
+    Large blobs go to `pool` (a constants.ConstantPool: linked as raw bytes) when one is given."""
+    from .constants import c_bytes
+
     if not regions:
         return ""
     out = ["/* ---- target modules created from embedded blobs ---- */\n"]
@@ -175,7 +178,7 @@ def blob_section(regions: Sequence[BlobRegion], interface: str) -> str:
         out.append(f"extern const ByocModuleKind {kind_var};\n")
     for r in regions:
         out.append(f"/* region {r.symbol} ({r.kind}) */\n")
-        out.append(byte_array(r.blob_var, r.blob))
+        out.append(c_bytes(pool, r.blob_var, r.blob, byte_array, f"{r.kind} blob of region {r.symbol}"))
         out.append(f"static void* {r.module_var};\nstatic ByocPackedFunc {r.fn_var};\nstatic void* {r.res_var};\n")
         out.append(
             f"static int32_t {r.trampoline}(const ByocValue* args, const int32_t* type_codes, int32_t num_args,\n"

@@ -34,7 +34,7 @@ def _runtime():
 
 class BuildResult:
     def __init__(self, *, mod, program, host_c: str, artifacts: dict, region_targets: dict, graph_json: str,
-                 params: dict, params_blob: bytes, metadata: dict, toolchain, opt: str, config):
+                 params: dict, params_blob: bytes, metadata: dict, toolchain, opt: str, config, constants=None):
         self.mod = mod
         self.program = program
         self.host_c = host_c
@@ -47,6 +47,7 @@ class BuildResult:
         self.toolchain = toolchain
         self.opt = opt
         self.config = config
+        self.constants = constants             # backend.constants.ConstantPool: large constants, linked
         self.last_run_ms: float | None = None
         self._workdir: str | None = None
         self._built: dict[tuple, Path] = {}
@@ -98,6 +99,10 @@ class BuildResult:
                     out[path] = (code, symbol)
         return out
 
+    def constant_files(self) -> dict[str, str | bytes]:
+        """byoc_constants.S (text) and byoc_constants.bin (bytes) when the build has large constants."""
+        return self.constants.files() if self.constants is not None else {}
+
     def blobs(self) -> dict[str, bytes]:
         out = {}
         for symbol, artifact in self.artifacts.items():
@@ -113,6 +118,7 @@ class BuildResult:
     def files(self) -> dict[str, str | bytes]:
         """Relative path -> content of everything `export` writes (text as str, binary as bytes)."""
         out: dict[str, str | bytes] = dict(self.sources())
+        out.update(self.constant_files())
         for rel, data in self.blobs().items():
             out[rel] = data
             text = self.artifacts[Path(rel).stem].text
@@ -165,6 +171,15 @@ class BuildResult:
             if symbol is not None:
                 extra = list(self.artifacts[symbol].include_dirs) + list(self.region_targets[symbol].include_dirs)
             units.append((path, base_includes + extra, defines))
+        constant_files = self.constant_files()
+        for rel, data in constant_files.items():
+            path = srcdir / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(data, bytes):
+                path.write_bytes(data)
+            else:
+                path.write_text(data)
+                units.append((path, [], []))     # the .S finds its .bin next to it (-Wa,-I, toolchain.py)
         seen: set[str] = set()
         runtime_files = list(rt.runtime_sources(self.executor, runner=runner))
         for f in runtime_files:

@@ -2,7 +2,9 @@
 
     artifact = ccompiler_codegen(func, "tvmgen_default_ccompiler_main_0")
 
-The file holds, in this order: the region's constants as `static const` arrays; one static
+The file holds, in this order: the region's small constants as `static const` arrays, and an
+`extern` declaration (shape, dtype and size in its comment) for each large one, whose bytes the
+build links from byoc_constants.bin (backend.constants: weights never pass through the C parser); one static
 workspace for every intermediate tensor and every kernel's scratch, packed by lifetime (sizes
 from the tensor types and from the kernels' size formulas, nothing allocated at run time); the
 core `<symbol>_(const float* in0, ..., float* out0)` that calls the kernels in topological order,
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 
 from byoc_compiler.backend.artifact import CSourceArtifact
 from byoc_compiler.backend.c_abi import c_type, core_signature, entry_points, is_identifier, sanitize_identifier
+from byoc_compiler.backend.constants import extern_declaration, is_large
 from byoc_compiler.backend.memory_plan import plan_offsets
 from byoc_compiler.errors import ByocError
 from byoc_compiler.ir.analysis import flat_value
@@ -285,11 +288,12 @@ def _plan(lowering: _Lowering) -> int:
     return plan.total_bytes
 
 
-def _name_buffers(lowering: _Lowering) -> None:
+def _name_buffers(lowering: _Lowering, symbol: str) -> None:
     for buf in lowering.inputs:
         buf.cname = f"in{buf.index}"
     for buf in lowering.consts.values():
-        buf.cname = f"c{buf.index}"
+        # A linked constant is a global symbol: the region's symbol keeps it unique in the model.
+        buf.cname = f"{symbol}_c{buf.index}" if is_large(buf.data) else f"c{buf.index}"
     n = 0
     for buf in lowering.temps:
         if buf.merged is not None:
@@ -327,6 +331,9 @@ def _render(symbol: str, core: str, lowering: _Lowering, workspace: int, in_type
              "#include <byoc_ck.h>",
              ""]
     for buf in lowering.consts.values():
+        if is_large(buf.data):
+            lines.append(extern_declaration(buf.cname, buf.data))
+            continue
         ctype = c_type(str(buf.data.dtype))
         lines.append(comment(f"{buf.cname}: constant {shape_text(buf.data.shape)} {buf.data.dtype}"))
         lines.append(f"static const {ctype} {buf.cname}[{max(1, buf.data.size)}] = {{")
@@ -397,7 +404,8 @@ def ccompiler_codegen(func: Function, symbol: str) -> CSourceArtifact:
     _assign_outputs(lowering, results)
     _run_in_place(lowering)
     workspace = _plan(lowering)
-    _name_buffers(lowering)
+    _name_buffers(lowering, symbol)
     code = _render(symbol, _core_name(symbol), lowering, workspace, in_types, out_types)
-    return CSourceArtifact(symbol, {f"{symbol}.c": code}, include_dirs=(kernels.INCLUDE_DIR,))
+    linked = {b.cname: b.data for b in lowering.consts.values() if is_large(b.data)}
+    return CSourceArtifact(symbol, {f"{symbol}.c": code}, include_dirs=(kernels.INCLUDE_DIR,), constants=linked)
 

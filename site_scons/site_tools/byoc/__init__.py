@@ -119,12 +119,22 @@ def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, in
     runtime_objs, runner_objs = _shared_objects(env, tc_env, Path(build_root) / target / toolchain / "_runtime"
                                                 / f"{executor}{opt}", shared_sources, runner_only)
     model_objs = []
-    for node in generated:
-        rel = Path(str(node)).relative_to(outdir).as_posix()
+    by_rel = {Path(str(node)).relative_to(outdir).as_posix(): node for node in generated}
+    for rel, node in by_rel.items():
         if rel.endswith(".c"):
             obj = outdir / "obj" / Path(rel).with_suffix(".o")
             model_objs += tc_env.Object(str(obj), node, CPPPATH=list(generated_includes[rel]),
                                         CPPDEFINES=_codegen.defines(request))
+        elif rel.endswith(".S"):
+            # The linked constants (byoc_compiler/backend/constants.py): the assembler pulls the
+            # .bin in with .incbin, which SCons's scanner does not see, so the dependency is explicit:
+            # a weights-only edit re-assembles this one object and relinks.
+            obj = outdir / "obj" / Path(rel).with_suffix(".o")
+            from byoc_compiler.toolchain import assembler_include_flags
+
+            objs = tc_env.Object(str(obj), node, ASFLAGS=list(tc.cflags) + assembler_include_flags(str(node)))
+            tc_env.Depends(objs, [n for r, n in by_rel.items() if r.endswith(".bin") and r.startswith("src/")])
+            model_objs += objs
     runner = tc_env.Program(str(outdir / "runner"), model_objs + runtime_objs + runner_objs)
     outputs = list(runner)
     from byoc_compiler.toolchain import can_load_here

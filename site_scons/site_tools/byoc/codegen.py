@@ -1,11 +1,18 @@
 """The glue between SCons and byoc_compiler: what a codegen request is, what it writes, what it reads.
 
-Builds are memoized per SCons process: the emitter (which must name every
-output before anything runs) and the action share one BuildResult.
+Reading the build must be cheap: SCons runs the SConstruct (and so every emitter) on every
+invocation, a null build and `scons -h` included. So what the emitter needs — the files the codegen
+writes and how to compile them — comes from a *plan* cached in the model's build directory
+(`.byoc-plan.json`), keyed by the content of everything that can change it: the request, the
+model file (and its constants sidecar), byoc_compiler's Python files, the target's package (Python
+and C), and config.toml. Only a missing or stale plan runs the codegen while reading the build;
+the action that writes the files then reuses that BuildResult (memoized per SCons process).
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -60,9 +67,16 @@ def model_name(spec: str) -> str:
 
 
 def model_files(spec: str) -> list[str]:
-    """The files a model spec reads (so that editing a model file rebuilds it)."""
+    """The files a model spec reads (so that editing a model file rebuilds it): the file, and for a
+    text model its constants sidecar (`<name>.bin` beside it) when there is one."""
     path = Path(spec)
-    return [str(path)] if path.suffix and path.exists() else []
+    if not (path.suffix and path.exists()):
+        return []
+    files = [str(path)]
+    sidecar = path.with_name(path.name + ".bin") if path.suffix in (".txt", ".relay") else None
+    if sidecar is not None and sidecar.exists():
+        files.append(str(sidecar))
+    return files
 
 
 @lru_cache(maxsize=None)
@@ -94,16 +108,44 @@ def build_result(request: CodegenRequest):
     return _build(request)
 
 
+PLAN_FILE = ".byoc-plan.json"
+PLAN_VERSION = 1
+
+
 def planned_files(request: CodegenRequest) -> list[str]:
     """Paths (relative to the model's build directory) the codegen writes."""
-    return sorted(_build(request).files())
+    return list(plan(request)["files"])
 
 
-@lru_cache(maxsize=None)
 def compile_plan(request: CodegenRequest):
     """What to compile, as BuildResult.compile_units says (so SCons and the Python API agree):
     ({generated source's relative path: include dirs}, [(shared source, include dirs)], {runner-only sources})."""
-    import os
+    p = plan(request)
+    generated = {rel: tuple(incs) for rel, incs in p["generated"].items()}
+    shared = [(src, tuple(incs)) for src, incs in p["shared"]]
+    return generated, shared, frozenset(p["runner_only"])
+
+
+@lru_cache(maxsize=None)
+def plan(request: CodegenRequest) -> dict:
+    """The cached plan of a request (files, compile units), recomputed only when its key changed."""
+    key = plan_key(request)
+    path = Path(request.outdir) / PLAN_FILE
+    try:
+        cached = json.loads(path.read_text())
+        if cached.get("key") == key and cached.get("version") == PLAN_VERSION:
+            return cached
+    except (OSError, ValueError):
+        pass
+    fresh = dict(_compute_plan(request), key=key, version=PLAN_VERSION)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{PLAN_FILE}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(fresh, indent=1, sort_keys=True))
+    os.replace(tmp, path)        # never a half-written plan, even for builds running at once
+    return fresh
+
+
+def _compute_plan(request: CodegenRequest) -> dict:
     import tempfile
 
     from byoc_compiler import runtime
@@ -113,12 +155,62 @@ def compile_plan(request: CodegenRequest):
     with tempfile.TemporaryDirectory() as tmp:
         for path, incs, _defines in result.compile_units(Path(tmp), runner=True):
             if Path(path).is_relative_to(tmp):
-                generated[Path(path).relative_to(tmp).as_posix()] = tuple(map(str, incs))
+                generated[Path(path).relative_to(tmp).as_posix()] = [str(i) for i in incs]
             else:
-                shared.append((str(path), tuple(map(str, incs))))
+                shared.append([str(path), [str(i) for i in incs]])
     runner_only = ({os.path.realpath(p) for p in runtime.runtime_sources(request.executor, runner=True)}
                    - {os.path.realpath(p) for p in runtime.runtime_sources(request.executor)})
-    return generated, shared, frozenset(runner_only)
+    return {"files": sorted(result.files()), "generated": generated, "shared": shared,
+            "runner_only": sorted(runner_only)}
+
+
+def plan_key(request: CodegenRequest) -> str:
+    """A digest of everything the plan depends on (contents, not times: a touch changes nothing)."""
+    h = hashlib.sha256(request.signature().encode())
+    inputs = model_files(request.model_spec) + [request.config] + generator_sources(request) \
+        + target_files(request)
+    for name in inputs:
+        h.update(b"\0" + name.encode() + b"\0" + _file_digest(name).encode())
+    return h.hexdigest()
+
+
+def _file_digest(path: str) -> str:
+    """sha256 of a file's content, memoized on (path, size, mtime) for the life of the process."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    return _digest_cached(os.path.abspath(path), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=None)
+def _digest_cached(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def target_files(request: CodegenRequest) -> list[str]:
+    """Every other file of the enabled targets' packages (C kernels, headers, templates)."""
+    paths: list[str] = []
+    for folder in _target_folders(request):
+        paths += sorted(str(p) for p in folder.rglob("*") if p.is_file() and p.suffix in (".c", ".h", ".S"))
+    return paths
+
+
+def _target_folders(request: CodegenRequest) -> list[Path]:
+    import sys
+
+    from byoc_compiler.backend.target import get_target
+
+    out = []
+    for name in target_names(request.target):
+        module_file = Path(sys.modules[get_target(name).module].__file__)
+        if module_file.name == "__init__.py":
+            out.append(module_file.parent)
+    return out
 
 
 def write_outputs(request: CodegenRequest, targets: list[str]) -> None:
@@ -133,7 +225,7 @@ def write_outputs(request: CodegenRequest, targets: list[str]) -> None:
 
 def generator_sources(request: CodegenRequest) -> list[str]:
     """The Python files whose code decides the generated output: the core and the target's package."""
-    paths = sorted(str(p) for p in CORE_PACKAGE.rglob("*.py"))
+    paths = list(_core_sources())
     for name in target_names(request.target):
         import sys
 
@@ -146,9 +238,14 @@ def generator_sources(request: CodegenRequest) -> list[str]:
     return paths
 
 
+@lru_cache(maxsize=None)
+def _core_sources() -> tuple[str, ...]:
+    return tuple(sorted(str(p) for p in CORE_PACKAGE.rglob("*.py")))
+
+
 def defines(request: CodegenRequest) -> list[str]:
     return ["BYOC_UNPACKED_API"] if request.interface == "unpacked" else []
 
 
 __all__ = ["ByocError", "CodegenRequest", "build_result", "compile_plan", "defines", "generator_sources", "load_config",
-           "load_unpartitioned", "model_files", "model_name", "planned_files", "write_outputs"]
+           "load_unpartitioned", "model_files", "model_name", "plan", "planned_files", "write_outputs"]

@@ -1,0 +1,186 @@
+"""Large constants out of the C text: raw bytes in one file, linked by the assembler's `.incbin`.
+
+A ResNet-50 has 25 M float32 weights. Written as C literals they make a 400 MB source that the
+compiler parses for minutes; written as raw bytes and pulled in by the assembler they cost a copy.
+So every constant of at least `large_constant_bytes()` bytes (LARGE_CONSTANT_BYTES, 1 KiB: a
+256-float bias stays a readable literal, every real weight tensor leaves) goes to a `ConstantPool`:
+
+    src/byoc_constants.bin   the bytes of every large constant, each in the toolchain CPU's byte
+                             order (big-endian for s390x), each starting on a 64-byte boundary
+    src/byoc_constants.S     one `.incbin "byoc_constants.bin", offset, size` per constant under a
+                             global (ELF-hidden) symbol in .rodata, aligned to 64 bytes
+
+and the C that uses a constant declares it, with a comment naming its shape, dtype and size:
+
+    /* tvmgen_default_ccompiler_main_0_c3: constant [64, 64, 3, 3] float32, 147456 bytes, in byoc_constants.bin */
+    extern const float tvmgen_default_ccompiler_main_0_c3[36864];
+
+The assembler finds the .bin through `-Wa,-I<dir of the .S>` (toolchain.compile_argv adds it), so
+the .S never holds a path and the export directory can move. GNU as and clang's integrated assembler
+both read `.incbin` with offset and count and `.balign`, and `%object`/`.hidden` are valid for every
+ELF target of config.toml (x86_64, aarch64, armhf, riscv64, s390x); tests/test_constants.py runs them.
+
+Targets reach this through `CSourceArtifact(constants={name: array})` plus `extern_declaration`;
+the host (AOT constants, the graph executor's params blob) and blob regions go through `c_array` /
+`c_bytes`, which give either the literal (small) or the extern declaration (large).
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .c_abi import c_type
+
+LARGE_CONSTANT_BYTES = 1024
+ALIGNMENT = 64
+BIN_NAME = "byoc_constants.bin"
+ASM_NAME = "byoc_constants.S"
+BIN_FILE = f"src/{BIN_NAME}"
+ASM_FILE = f"src/{ASM_NAME}"
+
+# CPUs of config.toml's `arch` whose byte order is big-endian (every other one is little-endian).
+BIG_ENDIAN_ARCHES = frozenset({"s390x", "s390", "ppc", "ppc64", "powerpc", "powerpc64", "mips", "mips64",
+                               "sparc", "sparc64", "m68k"})
+
+_THRESHOLD: contextvars.ContextVar[int | None] = contextvars.ContextVar("byoc_large_constant_bytes",
+                                                                        default=LARGE_CONSTANT_BYTES)
+
+
+def large_constant_bytes() -> int | None:
+    """Constants of at least this many bytes leave the C text (None: none do) in the build under way."""
+    return _THRESHOLD.get()
+
+
+@contextlib.contextmanager
+def threshold(nbytes: int | None):
+    """Use `nbytes` as the large-constant threshold inside the block (build() sets it per build)."""
+    token = _THRESHOLD.set(nbytes)
+    try:
+        yield
+    finally:
+        _THRESHOLD.reset(token)
+
+
+def is_large(data) -> bool:
+    """True when an ndarray (or bytes) is big enough to be linked as raw bytes instead of C literals."""
+    limit = _THRESHOLD.get()
+    nbytes = data.nbytes if isinstance(data, np.ndarray) else len(data)
+    return limit is not None and nbytes >= limit and nbytes > 0
+
+
+def byte_order(arch: str) -> str:
+    """numpy's byte-order character for a config.toml arch: '>' big-endian, '<' little-endian."""
+    return ">" if arch in BIG_ENDIAN_ARCHES else "<"
+
+
+def _note(text: str) -> str:
+    """Text safe inside a /* */ comment of C or of the preprocessed assembly."""
+    return re.sub(r"[^A-Za-z0-9_ .,:;=+\-()\[\]%#<>@']", "_", str(text))
+
+
+def _shape_text(shape) -> str:
+    return "[" + ", ".join(str(int(d)) for d in shape) + "]"
+
+
+def extern_declaration(cname: str, array: np.ndarray) -> str:
+    """The declaration a C file uses for a pooled array, with a comment naming its shape, dtype and size."""
+    array = np.asarray(array)
+    return (f"/* {cname}: constant {_shape_text(array.shape)} {array.dtype}, {array.nbytes} bytes, "
+            f"in {BIN_NAME} */\n"
+            f"extern const {c_type(str(array.dtype))} {cname}[{max(1, array.size)}];\n")
+
+
+@dataclass
+class _Entry:
+    symbol: str
+    data: bytes
+    note: str
+    offset: int = 0
+
+
+@dataclass
+class ConstantPool:
+    """The large constants of one build, in the byte order of its toolchain's CPU."""
+    order: str = "<"                       # '<' or '>'
+    entries: list = field(default_factory=list)
+    _symbols: set = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def add_array(self, symbol: str, array: np.ndarray, note: str = "") -> None:
+        array = np.asarray(array)
+        if array.dtype == np.bool_:
+            raw = array.astype(np.uint8).tobytes(order="C")
+        else:
+            raw = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder(self.order)).tobytes(order="C")
+        self._add(symbol, raw, f"{_shape_text(array.shape)} {array.dtype}" + (f", {note}" if note else ""))
+
+    def add_bytes(self, symbol: str, data: bytes, note: str = "") -> None:
+        self._add(symbol, bytes(data), note or "bytes")
+
+    def _add(self, symbol: str, data: bytes, note: str) -> None:
+        if symbol in self._symbols:
+            raise ValueError(f"constant symbol {symbol!r} is defined twice")
+        self._symbols.add(symbol)
+        offset = 0
+        if self.entries:
+            last = self.entries[-1]
+            offset = -(-(last.offset + len(last.data)) // ALIGNMENT) * ALIGNMENT
+        self.entries.append(_Entry(symbol, data, _note(note), offset))
+
+    def binary(self) -> bytes:
+        """byoc_constants.bin: every entry at its (64-byte aligned) offset, zero padding between."""
+        out = bytearray()
+        for e in self.entries:
+            out += b"\0" * (e.offset - len(out))
+            out += e.data
+        return bytes(out)
+
+    def assembly(self) -> str:
+        """byoc_constants.S: one hidden global symbol per entry, its bytes taken from the .bin."""
+        lines = ["/* Generated by byoc: the large constants of the model, linked from "
+                 f"{BIN_NAME} ({'big' if self.order == '>' else 'little'}-endian).",
+                 " * Each symbol is declared in C as `extern const T name[N];` by the file that uses it. */",
+                 '\t.section .rodata.byoc_constants,"a"']
+        for e in self.entries:
+            lines += ["",
+                      f"/* {e.symbol}: {e.note}, {len(e.data)} bytes at offset {e.offset} */",
+                      f"\t.balign {ALIGNMENT}",
+                      f"\t.globl {e.symbol}",
+                      f"\t.hidden {e.symbol}",
+                      f"\t.type {e.symbol}, %object",
+                      f"\t.size {e.symbol}, {len(e.data)}",
+                      f"{e.symbol}:",
+                      f'\t.incbin "{BIN_NAME}", {e.offset}, {len(e.data)}']
+        # No executable stack for the objects linked with this one.
+        lines += ["", '\t.section .note.GNU-stack,"",%progbits', ""]
+        return "\n".join(lines)
+
+    def files(self) -> dict:
+        """Relative path -> content of the pool's two files (nothing when the pool is empty)."""
+        if not self.entries:
+            return {}
+        return {ASM_FILE: self.assembly(), BIN_FILE: self.binary()}
+
+
+def c_array(pool: ConstantPool | None, cname: str, array: np.ndarray, literal) -> str:
+    """C text for a constant array: the extern declaration of a pooled copy when it is large, else
+    `literal(cname, array)` (the caller's static const initializer)."""
+    if pool is not None and is_large(np.asarray(array)):
+        pool.add_array(cname, array)
+        return extern_declaration(cname, array)
+    return literal(cname, array)
+
+
+def c_bytes(pool: ConstantPool | None, cname: str, data: bytes, literal, what: str) -> str:
+    """C text for a byte blob (a params blob, a target's blob): extern when large, else `literal(cname, data)`."""
+    if pool is not None and is_large(data):
+        pool.add_bytes(cname, data, what)
+        return (f"/* {cname}: {_note(what)}, {len(data)} bytes, in {BIN_NAME} */\n"
+                f"extern const unsigned char {cname}[{len(data)}];\n")
+    return literal(cname, data)
