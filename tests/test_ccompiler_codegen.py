@@ -230,7 +230,8 @@ def test_composite_is_one_fused_call_with_planned_scratch():
     symbol, func = composite()
     code = _code(ccompiler_codegen(func, symbol))
     conv = re.search(r"ck_conv2d\(&params, in0, c0, c1, CK_ACT_RELU, t0, (scratch\d+)\)", code)
-    dense = re.search(r"ck_dense\(1, 5, 256, t0, c2, c3, CK_ACT_NONE, out0, (scratch\d+)\)", code)
+    # The 5x256 dense weight is large: a linked constant, a global symbol named after the region.
+    dense = re.search(rf"ck_dense\(1, 5, 256, t0, {symbol}_c2, c3, CK_ACT_NONE, out0, (scratch\d+)\)", code)
     assert conv and dense, code
     p = kernels.conv2d_params((1, 3, 8, 8), (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1)
     for match, nbytes in ((conv, kernels.conv2d_workspace_bytes(p)), (dense, kernels.gemm_workspace_bytes(1, 5, 256))):
@@ -276,19 +277,41 @@ def test_constants_are_static_const_arrays_bit_exact():
     assert "ck_binary(CK_ADD, t0, 2, lhs_shape, c1, 0, NULL, out0, 2, lhs_shape)" in code
 
 
-def test_big_constants_are_bit_exact_too():
+def _big_constant():
     from targets.ccompiler.c_text import SHORTEST_UP_TO
 
     rng = np.random.default_rng(3)
     n = SHORTEST_UP_TO + 77
     data = (rng.standard_normal(n) * 10.0 ** rng.integers(-40, 38, n)).astype(np.float32)
     data[:9] = [np.nan, np.inf, -np.inf, -0.0, 1e-45, np.finfo(np.float32).max, 0.0, 1.0, -2.0]
-    x = _var("x", (n,))
-    code = _code(ccompiler_codegen(*reversed(_region_of([x], op.multiply(x, const(data))))))
+    return data
+
+
+def test_big_constants_are_bit_exact_too_as_literals():
+    from byoc_compiler.backend import constants as constmod
+
+    data = _big_constant()
+    x = _var("x", (data.size,))
+    with constmod.threshold(None):          # every constant a C literal (build(large_constant_bytes=None))
+        code = _code(ccompiler_codegen(*reversed(_region_of([x], op.multiply(x, const(data))))))
     size, values = _c_array(code, "c0")
-    assert size == n
+    assert size == data.size
     assert np.isnan(values[0])
     assert values[1:].view(np.uint32).tolist() == data[1:].view(np.uint32).tolist()
+
+
+def test_big_constants_leave_the_c_text_declared_with_shape_and_size():
+    data = _big_constant()
+    x = _var("x", (data.size,))
+    symbol, func = _region_of([x], op.multiply(x, const(data)))
+    artifact = ccompiler_codegen(func, symbol)
+    code = _code(artifact)
+    name = f"{symbol}_c0"
+    assert f"extern const float {name}[{data.size}];" in code
+    assert f"/* {name}: constant [{data.size}] float32, {data.nbytes} bytes, in byoc_constants.bin */" in code
+    assert "static const float c0" not in code and len(code) < 4000    # no literals
+    assert list(artifact.constants) == [name]
+    assert artifact.constants[name].view(np.uint32).tolist() == data.view(np.uint32).tolist()
 
 
 def test_one_constant_used_twice_is_emitted_once():

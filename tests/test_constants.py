@@ -1,0 +1,149 @@
+"""Large constants leave the C text: raw bytes in byoc_constants.bin, linked by byoc_constants.S (.incbin).
+
+Checked against numpy (testing.run_reference of the unpartitioned model) on every configured
+toolchain, big-endian s390x included (the byte-order path), for every place a model keeps
+constants: ccompiler region weights, host constants (AOT arrays, the graph executor's params blob)
+and an ExampleJSON blob.
+"""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from byoc_compiler import build, op, partition_for, testing
+from byoc_compiler.backend import constants as constmod
+from byoc_compiler.backend.artifact import CSourceArtifact
+from byoc_compiler.config import load_config
+from byoc_compiler.errors import ByocError
+from byoc_compiler.ir import Function, IRModule, Var, const
+from byoc_compiler.ir.types import TensorType
+
+
+def _model():
+    """dense(x, W) + b, then multiply by a large constant vector: 4 KiB and 8 KiB weights, a small bias."""
+    rng = np.random.default_rng(7)
+    x = Var("x", TensorType((2, 64), "float32"))
+    w = rng.standard_normal((32, 64)).astype(np.float32)
+    w[0, :4] = [-0.0, np.finfo(np.float32).tiny, 1e-45, np.finfo(np.float32).max / 1e6]
+    b = rng.standard_normal(32).astype(np.float32)
+    scale = rng.standard_normal((2, 32)).astype(np.float32) * 0 + rng.standard_normal(32).astype(np.float32)
+    y = op.nn.bias_add(op.nn.dense(x, const(w)), const(b))
+    y = op.multiply(y, const(np.tile(scale, (16, 1))[:2]))
+    z = op.add(op.nn.dense(y, const(rng.standard_normal((64, 32)).astype(np.float32))), const(np.float32(0.5)))
+    return IRModule.from_expr(Function([x], z))
+
+
+X = np.random.default_rng(1).standard_normal((2, 64)).astype(np.float32)
+
+
+def _toolchain_or_skip(name):
+    tc = load_config().toolchains[name]
+    missing = [p for p in (tc.cc, *tc.run[:1]) if shutil.which(p) is None]
+    if missing:
+        pytest.skip(f"{name}: {', '.join(missing)} not installed (apt-get install {' '.join(tc.apt)})")
+    return tc
+
+
+def _check(lib, mod):
+    got = lib.run_runner({"x": X}, werror=True)
+    want = testing.run_reference(mod, {"x": X})
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+# Every place a model keeps constants, each executor and interface at least once.
+CASES = [("ccompiler", "graph", "packed"), ("ccompiler", "aot", "unpacked"), ("ccompiler", "aot", "packed"),
+         ("ccompiler", "graph", "unpacked"), ("host", "graph", "packed"), ("host", "aot", "unpacked"),
+         ("examplejson", "aot", "packed"), ("examplejson", "graph", "unpacked")]
+
+
+@pytest.mark.parametrize("target,executor,interface", CASES, ids=["-".join(c) for c in CASES])
+def test_linked_constants_run_right_on_gcc(target, executor, interface):
+    mod = _model()
+    part = mod if target == "host" else partition_for(target, mod)
+    lib = build(part, toolchain="gcc", executor=executor, interface=interface)
+    files = lib.constant_files()
+    assert set(files) == {constmod.ASM_FILE, constmod.BIN_FILE}
+    assert lib.metadata["linked_constants"]["count"] >= 1
+    # No weight reached the C text: every source is small.
+    assert max(len(t) for t in lib.sources().values()) < 40_000
+    _check(lib, mod)
+
+
+CROSS = [name for name in load_config().toolchains if name != "gcc"]
+
+
+@pytest.mark.parametrize("toolchain", CROSS)
+def test_linked_constants_on_every_toolchain(toolchain):
+    """s390x is big-endian: its .bin holds big-endian floats, and the runner still gets numpy's result."""
+    tc = _toolchain_or_skip(toolchain)
+    mod = _model()
+    for target, executor in (("ccompiler", "aot"), ("host", "graph")):
+        part = mod if target == "host" else partition_for(target, mod)
+        lib = build(part, toolchain=toolchain, executor=executor, interface="packed")
+        _check(lib, mod)
+        order = constmod.byte_order(tc.arch)
+        assert lib.metadata["linked_constants"]["byte_order"] == ("big" if order == ">" else "little")
+
+
+def test_s390x_bin_is_big_endian_and_aligned():
+    mod = _model()
+    lib = build(partition_for("ccompiler", mod), toolchain="s390x-gcc", executor="aot")
+    blob = lib.constant_files()[constmod.BIN_FILE]
+    (region,) = lib.artifacts.values()
+    for entry in lib.constants.entries:
+        assert entry.offset % constmod.ALIGNMENT == 0
+        if entry.symbol in region.constants:
+            want = region.constants[entry.symbol].astype(">f4").tobytes()
+            assert blob[entry.offset:entry.offset + len(want)] == want
+    asm = lib.constant_files()[constmod.ASM_FILE]
+    assert asm.count(".incbin") == len(lib.constants.entries) >= 2
+    assert "/" not in asm.split('.incbin "')[1].split('"')[0]      # a bare file name: the export can move
+
+
+def test_small_constants_stay_literals_and_threshold_is_an_option():
+    mod = _model()
+    part = partition_for("ccompiler", mod)
+    lib = build(part, executor="aot", large_constant_bytes=None)
+    assert lib.constant_files() == {}
+    assert "extern const float" not in lib.get_source("ccompiler")
+    _check(lib, mod)
+    lib = build(part, executor="aot", large_constant_bytes=1 << 20)    # nothing is that large
+    assert lib.constant_files() == {}
+    src = build(part, executor="aot").get_source("ccompiler")
+    assert "static const float c" in src          # the 32-float bias is a literal a person can read
+
+
+@pytest.mark.parametrize("bad", [0, -1, "4k", True, 1.5])
+def test_bad_threshold_is_one_clear_error(bad):
+    with pytest.raises(ByocError, match="large_constant_bytes must be a positive number of bytes or None"):
+        build(_model(), large_constant_bytes=bad)
+
+
+def test_export_directory_moves(tmp_path):
+    """The .S names its .bin without a path: an exported directory compiles wherever it is copied."""
+    mod = _model()
+    lib = build(partition_for("ccompiler", mod), executor="graph")
+    lib.export(tmp_path / "a")
+    shutil.move(str(tmp_path / "a"), str(tmp_path / "b"))
+    assert (tmp_path / "b" / constmod.BIN_FILE).read_bytes() == lib.constant_files()[constmod.BIN_FILE]
+    import subprocess
+
+    obj = tmp_path / "c.o"
+    subprocess.run(["gcc", "-c", f"-Wa,-I{tmp_path / 'b' / 'src'}", str(tmp_path / "b" / constmod.ASM_FILE),
+                    "-o", str(obj)], check=True, cwd=tmp_path)
+    assert obj.stat().st_size > lib.metadata["linked_constants"]["bytes"]
+
+
+def _bad_name_codegen(func, symbol):
+    return CSourceArtifact(symbol, {f"{symbol}.c": "int x;\n"},
+                           constants={"weights": np.zeros(1024, np.float32)})
+
+
+def test_region_constant_names_must_start_with_the_symbol():
+    pool = constmod.ConstantPool()
+    from byoc_compiler.backend.build import _pool_region_constants
+
+    with pytest.raises(ByocError, match="must start with the region's symbol"):
+        _pool_region_constants(pool, "mynpu", _bad_name_codegen(None, "region_0"))
