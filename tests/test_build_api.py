@@ -147,6 +147,11 @@ def test_export_directory(tmp_path, executor):
     assert meta["executor"] == executor and meta["inputs"] == lib.metadata["inputs"]
     assert sorted(meta["files"]) == sorted(files)
     assert "nn.conv2d" in (out / "model.txt").read_text()
+    # Large constants of model.txt are in model.txt.bin; load_model reads both back bit-exactly.
+    assert (out / "model.txt.bin").stat().st_size > 1024 and '"file": "model.txt.bin"' in (out / "model.txt").read_text()
+    from byoc_compiler.frontend import load_model
+
+    assert load_model(str(out / "model.txt")).astext() == lib.model_text()
     # A second export replaces the first; nothing else is left next to it.
     (out / "stale.txt").write_text("old")
     lib.export(out)
@@ -156,7 +161,8 @@ def test_export_directory(tmp_path, executor):
 
 def test_export_failure_leaves_nothing(tmp_path, monkeypatch):
     lib = built("byoc_guide")
-    monkeypatch.setattr(type(lib), "model_text", lambda self: (_ for _ in ()).throw(RuntimeError("printer broke")))
+    monkeypatch.setattr(type(lib), "model_text_with_sidecar",
+                        lambda self: (_ for _ in ()).throw(RuntimeError("printer broke")))
     with pytest.raises(RuntimeError, match="printer broke"):
         lib.export(tmp_path / "out")
     assert os.listdir(tmp_path) == []

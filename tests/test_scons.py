@@ -71,8 +71,8 @@ def scons(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def compiled_objects(output: str) -> list[str]:
-    """The object files a SCons run compiled, from its progress lines (`compile  [gcc] x.o`)."""
-    return sorted(re.findall(r"^compile\s+\[\S+\] (\S+\.o)$", output, flags=re.M))
+    """The object files a SCons run compiled or assembled, from its progress lines (`compile  [gcc] x.o`)."""
+    return sorted(re.findall(r"^(?:compile|assemble)\s+\[\S+\] (\S+\.o)$", output, flags=re.M))
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +100,44 @@ def test_null_build_rebuilds_nothing(built_project):
     assert again.returncode == 0, again.stderr
     assert compiled_objects(again.stdout) == []
     assert "byoc codegen" not in again.stdout
+    assert "byoc plan" not in again.stdout      # reading the build used the cached plan: no partition, no codegen
+
+
+def test_help_plans_nothing(tmp_path):
+    project = make_project(tmp_path)
+    result = scons(project, "target=mini", "-h")
+    assert result.returncode == 0, result.stderr
+    assert "byoc plan" not in result.stdout and not (project / "build").exists()
+
+
+def _weights_model(seed: int) -> str:
+    """dense(x, W) + b with a 8 KiB W (a linked constant) and a small b, as all-in-one model text."""
+    import numpy as np
+
+    from byoc_compiler import op
+    from byoc_compiler.ir import Function, IRModule, Var, astext, const
+    from byoc_compiler.ir.types import TensorType
+
+    rng = np.random.default_rng(seed)
+    x = Var("x", TensorType((2, 64), "float32"))
+    w = const(rng.standard_normal((32, 64)).astype(np.float32))
+    b = const(np.linspace(-1, 1, 32).astype(np.float32))         # the same in every version
+    return astext(IRModule.from_expr(Function([x], op.nn.relu(op.nn.bias_add(op.nn.dense(x, w), b)))))
+
+
+def test_weights_only_edit_reassembles_only_the_constants(tmp_path):
+    project = make_project(tmp_path)
+    (project / "model.txt").write_text(_weights_model(1))
+    first = scons(project, "target=ccompiler", "check")
+    assert first.returncode == 0, first.stdout + first.stderr
+    out = project / "build" / "ccompiler" / "gcc" / "model"
+    assert (out / "src" / "byoc_constants.S").exists() and (out / "src" / "byoc_constants.bin").stat().st_size >= 8192
+    (project / "model.txt").write_text(_weights_model(2))
+    edited = scons(project, "target=ccompiler", "check")
+    assert edited.returncode == 0, edited.stdout + edited.stderr
+    assert compiled_objects(edited.stdout) == ["build/ccompiler/gcc/model/obj/src/byoc_constants.o"], edited.stdout
+    assert "link     [gcc] build/ccompiler/gcc/model/runner" in edited.stdout
+    assert "1 passed, 0 failed" in edited.stdout          # the new weights are the ones that run
 
 
 def test_editing_a_target_codegen_rebuilds_only_its_objects(built_project):

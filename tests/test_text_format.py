@@ -1,6 +1,7 @@
 """The IR text format: print -> parse -> print is a fixed point, parse errors point at the right place."""
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -371,6 +372,61 @@ def test_metadata_constants_round_trip_bit_exactly(data):
     assert got.tobytes() == data.astype(data.dtype.newbyteorder("=")).tobytes()
     assert back.fields[1] is back.fields[2]  # the same meta index reads back as one constant
     assert roundtrip(text) == text
+
+
+@pytest.mark.parametrize("data", LARGE_CONSTANTS.values(), ids=LARGE_CONSTANTS.keys())
+def test_sidecar_constants_round_trip_bit_exactly(data):
+    """With a sidecar (model.txt + model.txt.bin), every constant of 8+ bytes is out of line; both
+    forms read back to the same bits, and the sidecar form prints back to the same text."""
+    from byoc_compiler.ir.printer import astext_with_sidecar
+
+    x = Var("x", TensorType((2,)))
+    const = Constant(data)
+    mod = IRModule({"main": Function([x], Tuple([x, const, const]))})
+    text, blob = astext_with_sidecar(mod, "m.bin", sidecar_bytes=8)
+    if data.nbytes >= 8:
+        assert '"file": "m.bin"' in text and '"data"' not in text and len(blob) >= data.nbytes
+    back = parse(text, files={"m.bin": blob})["main"].body
+    got = back.fields[1].data
+    assert got.dtype == data.dtype.newbyteorder("=") and got.shape == data.shape
+    assert got.tobytes() == data.astype(data.dtype.newbyteorder("=")).tobytes()
+    assert back.fields[1] is back.fields[2]
+    assert astext_with_sidecar(parse(text, files={"m.bin": blob}), "m.bin", sidecar_bytes=8) == (text, blob)
+    assert astext(parse(text, files={"m.bin": blob})) == astext(mod)       # same as the all-in-one text
+
+
+def test_sidecar_offsets_are_aligned_and_large_only():
+    from byoc_compiler.ir.printer import SIDECAR_ALIGNMENT, astext_with_sidecar
+
+    x = Var("x", TensorType((2,)))
+    small, big1, big2 = (Constant(np.full(n, 1.5, np.float32)) for n in (20, 300, 257))
+    text, blob = astext_with_sidecar(IRModule({"main": Function([x], Tuple([x, small, big1, big2]))}), "w.bin")
+    entries = json.loads(text.split("#[metadata]\n", 1)[1])["relay.Constant"]
+    assert ["data" in e for e in entries] == [True, False, False]      # 80 bytes inline; 1200 and 1028 out
+    assert [e["offset"] % SIDECAR_ALIGNMENT for e in entries[1:]] == [0, 0]
+    assert len(blob) == entries[2]["offset"] + 1028
+
+
+@pytest.mark.parametrize("files,message", [
+    (None, "parsed without its files"),
+    ({}, "cannot read the constant file 'w.bin'"),
+    ({"w.bin": b"\0" * 10}, "past its end"),
+], ids=["no-files", "missing", "short"])
+def test_sidecar_problems_are_one_clear_error(files, message):
+    from byoc_compiler.ir.printer import astext_with_sidecar
+
+    x = Var("x", TensorType((2,)))
+    text, _ = astext_with_sidecar(IRModule({"main": Function([x], Tuple([x, Constant(np.ones(400, np.float32))]))}),
+                                  "w.bin")
+    with pytest.raises(ParseError, match=message):
+        parse(text, files=files)
+
+
+def test_sidecar_name_cannot_leave_the_directory():
+    text = ('def @main() { meta[relay.Constant][0] }\n#[metadata]\n{"relay.Constant": [{"dtype": "float32", '
+            '"shape": [1], "file": "../secret", "offset": 0, "nbytes": 4}]}\n')
+    with pytest.raises(ParseError, match="must be a plain file name"):
+        parse(text, files=lambda name: b"\0" * 4)
 
 
 INLINE_CONSTANTS = {

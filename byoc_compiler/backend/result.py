@@ -24,6 +24,8 @@ from ..check import run_runner_timed
 from .artifact import BlobArtifact, CSourceArtifact
 
 HOST_SOURCE = "src/host.c"
+MODEL_TEXT = "model.txt"
+MODEL_SIDECAR = "model.txt.bin"
 
 
 def _runtime():
@@ -112,11 +114,21 @@ class BuildResult:
         return out
 
     def model_text(self) -> str:
+        """The partitioned module as one text, every constant inline (base64 in its metadata section)."""
         return self.mod.astext()
 
+    def model_text_with_sidecar(self) -> tuple[str, bytes]:
+        """(model.txt, model.txt.bin): constants of at least 1 KiB kept out of line, by offset into the .bin."""
+        from ..ir.printer import astext_with_sidecar
+
+        return astext_with_sidecar(self.mod, MODEL_SIDECAR.rsplit("/", 1)[-1])
+
     # ---- export -----------------------------------------------------------------------------
-    def files(self) -> dict[str, str | bytes]:
-        """Relative path -> content of everything `export` writes (text as str, binary as bytes)."""
+    def files(self, model_text: str = "sidecar") -> dict[str, str | bytes]:
+        """Relative path -> content of everything `export` writes (text as str, binary as bytes).
+
+        model_text="sidecar" (default) writes model.txt with its large constants in model.txt.bin;
+        "inline" writes the all-in-one model.txt (base64 constants in the text)."""
         out: dict[str, str | bytes] = dict(self.sources())
         out.update(self.constant_files())
         for rel, data in self.blobs().items():
@@ -126,19 +138,28 @@ class BuildResult:
                 out[str(Path(rel).with_suffix(".txt"))] = text
         out["graph.json"] = self.graph_json
         out["params.bin"] = self.params_blob
-        out["model.txt"] = self.model_text()
+        if model_text == "inline":
+            out[MODEL_TEXT] = self.model_text()
+        elif model_text == "sidecar":
+            out[MODEL_TEXT], sidecar = self.model_text_with_sidecar()
+            if sidecar:
+                out[MODEL_SIDECAR] = sidecar
+        else:
+            raise ByocError(f"export: model_text must be 'sidecar' or 'inline', got {model_text!r}")
         meta = dict(self.metadata)
         meta["files"] = sorted(list(out) + ["metadata.json"])
         out["metadata.json"] = json.dumps(meta, indent=2) + "\n"
         return out
 
-    def export(self, directory) -> Path:
-        """Write the self-describing directory (atomically: a temp dir renamed into place)."""
+    def export(self, directory, model_text: str = "sidecar") -> Path:
+        """Write the self-describing directory (atomically: a temp dir renamed into place).
+        model_text: "sidecar" (large constants of model.txt in model.txt.bin) or "inline" (one text)."""
+        files = self.files(model_text)
         directory = Path(directory)
         directory.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
         try:
-            for rel, data in self.files().items():
+            for rel, data in files.items():
                 (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                 if isinstance(data, bytes):
                     (tmp / rel).write_bytes(data)

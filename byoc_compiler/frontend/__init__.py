@@ -58,7 +58,8 @@ def load_model(spec: str, shape=None):
         except UnicodeDecodeError as exc:
             raise ModelSpecError(f"model file {spec} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
                                  "give a text-IR file, or an ONNX model with the suffix .onnx") from None
-        return parse(text, source_name=str(path))
+        # Large constants may be kept beside the text (model.txt -> model.txt.bin, as `export` writes).
+        return parse(text, source_name=str(path), files=lambda name: (path.parent / name).read_bytes())
     if path.suffix in ONNX_SUFFIXES:
         return from_onnx(str(path), shape=shape)
     return zoo.get(spec)

@@ -118,8 +118,9 @@ class _Token:
 
 
 class _Parser:
-    def __init__(self, text: str, source: str):
+    def __init__(self, text: str, source: str, files=None):
         self.text, self.source = text, source
+        self.files = files          # sidecar name -> bytes (a Mapping or a callable), or None
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self.tokens: list[_Token] = []
         self.metadata_text: str | None = None
@@ -551,12 +552,32 @@ class _Parser:
             for entry in table["relay.Constant"]:
                 dtype = np.dtype(entry["dtype"]).newbyteorder("<")
                 shape = tuple(int(d) for d in entry["shape"])
-                raw = base64.b64decode(entry["data"], validate=True)
+                raw = self._sidecar_bytes(entry) if "file" in entry else \
+                    base64.b64decode(entry["data"], validate=True)
                 data = np.frombuffer(raw, dtype=dtype).reshape(shape)
                 out.append(Constant(data.astype(data.dtype.newbyteorder("="))))
             return out
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
             raise self.error_at(self.metadata_pos, f"bad #[metadata] section: {err}") from None
+
+    def _sidecar_bytes(self, entry) -> bytes:
+        """The bytes of a constant kept out of line: `file` (beside the text), `offset`, `nbytes`."""
+        name, offset, nbytes = entry["file"], int(entry["offset"]), int(entry["nbytes"])
+        if not isinstance(name, str) or "/" in name or "\\" in name or name in ("", ".", ".."):
+            raise ValueError(f"constant file {name!r} must be a plain file name beside the text")
+        if self.files is None:
+            raise ValueError(f"a constant is kept in the file {name!r}, but the text was parsed without its "
+                             f"files; parse the file with load_model(path) (it reads {name!r} beside it) or "
+                             "pass parse(text, files={name: bytes})")
+        try:
+            blob = self.files(name) if callable(self.files) else self.files[name]
+        except (KeyError, OSError) as err:
+            raise ValueError(f"cannot read the constant file {name!r} ({err}); it must be beside the text") \
+                from None
+        if offset < 0 or nbytes < 0 or offset + nbytes > len(blob):
+            raise ValueError(f"a constant at bytes {offset}..{offset + nbytes} of {name!r} is past its end "
+                             f"({len(blob)} bytes): the file does not belong to this text")
+        return bytes(blob[offset:offset + nbytes])
 
     # ---- functions and bodies ----------------------------------------------------------------
     def parse_params(self) -> tuple[list[Var], dict[str, Any]]:
@@ -691,9 +712,12 @@ def _check_text(text) -> str:
     return text
 
 
-def parse(text: str, source_name: str = "<string>") -> IRModule:
-    """Parse module text (`def @main(...) {...}` ...). Text without `def` becomes the module's main."""
-    return _Parser(_check_text(text), source_name).parse_module()
+def parse(text: str, source_name: str = "<string>", files=None) -> IRModule:
+    """Parse module text (`def @main(...) {...}` ...). Text without `def` becomes the module's main.
+
+    `files` gives the bytes of constants kept out of line (printer.astext_with_sidecar): a mapping or
+    a callable from the file name the text names to its bytes."""
+    return _Parser(_check_text(text), source_name, files).parse_module()
 
 
 def parse_expr(text: str, source_name: str = "<string>") -> Expr:

@@ -39,6 +39,11 @@ Rules, all deterministic:
     functions: a line `#[metadata]` followed by JSON
     `{"relay.Constant": [{"dtype": "float32", "shape": [8, 3, 3, 3],
     "data": "<base64 of the raw little-endian bytes>"}, ...]}` -- bit-exact.
+  - `astext_with_sidecar(mod, "model.txt.bin")` keeps large constants (at least
+    SIDECAR_BYTES, 1 KiB) out of the text: their entry reads
+    `{"dtype": ..., "shape": ..., "file": "model.txt.bin", "offset": 0, "nbytes": 864}`
+    and their raw little-endian bytes go to the returned sidecar (each at a 64-byte aligned
+    offset). `parse(text, files=...)` reads both forms back bit-exactly.
 * With `show_types=True` each binding gets a `/* ty=... */` comment when its
   type has been inferred (comments are ignored by the parser).
 * A non-Function expression prints its free vars first as
@@ -61,10 +66,15 @@ from .module import IRModule
 from .types import Type
 from .visitor import post_order
 
-__all__ = ["astext", "format_name", "format_string", "format_attr_value", "INLINE_CONSTANT_LIMIT"]
+__all__ = ["astext", "astext_with_sidecar", "format_name", "format_string", "format_attr_value",
+           "INLINE_CONSTANT_LIMIT", "SIDECAR_BYTES"]
 
 # Tensors with at most this many elements are printed inline; larger ones go to the metadata section.
 INLINE_CONSTANT_LIMIT = 16
+# With a sidecar, metadata constants of at least this many bytes go to it (as backend/constants.py's
+# linked constants do): a real model's text stays small enough to open.
+SIDECAR_BYTES = 1024
+SIDECAR_ALIGNMENT = 64
 
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # dtype -> suffix of an inline literal (int32 and float32 carry none; Relay's spelling).
@@ -178,8 +188,10 @@ def _attr_key(key: str) -> str:
 
 
 class _Printer:
-    def __init__(self, show_types: bool):
+    def __init__(self, show_types: bool, sidecar: str | None = None, sidecar_bytes: int = SIDECAR_BYTES):
         self.show_types = show_types
+        self.sidecar, self.sidecar_bytes = sidecar, sidecar_bytes
+        self.sidecar_data = bytearray()
         self.meta: list[np.ndarray] = []
         self.meta_index: dict[int, int] = {}
         self.defaults_cache: dict[str, dict] = {}
@@ -345,11 +357,15 @@ class _Printer:
             raw = np.asarray(data)  # (not ascontiguousarray: that turns a 0-d array into shape (1,))
             if raw.dtype.byteorder == ">":
                 raw = raw.astype(raw.dtype.newbyteorder("<"))
-            entries.append({
-                "dtype": str(raw.dtype),
-                "shape": list(raw.shape),
-                "data": base64.b64encode(raw.tobytes()).decode("ascii"),
-            })
+            entry = {"dtype": str(raw.dtype), "shape": list(raw.shape)}
+            if self.sidecar is not None and raw.nbytes >= self.sidecar_bytes:
+                pad = -len(self.sidecar_data) % SIDECAR_ALIGNMENT
+                self.sidecar_data += b"\0" * pad
+                entry.update({"file": self.sidecar, "offset": len(self.sidecar_data), "nbytes": raw.nbytes})
+                self.sidecar_data += raw.tobytes()
+            else:
+                entry["data"] = base64.b64encode(raw.tobytes()).decode("ascii")
+            entries.append(entry)
         # One constant per line keeps the section diffable; the whole section is one JSON document.
         lines = ",\n".join("  " + json.dumps(entry) for entry in entries)
         return '#[metadata]\n{"relay.Constant": [\n' + lines + "\n]}\n"
@@ -357,7 +373,21 @@ class _Printer:
 
 def astext(obj, show_types: bool = False) -> str:
     """The text form of an IRModule, a Function or any expression (see the module docstring)."""
-    printer = _Printer(show_types)
+    return _any(_Printer(show_types), obj)
+
+
+def astext_with_sidecar(obj, sidecar: str, show_types: bool = False,
+                        sidecar_bytes: int = SIDECAR_BYTES) -> tuple[str, bytes]:
+    """(text, sidecar bytes): like astext, but constants of at least `sidecar_bytes` bytes are referenced
+    by offset into the file named `sidecar` (a plain file name, written beside the text)."""
+    if not isinstance(sidecar, str) or not sidecar or "/" in sidecar or "\\" in sidecar or sidecar in (".", ".."):
+        raise ValueError(f"sidecar {sidecar!r} must be a plain file name (it is found beside the text)")
+    printer = _Printer(show_types, sidecar, sidecar_bytes)
+    text = _any(printer, obj)
+    return text, bytes(printer.sidecar_data)
+
+
+def _any(printer: "_Printer", obj) -> str:
     if isinstance(obj, IRModule):
         return printer.module(obj)
     if isinstance(obj, Expr):

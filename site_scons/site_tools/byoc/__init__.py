@@ -90,8 +90,8 @@ def toolchain_env(env, toolchain: str, opt: str, interface: str, config_path: st
     clone = env.Clone(CC=tc.cc, SHCC=tc.cc, LINK=tc.cc, SHLINK=tc.cc, **flags)
     if not env.get("verbose"):
         # One short line per step, naming the toolchain; `verbose=1` shows the full commands.
-        for var, verb in (("CCCOMSTR", "compile"), ("SHCCCOMSTR", "compile"), ("LINKCOMSTR", "link"),
-                          ("SHLINKCOMSTR", "link")):
+        for var, verb in (("CCCOMSTR", "compile"), ("SHCCCOMSTR", "compile"), ("ASPPCOMSTR", "assemble"),
+                          ("SHASPPCOMSTR", "assemble"), ("LINKCOMSTR", "link"), ("SHLINKCOMSTR", "link")):
             clone[var] = f"{verb:<8} [{toolchain}] $TARGET"
     # Toolchain flags carry -fPIC where a shared library is wanted, so static objects serve both.
     clone["STATIC_AND_SHARED_OBJECTS_ARE_THE_SAME"] = 1

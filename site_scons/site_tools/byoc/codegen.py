@@ -137,6 +137,9 @@ def plan(request: CodegenRequest) -> dict:
             return cached
     except (OSError, ValueError):
         pass
+    # One line per stale plan: the only time reading the build runs partitioning and codegen.
+    print(f"byoc plan     {request.model_name:<16} target={request.target} toolchain={request.toolchain} "
+          "(inputs changed: partition + codegen)", flush=True)
     fresh = dict(_compute_plan(request), key=key, version=PLAN_VERSION)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{PLAN_FILE}.{os.getpid()}.tmp")
