@@ -129,18 +129,18 @@ def compile_plan(request: CodegenRequest):
 @lru_cache(maxsize=None)
 def plan(request: CodegenRequest) -> dict:
     """The cached plan of a request (files, compile units), recomputed only when its key changed."""
-    key = plan_key(request)
     path = Path(request.outdir) / PLAN_FILE
     try:
         cached = json.loads(path.read_text())
-        if cached.get("key") == key and cached.get("version") == PLAN_VERSION:
-            return cached
     except (OSError, ValueError):
-        pass
+        cached = {}
+    key, digests = plan_key(request, cached.get("digests", {}) if isinstance(cached, dict) else {})
+    if cached.get("key") == key and cached.get("version") == PLAN_VERSION:
+        return cached
     # One line per stale plan: the only time reading the build runs partitioning and codegen.
     print(f"byoc plan     {request.model_name:<16} target={request.target} toolchain={request.toolchain} "
           "(inputs changed: partition + codegen)", flush=True)
-    fresh = dict(_compute_plan(request), key=key, version=PLAN_VERSION)
+    fresh = dict(_compute_plan(request), key=key, version=PLAN_VERSION, digests=digests)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{PLAN_FILE}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(fresh, indent=1, sort_keys=True))
@@ -167,27 +167,34 @@ def _compute_plan(request: CodegenRequest) -> dict:
             "runner_only": sorted(runner_only)}
 
 
-def plan_key(request: CodegenRequest) -> str:
-    """A digest of everything the plan depends on (contents, not times: a touch changes nothing)."""
+def plan_key(request: CodegenRequest, known: dict | None = None) -> tuple[str, dict]:
+    """A digest of everything the plan depends on, and the file digests it used.
+
+    Contents decide, not times (a touch changes nothing); but like SCons's content-timestamp
+    decider, a file whose size and mtime are those recorded in `known` (path -> [size, mtime_ns,
+    digest], from the last plan) is not read again: a null build never re-hashes a 100 MB model."""
+    known = known or {}
     h = hashlib.sha256(request.signature().encode())
     inputs = model_files(request.model_spec) + [request.config] + generator_sources(request) \
         + target_files(request)
+    digests = {}
     for name in inputs:
-        h.update(b"\0" + name.encode() + b"\0" + _file_digest(name).encode())
-    return h.hexdigest()
-
-
-def _file_digest(path: str) -> str:
-    """sha256 of a file's content, memoized on (path, size, mtime) for the life of the process."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return "missing"
-    return _digest_cached(os.path.abspath(path), st.st_size, st.st_mtime_ns)
+        full = os.path.abspath(name)
+        try:
+            st = os.stat(full)
+            stamp = [st.st_size, st.st_mtime_ns]
+            old = known.get(full)
+            digest = old[2] if isinstance(old, list) and old[:2] == stamp else _digest_cached(full, *stamp)
+            digests[full] = stamp + [digest]
+        except OSError:
+            digest = "missing"
+        h.update(b"\0" + name.encode() + b"\0" + digest.encode())
+    return h.hexdigest(), digests
 
 
 @lru_cache(maxsize=None)
 def _digest_cached(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a file's content, memoized on (path, size, mtime) for the life of the process."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
