@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 
 from byoc_compiler import op
-from byoc_compiler.backend.target import CompositePattern
+from byoc_compiler.backend.target import CompositePattern, Target, register_target, unregister_target
 from byoc_compiler.ir import Call, Constant, Function, GlobalVar, IRModule, Tuple, TupleGetItem, TensorType, Var
 from byoc_compiler.ir import post_order
-from byoc_compiler.partition import partition_for
+from byoc_compiler.partition import partition_for, summarize
 from byoc_compiler.pattern import is_constant, is_op, wildcard
 from byoc_compiler.transform import fold_constant, infer_type, merge_composite
 
@@ -146,3 +146,37 @@ def test_fold_constant_skips_external_functions():
 def test_fold_constant_leaves_variable_graphs_alone():
     mod = infer_type(dense_bias_relu_model())
     assert fold_constant(mod) is mod
+
+
+def _dense_only(x):
+    return IRModule.from_expr(op.nn.relu(op.nn.dense(x, W)))
+
+
+def _refusing_target():
+    t = Target("tQ", description="a composite whose check refuses wide outputs")
+    t.pattern("dense_bias_relu", is_op("nn.relu")(dense_bias()),
+              check=lambda root: "4 output units; takes at most 2" if root.checked_type.shape[-1] > 2 else None)
+    return t
+
+
+# host op -> why, when a target takes the op only inside a composite that did not take it here
+WHY_COMPOSITE_REFUSED = [
+    pytest.param(["tP"], lambda: dense_bias_relu_model(extra_use=True), "nn.dense",
+                 "tP takes it only inside composite tP.dense_bias_relu, which refused here: "
+                 "an intermediate value of the match is used outside it", id="match-escapes"),
+    pytest.param(["tQ"], dense_bias_relu_model, "nn.dense",
+                 "tQ takes it only inside composite tQ.dense_bias_relu, which refused here: "
+                 "4 output units; takes at most 2", id="check-reason"),
+    pytest.param(["tP"], lambda: _dense_only(Var("x", TensorType((1, 8)))), "nn.dense",
+                 "tP take(s) nn.dense only inside composites, and none matched here", id="no-match"),
+]
+
+
+@pytest.mark.parametrize("targets, model, op_name, why", WHY_COMPOSITE_REFUSED)
+def test_why_not_reports_composite_refusals(targets, model, op_name, why):
+    register_target(_refusing_target())
+    try:
+        report = summarize(partition_for(targets, model()))
+    finally:
+        unregister_target("tQ")
+    assert {h.op: h.why for h in report.host}[op_name] == why

@@ -35,12 +35,12 @@ class TargetError(ByocError):
     """An unknown, disabled or incomplete target."""
 
 
-def _reason(verdict) -> str | None:
+def _reason(verdict, judge: str = "its predicate") -> str | None:
     """A predicate's or pattern check's answer: None or True accept; a string is the reason it
     does not; anything else (False) rejects without one."""
     if verdict is None or verdict is True:
         return None
-    return verdict if isinstance(verdict, str) else "rejected by its predicate"
+    return verdict if isinstance(verdict, str) else f"rejected by {judge}"
 
 
 @dataclass(frozen=True)
@@ -57,16 +57,21 @@ class CompositePattern:
         """The `Composite` attr of functions made from this pattern: "<target>.<name>"."""
         return f"{self.target}.{self.name}"
 
-    def accepts(self, root) -> bool:
-        """Run the check: True or None accept; False or a reason string reject."""
+    def refusal(self, root) -> str | None:
+        """Run the check on a match rooted at `root`: None if it accepts, else the reason it refuses
+        (the why-not report shows it, like a predicate's reason)."""
         if self.check is None:
-            return True
+            return None
         try:
             verdict = self.check(root)
         except Exception as exc:
             raise TargetError(f"target {self.target!r}: the check of pattern {self.name!r} raised "
                               f"{type(exc).__name__}: {exc}") from exc
-        return _reason(verdict) is None
+        return _reason(verdict, "its check")
+
+    def accepts(self, root) -> bool:
+        """True if the check accepts the match rooted at `root` (see `refusal` for the reason)."""
+        return self.refusal(root) is None
 
 
 class Target:

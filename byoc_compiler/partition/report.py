@@ -4,10 +4,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..ir.analysis import op_counts
+from ..ir.analysis import op_counts, users
 from ..ir.expr import Call, Function, GlobalVar, Op
 from ..ir.module import IRModule
 from ..ir.visitor import post_order
+from ..pattern.matcher import op_names as _pattern_op_names
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,35 @@ def _counts(counter: Counter) -> str:
     return ", ".join(f"{name} x{n}" for name, n in sorted(counter.items())) or "-"
 
 
-def why_not(call: Call, targets) -> str:
-    """Why no target in `targets` (Target objects, priority order) takes `call`."""
+def composite_refusals(body, targets) -> dict[int, str]:
+    """Node id -> why a composite pattern that matched around this host node did not take it: its
+    check's reason, or an intermediate value used outside the match. First target and pattern win,
+    in priority and declaration order (the order MergeComposite tries them)."""
+    nodes = [n for n in post_order(body) if isinstance(n, Call) and isinstance(n.op, Op)]
+    users_by_id = users(body)
+    refusals: dict[int, str] = {}
+    for target in targets:
+        for entry in target.patterns:
+            for root in reversed(nodes):
+                match = entry.pattern.find(root)
+                if match is None or all(id(n) in refusals for n in match.nodes):
+                    continue
+                inner = {id(n) for n in match.nodes}
+                escaping = [n for n in match.nodes if n is not root and
+                            (n is body or any(id(u) not in inner for u in users_by_id.get(id(n), ())))]
+                if escaping:
+                    why = "an intermediate value of the match is used outside it"
+                else:
+                    why = entry.refusal(root) or "it overlaps a match taken first"
+                for n in match.nodes:
+                    refusals.setdefault(id(n), f"{target.name} takes it only inside composite "
+                                               f"{entry.composite}, which refused here: {why}")
+    return refusals
+
+
+def why_not(call: Call, targets, refusals: dict[int, str] | None = None) -> str:
+    """Why no target in `targets` (Target objects, priority order) takes `call`; `refusals` (from
+    `composite_refusals`) explains ops that a target takes only inside a composite."""
     if isinstance(call.op, Function):
         composite = call.op.attrs.get("Composite", "a function")
         return f"composite {composite} belongs to a target that was not asked for"
@@ -78,6 +106,11 @@ def why_not(call: Call, targets) -> str:
     name = call.op.name
     reasons = [(t.name, t.check(call)) for t in targets]
     if all(r == f"does not support {name}" for _, r in reasons):
+        if refusals and id(call) in refusals:
+            return refusals[id(call)]
+        in_composites = [t.name for t in targets if any(name in _pattern_op_names(p.pattern) for p in t.patterns)]
+        if in_composites:
+            return f"{', '.join(in_composites)} take(s) {name} only inside composites, and none matched here"
         return f"no target supports {name}"
     takers = [t for t, r in reasons if r is None]
     if takers:
@@ -107,8 +140,10 @@ def summarize_module(mod: IRModule, targets) -> PartitionReport:
     for t in {r.target for r in report.regions} - set(report.targets):
         report.targets.append(t)
     host: Counter = Counter()
-    for node in post_order(mod["main"].body):
+    body = mod["main"].body
+    refusals = composite_refusals(body, targets)
+    for node in post_order(body):
         if isinstance(node, Call) and not isinstance(node.op, GlobalVar):
-            host[(_node_label(node), why_not(node, targets))] += 1
+            host[(_node_label(node), why_not(node, targets, refusals))] += 1
     report.host = [HostOp(op, n, why) for (op, why), n in host.items()]
     return report

@@ -83,6 +83,28 @@ def root_op_names(pattern: Pattern) -> frozenset[str] | None:
     return None
 
 
+def op_names(pattern: Pattern) -> frozenset[str]:
+    """Every op name a match of `pattern` can contain (the why-not report asks which ops a target
+    takes only inside composites)."""
+    names: set[str] = set()
+    stack = [pattern]
+    while stack:
+        pat = stack.pop()
+        if isinstance(pat, OpPattern):
+            names.add(pat.name)
+        elif isinstance(pat, CallPattern):
+            stack += [pat.op, *pat.args]
+        elif isinstance(pat, AltPattern):
+            stack += [pat.left, pat.right]
+        elif isinstance(pat, (AttrPattern, TypePattern)):
+            stack.append(pat.inner)
+        elif isinstance(pat, TuplePattern):
+            stack += list(pat.fields)
+        elif isinstance(pat, TupleGetItemPattern):
+            stack.append(pat.tuple_value)
+    return frozenset(names)
+
+
 def _post_order_within(root: Expr, members: dict[int, Expr]) -> tuple[Expr, ...]:
     order: list[Expr] = []
     seen = {id(root)}
