@@ -1,0 +1,57 @@
+"""Each target's parallel tables agree: every op and pattern it declares has a codegen rule, and every rule is
+reachable from a declaration. Without this, a new op added to one table and forgotten in another fails only
+when a model happens to use it."""
+import re
+
+import pytest
+
+from byoc_compiler.pattern.matcher import op_names
+
+from targets import ccompiler, examplejson
+from targets.ccompiler import rules as cc_rules
+from targets.examplejson import codegen as ej_codegen
+
+NOT_OPS = {"copy"}   # ccompiler rules that are steps of its own, not Relay ops
+
+
+def _ccompiler_routes() -> set[str]:
+    return set(cc_rules.RULES) | set(cc_rules.VIEWS)
+
+
+def _ccompiler_fused_ops() -> set[str]:
+    return {fusion.op for fusion in cc_rules.FUSIONS.values()}
+
+
+def _ej_runtime_ops() -> set[str]:
+    text = (ej_codegen.RUNTIME_DIR / "ej_ops.c").read_text()
+    return set(re.findall(r'^\s*\{"([a-z_.0-9]+)", \d+,', text, flags=re.M))
+
+
+AGREEMENTS = [
+    pytest.param(lambda: set(ccompiler.target.ops) - _ccompiler_routes(), id="ccompiler-op-without-rule"),
+    pytest.param(lambda: _ccompiler_routes() - NOT_OPS - set(ccompiler.target.ops) - _ccompiler_fused_ops(),
+                 id="ccompiler-rule-unreachable"),
+    pytest.param(lambda: {p.composite for p in ccompiler.target.patterns} - set(cc_rules.FUSIONS),
+                 id="ccompiler-pattern-without-fusion"),
+    pytest.param(lambda: set(cc_rules.FUSIONS) - {p.composite for p in ccompiler.target.patterns},
+                 id="ccompiler-fusion-without-pattern"),
+    pytest.param(lambda: {p.composite for p in ccompiler.target.patterns
+                          if p.composite in cc_rules.FUSIONS
+                          and op_names(p.pattern) != set(cc_rules.FUSIONS[p.composite].ops)},
+                 id="ccompiler-fusion-ops-differ-from-pattern"),
+    pytest.param(lambda: {f.op for f in cc_rules.FUSIONS.values()} - set(cc_rules.RULES),
+                 id="ccompiler-fusion-emitted-by-missing-rule"),
+    pytest.param(lambda: set(cc_rules.PASS_THROUGH) - set(cc_rules.RULES), id="ccompiler-pass-through-without-rule"),
+    pytest.param(lambda: set(examplejson.target.ops) ^ set(ej_codegen.ATTRS), id="examplejson-ops-vs-attrs"),
+    pytest.param(lambda: set(ej_codegen.ATTRS) ^ _ej_runtime_ops(), id="examplejson-attrs-vs-c-runtime"),
+]
+
+
+@pytest.mark.parametrize("disagreement", AGREEMENTS)
+def test_target_tables_agree(disagreement):
+    assert disagreement() == set()
+
+
+def test_the_c_runtime_table_is_read():
+    """The C-side op list is parsed from ej_ops.c: an empty parse would make the agreement vacuous."""
+    assert {"add", "nn.conv2d", "nn.softmax"} <= _ej_runtime_ops()
