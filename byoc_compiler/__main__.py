@@ -26,7 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="byoc", description="bring your own codegen: partition, build, check")
+    parser = argparse.ArgumentParser(prog="byoc", description="bring your own codegen: partition models for vendor targets and inspect, debug and profile their builds (build and check with scons)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         cmd = sub.add_parser(name, help=help_text, description=help_text)
