@@ -1,0 +1,50 @@
+"""The vendor API: everything a target package may import from byoc, and nothing else.
+
+A target (`targets/<name>/`, or any module named in config.toml's [targets]) imports only this module:
+
+    from byoc_compiler.vendor import Target, float32_only, is_op, wildcard, is_constant, CSourceArtifact
+
+What is here is stable within a major `API_VERSION`: a name is removed or changes meaning only with a
+new major version, and a new name raises the minor version. Everything else in `byoc_compiler` may
+change in any release. `tests/test_layers.py` checks that in-tree targets import nothing else.
+
+The groups:
+- declaring a target: `Target`, its predicates (`float32_only`, `dtypes_only`, `rank_at_most`, `all_of`),
+  `TargetError`, `ByocError`;
+- composite patterns: `is_op`, `wildcard`, `is_constant`, `is_var`, `is_tuple`, `is_tuple_get_item`;
+- the IR a codegen reads: `Call`, `Constant`, `Function`, `GlobalVar`, `Op`, `Tuple`, `TupleGetItem`, `Var`,
+  `TensorType`, `TupleType`, `flatten_type`, and the traversals `post_order`, `ExprVisitor`, `users`,
+  `flat_value`;
+- what a codegen returns: `CSourceArtifact`, `BlobArtifact`;
+- writing C: `entry_points`, `core_signature` (both calling conventions of a region), `c_type`,
+  `is_identifier`, `sanitize_identifier`, `unique_identifiers`;
+- workspaces: `plan_offsets` (an arena by lifetimes), `peak_live_bytes`, `align_up`;
+- constants: `is_large`, `extern_declaration` (large constants are linked as bytes, not C text).
+"""
+from __future__ import annotations
+
+from .backend.artifact import BlobArtifact, CSourceArtifact
+from .backend.c_abi import c_type, core_signature, entry_points, is_identifier, sanitize_identifier, unique_identifiers
+from .backend.constants import extern_declaration, is_large
+from .backend.memory_plan import align_up, peak_live_bytes, plan_offsets
+from .backend.target import Target, TargetError, all_of, dtypes_only, float32_only, rank_at_most
+from .errors import ByocError
+from .ir.analysis import flat_value, users
+from .ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
+from .ir.types import TensorType, TupleType, flatten_type
+from .ir.visitor import ExprVisitor, post_order
+from .pattern import is_constant, is_op, is_tuple, is_tuple_get_item, is_var, wildcard
+
+API_VERSION = (1, 0)
+
+__all__ = [
+    "API_VERSION",
+    "Target", "TargetError", "ByocError", "all_of", "dtypes_only", "float32_only", "rank_at_most",
+    "is_op", "wildcard", "is_constant", "is_var", "is_tuple", "is_tuple_get_item",
+    "Call", "Constant", "Function", "GlobalVar", "Op", "Tuple", "TupleGetItem", "Var",
+    "TensorType", "TupleType", "flatten_type", "post_order", "ExprVisitor", "users", "flat_value",
+    "CSourceArtifact", "BlobArtifact",
+    "entry_points", "core_signature", "c_type", "is_identifier", "sanitize_identifier", "unique_identifiers",
+    "plan_offsets", "peak_live_bytes", "align_up",
+    "is_large", "extern_declaration",
+]
