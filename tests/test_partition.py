@@ -4,7 +4,7 @@ import pytest
 from byoc_compiler import op
 from byoc_compiler.ir import Call, Constant, GlobalVar, IRModule, Tuple, TupleGetItem, TensorType, Var, post_order
 from byoc_compiler.partition import PartitionError, partition_for, summarize
-from byoc_compiler.partition.annotations import ATTR, Annotations, StaleAnnotations, graph_nodes, read, write
+from byoc_compiler.transform.annotations import ATTR, Annotations, StaleAnnotations, graph_nodes, read, write
 from byoc_compiler.transform import (AnnotateTarget, MergeCompilerRegions, PartitionGraph, annotate_target,
                                      infer_type, merge_compiler_regions, partition_graph)
 from byoc_compiler.transform.partition_graph import PartitionInvariantError

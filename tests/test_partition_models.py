@@ -13,7 +13,7 @@ from byoc_compiler import op, zoo
 from byoc_compiler.backend.target import get_target
 from byoc_compiler.ir import Call, Function, IRModule, Tuple, TensorType, Var, parse, post_order
 from byoc_compiler.partition import partition_for, summarize
-from byoc_compiler.partition.annotations import graph_nodes, inputs_of, read
+from byoc_compiler.transform.annotations import graph_nodes, inputs_of, read
 from byoc_compiler.transform import annotate_target, merge_compiler_regions
 
 from partition_helpers import assert_same_outputs, registered

@@ -37,7 +37,7 @@ def pipeline(targets, mod_name: str = "default", bind_constants: bool = True) ->
     """The passes of partition_for, in order, for `targets` (Target objects, priority order)."""
     from ..transform import (AnnotateTarget, FoldBatchNorm, FoldConstant, InferType, MergeComposite,
                              MergeCompilerRegions, PartitionGraph)
-    from .named_pass import NamedPass
+    from ..transform.named_pass import NamedPass
 
     patterns = [p for t in targets for p in t.patterns]
     return [NamedPass("InferType", InferType()), FoldConstant(), FoldBatchNorm(), MergeComposite(patterns),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..ir.expr import Call, GlobalVar
 from ..ir.module import IRModule
 from ..ir.visitor import post_order
-from .annotations import ATTR, graph_nodes, read
+from ..transform.annotations import ATTR, graph_nodes, read
 
 
 def check_regions(mod: IRModule, pass_name: str) -> None:

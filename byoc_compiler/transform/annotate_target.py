@@ -10,7 +10,7 @@ travels with the TupleGetItems that read it, and a call taking a Tuple
 
 Marks already present are kept, so running the pass twice, or with ["A", "B"]
 versus A then B, gives the same annotations. They are stored as a side table
-(partition/annotations.py); the graph itself is unchanged.
+(transform/annotations.py); the graph itself is unchanged.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from ..backend.target import Target, get_targets
 from ..ir.expr import Call, Function, Op, Tuple, TupleGetItem
 from ..ir.module import IRModule
 from ..ir.types import TupleType
-from ..partition.annotations import Annotations, graph_nodes, inputs_of, read, write
-from ..partition.named_pass import NamedPass, typed
+from .annotations import Annotations, graph_nodes, inputs_of, read, write
+from .named_pass import NamedPass, typed
 
 
 def choose_target(call: Call, targets: list[Target]) -> str | None:

@@ -27,7 +27,7 @@ from ..ir.expr import Call, Constant, Expr, Function, Op, TupleGetItem
 from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator, post_order
-from ..partition.named_pass import NamedPass, typed
+from .named_pass import NamedPass, typed
 
 
 @dataclass

@@ -14,7 +14,7 @@ from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType
 from ..ir.visitor import ExprMutator, post_order
 from ..op.registry import get_op_def
-from ..partition.named_pass import NamedPass
+from .named_pass import NamedPass
 
 
 # A result larger than this stays a call and is computed at run time: folding it would put that many bytes

@@ -23,8 +23,8 @@ decision depends on set iteration order).
 from __future__ import annotations
 
 from ..ir.module import IRModule
-from ..partition.annotations import Annotations, graph_nodes, inputs_of, read, write
-from ..partition.named_pass import NamedPass
+from .annotations import Annotations, graph_nodes, inputs_of, read, write
+from .named_pass import NamedPass
 
 
 class _UnionFind:

@@ -21,7 +21,7 @@ from ..ir.analysis import users as users_of
 from ..ir.expr import Call, Expr, Function, Op, Var
 from ..ir.module import IRModule
 from ..ir.visitor import ExprMutator, post_order
-from ..partition.named_pass import NamedPass
+from .named_pass import NamedPass
 from ..pattern import Match
 from ..pattern.matcher import root_op_names
 
@@ -126,7 +126,7 @@ class _Rewriter(ExprMutator):
 def merge_composite(mod: IRModule, patterns) -> IRModule:
     """`mod` with every match of `patterns` (CompositePattern entries or (name, pattern[, check]) rows,
     in priority order) replaced by a composite call."""
-    from ..partition.named_pass import typed
+    from .named_pass import typed
 
     entries = _entries(patterns)
     if not entries:

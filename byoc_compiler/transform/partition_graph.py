@@ -21,8 +21,8 @@ from ..errors import ByocError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TupleType
-from ..partition.annotations import graph_nodes, inputs_of, read, strip
-from ..partition.named_pass import NamedPass
+from .annotations import graph_nodes, inputs_of, read, strip
+from .named_pass import NamedPass
 
 
 class PartitionInvariantError(ByocError):

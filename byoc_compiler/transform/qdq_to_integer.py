@@ -27,7 +27,7 @@ from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator
 from ..op.registry import make_call
-from ..partition.named_pass import NamedPass
+from .named_pass import NamedPass
 
 _Q8 = ("int8", "uint8")
 # ops that only move or select elements: they commute with an affine quantization of unchanged parameters
