@@ -33,8 +33,11 @@ def _quantized(name: str, fmt: str, per_channel: bool, directory) -> tuple[str, 
         def get_next(self):
             return next(self.batches, None)
 
-    src, dst = directory / "float.onnx", directory / f"{name}-{fmt}-{per_channel}.onnx"
-    onnx.save(model, src)
+    raw, src, dst = directory / "raw.onnx", directory / "float.onnx", directory / f"{name}-{fmt}-{per_channel}.onnx"
+    onnx.save(model, raw)
+    # the documented quantize_static flow: pre-process first (shape inference, BatchNormalization folded
+    # into the convolutions), so that every convolution is quantized with its batch norm
+    quantization.shape_inference.quant_pre_process(str(raw), str(src))
     quantization.quantize_static(
         str(src), str(dst), Reader(), per_channel=per_channel,
         quant_format=quantization.QuantFormat.QDQ if fmt == "qdq" else quantization.QuantFormat.QOperator,

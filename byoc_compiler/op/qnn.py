@@ -13,8 +13,10 @@ import numpy as np
 from .attr_forms import all_positive
 from .conv import CONV2D_ATTRS, _infer_conv2d, conv2d_float64
 from ..ir.attrs import Attrs
+from ..ir.expr import Constant
 from .registry import Attr, OpTypeError, get_op_def, register
-from .qnn_math import QUANT_DTYPES, along, fixed_point, requantize_array, round_shift, saturate, scale_ratio
+from .qnn_math import (QUANT_DTYPES, along, fixed_point, requantize_array, requantize_float32, round_shift, saturate,
+                       scale_ratio)
 from .typecheck import broadcast_shapes, normalize_axis, same_dtype, shape_text, tensor_arg, tensor_type
 
 Q8 = ("int8", "uint8")
@@ -122,17 +124,22 @@ def _infer_requantize(types, attrs):
 def _requantize_ref(args, attrs):
     x = args[0]
     ax = attrs.axis % x.ndim if x.ndim else 0
-    return requantize_array(x, requantize_ratios(attrs), attrs.input_zero_point, attrs.output_zero_point, ax,
-                            attrs.out_dtype)
+    if attrs.rounding == "fixed_point":
+        return requantize_array(x, requantize_ratios(attrs), attrs.input_zero_point, attrs.output_zero_point, ax,
+                                attrs.out_dtype)
+    return requantize_float32(x, requantize_ratios(attrs), attrs.input_zero_point, attrs.output_zero_point, ax,
+                              attrs.out_dtype)
 
 
 register("qnn.requantize", ("data",),
          (_scale("input_scale"), _zero_point("input_zero_point"), _scale("output_scale"),
           _zero_point("output_zero_point"), Attr("axis", "int", 1),
-          Attr("out_dtype", "str", "int8", choices=QUANT_DTYPES)),
+          Attr("out_dtype", "str", "int8", choices=QUANT_DTYPES),
+          Attr("rounding", "str", "float32", choices=("float32", "fixed_point"))),
          infer=_infer_requantize, ref=_requantize_ref, family="qnn",
          doc="saturate(round((data - input_zero_point) * input_scale / output_scale) + output_zero_point), "
-             "fixed-point, ties to even")
+             "ties to even; rounding='float32': the product in float32 (onnxruntime's kernels), "
+             "'fixed_point': a 31-bit multiplier and shift in integers")
 
 
 # ---- conv2d / dense / matmul: int8 x int8 -> int32 -----------------------------------------------------
@@ -295,3 +302,17 @@ register("qnn.concatenate", ("data",),
           Attr("output_scale", "float"), Attr("output_zero_point", "int", 0), Attr("axis", "int", 0)),
          infer=_infer_qconcat, ref=_qconcat_ref, family="qnn", tuple_input=True,
          doc="each input requantized to the output scale and zero point, then concatenated")
+
+
+# ---- builders shared by the ONNX importer and transform.qdq_to_integer ----------------------------------
+
+def global_avg_pool_int(call, x, shape, dtype: str, x_scale: float, x_zp: int, y_scale: float, y_zp: int,
+                        y_dtype: str):
+    """Integer global average pool: sum(x - x_zp) over H x W (a depthwise qnn.conv2d with a kernel of ones)
+    requantized by x_scale / (y_scale * H * W), each step in float32 as onnxruntime's kernel computes it."""
+    _, c, h, w = shape
+    ones = Constant(np.ones((c, 1, h, w), np.dtype(dtype)))
+    acc = call("qnn.conv2d", x, ones, groups=c, input_zero_point=int(x_zp), kernel_zero_point=[0])
+    ratio = float(np.float32(np.float32(x_scale) / np.float32(np.float32(y_scale) * np.float32(h * w))))
+    return call("qnn.requantize", acc, input_scale=[ratio], input_zero_point=[0], output_scale=[1.0],
+                output_zero_point=[int(y_zp)], axis=1, out_dtype=y_dtype)

@@ -1,4 +1,9 @@
-"""The integer arithmetic of the quantized ops, shared by their numpy reference and their C kernels.
+"""The arithmetic of the quantized ops, shared by their numpy reference and their C kernels.
+
+qnn.requantize has two roundings: `float32` (the default, what onnxruntime computes: the int32 value
+times the float32 factor, rounded to float32, then to the nearest integer, ties to even) and
+`fixed_point` (below: integers only, for hardware without floats). A deep network turns even a rare
+last-bit difference into many changed outputs, so matching a peer bit for bit needs its rounding.
 
 A rescale by a real factor r (input scale / output scale) is done the way integer hardware does it:
 r = M * 2**-S with an integer multiplier M (31 significant bits at most) and a shift S, chosen once
@@ -88,3 +93,15 @@ def requantize_array(x: np.ndarray, ratios: Sequence[float], in_zp, out_zp, axis
     # |x - zp| is kept below 2**31 so that the product with M < 2**31 fits 64 bits (C does the same).
     d = np.clip(x.astype(np.int64) - along(in_zp, axis, nd, np.int64), -(2 ** 31) + 1, 2 ** 31 - 1)
     return saturate(round_shift(d * m, s) + along(out_zp, axis, nd, np.int64), out_dtype)
+
+
+def requantize_float32(x: np.ndarray, ratios: Sequence[float], in_zp, out_zp, axis: int,
+                       out_dtype: str) -> np.ndarray:
+    """saturate(round_half_even(float32(x - in_zp) * ratio) + out_zp), the product rounded to float32:
+    what onnxruntime's requantizing kernels (MlasRequantizeOutput) compute, bit for bit."""
+    nd = x.ndim
+    d = (x.astype(np.int64) - along(in_zp, axis, nd, np.int64)).astype(np.float32)
+    v = np.rint(d * along(ratios, axis, nd, np.float32))
+    info = np.iinfo(out_dtype)
+    v = np.clip(v.astype(np.float64) + along(out_zp, axis, nd, np.float64), info.min, info.max)
+    return v.astype(out_dtype)

@@ -9,11 +9,17 @@ pass rewrites every `qnn.quantize` whose float producer has an integer form:
 | -------------------------------------------- | ----------------------------------------------------- |
 | nn.conv2d (+ nn.bias_add/add of an int32 bias) | qnn.conv2d + add int32 bias + qnn.requantize        |
 | nn.dense / 2-D nn.matmul (+ bias)            | qnn.dense / qnn.matmul + add bias + qnn.requantize    |
-| add, multiply                                | qnn.add, qnn.mul                                      |
+| add, multiply (only with `binary=True`)      | qnn.add, qnn.mul                                      |
 | concatenate                                  | qnn.concatenate                                       |
+| nn.global_avg_pool2d                         | as onnxruntime's QLinearGlobalAveragePool             |
 | nn.max_pool2d, nn.avg_pool2d, nn.relu, data movement, with the same scale and zero point in and out | the op on the integers (relu: clip at the zero point) |
 
-Anything else keeps its float form (dequantize -> float op -> quantize), which is
+add and multiply stay in float by default: onnxruntime's QDQ optimizer leaves a QDQ Add in float
+(dequantize, float32 add, quantize), and a deep network amplifies the rare last-bit differences of
+an integer rescale into many changed outputs; the float path is the bit-exact peer result.
+A relu or clip right before the quantize is dropped when the quantize's saturation already does its
+work (zero point at the type's minimum; representable range inside the clip bounds), as onnxruntime
+does. Anything else keeps its float form (dequantize -> float op -> quantize), which is
 exactly what the QDQ model means. The requantization scale is x_scale * w_scale
 rounded to float32 (onnxruntime's). Idea from onnxruntime's QDQ transformer and TVM's
 FakeQuantizationToInteger; the code is written for byoc's IR.
@@ -26,6 +32,7 @@ from ..ir.expr import Call, Constant, Op, Tuple
 from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator
+from ..op.qnn import global_avg_pool_int
 from ..op.registry import make_call
 from .named_pass import NamedPass
 
@@ -71,6 +78,11 @@ def _f32_products(a: list[float], b: list[float]) -> list[float]:
 class _Rewriter(ExprMutator):
     into_functions = False
 
+    def __init__(self, binary: bool = False):
+        super().__init__()
+        self.rules = (_linear, _binary, _concat, _same_params, _global_avg_pool) if binary else \
+            (_linear, _concat, _same_params, _global_avg_pool)
+
     def rewrite_call(self, original, rebuilt):
         if not _is(original, "qnn.quantize") or not _is(rebuilt, "qnn.quantize"):
             return rebuilt
@@ -79,11 +91,27 @@ class _Rewriter(ExprMutator):
             return rebuilt
         out = dict(scale=list(q.scale), zp=list(q.zero_point), dtype=q.out_dtype)
         inner_o, inner_n = original.args[0], rebuilt.args[0]
-        for rule in (_linear, _binary, _concat, _same_params):
+        while _absorbed_by_saturation(inner_o, out):
+            inner_o, inner_n = inner_o.args[0], inner_n.args[0]
+        for rule in self.rules:
             result = rule(inner_o, inner_n, out)
             if result is not None:
                 return result
         return rebuilt
+
+
+def _absorbed_by_saturation(expr, out) -> bool:
+    """relu/clip right before the quantize that change nothing the quantize's saturation does not already
+    do: relu when the zero point is the type's minimum, clip when the representable range lies inside
+    [a_min, a_max] (onnxruntime's ReluQuantFusion and ClipQuantFusion)."""
+    info = np.iinfo(out["dtype"])
+    scale, zp = out["scale"][0], out["zp"][0]
+    if _is(expr, "nn.relu"):
+        return zp == info.min
+    if _is(expr, "clip"):
+        lo, hi = (info.min - zp) * scale, (info.max - zp) * scale
+        return expr.attrs.a_min <= lo and hi <= expr.attrs.a_max
+    return False
 
 
 def _bias(orig, new) -> tuple[Call, Call, _DQ | None] | None:
@@ -173,14 +201,25 @@ def _same_params(orig, new, out):
     return make_call(name, x.value, **dict(orig.attrs))
 
 
-def qdq_to_integer(mod: IRModule) -> IRModule:
+def _global_avg_pool(orig, new, out):
+    """As onnxruntime's QLinearGlobalAveragePool (the QDQ form of GlobalAveragePool)."""
+    if not _is(orig, "nn.global_avg_pool2d"):
+        return None
+    x = _dq(orig.args[0], new.args[0])
+    if x is None or not x.per_tensor or x.dtype != out["dtype"]:
+        return None
+    return global_avg_pool_int(make_call, x.value, orig.args[0].checked_type.shape, x.dtype, x.scale[0], x.zp[0],
+                               out["scale"][0], out["zp"][0], out["dtype"])
+
+
+def qdq_to_integer(mod: IRModule, binary: bool = False) -> IRModule:
     from .infer_type import infer_type
 
     typed = infer_type(mod)
     out = IRModule()
     changed = False
     for name, func in typed.items():
-        body = _Rewriter().visit(func.body)
+        body = _Rewriter(binary).visit(func.body)
         changed |= body is not func.body
         from ..ir.expr import Function
         out = out.with_function(name, func if body is func.body else

@@ -93,6 +93,18 @@ def _requantize(ctx) -> str:
     izp = list(a.input_zero_point) * (n if len(a.input_zero_point) == 1 else 1)
     ozp = list(a.output_zero_point) * (n if len(a.output_zero_point) == 1 else 1)
     ch, _, _ = _channel_index(ctx, x.shape, _axis(ctx, x), n)
+    if a.rounding == "float32":
+        ctx.need("math.h")
+        ctx.use(_HELPER)
+        lo, hi = _RANGE[out.dtype]
+        rs = list(ratios) * (n if len(ratios) == 1 else 1)
+        pre = [_array("ratio", "float", [float_literal(r) for r in rs]),
+               _array("izp", "int64_t", [L(z) for z in izp]), _array("ozp", "int64_t", [L(z) for z in ozp])]
+        body = (f"const int64_t c = {ch};\n"
+                f"const float v = nearbyintf((float)((int64_t)in0[i] - izp[c]) * ratio[c]);   /* ties to even */\n"
+                f"const int64_t q = v >= 9.0e18f ? INT64_MAX : v <= -9.0e18f ? INT64_MIN + 1 : (int64_t)v;\n"
+                f"out0[i] = ({c_type(out.dtype)})byoc_clamp64(q + ozp[c], {lo}, {hi});")
+        return "\n".join(pre) + "\n" + flat_loop(size_of(x.shape), body)
     pre = [_array("mult", "int64_t", [L(p[0][0]) for p in pairs]),
            _array("shift", "int32_t", [str(p[1]) for p in pairs]),
            _array("izp", "int64_t", [L(z) for z in izp]), _array("ozp", "int64_t", [L(z) for z in ozp])]
@@ -107,6 +119,53 @@ def _wrap32(ctx, value: str) -> str:
 
 
 def _conv2d(ctx) -> str:
+    """Direct convolution accumulating whole output rows: for each weight tap, y[oy, ox] += (x - x_zp) *
+    (w - w_zp) over the output positions whose input is inside the image (padding adds exact zeros),
+    so the inner loop is a branch-free, vectorizable row update. int32 accumulation cannot overflow
+    when K * 255 * 255 < 2**31; larger K accumulates in int64 per output instead."""
+    n, c, h, w = ctx.inputs[0].shape
+    o, cg, kh, kw = ctx.inputs[1].shape
+    _, _, oh, ow = ctx.outputs[0].shape
+    a = ctx.attrs
+    sh, sw = a.strides
+    dh, dw = a.dilation
+    pt, pl, _, _ = a.padding
+    per_group = o // a.groups
+    kzp = list(a.kernel_zero_point) * (o if len(a.kernel_zero_point) == 1 else 1)
+    if cg * kh * kw * 255 * 255 >= 2 ** 31:
+        return _conv2d_wide(ctx)
+    return f"""{_array("kzp", "int32_t", [str(int(z)) for z in kzp])}
+  for (int64_t b = 0; b < {L(n)}; ++b) {{
+    for (int64_t oc = 0; oc < {L(o)}; ++oc) {{
+      const int64_t first_channel = (oc / {L(per_group)}) * {L(cg)};
+      int32_t* y = out0 + (b * {L(o)} + oc) * {L(oh * ow)};
+      for (int64_t i = 0; i < {L(oh * ow)}; ++i) y[i] = 0;
+      for (int64_t ic = 0; ic < {L(cg)}; ++ic) {{
+        const {c_type(ctx.inputs[0].dtype)}* x = in0 + (b * {L(c)} + first_channel + ic) * {L(h * w)};
+        for (int64_t ky = 0; ky < {L(kh)}; ++ky) {{
+          for (int64_t kx = 0; kx < {L(kw)}; ++kx) {{
+            const int32_t wv = (int32_t)in1[((oc * {L(cg)} + ic) * {L(kh)} + ky) * {L(kw)} + kx] - kzp[oc];
+            const int64_t shift = kx * {L(dw)} - {L(pl)};   /* ix = ox * sw + shift */
+            const int64_t lo = shift >= 0 ? 0 : (-shift + {L(sw - 1)}) / {L(sw)};
+            int64_t hi = {L(w - 1)} - shift < 0 ? 0 : ({L(w - 1)} - shift) / {L(sw)} + 1;
+            if (hi > {L(ow)}) hi = {L(ow)};
+            if (wv == 0 || lo >= hi) continue;
+            for (int64_t oy = 0; oy < {L(oh)}; ++oy) {{
+              const int64_t iy = oy * {L(sh)} - {L(pt)} + ky * {L(dh)};
+              if (iy < 0 || iy >= {L(h)}) continue;
+              const int64_t base = iy * {L(w)} + shift;   /* base + ox * sw >= 0 for ox >= lo */
+              int32_t* yr = y + oy * {L(ow)};
+              for (int64_t ox = lo; ox < hi; ++ox)
+                yr[ox] += ((int32_t)x[base + ox * {L(sw)}] - {int(a.input_zero_point)}) * wv;
+            }}
+          }}
+        }}
+      }}
+    }}
+  }}"""
+
+
+def _conv2d_wide(ctx) -> str:
     n, c, h, w = ctx.inputs[0].shape
     o, cg, kh, kw = ctx.inputs[1].shape
     _, _, oh, ow = ctx.outputs[0].shape

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...op.qnn import global_avg_pool_int
 from .context import Context, Node, NodeError
 from .ops_nn import _ints_attr, padding
 from .table import MS_TABLE, Converter, converter
@@ -189,7 +190,7 @@ def _qgemm(node: Node, ctx: Context):
 
 def _qlinear_global_avg_pool(node: Node, ctx: Context):
     """com.microsoft QLinearGlobalAveragePool (NCHW): the sum over H x W as a depthwise qnn.conv2d with a
-    kernel of ones, requantized by x_scale / y_scale / (H * W) in float32."""
+    kernel of ones, requantized by x_scale / (y_scale * H * W) in float32 (onnxruntime's order)."""
     if int(node.attr("channels_last", 0)):
         raise NodeError("channels_last=1 is not supported")
     x = node.required(0, "X")
@@ -198,11 +199,7 @@ def _qlinear_global_avg_pool(node: Node, ctx: Context):
     shape = ctx.shape(x)
     if len(shape) != 4 or max(len(v) for v in (xs, xzp, ys, yzp)) != 1:
         raise NodeError("only 4-D NCHW input with per-tensor scales is supported")
-    _, c, h, w = shape
-    ones = ctx.const(np.ones((c, 1, h, w), np.dtype(ctx.dtype(x))))
-    acc = ctx.call("qnn.conv2d", x, ones, groups=c, input_zero_point=xzp[0], kernel_zero_point=[0])
-    ratio = float(np.float32(np.float32(np.float32(xs[0]) / np.float32(ys[0])) / np.float32(h * w)))
-    return [_requantize(ctx, acc, [ratio], [1.0], yzp, ydtype, axis=1)]
+    return [global_avg_pool_int(ctx.call, x, shape, ctx.dtype(x), xs[0], xzp[0], ys[0], yzp[0], ydtype)]
 
 
 MS_TABLE["QGemm"] = Converter("QGemm", (1,), _qgemm)
