@@ -42,7 +42,7 @@ def resnet_style(channels: int = 8, size: int = 8, seed: int = 0) -> IRModule:
 
 
 _RELU = re.compile(r"ck_unary\(CK_RELU, (\d+), (\w+), (\w+),[^\n]*\n[^\n]*;\n")
-_CONV_BIAS = re.compile(r"ck_conv2d\(&params, (\w+), (\w+), (\w+),")
+_CONV_BIAS = re.compile(r"(ck_conv2d(?:_prepacked)?)\(&params, (\w+), (\w+), (\w+),")
 
 
 class InjectedBug:
@@ -77,7 +77,7 @@ class InjectedBug:
         if k is None or k >= len(matches):
             return text
         m = matches[k]
-        return text[:m.start()] + f"ck_conv2d(&params, {m.group(1)}, {m.group(2)}, NULL," + text[m.end():]
+        return text[:m.start()] + f"{m.group(1)}(&params, {m.group(2)}, {m.group(3)}, NULL," + text[m.end():]
 
     def __enter__(self):
         from byoc_compiler.backend.artifact import CSourceArtifact
@@ -93,7 +93,7 @@ class InjectedBug:
             sources = {name: self.patch(code, func) for name, code in artifact.sources.items()}
             if sources != artifact.sources:
                 self.patched.append(symbol)
-            return CSourceArtifact(symbol, sources, include_dirs=artifact.include_dirs)
+            return CSourceArtifact(symbol, sources, include_dirs=artifact.include_dirs, constants=artifact.constants)
 
         target.codegen = codegen
         return self

@@ -253,6 +253,24 @@ def test_relu6_composite_is_one_call_other_clips_are_not():
     assert code.count("CK_ACT_RELU6") == 1 and code.count("ck_unary(CK_CLIP") == 1, code
 
 
+@pytest.mark.parametrize("out_channels,groups,prepacked", [(40, 1, True), (8, 1, False), (80, 2, True),
+                                                           (16, 16, False)],
+                         ids=["40-channels-packed", "8-channels-padding-too-costly", "grouped-packed", "depthwise"])
+def test_constant_conv_weights_are_packed_at_codegen(out_channels, groups, prepacked):
+    x = _var("x", (1, 16, 5, 5))
+    weight = np.random.default_rng(3).standard_normal((out_channels, 16 // groups, 3, 3)).astype(np.float32)
+    body = op.nn.conv2d(x, const(weight), padding=(1, 1), groups=groups)
+    part = partition_for(["ccompiler"], IRModule.from_expr(Function([x], body)))
+    code = _code(ccompiler_codegen(part["tvmgen_default_ccompiler_main_0"], "tvmgen_default_ccompiler_main_0"))
+    assert ("ck_conv2d_prepacked(&params" in code) == prepacked, code
+    assert ("ck_conv2d(&params" in code) != prepacked
+    if prepacked:  # the packed array replaces the weight, sized by the kernel library's formula
+        p = kernels.conv2d_params((1, 16, 5, 5), weight.shape, (1, 1), (1, 1, 1, 1), (1, 1), groups)
+        assert "packed for ck_conv2d_prepacked" in code
+        assert f"[{kernels.conv2d_packed_weight_bytes(p) // 4}]" in code
+        assert f"[{weight.size}]" not in code
+
+
 def _c_array(code, name):
     body = re.search(rf"static const float {name}\[(\d+)\] = \{{(.*?)\}};", code, re.S)
     items = [t.strip() for t in body.group(2).replace("\n", " ").split(",") if t.strip()]

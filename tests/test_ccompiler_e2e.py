@@ -165,13 +165,14 @@ def conv_variants():
 
 def mobilenet_block():
     # depthwise 3x3/2 + batch norm (folded) + clip(0, 6): one fused relu6 call; 1x1 + bias + clip(0, 5)
-    # is not relu6 and keeps its clip; a depthwise 3x3 stride 1 with a plain relu
+    # (48 output channels: its weight is packed at codegen) is not relu6 and keeps its clip; a depthwise
+    # 3x3 stride 1 with a plain relu
     x = _var("x", (1, 8, 13, 11))
     bn = op.nn.batch_norm(op.nn.conv2d(x, _w((8, 1, 3, 3), 20, 3.0), strides=(2, 2), padding=(1, 1), groups=8),
                           _w((8,), 21), _w((8,), 22), _w((8,), 23), const(np.linspace(0.5, 2, 8, dtype=np.float32)))
     h = op.clip(TupleGetItem(bn, 0), 0.0, 6.0)
-    h = op.clip(op.nn.bias_add(op.nn.conv2d(h, _w((12, 8, 1, 1), 24)), _w((12,), 25)), 0.0, 5.0)
-    h = op.nn.relu(op.nn.bias_add(op.nn.conv2d(h, _w((12, 1, 3, 3), 26), padding=(1, 1), groups=12), _w((12,), 27)))
+    h = op.clip(op.nn.bias_add(op.nn.conv2d(h, _w((48, 8, 1, 1), 24)), _w((48,), 25)), 0.0, 5.0)
+    h = op.nn.relu(op.nn.bias_add(op.nn.conv2d(h, _w((48, 1, 3, 3), 26), padding=(1, 1), groups=48), _w((48,), 27)))
     return _partitioned([x], h)
 
 

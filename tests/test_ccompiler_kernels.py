@@ -68,8 +68,9 @@ class CkLib:
         for name in ("ck_gemm_workspace_bytes", "ck_dense_workspace_bytes", "ck_matmul_workspace_bytes"):
             getattr(self.lib, name).restype = ctypes.c_size_t
             getattr(self.lib, name).argtypes = [i64, i64, i64]
-        self.lib.ck_conv2d_workspace_bytes.restype = ctypes.c_size_t
-        self.lib.ck_conv2d_workspace_bytes.argtypes = [ctypes.POINTER(ConvParams)]
+        for name in ("ck_conv2d_workspace_bytes", "ck_conv2d_packed_weight_bytes"):
+            getattr(self.lib, name).restype = ctypes.c_size_t
+            getattr(self.lib, name).argtypes = [ctypes.POINTER(ConvParams)]
         self.lib.ck_unary.argtypes = [i32, i64, f32p, f32p, ctypes.c_float, ctypes.c_float]
         for name in ("ck_gemm_kernel_name", "ck_gemm_kernel_at"):
             getattr(self.lib, name).restype = ctypes.c_char_p
@@ -108,7 +109,27 @@ class CkLib:
         out = np.full((x.shape[0], w.shape[0], oh.value, ow.value), np.nan, np.float32)
         owner, ws = workspace(nbytes)
         assert self.lib.ck_conv2d(ctypes.byref(p), fptr(x), fptr(w), fptr(bias), i32(act), fptr(out), ws) == 0
+        packed = self.pack_conv2d_weight(values, w)
+        if packed is not None:  # the same call on the weight packed ahead must give the same bits
+            again = np.full_like(out, np.nan)
+            assert self.lib.ck_conv2d_prepacked(ctypes.byref(p), fptr(x), fptr(packed), fptr(bias), i32(act),
+                                                fptr(again), ws) == 0
+            np.testing.assert_array_equal(again, out, err_msg="ck_conv2d_prepacked differs from ck_conv2d")
         return out
+
+    def pack_conv2d_weight(self, values, w):
+        """ck_conv2d_pack_weight's result (None when the geometry is not packed), checked against the
+        codegen's numpy mirror bit for bit."""
+        p = ConvParams(**values)
+        nbytes = self.lib.ck_conv2d_packed_weight_bytes(ctypes.byref(p))
+        assert nbytes == K.conv2d_packed_weight_bytes(values), "Python mirror of the packed size"
+        if nbytes == 0:
+            assert self.lib.ck_conv2d_pack_weight(ctypes.byref(p), fptr(w), None) != 0
+            return None
+        packed = np.full(nbytes // 4, np.nan, np.float32)
+        assert self.lib.ck_conv2d_pack_weight(ctypes.byref(p), fptr(w), fptr(packed)) == 0
+        np.testing.assert_array_equal(packed, K.pack_conv2d_weight(values, w), err_msg="pack_conv2d_weight mirror")
+        return packed
 
     # -- pools -----------------------------------------------------------------------------------
     def pool(self, kind, x, pool_size, strides, padding, dilation, ceil_mode, count_include_pad=False):

@@ -35,7 +35,7 @@ from byoc_compiler.ir.visitor import post_order
 
 from . import kernels
 from .c_text import array_values, comment, shape_text, wrap_list
-from .rules import FUSIONS, PASS_THROUGH, RULES, VIEWS
+from .rules import FUSIONS, PASS_THROUGH, RULES, VIEWS, conv2d_params as _conv2d_params
 
 ALIGNMENT = 64          # bytes; every workspace buffer starts on a cache line
 WORKSPACE = "region_workspace"
@@ -52,6 +52,8 @@ class _Buffer:
     last: int | None = None
     offset: int = 0              # bytes into the workspace (temps, scratch)
     merged: "_Buffer | None" = None  # an in-place result lives in this (earlier) buffer instead
+    note: str = ""               # what a constant is, when it is not a tensor of the model (packed weights)
+    source: "_Buffer | None" = None  # the constant a packed one was made from
 
     def root(self) -> "_Buffer":
         buf = self
@@ -227,6 +229,46 @@ def _match_fusion(name: str, func: Function):
     return calls, data, weight, bias
 
 
+def _prepack_weights(lowering: _Lowering) -> None:
+    """Constant conv2d weights -> the kernel library's packed layout, once, here at codegen time (not
+    on every call, nor at init: nothing to allocate or to run before the first inference). The layout
+    is the same for every CPU the library dispatches to (kernels.pack_conv2d_weight mirrors
+    ck_conv2d_pack_weight); the step calls ck_conv2d_prepacked. A raw weight nothing else reads is
+    dropped, so the packed copy replaces it. The layout pads each group's output channels to a
+    multiple of 24; where that would add more than a quarter to the weight (few output channels per
+    group) the weight stays as it is and is packed per call (a small cost next to the conv's work)."""
+    packed: dict[tuple, _Buffer] = {}
+    for step in lowering.steps:
+        if step.op != "nn.conv2d" or step.ins[1].buffer.kind != "const":
+            continue
+        params = _conv2d_params(step)
+        if not 0 < kernels.conv2d_packed_weight_bytes(params) <= 1.25 * step.ins[1].buffer.nbytes:
+            continue
+        weight = step.ins[1]
+        key = (id(weight.buffer), tuple(sorted(params.items())))
+        if key not in packed:
+            data = kernels.pack_conv2d_weight(params, weight.buffer.data)
+            note = f"conv2d weight {shape_text(weight.type.shape)} packed for ck_conv2d_prepacked"
+            packed[key] = _Buffer("const", data.nbytes, data=data, note=note, source=weight.buffer)
+        step.op = "conv2d_prepacked"
+        step.ins[1] = _Value(weight.type, packed[key])
+    if not packed:
+        return
+    used = {id(v.buffer) for s in lowering.steps for v in s.ins}
+    by_source: dict[int, list[_Buffer]] = {}
+    for buf in packed.values():
+        by_source.setdefault(id(buf.source), []).append(buf)
+    consts: dict[int, _Buffer] = {}
+    for key, buf in lowering.consts.items():
+        if id(buf) in used:
+            consts[key] = buf
+        for new in by_source.get(id(buf), []):
+            consts[id(new)] = new
+    for index, buf in enumerate(consts.values()):
+        buf.index = index
+    lowering.consts = consts
+
+
 def _assign_outputs(lowering: _Lowering, results: list[_Value]) -> list[_Buffer]:
     """The region's output buffers: a temp result is computed in place, anything else is copied."""
     outputs = []
@@ -331,11 +373,14 @@ def _render(symbol: str, core: str, lowering: _Lowering, workspace: int, in_type
              "#include <byoc_ck.h>",
              ""]
     for buf in lowering.consts.values():
+        if buf.note:
+            lines.append(comment(f"{buf.cname}: {buf.note}"))
         if is_large(buf.data):
             lines.append(extern_declaration(buf.cname, buf.data))
             continue
         ctype = c_type(str(buf.data.dtype))
-        lines.append(comment(f"{buf.cname}: constant {shape_text(buf.data.shape)} {buf.data.dtype}"))
+        if not buf.note:
+            lines.append(comment(f"{buf.cname}: constant {shape_text(buf.data.shape)} {buf.data.dtype}"))
         lines.append(f"static const {ctype} {buf.cname}[{max(1, buf.data.size)}] = {{")
         lines += ["  " + row for row in array_values(buf.data)]
         lines += ["};", ""]
@@ -402,6 +447,7 @@ def ccompiler_codegen(func: Function, symbol: str) -> CSourceArtifact:
     in_types = lowering.input_types
     out_types = [v.type for v in results]
     _assign_outputs(lowering, results)
+    _prepack_weights(lowering)
     _run_in_place(lowering)
     workspace = _plan(lowering)
     _name_buffers(lowering, symbol)

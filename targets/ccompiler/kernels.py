@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 INCLUDE_DIR = KERNEL_DIR
 HEADER = "byoc_ck.h"
@@ -65,6 +67,11 @@ FUNCTIONS: dict[str, KernelFunction] = {f.name: f for f in (
     _fn("ck_conv2d_workspace_bytes", "const ck_conv2d_params *p", "scratch of ck_conv2d", "size_t"),
     _fn("ck_conv2d", "const ck_conv2d_params *p, const float *data, const float *weight, const float *bias, "
         "int32_t activation, float *out, void *workspace", "nn.conv2d (+ bias_add, + relu), NCHW/OIHW"),
+    _fn("ck_conv2d_packed_weight_bytes", "const ck_conv2d_params *p", "size of a packed conv2d weight", "size_t"),
+    _fn("ck_conv2d_pack_weight", "const ck_conv2d_params *p, const float *weight, float *packed",
+        "conv2d weight -> the micro-kernels' packed layout (pack_conv2d_weight mirrors it)"),
+    _fn("ck_conv2d_prepacked", "const ck_conv2d_params *p, const float *data, const float *packed_weight, "
+        "const float *bias, int32_t activation, float *out, void *workspace", "ck_conv2d on a packed weight"),
     _fn("ck_binary", "int32_t op, const float *lhs, int32_t lhs_ndim, const int64_t *lhs_shape, "
         "const float *rhs, int32_t rhs_ndim, const int64_t *rhs_shape, float *out, int32_t out_ndim, "
         "const int64_t *out_shape", "binary op with numpy broadcasting"),
@@ -179,6 +186,31 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
         return 0
     oh, ow = conv2d_output_hw(p)
     return gemm_workspace_bytes(p["out_channels"] // p["groups"], oh * ow, per_group_in * p["kernel_h"] * p["kernel_w"])
+
+
+def conv2d_packed_weight_bytes(p: dict[str, int]) -> int:
+    """Bytes of ck_conv2d_pack_weight's layout; 0 when the geometry is not packed (depthwise)."""
+    if p["channels"] == p["groups"]:
+        return 0
+    og, kdim = p["out_channels"] // p["groups"], p["channels"] // p["groups"] * p["kernel_h"] * p["kernel_w"]
+    return 4 * p["groups"] * _round_up(og, _M_QUANTUM) * kdim
+
+
+def pack_conv2d_weight(p: dict[str, int], weight: np.ndarray) -> np.ndarray:
+    """ck_conv2d_pack_weight in numpy, so the codegen packs constant weights once, at codegen time:
+    per group and K block of _KC, _M_QUANTUM-row slivers stored k-major, zero rows past the end."""
+    groups = p["groups"]
+    og = p["out_channels"] // groups
+    kdim = weight.size // p["out_channels"]
+    m24 = _round_up(og, _M_QUANTUM)
+    out = []
+    for g in range(groups):
+        a = np.zeros((m24, kdim), weight.dtype)
+        a[:og] = weight[g * og:(g + 1) * og].reshape(og, kdim)
+        for pc in range(0, kdim, _KC):
+            block = a[:, pc:pc + _KC]           # [m24, kc] -> slivers [m24 / 24, kc, 24]
+            out.append(block.reshape(m24 // _M_QUANTUM, _M_QUANTUM, -1).transpose(0, 2, 1).reshape(-1))
+    return np.concatenate(out) if out else np.zeros(0, weight.dtype)
 
 
 def workspace_bytes(op: str, arg_shapes, attrs) -> int:

@@ -161,9 +161,14 @@ def _conv2d(step):
     data, weight = step.ins[0], step.ins[1]
     bias = step.ins[2].ptr if len(step.ins) > 2 else "NULL"
     act = kernels.ACTIVATIONS[step.activation]
+    # conv2d_prepacked: the weight input is the packed constant (its value keeps the OIHW type)
+    function = "ck_conv2d_prepacked" if step.op == "conv2d_prepacked" else "ck_conv2d"
     decls = [f"static const ck_conv2d_params params = {params};"]
-    return decls, (f"ck_conv2d(&params, {data.ptr}, {weight.ptr}, {bias}, {act}, {step.outs[0].ptr}, "
+    return decls, (f"{function}(&params, {data.ptr}, {weight.ptr}, {bias}, {act}, {step.outs[0].ptr}, "
                    f"{step.scratch_ptr})")
+
+
+conv2d_params = _conv2d_params
 
 
 # ---- pools ---------------------------------------------------------------------------------------
@@ -240,6 +245,9 @@ RULES: dict[str, Rule] = {
                       _gemm_query("ck_matmul_workspace_bytes", _matmul_mnk)),
     "nn.conv2d": Rule(_conv2d, lambda step: kernels.conv2d_workspace_bytes(_conv2d_params(step)),
                       lambda step: "ck_conv2d_workspace_bytes(&params)"),
+    # not an op: nn.conv2d on a constant weight the codegen packed (codegen._prepack_weights)
+    "conv2d_prepacked": Rule(_conv2d, lambda step: kernels.conv2d_workspace_bytes(_conv2d_params(step)),
+                             lambda step: "ck_conv2d_workspace_bytes(&params)"),
     "nn.max_pool2d": Rule(_pool("ck_max_pool2d")),
     "nn.avg_pool2d": Rule(_pool("ck_avg_pool2d")),
     "nn.global_avg_pool2d": Rule(_global_avg_pool2d),

@@ -85,6 +85,17 @@ size_t ck_conv2d_workspace_bytes(const ck_conv2d_params *p);
 int32_t ck_conv2d(const ck_conv2d_params *p, const float *data, const float *weight,
                   const float *bias, int32_t activation, float *out, void *workspace);
 
+/* Constant weights packed once (at codegen time or at init) instead of on every call, in a layout
+ * every micro-kernel of every CPU reads: per group, per K block of 256 (K = channels/groups * kh * kw,
+ * the last block shorter), 24-row slivers of the group's [out_channels/groups, K] weight matrix,
+ * each stored k-major (24 floats per k, zeros past the last row). 0 bytes means this geometry is
+ * not packed (one input channel per group: the direct kernel reads the weight as it is). */
+size_t ck_conv2d_packed_weight_bytes(const ck_conv2d_params *p);
+int32_t ck_conv2d_pack_weight(const ck_conv2d_params *p, const float *weight, float *packed);
+/* ck_conv2d with the weight packed by ck_conv2d_pack_weight (same scratch). */
+int32_t ck_conv2d_prepacked(const ck_conv2d_params *p, const float *data, const float *packed_weight,
+                            const float *bias, int32_t activation, float *out, void *workspace);
+
 /* ---- elementwise (ck_elementwise.c) ----------------------------------------------------------- */
 typedef enum {
   CK_ADD = 0, CK_SUBTRACT = 1, CK_MULTIPLY = 2, CK_DIVIDE = 3, CK_MAXIMUM = 4, CK_MINIMUM = 5

@@ -118,11 +118,51 @@ static void ck_dw3x3_plane(const ck_conv2d_params *p, int64_t oh_n, int64_t ow_n
   }
 }
 
+static int64_t ck_packed_group_floats(const ck_conv2d_params *p) {
+  const int64_t og = p->out_channels / p->groups;
+  return (og + CK_M_QUANTUM - 1) / CK_M_QUANTUM * CK_M_QUANTUM * (p->channels / p->groups) * p->kernel_h *
+         p->kernel_w;
+}
+
+size_t ck_conv2d_packed_weight_bytes(const ck_conv2d_params *p) {
+  int64_t oh, ow;
+  if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK || p->channels == p->groups) return 0;
+  return sizeof(float) * (size_t)(p->groups * ck_packed_group_floats(p));
+}
+
+int32_t ck_conv2d_pack_weight(const ck_conv2d_params *p, const float *weight, float *packed) {
+  int64_t g, og, kdim;
+  if (ck_conv2d_packed_weight_bytes(p) == 0 || weight == NULL || packed == NULL) return CK_EBADPARAM;
+  og = p->out_channels / p->groups;
+  kdim = p->channels / p->groups * p->kernel_h * p->kernel_w;
+  for (g = 0; g < p->groups; ++g)
+    ck_pack_a_ahead(og, kdim, weight + g * og * kdim, kdim, packed + g * ck_packed_group_floats(p));
+  return CK_OK;
+}
+
+static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const float *weight,
+                             const float *packed, const float *bias, int32_t activation, float *out,
+                             void *workspace);
+
 int32_t ck_conv2d(const ck_conv2d_params *p, const float *data, const float *weight,
                   const float *bias, int32_t activation, float *out, void *workspace) {
+  if (weight == NULL) return CK_EBADPARAM;
+  return ck_conv2d_any(p, data, weight, NULL, bias, activation, out, workspace);
+}
+
+int32_t ck_conv2d_prepacked(const ck_conv2d_params *p, const float *data, const float *packed_weight,
+                            const float *bias, int32_t activation, float *out, void *workspace) {
+  if (packed_weight == NULL || ck_conv2d_packed_weight_bytes(p) == 0) return CK_EBADPARAM;
+  return ck_conv2d_any(p, data, NULL, packed_weight, bias, activation, out, workspace);
+}
+
+/* weight (OIHW) or packed (ck_conv2d_pack_weight) */
+static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const float *weight,
+                             const float *packed, const float *bias, int32_t activation, float *out,
+                             void *workspace) {
   int64_t oh, ow, cg, og, kdim, pixels, n, g;
   if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return CK_EBADPARAM;
-  if (data == NULL || weight == NULL || out == NULL) return CK_EBADPARAM;
+  if (data == NULL || out == NULL) return CK_EBADPARAM;
   if (!CK_VALID_ACTIVATION(activation)) return CK_EBADPARAM;
   cg = p->channels / p->groups;
   og = p->out_channels / p->groups;
@@ -132,7 +172,8 @@ int32_t ck_conv2d(const ck_conv2d_params *p, const float *data, const float *wei
   for (n = 0; n < p->batch; ++n) {
     for (g = 0; g < p->groups; ++g) {
       const float *in_g = data + (n * p->channels + g * cg) * p->height * p->width;
-      const float *w_g = weight + g * og * kdim;
+      const float *w_g = weight != NULL ? weight + g * og * kdim : NULL;
+      const float *packed_g = packed != NULL ? packed + g * ck_packed_group_floats(p) : NULL;
       float *out_g = out + (n * p->out_channels + g * og) * pixels;
       if (cg == 1) {
         const ck_dw3x3_row_fn row_fn = ck_is_dw3x3(p) ? ck_micro_kernel_current()->dw3x3_row : NULL;
@@ -174,7 +215,8 @@ int32_t ck_conv2d(const ck_conv2d_params *p, const float *data, const float *wei
           source.row_stride = source.col_stride = 0;
           source.conv = &view;
         }
-        status = ck_gemm_core(og, pixels, kdim, w_g, kdim, 1, &source, out_g, pixels, &epilogue, workspace);
+        status = ck_gemm_core(og, pixels, kdim, w_g, kdim, 1, packed_g, &source, out_g, pixels, &epilogue,
+                              workspace);
         if (status != CK_OK) return status;
       }
     }

@@ -47,6 +47,15 @@ static void ck_pack_a(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_
   }
 }
 
+void ck_pack_a_ahead(int64_t m, int64_t k, const float *a, int64_t lda, float *packed) {
+  const int64_t m24 = ck_round_up(m, CK_M_QUANTUM);
+  int64_t pc;
+  for (pc = 0; pc < k; pc += CK_KC) {
+    const int64_t kc = ck_min(CK_KC, k - pc);
+    ck_pack_a(m, kc, a + pc, lda, 1, CK_M_QUANTUM, packed + pc * m24);
+  }
+}
+
 /* Strided B[0 .. kc, 0 .. nc] -> nr-wide slivers, each kc x nr. */
 static void ck_pack_b_strided(int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs, int64_t nr_full,
                               float *restrict dst) {
@@ -251,7 +260,7 @@ static void ck_pack_b(const ck_b_source *b, int64_t pc, int64_t kc, int64_t j0, 
 /* ---- driver ---------------------------------------------------------------------------------- */
 
 int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,
-                     int64_t a_col_stride, const ck_b_source *b, float *c, int64_t ldc,
+                     int64_t a_col_stride, const float *a_packed, const ck_b_source *b, float *c, int64_t ldc,
                      const ck_epilogue *epilogue, void *workspace) {
   const ck_micro_kernel *kernel;
   int64_t mr_full, nr_full;
@@ -264,7 +273,7 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
     ck_fill_epilogue_only(m, n, c, ldc, epilogue);
     return CK_OK;
   }
-  if (m == 1 && b->conv == NULL) {
+  if (m == 1 && b->conv == NULL && a_packed == NULL) {
     int done = 1;
     if (b->row_stride == 1 && a_col_stride == 1)
       ck_micro_kernel_current()->gemv_dot(n, k, a, b->base, b->col_stride, c);
@@ -298,8 +307,12 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
       if (use_half) ck_pack_b(b, pc, kc, jc + nc_main, tail, n, nr_full / 2, pack_b + nc_main * kc);
       for (ic = 0; ic < m; ic += CK_MC) {
         const int64_t mc = ck_min(CK_MC, m - ic);
-        ck_pack_a(mc, kc, a + ic * a_row_stride + pc * a_col_stride, a_row_stride, a_col_stride, mr_full,
-                  pack_a);
+        /* A's slivers: packed now (mr apart), or ahead of time (CK_M_QUANTUM apart, ic a multiple of it) */
+        const float *a_block = a_packed != NULL ? a_packed + pc * ck_round_up(m, CK_M_QUANTUM) + ic * kc : pack_a;
+        const int64_t as = a_packed != NULL ? CK_M_QUANTUM : mr_full;
+        if (a_packed == NULL)
+          ck_pack_a(mc, kc, a + ic * a_row_stride + pc * a_col_stride, a_row_stride, a_col_stride, mr_full,
+                    pack_a);
         for (jr = 0; jr < nc; jr += nr_full) {
           const int half = jr >= nc_main;
           const int64_t sliver = half ? nr_full / 2 : nr_full;
@@ -309,12 +322,13 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
             const int64_t mr = ck_min(mr_full, mc - ir);
             const int64_t row0 = ic + ir, col0 = jc + jr;
             float *c_tile = c + row0 * ldc + col0;
+            const float *ap = a_block + (ir / as) * as * kc + ir % as; /* sliver of row ir, row in it */
             if (mr == mr_full && nr == sliver) {
-              run(kc, pack_a + ir * kc, pack_b + jr * kc, c_tile, ldc, accumulate);
+              run(kc, ap, as, pack_b + jr * kc, c_tile, ldc, accumulate);
               if (last != NULL && (last->bias != NULL || last->activation != CK_ACT_NONE))
                 ck_epilogue_tile(c_tile, ldc, mr, nr, last, row0, col0);
             } else { /* edge tile: through a local tile, stored within bounds */
-              run(kc, pack_a + ir * kc, pack_b + jr * kc, tile, sliver, 0);
+              run(kc, ap, as, pack_b + jr * kc, tile, sliver, 0);
               ck_store_tile(tile, sliver, c_tile, ldc, mr, nr, accumulate, last, row0, col0);
             }
           }
@@ -334,5 +348,5 @@ int32_t ck_gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_s
   source.col_stride = b_col_stride;
   source.conv = NULL;
   if (a == NULL || b == NULL || c == NULL) return CK_EBADPARAM;
-  return ck_gemm_core(m, n, k, a, a_row_stride, a_col_stride, &source, c, ldc, epilogue, workspace);
+  return ck_gemm_core(m, n, k, a, a_row_stride, a_col_stride, NULL, &source, c, ldc, epilogue, workspace);
 }

@@ -69,8 +69,10 @@ typedef struct {
 } ck_b_source;
 
 /* C[mr][nr] (+ C when accumulate) = sum over kc of the packed slivers' outer products
- * (slivers kc x mr and kc x nr; C row stride ldc, unit column stride). */
-typedef void (*ck_micro_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int accumulate);
+ * (A sliver: mr floats per k, `as` floats apart, as >= mr; B sliver kc x nr; C row stride ldc, unit
+ * column stride). as == mr for slivers packed per call, CK_M_QUANTUM for weights packed ahead. */
+typedef void (*ck_micro_fn)(int64_t kc, const float *ap, int64_t as, const float *bp, float *c, int64_t ldc,
+                            int accumulate);
 /* c[j] = a . b[j * cs .. j * cs + k) for j < n: batch-1 dense, rows of the weight read once. */
 typedef void (*ck_gemv_dot_fn)(int64_t n, int64_t k, const float *a, const float *b, int64_t cs, float *c);
 /* One output row of a 3x3 depthwise convolution, all taps inside the input:
@@ -90,9 +92,15 @@ typedef struct {
 /* The kernel in use (chosen on first call). */
 const ck_micro_kernel *ck_micro_kernel_current(void);
 
+/* a_packed: NULL, or A already packed by ck_pack_a_ahead (then a and its strides are unused). */
 int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,
-                     int64_t a_col_stride, const ck_b_source *b, float *c, int64_t ldc,
+                     int64_t a_col_stride, const float *a_packed, const ck_b_source *b, float *c, int64_t ldc,
                      const ck_epilogue *epilogue, void *workspace);
+
+/* A [m, k] (row-major, row stride lda) packed once for every micro-kernel: per K block of CK_KC
+ * (the last one shorter), CK_M_QUANTUM-row slivers, each kc x CK_M_QUANTUM (k-major, zero rows past
+ * m). Block at k offset pc starts at pc * round_up(m, CK_M_QUANTUM); round_up(m, 24) * k floats. */
+void ck_pack_a_ahead(int64_t m, int64_t k, const float *a, int64_t lda, float *packed);
 
 /* out[0 .. n) = activation(out[0 .. n)) (any ck_activation but NONE; no-op for NONE). */
 void ck_activate(int32_t activation, int64_t n, float *out);

@@ -50,8 +50,8 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
 #endif
 
 #define CK_DEFINE_MICRO_KERNEL(NAME, MR, VF)                                                        \
-  static void NAME(int64_t kc, const float *restrict ap, const float *restrict bp, float *restrict c, \
-                   int64_t ldc, int accumulate) {                                                  \
+  static void NAME(int64_t kc, const float *restrict ap, int64_t as, const float *restrict bp,       \
+                   float *restrict c, int64_t ldc, int accumulate) {                               \
     typedef float vec __attribute__((vector_size((VF) * sizeof(float))));                          \
     vec acc[MR][2];                                                                                 \
     int64_t p;                                                                                      \
@@ -62,7 +62,7 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
       memcpy(&b0, bp + p * 2 * (VF), sizeof b0);                                                    \
       memcpy(&b1, bp + p * 2 * (VF) + (VF), sizeof b1);                                             \
       for (i = 0; i < (MR); ++i) {                                                                  \
-        CK_SPLAT(vec, VF, ai, ap[p * (MR) + i]);                                                    \
+        CK_SPLAT(vec, VF, ai, ap[p * as + i]);                                                      \
         acc[i][0] = acc[i][0] + ai * b0;                                                            \
         acc[i][1] = acc[i][1] + ai * b1;                                                            \
       }                                                                                             \
@@ -155,8 +155,8 @@ static int ck_cpu_has_avx512(void) {
 #endif
 
 #else /* not gcc/clang: portable C with fixed trip counts */
-static void ck_micro_baseline(int64_t kc, const float *restrict ap, const float *restrict bp, float *restrict c,
-                              int64_t ldc, int accumulate) {
+static void ck_micro_baseline(int64_t kc, const float *restrict ap, int64_t as, const float *restrict bp,
+                              float *restrict c, int64_t ldc, int accumulate) {
   float acc[CK_MR][CK_NR];
   int64_t p;
   int i, j;
@@ -164,7 +164,7 @@ static void ck_micro_baseline(int64_t kc, const float *restrict ap, const float 
     for (j = 0; j < CK_NR; ++j) acc[i][j] = 0.0f;
   for (p = 0; p < kc; ++p)
     for (i = 0; i < CK_MR; ++i)
-      for (j = 0; j < CK_NR; ++j) acc[i][j] += ap[p * CK_MR + i] * bp[p * CK_NR + j];
+      for (j = 0; j < CK_NR; ++j) acc[i][j] += ap[p * as + i] * bp[p * CK_NR + j];
   for (i = 0; i < CK_MR; ++i)
     for (j = 0; j < CK_NR; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
 }
