@@ -82,15 +82,22 @@ def assembler_include_flags(src) -> list[str]:
     return []
 
 
-def link_shared_argv(tc, objs: Sequence, out) -> list[str]:
-    """A shared library (host toolchains): objects first, then the toolchain's ldflags (libraries last)."""
+def library_argv(libs: Sequence[str] = (), lib_dirs: Sequence = ()) -> list[str]:
+    """-L<dir>... -l<lib>... for the system libraries targets link (e.g. oneDNN's -ldnnl)."""
+    return [*(f"-L{os.fspath(d)}" for d in lib_dirs), *(f"-l{lib}" for lib in libs)]
+
+
+def link_shared_argv(tc, objs: Sequence, out, libs: Sequence[str] = (), lib_dirs: Sequence = ()) -> list[str]:
+    """A shared library (host toolchains): objects first, then targets' libraries, then the toolchain's
+    ldflags (libraries last)."""
     ldflags = [f for f in tc.ldflags if f != "-static"]
-    return [tc.cc, "-shared", *map(os.fspath, objs), "-o", os.fspath(out), *_with_libm(ldflags)]
+    return [tc.cc, "-shared", *map(os.fspath, objs), "-o", os.fspath(out), *library_argv(libs, lib_dirs),
+            *_with_libm(ldflags)]
 
 
-def link_exe_argv(tc, objs: Sequence, out) -> list[str]:
+def link_exe_argv(tc, objs: Sequence, out, libs: Sequence[str] = (), lib_dirs: Sequence = ()) -> list[str]:
     """An executable; cross toolchains carry -static in their ldflags so qemu-user needs no sysroot."""
-    return [tc.cc, *map(os.fspath, objs), "-o", os.fspath(out), *_with_libm(tc.ldflags)]
+    return [tc.cc, *map(os.fspath, objs), "-o", os.fspath(out), *library_argv(libs, lib_dirs), *_with_libm(tc.ldflags)]
 
 
 def run_argv(tc, exe, args: Sequence[str] = ()) -> list[str]:

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 # recommends are not installed here: name them.
 APT_PACKAGES=(
   gcc clang libclang-rt-dev make libdlpack-dev graphviz
+  libdnnl-dev
   qemu-user
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross
   gcc-arm-linux-gnueabihf libc6-dev-armhf-cross

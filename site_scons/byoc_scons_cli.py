@@ -80,6 +80,25 @@ def _check_target(target: str, modules, config) -> None:
         fail(f"target {target!r} is disabled: set {flag} = true in [backends] of {config.path}")
 
 
+def _check_target_builds(names, toolchains, config) -> None:
+    """One sentence before anything is built if a target cannot build here: a CPU it does not build for
+    (oneDNN on aarch64) or a system library that is not installed (naming the package)."""
+    from byoc_compiler.backend.target import get_target
+    from byoc_compiler.errors import ByocError
+
+    for name in names:
+        if name == "host":
+            continue
+        try:
+            target = get_target(name)
+        except ByocError as exc:
+            fail(str(exc))
+        for toolchain in toolchains:
+            problem = target.problem(config.toolchain(toolchain))
+            if problem:
+                fail(problem)
+
+
 def resolve(env, config) -> Request:
     if env.GetOption("help"):
         return Request("", [], [], "", "", "")
@@ -96,6 +115,7 @@ def resolve(env, config) -> Request:
     toolchains = list(env["toolchain"])
     if not toolchains:
         fail("toolchain= selects no toolchain; name at least one of: " + ", ".join(config.toolchains))
+    _check_target_builds(names, toolchains, config)
     models = [m.strip() for m in env["model"].split(",") if m.strip()]
     if not models:
         fail("model= names no model; give zoo names or model files, e.g. model=mlp")

@@ -81,7 +81,7 @@ static int32_t fake_get_function(void* module, const char* symbol, ByocPackedFun
   return 0;
 }
 static void fake_destroy(void* module) { free(module); }
-const ByocModuleKind byoc_module_kind_fakeblob = {"fakeblob", fake_create, fake_get_function, fake_destroy};
+const ByocModuleKind byoc_module_kind_fakeblob = {"fakeblob", fake_create, fake_get_function, fake_destroy, NULL};
 """
 
 

@@ -30,7 +30,7 @@ def test_targets_table():
     assert lines[0].split()[:3] == ["target", "enabled", "flag"]
     rows = {line.split()[0]: line.split() for line in lines[1:] if line and not line.startswith(" ")}
     assert rows["ccompiler"][1:3] == ["yes", "USE_CODEGENC"]
-    assert rows["dnnl"][1:3] == ["no", "USE_DNNL"]
+    assert rows["dnnl"][1:3] == ["yes", "USE_DNNL"]
 
 
 def test_partition_writes_dot_and_prints(tmp_path):
@@ -64,7 +64,6 @@ def test_partition_text_model_file(tmp_path):
 
 ERRORS = [
     ("unknown-target", ["partition", "mlp", "-t", "ccompile"], "did you mean 'ccompiler'"),
-    ("disabled-target", ["partition", "mlp", "-t", "dnnl"], "set USE_DNNL = true in [backends]"),
     ("unknown-model", ["partition", "no_such_model", "-t", "ccompiler"], "unknown model 'no_such_model'"),
     ("strict", ["partition", "multi_output", "-t", "ccompiler", "--strict"], "no target supports nn.lrn"),
     ("malformed-text-model", ["partition", "{tmp}/bad.txt", "-t", "ccompiler"],
@@ -111,6 +110,15 @@ def test_errors_exit_2_without_traceback(args, fragment, tmp_path):
     assert proc.returncode == 2
     assert fragment.replace("{tmp}", str(tmp_path)) in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_disabled_target_names_its_flag(tmp_path):
+    """A config.toml in the working directory that turns dnnl off: naming it says which flag to set."""
+    (tmp_path / "config.toml").write_text((ROOT / "config.toml").read_text().replace("USE_DNNL = true",
+                                                                                     "USE_DNNL = false"))
+    proc = run_cli("partition", "mlp", "-t", "dnnl", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "set USE_DNNL = true in [backends]" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_partition_dynamic_onnx_with_shape(tmp_path):

@@ -29,7 +29,7 @@ def test_targets_lists_builtin_targets_with_flags():
     rows = {t.name: t for t in byoc_compiler.targets()}
     assert rows["ccompiler"].flag == "USE_CODEGENC" and rows["ccompiler"].enabled
     assert rows["examplejson"].flag == "USE_EXAMPLEJSON" and rows["examplejson"].enabled
-    assert rows["dnnl"].flag == "USE_DNNL" and not rows["dnnl"].enabled
+    assert rows["dnnl"].flag == "USE_DNNL" and rows["dnnl"].enabled and rows["dnnl"].archs == ("x86_64",)
     assert "nn.conv2d" in rows["ccompiler"].ops
     assert "ccompiler.conv2d_bias_relu" in rows["ccompiler"].patterns
 
@@ -54,8 +54,6 @@ ERRORS = [
     ("unknown-with-hint", lambda: get_target("ccompile"), ["unknown target 'ccompile'", "did you mean 'ccompiler'",
                                                             "ccompiler", "examplejson"]),
     ("unknown-no-hint", lambda: get_target("tensorrt"), ["unknown target 'tensorrt'", "known targets"]),
-    ("disabled", lambda: get_target("dnnl"), ["target 'dnnl' is disabled", "set USE_DNNL = true in [backends] of",
-                                              "config.toml"]),
     ("no-codegen", lambda: require_codegen("tnocg"), ["target 'tnocg' declares no codegen",
                                                       "set `target.codegen`"]),
     ("none-given", lambda: get_targets(None), ["no target given", "targets=['ccompiler']"]),
@@ -75,6 +73,21 @@ def test_errors_name_the_fix(call, fragments):
     assert "\n" not in message
     for fragment in fragments:
         assert fragment in message
+
+
+def test_disabled_target_names_its_flag(tmp_path, monkeypatch, fresh_registry):
+    from pathlib import Path
+
+    config = tmp_path / "config.toml"
+    repo_config = Path(byoc_compiler.__file__).resolve().parent.parent / "config.toml"
+    config.write_text(repo_config.read_text().replace("USE_DNNL = true", "USE_DNNL = false"))
+    monkeypatch.setenv("BYOC_CONFIG", str(config))
+    reload_targets()
+    with pytest.raises(ByocError) as info:
+        get_target("dnnl")
+    message = str(info.value)
+    assert "\n" not in message
+    assert "target 'dnnl' is disabled" in message and f"set USE_DNNL = true in [backends] of {config}" in message
 
 
 def test_disabled_target_is_found_when_not_required_enabled():

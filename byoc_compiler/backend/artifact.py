@@ -14,7 +14,7 @@ CSourceArtifact(symbol, sources, include_dirs=(), kind="c", constants={})
     the C parser. Their names are global symbols: each must start with `symbol`.
     `include_dirs` are added to the compile command of these files.
 
-BlobArtifact(symbol, kind, blob, text=None, runtime_sources=(), include_dirs=())
+BlobArtifact(symbol, kind, blob, text=None, runtime_sources=(), include_dirs=(), constants={})
     The region in the target's own format (a graph, a JSON, ...) plus the C runtime that
     executes it. `blob` is embedded in the model as bytes; `text`, if given, is what
     `BuildResult.get_source(target)` shows (e.g. ExampleJSON as the guide writes it).
@@ -22,7 +22,10 @@ BlobArtifact(symbol, kind, blob, text=None, runtime_sources=(), include_dirs=())
     (see runtime/include/byoc/runtime.h): at model init the build's generated code calls
     `create(blob, len, &module)` once per region, then `get_function(module, symbol, ...)`, and
     calls the function with the packed convention (inputs then outputs as DLTensors).
-    Constants of the region travel inside the blob.
+    Constants of the region travel inside the blob, or, given as `constants` (name -> ndarray),
+    in the model's own data: the build emits them with the model and, after `create`, calls the
+    kind's `bind_constants(module, table, n)` with one `ByocConstant {name, data, nbytes}` each,
+    so the blob refers to them by name (dnnl's JSON does).
 
 Both are plain frozen dataclasses: the build only reads them.
 """
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
@@ -66,8 +69,13 @@ class BlobArtifact:
     runtime_sources: tuple = ()
     include_dirs: tuple = ()
     extra: dict = field(default_factory=dict, compare=False)   # free-form notes a target wants in metadata
+    constants: Mapping[str, Any] = field(default_factory=dict, compare=False)   # name -> ndarray, bound by name
 
     def __post_init__(self):
+        object.__setattr__(self, "constants", dict(self.constants))
+        for name in self.constants:
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"BlobArtifact {self.symbol}: constants must map non-empty names to arrays")
         if isinstance(self.blob, str):
             object.__setattr__(self, "blob", self.blob.encode())
         if not isinstance(self.blob, (bytes, bytearray)):

@@ -141,11 +141,15 @@ def _build(mod, toolchain, executor, interface, opt, mod_name, config) -> BuildR
              for s in prog.steps}
     artifacts: dict[str, Any] = {}
     region_targets: dict[str, Any] = {}
+    cfg_tc = cfg.toolchains[toolchain]
     for symbol, (gname, func) in prog.regions.items():
         if not is_identifier(symbol):
             raise ByocError(f"build: external function @{gname} has global_symbol {symbol!r}, which is not a valid "
                             "C identifier; partition the model again (PartitionGraph makes valid symbols)")
         target, artifact = _codegen(str(func.attrs["Compiler"]), func, symbol)
+        problem = target.arch_problem(cfg_tc)    # a foreign CPU is known now; a missing library only matters
+        if problem:                              # when compiling (get_source works without it)
+            raise ByocError(f"build: {problem}")
         artifacts[symbol] = artifact
         region_targets[symbol] = target
         if isinstance(artifact, CSourceArtifact):
@@ -177,7 +181,7 @@ def _build(mod, toolchain, executor, interface, opt, mod_name, config) -> BuildR
             parts.append(f"int32_t {symbol}(const ByocValue* args, const int32_t* type_codes, int32_t num_args,"
                          " void* resource_handle);\n")
     blob_symbols = [s for s, a in artifacts.items() if isinstance(a, BlobArtifact)]
-    blob_regions = [BlobRegion(i, s, artifacts[s].kind, artifacts[s].blob, *types[s])
+    blob_regions = [BlobRegion(i, s, artifacts[s].kind, artifacts[s].blob, *types[s], constants=artifacts[s].constants)
                     for i, s in enumerate(blob_symbols)]
     parts.append(blob_section(blob_regions, interface, pool))
     trampolines = {r.symbol: r.trampoline for r in blob_regions}
@@ -201,7 +205,6 @@ def _build(mod, toolchain, executor, interface, opt, mod_name, config) -> BuildR
                             "byoc_model_init", run_fn, "byoc_model_deinit"))
     host_c = "".join(parts)
 
-    cfg_tc = cfg.toolchains[toolchain]
     large_constant_bytes_now = constmod.large_constant_bytes()
     metadata = {
         "mod_name": mod_name,
@@ -220,6 +223,7 @@ def _build(mod, toolchain, executor, interface, opt, mod_name, config) -> BuildR
                              "count": len(pool.entries), "bytes": sum(len(e.data) for e in pool.entries)},
         "host_kernels": list(kernels),
         "targets": sorted({t.name for t in region_targets.values()}),
+        "libraries": sorted({lib for t in region_targets.values() for lib in t.libraries}),
         "regions": [{"symbol": s, "target": region_targets[s].name,
                      "artifact": "c" if isinstance(a, CSourceArtifact) else a.kind,
                      "inputs": [{"shape": list(t.shape), "dtype": t.dtype} for t in types[s][0]],

@@ -155,8 +155,10 @@ def packed_call(callee: str, args: Sequence[tuple[str, TensorType]], indent: str
 class BlobRegion:
     """A region whose artifact is a blob: C names of its embedded bytes, module and resolved function."""
 
-    def __init__(self, index: int, symbol: str, kind: str, blob: bytes, input_types, output_types):
+    def __init__(self, index: int, symbol: str, kind: str, blob: bytes, input_types, output_types, constants=None):
         self.index, self.symbol, self.kind, self.blob = index, symbol, kind, blob
+        self.constants = dict(constants or {})          # name -> ndarray, bound by name after create
+        self.consts_var = f"byoc_blob_consts_{index}"
         self.input_types, self.output_types = list(input_types), list(output_types)
         self.kind_var = "byoc_module_kind_" + sanitize_identifier(kind)
         self.blob_var = f"byoc_blob_{index}"
@@ -166,9 +168,28 @@ class BlobRegion:
         self.trampoline = f"byoc_blob_call_{index}"
 
 
+def constant_table(r: BlobRegion, pool=None) -> str:
+    """The region's constants (large ones linked as raw bytes through `pool`, small ones as typed literals)
+    and the ByocConstant table naming them; "" when the blob carries its own."""
+    from .constants import c_array
+
+    if not r.constants:
+        return ""
+    out, rows = [], []
+    for k, (name, array) in enumerate(r.constants.items()):
+        cname = f"{r.symbol}_bound{k}"      # a global symbol when pooled: the region's symbol keeps it unique
+        array = np.asarray(array)
+        out.append(f"/* constant {c_string(name)[1:-1]}: {str(array.dtype)} {list(array.shape)} */\n")
+        out.append(c_array(pool, cname, array, const_array))
+        rows.append(f"  {{{c_string(name)}, {cname}, UINT64_C({array.nbytes})}}")
+    out.append(f"static const ByocConstant {r.consts_var}[{len(rows)}] = {{\n" + ",\n".join(rows) + "\n};\n")
+    return "".join(out)
+
+
 def blob_section(regions: Sequence[BlobRegion], interface: str, pool=None) -> str:
     """Embedded blobs, module create/destroy, a packed trampoline per region, unpacked stubs if asked.
-    Large blobs go to `pool` (a constants.ConstantPool: linked as raw bytes) when one is given."""
+    Large blobs and bound constants go to `pool` (a constants.ConstantPool: linked as raw bytes) when one
+    is given."""
     from .constants import c_bytes
 
     if not regions:
@@ -179,6 +200,7 @@ def blob_section(regions: Sequence[BlobRegion], interface: str, pool=None) -> st
     for r in regions:
         out.append(f"/* region {r.symbol} ({r.kind}) */\n")
         out.append(c_bytes(pool, r.blob_var, r.blob, byte_array, f"{r.kind} blob of region {r.symbol}"))
+        out.append(constant_table(r, pool))
         out.append(f"static void* {r.module_var};\nstatic ByocPackedFunc {r.fn_var};\nstatic void* {r.res_var};\n")
         out.append(
             f"static int32_t {r.trampoline}(const ByocValue* args, const int32_t* type_codes, int32_t num_args,\n"
@@ -200,7 +222,13 @@ def blob_section(regions: Sequence[BlobRegion], interface: str, pool=None) -> st
             f"  if ({r.module_var} == NULL) {{\n"
             f"    if ({r.kind_var}.create((const char*){r.blob_var}, (size_t){len(r.blob)}, &{r.module_var}) != 0) {{\n"
             f"      {r.module_var} = NULL;\n      byoc_modules_deinit();\n      return -1;\n    }}\n"
-            f"    if ({r.kind_var}.get_function({r.module_var}, {c_string(r.symbol)}, &{r.fn_var}, &{r.res_var}) != 0\n"
+            + (f"    if ({r.kind_var}.bind_constants == NULL) {{\n"
+               f"      byoc_set_last_error(\"%s: module kind %s takes no constants by name, but the region has "
+               f"{len(r.constants)}\", {c_string(r.symbol)}, {c_string(r.kind)});\n"
+               f"      byoc_modules_deinit();\n      return -1;\n    }}\n"
+               f"    if ({r.kind_var}.bind_constants({r.module_var}, {r.consts_var}, {len(r.constants)}) != 0) {{\n"
+               f"      byoc_modules_deinit();\n      return -1;\n    }}\n" if r.constants else "")
+            + f"    if ({r.kind_var}.get_function({r.module_var}, {c_string(r.symbol)}, &{r.fn_var}, &{r.res_var}) != 0\n"
             f"        || {r.fn_var} == NULL) {{\n"
             f"      byoc_modules_deinit();\n      return -1;\n    }}\n  }}\n")
     out.append("  return 0;\n}\n")

@@ -219,6 +219,22 @@ class BuildResult:
                     units.append((Path(f), incs, []))
         return units
 
+    def link_libraries(self) -> tuple[list[str], list[str]]:
+        """(libraries, library dirs) the region targets of this build link, e.g. (["dnnl"], [])."""
+        libs: list[str] = []
+        dirs: list[str] = []
+        for target in self.region_targets.values():
+            libs += [lib for lib in target.libraries if lib not in libs]
+            dirs += [os.fspath(d) for d in target.library_dirs if os.fspath(d) not in dirs]
+        return libs, dirs
+
+    def _check_targets_here(self) -> None:
+        """One sentence, before any compiler runs, if a region's target cannot build with this toolchain."""
+        for target in dict.fromkeys(self.region_targets.values()):
+            problem = target.problem(self.toolchain)
+            if problem:
+                raise ByocError(problem)
+
     def _objects(self, werror: bool) -> tuple[list[Path], list[Path]]:
         """Objects of the model (+ runtime, target runtimes) and of the runner's extra sources, compiled once."""
         key = ("objects", werror)
@@ -226,6 +242,7 @@ class BuildResult:
             return self._built[key]
         tc = self.toolchain
         tcmod.check_toolchain(tc)
+        self._check_targets_here()
         outdir = Path(tempfile.mkdtemp(prefix=f"objects{werror:d}-", dir=self._work()))
         units = self.compile_units(outdir / "gen", runner=True)
         rt = _runtime()
@@ -264,12 +281,14 @@ class BuildResult:
             raise ByocError(f"export_library: toolchain {tc.name!r} builds for {tc.arch}, whose libraries cannot be "
                             "loaded here; use export_runner (a standalone program) instead")
         objs, _ = self._objects(werror)
-        return self._link(Path(path), lambda out: tcmod.link_shared_argv(tc, objs, out))
+        libs, dirs = self.link_libraries()
+        return self._link(Path(path), lambda out: tcmod.link_shared_argv(tc, objs, out, libs, dirs))
 
     def export_runner(self, path, werror: bool = False) -> Path:
         """Compile and link the standalone runner program (any toolchain; static for cross ones, per config)."""
         model, runner = self._objects(werror)
-        return self._link(Path(path), lambda out: tcmod.link_exe_argv(self.toolchain, runner + model, out))
+        libs, dirs = self.link_libraries()
+        return self._link(Path(path), lambda out: tcmod.link_exe_argv(self.toolchain, runner + model, out, libs, dirs))
 
     def _link(self, path: Path, argv_for) -> Path:
         """Link in the work directory, then move to `path`: a failed link leaves nothing at `path`."""

@@ -8,6 +8,9 @@ config.toml's [targets]) that creates a module-level `target = Target(...)`:
     target.supports("nn.conv2d", predicate=lambda call: None if call.attrs.groups == 1 else "groups != 1")
     target.pattern("conv2d_bias_relu", is_op("nn.relu")(...), check=None)
     target.codegen = ...          # (func, symbol) -> artifact; set by the target's codegen module
+    target.links("dnnl")          # a vendor library: -ldnnl on every program with a region of this target
+    target.builds_for("x86_64", why="...")      # the CPUs (config.toml `arch`) it can build for
+    target.requires(SystemLibrary("oneDNN", header="dnnl.h", library="dnnl", package="libdnnl-dev"))
 
 The registry imports the packages config.toml knows about (enabled or not, so
 that `byoc targets` can list them) and answers `get_target(name)` with one
@@ -26,6 +29,7 @@ from typing import Any, Callable
 from ..errors import ByocError
 from ..ir.expr import Op
 from ..ir.types import flatten_type
+from .system_library import SystemLibrary
 
 # A predicate looks at one typed call and returns None (accepted) or the reason it is not.
 Predicate = Callable[[Any], "str | None"]
@@ -88,6 +92,11 @@ class Target:
         self.codegen: Callable | None = None
         self.runtime_sources: list = []
         self.include_dirs: list = []
+        self.libraries: list[str] = []         # linked as -l<name> into programs with a region of this target
+        self.library_dirs: list = []           # -L<dir>
+        self.archs: tuple[str, ...] | None = None   # CPUs (config.toml `arch`) it builds for; None: any
+        self.archs_why = ""
+        self.system_libraries: list[SystemLibrary] = []
         self.module: str | None = None
 
     # --- declarations ---------------------------------------------------------------------------
@@ -108,7 +117,48 @@ class Target:
         self.patterns.append(entry)
         return entry
 
+    def links(self, *libraries: str, library_dirs=(), include_dirs=()) -> "Target":
+        """System libraries (names without -l/lib) and their directories, for every program with a region of
+        this target; include_dirs are added when its runtime sources compile."""
+        self.libraries += [lib for lib in libraries if lib not in self.libraries]
+        self.library_dirs += list(library_dirs)
+        self.include_dirs += list(include_dirs)
+        return self
+
+    def builds_for(self, *archs: str, why: str = "") -> "Target":
+        """The CPU architectures (config.toml toolchains' `arch`) this target can build for, and why only those."""
+        self.archs = tuple(archs)
+        self.archs_why = why
+        return self
+
+    def requires(self, *libraries: SystemLibrary) -> "Target":
+        """System libraries this target needs installed; each is also linked (`links`)."""
+        for lib in libraries:
+            self.system_libraries.append(lib)
+            self.links(lib.library, library_dirs=lib.library_dirs, include_dirs=lib.include_dirs)
+        return self
+
     # --- questions ------------------------------------------------------------------------------
+    def missing(self) -> str | None:
+        """None if every system library it requires is installed here, else one sentence naming the package."""
+        for lib in self.system_libraries:
+            problem = lib.missing()
+            if problem:
+                return f"target {self.name!r} needs {problem}"
+        return None
+
+    def arch_problem(self, toolchain) -> str | None:
+        """None if this target builds for the CPU of `toolchain` (a config.toml ToolchainConfig), else why not."""
+        if self.archs is None or toolchain.arch in self.archs:
+            return None
+        why = f" ({self.archs_why})" if self.archs_why else ""
+        return (f"target {self.name!r} builds only for {', '.join(self.archs)}{why}, and toolchain "
+                f"{toolchain.name!r} builds for {toolchain.arch}; choose a toolchain for {', '.join(self.archs)}")
+
+    def problem(self, toolchain=None) -> str | None:
+        """Why this target cannot build here (for `toolchain`, if given): a missing library or a foreign CPU."""
+        return (self.arch_problem(toolchain) if toolchain is not None else None) or self.missing()
+
     def check(self, call) -> str | None:
         """None if this target takes the op call `call`, else the reason it does not."""
         if not isinstance(call.op, Op):
@@ -207,6 +257,8 @@ class TargetInfo:
     has_codegen: bool = False
     description: str = ""
     error: str | None = None
+    missing: str | None = None      # a system library it needs that is not installed (names the package)
+    archs: tuple[str, ...] | None = None
 
 
 class _Registry:
@@ -360,7 +412,7 @@ def targets() -> list[TargetInfo]:
             name=name, enabled=entry.enabled, flag=entry.flag, module=entry.module,
             ops=tuple(t.ops) if t else (), patterns=tuple(p.composite for p in t.patterns) if t else (),
             has_codegen=bool(t and t.codegen is not None), description=t.description if t else "",
-            error=entry.error))
+            error=entry.error, missing=t.missing() if t else None, archs=t.archs if t else None))
     return rows
 
 

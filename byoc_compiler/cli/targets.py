@@ -12,17 +12,20 @@ def run(args) -> int:
     from ..backend.target import targets
 
     rows = targets()
-    header = ("target", "enabled", "flag", "module", "ops", "patterns", "codegen")
+    header = ("target", "enabled", "flag", "module", "ops", "patterns", "codegen", "state")
     table = [header]
     for t in rows:
         table.append((t.name, "yes" if t.enabled else "no", t.flag or "-", t.module or "-", str(len(t.ops)),
-                      str(len(t.patterns)), "yes" if t.has_codegen else ("error" if t.error else "no")))
+                      str(len(t.patterns)), "yes" if t.has_codegen else ("error" if t.error else "no"),
+                      _state(t)))
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
     for t in rows:
         if t.error:
             print(f"\n{t.name}: {t.error}")
+        elif t.missing:
+            print(f"\n{t.name}: {t.missing}")
         elif args.ops:
             print(f"\n{t.name} ({t.description}):\n  ops: {', '.join(t.ops) or '-'}")
             print(f"  patterns: {', '.join(t.patterns) or '-'}")
@@ -38,3 +41,16 @@ def run(args) -> int:
 def _optional_and_absent(t) -> bool:
     """A disabled target whose package is simply not there (e.g. targets/dnnl before it is installed)."""
     return not t.enabled and t.error == f"module {t.module} not found"
+
+
+def _state(t) -> str:
+    """ready | error | missing library (the package is printed below the table) | disabled; and its CPUs."""
+    if t.error:
+        state = "error"
+    elif t.missing:
+        state = "missing library"
+    elif not t.enabled:
+        state = "disabled"
+    else:
+        state = "ready"
+    return state + (f" ({', '.join(t.archs)} only)" if t.archs else "")

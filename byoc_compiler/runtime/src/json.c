@@ -1,6 +1,7 @@
 /* Strict recursive-descent JSON reader with a depth limit; every read is bounds-checked. */
 #include "json.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,7 +236,17 @@ static int parse_number(Parser* p, ByocJsonValue* v) {
     }
     while (p->pos < p->len && is_digit(p->s[p->pos])) ++p->pos;
   }
-  (void)start;
+  { /* every number also as a double (targets' float attributes); strtod needs a terminated copy */
+    char buf[64];
+    size_t n = p->pos - start;
+    if (n >= sizeof(buf)) {
+      v->d = NAN; /* no float attribute is written that long; readers reject non-finite values */
+    } else {
+      memcpy(buf, p->s + start, n);
+      buf[n] = '\0';
+      v->d = strtod(buf, NULL);
+    }
+  }
   if (is_int && !overflow && (neg ? mag <= (uint64_t)INT64_MAX + 1u : mag <= (uint64_t)INT64_MAX)) {
     v->is_int = 1;
     v->i = neg ? (mag == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)mag) : (int64_t)mag;

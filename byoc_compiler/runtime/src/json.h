@@ -22,6 +22,7 @@ typedef struct {
   ByocJsonType type;
   int is_int;      /* NUMBER written as an integer that fits int64 */
   int64_t i;       /* integer value (is_int) or bool value */
+  double d;        /* NUMBER as a double (strtod of its text; +-HUGE_VAL when out of range) */
   int32_t first;   /* first child index (ARRAY/OBJECT), -1 if none */
   int32_t next;    /* next sibling index, -1 if last */
   int32_t count;   /* number of children */

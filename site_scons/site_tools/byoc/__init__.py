@@ -135,12 +135,15 @@ def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, in
             objs = tc_env.Object(str(obj), node, ASFLAGS=list(tc.cflags) + assembler_include_flags(str(node)))
             tc_env.Depends(objs, [n for r, n in by_rel.items() if r.endswith(".bin") and r.startswith("src/")])
             model_objs += objs
-    runner = tc_env.Program(str(outdir / "runner"), model_objs + runtime_objs + runner_objs)
+    # Targets' system libraries (oneDNN's -ldnnl) come before the toolchain's own (-lm).
+    libs, lib_dirs = _codegen.link_libraries(request)
+    link = {"LIBS": libs + list(tc_env["LIBS"]), "LIBPATH": lib_dirs}
+    runner = tc_env.Program(str(outdir / "runner"), model_objs + runtime_objs + runner_objs, **link)
     outputs = list(runner)
     from byoc_compiler.toolchain import can_load_here
     if can_load_here(tc):
         outputs += tc_env.SharedLibrary(str(outdir / f"lib{request.model_name}.so"), model_objs + runtime_objs,
-                                        SHLIBPREFIX="", SHLIBSUFFIX=".so")
+                                        SHLIBPREFIX="", SHLIBSUFFIX=".so", **link)
     check_env = env.Clone()
     request.to_env(check_env)
     check = check_env.ByocCheck(str(outdir / "check.json"), runner)

@@ -109,7 +109,7 @@ def build_result(request: CodegenRequest):
 
 
 PLAN_FILE = ".byoc-plan.json"
-PLAN_VERSION = 1
+PLAN_VERSION = 2     # 2: the plan holds the libraries targets link
 
 
 def planned_files(request: CodegenRequest) -> list[str]:
@@ -164,7 +164,7 @@ def _compute_plan(request: CodegenRequest) -> dict:
     runner_only = ({os.path.realpath(p) for p in runtime.runtime_sources(request.executor, runner=True)}
                    - {os.path.realpath(p) for p in runtime.runtime_sources(request.executor)})
     return {"files": sorted(result.files()), "generated": generated, "shared": shared,
-            "runner_only": sorted(runner_only)}
+            "runner_only": sorted(runner_only), "libraries": [list(x) for x in result.link_libraries()]}
 
 
 def plan_key(request: CodegenRequest, known: dict | None = None) -> tuple[str, dict]:
@@ -223,6 +223,12 @@ def _target_folders(request: CodegenRequest) -> list[Path]:
     return out
 
 
+def link_libraries(request: CodegenRequest) -> tuple[list[str], list[str]]:
+    """(libraries, library dirs) the build's region targets link (BuildResult.link_libraries), from the plan."""
+    libs, dirs = plan(request).get("libraries", ([], []))
+    return list(libs), list(dirs)
+
+
 def write_outputs(request: CodegenRequest, targets: list[str]) -> None:
     files = _build(request).files()
     outdir = Path(request.outdir)
@@ -257,5 +263,6 @@ def defines(request: CodegenRequest) -> list[str]:
     return ["BYOC_UNPACKED_API"] if request.interface == "unpacked" else []
 
 
-__all__ = ["ByocError", "CodegenRequest", "build_result", "compile_plan", "defines", "generator_sources", "load_config",
-           "load_unpartitioned", "model_files", "model_name", "plan", "planned_files", "write_outputs"]
+__all__ = ["ByocError", "CodegenRequest", "build_result", "compile_plan", "defines", "generator_sources",
+           "link_libraries", "load_config", "load_unpartitioned", "model_files", "model_name", "plan", "planned_files",
+           "write_outputs"]

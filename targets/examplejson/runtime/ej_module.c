@@ -201,4 +201,5 @@ uint64_t examplejson_module_arena_bytes(const void* module) {
 double examplejson_module_work(const void* module) { return module ? ((const EjModule*)module)->work : 0.0; }
 
 const ByocModuleKind byoc_module_kind_examplejson = {
-    "examplejson", examplejson_module_create, examplejson_module_get_function, examplejson_module_destroy};
+    "examplejson", examplejson_module_create, examplejson_module_get_function, examplejson_module_destroy,
+    NULL /* constants travel in the text */};

@@ -49,11 +49,21 @@ typedef struct {
 const ByocFuncEntry* byoc_lookup_function(const ByocFuncEntry* table, int32_t n, const char* name);
 
 /* ---- target runtime modules (blob artifacts such as ExampleJSON) ----------------------------- */
+/* A constant of a region, bound by name from the model's data instead of travelling in the blob. */
+typedef struct {
+  const char* name;  /* the name the blob refers to it by */
+  const void* data;  /* in the toolchain CPU's byte order (a C array of its dtype) */
+  uint64_t nbytes;
+} ByocConstant;
+
 typedef struct ByocModuleKind {
   const char* name; /* "examplejson" */
   int32_t (*create)(const char* blob, size_t len, void** out_module); /* parse + validate */
   int32_t (*get_function)(void* module, const char* symbol, ByocPackedFunc* out_fn, void** out_resource);
   void (*destroy)(void* module);
+  /* NULL when the blob carries its constants. Otherwise called once after create and before get_function
+   * with every constant of the region (data owned by the model and valid until destroy); 0 on success. */
+  int32_t (*bind_constants)(void* module, const ByocConstant* consts, int32_t num_consts);
 } ByocModuleKind;
 
 /* ---- model descriptor (every built model exports byoc_model_desc) ---------------------------- */

@@ -1,0 +1,33 @@
+"""dnnl: regions as JSON graphs executed by oneDNN (Intel's deep-learning library), enabled by USE_DNNL.
+
+This file is the op table: each predicate states what oneDNN's primitives take (ops.py), and the
+composite patterns are the fusions oneDNN does as post-ops (bias, the residual `sum`, relu). The
+codegen (codegen.py) writes one JSON graph per region (FORMAT.md); the runtime module
+(runtime/*.c, C99 on oneDNN's C API) builds the primitives from it when the model starts.
+
+oneDNN is a system library: Debian's libdnnl-dev (oneDNN 2.x), x86-64 only here.
+"""
+from byoc_compiler.backend.system_library import SystemLibrary
+from byoc_compiler.backend.target import Target
+
+from . import ops
+from .patterns import declare_patterns
+
+ONEDNN = SystemLibrary("oneDNN", header="dnnl.h", library="dnnl", package="libdnnl-dev")
+
+target = Target("dnnl", flag="USE_DNNL", description="JSON graphs executed by oneDNN primitives")
+target.requires(ONEDNN)
+target.builds_for("x86_64", why="the oneDNN this project links is Debian's x86-64 libdnnl; its JIT emits x86 code")
+
+for op_names, predicate in ops.TABLE:
+    target.supports(*op_names, predicate=predicate)
+declare_patterns(target)
+
+# TVM's spelling, for readers coming from `tvm.relay.op.contrib.dnnl`: partition for this target alone.
+partition_for_dnnl = target.partition_for
+
+from .codegen import INCLUDE_DIRS, RUNTIME_SOURCES, dnnl_codegen  # noqa: E402
+
+target.codegen = dnnl_codegen
+target.runtime_sources = list(RUNTIME_SOURCES)
+target.include_dirs += list(INCLUDE_DIRS)

@@ -1,0 +1,75 @@
+"""Composite patterns that oneDNN runs as one primitive with post-ops.
+
+| pattern | primitive | post-ops |
+| --- | --- | --- |
+| conv2d_bias_add_relu | convolution with bias | sum (the residual input, accumulated into dst), eltwise relu |
+| conv2d_bias_add | convolution with bias | sum |
+| conv2d_bias_relu | convolution with bias | eltwise relu |
+| conv2d_bias | convolution with bias | - |
+| dense_bias_relu | inner product with bias | eltwise relu |
+| dense_bias | inner product with bias | - |
+
+Longest first: MergeComposite tries them in this order. Each check asks the op table's predicate
+of the conv2d or dense inside, and for `add` that the residual has the conv's own shape (sum
+post-op adds elementwise, no broadcast).
+"""
+from __future__ import annotations
+
+from byoc_compiler.ir.expr import Call, Op
+from byoc_compiler.ir.types import TensorType
+from byoc_compiler.pattern import is_constant, is_op, wildcard
+
+
+def _conv_bias():
+    return is_op("nn.bias_add")(is_op("nn.conv2d")(wildcard(), is_constant()), is_constant())
+
+
+def _dense_bias():
+    return is_op("nn.bias_add")(is_op("nn.dense")(wildcard(), is_constant()), is_constant())
+
+
+def _residual():
+    conv = _conv_bias()
+    return is_op("add")(conv, wildcard()) | is_op("add")(wildcard(), conv)
+
+
+def _find(call, name: str):
+    """The call to op `name` reached from `call` through first arguments (or the bias_add side of add)."""
+    node = call
+    while isinstance(node, Call) and isinstance(node.op, Op):
+        if node.op.name == name:
+            return node
+        if node.op.name == "add":
+            node = next(a for a in node.args if isinstance(a, Call) and isinstance(a.op, Op)
+                        and a.op.name == "nn.bias_add")
+        else:
+            node = node.args[0]
+    return None
+
+
+def _check(target, anchor: str):
+    def check(root):
+        inner = _find(root, anchor)
+        bias = _find(root, "nn.bias_add")
+        reason = target.check(inner)
+        if reason:
+            return reason
+        if bias.attrs.axis not in (1, -len(bias.checked_type.shape) + 1):
+            return f"bias along axis {bias.attrs.axis}; oneDNN's bias is per output channel (axis 1)"
+        add = _find(root, "add")
+        if add is not None:
+            if not (isinstance(add.checked_type, TensorType) and add.checked_type == bias.checked_type
+                    and all(a.checked_type == bias.checked_type for a in add.args)):
+                return "a residual add that broadcasts; oneDNN's sum post-op adds a tensor of dst's shape"
+        return None
+    return check
+
+
+def declare_patterns(target) -> None:
+    conv, dense = _check(target, "nn.conv2d"), _check(target, "nn.dense")
+    target.pattern("conv2d_bias_add_relu", is_op("nn.relu")(_residual()), check=conv)
+    target.pattern("conv2d_bias_add", _residual(), check=conv)
+    target.pattern("conv2d_bias_relu", is_op("nn.relu")(_conv_bias()), check=conv)
+    target.pattern("conv2d_bias", _conv_bias(), check=conv)
+    target.pattern("dense_bias_relu", is_op("nn.relu")(_dense_bias()), check=dense)
+    target.pattern("dense_bias", _dense_bias(), check=dense)

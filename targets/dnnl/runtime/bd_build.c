@@ -1,0 +1,690 @@
+/* Validated nodes -> oneDNN primitives, once per module.
+ *
+ * Every value has a memory descriptor chosen by its producer: region inputs and constants are
+ * plain (row-major), convolution/inner-product/pooling/concat outputs are whatever oneDNN picked
+ * for format_tag any (blocked layouts), and layout-preserving ops keep their input's. A consumer
+ * that needs another layout gets a reorder: at build time for constants (weights are reordered
+ * once), as a step of every run otherwise. Outputs are reordered into the caller's buffers, so
+ * plain layouts are seen only at the region's boundary. All memory is allocated here; a run only
+ * sets the data handles of inputs and outputs and executes the steps. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bd_internal.h"
+
+#define CHECK(call, node, what)                                                                      \
+  do {                                                                                               \
+    dnnl_status_t st_ = (call);                                                                      \
+    if (st_ != dnnl_success) return bd_fail(m, (node), "oneDNN %s failed: %s", (what), status_text(st_)); \
+  } while (0)
+
+static const char* status_text(dnnl_status_t st) {
+  switch (st) {
+    case dnnl_out_of_memory: return "out of memory";
+    case dnnl_invalid_arguments: return "invalid arguments";
+    case dnnl_unimplemented: return "no implementation for these shapes and attributes";
+    case dnnl_runtime_error: return "runtime error";
+    default: return "error";
+  }
+}
+
+static dnnl_format_tag_t plain_tag(int32_t ndim) {
+  static const dnnl_format_tag_t tags[BD_MAX_NDIM + 1] = {dnnl_a, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde};
+  return tags[ndim];
+}
+
+static int32_t own(BdModule* m, dnnl_memory_t mem, int32_t node) {
+  if (m->num_owned == m->cap_owned) {
+    int32_t cap = m->cap_owned ? m->cap_owned * 2 : 64;
+    dnnl_memory_t* grown = (dnnl_memory_t*)realloc(m->owned, (size_t)cap * sizeof(*grown));
+    if (grown == NULL) {
+      dnnl_memory_destroy(mem);
+      return bd_fail(m, node, "out of memory");
+    }
+    m->owned = grown;
+    m->cap_owned = cap;
+  }
+  m->owned[m->num_owned++] = mem;
+  return 0;
+}
+
+/* A memory object owned by the module: handle DNNL_MEMORY_ALLOCATE, DNNL_MEMORY_NONE or a buffer. */
+static int32_t new_memory(BdModule* m, const dnnl_memory_desc_t* md, void* handle, dnnl_memory_t* out, int32_t node) {
+  CHECK(dnnl_memory_create(out, md, m->engine, handle), node, "memory_create");
+  return own(m, *out, node);
+}
+
+static int32_t add_step(BdModule* m, dnnl_primitive_t prim, int32_t nargs, const dnnl_exec_arg_t* args, int32_t node) {
+  BdStep* s;
+  if (m->num_steps == m->cap_steps) {
+    int32_t cap = m->cap_steps ? m->cap_steps * 2 : 32;
+    BdStep* grown = (BdStep*)realloc(m->steps, (size_t)cap * sizeof(*grown));
+    if (grown == NULL) {
+      dnnl_primitive_destroy(prim);
+      return bd_fail(m, node, "out of memory");
+    }
+    m->steps = grown;
+    m->cap_steps = cap;
+  }
+  s = &m->steps[m->num_steps++];
+  s->prim = prim;
+  s->nargs = nargs;
+  memcpy(s->args, args, (size_t)nargs * sizeof(dnnl_exec_arg_t));
+  return 0;
+}
+
+/* Reorder src -> dst: executed now (constants: once) or added as a step of every run. */
+static int32_t reorder(BdModule* m, dnnl_memory_t src, dnnl_memory_t dst, int now, int32_t node) {
+  const dnnl_memory_desc_t *smd, *dmd;
+  dnnl_primitive_desc_t pd;
+  dnnl_primitive_t prim;
+  dnnl_exec_arg_t args[2];
+  dnnl_status_t st;
+  CHECK(dnnl_memory_get_memory_desc(src, &smd), node, "memory_get_memory_desc");
+  CHECK(dnnl_memory_get_memory_desc(dst, &dmd), node, "memory_get_memory_desc");
+  CHECK(dnnl_reorder_primitive_desc_create(&pd, smd, m->engine, dmd, m->engine, NULL), node, "reorder");
+  st = dnnl_primitive_create(&prim, pd);
+  dnnl_primitive_desc_destroy(pd);
+  CHECK(st, node, "reorder primitive_create");
+  args[0].arg = DNNL_ARG_FROM;
+  args[0].memory = src;
+  args[1].arg = DNNL_ARG_TO;
+  args[1].memory = dst;
+  if (!now) return add_step(m, prim, 2, args, node);
+  st = dnnl_primitive_execute(prim, m->stream, 2, args);
+  if (st == dnnl_success) st = dnnl_stream_wait(m->stream);
+  dnnl_primitive_destroy(prim);
+  CHECK(st, node, "reorder of a constant");
+  return 0;
+}
+
+/* The value of node `id` in layout `want`: its own memory if the layout matches, else a new buffer
+ * filled by a reorder (once for constants, every run otherwise). */
+static int32_t value_as(BdModule* m, int32_t id, const dnnl_memory_desc_t* want, dnnl_memory_t* out, int32_t node) {
+  BdNode* v = &m->nodes[id];
+  if (dnnl_memory_desc_equal(&v->md, want)) {
+    *out = v->mem;
+    return 0;
+  }
+  if (new_memory(m, want, DNNL_MEMORY_ALLOCATE, out, node) != 0) return -1;
+  return reorder(m, v->mem, *out, v->kind == BD_CONST, node);
+}
+
+/* The value of `id` row-major, seen with dims `dims`/`tag` (same bytes): for views and plain-only ops.
+ * A region input's bytes are the caller's, so its view is an alias whose handle each run sets. */
+static int32_t value_view(BdModule* m, int32_t id, int32_t ndim, const dnnl_dims_t dims, dnnl_format_tag_t tag,
+                          dnnl_memory_t* out, dnnl_memory_desc_t* out_md, int32_t node) {
+  BdNode* v = &m->nodes[id];
+  dnnl_memory_desc_t plain;
+  dnnl_memory_t mem;
+  void* handle = NULL;
+  CHECK(dnnl_memory_desc_init_by_tag(&plain, v->ndim, v->shape, dnnl_f32, plain_tag(v->ndim)), node, "memory_desc_init");
+  if (value_as(m, id, &plain, &mem, node) != 0) return -1;
+  CHECK(dnnl_memory_desc_init_by_tag(out_md, ndim, dims, dnnl_f32, tag), node, "memory_desc_init");
+  if (mem == v->mem && v->kind == BD_INPUT) {
+    BdAlias* al;
+    if (new_memory(m, out_md, DNNL_MEMORY_NONE, out, node) != 0) return -1;
+    if (m->num_aliases == m->cap_aliases) {
+      int32_t cap = m->cap_aliases ? m->cap_aliases * 2 : 8;
+      BdAlias* grown = (BdAlias*)realloc(m->aliases, (size_t)cap * sizeof(*grown));
+      if (grown == NULL) return bd_fail(m, node, "out of memory");
+      m->aliases = grown;
+      m->cap_aliases = cap;
+    }
+    al = &m->aliases[m->num_aliases++];
+    al->view = *out;
+    al->input = v->mem;
+    return 0;
+  }
+  CHECK(dnnl_memory_get_data_handle(mem, &handle), node, "memory_get_data_handle");
+  return new_memory(m, out_md, handle, out, node);
+}
+
+/* Creates the primitive of pd, its scratchpad memory (data set once all are known), adds the step,
+ * and gives the node its output memory `dst_md` (allocated) unless dst is passed. */
+static int32_t finish(BdModule* m, int32_t id, dnnl_primitive_desc_t pd, dnnl_exec_arg_t* args, int32_t nargs,
+                      dnnl_memory_t dst) {
+  BdNode* n = &m->nodes[id];
+  const dnnl_memory_desc_t* scratch = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  const dnnl_memory_desc_t* dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  dnnl_primitive_t prim;
+  dnnl_status_t st;
+  size_t bytes = scratch ? dnnl_memory_desc_get_size(scratch) : 0;
+  if (dst == NULL) {
+    n->md = *dst_md;
+    if (new_memory(m, dst_md, DNNL_MEMORY_ALLOCATE, &n->mem, id) != 0) {
+      dnnl_primitive_desc_destroy(pd);
+      return -1;
+    }
+    dst = n->mem;
+  }
+  args[nargs].arg = DNNL_ARG_DST;
+  args[nargs++].memory = dst;
+  if (bytes > 0) {
+    dnnl_memory_t sm;
+    if (new_memory(m, scratch, DNNL_MEMORY_NONE, &sm, id) != 0) {
+      dnnl_primitive_desc_destroy(pd);
+      return -1;
+    }
+    if (bytes > m->scratchpad_bytes) m->scratchpad_bytes = bytes;
+    args[nargs].arg = DNNL_ARG_SCRATCHPAD;
+    args[nargs++].memory = sm;
+  }
+  st = dnnl_primitive_create(&prim, pd);
+  dnnl_primitive_desc_destroy(pd);
+  CHECK(st, id, "primitive_create");
+  return add_step(m, prim, nargs, args, id);
+}
+
+/* An attribute with a user scratchpad and the node's post-ops. */
+static int32_t make_attr(BdModule* m, int32_t id, dnnl_primitive_attr_t* attr) {
+  const BdAttrs* a = &m->nodes[id].a;
+  dnnl_post_ops_t po = NULL;
+  dnnl_status_t st;
+  CHECK(dnnl_primitive_attr_create(attr), id, "primitive_attr_create");
+  st = dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
+  if (st == dnnl_success && (a->post_sum || a->post_relu)) {
+    st = dnnl_post_ops_create(&po);
+    if (st == dnnl_success && a->post_sum) st = dnnl_post_ops_append_sum(po, 1.0f);
+    if (st == dnnl_success && a->post_relu) st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(*attr, po);
+    if (po != NULL) dnnl_post_ops_destroy(po);
+  }
+  if (st != dnnl_success) {
+    dnnl_primitive_attr_destroy(*attr);
+    *attr = NULL;
+  }
+  CHECK(st, id, "primitive attributes");
+  return 0;
+}
+
+static int32_t pd_with_attr(BdModule* m, int32_t id, const void* desc, dnnl_primitive_desc_t* pd) {
+  dnnl_primitive_attr_t attr;
+  dnnl_status_t st;
+  if (make_attr(m, id, &attr) != 0) return -1;
+  st = dnnl_primitive_desc_create(pd, desc, attr, m->engine, NULL);
+  dnnl_primitive_attr_destroy(attr);
+  CHECK(st, id, "primitive_desc_create");
+  return 0;
+}
+
+static int32_t plain_md(BdModule* m, int32_t id, int32_t ndim, const dnnl_dims_t dims, dnnl_memory_desc_t* md) {
+  CHECK(dnnl_memory_desc_init_by_tag(md, ndim, dims, dnnl_f32, plain_tag(ndim)), id, "memory_desc_init");
+  return 0;
+}
+
+static int32_t any_md(BdModule* m, int32_t id, int32_t ndim, const dnnl_dims_t dims, dnnl_memory_desc_t* md) {
+  CHECK(dnnl_memory_desc_init_by_tag(md, ndim, dims, dnnl_f32, dnnl_format_tag_any), id, "memory_desc_init");
+  return 0;
+}
+
+/* Arguments of a primitive in the layouts its pd asks for: (DNNL arg, node id, query) triples. */
+static int32_t bind_arg(BdModule* m, int32_t id, dnnl_primitive_desc_t pd, dnnl_query_t q, int index, int32_t src,
+                        int arg, dnnl_exec_arg_t* args, int32_t* nargs) {
+  const dnnl_memory_desc_t* want = dnnl_primitive_desc_query_md(pd, q, index);
+  dnnl_memory_t mem;
+  if (value_as(m, src, want, &mem, id) != 0) return -1;
+  args[*nargs].arg = arg;
+  args[(*nargs)++].memory = mem;
+  return 0;
+}
+
+static int32_t build_conv(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  const BdNode *x = &m->nodes[n->inputs[0]], *w = &m->nodes[n->inputs[1]];
+  const BdAttrs* a = &n->a;
+  dnnl_memory_desc_t src_md, w_md, b_md, dst_md;
+  dnnl_convolution_desc_t d;
+  dnnl_primitive_desc_t pd;
+  dnnl_exec_arg_t args[BD_MAX_ARGS];
+  int32_t nargs = 0;
+  int64_t g = a->groups;
+  int64_t o = a->nhwc ? w->shape[3] : w->shape[0];
+  dnnl_dims_t src_dims = {0}, dst_dims = {0}, w_dims = {0}, strides = {0}, dil = {0}, pl = {0}, pr = {0}, bias_dims = {0};
+  dnnl_memory_t dst = NULL, wmem;
+  src_dims[0] = x->shape[0];
+  src_dims[1] = a->nhwc ? x->shape[3] : x->shape[1];
+  src_dims[2] = a->nhwc ? x->shape[1] : x->shape[2];
+  src_dims[3] = a->nhwc ? x->shape[2] : x->shape[3];
+  dst_dims[0] = n->shape[0];
+  dst_dims[1] = o;
+  dst_dims[2] = a->nhwc ? n->shape[1] : n->shape[2];
+  dst_dims[3] = a->nhwc ? n->shape[2] : n->shape[3];
+  strides[0] = a->strides[0];
+  strides[1] = a->strides[1];
+  dil[0] = a->dilation[0] - 1; /* oneDNN counts the gaps */
+  dil[1] = a->dilation[1] - 1;
+  pl[0] = a->padding[0];
+  pl[1] = a->padding[1];
+  pr[0] = a->padding[2];
+  pr[1] = a->padding[3];
+  if (any_md(m, id, 4, src_dims, &src_md) || any_md(m, id, 4, dst_dims, &dst_md)) return -1;
+  if (g == 1) {
+    w_dims[0] = o;
+    w_dims[1] = src_dims[1];
+    w_dims[2] = a->nhwc ? w->shape[0] : w->shape[2];
+    w_dims[3] = a->nhwc ? w->shape[1] : w->shape[3];
+    if (any_md(m, id, 4, w_dims, &w_md)) return -1;
+  } else {
+    w_dims[0] = g;
+    w_dims[1] = o / g;
+    w_dims[2] = w->shape[1];
+    w_dims[3] = w->shape[2];
+    w_dims[4] = w->shape[3];
+    if (any_md(m, id, 5, w_dims, &w_md)) return -1;
+  }
+  bias_dims[0] = o;
+  if (a->bias && plain_md(m, id, 1, bias_dims, &b_md)) return -1;
+  CHECK(dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &w_md,
+                                                   a->bias ? &b_md : NULL, &dst_md, strides, dil, pl, pr),
+        id, "convolution_forward_desc_init");
+  if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+  /* src: NHWC data is a view of the row-major value; NCHW data is taken in any layout (reordered if needed) */
+  if (a->nhwc) {
+    dnnl_memory_desc_t view_md;
+    dnnl_memory_t view, in;
+    if (value_view(m, n->inputs[0], 4, src_dims, dnnl_nhwc, &view, &view_md, id) != 0) goto fail;
+    if (new_memory(m, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), DNNL_MEMORY_ALLOCATE, &in, id) != 0) goto fail;
+    if (reorder(m, view, in, 0, id) != 0) goto fail;
+    args[nargs].arg = DNNL_ARG_SRC;
+    args[nargs++].memory = in;
+  } else if (bind_arg(m, id, pd, dnnl_query_src_md, 0, n->inputs[0], DNNL_ARG_SRC, args, &nargs) != 0) {
+    goto fail;
+  }
+  /* weights: the node's value seen with oneDNN's dims (goihw for groups), reordered into pd's layout:
+   * once for constants */
+  {
+    dnnl_memory_desc_t view_md;
+    dnnl_memory_t user;
+    if (value_view(m, n->inputs[1], g == 1 ? 4 : 5, w_dims, g == 1 ? (a->nhwc ? dnnl_hwio : dnnl_oihw) : dnnl_goihw,
+                   &user, &view_md, id) != 0) {
+      goto fail;
+    }
+    if (new_memory(m, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), DNNL_MEMORY_ALLOCATE, &wmem, id) != 0) {
+      goto fail;
+    }
+    if (reorder(m, user, wmem, m->nodes[n->inputs[1]].kind == BD_CONST, id) != 0) goto fail;
+    args[nargs].arg = DNNL_ARG_WEIGHTS;
+    args[nargs++].memory = wmem;
+  }
+  if (a->bias && bind_arg(m, id, pd, dnnl_query_weights_md, 1, n->inputs[2], DNNL_ARG_BIAS, args, &nargs) != 0) goto fail;
+  if (a->nhwc) {
+    /* the node's value is row-major NHWC; the primitive writes it through an nhwc view */
+    dnnl_memory_desc_t view_md;
+    void* handle = NULL;
+    if (plain_md(m, id, 4, n->shape, &n->md) || new_memory(m, &n->md, DNNL_MEMORY_ALLOCATE, &n->mem, id)) goto fail;
+      CHECK(dnnl_memory_desc_init_by_tag(&view_md, 4, dst_dims, dnnl_f32, dnnl_nhwc), id, "memory_desc_init");
+    if (dnnl_memory_get_data_handle(n->mem, &handle) != dnnl_success) goto fail_status;
+    if (new_memory(m, &view_md, handle, &dst, id) != 0) goto fail;
+    if (!dnnl_memory_desc_equal(&view_md, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0))) {
+      dnnl_primitive_desc_destroy(pd);
+      return bd_fail(m, id, "oneDNN did not keep the NHWC output layout");
+    }
+  } else {
+    const dnnl_memory_desc_t* dmd = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    n->md = *dmd;
+    if (new_memory(m, dmd, DNNL_MEMORY_ALLOCATE, &n->mem, id) != 0) goto fail;
+    dst = n->mem;
+  }
+  if (a->post_sum && reorder(m, m->nodes[n->inputs[2 + a->bias]].mem, dst, 0, id) != 0) goto fail;
+  return finish(m, id, pd, args, nargs, dst);
+fail_status:
+  bd_fail(m, id, "oneDNN memory query failed");
+fail:
+  dnnl_primitive_desc_destroy(pd);
+  return -1;
+}
+
+static int32_t build_dense(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  const BdNode* w = &m->nodes[n->inputs[1]];
+  dnnl_memory_desc_t src_md, w_md, b_md, dst_md;
+  dnnl_inner_product_desc_t d;
+  dnnl_primitive_desc_t pd;
+  dnnl_exec_arg_t args[BD_MAX_ARGS];
+  int32_t nargs = 0;
+  dnnl_dims_t units = {0};
+  units[0] = w->shape[0];
+  if (any_md(m, id, 2, m->nodes[n->inputs[0]].shape, &src_md) ||
+      any_md(m, id, 2, w->shape, &w_md) || any_md(m, id, 2, n->shape, &dst_md) ||
+      (n->a.bias && plain_md(m, id, 1, units, &b_md))) {
+    return -1;
+  }
+  CHECK(dnnl_inner_product_forward_desc_init(&d, dnnl_forward_inference, &src_md, &w_md, n->a.bias ? &b_md : NULL, &dst_md),
+        id, "inner_product_forward_desc_init");
+  if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+  if (bind_arg(m, id, pd, dnnl_query_src_md, 0, n->inputs[0], DNNL_ARG_SRC, args, &nargs) ||
+      bind_arg(m, id, pd, dnnl_query_weights_md, 0, n->inputs[1], DNNL_ARG_WEIGHTS, args, &nargs) ||
+      (n->a.bias && bind_arg(m, id, pd, dnnl_query_weights_md, 1, n->inputs[2], DNNL_ARG_BIAS, args, &nargs))) {
+    dnnl_primitive_desc_destroy(pd);
+    return -1;
+  }
+  return finish(m, id, pd, args, nargs, NULL);
+}
+
+static int32_t build_matmul(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  const BdNode *x = &m->nodes[n->inputs[0]], *w = &m->nodes[n->inputs[1]];
+  dnnl_memory_desc_t a_md, b_md, dst_md;
+  dnnl_matmul_desc_t d;
+  dnnl_primitive_desc_t pd;
+  dnnl_exec_arg_t args[BD_MAX_ARGS];
+  dnnl_memory_t am, bm;
+  int32_t nargs = 0;
+  dnnl_dims_t a_dims = {0}, b_dims = {0};
+  a_dims[0] = n->shape[0];
+  a_dims[1] = n->a.transpose_a ? x->shape[0] : x->shape[1];
+  b_dims[0] = a_dims[1];
+  b_dims[1] = n->shape[1];
+  (void)w;
+  if (value_view(m, n->inputs[0], 2, a_dims, n->a.transpose_a ? dnnl_ba : dnnl_ab, &am, &a_md, id) ||
+      value_view(m, n->inputs[1], 2, b_dims, n->a.transpose_b ? dnnl_ba : dnnl_ab, &bm, &b_md, id) ||
+      plain_md(m, id, 2, n->shape, &dst_md)) {
+    return -1;
+  }
+  CHECK(dnnl_matmul_desc_init(&d, &a_md, &b_md, NULL, &dst_md), id, "matmul_desc_init");
+  if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+  args[nargs].arg = DNNL_ARG_SRC;
+  args[nargs++].memory = am;
+  args[nargs].arg = DNNL_ARG_WEIGHTS;
+  args[nargs++].memory = bm;
+  return finish(m, id, pd, args, nargs, NULL);
+}
+
+static int32_t build_eltwise(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  const BdNode* x = &m->nodes[n->inputs[0]];
+  dnnl_alg_kind_t alg = dnnl_eltwise_relu;
+  float alpha = 0.0f, beta = 0.0f;
+  dnnl_eltwise_desc_t d;
+  dnnl_primitive_desc_t pd;
+  dnnl_exec_arg_t args[BD_MAX_ARGS];
+  switch (n->op) {
+    case BD_RELU: break;
+    case BD_LEAKY_RELU: alpha = (float)n->a.alpha; break;
+    case BD_CLIP: alg = dnnl_eltwise_clip; alpha = (float)n->a.a_min; beta = (float)n->a.a_max; break;
+    case BD_SIGMOID: alg = dnnl_eltwise_logistic; break;
+    case BD_TANH: alg = dnnl_eltwise_tanh; break;
+    case BD_EXP: alg = dnnl_eltwise_exp; break;
+    default: alg = dnnl_eltwise_sqrt; break;
+  }
+  CHECK(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &x->md, alpha, beta), id, "eltwise_forward_desc_init");
+  if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+  args[0].arg = DNNL_ARG_SRC;
+  args[0].memory = x->mem;
+  return finish(m, id, pd, args, 1, NULL);
+}
+
+static int32_t build_binary(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  int32_t full = n->inputs[0], other = n->inputs[1], i;
+  dnnl_memory_desc_t d1;
+  dnnl_binary_desc_t d;
+  dnnl_primitive_desc_t pd;
+  dnnl_exec_arg_t args[BD_MAX_ARGS];
+  dnnl_memory_t m1;
+  dnnl_dims_t dims = {0};
+  if (m->nodes[full].ndim != n->ndim || memcmp(m->nodes[full].shape, n->shape, sizeof(n->shape)) != 0) {
+    full = n->inputs[1]; /* add and multiply commute */
+    other = n->inputs[0];
+  }
+  if (m->nodes[full].ndim != n->ndim || memcmp(m->nodes[full].shape, n->shape, sizeof(n->shape)) != 0) {
+    return bd_fail(m, id, "neither operand has the result's shape; oneDNN broadcasts only the second operand");
+  }
+  if (m->nodes[other].numel == n->numel && m->nodes[other].ndim == n->ndim) {
+    if (value_as(m, other, &m->nodes[full].md, &m1, id) != 0) return -1;
+    d1 = m->nodes[full].md;
+  } else {
+    const BdNode* o = &m->nodes[other];
+    for (i = 0; i < n->ndim; ++i) dims[i] = i < n->ndim - o->ndim ? 1 : o->shape[i - (n->ndim - o->ndim)];
+    if (value_view(m, other, n->ndim, dims, plain_tag(n->ndim), &m1, &d1, id) != 0) return -1;
+  }
+  CHECK(dnnl_binary_desc_init(&d, n->op == BD_ADD ? dnnl_binary_add : dnnl_binary_mul, &m->nodes[full].md, &d1,
+                              &m->nodes[full].md),
+        id, "binary_desc_init");
+  if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+  args[0].arg = DNNL_ARG_SRC_0;
+  args[0].memory = m->nodes[full].mem;
+  args[1].arg = DNNL_ARG_SRC_1;
+  args[1].memory = m1;
+  return finish(m, id, pd, args, 2, NULL);
+}
+
+static int32_t build_batch_norm(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  const BdNode* x = &m->nodes[n->inputs[0]];
+  static const int ARGS[4] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+  unsigned flags = dnnl_use_global_stats | (n->a.scale ? dnnl_use_scale : 0u) | (n->a.center ? dnnl_use_shift : 0u);
+  dnnl_batch_normalization_desc_t d;
+  dnnl_primitive_desc_t pd;
+  dnnl_exec_arg_t args[BD_MAX_ARGS];
+  int32_t nargs = 1, i;
+  CHECK(dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_inference, &x->md, (float)n->a.epsilon, flags), id,
+        "batch_normalization_forward_desc_init");
+  if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+  args[0].arg = DNNL_ARG_SRC;
+  args[0].memory = x->mem;
+  for (i = 0; i < 4; ++i) {
+    const BdNode* v = &m->nodes[n->inputs[1 + i]];
+    dnnl_memory_desc_t md;
+    dnnl_memory_t mem;
+    if ((i == 0 && !n->a.scale) || (i == 1 && !n->a.center)) continue;
+    dnnl_dims_t len = {0};
+    len[0] = v->numel;
+    if (value_view(m, n->inputs[1 + i], 1, len, dnnl_a, &mem, &md, id) != 0) {
+      dnnl_primitive_desc_destroy(pd);
+      return -1;
+    }
+    args[nargs].arg = ARGS[i];
+    args[nargs++].memory = mem;
+  }
+  return finish(m, id, pd, args, nargs, NULL);
+}
+
+static int32_t build_pool(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  const BdNode* x = &m->nodes[n->inputs[0]];
+  const BdAttrs* a = &n->a;
+  dnnl_dims_t kernel = {0}, strides = {0}, dil = {0}, pl = {0}, pr = {0};
+  dnnl_alg_kind_t alg = dnnl_pooling_max;
+  dnnl_memory_desc_t dst_md;
+  dnnl_pooling_v2_desc_t d;
+  dnnl_primitive_desc_t pd;
+  dnnl_exec_arg_t args[BD_MAX_ARGS];
+  int32_t i;
+  for (i = 0; i < 2; ++i) {
+    if (n->op == BD_GLOBAL_AVG_POOL) {
+      kernel[i] = x->shape[2 + i];
+      strides[i] = 1;
+      dil[i] = pl[i] = pr[i] = 0;
+      continue;
+    }
+    kernel[i] = a->pool_size[i];
+    strides[i] = a->strides[i];
+    dil[i] = a->dilation[i] - 1;
+    pl[i] = a->padding[i];
+    /* ceil mode: the trailing padding that gives the declared output size */
+    pr[i] = (n->shape[2 + i] - 1) * a->strides[i] + a->dilation[i] * (a->pool_size[i] - 1) + 1 - x->shape[2 + i] - pl[i];
+    if (pr[i] < 0) pr[i] = 0;
+  }
+  if (n->op == BD_AVG_POOL) alg = a->count_include_pad ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
+  if (n->op == BD_GLOBAL_AVG_POOL) alg = dnnl_pooling_avg_exclude_padding;
+  if (any_md(m, id, 4, n->shape, &dst_md)) return -1;
+  CHECK(dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &x->md, &dst_md, strides, kernel, dil, pl, pr),
+        id, "pooling_forward_desc_init");
+  if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+  args[0].arg = DNNL_ARG_SRC;
+  args[0].memory = x->mem;
+  if (n->op == BD_MAX_POOL) {
+    /* inference max pooling needs no workspace; should an implementation ask, give it one */
+    const dnnl_memory_desc_t* ws = dnnl_primitive_desc_query_md(pd, dnnl_query_workspace_md, 0);
+    if (ws != NULL && dnnl_memory_desc_get_size(ws) > 0) {
+      dnnl_memory_t wm;
+      if (new_memory(m, ws, DNNL_MEMORY_ALLOCATE, &wm, id) != 0) {
+        dnnl_primitive_desc_destroy(pd);
+        return -1;
+      }
+      args[1].arg = DNNL_ARG_WORKSPACE;
+      args[1].memory = wm;
+      return finish(m, id, pd, args, 2, NULL);
+    }
+  }
+  return finish(m, id, pd, args, 1, NULL);
+}
+
+static int32_t build_concat(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  dnnl_memory_desc_t srcs[BD_MAX_INPUTS], dst_md;
+  dnnl_primitive_desc_t pd;
+  dnnl_primitive_attr_t attr;
+  dnnl_exec_arg_t args[BD_MAX_ARGS];
+  dnnl_status_t st;
+  int32_t i, axis = (int32_t)(n->a.axis < 0 ? n->a.axis + n->ndim : n->a.axis);
+  for (i = 0; i < n->num_inputs; ++i) srcs[i] = m->nodes[n->inputs[i]].md;
+  if (any_md(m, id, n->ndim, n->shape, &dst_md)) return -1;
+  if (make_attr(m, id, &attr) != 0) return -1;
+  st = dnnl_concat_primitive_desc_create(&pd, &dst_md, n->num_inputs, axis, srcs, attr, m->engine);
+  dnnl_primitive_attr_destroy(attr);
+  CHECK(st, id, "concat_primitive_desc_create");
+  for (i = 0; i < n->num_inputs; ++i) {
+    args[i].arg = DNNL_ARG_MULTIPLE_SRC + i;
+    args[i].memory = m->nodes[n->inputs[i]].mem;
+  }
+  return finish(m, id, pd, args, n->num_inputs, NULL);
+}
+
+static int32_t build_softmax(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  dnnl_memory_desc_t md;
+  dnnl_memory_t in;
+  dnnl_softmax_desc_t d;
+  dnnl_primitive_desc_t pd;
+  dnnl_exec_arg_t args[BD_MAX_ARGS];
+  int axis = (int)(n->a.axis < 0 ? n->a.axis + n->ndim : n->a.axis);
+  /* softmax runs on the row-major value: blocked layouts along the reduced axis gain nothing here */
+  if (value_view(m, n->inputs[0], n->ndim, n->shape, plain_tag(n->ndim), &in, &md, id) != 0) return -1;
+  CHECK(dnnl_softmax_forward_desc_init(&d, dnnl_forward_inference, &md, axis), id, "softmax_forward_desc_init");
+  if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+  args[0].arg = DNNL_ARG_SRC;
+  args[0].memory = in;
+  return finish(m, id, pd, args, 1, NULL);
+}
+
+static int32_t build_lrn(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  const BdNode* x = &m->nodes[n->inputs[0]];
+  dnnl_lrn_desc_t d;
+  dnnl_primitive_desc_t pd;
+  dnnl_exec_arg_t args[BD_MAX_ARGS];
+  CHECK(dnnl_lrn_forward_desc_init(&d, dnnl_forward_inference, dnnl_lrn_across_channels, &x->md, n->a.size,
+                                   (float)n->a.alpha, (float)n->a.beta, (float)n->a.k),
+        id, "lrn_forward_desc_init");
+  if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+  args[0].arg = DNNL_ARG_SRC;
+  args[0].memory = x->mem;
+  return finish(m, id, pd, args, 1, NULL);
+}
+
+/* reshape / batch_flatten: the row-major bytes of the input, seen with the node's shape (no step
+ * unless the input was in a blocked layout). */
+static int32_t build_view(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  return value_view(m, n->inputs[0], n->ndim, n->shape, plain_tag(n->ndim), &n->mem, &n->md, id);
+}
+
+static int32_t build_leaf(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  if (plain_md(m, id, n->ndim, n->shape, &n->md) != 0) return -1;
+  /* inputs: the handle is the caller's buffer, set on every run; constants: the model's data (read only:
+   * it is only ever a reorder's source) */
+  return new_memory(m, &n->md, n->kind == BD_INPUT ? DNNL_MEMORY_NONE : (void*)(uintptr_t)n->data, &n->mem, id);
+}
+
+static int32_t build_kernel(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  switch (n->op) {
+    case BD_CONV2D: return build_conv(m, id);
+    case BD_DENSE: return build_dense(m, id);
+    case BD_MATMUL: return build_matmul(m, id);
+    case BD_ADD:
+    case BD_MULTIPLY: return build_binary(m, id);
+    case BD_BATCH_NORM: return build_batch_norm(m, id);
+    case BD_MAX_POOL:
+    case BD_AVG_POOL:
+    case BD_GLOBAL_AVG_POOL: return build_pool(m, id);
+    case BD_CONCAT: return build_concat(m, id);
+    case BD_SOFTMAX: return build_softmax(m, id);
+    case BD_LRN: return build_lrn(m, id);
+    case BD_RESHAPE:
+    case BD_BATCH_FLATTEN: return build_view(m, id);
+    default: return build_eltwise(m, id);
+  }
+}
+
+static int32_t build_node(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  dnnl_memory_desc_t plain;
+  if ((n->kind == BD_KERNEL ? build_kernel(m, id) : build_leaf(m, id)) != 0) return -1;
+  if (plain_md(m, id, n->ndim, n->shape, &plain) != 0) return -1;
+  n->plain = dnnl_memory_desc_equal(&n->md, &plain);
+  return 0;
+}
+
+int32_t bd_build(BdModule* m) {
+  int32_t i;
+  if (m->num_bound != m->num_consts) {
+    for (i = 0; i < m->num_nodes; ++i) {
+      if (m->nodes[i].kind == BD_CONST && m->nodes[i].data == NULL) {
+        return bd_fail(m, i, "no constant named '%.200s' was bound (the model's data lacks it)", m->nodes[i].name);
+      }
+    }
+  }
+  CHECK(dnnl_engine_create(&m->engine, dnnl_cpu, 0), -1, "engine_create");
+  CHECK(dnnl_stream_create(&m->stream, m->engine, dnnl_stream_default_flags), -1, "stream_create");
+  for (i = 0; i < m->num_nodes; ++i) {
+    if (build_node(m, i) != 0) return -1;
+  }
+  m->out_mems = (dnnl_memory_t*)calloc((size_t)m->num_outputs, sizeof(dnnl_memory_t));
+  if (m->out_mems == NULL) return bd_fail(m, -1, "out of memory");
+  for (i = 0; i < m->num_outputs; ++i) {
+    const BdNode* h = &m->nodes[m->heads[i]];
+    dnnl_memory_desc_t md;
+    if (plain_md(m, m->heads[i], h->ndim, h->shape, &md) != 0) return -1;
+    if (new_memory(m, &md, DNNL_MEMORY_NONE, &m->out_mems[i], m->heads[i]) != 0) return -1;
+    if (reorder(m, h->mem, m->out_mems[i], 0, m->heads[i]) != 0) return -1;
+  }
+  /* one scratchpad for every primitive: they run one after the other */
+  if (m->scratchpad_bytes > 0) {
+    int32_t s, k;
+    m->scratchpad = malloc(m->scratchpad_bytes);
+    if (m->scratchpad == NULL) return bd_fail(m, -1, "out of memory for a %lu-byte scratchpad", (unsigned long)m->scratchpad_bytes);
+    for (s = 0; s < m->num_steps; ++s) {
+      for (k = 0; k < m->steps[s].nargs; ++k) {
+        if (m->steps[s].args[k].arg == DNNL_ARG_SCRATCHPAD) {
+          CHECK(dnnl_memory_set_data_handle(m->steps[s].args[k].memory, m->scratchpad), -1, "memory_set_data_handle");
+        }
+      }
+    }
+  }
+  m->built = 1;
+  return 0;
+}
+
+void bd_free(BdModule* m) {
+  int32_t i;
+  if (m == NULL) return;
+  for (i = 0; i < m->num_steps; ++i) dnnl_primitive_destroy(m->steps[i].prim);
+  for (i = 0; i < m->num_owned; ++i) dnnl_memory_destroy(m->owned[i]);
+  if (m->stream != NULL) dnnl_stream_destroy(m->stream);
+  if (m->engine != NULL) dnnl_engine_destroy(m->engine);
+  free(m->steps);
+  free(m->owned);
+  free(m->out_mems);
+  free(m->aliases);
+  free(m->scratchpad);
+  free(m->nodes);
+  free(m->input_nodes);
+  free(m->heads);
+  free(m->text);
+  free(m);
+}

@@ -1,0 +1,90 @@
+/* Internal structures of the dnnl runtime module (not part of its ABI). */
+#ifndef BYOC_DNNL_INTERNAL_H_
+#define BYOC_DNNL_INTERNAL_H_
+
+#include <dnnl.h>
+
+#include "byoc_dnnl.h"
+
+#define BD_MAX_NDIM 5
+#define BD_MAX_INPUTS 64            /* concatenate's operands; every other op has at most 5 */
+#define BD_MAX_NODES 100000
+#define BD_MAX_NAME 256
+#define BD_MAX_NUMEL ((int64_t)1 << 31) /* elements of one tensor */
+#define BD_MAX_ARGS (BD_MAX_INPUTS + 2) /* arguments of one primitive execution (concat: srcs, dst, scratchpad) */
+
+typedef enum { BD_INPUT, BD_CONST, BD_KERNEL } BdKind;
+
+typedef enum {
+  BD_CONV2D, BD_DENSE, BD_MATMUL, BD_RELU, BD_CLIP, BD_SIGMOID, BD_TANH, BD_LEAKY_RELU, BD_EXP, BD_SQRT,
+  BD_ADD, BD_MULTIPLY, BD_BATCH_NORM, BD_MAX_POOL, BD_AVG_POOL, BD_GLOBAL_AVG_POOL, BD_CONCAT, BD_SOFTMAX,
+  BD_LRN, BD_RESHAPE, BD_BATCH_FLATTEN, BD_NUM_OPS
+} BdOp;
+
+typedef struct {
+  int64_t strides[2], padding[4], dilation[2], pool_size[2], groups, axis, size;
+  int ceil_mode, count_include_pad, nhwc, bias, post_sum, post_relu, transpose_a, transpose_b, center, scale;
+  double a_min, a_max, alpha, beta, k, epsilon;
+} BdAttrs;
+
+typedef struct {
+  BdKind kind;
+  BdOp op;                  /* kernels */
+  char name[BD_MAX_NAME];   /* input/const: its name; kernel: the op name */
+  int32_t ndim;
+  int64_t shape[DNNL_MAX_NDIMS]; /* dims past ndim are 1 up to BD_MAX_NDIM, then 0: a dnnl_dims_t */
+  int64_t numel;
+  int32_t num_inputs;
+  int32_t inputs[BD_MAX_INPUTS];
+  BdAttrs a;
+  const void* data;         /* const: bound by name */
+  /* built: the value in the layout its producer chose */
+  dnnl_memory_desc_t md;
+  dnnl_memory_t mem;
+  int plain;                /* md is the row-major layout of `shape` */
+} BdNode;
+
+typedef struct {
+  dnnl_primitive_t prim;
+  int32_t nargs;
+  dnnl_exec_arg_t args[BD_MAX_ARGS];
+} BdStep;
+
+/* A view of a region input (another shape or tag over the caller's bytes): its handle follows the input's. */
+typedef struct {
+  dnnl_memory_t view, input;
+} BdAlias;
+
+typedef struct {
+  char symbol[BD_MAX_NAME];
+  int32_t num_nodes;
+  BdNode* nodes;
+  int32_t num_inputs, num_outputs;
+  int32_t* input_nodes;     /* node id of each region input, in order */
+  int32_t* heads;           /* node id of each output */
+  int32_t num_consts, num_bound;
+  char* text;               /* the JSON, kept for messages */
+  size_t text_len;
+  /* built by get_function */
+  int built;
+  dnnl_engine_t engine;
+  dnnl_stream_t stream;
+  BdStep* steps;
+  int32_t num_steps, cap_steps;
+  dnnl_memory_t* owned;     /* every memory object to destroy */
+  int32_t num_owned, cap_owned;
+  dnnl_memory_t* out_mems;  /* user memory of each output (handle set per call) */
+  BdAlias* aliases;
+  int32_t num_aliases, cap_aliases;
+  void* scratchpad;
+  size_t scratchpad_bytes;
+  dnnl_memory_t* scratch_mems; /* one per primitive that uses it, all over `scratchpad` */
+} BdModule;
+
+int32_t bd_parse(const char* text, size_t len, BdModule* m);
+int32_t bd_build(BdModule* m);
+void bd_free(BdModule* m);
+const char* bd_op_name(BdOp op);
+int32_t bd_fail(const BdModule* m, int32_t node, const char* fmt, ...) BYOC_PRINTF_LIKE(3, 4);
+
+#endif /* BYOC_DNNL_INTERNAL_H_ */
