@@ -46,9 +46,9 @@ def _optional_and_absent(t) -> bool:
 def _state(t) -> str:
     """ready | error | missing library (the package is printed below the table) | disabled; and its CPUs."""
     if t.error:
-        state = "error"
+        state = "broken (below)"
     elif t.missing:
-        state = "missing library"
+        state = "missing library (below)"
     elif not t.enabled:
         state = "disabled"
     else:
