@@ -78,7 +78,9 @@ def assembler_include_flags(src) -> list[str]:
     """For an assembly source (.S): the assembler searches its own directory for `.incbin` files
     (backend/constants.py), so a generated .S names its .bin without a path. Nothing for C."""
     if os.fspath(src).endswith(".S"):
-        return [f"-Wa,-I{os.path.dirname(os.path.abspath(os.fspath(src)))}"]
+        # -Xassembler, not -Wa,: -Wa splits at commas, and build directories of several targets have one
+        # (build/dnnl,ccompiler/...)
+        return ["-Xassembler", f"-I{os.path.dirname(os.path.abspath(os.fspath(src)))}"]
     return []
 
 

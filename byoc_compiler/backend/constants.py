@@ -15,7 +15,7 @@ and the C that uses a constant declares it, with a comment naming its shape, dty
     /* tvmgen_default_ccompiler_main_0_c3: constant [64, 64, 3, 3] float32, 147456 bytes, in byoc_constants.bin */
     extern const float tvmgen_default_ccompiler_main_0_c3[36864];
 
-The assembler finds the .bin through `-Wa,-I<dir of the .S>` (toolchain.compile_argv adds it), so
+The assembler finds the .bin through `-Xassembler -I<dir of the .S>` (toolchain.compile_argv adds it), so
 the .S never holds a path and the export directory can move. GNU as and clang's integrated assembler
 both read `.incbin` with offset and count and `.balign`, and `%object`/`.hidden` are valid for every
 ELF target of config.toml (x86_64, aarch64, armhf, riscv64, s390x); tests/test_constants.py runs them.

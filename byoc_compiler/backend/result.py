@@ -200,7 +200,7 @@ class BuildResult:
                 path.write_bytes(data)
             else:
                 path.write_text(data)
-                units.append((path, [], []))     # the .S finds its .bin next to it (-Wa,-I, toolchain.py)
+                units.append((path, [], []))     # the .S finds its .bin next to it (-Xassembler -I, toolchain.py)
         seen: set[str] = set()
         runtime_files = list(rt.runtime_sources(self.executor, runner=runner))
         for f in runtime_files:
