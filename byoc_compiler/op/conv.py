@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .attr_forms import all_non_negative, all_positive, padding4, pair
-from .registry import Attr, OpTypeError, register
+from .registry import Attr, OpTypeError, float_result, register
 from .typecheck import FLOAT, shape_text, tensor_arg, tensor_type
 
 
@@ -51,7 +51,7 @@ def strided_window(padded: np.ndarray, start_h: int, start_w: int, out_h: int, o
 
 
 def _conv2d_ref(args, attrs):
-    return conv2d_float64(args[0].astype(np.float64), args[1].astype(np.float64), attrs).astype(np.float32)
+    return float_result(conv2d_float64(args[0].astype(np.float64), args[1].astype(np.float64), attrs), args[0])
 
 
 def conv2d_float64(x: np.ndarray, w: np.ndarray, attrs) -> np.ndarray:
@@ -62,16 +62,16 @@ def conv2d_float64(x: np.ndarray, w: np.ndarray, attrs) -> np.ndarray:
     padded = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
     out_h = window_count(x.shape[2], pt + pb, kh, attrs.strides[0], dh)
     out_w = window_count(x.shape[3], pl + pr, kw, attrs.strides[1], dw)
-    out = np.zeros((x.shape[0], o, out_h, out_w))
-    per_group = o // attrs.groups
-    for g in range(attrs.groups):
-        x_g = padded[:, g * i:(g + 1) * i]
-        w_g = w[g * per_group:(g + 1) * per_group]
-        for y in range(kh):
-            for z in range(kw):
-                patch = strided_window(x_g, y * dh, z * dw, out_h, out_w, attrs.strides)
-                out[:, g * per_group:(g + 1) * per_group] += np.einsum("nihw,oi->nohw", patch, w_g[:, :, y, z])
-    return out
+    groups, n = attrs.groups, x.shape[0]
+    # Channels split into groups: [N, G, I, H, W] against [G, O/G, I, kh, kw], all groups in one einsum.
+    grouped = padded.reshape(n, groups, i, *padded.shape[2:])
+    w_g = w.reshape(groups, o // groups, i, kh, kw)
+    out = np.zeros((n, groups, o // groups, out_h, out_w))
+    for y in range(kh):
+        for z in range(kw):
+            patch = strided_window(grouped, y * dh, z * dw, out_h, out_w, attrs.strides)
+            out += np.einsum("ngihw,goi->ngohw", patch, w_g[:, :, :, y, z], optimize=True)
+    return out.reshape(n, o, out_h, out_w)
 
 
 CONV2D_ATTRS = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.expr import Call
-from .registry import Attr, OpTypeError, make_call, register
+from .registry import Attr, OpTypeError, float_result, make_call, register
 from .typecheck import FLOAT, normalize_axis, shape_text, tensor_arg, tensor_type, tuple_type
 
 __all__ = ["relu", "leaky_relu", "dense", "matmul", "bias_add", "conv2d", "max_pool2d", "avg_pool2d",
@@ -38,7 +38,7 @@ def _infer_dense(types, attrs):
 
 
 register("nn.dense", ("data", "weight"), (Attr("units", "int_or_none", None),),
-         infer=_infer_dense, ref=lambda args, attrs: (_f64(args[0]) @ _f64(args[1]).T).astype(np.float32),
+         infer=_infer_dense, ref=lambda args, attrs: float_result(_f64(args[0]) @ _f64(args[1]).T, args[0]),
          family="nn", doc="data [..., K] x weight [N, K]^T -> [..., N]")
 
 
@@ -58,7 +58,7 @@ def _matmul_ref(args, attrs):
     a, b = _f64(args[0]), _f64(args[1])
     a = a.T if attrs.transpose_a else a
     b = b.T if attrs.transpose_b else b
-    return (a @ b).astype(np.float32)
+    return float_result(a @ b, args[0])
 
 
 register("nn.matmul", ("tensor_a", "tensor_b"),
@@ -93,7 +93,7 @@ def _along(vec: np.ndarray, axis: int, ndim: int) -> np.ndarray:
 
 def _bias_add_ref(args, attrs):
     x, bias = args
-    return (x + _along(bias, attrs.axis % x.ndim, x.ndim)).astype(np.float32)
+    return float_result(x + _along(bias, attrs.axis % x.ndim, x.ndim), args[0])
 
 
 register("nn.bias_add", ("data", "bias"), (Attr("axis", "int", 1),), infer=_infer_bias_add,
@@ -117,7 +117,7 @@ def _batch_norm_ref(args, attrs):
         out = out * _along(gamma, axis, x.ndim)
     if attrs.center:
         out = out + _along(beta, axis, x.ndim)
-    return (out.astype(np.float32), args[3], args[4])
+    return (float_result(out, args[0]), args[3], args[4])
 
 
 register("nn.batch_norm", _BN_INPUTS,
@@ -138,7 +138,7 @@ def _infer_softmax(types, attrs):
 def _softmax_ref(args, attrs):
     x = _f64(args[0])
     shifted = np.exp(x - x.max(axis=attrs.axis, keepdims=True))
-    return (shifted / shifted.sum(axis=attrs.axis, keepdims=True)).astype(np.float32)
+    return float_result(shifted / shifted.sum(axis=attrs.axis, keepdims=True), args[0])
 
 
 register("nn.softmax", ("data",), (Attr("axis", "int", -1),), infer=_infer_softmax, ref=_softmax_ref,
@@ -164,7 +164,7 @@ def _lrn_ref(args, attrs):
         window = lrn_window(c, attrs.size, x.shape[0])
         total = squares[window.start:window.stop].sum(axis=0)
         out[c] = x[c] / (attrs.bias + attrs.alpha / attrs.size * total) ** attrs.beta
-    return np.moveaxis(out, 0, attrs.axis).astype(np.float32)
+    return float_result(np.moveaxis(out, 0, attrs.axis), args[0])
 
 
 _positive = lambda v: None if v > 0 else "must be positive"  # noqa: E731

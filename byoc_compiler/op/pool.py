@@ -15,7 +15,7 @@ import numpy as np
 
 from .attr_forms import all_non_negative, all_positive, padding4, pair
 from .conv import strided_window
-from .registry import Attr, OpTypeError, register
+from .registry import Attr, OpTypeError, float_result, register
 from .typecheck import FLOAT, shape_text, tensor_arg, tensor_type
 
 
@@ -87,7 +87,7 @@ def _avg_pool_ref(args, attrs):
         count = count + (in_padding if attrs.count_include_pad else in_input)
     if args[0].dtype.kind in "iu":   # integer data: the integer mean, rounded half to even (exact sums)
         return divide_round_even(total.astype(np.int64), np.maximum(count, 1.0).astype(np.int64)).astype(args[0].dtype)
-    return (total / np.maximum(count, 1.0)).astype(np.float32)
+    return float_result(total / np.maximum(count, 1.0), args[0])
 
 
 def divide_round_even(total: np.ndarray, count: np.ndarray) -> np.ndarray:
@@ -122,5 +122,5 @@ def _infer_global_pool(types, attrs):
 
 register("nn.global_avg_pool2d", ("data",), (Attr("layout", "str", "NCHW", choices=("NCHW",)),),
          infer=_infer_global_pool,
-         ref=lambda args, attrs: args[0].astype(np.float64).mean(axis=(2, 3), keepdims=True).astype(np.float32),
+         ref=lambda args, attrs: float_result(args[0].astype(np.float64).mean(axis=(2, 3), keepdims=True), args[0]),
          family="nn", doc="mean over H and W -> [N, C, 1, 1]")

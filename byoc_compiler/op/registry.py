@@ -200,6 +200,12 @@ class OpDef:
 _REGISTRY: dict[str, OpDef] = {}
 
 
+def float_result(value, like) -> np.ndarray:
+    """A float op reference's result: float32 (rounded once) for the models' float32 tensors, float64
+    when the input `like` is float64 (the float64 reference of testing/error_bound.py)."""
+    return np.asarray(value).astype(np.float64 if np.asarray(like).dtype == np.float64 else np.float32)
+
+
 def register(name: str, inputs: Sequence[str], attrs: Sequence[Attr] = (), *, infer, ref,
              family: str, tuple_input: bool = False, doc: str = "") -> OpDef:
     if name in _REGISTRY:
