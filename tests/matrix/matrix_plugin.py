@@ -98,7 +98,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             cfg = cfg or h.load_config()
             case_id = nodeid.split("[", 1)[1].rstrip("]")
             tc = h.toolchain_of_id(case_id, cfg) or "?"
-            rows.append((tc, outcome, getattr(report, "duration", 0.0), case_id))
+            margin = dict(getattr(report, "user_properties", ())).get("margin")
+            rows.append((tc, outcome, getattr(report, "duration", 0.0), case_id, margin))
     if rows:
         terminalreporter.write_sep("=", "byoc matrix summary")
         terminalreporter.write_line(h.summarize(rows))

@@ -13,9 +13,10 @@ import pytest
 import matrix_harness as h
 
 
-def test_model(matrix_case, matrix_config, matrix_cache, reproducer_dir, runnable, tmp_path):
+def test_model(matrix_case, matrix_config, matrix_cache, reproducer_dir, runnable, tmp_path, record_property):
     runnable(matrix_case)
     outcome = h.run_case(matrix_case, tmp_path, matrix_cache, matrix_config)
+    record_property("margin", outcome.margin)      # the summary prints the largest per toolchain
     if not outcome.passed and matrix_case.model.startswith("random"):
         path = h.shrink_failure(matrix_case, tmp_path / "shrink", matrix_cache, matrix_config, reproducer_dir)
         outcome.message += f"\n  shrunk reproducer: {path} (scons model={path})"

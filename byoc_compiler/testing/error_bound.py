@@ -1,0 +1,320 @@
+"""The float64 reference of a model, with a per-element estimate of the error a correct float32 build has.
+
+`reference_with_errors(mod, inputs)` runs the unpartitioned model in float64 (the op references keep
+float64 inputs in float64) and, beside every value r, SAMPLES simulated float32 computations of it
+(Monte Carlo arithmetic: the float64 computation with float32's rounding errors injected at random,
+seeded, so the estimate is the same on every run). Each sample carries a signed error that flows
+through the graph as a real error does — each op is evaluated on r + e and r subtracted, so
+cancellations, ReLU cut-offs and the network's own gain act on it — and every op adds its own
+rounding, in units of u = 2**-24 (float32's unit roundoff):
+
+* an op that sums n products (dense, matmul, conv2d: n = K, or C/groups * kh * kw) and the averaging
+  pools (n = window) add a Gaussian error of standard deviation u * sqrt(n / 3) * sqrt(sum p_i^2 +
+  (sum p_i)^2) for the products p_i: the rounding of one-by-one summation (the error of n roundings
+  grows like sqrt(n) times the partial sums); blocked or pairwise sums are more accurate than this;
+* softmax adds u * (4 + sqrt(n / 3)) * |y| for its exp, n-term sum and division;
+* every other op adds k * u * magnitude, uniform in [-1, 1], with k from ROUNDINGS (0 for exact ops:
+  max, relu, reshape, ...; 1 for one correctly rounded operation; 4 for libm functions within a few
+  ulp); magnitude is |result|, or |a| + |b| where operands can cancel (add, bias_add, batch_norm).
+
+The error estimate of an output element is the root mean square of its SAMPLES errors. Depth and
+accumulation length need no separate factor: a deep model's estimate is larger because every layer
+adds its rounding and carries the earlier layers' errors through its weights. Inputs and constants are
+exact, so data movement of exact values keeps the estimate 0 and integer values are exact: their
+comparison is exact. testing/tolerance.py turns the estimate into the check's allowance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
+from ..ir.module import IRModule
+from ..ir.visitor import post_order
+from ..op.registry import get_op_def
+
+U = 2.0 ** -24      # unit roundoff of float32
+SAMPLES = 4         # simulated float32 computations whose spread is the error estimate
+
+# Own rounding of an op, in units of u * magnitude (see _magnitude). Missing ops get UNKNOWN_ROUNDING.
+ROUNDINGS: dict[str, float] = {
+    **dict.fromkeys(("negative", "abs", "nn.relu", "maximum", "minimum", "clip", "nn.max_pool2d", "reshape",
+                     "transpose", "concatenate", "split", "squeeze", "expand_dims", "nn.batch_flatten", "take",
+                     "nn.pad", "nn.dropout", "cast"), 0.0),
+    **dict.fromkeys(("add", "subtract", "multiply", "divide", "sqrt", "nn.bias_add", "nn.leaky_relu"), 1.0),
+    **dict.fromkeys(("exp", "log", "tanh", "sigmoid"), 4.0),
+    "nn.batch_norm": 4.0,
+    "nn.lrn": 16.0,
+}
+UNKNOWN_ROUNDING = 8.0
+
+
+@dataclass
+class Bounded:
+    """One model output: the float64 reference (ints: exact), the error estimate, the output's dtype."""
+    value: np.ndarray
+    error: np.ndarray
+    dtype: np.dtype
+
+
+def _is_float(a) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype.kind == "f"
+
+
+def _zeros_like(value):
+    if isinstance(value, tuple):
+        return tuple(_zeros_like(v) for v in value)
+    return np.zeros(np.shape(value), np.float64)
+
+
+def _to64(value):
+    if isinstance(value, tuple):
+        return tuple(_to64(v) for v in value)
+    value = np.asarray(value)
+    return value.astype(np.float64) if value.dtype.kind == "f" else value
+
+
+def _inexact(errors) -> bool:
+    if isinstance(errors, tuple):
+        return any(_inexact(e) for e in errors)
+    return bool(np.any(errors != 0))
+
+
+class _Evaluator:
+    """Runs a function on (value, [error samples]) pairs; `rng` draws the simulated roundings."""
+
+    def __init__(self, mod: IRModule, rng: np.random.Generator):
+        self.mod = mod
+        self.rng = rng
+
+    def run(self, func: Function, args: list, errors: list):
+        vals: dict[int, Any] = {id(p): a for p, a in zip(func.params, args)}
+        errs: dict[int, Any] = {id(p): e for p, e in zip(func.params, errors)}
+        for node in post_order(func.body):
+            if id(node) in vals:
+                continue
+            cls = type(node)
+            if cls is Call:
+                vals[id(node)], errs[id(node)] = self.call(node, [vals[id(a)] for a in node.args],
+                                                           [errs[id(a)] for a in node.args])
+            elif cls is Constant:
+                vals[id(node)] = _to64(node.data)
+                errs[id(node)] = [_zeros_like(node.data)] * SAMPLES
+            elif cls is Tuple:
+                vals[id(node)] = tuple(vals[id(f)] for f in node.fields)
+                errs[id(node)] = [tuple(errs[id(f)][k] for f in node.fields) for k in range(SAMPLES)]
+            elif cls is TupleGetItem:
+                vals[id(node)] = vals[id(node.tuple_value)][node.index]
+                errs[id(node)] = [e[node.index] for e in errs[id(node.tuple_value)]]
+            elif cls is Function:
+                continue
+            elif cls is Var:
+                raise ValueError(f"%{node.name_hint} is free: it is not a parameter")
+            else:
+                raise ValueError(f"cannot evaluate a {cls.__name__}")
+        return vals[id(func.body)], errs[id(func.body)]
+
+    def call(self, call: Call, args: list, errors: list):
+        target = call.op
+        if isinstance(target, GlobalVar):
+            return self.run(self.mod[target], args, errors)
+        if isinstance(target, Function):
+            return self.run(target, args, errors)
+        if not isinstance(target, Op):
+            raise ValueError(f"cannot call a {type(target).__name__}")
+        name = target.name
+        ref = get_op_def(name).ref
+        with np.errstate(all="ignore"):
+            if name == "cast":
+                return _cast(ref, args, errors, call.attrs, self.rng)
+            rule = _ACCUMULATIONS.get(name)
+            if rule is not None:
+                return rule(ref, args, errors, call.attrs, self.rng)
+            return _generic(name, ref, args, errors, call.attrs, self.rng)
+
+
+def _noise(rng, scale, gaussian: bool):
+    """A simulated rounding: scale * (standard normal, or uniform in [-1, 1]) per element."""
+    if isinstance(scale, tuple):
+        return tuple(_noise(rng, s, gaussian) for s in scale)
+    if not _is_float(scale):
+        return np.zeros(np.shape(scale))
+    draw = rng.standard_normal(scale.shape) if gaussian else rng.uniform(-1.0, 1.0, scale.shape)
+    return np.nan_to_num(scale, nan=0.0) * draw
+
+
+def _plus(a, b):
+    if isinstance(a, tuple):
+        return tuple(_plus(x, y) for x, y in zip(a, b))
+    return a + b
+
+
+def _deviation(out, base):
+    """out - base for floats (a NaN where base is a number: infinite), zero for integers."""
+    if isinstance(base, tuple):
+        return tuple(_deviation(o, b) for o, b in zip(out, base))
+    if not _is_float(base):
+        return np.zeros(np.shape(base))
+    d = out - base
+    return np.where(np.isnan(d), np.where(np.isnan(base), 0.0, np.inf), d)
+
+
+def _cast(ref, args, errors, attrs, rng):
+    """float32 values are carried as float64: a cast to float32 keeps them (an int becomes a float:
+    one rounding); a cast to an integer type truncates the float64 value, exactly."""
+    x = args[0]
+    if attrs.dtype != "float32":
+        value = np.asarray(ref([x], attrs))
+        return value, [np.zeros(value.shape)] * SAMPLES
+    if x.dtype.kind == "f":
+        return x, list(errors[0])
+    value = x.astype(np.float64)
+    return value, [_noise(rng, U * np.abs(value), False) for _ in range(SAMPLES)]
+
+
+def _call(ref, args, attrs):
+    out = ref(args, attrs)
+    return tuple(np.asarray(v) for v in out) if isinstance(out, tuple) else np.asarray(out)
+
+
+def _generic(name, ref, args, errors, attrs, rng):
+    """The op on each perturbed sample, minus the op on the reference, plus the op's own rounding."""
+    value = _call(ref, args, attrs)
+    inexact = [i for i, e in enumerate(errors) if any(_inexact(s) for s in e)]
+    k = ROUNDINGS.get(name, UNKNOWN_ROUNDING)
+    scale = _scaled(_magnitude(name, ref, args, attrs, value), k * U) if k else None
+    samples = []
+    for j in range(SAMPLES):
+        if inexact:
+            shifted = list(args)
+            for i in inexact:
+                shifted[i] = _plus(args[i], errors[i][j])
+            dev = _deviation(_call(ref, shifted, attrs), value)
+        else:
+            dev = _zeros_like(value)
+        samples.append(_plus(dev, _noise(rng, scale, False)) if scale is not None else dev)
+    return value, samples
+
+
+def _scaled(magnitude, factor):
+    if isinstance(magnitude, tuple):
+        return tuple(_scaled(m, factor) for m in magnitude)
+    return factor * np.abs(magnitude) if _is_float(magnitude) else magnitude
+
+
+def _magnitude(name, ref, args, attrs, value):
+    """What an op's own rounding scales with: |result|, or the operands' sizes where they can cancel."""
+    if name in ("add", "subtract"):
+        return np.abs(args[0]) + np.abs(args[1])
+    if name in ("nn.bias_add", "nn.batch_norm"):
+        # bias_add(|x|, |b|); batch_norm of |x| with mean -|mean| and |gamma|, |beta|: (|x| + |m|) |s| + |b|
+        flipped = [np.abs(a) for a in args]
+        if name == "nn.batch_norm":
+            flipped[3] = -flipped[3]
+            flipped[4] = args[4]
+        return _call(ref, flipped, attrs)
+    return value
+
+
+# ---- accumulations -------------------------------------------------------------------------------
+
+def _summation_scale(n: int, sum_of_squares, total):
+    """Standard deviation of the rounding error of summing n terms p_i one by one in float32:
+    u sqrt(sum_k S_k^2 / 3) over the partial sums S_k, about u sqrt(n / 3) sqrt(sum p_i^2 + S^2)
+    (the first term for terms of random sign, the second for same-signed ones)."""
+    return U * np.sqrt(n / 3.0) * np.sqrt(np.maximum(sum_of_squares, 0.0) + total * total)
+
+
+def _bilinear(op_n):
+    """dense, matmul, conv2d: value = f(x, w), linear in each; n products per output element."""
+    def rule(ref, args, errors, attrs, rng):
+        x, w = args[0], args[1]
+        n = op_n(args, attrs)
+        value = _call(ref, [x, w], attrs)
+        scale = _summation_scale(n, _call(ref, [x * x, w * w], attrs), value)
+        samples = []
+        for ex, ew in zip(errors[0], errors[1]):
+            e = _call(ref, [ex, w], attrs) if _inexact(ex) else 0.0
+            if _inexact(ew):
+                e = e + _call(ref, [x + ex, ew], attrs)
+            samples.append(e + _noise(rng, scale, True))
+        return value, samples
+    return rule
+
+
+def _dense_n(args, attrs):
+    return args[0].shape[-1]
+
+
+def _matmul_n(args, attrs):
+    return args[0].shape[0] if attrs.transpose_a else args[0].shape[-1]
+
+
+def _conv_n(args, attrs):
+    return int(np.prod(args[1].shape[1:]))
+
+
+def _pool_average(window_of):
+    """avg_pool2d, global_avg_pool2d: the mean of n values (terms x_i / n, so sum p_i^2 = mean(x^2) / n)."""
+    def rule(ref, args, errors, attrs, rng):
+        x = args[0]
+        n = window_of(x, attrs)
+        value = _call(ref, [x], attrs)
+        scale = _summation_scale(n, _call(ref, [x * x], attrs) / n, value) + U * np.abs(value)
+        return value, [(_call(ref, [e], attrs) if _inexact(e) else 0.0) + _noise(rng, scale, True)
+                       for e in errors[0]]
+    return rule
+
+
+def _softmax(ref, args, errors, attrs, rng):
+    x = args[0]
+    n = x.shape[attrs.axis]
+    value = _call(ref, [x], attrs)
+    scale = U * (4.0 + np.sqrt(n / 3.0)) * np.abs(value)      # exp, the n-term sum, the division
+    return value, [(_deviation(_call(ref, [x + e], attrs), value) if _inexact(e) else 0.0)
+                   + _noise(rng, scale, True) for e in errors[0]]
+
+
+_ACCUMULATIONS = {
+    "nn.dense": _bilinear(_dense_n),
+    "nn.matmul": _bilinear(_matmul_n),
+    "nn.conv2d": _bilinear(_conv_n),
+    "nn.avg_pool2d": _pool_average(lambda x, attrs: int(np.prod(attrs.pool_size))),
+    "nn.global_avg_pool2d": _pool_average(lambda x, attrs: int(x.shape[2] * x.shape[3])),
+    "nn.softmax": _softmax,
+}
+
+
+def _flatten(value) -> list:
+    if isinstance(value, tuple):
+        return [v for item in value for v in _flatten(item)]
+    return [value]
+
+
+def reference_with_errors(mod: IRModule | Function, inputs: Mapping[str, Any] | Sequence[Any],
+                          seed: int = 0) -> list[Bounded]:
+    """The outputs of `mod["main"]` on `inputs` in float64, each with its error estimate (see above)."""
+    from ..ir.types import TensorType
+    from ..transform.infer_type import infer_type
+    from .reference import _bind_inputs
+
+    if isinstance(mod, Function):
+        mod = IRModule({"main": mod})
+    mod = infer_type(mod)
+    main = mod["main"]
+    args = _bind_inputs(main, inputs)
+    evaluator = _Evaluator(mod, np.random.default_rng(seed))
+    values, samples = evaluator.run(main, [_to64(a) for a in args], [[_zeros_like(a)] * SAMPLES for a in args])
+    def tensor_types(ty) -> list:
+        return [ty] if isinstance(ty, TensorType) else [t for f in ty.fields for t in tensor_types(f)]
+
+    types = tensor_types(main.body.checked_type)
+    per_sample = [_flatten(sample) for sample in samples]
+    out = []
+    for i, (value, ty) in enumerate(zip(_flatten(values), types)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            spread = np.sqrt(np.mean([np.square(np.asarray(s[i], np.float64)) for s in per_sample], axis=0))
+        out.append(Bounded(np.asarray(value), np.broadcast_to(spread, np.shape(value)).copy(), np.dtype(ty.dtype)))
+    return out
