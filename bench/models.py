@@ -1,0 +1,214 @@
+"""Real models end to end, per model and target: SCons build cost and run time against onnxruntime.
+
+    python bench/models.py                                   # realsize set (resnet50, mobilenetv2), ccompiler
+    python bench/models.py --set tiny --targets ccompiler --rounds 5 --repeat 20
+    python bench/models.py --models resnet50 --toolchain clang --check
+
+For each (model, target), in a fresh project directory (links to SConstruct and site_scons):
+full build of the runner (`scons target=T toolchain=gcc model=M executor=aot interface=unpacked
+opt=-O3`), null build (the same command again), bytes of generated C (the model's src/: .c and .h),
+peak build memory (the largest resident set of any process of the build, scons or compiler:
+getrusage(RUSAGE_CHILDREN).ru_maxrss in a wrapper process per build), and run time: the runner's
+median over --repeat runs, alternated --rounds times with onnxruntime's median over as many runs of
+the same ONNX model on the same inputs, at 1 and at 2 intra-op threads. Reported: medians of the
+rounds, and the ratios run / onnxruntime (< 1: faster than onnxruntime). `--check` also compares the
+outputs with the float64 reference (the margin of `scons check`).
+
+Rows are tables: MODEL_SETS (name -> models) and TARGETS (name -> the scons target= value); add a
+model set (int8, transformers) or a target (dnnl) as a row. A model is a zoo name (its ONNX graph is
+zoo.onnx_model) or an .onnx file (run as it is by both sides).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# Model sets: other helpers add theirs (e.g. "int8": [...], "transformer": [...]).
+MODEL_SETS: dict[str, list[str]] = {
+    "realsize": ["resnet50", "mobilenetv2"],
+    "tiny": ["resnet50_tiny", "mobilenetv2_tiny"],
+}
+
+# Targets: the bench name -> the scons `target=` value (a priority list for several targets).
+TARGETS: dict[str, str] = {
+    "ccompiler": "ccompiler",
+    "host": "host",
+}
+
+# One build measured in a wrapper process, so that RUSAGE_CHILDREN covers that build alone.
+_WRAPPER = ("import resource, subprocess, sys, time\n"
+            "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+            "sys.stdout.write(p.stdout[-4000:]); sys.stderr.write(p.stderr[-4000:])\n"
+            "print(f'@@ {time.perf_counter() - t} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}')\n"
+            "sys.exit(p.returncode)\n")
+
+
+@dataclass
+class Row:
+    model: str
+    target: str
+    toolchain: str
+    full_build_s: float
+    null_build_s: float
+    generated_c_bytes: int
+    peak_build_mb: float
+    run_ms: float
+    ort1_ms: float
+    ort2_ms: float
+    margin: float | None = None
+
+    @property
+    def ratio1(self) -> float:
+        return self.run_ms / self.ort1_ms
+
+    @property
+    def ratio2(self) -> float:
+        return self.run_ms / self.ort2_ms
+
+
+def _scons(project: Path, args: list[str]) -> tuple[float, float]:
+    """(seconds, peak resident MB of the build's processes) of one scons run in `project`."""
+    argv = [sys.executable, "-c", _WRAPPER, sys.executable, "-m", "SCons", "-Q", *args]
+    proc = subprocess.run(argv, cwd=project, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"scons {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    seconds, kib = proc.stdout.strip().splitlines()[-1].split()[1:]
+    return float(seconds), int(kib) / 1024.0
+
+
+def _onnx_bytes(model: str) -> bytes:
+    if model.endswith(".onnx"):
+        return Path(model).read_bytes()
+    from byoc_compiler import zoo
+
+    return zoo.onnx_model(model).SerializeToString()
+
+
+def _ort_session(model_bytes: bytes, threads: int):
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    return onnxruntime.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+
+
+def _median_ms(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, check: bool) -> Row:
+    from byoc_compiler.check import deterministic_inputs, run_runner_timed
+    from byoc_compiler.frontend import load_model
+
+    scons_target = TARGETS[target]
+    with tempfile.TemporaryDirectory(prefix="byoc-bench-models-") as tmp:
+        project = Path(tmp)
+        for name in ("SConstruct", "site_scons"):
+            (project / name).symlink_to(ROOT / name)
+        spec = str(Path(model).resolve()) if model.endswith(".onnx") else model
+        stem = Path(model).stem if model.endswith(".onnx") else model
+        runner = f"build/{scons_target}/{toolchain}/{stem}/runner"
+        args = [f"target={scons_target}", f"toolchain={toolchain}", f"model={spec}", "executor=aot",
+                "interface=unpacked", "opt=-O3", f"config={ROOT / 'config.toml'}", runner]
+        full_s, full_mb = _scons(project, args)
+        null_s, null_mb = _scons(project, args)
+        src = project / "build" / scons_target / toolchain / stem / "src"
+        c_bytes = sum(p.stat().st_size for p in src.rglob("*") if p.suffix in (".c", ".h"))
+
+        mod = load_model(spec)
+        inputs = deterministic_inputs(mod)
+        order = [p.name_hint for p in mod["main"].params]
+        sessions = {n: _ort_session(_onnx_bytes(model), n) for n in (1, 2)}
+        for s in sessions.values():        # warm-up: first runs allocate and pick kernels
+            s.run(None, inputs)
+        runs, ort = [], {1: [], 2: []}
+        outputs = None
+        for _ in range(rounds):            # alternated, so that load changes hit every side alike
+            outputs, ms = run_runner_timed(project / runner, [], [inputs[n] for n in order], project / "run",
+                                           repeat=repeat)
+            runs.append(ms)
+            for n, s in sessions.items():
+                ort[n].append(_median_ms(lambda s=s: s.run(None, inputs), repeat))
+        margin = None
+        if check:
+            from byoc_compiler.check import expected_outputs
+            from byoc_compiler.testing.tolerance import compare_with_bounds
+
+            margin = compare_with_bounds(outputs, expected_outputs(mod, inputs)).margin
+    med = statistics.median
+    return Row(stem, target, toolchain, full_s, null_s, c_bytes, max(full_mb, null_mb), med(runs), med(ort[1]),
+               med(ort[2]), margin)
+
+
+def table(rows: list[Row]) -> str:
+    header = ("model", "target", "toolchain", "full build s", "null build s", "generated C", "peak build MB",
+              "run ms", "ort 1T ms", "ort 2T ms", "run/ort 1T", "run/ort 2T")
+    lines = ["| " + " | ".join(header) + (" | margin |" if any(r.margin is not None for r in rows) else " |"),
+             "|" + " --- |" * (len(header) + any(r.margin is not None for r in rows))]
+    for r in rows:
+        cells = [r.model, r.target, r.toolchain, f"{r.full_build_s:.1f}", f"{r.null_build_s:.2f}",
+                 _size(r.generated_c_bytes), f"{r.peak_build_mb:.0f}", f"{r.run_ms:.1f}", f"{r.ort1_ms:.1f}",
+                 f"{r.ort2_ms:.1f}", f"{r.ratio1:.2f}", f"{r.ratio2:.2f}"]
+        if r.margin is not None:
+            cells.append(f"{r.margin:.3g}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", default="realsize", choices=sorted(MODEL_SETS), help="a row of MODEL_SETS")
+    parser.add_argument("--models", nargs="*", help="zoo names or .onnx files (instead of --set)")
+    parser.add_argument("--targets", default="ccompiler", help=f"comma-separated, of: {', '.join(TARGETS)}")
+    parser.add_argument("--toolchain", default="gcc")
+    parser.add_argument("--rounds", type=int, default=5, help="alternations of the runner and onnxruntime")
+    parser.add_argument("--repeat", type=int, default=10, help="runs per round on each side")
+    parser.add_argument("--check", action="store_true", help="also print the check's margin (float64 reference)")
+    parser.add_argument("--json", help="also write the rows to this file")
+    args = parser.parse_args()
+    models = args.models or MODEL_SETS[args.set]
+    targets = args.targets.split(",")
+    unknown = [t for t in targets if t not in TARGETS]
+    if unknown:
+        sys.exit(f"unknown target {unknown[0]!r}; TARGETS has: {', '.join(TARGETS)}")
+    rows = []
+    for model in models:
+        for target in targets:
+            rows.append(measure(model, target, args.toolchain, args.rounds, args.repeat, args.check))
+            print(f"measured {model} / {target}", file=sys.stderr, flush=True)
+    load = os.getloadavg()
+    print(f"{os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; medians of "
+          f"{args.rounds} alternated rounds of {args.repeat} runs; build: aot, unpacked, -O3")
+    print(table(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    np.set_printoptions(precision=4)
+    main()
