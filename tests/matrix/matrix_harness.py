@@ -91,7 +91,8 @@ def dimensions(config) -> list[tuple]:
 
 
 def full_cases(config) -> list[Case]:
-    return [Case(*values) for values in itertools.product(*dimensions(config))]
+    return [Case(*values) for values in itertools.product(*dimensions(config))] + \
+        reduced_model_cases(config, full=True)
 
 
 def pairwise_cases(config) -> list[Case]:
@@ -356,8 +357,30 @@ def sanitizer_cases(config) -> list[Case]:
     return cases
 
 
+# Real architectures at reduced width (the zoo's resnet50_tiny, mobilenetv2_tiny: every layer of
+# ResNet-50 / MobileNetV2, 0.2-0.4 M weights, 64x64) on the cross toolchains, where byte order and
+# the foreign CPU's arithmetic meet a deep model. The default run takes one lane each (s390x, the
+# big-endian one, for ResNet); `--matrix=full` every qemu toolchain with both executors.
+REDUCED_MODELS = ("resnet50_tiny", "mobilenetv2_tiny")
+REDUCED_DEFAULT = {"resnet50_tiny": ("s390x-gcc", "aarch64-gcc"), "mobilenetv2_tiny": ("armhf-gcc", "riscv64-gcc")}
+
+
+def reduced_model_cases(config, full: bool = False) -> list[Case]:
+    qemu = [name for name, tc in config.toolchains.items() if tc.run]
+    cases = []
+    for model in REDUCED_MODELS:
+        lanes = qemu if full else [t for t in REDUCED_DEFAULT[model] if t in config.toolchains]
+        for k, tc in enumerate(lanes):
+            executors = EXECUTORS if full else (EXECUTORS[k % 2],)
+            for executor in executors:
+                cases.append(Case(model, "ccompiler", tc, executor, INTERFACES[k % 2], "-O3"))
+    return cases
+
+
 def default_cases(config) -> list[Case]:
-    """The default run: the pairwise covering set, plus every model x target set under a sanitizer."""
+    """The default run: the pairwise covering set, every model x target set under a sanitizer, and the
+    reduced real architectures on qemu lanes."""
     cases = pairwise_cases(config)
     ids = {c.id for c in cases}
-    return cases + [c for c in sanitizer_cases(config) if c.id not in ids]
+    cases += [c for c in sanitizer_cases(config) if c.id not in ids]
+    return cases + reduced_model_cases(config)

@@ -31,6 +31,16 @@ def test_default_run_covers_every_pair(matrix_config):
     assert len({c.id for c in cases}) == len(cases)
 
 
+def test_reduced_real_architectures_run_on_qemu_lanes(matrix_config):
+    """ResNet-50 and MobileNetV2 at reduced width on foreign CPUs; ResNet on big-endian s390x by default."""
+    default = {(c.model, c.toolchain) for c in h.default_cases(matrix_config)}
+    assert ("resnet50_tiny", "s390x-gcc") in default
+    assert {m for m, _ in default} >= set(h.REDUCED_MODELS)
+    qemu = {n for n, tc in matrix_config.toolchains.items() if tc.run}
+    full = {(c.model, c.toolchain) for c in h.full_cases(matrix_config) if c.model in h.REDUCED_MODELS}
+    assert full == {(m, t) for m in h.REDUCED_MODELS for t in qemu}
+
+
 @pytest.mark.parametrize("case_id, toolchain", [
     ("mlp-ccompiler-aarch64_gcc-aot-unpacked-O3", "aarch64-gcc"),
     ("random11-both-gcc_asan_ubsan-graph-packed-O0", "gcc-asan-ubsan"),
