@@ -1,0 +1,57 @@
+"""Real-size models built, run and checked: the zoo's MobileNetV2 and ResNet-50 at 224x224.
+
+Each case builds the partitioned model (Python API, the runner), runs it on the check's deterministic
+inputs and compares with the float64 reference of the unpartitioned model, as `scons check` does
+(testing/tolerance.compare_with_bounds). The default run builds MobileNetV2 (3.5 M weights) once
+for ccompiler on gcc: a full ResNet-50 build (25.6 M weights as C literals) takes minutes. Every
+other configuration is marked `realsize` (`pytest --realsize`, docs/matrix.md).
+"""
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from byoc_compiler import build, partition_for, zoo
+from byoc_compiler.check import deterministic_inputs, expected_outputs
+from byoc_compiler.testing.tolerance import compare_with_bounds
+
+# (model, targets, toolchain, executor, interface); the first is the default run's case.
+CASES = [
+    ("mobilenetv2", "ccompiler", "gcc", "aot", "unpacked"),
+    ("resnet50", "ccompiler", "gcc", "aot", "unpacked"),
+    ("resnet50", "ccompiler", "gcc", "graph", "packed"),
+    ("resnet50", "ccompiler", "clang", "aot", "packed"),
+    ("resnet50", "ccompiler", "clang", "graph", "unpacked"),
+    ("mobilenetv2", "ccompiler", "clang", "graph", "packed"),
+    ("mobilenetv2", "examplejson", "gcc", "graph", "packed"),
+    ("mobilenetv2", "host", "gcc", "aot", "unpacked"),
+]
+
+
+def _id(case) -> str:
+    return "-".join(case)
+
+
+PARAMS = [pytest.param(c, id=_id(c)) for c in CASES[:1]] + \
+         [pytest.param(c, id=_id(c), marks=pytest.mark.realsize) for c in CASES[1:]]
+
+
+@functools.lru_cache(maxsize=1)
+def _reference(name):
+    mod = zoo.get(name)
+    inputs = deterministic_inputs(mod)
+    return mod, inputs, expected_outputs(mod, inputs)
+
+
+@pytest.mark.parametrize("case", PARAMS)
+def test_realsize_model_builds_runs_and_passes_the_check(case):
+    name, targets, toolchain, executor, interface = case
+    mod, inputs, expected = _reference(name)
+    part = mod if targets == "host" else partition_for(targets.split(","), zoo.get(name))
+    lib = build(part, toolchain=toolchain, executor=executor, interface=interface, opt="-O3")
+    outputs = lib.run_runner(inputs)
+    result = compare_with_bounds(outputs, expected)
+    assert result.passed, result.detail
+    assert result.margin < 0.5, result.margin       # not near the edge: correct builds sit far inside
+    assert outputs[0].shape == (1, 1000)
