@@ -177,7 +177,7 @@ def format_table(results: list[CheckResult]) -> str:
     rows = [header]
     for r in results:
         rows.append((r.model, r.toolchain, r.target, r.executor, r.interface, f"{r.max_abs_err:.3g}",
-                     f"{r.max_rel_err:.3g}", f"{r.margin:.3g}", "pass" if r.passed else "FAIL"))
+                     f"{r.max_rel_err:.3g}", f"{r.margin:.2g}", "pass" if r.passed else "FAIL"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
