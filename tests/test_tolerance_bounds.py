@@ -162,3 +162,20 @@ def test_estimate_is_deterministic():
     np.testing.assert_array_equal(a.error, b.error)
     np.testing.assert_array_equal(a.value, b.value)
     assert a.value.dtype == np.float64
+
+
+def test_models_that_round_to_integers_keep_the_float32_reference():
+    """int(10 * 0.7f) is 6 in float64 (6.99999988) and 7 in float32 (the product rounds to 7.0): the
+    float32 reference decides, as before, so a correct float32 build still compares exactly."""
+    from byoc_compiler import op
+    from byoc_compiler.ir import Function, TensorType, Var
+
+    from byoc_compiler.ir.expr import const
+
+    x = Var("x", TensorType((3,), "float32"))
+    func = Function([x], op.cast(op.multiply(x, const(np.array(0.7, np.float32))), "int32"))
+    inputs = {"x": np.array([10.0, 7.0, -33.0], np.float32)}
+    (expected,) = reference_with_errors(func, inputs)
+    np.testing.assert_array_equal(expected.value, run_reference(func, inputs)[0])
+    assert expected.value[0] == 7
+    assert compare_with_bounds(run_reference(func, inputs), [expected]).passed
