@@ -41,7 +41,7 @@ def _quantized(name: str, fmt: str, per_channel: bool, directory) -> tuple[str, 
     quantization.quantize_static(
         str(src), str(dst), Reader(), per_channel=per_channel,
         quant_format=quantization.QuantFormat.QDQ if fmt == "qdq" else quantization.QuantFormat.QOperator,
-        activation_type=quantization.QuantType.QInt8 if fmt == "qdq" else quantization.QuantType.QUInt8,
+        activation_type=quantization.QuantType.QUInt8,
         weight_type=quantization.QuantType.QInt8)
     return str(dst), inp.name, rng.standard_normal(shape).astype(np.float32)
 

@@ -250,7 +250,28 @@ def mul_multiplier(attrs) -> tuple[list[int], int]:
     return fixed_point([scale_ratio(prod, attrs.output_scale[0])])
 
 
+def fma32(a, b, c):
+    """float32 fused multiply-add: a * b + c rounded once (exact in float64 for these operands)."""
+    return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(np.float32)
+
+
+def add_float32_params(attrs) -> tuple[float, float, float]:
+    """(ratio_a, ratio_b, fixed) of qnn.add's float32 rounding, as onnxruntime's x86 QLinearAdd kernel
+    computes them: ratios = scale / output scale in float32, fixed = zc - fma(ratio_a, za, ratio_b * zb)."""
+    f = np.float32
+    ra = f(f(attrs.lhs_scale[0]) / f(attrs.output_scale[0]))
+    rb = f(f(attrs.rhs_scale[0]) / f(attrs.output_scale[0]))
+    za, zb = f(attrs.lhs_zero_point), f(attrs.rhs_zero_point)
+    fixed = f(f(attrs.output_zero_point) - fma32(ra, za, f(rb * zb)))
+    return float(ra), float(rb), float(fixed)
+
+
 def _qadd_ref(args, attrs):
+    if attrs.rounding == "float32":
+        ra, rb, fixed = (np.float32(v) for v in add_float32_params(attrs))
+        t = fma32(args[1].astype(np.float32), rb, fixed)       # fmaf(b, rb, fixed)
+        v = np.rint(fma32(args[0].astype(np.float32), ra, t))  # fmaf(a, ra, t), ties to even
+        return saturate(v.astype(np.int64), str(args[0].dtype))
     (ma, mb), s = add_multipliers(attrs)
     a = args[0].astype(np.int64) - attrs.lhs_zero_point
     b = args[1].astype(np.int64) - attrs.rhs_zero_point
@@ -264,8 +285,11 @@ def _qmul_ref(args, attrs):
     return saturate(round_shift(a * b * m, s) + attrs.output_zero_point, str(args[0].dtype))
 
 
-register("qnn.add", ("lhs", "rhs"), _BIN_ATTRS, infer=_infer_qbinary("qnn.add"), ref=_qadd_ref, family="qnn",
-         doc="saturate(round((lhs - zl) * sl/so + (rhs - zr) * sr/so) + zo), fixed-point, ties to even")
+register("qnn.add", ("lhs", "rhs"), _BIN_ATTRS + (Attr("rounding", "str", "float32", choices=("float32", "fixed_point")),),
+         infer=_infer_qbinary("qnn.add"), ref=_qadd_ref, family="qnn",
+         doc="saturate(round((lhs - zl) * sl/so + (rhs - zr) * sr/so) + zo), ties to even; rounding='float32': "
+             "fma(lhs, rl, fma(rhs, rr, zo - (rl*zl + rr*zr))) in float32 (onnxruntime's x86 QLinearAdd), "
+             "'fixed_point': integers")
 register("qnn.mul", ("lhs", "rhs"), _BIN_ATTRS, infer=_infer_qbinary("qnn.mul"), ref=_qmul_ref, family="qnn",
          doc="saturate(round((lhs - zl) * (rhs - zr) * sl*sr/so) + zo), fixed-point, ties to even")
 

@@ -9,14 +9,15 @@ pass rewrites every `qnn.quantize` whose float producer has an integer form:
 | -------------------------------------------- | ----------------------------------------------------- |
 | nn.conv2d (+ nn.bias_add/add of an int32 bias) | qnn.conv2d + add int32 bias + qnn.requantize        |
 | nn.dense / 2-D nn.matmul (+ bias)            | qnn.dense / qnn.matmul + add bias + qnn.requantize    |
-| add, multiply (only with `binary=True`)      | qnn.add, qnn.mul                                      |
+| add of uint8 (any dtype, and multiply, with `binary=True`) | qnn.add (onnxruntime's QLinearAdd rounding), qnn.mul |
 | concatenate                                  | qnn.concatenate                                       |
 | nn.global_avg_pool2d                         | as onnxruntime's QLinearGlobalAveragePool             |
 | nn.max_pool2d, nn.avg_pool2d, nn.relu, data movement, with the same scale and zero point in and out | the op on the integers (relu: clip at the zero point) |
 
-add and multiply stay in float by default: onnxruntime's QDQ optimizer leaves a QDQ Add in float
-(dequantize, float32 add, quantize), and a deep network amplifies the rare last-bit differences of
-an integer rescale into many changed outputs; the float path is the bit-exact peer result.
+By default only a uint8 add becomes qnn.add: onnxruntime fuses a QDQ Add into QLinearAdd for uint8
+and leaves int8 Add and Mul in float (dequantize, float32 op, quantize); a deep network amplifies even
+rare last-bit differences into many changed outputs, so byoc follows the peer's choice to stay
+bit-exact with it (`binary=True` rewrites them all).
 A relu or clip right before the quantize is dropped when the quantize's saturation already does its
 work (zero point at the type's minimum; representable range inside the clip bounds), as onnxruntime
 does. Anything else keeps its float form (dequantize -> float op -> quantize), which is
@@ -80,8 +81,7 @@ class _Rewriter(ExprMutator):
 
     def __init__(self, binary: bool = False):
         super().__init__()
-        self.rules = (_linear, _binary, _concat, _same_params, _global_avg_pool) if binary else \
-            (_linear, _concat, _same_params, _global_avg_pool)
+        self.rules = (_linear, (lambda o, n, q: _binary(o, n, q, binary)), _concat, _same_params, _global_avg_pool)
 
     def rewrite_call(self, original, rebuilt):
         if not _is(original, "qnn.quantize") or not _is(rebuilt, "qnn.quantize"):
@@ -163,13 +163,15 @@ def _linear(orig, new, out):
                      out_dtype=out["dtype"])
 
 
-def _binary(orig, new, out):
+def _binary(orig, new, out, binary_all: bool = False):
     name = {"add": "qnn.add", "multiply": "qnn.mul"}.get(orig.op.name if isinstance(orig, Call) and
                                                          isinstance(orig.op, Op) else "")
     if name is None:
         return None
     a, b = _dq(orig.args[0], new.args[0]), _dq(orig.args[1], new.args[1])
     if a is None or b is None or not (a.per_tensor and b.per_tensor) or a.dtype != b.dtype or a.dtype != out["dtype"]:
+        return None
+    if not binary_all and not (name == "qnn.add" and a.dtype == "uint8"):
         return None
     return make_call(name, a.value, b.value, lhs_scale=a.scale, lhs_zero_point=a.zp[0], rhs_scale=b.scale,
                      rhs_zero_point=b.zp[0], output_scale=out["scale"], output_zero_point=out["zp"][0])

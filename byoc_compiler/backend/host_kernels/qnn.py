@@ -7,7 +7,7 @@ in int64 (no overflow, whatever K) and wrap to int32 like the reference.
 """
 from __future__ import annotations
 
-from ...op.qnn import add_multipliers, concat_requant, mul_multiplier, requantize_ratios
+from ...op.qnn import add_float32_params, add_multipliers, concat_requant, mul_multiplier, requantize_ratios
 from ...op.qnn_math import fixed_point
 from ..c_abi import c_type
 from .cwriter import (axis_split, broadcast_strides, contiguous_strides, flat_loop, float_literal, int_literal as L,
@@ -259,8 +259,23 @@ def _saturated(ctx, value: str, shift: int, dtype: str) -> str:
 
 
 def _add(ctx) -> str:
-    (ma, mb), s = add_multipliers(ctx.attrs)
     dtype = ctx.outputs[0].dtype
+    if ctx.attrs.rounding == "float32":
+        # fmaf rounds once, as the reference (op/qnn.py add_float32_params) and onnxruntime's kernel
+        ctx.need("math.h")
+        ctx.use(_HELPER)
+        ra, rb, fixed = add_float32_params(ctx.attrs)
+        lo, hi = _RANGE[dtype]
+        out = ctx.outputs[0]
+        strides = {f"in{i}": broadcast_strides(t.shape, out.shape) for i, t in enumerate(ctx.inputs)}
+        strides["out0"] = contiguous_strides(out.shape)
+
+        def body(off):
+            return (f"const float t = fmaf((float)in1[{off['in1']}], {float_literal(rb)}, {float_literal(fixed)});\n"
+                    f"const float v = fmaf((float)in0[{off['in0']}], {float_literal(ra)}, t);\n"
+                    f"out0[{off['out0']}] = ({c_type(dtype)})byoc_clamp64((int64_t)nearbyintf(v), {lo}, {hi});")
+        return loop_nest(out.shape, strides, body)
+    (ma, mb), s = add_multipliers(ctx.attrs)
     return _binary(ctx, lambda a, b: _saturated(ctx, f"{a} * {L(ma)} + {b} * {L(mb)}", s, dtype))
 
 
