@@ -6,6 +6,14 @@ Peer: the same models built through the Python API (`build(...).export_runner`),
 which compiles the same sources without dependency tracking, timed in the same run.
 
     python bench/build_times.py [--target ccompiler] [--toolchains gcc,clang] [--repeat 3] [-j 2]
+
+With --model FILE (a real-size model, e.g. `python -m byoc_compiler zoo export resnet50 r50.onnx`):
+full build with check, null build, a weights-only edit (ONNX initializers perturbed, same shapes),
+each with wall and CPU seconds and the peak memory of the largest process; bytes of generated C, of
+the linked constants and of the build directory against the weights' bytes. Peer: the same model
+through the Python API (partition_for + build + export_runner), timed in the same run.
+
+    python bench/build_times.py --model r50.onnx --toolchains gcc
 """
 from __future__ import annotations
 
@@ -73,13 +81,116 @@ def python_api_build(target: str, toolchains: list[str], models: list[str]) -> f
     return time.perf_counter() - start
 
 
+def _children_usage() -> tuple[float, int]:
+    """(user+sys CPU seconds, max RSS in bytes of the largest process) of every waited-for child so far."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024
+
+
+def _run_measured(project: Path, args: list[str]) -> dict:
+    """One scons run in a fresh child: wall, CPU and peak RSS (a child of its own, so maxrss is its own)."""
+    code = ("import resource, subprocess, sys, time\n"
+            "t = time.perf_counter()\n"
+            "p = subprocess.run([sys.executable, '-m', 'SCons', '-Q', *sys.argv[1:]], capture_output=True, text=True)\n"
+            "w = time.perf_counter() - t\n"
+            "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+            "sys.stdout.write(f'{p.returncode} {w} {ru.ru_utime + ru.ru_stime} {ru.ru_maxrss}\\n' + p.stdout)\n"
+            "sys.stderr.write(p.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", code, *args], cwd=project, capture_output=True, text=True)
+    head, _, out = proc.stdout.partition("\n")
+    rc, wall, cpu, rss = head.split()
+    if rc != "0":
+        sys.exit(f"scons {' '.join(args)} failed:\n{out[-3000:]}\n{proc.stderr[-3000:]}")
+    compiled = sum(line.startswith(("compile ", "assemble ")) for line in out.splitlines())
+    return {"wall": float(wall), "cpu": float(cpu), "rss": int(rss) * 1024, "compiled": compiled,
+            "planned": "byoc plan" in out, "passed": "1 passed, 0 failed" in out or "check" not in args}
+
+
+def _tree_bytes(path: Path, pattern: str = "*") -> int:
+    return sum(p.stat().st_size for p in path.rglob(pattern) if p.is_file())
+
+
+def _perturbed_onnx(src: Path, dest: Path) -> int:
+    """dest = src with every float initializer scaled by 1.01 (same shapes): a weights-only edit. Returns
+    the weights' bytes."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(src))
+    total = 0
+    for i, init in enumerate(model.graph.initializer):
+        arr = numpy_helper.to_array(init)
+        total += arr.nbytes
+        if arr.dtype == np.float32:
+            model.graph.initializer[i].CopyFrom(numpy_helper.from_array(arr * np.float32(1.01), init.name))
+    onnx.save(model, str(dest))
+    return total
+
+
+def model_main(args) -> None:
+    src = Path(args.model).resolve()
+    toolchain = args.toolchains.split(",")[0]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="byoc-bench-model-") as tmp:
+        project = copy_project(Path(tmp))
+        model = project / src.name
+        shutil.copy(src, model)
+        common = [f"target={args.target}", f"toolchain={toolchain}", f"model={model.name}", f"-j{args.j}"]
+        full = _run_measured(project, common + ["check"])
+        nulls = [_run_measured(project, common) for _ in range(args.repeat)]
+        out = project / "build" / args.target / toolchain / model.stem
+        weights = _perturbed_onnx(src, model) if src.suffix == ".onnx" else None
+        gen_c = _tree_bytes(out / "src", "*.c") + _tree_bytes(out / "src", "*.h")
+        linked = _tree_bytes(out / "src", "*.bin")
+        build_dir = _tree_bytes(out)
+        edit = _run_measured(project, common + ["check"]) if weights is not None else None
+
+        import byoc_compiler
+        from byoc_compiler.frontend import load_model
+
+        start = time.perf_counter()
+        cpu0, _ = _children_usage()
+        lib = byoc_compiler.build(byoc_compiler.partition_for(args.target, load_model(str(src))), toolchain=toolchain)
+        lib.export_runner(Path(tmp) / "peer-runner")
+        peer = time.perf_counter() - start
+    med = statistics.median
+    null_wall, null_cpu = med(n["wall"] for n in nulls), med(n["cpu"] for n in nulls)
+    print(f"model {src.name}, target {args.target}, toolchain {toolchain}, -j{args.j} (load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: wall times are inflated by other work)")
+    rows.append(("scons full build + check", f"{full['wall']:.1f} s", f"{full['cpu']:.1f} s",
+                 f"{full['rss'] / 2**20:.0f} MiB", f"{full['compiled']} objects, check "
+                 + ("pass" if full["passed"] else "FAIL")))
+    rows.append((f"scons null build (median of {len(nulls)})", f"{null_wall:.2f} s", f"{null_cpu:.2f} s",
+                 f"{max(n['rss'] for n in nulls) / 2**20:.0f} MiB",
+                 f"{max(n['compiled'] for n in nulls)} objects, plan "
+                 + ("recomputed" if any(n["planned"] for n in nulls) else "cached")))
+    if edit is not None:
+        rows.append(("weights-only edit + check", f"{edit['wall']:.1f} s", f"{edit['cpu']:.1f} s",
+                     f"{edit['rss'] / 2**20:.0f} MiB", f"{edit['compiled']} objects (the constants), check "
+                     + ("pass" if edit["passed"] else "FAIL")))
+    rows.append(("peer: Python API build + runner", f"{peer:.1f} s", "", "",
+                 f"scons full / peer = {full['wall'] / peer:.2f}"))
+    print(f"{'step':<34}{'wall':>9}{'cpu':>9}{'peak RSS':>10}  notes")
+    for name, wall, cpu, rss, note in rows:
+        print(f"{name:<34}{wall:>9}{cpu:>9}{rss:>10}  {note}")
+    print(f"generated C: {gen_c / 1e6:.2f} MB; linked constants (.bin): {linked / 1e6:.1f} MB; build directory: "
+          f"{build_dir / 1e6:.1f} MB" + (f" = {build_dir / weights:.2f}x the weights' {weights / 1e6:.1f} MB"
+                                          if weights else ""))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="ccompiler")
     parser.add_argument("--toolchains", default="gcc,clang")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("-j", type=int, default=2, help="SCons parallel jobs")
+    parser.add_argument("--model", help="a real-size model file: measure its build (see the module docstring)")
     args = parser.parse_args()
+    if args.model:
+        return model_main(args)
 
     from byoc_compiler.config import load_config
 
@@ -115,5 +226,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    if "--model" not in sys.argv:
+        # (the small-model mode keeps the repository free of .pyc; --model measures what a user sees)
+        os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    else:
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     main()
