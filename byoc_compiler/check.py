@@ -92,10 +92,10 @@ def default_tolerances(dtype) -> tuple[float, float]:
 
 
 def run_runner(runner: Path, run_prefix, inputs: dict[str, np.ndarray], input_order, workdir: Path,
-               repeat: int = 1, timeout: float = 600.0) -> list[np.ndarray]:
+               repeat: int = 1, timeout: float = 600.0, extra_args=()) -> list[np.ndarray]:
     """Run a standalone runner on .npy files in `workdir`; returns its outputs."""
     outputs, _ = run_runner_timed(runner, run_prefix, [inputs[name] for name in input_order], workdir,
-                                  repeat, timeout)
+                                  repeat, timeout, extra_args=extra_args)
     return outputs
 
 
@@ -150,9 +150,10 @@ def expected_outputs(mod, inputs, key=None):
 
 
 def check_runner(runner: Path, run_prefix, model_name: str, mod, *, toolchain: str, executor: str,
-                 interface: str, target: str, seed: int = 0) -> CheckResult:
+                 interface: str, target: str, seed: int = 0, runner_args=()) -> CheckResult:
     """Run `runner` on deterministic inputs and compare with the float64 reference of the unpartitioned
-    `mod`, allowing per element a multiple of the float32 error estimate (testing/tolerance.py)."""
+    `mod`, allowing per element a multiple of the float32 error estimate (testing/tolerance.py).
+    `runner_args` go to the runner (`--constants FILE` for constants="params" builds)."""
     from .testing.tolerance import compare_with_bounds
 
     inputs = deterministic_inputs(mod, seed)
@@ -160,7 +161,7 @@ def check_runner(runner: Path, run_prefix, model_name: str, mod, *, toolchain: s
     order = [p.name_hint for p in mod["main"].params]
     with tempfile.TemporaryDirectory(prefix="byoc-check-") as tmp:
         try:
-            actual = run_runner(runner, run_prefix, inputs, order, Path(tmp))
+            actual = run_runner(runner, run_prefix, inputs, order, Path(tmp), extra_args=runner_args)
         except ByocError as exc:
             return CheckResult(model_name, toolchain, executor, interface, target, False,
                                float("inf"), float("inf"), str(exc))

@@ -29,6 +29,7 @@ BUILTIN_BACKENDS = {
 }
 EXECUTORS = ("graph", "aot")
 INTERFACES = ("packed", "unpacked")
+CONSTANTS = ("linked", "params")   # large constants: linked into the binary, or loaded at init (backend/constants.py)
 # `opt` is one optimization flag (or none); other flags belong in a toolchain's cflags.
 OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz", "-Og", "-Ofast", "")
 
@@ -61,6 +62,7 @@ class BuildDefaults:
     interface: str = "packed"
     opt: str = "-O2"
     models: tuple[str, ...] = ()
+    constants: str = "linked"
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ def find_config_path(path: str | os.PathLike | None = None) -> Path:
 
 
 _SECTIONS = ("backends", "targets", "build", "toolchains")
-_BUILD_KEYS = {"toolchains": list, "executor": str, "interface": str, "opt": str, "models": list}
+_BUILD_KEYS = {"toolchains": list, "executor": str, "interface": str, "opt": str, "models": list, "constants": str}
 _TOOLCHAIN_KEYS = {"cc": str, "arch": str, "cflags": list, "ldflags": list, "run": list, "sanitizer": bool,
                    "apt": list}
 _TYPE_NAMES = {list: "a list of strings", str: "a string", bool: "true or false"}
@@ -179,7 +181,8 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
     _check_keys("build.", build_raw, _BUILD_KEYS, path)
     for key, value in build_raw.items():
         _check_type(f"build.{key}", value, _BUILD_KEYS[key], path)
-    for key, allowed in (("executor", EXECUTORS), ("interface", INTERFACES), ("opt", OPT_LEVELS)):
+    for key, allowed in (("executor", EXECUTORS), ("interface", INTERFACES), ("opt", OPT_LEVELS),
+                         ("constants", CONSTANTS)):
         if key in build_raw and build_raw[key] not in allowed:
             raise ConfigError(f"{path}: build.{key} = {build_raw[key]!r} is not allowed; use one of: {', '.join(allowed)}")
     for name in build_raw.get("toolchains", []):
@@ -189,5 +192,6 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
     build = BuildDefaults(
         toolchains=tuple(build_raw.get("toolchains", ("gcc",))),
         executor=build_raw.get("executor", "graph"), interface=build_raw.get("interface", "packed"),
-        opt=build_raw.get("opt", "-O2"), models=tuple(build_raw.get("models", ())))
+        opt=build_raw.get("opt", "-O2"), models=tuple(build_raw.get("models", ())),
+        constants=build_raw.get("constants", "linked"))
     return Config(path=path, backends=backends, extra_targets=extra, build=build, toolchains=toolchains)

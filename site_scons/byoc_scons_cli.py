@@ -12,7 +12,7 @@ from pathlib import Path
 
 from SCons.Script import BoolVariable, EnumVariable, ListVariable, Variables
 
-from byoc_compiler.config import EXECUTORS, INTERFACES, OPT_LEVELS
+from byoc_compiler.config import CONSTANTS, EXECUTORS, INTERFACES, OPT_LEVELS
 
 
 def fail(message: str) -> None:
@@ -32,6 +32,8 @@ def make_variables(config, config_path: str) -> Variables:
                                INTERFACES))
     variables.Add(EnumVariable("opt", "optimisation flag for generated code (empty: none)", config.build.opt,
                                OPT_LEVELS))
+    variables.Add(EnumVariable("constants", "large constants: linked into the binary, or loaded at init from "
+                               "constants.bin (params)", config.build.constants, CONSTANTS))
     variables.Add("config", "the config file", config_path)
     variables.Add("cache", "a CacheDir shared between builds (empty: none)", "")
     variables.Add(BoolVariable("verbose", "print full compiler command lines", False))
@@ -66,6 +68,7 @@ class Request:
     executor: str
     interface: str
     opt: str
+    constants: str = "linked"
 
 
 def _check_target(target: str, modules, config) -> None:
@@ -124,7 +127,7 @@ def resolve(env, config) -> Request:
         problem = check_model_spec(spec)
         if problem:
             fail(problem)
-    return Request(target, toolchains, models, env["executor"], env["interface"], env["opt"])
+    return Request(target, toolchains, models, env["executor"], env["interface"], env["opt"], env["constants"])
 
 
 def print_check_table(target, source, env):

@@ -65,7 +65,7 @@ def test_linked_constants_run_right_on_gcc(target, executor, interface):
     lib = build(part, toolchain="gcc", executor=executor, interface=interface)
     files = lib.constant_files()
     assert set(files) == {constmod.ASM_FILE, constmod.BIN_FILE}
-    assert lib.metadata["linked_constants"]["count"] >= 1
+    assert lib.metadata["large_constants"]["count"] >= 1
     # No weight reached the C text: every source is small.
     assert max(len(t) for t in lib.sources().values()) < 40_000
     _check(lib, mod)
@@ -84,7 +84,7 @@ def test_linked_constants_on_every_toolchain(toolchain):
         lib = build(part, toolchain=toolchain, executor=executor, interface="packed")
         _check(lib, mod)
         order = constmod.byte_order(tc.arch)
-        assert lib.metadata["linked_constants"]["byte_order"] == ("big" if order == ">" else "little")
+        assert lib.metadata["large_constants"]["byte_order"] == ("big" if order == ">" else "little")
 
 
 def test_s390x_bin_is_big_endian_and_aligned():
@@ -133,7 +133,7 @@ def test_export_directory_moves(tmp_path):
     obj = tmp_path / "c.o"
     subprocess.run(["gcc", "-c", f"-Wa,-I{tmp_path / 'b' / 'src'}", str(tmp_path / "b" / constmod.ASM_FILE),
                     "-o", str(obj)], check=True, cwd=tmp_path)
-    assert obj.stat().st_size > lib.metadata["linked_constants"]["bytes"]
+    assert obj.stat().st_size > lib.metadata["large_constants"]["bytes"]
 
 
 def _bad_name_codegen(func, symbol):
@@ -147,3 +147,80 @@ def test_region_constant_names_must_start_with_the_symbol():
 
     with pytest.raises(ByocError, match="must start with the region's symbol"):
         _pool_region_constants(pool, "mynpu", _bad_name_codegen(None, "region_0"))
+
+
+# ---- constants="params": the same bytes, loaded at init from constants.bin (TVM's params vs link-params) ----
+
+PARAM_CASES = [("ccompiler", "graph", "packed"), ("ccompiler", "aot", "unpacked"), ("host", "aot", "packed"),
+               ("examplejson", "graph", "unpacked")]
+
+
+@pytest.mark.parametrize("target,executor,interface", PARAM_CASES, ids=["-".join(c) for c in PARAM_CASES])
+def test_params_mode_runs_right_and_keeps_weights_out_of_the_binary(target, executor, interface):
+    mod = _model()
+    part = mod if target == "host" else partition_for(target, mod)
+    lib = build(part, executor=executor, interface=interface, constants="params")
+    files = lib.constant_files()
+    assert set(files) == {constmod.ASM_FILE, constmod.PARAMS_FILE}
+    assert ".incbin" not in files[constmod.ASM_FILE] and ".skip" in files[constmod.ASM_FILE]
+    assert lib.metadata["large_constants"]["mode"] == "params"
+    _check(lib, mod)                                  # the runner gets --constants
+    m = lib.load()                                    # runtime.load(..., constants=...)
+    m.set_input("x", X)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0), testing.run_reference(mod, {"x": X})[0], rtol=1e-5, atol=1e-5)
+    # The weights are not in the runner: it is smaller than them (linked, it is larger).
+    assert lib.runner().stat().st_size < lib.constants.total_bytes + 200_000
+    linked = build(part, executor=executor, interface=interface)
+    assert linked.runner().stat().st_size > lib.runner().stat().st_size + lib.constants.total_bytes // 2
+
+
+def test_params_mode_on_s390x_big_endian():
+    _toolchain_or_skip("s390x-gcc")
+    mod = _model()
+    lib = build(partition_for("ccompiler", mod), toolchain="s390x-gcc", executor="aot", constants="params")
+    assert lib.metadata["large_constants"]["byte_order"] == "big"
+    _check(lib, mod)
+
+
+def test_params_mode_without_or_with_wrong_constants_is_one_clear_error(tmp_path):
+    import subprocess
+
+    lib = build(partition_for("ccompiler", _model()), executor="graph", constants="params")
+    np.save(tmp_path / "x.npy", X)
+    n = lib.constants.total_bytes
+    runs = {
+        "missing": [],
+        "wrong": ["--constants", str(tmp_path / "zeros.bin")],
+        "short": ["--constants", str(tmp_path / "short.bin")],
+    }
+    (tmp_path / "zeros.bin").write_bytes(bytes(n))
+    (tmp_path / "short.bin").write_bytes(lib.constants.binary()[:-4])
+    want = {"missing": f'built with constants="params": give it its constants.bin ({n} bytes) before init',
+            "wrong": f"are not the constants.bin of this build ({n} bytes, checksum differs)",
+            "short": f"the constants given ({n - 4} bytes) are not the constants.bin of this build"}
+    for case, args in runs.items():
+        proc = subprocess.run([str(lib.runner()), str(tmp_path / "x.npy"), "--out", str(tmp_path), *args],
+                              capture_output=True, text=True)
+        assert proc.returncode != 0 and want[case] in proc.stderr, (case, proc.stderr)
+    from byoc_compiler import runtime
+
+    with pytest.raises(Exception, match="give it its constants.bin"):
+        runtime.load(lib.library())
+
+
+def test_bad_constants_mode_is_one_clear_error():
+    with pytest.raises(ByocError, match="constants must be one of 'linked', 'params'"):
+        build(_model(), constants="embedded")
+
+
+def test_params_mode_export_refers_model_text_to_constants_bin(tmp_path):
+    """model.txt of a params build refers to constants.bin for the weights: no second copy of them."""
+    from byoc_compiler.frontend import load_model
+
+    for toolchain in ("gcc", "s390x-gcc"):
+        lib = build(partition_for("ccompiler", _model()), toolchain=toolchain, executor="aot", constants="params")
+        out = lib.export(tmp_path / toolchain)
+        assert not (out / "model.txt.bin").exists()
+        assert '"file": "constants.bin"' in (out / "model.txt").read_text()
+        assert load_model(str(out / "model.txt")).astext() == lib.model_text()     # bit-exact, both byte orders

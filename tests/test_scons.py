@@ -197,3 +197,15 @@ def test_a_failing_model_fails_the_check(tmp_path):
     result = scons(project, "target=mini", "check")
     assert result.returncode != 0
     assert "FAIL" in result.stdout and "0 passed, 1 failed" in result.stdout
+
+
+def test_params_mode_builds_and_checks_without_weights_in_the_binaries(tmp_path):
+    project = make_project(tmp_path)
+    (project / "model.txt").write_text(_weights_model(3))
+    result = scons(project, "target=ccompiler", "constants=params", "check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed, 0 failed" in result.stdout        # the check gave the runner --constants
+    out = project / "build" / "ccompiler" / "gcc" / "model"
+    weights = (out / "constants.bin").stat().st_size
+    assert weights >= 8192 and not (out / "model.txt.bin").exists()    # model.txt refers to constants.bin
+    assert (out / "runner").stat().st_size < weights + 200_000

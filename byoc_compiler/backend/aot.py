@@ -132,12 +132,12 @@ def observer_table(prog: Program) -> str:
 
 
 def aot_executor_source(prog: Program, plan: AotPlan, run_name: str, trampolines: dict, interface: str,
-                        has_modules: bool, pool: ConstantPool | None = None) -> str:
+                        has_modules: bool, pool: ConstantPool | None = None, pre_init: str = "") -> str:
     """The AOT part of host.c: run function plus init/deinit (which only manage blob-target modules)."""
     # Blob regions are called through their packed trampoline, or their generated unpacked stub.
     callees = {s.symbol: (trampolines[s.symbol] if s.symbol in trampolines and interface == "packed" else s.symbol)
                for s in prog.steps}
-    init_body = "  return byoc_modules_init();\n" if has_modules else "  return 0;\n"
+    init_body = pre_init + ("  return byoc_modules_init();\n" if has_modules else "  return 0;\n")
     deinit_body = "  byoc_modules_deinit();\n" if has_modules else ""
     return ("\n/* ---- AOT executor ---- */\n" + aot_source(prog, plan, run_name, callees, interface, pool)
             + f"static int32_t byoc_model_init(void) {{\n{init_body}}}\n"

@@ -88,14 +88,19 @@ _DEFAULT = object()
 
 def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interface: str = "packed",
           opt: str = "-O2", mod_name: str = "default", config=None,
-          large_constant_bytes=_DEFAULT) -> BuildResult:
+          large_constant_bytes=_DEFAULT, constants: str = "linked") -> BuildResult:
     """Generate everything a model needs to run; compiles nothing (see BuildResult).
 
     Constants (weights, the params blob, target blobs) of at least `large_constant_bytes` bytes
     (default constants.LARGE_CONSTANT_BYTES; None keeps every constant a C literal) are written as
     raw bytes in the toolchain CPU's byte order and linked with the assembler's .incbin
-    (src/byoc_constants.S + .bin), never through the C parser.
+    (src/byoc_constants.S + .bin), never through the C parser. constants="params" keeps them out of
+    the binary instead: the same bytes are constants.bin, which the model's init is given
+    (runner --constants FILE, runtime.load(path, constants=...), byoc_set_constants).
     """
+    if constants not in constmod.MODES:
+        raise ByocError(f"build: constants must be one of {', '.join(repr(m) for m in constmod.MODES)} "
+                        f"(linked into the binary, or loaded at init from constants.bin), got {constants!r}")
     if large_constant_bytes is _DEFAULT:
         large_constant_bytes = constmod.LARGE_CONSTANT_BYTES
     if large_constant_bytes is not None and (not isinstance(large_constant_bytes, int)
@@ -103,10 +108,10 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
         raise ByocError(f"build: large_constant_bytes must be a positive number of bytes or None, "
                         f"got {large_constant_bytes!r}")
     with constmod.threshold(large_constant_bytes):
-        return _build(mod, toolchain, executor, interface, opt, mod_name, config)
+        return _build(mod, toolchain, executor, interface, opt, mod_name, config, constants)
 
 
-def _build(mod, toolchain, executor, interface, opt, mod_name, config) -> BuildResult:
+def _build(mod, toolchain, executor, interface, opt, mod_name, config, constants_mode) -> BuildResult:
     cfg = _load_config(config)
     problems = []
     if executor not in EXECUTORS:
@@ -136,7 +141,9 @@ def _build(mod, toolchain, executor, interface, opt, mod_name, config) -> BuildR
     c_mod_name = re.sub(r"[^A-Za-z0-9_]", "_", str(mod_name)) or "default"
     prog = lower_main(mod, c_mod_name)
 
-    pool = constmod.ConstantPool(constmod.byte_order(cfg.toolchains[toolchain].arch))
+    pool = constmod.ConstantPool(constmod.byte_order(cfg.toolchains[toolchain].arch), constants_mode)
+    # constants="params": the model's init first copies constants.bin into the room the .S reserved.
+    pre_init = "  if (byoc_constants_init() != 0) return -1;\n" if constants_mode == "params" else ""
     types = {s.symbol: ([prog.tensors[t].type for t in s.inputs], [prog.tensors[t].type for t in s.outputs])
              for s in prog.steps}
     artifacts: dict[str, Any] = {}
@@ -183,6 +190,8 @@ def _build(mod, toolchain, executor, interface, opt, mod_name, config) -> BuildR
     blob_symbols = [s for s, a in artifacts.items() if isinstance(a, BlobArtifact)]
     blob_regions = [BlobRegion(i, s, artifacts[s].kind, artifacts[s].blob, *types[s], constants=artifacts[s].constants)
                     for i, s in enumerate(blob_symbols)]
+    if pre_init:
+        parts.append("static int32_t byoc_constants_init(void);\n")
     parts.append(blob_section(blob_regions, interface, pool))
     trampolines = {r.symbol: r.trampoline for r in blob_regions}
 
@@ -191,15 +200,19 @@ def _build(mod, toolchain, executor, interface, opt, mod_name, config) -> BuildR
         workspace = plan.arena.total_bytes
         run_fn = aot_gen.run_function_name(c_mod_name)
         parts.append(aot_gen.aot_executor_source(prog, plan, run_fn, trampolines, interface, bool(blob_regions),
-                                                 pool))
+                                                 pool, pre_init))
     else:
         workspace = temp_storage_bytes(prog)
         run_fn = graph_c.RUN_FUNCTION
         parts.append(graph_c.graph_executor_source(prog, params_blob, types, trampolines, interface,
-                                                   bool(blob_regions), pool))
+                                                   bool(blob_regions), pool, pre_init))
 
     input_entries = [(prog.tensors[t].name, prog.tensors[t].type) for t in prog.inputs]
     output_entries = [(f"output{k}", prog.tensors[t].type) for k, t in enumerate(prog.outputs)]
+    if pre_init:
+        from .model_c import c_string
+
+        parts.append(pool.init_source(c_string(str(mod_name))))
     parts.append("\n/* ---- model descriptor ---- */\n")
     parts.append(descriptor(mod_name, executor, interface, input_entries, output_entries, workspace,
                             "byoc_model_init", run_fn, "byoc_model_deinit"))
@@ -218,9 +231,9 @@ def _build(mod, toolchain, executor, interface, opt, mod_name, config) -> BuildR
         "outputs": [{"name": n, "shape": list(t.shape), "dtype": t.dtype} for n, t in output_entries],
         "workspace_bytes": int(workspace),
         "params": {n: {"shape": list(a.shape), "dtype": str(a.dtype)} for n, a in params.items()},
-        "linked_constants": {"threshold_bytes": large_constant_bytes_now,
-                             "byte_order": "big" if pool.order == ">" else "little",
-                             "count": len(pool.entries), "bytes": sum(len(e.data) for e in pool.entries)},
+        "large_constants": {"mode": constants_mode, "threshold_bytes": large_constant_bytes_now,
+                            "byte_order": "big" if pool.order == ">" else "little",
+                            "count": len(pool.entries), "bytes": sum(len(e.data) for e in pool.entries)},
         "host_kernels": list(kernels),
         "targets": sorted({t.name for t in region_targets.values()}),
         "libraries": sorted({lib for t in region_targets.values() for lib in t.libraries}),

@@ -16,7 +16,7 @@ RUN_FUNCTION = "byoc_model_run"
 
 
 def graph_executor_source(prog: Program, params_blob: bytes, types: dict, trampolines: dict, interface: str,
-                          has_modules: bool, pool: ConstantPool | None = None) -> str:
+                          has_modules: bool, pool: ConstantPool | None = None, pre_init: str = "") -> str:
     """types: symbol -> (input types, output types); trampolines: blob-region symbol -> packed C function.
     A large graph.json or params blob goes to `pool` (linked as raw bytes) when one is given."""
     out = []
@@ -50,6 +50,7 @@ def graph_executor_source(prog: Program, params_blob: bytes, types: dict, trampo
         f"  byoc_graph = NULL;\n{modules_deinit}}}\n"
         "static int32_t byoc_model_init(void) {\n"
         "  if (byoc_graph != NULL) return 0;\n"
+        f"{pre_init}"
         f"{modules_init}"
         f"  if (byoc_graph_create((const char*)byoc_graph_json, (size_t){len(embedded_json)}, byoc_params,\n"
         f"                        (size_t){len(params_blob)}, byoc_funcs, {len(table)}, &byoc_graph) != 0\n"

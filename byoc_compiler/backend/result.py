@@ -121,7 +121,15 @@ class BuildResult:
         """(model.txt, model.txt.bin): constants of at least 1 KiB kept out of line, by offset into the .bin."""
         from ..ir.printer import astext_with_sidecar
 
-        return astext_with_sidecar(self.mod, MODEL_SIDECAR.rsplit("/", 1)[-1])
+        external = None
+        if self.constants_mode == "params" and self.constants:
+            # The weights are in constants.bin, beside model.txt: refer to them, do not copy them.
+            from .constants import PARAMS_FILE
+
+            def external(array):
+                found = self.constants.locate(array)
+                return None if found is None else (PARAMS_FILE, found[0], self.constants.order)
+        return astext_with_sidecar(self.mod, MODEL_SIDECAR.rsplit("/", 1)[-1], external=external)
 
     # ---- export -----------------------------------------------------------------------------
     def files(self, model_text: str = "sidecar") -> dict[str, str | bytes]:
@@ -328,9 +336,30 @@ class BuildResult:
             self._built[key] = self.export_runner(self._work() / f"runner{werror:d}" / "runner", werror)
         return self._built[key]
 
+    @property
+    def constants_mode(self) -> str:
+        return self.metadata.get("large_constants", {}).get("mode", "linked")
+
+    def constants_file(self) -> Path | None:
+        """constants="params" builds with large constants: the constants.bin their init needs (in the
+        result's work directory); None otherwise."""
+        if self.constants_mode != "params" or not self.constants:
+            return None
+        key = ("constants.bin",)
+        if key not in self._built:
+            path = self._work() / "constants.bin"
+            path.write_bytes(self.constants.binary())
+            self._built[key] = path
+        return self._built[key]
+
+    def runner_args(self) -> list[str]:
+        """What the runner needs besides inputs: `--constants FILE` for constants="params" builds."""
+        path = self.constants_file()
+        return ["--constants", str(path)] if path is not None else []
+
     def load(self, werror: bool = False):
         """The model loaded into this process (byoc_compiler.runtime.load of `library()`)."""
-        return _runtime().load(self.library(werror))
+        return _runtime().load(self.library(werror), constants=self.constants_file())
 
     def run_runner(self, inputs, repeat: int = 1, werror: bool = False, timeout: float = 600) -> list[np.ndarray]:
         """Run the runner on `inputs` (list in input order, or dict by name); returns the outputs.
@@ -352,7 +381,7 @@ class BuildResult:
         try:
             outputs, self.last_run_ms = run_runner_timed(
                 exe, self.toolchain.run, inputs, rundir, repeat, timeout,
-                what=f"running the model with toolchain {self.toolchain.name!r}")
+                what=f"running the model with toolchain {self.toolchain.name!r}", extra_args=self.runner_args())
             return outputs
         finally:
             shutil.rmtree(rundir, ignore_errors=True)

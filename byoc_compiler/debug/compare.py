@@ -203,7 +203,7 @@ def run_dumped(lib, inputs, runner=None, run_prefix=None, timeout: float = 600.0
     with tempfile.TemporaryDirectory(prefix="byoc-dump-") as tmp:
         dump = Path(tmp) / "dump"
         dump.mkdir()
-        outputs, _ = run_runner_proc(runner, run_prefix, arrays, Path(tmp), extra_args=["--dump", dump],
+        outputs, _ = run_runner_proc(runner, run_prefix, arrays, Path(tmp), extra_args=["--dump", dump, *lib.runner_args()],
                                      timeout=timeout, what=f"running {runner} with --dump")
         return outputs, read_dump(dump)
 

@@ -156,7 +156,7 @@ def profile_build(lib, inputs, repeat: int = 21, runner=None, timeout: float = 1
     arrays = [inputs[i["name"]] for i in lib.metadata["inputs"]] if isinstance(inputs, dict) else list(inputs)
     with tempfile.TemporaryDirectory(prefix="byoc-profile-") as tmp:
         _, proc = run_runner_proc(runner, lib.toolchain.run, arrays, Path(tmp), repeat=repeat, timeout=timeout,
-                                  extra_args=["--profile"], what=f"profiling {label_of(lib)}")
+                                  extra_args=["--profile", *lib.runner_args()], what=f"profiling {label_of(lib)}")
     run_ms, rows = parse_runner_profile(proc.stdout, clock)
     steps = lib.program.steps
     if len(rows) != len(steps):

@@ -550,7 +550,8 @@ class _Parser:
                                  "(TVM's own metadata blobs are not read; re-export the model with byoc)")
             out = []
             for entry in table["relay.Constant"]:
-                dtype = np.dtype(entry["dtype"]).newbyteorder("<")
+                order = {"little": "<", "big": ">"}[entry.get("byteorder", "little")]
+                dtype = np.dtype(entry["dtype"]).newbyteorder(order)
                 shape = tuple(int(d) for d in entry["shape"])
                 raw = self._sidecar_bytes(entry) if "file" in entry else \
                     base64.b64decode(entry["data"], validate=True)

@@ -188,9 +188,11 @@ def _attr_key(key: str) -> str:
 
 
 class _Printer:
-    def __init__(self, show_types: bool, sidecar: str | None = None, sidecar_bytes: int = SIDECAR_BYTES):
+    def __init__(self, show_types: bool, sidecar: str | None = None, sidecar_bytes: int = SIDECAR_BYTES,
+                 external=None):
         self.show_types = show_types
         self.sidecar, self.sidecar_bytes = sidecar, sidecar_bytes
+        self.external = external
         self.sidecar_data = bytearray()
         self.meta: list[np.ndarray] = []
         self.meta_index: dict[int, int] = {}
@@ -358,7 +360,14 @@ class _Printer:
             if raw.dtype.byteorder == ">":
                 raw = raw.astype(raw.dtype.newbyteorder("<"))
             entry = {"dtype": str(raw.dtype), "shape": list(raw.shape)}
-            if self.sidecar is not None and raw.nbytes >= self.sidecar_bytes:
+            found = self.external(data) if self.external is not None and raw.nbytes >= self.sidecar_bytes else None
+            if found is not None:
+                # Already in another file beside the text (a build's constants.bin): refer to it.
+                name, offset, order = found
+                entry.update({"file": name, "offset": offset, "nbytes": raw.nbytes})
+                if order == ">":
+                    entry["byteorder"] = "big"
+            elif self.sidecar is not None and raw.nbytes >= self.sidecar_bytes:
                 pad = -len(self.sidecar_data) % SIDECAR_ALIGNMENT
                 self.sidecar_data += b"\0" * pad
                 entry.update({"file": self.sidecar, "offset": len(self.sidecar_data), "nbytes": raw.nbytes})
@@ -377,12 +386,16 @@ def astext(obj, show_types: bool = False) -> str:
 
 
 def astext_with_sidecar(obj, sidecar: str, show_types: bool = False,
-                        sidecar_bytes: int = SIDECAR_BYTES) -> tuple[str, bytes]:
+                        sidecar_bytes: int = SIDECAR_BYTES, external=None) -> tuple[str, bytes]:
     """(text, sidecar bytes): like astext, but constants of at least `sidecar_bytes` bytes are referenced
-    by offset into the file named `sidecar` (a plain file name, written beside the text)."""
+    by offset into the file named `sidecar` (a plain file name, written beside the text).
+
+    `external(ndarray)` may say that a constant's raw bytes are already in another file beside the
+    text: (file name, offset, byte order '<' or '>'), or None. Those entries refer to that file
+    (with `"byteorder": "big"` when big-endian) and add nothing to the sidecar."""
     if not isinstance(sidecar, str) or not sidecar or "/" in sidecar or "\\" in sidecar or sidecar in (".", ".."):
         raise ValueError(f"sidecar {sidecar!r} must be a plain file name (it is found beside the text)")
-    printer = _Printer(show_types, sidecar, sidecar_bytes)
+    printer = _Printer(show_types, sidecar, sidecar_bytes, external)
     text = _any(printer, obj)
     return text, bytes(printer.sidecar_data)
 

@@ -133,7 +133,7 @@ _OPEN_LOCK = threading.Lock()
 class Module:
     """A loaded model. set_input / run / get_output, shapes and dtypes checked before any C call."""
 
-    def __init__(self, path):
+    def __init__(self, path, constants=None):
         self.path = Path(path).resolve()
         if self.path.is_dir():
             raise ModelLoadError(f"model library {str(path)!r} is a directory; load the .so file that "
@@ -176,9 +176,27 @@ class Module:
         self._out_ptrs = (ctypes.c_void_p * max(1, len(self._outputs)))(*[b.ctypes.data for b in self._out_bufs])
         with _OPEN_LOCK:
             if _OPEN.get(self.path, 0) == 0:
-                self._check(d.init(), "init")
+                self._give_constants(constants)
+                try:
+                    self._check(d.init(), "init")
+                finally:
+                    if constants is not None:
+                        self._lib.byoc_set_constants(None, ctypes.c_size_t(0))   # init copied them
             _OPEN[self.path] = _OPEN.get(self.path, 0) + 1
         self._closed = False
+
+    def _give_constants(self, constants) -> None:
+        """constants="params" builds: the bytes of constants.bin (bytes, or a path) go to the model's init."""
+        if constants is None:
+            return
+        if not isinstance(constants, (bytes, bytearray)):
+            try:
+                constants = Path(constants).read_bytes()
+            except OSError as e:
+                raise ModelLoadError(f"cannot read the model's constants {str(constants)!r}: {e.strerror}") from None
+        self._constants = bytes(constants)      # alive until init has copied them
+        self._lib.byoc_set_constants.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        self._lib.byoc_set_constants(self._constants, len(self._constants))
 
     def _check(self, rc: int, what: str):
         if rc != 0:
@@ -306,6 +324,8 @@ class Module:
                 f"inputs={[t.name for t in self._inputs]} outputs={len(self._outputs)}>")
 
 
-def load(path) -> Module:
-    """Load a model library built by byoc_compiler (export_library) and initialize it."""
-    return Module(path)
+def load(path, constants=None) -> Module:
+    """Load a model library built by byoc_compiler (export_library) and initialize it.
+
+    constants: for a build with constants="params", its constants.bin (a path or the bytes)."""
+    return Module(path, constants)

@@ -1,7 +1,9 @@
 /* Standalone runner: links with one model (which defines byoc_model_desc), reads inputs from .npy,
  * runs (optionally repeatedly, printing the median time), writes outputs as .npy.
  *   runner [--repeat N] [--out DIR] [--inputs DIR | in0.npy in1.npy ...] [--graph FILE] [--params FILE]
- *          [--dump DIR] [--profile]
+ *          [--dump DIR] [--profile] [--constants FILE]
+ * --constants FILE: the build's constants.bin, for a model built with constants="params" (given to the
+ * model with byoc_set_constants before its init).
  * --dump DIR: the first run writes every step's outputs to DIR/stepNNNNN_outK.npy and DIR/index.json.
  * --profile: times every step of every run (after one untimed warm-up run) and prints, per step, the
  * median wall time, the median start within the run and the median thread CPU time (docs/debugging.md). */
@@ -20,7 +22,7 @@
 
 static const char* g_usage =
     "usage: runner [--repeat N] [--out DIR] [--inputs DIR | in0.npy in1.npy ...] [--graph FILE] [--params FILE]\n"
-    "              [--dump DIR] [--profile]\n";
+    "              [--dump DIR] [--profile] [--constants FILE]\n";
 
 static int fail_usage(const char* why, const char* arg) {
   fprintf(stderr, "runner: %s%s%s\n%s", why, arg ? ": " : "", arg ? arg : "", g_usage);
@@ -209,6 +211,9 @@ int main(int argc, char** argv) {
   const char* in_dir = NULL;
   const char* graph_path = NULL;
   const char* params_path = NULL;
+  const char* constants_path = NULL;
+  unsigned char* constants = NULL;
+  size_t constants_len = 0;
   const char* dump_dir = NULL;
   int profile = 0;
   Dump dump;
@@ -241,7 +246,8 @@ int main(int argc, char** argv) {
     } else if (strcmp(a, "--profile") == 0) {
       profile = 1;
     } else if (strcmp(a, "--repeat") == 0 || strcmp(a, "--out") == 0 || strcmp(a, "--inputs") == 0 ||
-               strcmp(a, "--graph") == 0 || strcmp(a, "--params") == 0 || strcmp(a, "--dump") == 0) {
+               strcmp(a, "--graph") == 0 || strcmp(a, "--params") == 0 || strcmp(a, "--dump") == 0 ||
+               strcmp(a, "--constants") == 0) {
       if (i + 1 >= argc) {
         free(files);
         return fail_usage("missing value after", a);
@@ -262,6 +268,8 @@ int main(int argc, char** argv) {
         graph_path = argv[i + 1];
       } else if (strcmp(a, "--dump") == 0) {
         dump_dir = argv[i + 1];
+      } else if (strcmp(a, "--constants") == 0) {
+        constants_path = argv[i + 1];
       } else {
         params_path = argv[i + 1];
       }
@@ -351,6 +359,13 @@ int main(int argc, char** argv) {
       fprintf(stderr, "runner: output %d: invalid shape/dtype or out of memory\n", i);
       goto done;
     }
+  }
+  if (constants_path != NULL) {
+    if (read_file(constants_path, &constants, &constants_len) != 0) {
+      rc = fail("--constants");
+      goto done;
+    }
+    byoc_set_constants(constants, constants_len);
   }
   if (desc->init() != 0) {
     rc = fail("model init failed");
@@ -469,6 +484,8 @@ error_graph:
   rc = fail("--graph/--params");
 done:
   if (inited && desc->deinit != NULL) desc->deinit();
+  byoc_set_constants(NULL, 0);
+  free(constants);
   byoc_graph_clear_override();
   for (i = 0; inputs != NULL && i < desc->num_inputs; ++i) free(inputs[i]);
   for (i = 0; outputs != NULL && i < desc->num_outputs; ++i) free(outputs[i]);

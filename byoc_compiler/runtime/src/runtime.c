@@ -19,6 +19,19 @@ void byoc_set_last_error(const char* fmt, ...) {
 
 const char* byoc_get_last_error(void) { return g_last_error; }
 
+static const void* g_constants;
+static size_t g_constants_size;
+
+void byoc_set_constants(const void* data, size_t size) {
+  g_constants = data;
+  g_constants_size = data != NULL ? size : 0;
+}
+
+void byoc_get_constants(const void** data, size_t* size) {
+  *data = g_constants;
+  *size = g_constants_size;
+}
+
 void byoc_clear_last_error(void) { g_last_error[0] = '\0'; }
 
 const ByocNodeObserver* byoc_node_observer = NULL;

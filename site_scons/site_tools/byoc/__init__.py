@@ -61,9 +61,11 @@ def _check_action(target, source, env):
     request = _codegen.CodegenRequest.from_env(env)
     tc = _codegen.load_config(request.config).toolchain(request.toolchain)
     mod = _codegen.load_unpartitioned(request.model_spec)
+    constants = Path(request.outdir) / "constants.bin"      # constants="params" builds: init needs it
+    runner_args = ["--constants", str(constants)] if request.constants == "params" and constants.exists() else []
     result = check_runner(Path(str(source[0])), list(tc.run), request.model_name, mod,
                           toolchain=request.toolchain, executor=request.executor,
-                          interface=request.interface, target=request.target)
+                          interface=request.interface, target=request.target, runner_args=runner_args)
     if not result.passed and result.max_abs_err != float("inf"):
         # Where it goes wrong: the same runner again, dumping every step, compared step by step.
         from byoc_compiler.check import deterministic_inputs
@@ -100,7 +102,7 @@ def toolchain_env(env, toolchain: str, opt: str, interface: str, config_path: st
 
 
 def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, interface: str, opt: str,
-               config: str, build_root: str = "build"):
+               config: str, build_root: str = "build", constants: str = "linked"):
     """Codegen + compile + link (+ check) of one model for one toolchain; returns (runner, check node)."""
     outdir = Path(build_root) / target / toolchain / _codegen.model_name(spec)
     other = _MODEL_DIRS.setdefault(str(outdir), spec)
@@ -109,7 +111,8 @@ def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, in
         sys.stderr.write(f"scons: byoc: model={other} and model={spec} would both build into {outdir}/ (a "
                          f"model's build directory is named after its file stem); rename one of the files\n")
         sys.exit(2)
-    request = _codegen.CodegenRequest(spec, target, toolchain, executor, interface, opt, str(config), str(outdir))
+    request = _codegen.CodegenRequest(spec, target, toolchain, executor, interface, opt, str(config), str(outdir),
+                                      constants)
     cg_env = env.Clone()
     request.to_env(cg_env)
     generated = cg_env.ByocCodegen(str(outdir), [Value(request.signature())] + _codegen.model_files(spec))

@@ -36,6 +36,7 @@ class CodegenRequest:
     opt: str
     config: str
     outdir: str
+    constants: str = "linked"  # large constants: "linked" into the binary, or "params" (constants.bin at init)
 
     @property
     def model_name(self) -> str:
@@ -100,7 +101,8 @@ def _build(request: CodegenRequest):
         mod = byoc_compiler.partition_for(target_names(request.target), mod)
     config = load_config(request.config)
     return byoc_compiler.build(mod, toolchain=request.toolchain, executor=request.executor,
-                               interface=request.interface, opt=request.opt, config=config)
+                               interface=request.interface, opt=request.opt, config=config,
+                               constants=request.constants)
 
 
 def build_result(request: CodegenRequest):

@@ -38,6 +38,13 @@ void byoc_set_last_error(const char* fmt, ...) BYOC_PRINTF_LIKE(1, 2);
 const char* byoc_get_last_error(void); /* "" when no error was set */
 void byoc_clear_last_error(void);
 
+/* ---- large constants loaded at init (build option constants="params") ----------------------------
+ * A model built so keeps its large constants out of the binary: before its init, hand it the bytes of
+ * the build's constants.bin (the runner's --constants FILE does this). Init copies them (after checking
+ * size and checksum); the caller may free them after init. NULL, 0 forgets them. */
+void byoc_set_constants(const void* data, size_t size);
+void byoc_get_constants(const void** data, size_t* size);
+
 /* ---- function tables (graph executor, module lookups) ---------------------------------------- */
 typedef struct {
   const char* name;  /* func_name in graph.json */
