@@ -546,7 +546,27 @@ NON_DEFAULT_ATTRS = {
 }
 REQUIRED_ONLY = {"clip": {"a_min": 0.0, "a_max": 6.0}, "cast": {"dtype": "int32"}, "reshape": {"newshape": (-1,)},
                  "split": {"indices_or_sections": 2}, "expand_dims": {"axis": 0},
-                 "nn.pad": {"pad_width": ((1, 1),)}}
+                 "nn.pad": {"pad_width": ((1, 1),)},
+                 "qnn.quantize": {"scale": (0.5,)}, "qnn.dequantize": {"scale": (0.5,)},
+                 "qnn.requantize": {"input_scale": (0.5,), "output_scale": (0.25,)},
+                 "qnn.add": {"lhs_scale": (0.5,), "rhs_scale": (0.5,), "output_scale": (1.0,)},
+                 "qnn.mul": {"lhs_scale": (0.5,), "rhs_scale": (0.5,), "output_scale": (1.0,)},
+                 "qnn.concatenate": {"input_scales": (0.5, 0.25), "input_zero_points": (0, 1), "output_scale": 0.5}}
+NON_DEFAULT_ATTRS.update({
+    "qnn.quantize": {"scale": (0.5, 0.25), "zero_point": (1, -2), "axis": 0, "out_dtype": "uint8"},
+    "qnn.dequantize": {"scale": (0.5, 0.25), "zero_point": (3, 4), "axis": 0},
+    "qnn.requantize": {"input_scale": (0.5,), "input_zero_point": (2,), "output_scale": (0.25,),
+                       "output_zero_point": (-1,), "axis": 0, "out_dtype": "uint8", "rounding": "fixed_point"},
+    "qnn.conv2d": {"strides": (2, 1), "padding": (1, 0, 1, 0), "input_zero_point": 3, "kernel_zero_point": (1,)},
+    "qnn.dense": {"input_zero_point": -2, "kernel_zero_point": (1, 2), "units": 2},
+    "qnn.matmul": {"a_zero_point": 5, "b_zero_point": (1, 2)},
+    "qnn.add": {"lhs_scale": (0.5,), "lhs_zero_point": 1, "rhs_scale": (0.5,), "rhs_zero_point": 2,
+                "output_scale": (1.0,), "output_zero_point": 3, "rounding": "fixed_point"},
+    "qnn.mul": {"lhs_scale": (0.5,), "lhs_zero_point": 1, "rhs_scale": (0.5,), "rhs_zero_point": 2,
+                "output_scale": (1.0,), "output_zero_point": 3},
+    "qnn.concatenate": {"input_scales": (0.5, 0.25), "input_zero_points": (0, 1), "output_scale": 0.5,
+                        "output_zero_point": 7, "axis": 1},
+})
 
 
 def _call_of(name: str, attrs: dict) -> tuple[Function, Call]:
