@@ -34,14 +34,17 @@ def _residual():
 
 
 def _find(call, name: str):
-    """The call to op `name` reached from `call` through first arguments (or the bias_add side of add)."""
+    """The call to op `name` inside the composite rooted at `call`: walks relu -> add (its bias_add side)
+    -> bias_add -> conv2d/dense, and never past the conv2d or dense into the model before it."""
     node = call
     while isinstance(node, Call) and isinstance(node.op, Op):
         if node.op.name == name:
             return node
+        if node.op.name in ("nn.conv2d", "nn.dense"):
+            return None
         if node.op.name == "add":
-            node = next(a for a in node.args if isinstance(a, Call) and isinstance(a.op, Op)
-                        and a.op.name == "nn.bias_add")
+            node = next((a for a in node.args if isinstance(a, Call) and isinstance(a.op, Op)
+                         and a.op.name == "nn.bias_add"), None)
         else:
             node = node.args[0]
     return None
