@@ -45,9 +45,9 @@ def write_config(tmp_path: Path, extra_toolchains: str = "") -> Path:
     return path
 
 
-def write_target(tmp_path: Path, add_end: str) -> dict:
+def write_target(tmp_path: Path, add_end: str, **bug) -> dict:
     """The `slip` target package under tmp_path; the environment that makes SCons find it."""
-    package = toy_target.write_package(tmp_path / "pkgs" / "slip_target", "slip", "USE_SLIP", add_end)
+    package = toy_target.write_package(tmp_path / "pkgs" / "slip_target", "slip", "USE_SLIP", add_end, **bug)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(package.parent), str(h.ROOT), env.get("PYTHONPATH", "")])
     return env
@@ -73,6 +73,26 @@ def test_off_by_one_kernel_is_caught(tmp_path, add_end, passes):
         assert "output 0[9, 9]" in outcome.message
         assert "got " in outcome.message and "expected " in outcome.message
         assert "reproduce: scons" in outcome.message and "target=slip" in outcome.message
+
+
+# Small numeric slips in the add kernel, each beyond what float32 rounding explains, yet far below
+# what an off-by-one shows: the tolerance (float64 reference + float32 error estimate) must see them.
+SMALL_BUGS = {
+    "operand_1e-3_off": {"add_expr": "{a} + 1.001f * {b}"},             # a bias-style slip: one operand scaled
+    "result_in_float16": {"add_expr": "(float)(_Float16)({a} + {b})"},   # the sum rounded to half precision
+    "rows_swapped": {"after_add": "  for (int i = 0; i < 10; ++i) {{ float t = {out}[i]; "
+                                  "{out}[i] = {out}[10 + i]; {out}[10 + i] = t; }}"},   # two channels swapped
+}
+
+
+@pytest.mark.parametrize("bug", list(SMALL_BUGS))
+def test_small_numeric_slips_are_caught(tmp_path, bug):
+    case = h.Case("byoc_guide", "slip", "gcc", "graph", "packed", "-O0")
+    config_path = write_config(tmp_path)
+    outcome = run(tmp_path, case, config_path, write_target(tmp_path, "n", **SMALL_BUGS[bug]))
+    assert not outcome.passed, f"{bug} passed the check (margin {outcome.margin})"
+    assert outcome.margin > 5, outcome.message       # not by a hair
+    assert "margin" in outcome.message and "x the float32 error estimate" in outcome.message
 
 
 SLIP_TOOLCHAINS = {

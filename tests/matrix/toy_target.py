@@ -21,6 +21,8 @@ target.codegen = codegen
 """
 
 # {add_end}: how far the add loop runs; `n` is right, `n - 1` an off-by-one.
+# {add_expr}: the add's C expression of {{a}} and {{b}} (elements); "{{a}} + {{b}}" is right.
+# {after_add}: C statements after the add loop, formatted with {{out}} (empty: none).
 CODEGEN = """\
 from byoc_compiler.backend.artifact import CSourceArtifact
 from byoc_compiler.backend.c_abi import entry_points
@@ -28,6 +30,8 @@ from byoc_compiler.ir import Call, post_order
 
 C_OPS = {{"add": "+", "multiply": "*"}}
 VERSION = "v1"
+ADD_EXPR = {add_expr!r}
+AFTER_ADD = {after_add!r}
 
 
 def codegen(func, symbol):
@@ -43,8 +47,11 @@ def codegen(func, symbol):
             end = {add_end!r} if node.op.name == "add" else "n"
             # Cleared first, so that a skipped element is deterministically wrong (0), not stale memory.
             body.append(f"  for (int i = 0; i < {{n}}; ++i) {{out}}[i] = 0.0f;")
-            body.append(f"  for (int i = 0; i < {{end.replace('n', str(n))}}; ++i) "
-                        f"{{out}}[i] = {{a}}[i] {{C_OPS[node.op.name]}} {{b}}[i];")
+            expr = ADD_EXPR.format(a=f"{{a}}[i]", b=f"{{b}}[i]") if node.op.name == "add" else \\
+                f"{{a}}[i] {{C_OPS[node.op.name]}} {{b}}[i]"
+            body.append(f"  for (int i = 0; i < {{end.replace('n', str(n))}}; ++i) {{out}}[i] = {{expr}};")
+            if node.op.name == "add" and AFTER_ADD:
+                body.append(AFTER_ADD.format(out=out))
             names[id(node)] = out
     params = ", ".join([f"const float* in{{i}}" for i in range(len(func.params))] + ["float* out0"])
     in_types = [p.checked_type for p in func.params]
@@ -55,9 +62,10 @@ def codegen(func, symbol):
 """
 
 
-def write_package(package: Path, name: str, flag: str, add_end: str = "n") -> Path:
+def write_package(package: Path, name: str, flag: str, add_end: str = "n", add_expr: str = "{a} + {b}",
+                  after_add: str = "") -> Path:
     """The target's Python package at `package` (a directory named like the module)."""
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(INIT.format(name=name, flag=flag))
-    (package / "codegen.py").write_text(CODEGEN.format(add_end=add_end))
+    (package / "codegen.py").write_text(CODEGEN.format(add_end=add_end, add_expr=add_expr, after_add=after_add))
     return package
