@@ -18,7 +18,7 @@ _LAZY = {
     "IRModule": ("byoc_compiler.ir", "IRModule"),
     "parse": ("byoc_compiler.ir", "parse"),
     "partition_for": ("byoc_compiler.partition", "partition_for"),
-    "targets": ("byoc_compiler.backend.target", "targets"),
+    "targets": ("byoc_compiler.spec", "targets"),
     "build": ("byoc_compiler.backend.build", "build"),
 }
 

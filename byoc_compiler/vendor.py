@@ -19,7 +19,12 @@ The groups:
 - writing C: `entry_points`, `core_signature` (both calling conventions of a region), `c_type`,
   `is_identifier`, `sanitize_identifier`, `unique_identifiers`;
 - workspaces: `plan_offsets` (an arena by lifetimes), `peak_live_bytes`, `align_up`;
-- constants: `is_large`, `extern_declaration` (large constants are linked as bytes, not C text).
+- constants: `is_large`, `extern_declaration` (large constants are linked as bytes, not C text);
+- partitioning for one target, TVM's `partition_for_<target>`: `partial(partition_for, target)`;
+- testing a C runtime of your own outside a model: `runtime_source_dir`, `runtime_include_flags` (byoc's
+  runtime core), `WARNING_FLAGS` and `run_command` (a compile with one clear error on failure).
+
+The top-level package (`byoc_compiler.build`, `.zoo`, `.runtime`, ...) is public too, for tools and tests.
 """
 from __future__ import annotations
 
@@ -27,8 +32,12 @@ from .backend.artifact import BlobArtifact, CSourceArtifact
 from .backend.c_abi import c_type, core_signature, entry_points, is_identifier, sanitize_identifier, unique_identifiers
 from .backend.constants import extern_declaration, is_large
 from .backend.memory_plan import align_up, peak_live_bytes, plan_offsets
-from .backend.target import Target, TargetError, all_of, dtypes_only, float32_only, rank_at_most
+from .spec import Target, TargetError, all_of, dtypes_only, float32_only, rank_at_most
 from .errors import ByocError
+from .partition import partition_for
+from .runtime.sources import include_flags as runtime_include_flags
+from .runtime.sources import source_dir as runtime_source_dir
+from .toolchain import WARNING_FLAGS, run_command
 from .ir.analysis import flat_value, users
 from .ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from .ir.types import TensorType, TupleType, flatten_type
@@ -47,4 +56,5 @@ __all__ = [
     "entry_points", "core_signature", "c_type", "is_identifier", "sanitize_identifier", "unique_identifiers",
     "plan_offsets", "peak_live_bytes", "align_up",
     "is_large", "extern_declaration",
+    "partition_for", "runtime_source_dir", "runtime_include_flags", "WARNING_FLAGS", "run_command",
 ]

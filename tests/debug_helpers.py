@@ -81,7 +81,7 @@ class InjectedBug:
 
     def __enter__(self):
         from byoc_compiler.backend.artifact import CSourceArtifact
-        from byoc_compiler.backend.target import get_target
+        from byoc_compiler.spec import get_target
 
         target = get_target("ccompiler")
         self._target, self._codegen = target, target.codegen

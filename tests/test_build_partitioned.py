@@ -4,7 +4,7 @@ import pytest
 
 from byoc_compiler import zoo
 from byoc_compiler.backend.build import build
-from byoc_compiler.backend.target import targets
+from byoc_compiler.spec import targets
 from byoc_compiler.errors import ByocError
 from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.testing.tolerance import assert_close, tolerance_for_module
@@ -15,7 +15,7 @@ COMBOS = [(e, i) for e in ("graph", "aot") for i in ("packed", "unpacked")]
 
 def _partition(target, name):
     import byoc_compiler
-    from byoc_compiler.backend.target import get_target
+    from byoc_compiler.spec import get_target
 
     if get_target(target).codegen is None:
         pytest.skip(f"target {target} has no codegen yet")

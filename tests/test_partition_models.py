@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from byoc_compiler import op, zoo
-from byoc_compiler.backend.target import get_target
+from byoc_compiler.spec import get_target
 from byoc_compiler.ir import Call, Function, IRModule, Tuple, TensorType, Var, parse, post_order
 from byoc_compiler.partition import partition_for, summarize
 from byoc_compiler.transform.annotations import graph_nodes, inputs_of, read

@@ -5,8 +5,9 @@ import pytest
 
 import byoc_compiler
 from byoc_compiler import op
-from byoc_compiler.backend.target import (Target, TargetError, all_of, float32_only, get_target, get_targets,
-                                          register_target, reload_targets, require_codegen, unregister_target)
+from byoc_compiler.backend.target import require_codegen
+from byoc_compiler.spec import (Target, TargetError, all_of, float32_only, get_target, get_targets, register_target,
+                                reload_targets, unregister_target)
 from byoc_compiler.errors import ByocError
 from byoc_compiler.ir import IRModule, TensorType, Var
 from byoc_compiler.op.registry import OpError
@@ -178,7 +179,7 @@ def write_config(tmp_path, backends: str, targets: str = "") -> str:
 def test_config_disables_and_extra_target_by_module(tmp_path, monkeypatch, fresh_registry):
     plugin = tmp_path / "my_vendor_target.py"
     plugin.write_text(textwrap.dedent("""
-        from byoc_compiler.backend.target import Target
+        from byoc_compiler.vendor import Target
         target = Target("myvendor", flag="USE_MYVENDOR")
         target.supports("add")
     """))

@@ -37,7 +37,7 @@ def load(args):
         # The whole command reads this config (the target registry too), as `scons config=` does.
         import os
 
-        from ..backend.target import reload_targets
+        from ..spec import reload_targets
 
         os.environ["BYOC_CONFIG"] = str(Path(args.config).resolve())
         reload_targets()

@@ -9,7 +9,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..backend.target import targets
+    from ..spec import targets
 
     rows = targets()
     header = ("target", "enabled", "flag", "module", "ops", "patterns", "codegen", "state")

@@ -55,7 +55,7 @@ def partition_for(targets, mod: IRModule, strict: bool = False, mod_name: str = 
     summary. `summarize(result)` gives the summary. `trace(pass_name, mod)`, if given, is called
     after every pass, e.g. `trace=lambda name, m: print(f"// after {name}\n{m}")`.
     """
-    from ..backend.target import get_targets
+    from ..spec import get_targets
     from .report import summarize_module
 
     if isinstance(targets, IRModule):
@@ -110,7 +110,7 @@ def summarize(mod: IRModule, targets=None):
     """The PartitionReport of a module returned by partition_for (or computed for `targets`)."""
     if targets is None and mod in _REPORTS:
         return _REPORTS[mod]
-    from ..backend.target import get_targets
+    from ..spec import get_targets
     from .report import summarize_module
 
     if targets is None:

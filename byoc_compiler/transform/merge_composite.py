@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..backend.target import CompositePattern
+from ..spec import CompositePattern
 from ..ir.analysis import users as users_of
 from ..ir.expr import Call, Expr, Function, Op, Var
 from ..ir.module import IRModule

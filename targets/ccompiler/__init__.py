@@ -4,8 +4,9 @@ This file is the op table: what the target takes and its composite patterns.
 The codegen is codegen.py (one C file per region, calls into the kernel library of
 kernels/, described by kernels.py); the kernel sources are the target's runtime sources.
 """
-from byoc_compiler.backend.target import Target, all_of, float32_only, rank_at_most
-from byoc_compiler.pattern import is_constant, is_op, wildcard
+from functools import partial
+
+from byoc_compiler.vendor import Target, all_of, float32_only, is_constant, is_op, partition_for, rank_at_most, wildcard
 
 from .kernels import MAX_RANK
 
@@ -45,7 +46,7 @@ target.pattern("dense_bias_relu", is_op("nn.relu")(_dense_bias()), check=float32
 target.pattern("dense_bias", _dense_bias(), check=float32_only)
 
 # TVM's spelling, for readers coming from `tvm.relay.op.contrib.ccompiler`: partition for this target alone.
-partition_for_ccompiler = target.partition_for
+partition_for_ccompiler = partial(partition_for, target)
 
 from . import kernels  # noqa: E402  (the op table above is readable without them)
 from .codegen import ccompiler_codegen  # noqa: E402

@@ -23,15 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from byoc_compiler.backend.artifact import CSourceArtifact
-from byoc_compiler.backend.c_abi import c_type, core_signature, entry_points, is_identifier, sanitize_identifier
-from byoc_compiler.backend.constants import extern_declaration, is_large
-from byoc_compiler.backend.memory_plan import plan_offsets
-from byoc_compiler.errors import ByocError
-from byoc_compiler.ir.analysis import flat_value
-from byoc_compiler.ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
-from byoc_compiler.ir.types import TensorType, flatten_type
-from byoc_compiler.ir.visitor import post_order
+from byoc_compiler.vendor import (ByocError, Call, Constant, CSourceArtifact, Function, GlobalVar, Op, TensorType, Tuple,
+                                  TupleGetItem, Var, c_type, core_signature, entry_points, extern_declaration,
+                                  flat_value, flatten_type, is_identifier, is_large, plan_offsets, post_order,
+                                  sanitize_identifier)
 
 from . import kernels
 from .c_text import array_values, comment, shape_text, wrap_list

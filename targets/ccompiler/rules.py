@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from byoc_compiler.errors import ByocError
+from byoc_compiler.vendor import ByocError
 
 from . import kernels
 from .c_text import float_literal, int64_array, int_literal

@@ -3,7 +3,9 @@
 This file is the op table. The codegen (codegen.py) writes one ExampleJSON subgraph block per
 region (FORMAT.md); the runtime (runtime/*.c) parses it when the model starts and executes it.
 """
-from byoc_compiler.backend.target import Target, float32_only
+from functools import partial
+
+from byoc_compiler.vendor import Target, float32_only, partition_for
 
 target = Target("examplejson", flag="USE_EXAMPLEJSON",
                 description="ExampleJSON subgraphs executed by a small C runtime")
@@ -16,7 +18,7 @@ target.supports(
     predicate=float32_only)
 
 # TVM's spelling, for readers coming from `tvm.relay.op.contrib.examplejson`: partition for this target alone.
-partition_for_examplejson = target.partition_for
+partition_for_examplejson = partial(partition_for, target)
 
 from .codegen import RUNTIME_DIR, RUNTIME_SOURCES, examplejson_codegen  # noqa: E402
 

@@ -20,11 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from byoc_compiler.backend.artifact import BlobArtifact
-from byoc_compiler.errors import ByocError
-from byoc_compiler.ir.expr import Call, Constant, Function, Op, Tuple, Var
-from byoc_compiler.ir.types import TensorType
-from byoc_compiler.ir.visitor import post_order
+from byoc_compiler.vendor import BlobArtifact, ByocError, Call, Constant, Function, Op, TensorType, Tuple, Var, post_order
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 RUNTIME_SOURCES = tuple(RUNTIME_DIR / name for name in ("ej_parse.c", "ej_ops.c", "ej_kernels.c", "ej_module.c"))

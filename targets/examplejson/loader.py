@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from byoc_compiler import toolchain as tcmod
-from byoc_compiler.errors import ByocError
+from byoc_compiler.vendor import WARNING_FLAGS, ByocError, run_command, runtime_include_flags, runtime_source_dir
 
 from .codegen import RUNTIME_DIR, RUNTIME_SOURCES
 
@@ -52,15 +51,11 @@ _DLTENSOR_CODE = 7
 
 def runtime_sources() -> list[Path]:
     """Every C file a program using the ExampleJSON runtime links: ours plus the host runtime core."""
-    from byoc_compiler.runtime import source_dir
-
-    return [*RUNTIME_SOURCES, Path(source_dir()) / "runtime.c"]
+    return [*RUNTIME_SOURCES, Path(runtime_source_dir()) / "runtime.c"]
 
 
 def include_flags() -> list[str]:
-    from byoc_compiler.runtime import include_flags as byoc_includes
-
-    return [f"-I{RUNTIME_DIR}", *byoc_includes()]
+    return [f"-I{RUNTIME_DIR}", *runtime_include_flags()]
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,9 +64,9 @@ def shared_library(cc: str = "gcc") -> Path:
     workdir = tempfile.mkdtemp(prefix="examplejson-rt-")
     atexit.register(shutil.rmtree, workdir, True)
     out = Path(workdir) / "libexamplejson.so"
-    argv = [cc, "-std=c99", "-O1", "-fPIC", "-shared", *tcmod.WARNING_FLAGS, *include_flags(),
+    argv = [cc, "-std=c99", "-O1", "-fPIC", "-shared", *WARNING_FLAGS, *include_flags(),
             *map(os.fspath, runtime_sources()), "-o", os.fspath(out), "-lm"]
-    tcmod.run_command(argv, f"compiling the ExampleJSON runtime with {cc}")
+    run_command(argv, f"compiling the ExampleJSON runtime with {cc}")
     return out
 
 

@@ -149,7 +149,7 @@ def target_problem(targets: str) -> str | None:
     """Why `targets` (a target= value) cannot build here: disabled, or no codegen yet; None when it can."""
     if targets == "host":
         return None
-    from byoc_compiler.backend.target import get_target
+    from byoc_compiler.spec import get_target
     from byoc_compiler.errors import ByocError
 
     for name in targets.split(","):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 INIT = """\
-from byoc_compiler.backend.target import Target
+from byoc_compiler.vendor import Target
 
 target = Target({name!r}, flag={flag!r}, description="elementwise add and multiply of same-shaped tensors")
 target.supports("add", "multiply",
@@ -24,9 +24,7 @@ target.codegen = codegen
 # {add_expr}: the add's C expression of {{a}} and {{b}} (elements); "{{a}} + {{b}}" is right.
 # {after_add}: C statements after the add loop, formatted with {{out}} (empty: none).
 CODEGEN = """\
-from byoc_compiler.backend.artifact import CSourceArtifact
-from byoc_compiler.backend.c_abi import entry_points
-from byoc_compiler.ir import Call, post_order
+from byoc_compiler.vendor import Call, CSourceArtifact, entry_points, post_order
 
 C_OPS = {{"add": "+", "multiply": "*"}}
 VERSION = "v1"

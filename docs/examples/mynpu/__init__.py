@@ -1,7 +1,5 @@
 """mynpu: an example BYOC target that takes add, multiply and nn.relu (docs/writing-a-target.md)."""
-from byoc_compiler.backend.target import Target, all_of, float32_only
-from byoc_compiler.ir import Constant
-from byoc_compiler.pattern import is_op, wildcard
+from byoc_compiler.vendor import Constant, Target, all_of, float32_only, is_op, wildcard
 
 target = Target("mynpu", flag="USE_MYNPU", description="elementwise add, multiply, relu; one C loop per region")
 

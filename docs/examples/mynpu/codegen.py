@@ -4,9 +4,7 @@ Every op mynpu takes is elementwise over operands of one shape, so the whole
 region is one loop: each op (or composite) is one scalar statement. The function
 also prints a line each time it runs, a side effect the runtime does not mind.
 """
-from byoc_compiler.backend.artifact import CSourceArtifact
-from byoc_compiler.backend.c_abi import entry_points
-from byoc_compiler.ir import Call, Function, Tuple, post_order
+from byoc_compiler.vendor import Call, CSourceArtifact, Function, Tuple, entry_points, post_order
 
 # One C expression per op, over the scalar operands {0}, {1}.
 C_EXPR = {"add": "{0} + {1}", "multiply": "{0} * {1}", "nn.relu": "{0} > 0.0f ? {0} : 0.0f"}

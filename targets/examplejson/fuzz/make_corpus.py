@@ -29,8 +29,7 @@ SMALL = (
 
 def texts() -> list[str]:
     import byoc_compiler
-    from byoc_compiler import zoo
-    from byoc_compiler.backend.build import build
+    from byoc_compiler import build, zoo
 
     out = list(GUIDE) + list(SMALL)
     for name in zoo.names():

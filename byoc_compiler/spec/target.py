@@ -1,0 +1,221 @@
+"""What a target declares for partitioning: the ops it takes (with predicates that give reasons) and its
+composite patterns. This is the target's *spec*; the passes read it, so it sits below `transform`.
+
+A target is a Python package under `targets/<name>/` (or any module named in config.toml's [targets])
+that creates a module-level `target = Target(...)`:
+
+    target = Target("ccompiler", flag="USE_CODEGENC", description="...")
+    target.supports("add", "nn.relu")
+    target.supports("nn.conv2d", predicate=lambda call: None if call.attrs.groups == 1 else "groups != 1")
+    target.pattern("conv2d_bias_relu", is_op("nn.relu")(...), check=None)
+    target.codegen = ...          # (func, symbol) -> artifact; set by the target's codegen module
+    target.links("dnnl")          # a vendor library: -ldnnl on every program with a region of this target
+    target.builds_for("x86_64", why="...")      # the CPUs (config.toml `arch`) it can build for
+    target.requires(SystemLibrary("oneDNN", header="dnnl.h", library="dnnl", package="libdnnl-dev"))
+
+The build side (`codegen`, `runtime_sources`, `include_dirs`, system libraries, CPUs) is plain data on the
+same object: the spec never imports the backend that reads it (backend/target.py, backend/system_library.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import ByocError
+from ..ir.expr import Op
+from ..ir.types import flatten_type
+from ..op.registry import get_op_def
+from .system_library import SystemLibrary
+
+# A predicate looks at one typed call and returns None (accepted) or the reason it is not.
+Predicate = Callable[[Any], "str | None"]
+
+
+class TargetError(ByocError):
+    """An unknown, disabled or incomplete target."""
+
+
+def _reason(verdict, judge: str = "its predicate") -> str | None:
+    """A predicate's or pattern check's answer: None or True accept; a string is the reason it
+    does not; anything else (False) rejects without one."""
+    if verdict is None or verdict is True:
+        return None
+    return verdict if isinstance(verdict, str) else f"rejected by {judge}"
+
+
+@dataclass(frozen=True)
+class CompositePattern:
+    """A named composite pattern of a target; `check(root_call)` may veto a match."""
+
+    target: str
+    name: str
+    pattern: Any
+    check: Callable[[Any], Any] | None = None
+
+    @property
+    def composite(self) -> str:
+        """The `Composite` attr of functions made from this pattern: "<target>.<name>"."""
+        return f"{self.target}.{self.name}"
+
+    def refusal(self, root) -> str | None:
+        """Run the check on a match rooted at `root`: None if it accepts, else the reason it refuses
+        (the why-not report shows it, like a predicate's reason)."""
+        if self.check is None:
+            return None
+        try:
+            verdict = self.check(root)
+        except Exception as exc:
+            raise TargetError(f"target {self.target!r}: the check of pattern {self.name!r} raised "
+                              f"{type(exc).__name__}: {exc}") from exc
+        return _reason(verdict, "its check")
+
+    def accepts(self, root) -> bool:
+        """True if the check accepts the match rooted at `root` (see `refusal` for the reason)."""
+        return self.refusal(root) is None
+
+
+class Target:
+    """A BYOC backend: the ops and patterns it takes, its codegen and runtime sources."""
+
+    def __init__(self, name: str, flag: str | None = None, description: str = ""):
+        if not name or not all(c.isalnum() or c in "_-" for c in name):
+            raise TargetError(f"target name {name!r} must be letters, digits, '_' or '-'")
+        self.name = name
+        self.flag = flag
+        self.description = description
+        self.ops: dict[str, Predicate | None] = {}
+        self.patterns: list[CompositePattern] = []
+        self.codegen: Callable | None = None
+        self.runtime_sources: list = []
+        self.include_dirs: list = []
+        self.libraries: list[str] = []         # linked as -l<name> into programs with a region of this target
+        self.library_dirs: list = []           # -L<dir>
+        self.archs: tuple[str, ...] | None = None   # CPUs (config.toml `arch`) it builds for; None: any
+        self.archs_why = ""
+        self.system_libraries: list[SystemLibrary] = []
+        self.module: str | None = None
+
+    # --- declarations ---------------------------------------------------------------------------
+    def supports(self, *ops: str, predicate: Predicate | None = None) -> "Target":
+        """Declare ops this target takes, each with an optional predicate over the typed call."""
+        for name in ops:
+            get_op_def(name)  # a typo fails here with a did-you-mean, not silently later
+            self.ops[name] = predicate
+        return self
+
+    def pattern(self, name: str, pattern, check: Callable | None = None) -> CompositePattern:
+        """Declare a composite pattern; patterns are tried in declaration order (put longer ones first)."""
+        if any(p.name == name for p in self.patterns):
+            raise TargetError(f"target {self.name!r} declares pattern {name!r} twice")
+        entry = CompositePattern(self.name, name, pattern, check)
+        self.patterns.append(entry)
+        return entry
+
+    def links(self, *libraries: str, library_dirs=(), include_dirs=()) -> "Target":
+        """System libraries (names without -l/lib) and their directories, for every program with a region of
+        this target; include_dirs are added when its runtime sources compile."""
+        self.libraries += [lib for lib in libraries if lib not in self.libraries]
+        self.library_dirs += list(library_dirs)
+        self.include_dirs += list(include_dirs)
+        return self
+
+    def builds_for(self, *archs: str, why: str = "") -> "Target":
+        """The CPU architectures (config.toml toolchains' `arch`) this target can build for, and why only those."""
+        self.archs = tuple(archs)
+        self.archs_why = why
+        return self
+
+    def requires(self, *libraries: SystemLibrary) -> "Target":
+        """System libraries this target needs installed; each is also linked (`links`)."""
+        for lib in libraries:
+            self.system_libraries.append(lib)
+            self.links(lib.library, library_dirs=lib.library_dirs, include_dirs=lib.include_dirs)
+        return self
+
+    # --- questions ------------------------------------------------------------------------------
+    def missing(self) -> str | None:
+        """None if every system library it requires is installed here, else one sentence naming the package."""
+        for lib in self.system_libraries:
+            problem = lib.missing()
+            if problem:
+                return f"target {self.name!r} needs {problem}"
+        return None
+
+    def arch_problem(self, toolchain) -> str | None:
+        """None if this target builds for the CPU of `toolchain` (a config.toml ToolchainConfig), else why not."""
+        if self.archs is None or toolchain.arch in self.archs:
+            return None
+        why = f" ({self.archs_why})" if self.archs_why else ""
+        return (f"target {self.name!r} builds only for {', '.join(self.archs)}{why}, and toolchain "
+                f"{toolchain.name!r} builds for {toolchain.arch}; choose a toolchain for {', '.join(self.archs)}")
+
+    def problem(self, toolchain=None) -> str | None:
+        """Why this target cannot build here (for `toolchain`, if given): a missing library or a foreign CPU."""
+        return (self.arch_problem(toolchain) if toolchain is not None else None) or self.missing()
+
+    def check(self, call) -> str | None:
+        """None if this target takes the op call `call`, else the reason it does not."""
+        if not isinstance(call.op, Op):
+            return "not a primitive op"
+        name = call.op.name
+        if name not in self.ops:
+            return f"does not support {name}"
+        predicate = self.ops[name]
+        if predicate is None:
+            return None
+        try:
+            verdict = predicate(call)
+        except Exception as exc:  # a vendor's predicate is plugin code: name it instead of a deep traceback
+            raise TargetError(f"target {self.name!r}: the predicate for {name} raised "
+                              f"{type(exc).__name__}: {exc}") from exc
+        return _reason(verdict)
+
+    def __repr__(self) -> str:
+        return f"Target({self.name!r}, flag={self.flag!r})"
+
+
+# --- reusable predicates ------------------------------------------------------------------------
+
+def dtypes_only(*dtypes: str) -> Predicate:
+    """A predicate accepting calls whose arguments and result have only these dtypes."""
+    allowed = set(dtypes)
+
+    def predicate(call) -> str | None:
+        for expr in (*call.args, call):
+            if expr.checked_type is None:
+                continue
+            for ty in flatten_type(expr.checked_type):
+                if ty.dtype not in allowed:
+                    return f"dtype {ty.dtype} not supported"
+        return None
+
+    return predicate
+
+
+float32_only = dtypes_only("float32")
+
+
+def rank_at_most(limit: int) -> Predicate:
+    """A predicate accepting calls whose arguments and result have at most `limit` dimensions."""
+
+    def predicate(call) -> str | None:
+        for expr in (*call.args, call):
+            for ty in flatten_type(expr.checked_type) if expr.checked_type is not None else ():
+                if ty.ndim > limit:
+                    return f"rank {ty.ndim} is above the limit of {limit}"
+        return None
+
+    return predicate
+
+
+def all_of(*predicates: Predicate | None) -> Predicate:
+    """A predicate that asks each in turn and returns the first reason."""
+
+    def predicate(call) -> str | None:
+        for p in predicates:
+            reason = _reason(p(call)) if p is not None else None
+            if reason is not None:
+                return reason
+        return None
+
+    return predicate
