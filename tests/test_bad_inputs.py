@@ -22,7 +22,8 @@ from byoc_compiler.spec import Target, register_target, unregister_target
 from byoc_compiler.check import compare_outputs, default_tolerances
 from byoc_compiler.errors import ByocError
 from byoc_compiler.frontend import from_onnx
-from byoc_compiler.ir import Call, Function, GlobalVar, IRModule, Var, parse
+from byoc_compiler.ir import Call, Function, GlobalVar, IRModule, Var
+from byoc_compiler.text import parse
 from byoc_compiler.ir.types import TensorType
 from byoc_compiler.transform import fold_constant, infer_type
 

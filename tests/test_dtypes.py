@@ -14,7 +14,8 @@ from onnx import TensorProto, helper
 from byoc_compiler import op
 from byoc_compiler.backend.build import build
 from byoc_compiler.frontend import from_onnx
-from byoc_compiler.ir import Constant, Function, IRModule, Tuple, Var, astext, parse, structural_equal
+from byoc_compiler.ir import Constant, Function, IRModule, Tuple, Var, astext, structural_equal
+from byoc_compiler.text import parse
 from byoc_compiler.ir.types import TensorType
 from byoc_compiler.op.cast_rule import cast_array
 from byoc_compiler.runtime import load_params

@@ -11,7 +11,8 @@ import pytest
 
 from byoc_compiler import op, zoo
 from byoc_compiler.spec import get_target
-from byoc_compiler.ir import Call, Function, IRModule, Tuple, TensorType, Var, parse, post_order
+from byoc_compiler.ir import Call, Function, IRModule, Tuple, TensorType, Var, post_order
+from byoc_compiler.text import parse
 from byoc_compiler.partition import partition_for, summarize
 from byoc_compiler.transform.annotations import graph_nodes, inputs_of, read
 from byoc_compiler.transform import annotate_target, merge_compiler_regions

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from byoc_compiler import op, zoo
-from byoc_compiler.ir import Function, IRModule, TensorType, Tuple, TupleGetItem, Var, astext, const, op_counts, parse
+from byoc_compiler.ir import Function, IRModule, TensorType, Tuple, TupleGetItem, Var, astext, const, op_counts
+from byoc_compiler.text import parse
 from byoc_compiler.op.registry import all_ops
 from byoc_compiler.testing import run_reference
 from byoc_compiler.transform.infer_type import TypeInferenceError, infer_type

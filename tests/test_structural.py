@@ -139,7 +139,7 @@ def test_module_vs_function_is_not_equal():
 
 
 def test_hash_is_deterministic_across_processes():
-    code = ("from byoc_compiler.ir import parse; import sys; "
+    code = ("from byoc_compiler.text import parse; import sys; "
             "print(__import__('byoc_compiler.ir', fromlist=['x']).structural_hash(parse(sys.stdin.read())))")
     runs = {subprocess.run([sys.executable, "-c", code], input=MODULE, capture_output=True, text=True,
                            check=True).stdout for _ in range(2)}

@@ -11,9 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from byoc_compiler import op
-from byoc_compiler.ir import (Call, Constant, Function, IRModule, ParseError, TensorType, Tuple, Var, astext, parse,
-                              parse_expr, structural_equal)
-from byoc_compiler.ir.parser import MAX_NESTING
+from byoc_compiler.ir import Call, Constant, Function, IRModule, TensorType, Tuple, Var, astext, structural_equal
+from byoc_compiler.text import MAX_NESTING, ParseError, parse, parse_expr
 from byoc_compiler.op.registry import REQUIRED, all_ops
 
 

@@ -51,7 +51,7 @@ def load_model(spec: str, shape=None):
     if shape and path.suffix not in ONNX_SUFFIXES:
         raise ModelSpecError(f"input shapes can only be given for ONNX models; {spec} has its shapes in it")
     if path.suffix in TEXT_SUFFIXES:
-        from ..ir import parse
+        from ..text import parse
 
         try:
             text = path.read_text(encoding="utf-8")

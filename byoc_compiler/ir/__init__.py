@@ -1,4 +1,4 @@
-"""The dataflow IR: expressions, types, modules, traversal, text form."""
+"""The dataflow IR: expressions, types, modules, traversal, printing (parsing is byoc_compiler.text)."""
 from .attrs import Attrs
 from .expr import Call, Constant, Expr, Function, GlobalVar, Op, Span, Tuple, TupleGetItem, Var, const
 from .module import IRModule
@@ -8,10 +8,8 @@ from .analysis import free_vars, op_counts, users
 
 
 def __getattr__(name):
-    # The text format and structural comparison live in their own modules; load them on first use.
-    if name in ("parse", "parse_expr", "ParseError"):
-        from . import parser
-        return getattr(parser, name)
+    # Printing and structural comparison live in their own modules; load them on first use.
+    # (Parsing needs the op registry, a layer above: byoc_compiler.text.)
     if name == "astext":
         from .printer import astext
         return astext

@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from . import op_table
 from .attrs import Attrs
 from .types import TensorType, Type
 
@@ -56,24 +57,19 @@ class Expr:
 
     # Operator sugar so that models read like numpy code.
     def __add__(self, other):
-        from .. import op
-        return op.add(self, _as_expr(other))
+        return op_table.make_call("add", self, _as_expr(other))
 
     def __sub__(self, other):
-        from .. import op
-        return op.subtract(self, _as_expr(other))
+        return op_table.make_call("subtract", self, _as_expr(other))
 
     def __mul__(self, other):
-        from .. import op
-        return op.multiply(self, _as_expr(other))
+        return op_table.make_call("multiply", self, _as_expr(other))
 
     def __truediv__(self, other):
-        from .. import op
-        return op.divide(self, _as_expr(other))
+        return op_table.make_call("divide", self, _as_expr(other))
 
     def __neg__(self):
-        from .. import op
-        return op.negative(self)
+        return op_table.make_call("negative", self)
 
     def __getitem__(self, index: int) -> "TupleGetItem":
         return TupleGetItem(self, index)
@@ -139,7 +135,7 @@ class GlobalVar(Expr):
 
 
 class Op:
-    """A primitive operator, looked up in the registry by name (`Op.get("nn.relu")`)."""
+    """A primitive operator, by name (`Op("nn.relu")`); its definition is `op.registry.get_op_def(name)`."""
 
     __slots__ = ("name",)
     _interned: dict[str, "Op"] = {}
@@ -151,19 +147,6 @@ class Op:
             op.name = name
             cls._interned[name] = op
         return op
-
-    @staticmethod
-    def get(name: str) -> "Op":
-        from ..op.registry import get_op_def
-
-        get_op_def(name)  # raises a clear error for unknown names
-        return Op(name)
-
-    @property
-    def definition(self):
-        from ..op.registry import get_op_def
-
-        return get_op_def(self.name)
 
     def __repr__(self) -> str:
         return f"Op({self.name})"

@@ -61,6 +61,7 @@ import re
 
 import numpy as np
 
+from . import op_table
 from .expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from .module import IRModule
 from .types import Type
@@ -164,15 +165,10 @@ def _inline_constant(data: np.ndarray) -> str | None:
 
 
 def _default_attrs(op_name: str) -> dict:
-    """name -> default of the op's attributes that have one; {} when the op is not registered."""
-    try:
-        from .. import op as _ops  # noqa: F401  (registers the ops)
-        from ..op.registry import REQUIRED, get_op_def
-
-        opdef = get_op_def(op_name)
-    except Exception:  # an unregistered op still prints, with all its attrs
-        return {}
-    return {a.name: a.default for a in opdef.attrs if a.default is not REQUIRED}
+    """name -> default of the op's attributes that have one; {} when the op is not registered or the
+    registry is not loaded (then every attribute is printed, which reads back the same)."""
+    table = op_table.installed()
+    return table.default_attrs(op_name) if table is not None else {}
 
 
 def _same_value(a, b) -> bool:

@@ -13,6 +13,10 @@ from .shape import __all__ as _shape
 from . import nn
 from . import qnn  # noqa: F401 - registers the qnn.* ops
 from .describe import describe_ops
+from ..ir import op_table as _op_table
+
+# Every op is registered now: let the IR's operator sugar and printer ask the registry (ir/op_table.py).
+_op_table.install(_op_table.OpTable(make_call, registry.default_attrs))
 
 __all__ = ["nn", "registry", "Attr", "OpDef", "OpError", "OpTypeError", "all_ops", "get_op_def", "make_call",
            "describe_ops", *_elementwise, *_shape]

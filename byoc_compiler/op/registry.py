@@ -226,6 +226,12 @@ def get_op_def(name: str) -> OpDef:
         raise OpError(f"unknown op {name!r}.{hint} Known ops: `python -m byoc_compiler ops`") from None
 
 
+def default_attrs(name: str) -> dict:
+    """attr -> default for the attributes of op `name` that have one; {} for an unknown op."""
+    opdef = _REGISTRY.get(name)
+    return {} if opdef is None else {a.name: a.default for a in opdef.attrs if a.default is not REQUIRED}
+
+
 def all_ops() -> dict[str, OpDef]:
     """name -> OpDef for every registered op, in registration order."""
     return dict(_REGISTRY)

@@ -675,7 +675,7 @@ def save_reproducer(recipe: Recipe, directory, name: str, note: str = "") -> Pat
 
 
 def _comments_parse(text: str) -> bool:
-    from ..ir import parse
+    from ..text import parse
 
     try:
         parse(text)

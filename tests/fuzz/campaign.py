@@ -84,7 +84,7 @@ TARGETS = [
     FuzzTarget("examplejson", "ExampleJSON parser + small runs (targets/examplejson/runtime)", _examplejson_seeds,
                EJ_FUZZ / "fuzz_parser.c", _examplejson_runtime, [f"-dict={EJ_FUZZ / 'examplejson.dict'}"],
                regressions=EJ_FUZZ / "regressions"),
-    FuzzTarget("text", "Relay text-format parser + type inference (ir/parser.py)", _seeds("text"),
+    FuzzTarget("text", "Relay text-format parser + type inference (text/parser.py)", _seeds("text"),
                HERE / "fuzz_text.py", flags=["-max_len=8192"]),
     FuzzTarget("onnx", "ONNX importer on raw bytes (frontend/onnx)", _seeds("onnx"), HERE / "fuzz_onnx.py",
                flags=["-max_len=32768"]),

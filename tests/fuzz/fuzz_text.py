@@ -11,7 +11,7 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 with atheris.instrument_imports(include=["byoc_compiler"]):
     # everything the target reaches is imported now: modules imported lazily later are not instrumented
-    import byoc_compiler.ir.parser  # noqa: F401
+    import byoc_compiler.text.parser  # noqa: F401
     import byoc_compiler.op  # noqa: F401
     import byoc_compiler.transform  # noqa: F401
 from tests.fuzz.py_targets import text, triaging

@@ -5,7 +5,7 @@ from byoc_compiler.errors import ByocError
 
 def text(data: bytes) -> None:
     """The Relay text-format parser, then type inference of what it accepts: ByocError or success."""
-    from byoc_compiler.ir.parser import parse
+    from byoc_compiler.text import parse
     from byoc_compiler.transform import infer_type
 
     try:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from byoc_compiler.check import deterministic_inputs
-from byoc_compiler.ir import parse
+from byoc_compiler.text import parse
 from byoc_compiler.op.registry import all_ops
 from byoc_compiler.testing import run_reference
 from byoc_compiler.testing.random_graph import (PRIME_DIMS, Step, random_recipe, save_reproducer, shrink,

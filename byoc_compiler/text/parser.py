@@ -26,10 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import op as _ops  # noqa: F401  (importing the package registers every op)
 from ..errors import ByocError
-from .expr import Call, Constant, Expr, Function, GlobalVar, Span, Tuple, TupleGetItem, Var
-from .module import IRModule
-from .types import DTYPES, INT64_MAX, TensorType, TupleType, Type, shape_problem
+from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Span, Tuple, TupleGetItem, Var
+from ..ir.module import IRModule
+from ..ir.types import DTYPES, INT64_MAX, TensorType, TupleType, Type, shape_problem
+from ..op.registry import OpError, get_op_def, make_call
 
 __all__ = ["parse", "parse_expr", "ParseError"]
 
@@ -459,7 +461,6 @@ class _Parser:
         return Tuple(fields, span=self.span(open_token))
 
     def parse_op_call(self) -> Expr:
-        OpError, get_op_def, make_call = _registry()
         name_token = self.next()
         name = name_token.text
         try:
@@ -680,19 +681,6 @@ class _Parser:
             raise self.expected("end of input")
         self.metadata()  # a malformed metadata section is an error even when unused
 
-
-def _registry():
-    # Imported on first use: the op package imports the IR, so the IR cannot import it at load time.
-    global _REGISTRY_FUNCS
-    if _REGISTRY_FUNCS is None:
-        from .. import op as _ops  # noqa: F401  (importing the package registers every op)
-        from ..op.registry import OpError, get_op_def, make_call
-
-        _REGISTRY_FUNCS = (OpError, get_op_def, make_call)
-    return _REGISTRY_FUNCS
-
-
-_REGISTRY_FUNCS = None
 
 
 def _all_scalars(values) -> bool:
