@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from byoc_compiler import op
-from byoc_compiler.ir import (Constant, Function, TensorType, Tuple, Var, assert_structural_equal,
-                              parse, parse_expr, structural_equal, structural_hash)
+from byoc_compiler.ir import (Constant, Function, TensorType, Tuple, Var, assert_structural_equal, structural_equal,
+                              structural_hash)
+from byoc_compiler.text import parse, parse_expr
 
 T = "Tensor[(2, 2), float32]"
 
