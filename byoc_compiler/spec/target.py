@@ -14,7 +14,7 @@ that creates a module-level `target = Target(...)`:
     target.requires(SystemLibrary("oneDNN", header="dnnl.h", library="dnnl", package="libdnnl-dev"))
 
 The build side (`codegen`, `runtime_sources`, `include_dirs`, system libraries, CPUs) is plain data on the
-same object: the spec never imports the backend that reads it (backend/target.py, backend/system_library.py).
+same object: the spec never imports the backend that reads it (backend/target.py); system_library.py only looks for files.
 """
 from __future__ import annotations
 

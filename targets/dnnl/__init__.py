@@ -7,8 +7,7 @@ codegen (codegen.py) writes one JSON graph per region (FORMAT.md); the runtime m
 
 oneDNN is a system library: Debian's libdnnl-dev (oneDNN 2.x), x86-64 only here.
 """
-from byoc_compiler.backend.system_library import SystemLibrary
-from byoc_compiler.backend.target import Target
+from byoc_compiler.vendor import SystemLibrary, Target
 
 from . import ops
 from .patterns import declare_patterns

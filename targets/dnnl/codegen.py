@@ -18,12 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from byoc_compiler.backend.artifact import BlobArtifact
-from byoc_compiler.errors import ByocError
-from byoc_compiler.ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
-from byoc_compiler.ir.types import TensorType
-from byoc_compiler.ir.visitor import post_order
-from byoc_compiler.runtime import source_dir
+from byoc_compiler.vendor import (BlobArtifact, ByocError, Call, Constant, Function, Op, TensorType, Tuple, TupleGetItem,
+                                  Var, post_order, runtime_source_dir)
 
 from .ops import MAX_NDIM
 
@@ -31,8 +27,8 @@ RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 # The runtime's own files plus the core runtime's strict JSON reader (json.c, json.h), shared with the
 # graph executor: the build compiles a file once even when two parts of a model list it.
 RUNTIME_SOURCES = (*(RUNTIME_DIR / name for name in ("bd_parse.c", "bd_build.c", "bd_module.c")),
-                   Path(source_dir()) / "json.c")
-INCLUDE_DIRS = (RUNTIME_DIR, Path(source_dir()))
+                   Path(runtime_source_dir()) / "json.c")
+INCLUDE_DIRS = (RUNTIME_DIR, Path(runtime_source_dir()))
 KIND = "dnnl"
 FORMAT = "byoc-dnnl"
 VERSION = 1

@@ -20,9 +20,7 @@ Every value is float32 with 1 to MAX_NDIM dims and no zero-sized dimension (oneD
 """
 from __future__ import annotations
 
-from byoc_compiler.backend.target import all_of, float32_only
-from byoc_compiler.ir.types import TensorType, flatten_type
-from byoc_compiler.op.pool import pool_out_size
+from byoc_compiler.vendor import TensorType, all_of, flatten_type, float32_only, pool_out_size
 
 MAX_NDIM = 5           # plain tags a .. abcde; DNNL_MAX_NDIMS is 12 but no primitive here needs more
 MAX_CONCAT_INPUTS = 64  # DNNL_RUNTIME_MAX_CONCAT_INPUTS of the runtime (a fixed array, no allocation)

@@ -15,9 +15,7 @@ post-op adds elementwise, no broadcast).
 """
 from __future__ import annotations
 
-from byoc_compiler.ir.expr import Call, Op
-from byoc_compiler.ir.types import TensorType
-from byoc_compiler.pattern import is_constant, is_op, wildcard
+from byoc_compiler.vendor import Call, Op, TensorType, is_constant, is_op, wildcard
 
 
 def _conv_bias():
