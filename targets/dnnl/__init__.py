@@ -7,7 +7,9 @@ codegen (codegen.py) writes one JSON graph per region (FORMAT.md); the runtime m
 
 oneDNN is a system library: Debian's libdnnl-dev (oneDNN 2.x), x86-64 only here.
 """
-from byoc_compiler.vendor import SystemLibrary, Target
+from functools import partial
+
+from byoc_compiler.vendor import SystemLibrary, Target, partition_for
 
 from . import ops
 from .patterns import declare_patterns
@@ -23,7 +25,7 @@ for op_names, predicate in ops.TABLE:
 declare_patterns(target)
 
 # TVM's spelling, for readers coming from `tvm.relay.op.contrib.dnnl`: partition for this target alone.
-partition_for_dnnl = target.partition_for
+partition_for_dnnl = partial(partition_for, target)
 
 from .codegen import INCLUDE_DIRS, RUNTIME_SOURCES, dnnl_codegen  # noqa: E402
 
