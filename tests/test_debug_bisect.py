@@ -25,7 +25,7 @@ OPTIONS = dict(toolchain="gcc", executor="graph", interface="packed", opt="-O2")
 
 def test_recipe_of_a_model_computes_the_model():
     mod = resnet_style()
-    recipe, _ = recipe_of(mod)
+    recipe, _, _ = recipe_of(mod)
     inputs = deterministic_inputs(mod)
     np.testing.assert_array_equal(run_reference(recipe.to_module(), inputs)[0], run_reference(mod, inputs)[0])
 

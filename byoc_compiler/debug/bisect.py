@@ -35,7 +35,8 @@ def _hashable(value):
 
 
 def recipe_of(mod):
-    """(Recipe, {tag: node}) of a type-checked module's main; every value is tagged with its position."""
+    """(Recipe, {tag: node}, {id(node): [value indices]}) of a module's main (type-checked here); every
+    value is tagged with its position, and a node of a tuple type stands for several values."""
     from ..op.registry import get_op_def
     from ..testing.random_graph import Data, Input, Recipe, Step
     from ..transform.infer_type import infer_type
@@ -80,7 +81,7 @@ def recipe_of(mod):
         else:
             raise ByocError(f"bisect: cannot turn a {type(node).__name__} of main into a recipe")
     outputs = tuple(index[id(func.body)])
-    return Recipe(tuple(values), outputs), nodes
+    return Recipe(tuple(values), outputs), nodes, index
 
 
 def restrict(recipe, outputs, keep_steps=None):
@@ -162,7 +163,7 @@ def bisect_failure(mod, targets, options: dict, inputs: dict, outdir, name: str 
     from .compare import compare_build
     from .nodes import ModelNodes
 
-    recipe, tag_nodes = recipe_of(mod)
+    recipe, tag_nodes, node_index = recipe_of(mod)
     _, env = node_values(mod, inputs)
     tag_values = {}
     for tag, node in tag_nodes.items():
@@ -181,8 +182,8 @@ def bisect_failure(mod, targets, options: dict, inputs: dict, outdir, name: str 
     judge.log.append(report.summary())
 
     nodes = ModelNodes.of(mod, inputs)
-    tag_of = {nodes.names.get(id(node)): tag for tag, node in tag_nodes.items() if isinstance(recipe.values[tag], Step)}
-    starts = _starting_points(recipe, report, nodes, tag_of)
+    tag_of = {name: node_index[id(node)][0] for name, node in nodes.by_name.items() if id(node) in node_index}
+    starts = _starting_points(recipe, report, tag_of)
     start = None
     for label, candidate in starts:
         judge.log.append(f"start: {label}")
@@ -210,15 +211,31 @@ def bisect_failure(mod, targets, options: dict, inputs: dict, outdir, name: str 
     return BisectResult(small, path, inputs_dir, len(judge.verdicts), judge.log)
 
 
-def _starting_points(recipe, report, nodes, tag_of):
-    """(label, candidate) to try first, smallest first: the diagnosed op, its region, all before it."""
+def _between(recipe, output: int, stops: set) -> set:
+    """Steps `output` depends on without going through `stops` (which become inputs)."""
+    from ..testing.random_graph import Step
+
+    keep, stack = set(), [output]
+    while stack:
+        i = stack.pop()
+        if i in keep or i in stops or not isinstance(recipe.values[i], Step):
+            continue
+        keep.add(i)
+        stack.extend(recipe.values[i].args)
+    return keep
+
+
+def _starting_points(recipe, report, tag_of):
+    """(label, candidate) to try first, smallest first: the diagnosed op fed by its inputs cut out, the
+    first failing host op alone, everything up to the first failing step."""
     out = []
     d = report.diagnosis
     row = report.first_row()
     if d is not None and d.op_node in tag_of:
-        chain = nodes.chain(d.op_node, d.op.count("+") + 1) if "(" in (d.op or "") else [d.op_node]
-        keep = {tag_of[n] for n in chain if n in tag_of}
-        out.append((f"{d.op} ({d.op_node}) alone", restrict(recipe, [tag_of[d.op_node]], keep)))
+        culprit = tag_of[d.op_node]
+        stops = {tag_of[n] for n in d.op_inputs if n in tag_of}
+        out.append((f"{d.op} ({d.op_node}) with its inputs cut", restrict(recipe, [culprit],
+                                                                         _between(recipe, culprit, stops))))
     if row is not None:
         names = [n.strip() for n in row.node.split(",") if n.strip() in tag_of]
         if names and row.where == "host":

@@ -98,6 +98,7 @@ class RegionDiagnosis:
     op: str | None = None          # the first op/composite inside it beyond tolerance
     op_node: str | None = None     # its unpartitioned node
     op_rows: list = field(default_factory=list)
+    op_inputs: list = field(default_factory=list)   # unpartitioned nodes feeding that op (not constants)
     note: str = ""
 
     def sentence(self) -> str:
@@ -158,11 +159,17 @@ class CompareReport:
         if self.diagnosis is not None and self.diagnosis.op_rows:
             d = self.diagnosis
             sub = [("", "inside " + d.symbol, "op or composite", "node", "shape", "max abs", "max rel", "margin", "")]
-            for k, r in enumerate(d.op_rows):
-                mark = "<< first" if r.what == d.op and r.node == d.op_node else ("beyond" if r.error.beyond else "")
+            first = next((k for k, r in enumerate(d.op_rows) if r.error.beyond), len(d.op_rows))
+            shown = d.op_rows[:first + 3]         # up to the first op off and a few after it
+            for k, r in enumerate(shown):
+                mark = "<< first" if k == first else ("beyond" if r.error.beyond else "")
                 sub.append(("", f"op {k}", r.what, r.node, r.shape, f"{r.error.max_abs:.3g}",
                             f"{r.error.max_rel:.3g}", f"{r.error.margin:.3g}", mark))
             text += "\n\n" + _format(sub)
+            rest = d.op_rows[len(shown):]
+            if rest:
+                text += (f"\n  ... {len(rest)} more ops inside, {sum(r.error.beyond for r in rest)} of them beyond "
+                         "tolerance")
         return f"{self.model}: {self.config}\n{text}\n{self.summary()}"
 
 
@@ -291,6 +298,7 @@ def diagnose_region(lib, step, index: int, ref_inputs, ref_outputs, nodes: Model
     answers both (its last values are the region's outputs). Only when that build is impossible (a
     codegen without multi-output regions) or shows the region right (exposing values changed what the
     codegen does) is the region built again exactly as it is."""
+    from ..ir.expr import Constant
     from ..testing.reference import node_values
 
     d = RegionDiagnosis(index, step.symbol, step.target, None)
@@ -313,6 +321,8 @@ def diagnose_region(lib, step, index: int, ref_inputs, ref_outputs, nodes: Model
                                  "x".join(map(str, want.shape)), err))
             if d.op is None and err.beyond:
                 d.op, d.op_node = what, d.op_rows[-1].node
+                d.op_inputs = [n for a in node.args if not isinstance(a, Constant)
+                               for n in map(nodes.name_of, flatten_value(env[id(a)])) if n != "?"]
         if d.op is not None:
             d.by_itself = True
             return d
@@ -328,6 +338,7 @@ def diagnose_region(lib, step, index: int, ref_inputs, ref_outputs, nodes: Model
     if d.by_itself and len(exposed) == 1:       # one op (or composite): it is the one
         d.op = describe_call(exposed[0])
         d.op_node = nodes.name_of(ref_outputs[0], d.op if "(" not in d.op else None)
+        d.op_inputs = [n for n in map(nodes.name_of, ref_inputs) if n != "?"]   # constants have no name
         d.note = ""
     elif d.by_itself and d.note.startswith("no single op"):
         d.note += " (the bug needs them internal)"
