@@ -160,13 +160,17 @@ class CompareReport:
             d = self.diagnosis
             sub = [("", "inside " + d.symbol, "op or composite", "node", "shape", "max abs", "max rel", "margin", "")]
             first = next((k for k, r in enumerate(d.op_rows) if r.error.beyond), len(d.op_rows))
-            shown = d.op_rows[:first + 3]         # up to the first op off and a few after it
-            for k, r in enumerate(shown):
+            lo, hi = max(0, first - 3), first + 3   # the first op off, with a few ops around it
+            for k in range(lo, min(hi, len(d.op_rows))):
+                r = d.op_rows[k]
                 mark = "<< first" if k == first else ("beyond" if r.error.beyond else "")
                 sub.append(("", f"op {k}", r.what, r.node, r.shape, f"{r.error.max_abs:.3g}",
                             f"{r.error.max_rel:.3g}", f"{r.error.margin:.3g}", mark))
-            text += "\n\n" + _format(sub)
-            rest = d.op_rows[len(shown):]
+            text += "\n\n"
+            if lo:
+                text += f"  ... {lo} ops before, within tolerance\n"
+            text += _format(sub)
+            rest = d.op_rows[hi:]
             if rest:
                 text += (f"\n  ... {len(rest)} more ops inside, {sum(r.error.beyond for r in rest)} of them beyond "
                          "tolerance")
