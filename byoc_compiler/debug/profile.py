@@ -12,7 +12,6 @@ the median duration and median start within the run over the repeats, plus the m
 from __future__ import annotations
 
 import re
-import statistics
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,33 +172,35 @@ def profile_build(lib, inputs, repeat: int = 21, runner=None, timeout: float = 1
 
 # ---- side by side -------------------------------------------------------------------------------
 def step_nodes(lib, inputs, nodes: ModelNodes) -> list[set[str]]:
-    """For every step of `lib`, the unpartitioned nodes it computes (a region: every op inside it)."""
-    from ..ir.expr import Call
-    from ..ir.visitor import post_order
-    from ..testing.reference import node_values
+    """For every step of `lib`, the unpartitioned nodes it computes: every node between the nodes its
+    inputs are and the nodes its outputs are (a region: every op inside it, whatever passes such as
+    FoldBatchNorm did to them on the way)."""
+    from ..ir.expr import Call, Tuple, TupleGetItem
     from .nodes import step_inputs
 
     refs, env = step_references(lib, inputs)
     out = []
     for step, want in zip(lib.program.steps, refs):
-        if step.kind == "host":
-            out.append({nodes.name_of(w, step.op_name) for w in want} - {"?"})
-            continue
-        gname, func = lib.program.regions[step.symbol]
-        from ..ir.module import IRModule
-
-        _, inner = node_values(IRModule({"main": func}), step_inputs(lib, env, step))
-        names = set()
-        for n in post_order(func.body):
-            if isinstance(n, Call) and id(n) in inner:
-                what = describe_call(n)
-                for v in flatten_value(inner[id(n)]):
-                    name = nodes.name_of(v, what if "(" not in what else None)
-                    if "(" in what:         # a composite: its ops are a chain ending at its output
-                        names.update(nodes.chain(name, what.count("+") + 1))
-                    else:
-                        names.add(name)
-        out.append(names - {"?"})
+        op = step.op_name if step.kind == "host" else None
+        heads = {nodes.name_of(w, op) for w in want} - {"?"}
+        stops = {nodes.name_of(v) for v in step_inputs(lib, env, step)} - {"?"}
+        names, stack = set(), [nodes.by_name[h] for h in heads if h in nodes.by_name]
+        while stack:
+            node = stack.pop()
+            name = nodes.names.get(id(node))
+            if name is None or name in names or (name in stops and name not in heads):
+                continue
+            if isinstance(node, Call):
+                children = node.args
+            elif isinstance(node, TupleGetItem):
+                children = (node.tuple_value,)
+            elif isinstance(node, Tuple):
+                children = node.fields
+            else:
+                continue            # an input of the model
+            names.add(name)
+            stack.extend(children)
+        out.append(names)
     return out
 
 
@@ -266,10 +267,20 @@ def side_by_side(profiles: list, unpartitioned, inputs) -> SideBySide:
             hit = [s for s, names in zip(prof.steps, sets) if names and find(next(iter(names))) == root]
             ms.append(sum(s.ms for s in hit))
             counts.append(len(hit))
-        ops = statistics.mode([_op_of(nodes, n) for n in members]) if len(members) > 1 else _op_of(nodes, members[0])
-        segments.append(Segment(members, ops if len(members) == 1 else f"{len(members)} ops, mostly {ops}", ms,
-                                counts))
+        segments.append(Segment(members, _ops_text([_op_of(nodes, n) for n in members]), ms, counts))
     return SideBySide([p.label for p in profiles], segments, [p.run_ms for p in profiles])
+
+
+def _ops_text(ops: list[str]) -> str:
+    """`nn.conv2d`, or the most frequent ops of a group: `nn.conv2d x52, nn.batch_norm x52, ... (170 ops)`."""
+    from collections import Counter
+
+    calls = [o for o in ops if o not in ("TupleGetItem", "Tuple")] or ops
+    if len(calls) == 1:
+        return calls[0]
+    top = Counter(calls).most_common(3)
+    text = ", ".join(f"{o} x{k}" if k > 1 else o for o, k in top)
+    return text + (f", ... ({len(calls)} ops)" if len(top) < len(set(calls)) else "")
 
 
 def _graph_nodes(nodes: ModelNodes):
