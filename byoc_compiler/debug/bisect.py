@@ -158,7 +158,7 @@ def bisect_failure(mod, targets, options: dict, inputs: dict, outdir, name: str 
     """Shrink a model whose build fails the check to a small failing subgraph and write it to `outdir`."""
     from ..backend.build import build
     from ..partition import partition_for
-    from ..testing.random_graph import Input, Step, save_reproducer, shrink
+    from ..testing.random_graph import Input, save_reproducer, shrink
     from ..testing.reference import node_values
     from .compare import compare_build
     from .nodes import ModelNodes

@@ -5,9 +5,11 @@
     print(report.summary())      # "first beyond tolerance: step 3, region ... (ccompiler), op ..."
 
 The build runs once with a dump of every step's outputs (runner --dump, under qemu-user for a
-foreign CPU); each output is compared with the step's reference value (debug/nodes.py) using the
-check's tolerance (check.default_tolerances). A row's margin is the largest share of that tolerance
-any element uses: |got - want| / (atol + rtol * |want|); above 1 the element fails the check.
+foreign CPU); each output is judged as `scons check` judges model outputs: against the float64
+reference of the unpartitioned node it computes, allowing testing.tolerance.allowed_error of that
+node's float32 error estimate (testing/error_bound.py). A row's margin is the largest share of the
+allowance any element uses; above 1 the element would fail the check. (A value no node of the
+unpartitioned model has falls back to per-dtype rtol/atol against the float32 reference.)
 
 The first step beyond tolerance is diagnosed when it is a region (diagnose_region): its function is
 built alone and run on the REFERENCE values of its inputs. Still beyond tolerance: the region is
@@ -44,27 +46,30 @@ class Error:
         return not self.margin <= 1.0
 
 
-def error_of(got: np.ndarray, want: np.ndarray, tolerances=None) -> Error:
-    """How far `got` is from `want` under the check's tolerance for want's dtype."""
+def error_of(got: np.ndarray, want: np.ndarray, tolerances=None, allowed=None) -> Error:
+    """How far `got` is from `want`: with `allowed` (per element, e.g. testing.tolerance.allowed_error of the
+    float64 reference's error estimate, as `scons check` judges outputs), margin = |got - want| / allowed;
+    otherwise under per-dtype rtol/atol (check.default_tolerances)."""
     from ..check import default_tolerances
 
-    tolerances = tolerances or default_tolerances
     got = np.asarray(got)
     got = got.astype(got.dtype.newbyteorder("="), copy=False)
     want = np.asarray(want)
-    if got.shape != want.shape or got.dtype != want.dtype:
+    if got.shape != want.shape or (allowed is None and got.dtype != want.dtype):
         return Error(math.inf, math.inf, math.inf,
                      note=f"got {got.dtype}{list(got.shape)}, expected {want.dtype}{list(want.shape)}")
     if want.size == 0:
         return Error(0.0, 0.0, 0.0)
-    rtol, atol = tolerances(want.dtype)
     g, w = got.astype(np.float64), want.astype(np.float64)
     diff = np.abs(g - w)
     both_nan = np.isnan(g) & np.isnan(w)
     diff = np.where(both_nan, 0.0, np.where(np.isnan(diff), np.inf, diff))
-    allowed = atol + rtol * np.abs(w)
+    if allowed is None:
+        rtol, atol = (tolerances or default_tolerances)(want.dtype)
+        allowed = atol + rtol * np.abs(w)
     with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(diff == 0, 0.0, diff / allowed)
+        share = np.where(diff == 0, 0.0, diff / np.asarray(allowed, np.float64))
+        share = np.where(np.isnan(share), np.inf, share)
         rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(w), np.finfo(np.float32).tiny))
     idx = np.unravel_index(int(np.argmax(share)), want.shape)
     return Error(float(diff.max()), float(rel.max()), float(share[idx]), tuple(int(i) for i in idx),
@@ -73,7 +78,10 @@ def error_of(got: np.ndarray, want: np.ndarray, tolerances=None) -> Error:
 
 def worst_error(pairs, tolerances=None) -> Error:
     """The error of the worst (largest margin) of several (got, want) pairs."""
-    errors = [error_of(g, w, tolerances) for g, w in pairs]
+    return _worst([error_of(g, w, tolerances) for g, w in pairs])
+
+
+def _worst(errors) -> Error:
     return max(errors, key=lambda e: e.margin) if errors else Error(0.0, 0.0, 0.0)
 
 
@@ -237,20 +245,21 @@ def compare_build(lib, unpartitioned, inputs: dict, *, model: str = "model", tar
     rows = []
     first = None
     for step, got, want in zip(steps, dumped, refs):
-        err = worst_error(list(zip(got.outputs, want)))
         if step.kind == "host":
             where, tgt, what = "host", "host", step.op_name
-            node = ", ".join(nodes.name_of(w, what) for w in want)
+            names = [nodes.name_of(w, what) for w in want]
         else:
             where, tgt = step.symbol, step.target
             what = _region_ops(lib.program.regions[step.symbol][1])
-            node = ", ".join(nodes.name_of(w) for w in want)
+            names = [nodes.name_of(w) for w in want]
+        node = ", ".join(names)
+        err = _worst([nodes.error(g, n, w) for g, n, w in zip(got.outputs, names, want)])
         shape = ", ".join("x".join(map(str, w.shape)) or "scalar" for w in want)
         rows.append(Row(len(rows), where, tgt, what, node, shape, err))
         if first is None and err.beyond:
             first = len(rows) - 1
     ref_outputs = nodes.outputs()
-    out_errors = [error_of(g, w) for g, w in zip(outputs, ref_outputs)]
+    out_errors = [nodes.error(g, nodes.name_of(w), w) for g, w in zip(outputs, ref_outputs)]
     part_errors = [error_of(a, b) for a, b in zip(flatten_value(env[id(lib.mod["main"].body)]), ref_outputs)]
     report = CompareReport(model, _config_text(lib, target or ",".join(lib.metadata["targets"]) or "host"),
                            rows, out_errors, first)
@@ -319,11 +328,10 @@ def diagnose_region(lib, step, index: int, ref_inputs, ref_outputs, nodes: Model
         for node, value in zip(exposed, got):
             want = env[id(node)]
             what = describe_call(node)
-            err = error_of(value, want)
-            d.op_rows.append(Row(len(d.op_rows), step.symbol, step.target, what,
-                                 nodes.name_of(want, what if "(" not in what else None),
-                                 "x".join(map(str, want.shape)), err))
-            if d.op is None and err.beyond:
+            name = nodes.name_of(want, what if "(" not in what else None)
+            d.op_rows.append(Row(len(d.op_rows), step.symbol, step.target, what, name,
+                                 "x".join(map(str, want.shape)), nodes.error(value, name, want)))
+            if d.op is None and d.op_rows[-1].error.beyond:
                 d.op, d.op_node = what, d.op_rows[-1].node
                 d.op_inputs = [n for a in node.args if not isinstance(a, Constant)
                                for n in map(nodes.name_of, flatten_value(env[id(a)])) if n != "?"]
@@ -338,7 +346,7 @@ def diagnose_region(lib, step, index: int, ref_inputs, ref_outputs, nodes: Model
     except ByocError as exc:
         d.note = str(exc).splitlines()[0]
         return d
-    d.by_itself = worst_error(list(zip(got, ref_outputs))).beyond
+    d.by_itself = _worst([nodes.error(g, nodes.name_of(w), w) for g, w in zip(got, ref_outputs)]).beyond
     if d.by_itself and len(exposed) == 1:       # one op (or composite): it is the one
         d.op = describe_call(exposed[0])
         d.op_node = nodes.name_of(ref_outputs[0], d.op if "(" not in d.op else None)

@@ -72,6 +72,7 @@ class ModelNodes:
     by_print: dict                 # fingerprint -> [(name, op description)] in graph order
     by_name: dict = None           # name -> node
     by_shape: dict = None          # (dtype, shape) -> [(name, op description, value)] in graph order
+    bounds: dict = None            # name -> (float64 value, float32 error estimate) (testing/error_bound.py)
 
     @classmethod
     def of(cls, mod, inputs) -> "ModelNodes":
@@ -91,7 +92,25 @@ class ModelNodes:
             by_print.setdefault(fingerprint(value), []).append((names.get(id(node), "?"), what))
             by_shape.setdefault((value.dtype.str, value.shape), []).append((names.get(id(node), "?"), what, value))
         by_name = {name: node for node in post_order(func.body) if (name := names.get(id(node)))}
-        return cls(func, env, names, by_print, by_name, by_shape)
+        from ..testing.error_bound import node_errors
+
+        _, errors = node_errors(mod, inputs)
+        bounds = {names[k]: v for k, v in errors.items() if k in names}
+        return cls(func, env, names, by_print, by_name, by_shape, bounds)
+
+    def error(self, got: np.ndarray, name: str, want32: np.ndarray):
+        """compare.Error of `got` as the value of node `name`: against its float64 reference with the
+        check's allowance (testing.tolerance.allowed_error); rtol/atol against `want32` for unknown nodes."""
+        from ..testing.tolerance import allowed_error
+        from .compare import error_of
+
+        bound = (self.bounds or {}).get(name)
+        if bound is None or np.shape(bound[0]) != np.shape(got):
+            return error_of(got, want32)
+        value, error = bound
+        if np.asarray(got).dtype.kind != "f":
+            return error_of(got, want32)          # integers are exact either way
+        return error_of(got, value, allowed=allowed_error(error))
 
     def chain(self, name: str, length: int) -> list[str]:
         """`name` and the nodes before it along first arguments: what a composite of `length` ops covers."""

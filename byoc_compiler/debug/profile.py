@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import ByocError
 from .compare import _region_ops
-from .nodes import ModelNodes, describe_call, flatten_value, step_references
+from .nodes import ModelNodes, describe_call, step_references
 
 
 @dataclass
