@@ -21,8 +21,8 @@ The groups:
 - workspaces: `plan_offsets` (an arena by lifetimes), `peak_live_bytes`, `align_up`;
 - constants: `is_large`, `extern_declaration` (large constants are linked as bytes, not C text);
 - partitioning for one target, TVM's `partition_for_<target>`: `partial(partition_for, target)`;
-- testing a C runtime of your own outside a model: `runtime_source_dir`, `runtime_include_flags` (byoc's
-  runtime core), `WARNING_FLAGS` and `run_command` (a compile with one clear error on failure).
+- testing a C runtime of your own outside a model: `standalone_library` (your runtime sources plus byoc's
+  runtime core as a shared library for ctypes), `runtime_source_dir`, `runtime_include_flags`.
 
 The top-level package (`byoc_compiler.build`, `.zoo`, `.runtime`, ...) is public too, for tools and tests.
 """
@@ -38,7 +38,7 @@ from .errors import ByocError
 from .partition import partition_for
 from .runtime.sources import include_flags as runtime_include_flags
 from .runtime.sources import source_dir as runtime_source_dir
-from .toolchain import WARNING_FLAGS, run_command
+from .runtime.standalone import standalone_library
 from .ir.analysis import flat_value, users
 from .ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from .ir.types import TensorType, TupleType, flatten_type
@@ -57,5 +57,5 @@ __all__ = [
     "entry_points", "core_signature", "c_type", "is_identifier", "sanitize_identifier", "unique_identifiers",
     "plan_offsets", "peak_live_bytes", "align_up",
     "is_large", "extern_declaration",
-    "partition_for", "runtime_source_dir", "runtime_include_flags", "WARNING_FLAGS", "run_command",
+    "partition_for", "runtime_source_dir", "runtime_include_flags", "standalone_library",
 ]

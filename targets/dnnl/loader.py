@@ -8,18 +8,14 @@ Tests and the fuzz harness's seeds use it; models use the build (BuildResult) as
 """
 from __future__ import annotations
 
-import atexit
 import ctypes
 import functools
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from byoc_compiler import toolchain as tcmod
-from byoc_compiler.errors import ByocError
+from byoc_compiler.vendor import ByocError, runtime_include_flags, runtime_source_dir, standalone_library
 
 from .codegen import INCLUDE_DIRS, RUNTIME_SOURCES
 
@@ -40,26 +36,15 @@ _PackedFunc = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(c
 
 
 def runtime_sources() -> list[Path]:
-    from byoc_compiler.runtime import source_dir
-
-    return [*map(Path, RUNTIME_SOURCES), Path(source_dir()) / "runtime.c"]
+    return [*map(Path, RUNTIME_SOURCES), Path(runtime_source_dir()) / "runtime.c"]
 
 
 def include_flags() -> list[str]:
-    from byoc_compiler.runtime import include_flags as byoc_includes
-
-    return [*(f"-I{d}" for d in INCLUDE_DIRS), *byoc_includes()]
+    return [*(f"-I{d}" for d in INCLUDE_DIRS), *runtime_include_flags()]
 
 
-@functools.lru_cache(maxsize=None)
 def shared_library(cc: str = "gcc") -> Path:
-    workdir = tempfile.mkdtemp(prefix="dnnl-rt-")
-    atexit.register(shutil.rmtree, workdir, True)
-    out = Path(workdir) / "libbyoc_dnnl.so"
-    argv = [cc, "-std=c99", "-O1", "-fPIC", "-shared", *tcmod.WARNING_FLAGS, *include_flags(),
-            *map(os.fspath, runtime_sources()), "-o", os.fspath(out), "-ldnnl", "-lm"]
-    tcmod.run_command(argv, f"compiling the dnnl runtime with {cc}")
-    return out
+    return standalone_library("byoc_dnnl", RUNTIME_SOURCES, INCLUDE_DIRS, libraries=["dnnl"], cc=cc)
 
 
 @functools.lru_cache(maxsize=None)

@@ -11,17 +11,14 @@ with the `gcc` toolchain of config.toml. Errors are ByocErrors carrying the runt
 """
 from __future__ import annotations
 
-import atexit
 import ctypes
 import functools
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from byoc_compiler.vendor import WARNING_FLAGS, ByocError, run_command, runtime_include_flags, runtime_source_dir
+from byoc_compiler.vendor import ByocError, runtime_include_flags, runtime_source_dir, standalone_library
 
 from .codegen import RUNTIME_DIR, RUNTIME_SOURCES
 
@@ -58,16 +55,9 @@ def include_flags() -> list[str]:
     return [f"-I{RUNTIME_DIR}", *runtime_include_flags()]
 
 
-@functools.lru_cache(maxsize=None)
 def shared_library(cc: str = "gcc") -> Path:
     """The runtime as a shared library, compiled once per process."""
-    workdir = tempfile.mkdtemp(prefix="examplejson-rt-")
-    atexit.register(shutil.rmtree, workdir, True)
-    out = Path(workdir) / "libexamplejson.so"
-    argv = [cc, "-std=c99", "-O1", "-fPIC", "-shared", *WARNING_FLAGS, *include_flags(),
-            *map(os.fspath, runtime_sources()), "-o", os.fspath(out), "-lm"]
-    run_command(argv, f"compiling the ExampleJSON runtime with {cc}")
-    return out
+    return standalone_library("examplejson", RUNTIME_SOURCES, [RUNTIME_DIR], cc=cc)
 
 
 @functools.lru_cache(maxsize=None)
