@@ -266,10 +266,10 @@ def test_every_micro_kernel_that_runs_here(ck):
     assert ck.ck_gemm_use_kernel(b"no-such-kernel") != 0
     x, w = rand(13, 300), rand(37, 300)
     x1 = rand(1, 77)  # batch 1: the dot-product kernel of the same vector width
-    cx, cw = rand(1, 5, 9, 11), rand(7, 5, 3, 3)
+    cx, cw, cb = 3 * rand(1, 5, 9, 11), rand(17, 5, 3, 3), rand(17)  # full tiles: bias + relu6 in registers
     want_dense = x.astype(np.float64) @ w.astype(np.float64).T
     want_gemv = x1.astype(np.float64) @ w[:, :77].astype(np.float64).T
-    want_conv = conv2d_einsum(cx, cw, (1, 2), (1, 0, 2, 1), (1, 1), 1)
+    want_conv = np.clip(conv2d_einsum(cx, cw, (1, 2), (1, 0, 2, 1), (1, 1), 1) + cb[None, :, None, None], 0, 6)
     ran = []
     try:
         for name in names:
@@ -278,7 +278,7 @@ def test_every_micro_kernel_that_runs_here(ck):
             assert ck.ck_gemm_kernel_name().decode() == name
             close(ck.dense(x, w), want_dense)
             close(ck.dense(x1, np.ascontiguousarray(w[:, :77])), want_gemv)
-            close(ck.conv2d(cx, cw, (1, 2), (1, 0, 2, 1), (1, 1), 1), want_conv)
+            close(ck.conv2d(cx, cw, (1, 2), (1, 0, 2, 1), (1, 1), 1, cb, 2), want_conv)
             ran.append(name)
     finally:
         assert ck.ck_gemm_use_kernel(default) == 0

@@ -78,16 +78,15 @@ static int ck_is_dw3x3(const ck_conv2d_params *p) {
          (p->stride_w == 1 || p->stride_w == 2) && p->width + 2 <= CK_ZERO_ROW;
 }
 
-/* out[x] for one x of an output row, with the column bounds checked (the row's edges). */
+/* out[x] for one x of an output row whose taps reach past a side of the input (the row's edges). */
 static float ck_dw3x3_edge(const ck_conv2d_params *p, const float *const rows[3], const float *w, float bias,
                            int64_t x) {
+  const int64_t iw = x * p->stride_w - p->pad_left;
+  const int64_t j_lo = iw < 0 ? -iw : 0, j_hi = p->width - iw < 3 ? p->width - iw : 3;
   float sum = bias;
   int64_t i, j;
   for (i = 0; i < 3; ++i)
-    for (j = 0; j < 3; ++j) {
-      const int64_t iw = x * p->stride_w - p->pad_left + j;
-      if (iw >= 0 && iw < p->width) sum = CK_FMA(w[3 * i + j], rows[i][iw], sum);
-    }
+    for (j = j_lo; j < j_hi; ++j) sum = CK_FMA(w[3 * i + j], rows[i][iw + j], sum);
   return sum;
 }
 
@@ -109,12 +108,14 @@ static void ck_dw3x3_plane(const ck_conv2d_params *p, int64_t oh_n, int64_t ow_n
       rows[i] = ih >= 0 && ih < p->height ? in + ih * p->width : ck_zero_row;
     }
     for (x = 0; x < x_lo; ++x) orow[x] = ck_dw3x3_edge(p, rows, w, bias, x);
+    ck_activate(activation, x_lo, orow);
     if (x_hi > x_lo) {
       const int64_t first = x_lo * s - pl;
-      row_fn(x_hi - x_lo, s, rows[0] + first, rows[1] + first, rows[2] + first, w, bias, orow + x_lo);
+      row_fn(x_hi - x_lo, s, rows[0] + first, rows[1] + first, rows[2] + first, w, bias, activation,
+             orow + x_lo);
     }
     for (x = x_hi; x < ow_n; ++x) orow[x] = ck_dw3x3_edge(p, rows, w, bias, x);
-    ck_activate(activation, ow_n, orow);
+    ck_activate(activation, ow_n - x_hi, orow + x_hi);
   }
 }
 

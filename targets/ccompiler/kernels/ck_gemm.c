@@ -7,6 +7,7 @@
  * branches; only the store of an edge tile is bounded.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "ck_internal.h"
 
@@ -62,7 +63,11 @@ static void ck_pack_b_strided(int64_t kc, int64_t nc, const float *b, int64_t rs
   int64_t j0, j, p;
   for (j0 = 0; j0 < nc; j0 += nr_full) {
     const int64_t nr = ck_min(nr_full, nc - j0);
-    if (cs == 1) {
+    if (cs == 1 && nr == 32) { /* constant sizes: inline vector moves, not a memcpy call per row */
+      for (p = 0; p < kc; ++p) memcpy(dst + p * nr_full, b + p * rs + j0, 32 * sizeof(float));
+    } else if (cs == 1 && nr == 16) {
+      for (p = 0; p < kc; ++p) memcpy(dst + p * nr_full, b + p * rs + j0, 16 * sizeof(float));
+    } else if (cs == 1) {
       for (p = 0; p < kc; ++p) {
         const float *restrict src = b + p * rs + j0;
         for (j = 0; j < nr; ++j) dst[p * nr_full + j] = src[j];
@@ -324,11 +329,14 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
             float *c_tile = c + row0 * ldc + col0;
             const float *ap = a_block + (ir / as) * as * kc + ir % as; /* sliver of row ir, row in it */
             if (mr == mr_full && nr == sliver) {
-              run(kc, ap, as, pack_b + jr * kc, c_tile, ldc, accumulate);
-              if (last != NULL && (last->bias != NULL || last->activation != CK_ACT_NONE))
-                ck_epilogue_tile(c_tile, ldc, mr, nr, last, row0, col0);
+              /* the epilogue in registers, unless the bias runs along columns (dense) */
+              const int in_kernel = last != NULL && (last->bias == NULL || last->bias_per_row);
+              run(kc, ap, as, pack_b + jr * kc, c_tile, ldc, accumulate,
+                  in_kernel && last->bias != NULL ? last->bias + row0 : NULL,
+                  in_kernel ? last->activation : CK_ACT_NONE);
+              if (last != NULL && !in_kernel) ck_epilogue_tile(c_tile, ldc, mr, nr, last, row0, col0);
             } else { /* edge tile: through a local tile, stored within bounds */
-              run(kc, ap, as, pack_b + jr * kc, tile, sliver, 0);
+              run(kc, ap, as, pack_b + jr * kc, tile, sliver, 0, NULL, CK_ACT_NONE);
               ck_store_tile(tile, sliver, c_tile, ldc, mr, nr, accumulate, last, row0, col0);
             }
           }

@@ -70,15 +70,17 @@ typedef struct {
 
 /* C[mr][nr] (+ C when accumulate) = sum over kc of the packed slivers' outer products
  * (A sliver: mr floats per k, `as` floats apart, as >= mr; B sliver kc x nr; C row stride ldc, unit
- * column stride). as == mr for slivers packed per call, CK_M_QUANTUM for weights packed ahead. */
+ * column stride). as == mr for slivers packed per call, CK_M_QUANTUM for weights packed ahead.
+ * Then, before the store, + row_bias[i] per row (unless NULL) and the activation (conv2d's fused
+ * epilogue on the tile still in registers). */
 typedef void (*ck_micro_fn)(int64_t kc, const float *ap, int64_t as, const float *bp, float *c, int64_t ldc,
-                            int accumulate);
+                            int accumulate, const float *row_bias, int32_t activation);
 /* c[j] = a . b[j * cs .. j * cs + k) for j < n: batch-1 dense, rows of the weight read once. */
 typedef void (*ck_gemv_dot_fn)(int64_t n, int64_t k, const float *a, const float *b, int64_t cs, float *c);
 /* One output row of a 3x3 depthwise convolution, all taps inside the input:
- * out[x] = bias + sum over (i, j) of w[3i + j] * rows[i][stride * x + j], x < n; stride 1 or 2. */
+ * out[x] = activation(bias + sum over (i, j) of w[3i + j] * rows[i][stride * x + j]), x < n; stride 1 or 2. */
 typedef void (*ck_dw3x3_row_fn)(int64_t n, int64_t stride, const float *r0, const float *r1, const float *r2,
-                                const float *w, float bias, float *out);
+                                const float *w, float bias, int32_t activation, float *out);
 typedef struct {
   const char *name;
   int32_t mr, nr;

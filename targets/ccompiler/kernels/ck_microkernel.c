@@ -16,7 +16,8 @@
  * (one pass, nine taps in registers; stride 2 gets its own loop so the loads have a constant stride). */
 #define CK_DEFINE_DW3X3_ROW(NAME)                                                                     \
   static void NAME(int64_t n, int64_t stride, const float *restrict r0, const float *restrict r1,     \
-                   const float *restrict r2, const float *restrict w, float bias, float *restrict out) { \
+                   const float *restrict r2, const float *restrict w, float bias, int32_t activation,  \
+                   float *restrict out) {                                                          \
     const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], \
                 w8 = w[8];                                                                          \
     int64_t x;                                                                                      \
@@ -29,6 +30,14 @@
         out[x] = bias + w0 * r0[2 * x] + w1 * r0[2 * x + 1] + w2 * r0[2 * x + 2] + w3 * r1[2 * x] +   \
                  w4 * r1[2 * x + 1] + w5 * r1[2 * x + 2] + w6 * r2[2 * x] + w7 * r2[2 * x + 1] +      \
                  w8 * r2[2 * x + 2];                                                                \
+    }                                                                                               \
+    if (activation == CK_ACT_RELU) {                                                                \
+      for (x = 0; x < n; ++x) out[x] = out[x] > 0.0f ? out[x] : 0.0f;                               \
+    } else if (activation == CK_ACT_RELU6) {                                                        \
+      for (x = 0; x < n; ++x) {                                                                     \
+        const float v = out[x] < 0.0f ? 0.0f : out[x];                                              \
+        out[x] = v > 6.0f ? 6.0f : v;                                                               \
+      }                                                                                             \
     }                                                                                               \
   }
 
@@ -51,8 +60,10 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
 
 #define CK_DEFINE_MICRO_KERNEL(NAME, MR, VF)                                                        \
   static void NAME(int64_t kc, const float *restrict ap, int64_t as, const float *restrict bp,       \
-                   float *restrict c, int64_t ldc, int accumulate) {                               \
+                   float *restrict c, int64_t ldc, int accumulate, const float *restrict row_bias,  \
+                   int32_t activation) {                                                           \
     typedef float vec __attribute__((vector_size((VF) * sizeof(float))));                          \
+    typedef int32_t ivec __attribute__((vector_size((VF) * sizeof(float))));                       \
     vec acc[MR][2];                                                                                 \
     int64_t p;                                                                                      \
     int i;                                                                                          \
@@ -75,6 +86,25 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
         memcpy(&c1, row + (VF), sizeof c1);                                                         \
         acc[i][0] = acc[i][0] + c0;                                                                 \
         acc[i][1] = acc[i][1] + c1;                                                                 \
+      }                                                                                             \
+      if (row_bias != NULL) {                                                                       \
+        CK_SPLAT(vec, VF, bi, row_bias[i]);                                                         \
+        acc[i][0] = acc[i][0] + bi;                                                                 \
+        acc[i][1] = acc[i][1] + bi;                                                                 \
+      }                                                                                             \
+      if (activation != CK_ACT_NONE) {                                                              \
+        int h;                                                                                      \
+        for (h = 0; h < 2; ++h) { /* ck_activate's rules, lane-wise: relu maps NaN to 0, relu6 keeps it */ \
+          const vec zero = (vec){0};                                                                \
+          if (activation == CK_ACT_RELU) {                                                          \
+            acc[i][h] = (vec)((ivec)acc[i][h] & (acc[i][h] > zero));                                \
+          } else {                                                                                  \
+            CK_SPLAT(vec, VF, six, 6.0f);                                                           \
+            const ivec high = acc[i][h] > six;                                                      \
+            acc[i][h] = (vec)((ivec)acc[i][h] & ~(acc[i][h] < zero));                               \
+            acc[i][h] = (vec)(((ivec)acc[i][h] & ~high) | ((ivec)six & high));                      \
+          }                                                                                         \
+        }                                                                                           \
       }                                                                                             \
       memcpy(row, &acc[i][0], sizeof acc[i][0]);                                                    \
       memcpy(row + (VF), &acc[i][1], sizeof acc[i][1]);                                             \
@@ -156,7 +186,8 @@ static int ck_cpu_has_avx512(void) {
 
 #else /* not gcc/clang: portable C with fixed trip counts */
 static void ck_micro_baseline(int64_t kc, const float *restrict ap, int64_t as, const float *restrict bp,
-                              float *restrict c, int64_t ldc, int accumulate) {
+                              float *restrict c, int64_t ldc, int accumulate, const float *restrict row_bias,
+                              int32_t activation) {
   float acc[CK_MR][CK_NR];
   int64_t p;
   int i, j;
@@ -165,8 +196,13 @@ static void ck_micro_baseline(int64_t kc, const float *restrict ap, int64_t as, 
   for (p = 0; p < kc; ++p)
     for (i = 0; i < CK_MR; ++i)
       for (j = 0; j < CK_NR; ++j) acc[i][j] += ap[p * as + i] * bp[p * CK_NR + j];
-  for (i = 0; i < CK_MR; ++i)
-    for (j = 0; j < CK_NR; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+  for (i = 0; i < CK_MR; ++i) {
+    for (j = 0; j < CK_NR; ++j) {
+      c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+      if (row_bias != NULL) c[i * ldc + j] += row_bias[i];
+    }
+    ck_activate(activation, CK_NR, c + i * ldc);
+  }
 }
 
 static void ck_gemv_baseline(int64_t n, int64_t k, const float *restrict a, const float *b, int64_t cs,
