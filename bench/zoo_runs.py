@@ -10,13 +10,16 @@ from byoc_compiler.backend.build import build
 from byoc_compiler.testing.reference import run_reference
 
 
-def parse_args(doc: str, opt: str) -> argparse.Namespace:
-    """--toolchain, --opt, --repeat (runs per build), --models (default: the whole zoo)."""
+def parse_args(doc: str, opt: str, extra=None) -> argparse.Namespace:
+    """--toolchain, --opt, --repeat (runs per build), --models (default: the small zoo models); `extra(parser)`
+    adds a script's own options."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--toolchain", default="gcc")
     parser.add_argument("--opt", default=opt)
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--models", nargs="*", default=zoo.names())
+    if extra is not None:
+        extra(parser)
     return parser.parse_args()
 
 

@@ -397,7 +397,7 @@ def test_conv2d_fused_bias_relu(ck, groups, ws, name, with_bias, act):
     close(ck.conv2d(x, w, (1, 1), (1, 1, 1, 1), (1, 1), groups, b if with_bias else None, act), activate(want, act))
 
 
-# 3x3 depthwise: the one-pass row kernel inside, edge columns and padded rows outside it.
+# 3x3 depthwise: the one-pass row kernel over a zero-bordered copy of each input plane (workspace).
 # (name, data shape, channel multiplier, strides, padding)
 DEPTHWISE_3X3 = [
     ("s1-pad1", (1, 4, 9, 21), 1, (1, 1), (1, 1, 1, 1)),
@@ -410,13 +410,14 @@ DEPTHWISE_3X3 = [
     ("multiplier-3", (1, 2, 6, 19), 3, (1, 1), (1, 1, 1, 1)),
     ("width-1", (1, 2, 5, 1), 1, (1, 1), (1, 1, 1, 1)),
     ("width-2-s2", (1, 2, 5, 2), 1, (2, 2), (1, 1, 1, 1)),
-    ("wider-than-zero-row", (1, 2, 3, 2100), 1, (1, 1), (1, 1, 1, 1)),  # the general direct kernel
+    ("wide-2100", (1, 2, 3, 2100), 1, (1, 1), (1, 1, 1, 1)),
+    ("pad-3-wider-than-kernel", (1, 2, 4, 5), 1, (2, 2), (3, 3, 3, 3)),
 ]
 
 
 @pytest.mark.parametrize("case", DEPTHWISE_3X3, ids=[c[0] for c in DEPTHWISE_3X3])
 def test_depthwise_3x3_on_every_kernel(ck, case):
-    """Every instruction set's row kernel (and the edges around it) against loops, with bias and relu6."""
+    """Every instruction set's row kernel against loops, with bias and relu6."""
     _, xs, mult, strides, padding = case
     c = xs[1]
     x, w, b = 3 * rand(*xs), rand(c * mult, 1, 3, 3), rand(c * mult)

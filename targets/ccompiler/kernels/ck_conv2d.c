@@ -7,6 +7,8 @@
  * vectorizes along output rows instead; the common 3x3 stride 1/2 case computes each output row in
  * one pass with the nine taps in registers (the row kernel of the CPU's instruction set).
  */
+#include <string.h>
+
 #include "ck_internal.h"
 
 int32_t ck_conv2d_output_hw(const ck_conv2d_params *p, int64_t *out_h, int64_t *out_w) {
@@ -30,11 +32,23 @@ static int ck_is_pointwise(const ck_conv2d_params *p) {
          p->pad_left == 0 && p->pad_bottom == 0 && p->pad_right == 0;
 }
 
+/* 3x3 one-input-channel convolutions read a zero-bordered copy of each input plane (in the
+ * workspace), so the row kernel runs over whole output rows: no edge columns, no padded rows. */
+static int ck_is_dw3x3(const ck_conv2d_params *p) {
+  return p->channels == p->groups && p->kernel_h == 3 && p->kernel_w == 3 && p->dilation_h == 1 &&
+         p->dilation_w == 1 && (p->stride_w == 1 || p->stride_w == 2);
+}
+
+static int64_t ck_padded_plane_floats(const ck_conv2d_params *p) {
+  return (p->height + p->pad_top + p->pad_bottom) * (p->width + p->pad_left + p->pad_right);
+}
+
 size_t ck_conv2d_workspace_bytes(const ck_conv2d_params *p) {
   int64_t oh, ow, cg;
   if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return 0;
   cg = p->channels / p->groups;
-  if (cg == 1) return 0; /* direct kernel */
+  if (cg == 1) /* direct kernels; the 3x3 one reads a zero-bordered copy of the plane */
+    return ck_is_dw3x3(p) ? CK_ALIGN + sizeof(float) * (size_t)ck_padded_plane_floats(p) : 0;
   return ck_gemm_workspace_bytes(p->out_channels / p->groups, oh * ow, cg * p->kernel_h * p->kernel_w);
 }
 
@@ -69,53 +83,24 @@ static void ck_conv_direct_plane(const ck_conv2d_params *p, int64_t oh_n, int64_
   }
 }
 
-/* Rows above or below the input read this instead (zeros, so padding adds nothing, even to NaN). */
-#define CK_ZERO_ROW 2048
-static const float ck_zero_row[CK_ZERO_ROW];
-
-static int ck_is_dw3x3(const ck_conv2d_params *p) {
-  return p->kernel_h == 3 && p->kernel_w == 3 && p->dilation_h == 1 && p->dilation_w == 1 &&
-         (p->stride_w == 1 || p->stride_w == 2) && p->width + 2 <= CK_ZERO_ROW;
+/* The input plane into the zero-bordered copy (its border is zeroed once per call). */
+static void ck_pad_plane(const ck_conv2d_params *p, const float *in, float *restrict padded) {
+  const int64_t pw = p->width + p->pad_left + p->pad_right;
+  int64_t y;
+  for (y = 0; y < p->height; ++y)
+    memcpy(padded + (y + p->pad_top) * pw + p->pad_left, in + y * p->width, (size_t)p->width * sizeof(float));
 }
 
-/* out[x] for one x of an output row whose taps reach past a side of the input (the row's edges). */
-static float ck_dw3x3_edge(const ck_conv2d_params *p, const float *const rows[3], const float *w, float bias,
-                           int64_t x) {
-  const int64_t iw = x * p->stride_w - p->pad_left;
-  const int64_t j_lo = iw < 0 ? -iw : 0, j_hi = p->width - iw < 3 ? p->width - iw : 3;
-  float sum = bias;
-  int64_t i, j;
-  for (i = 0; i < 3; ++i)
-    for (j = j_lo; j < j_hi; ++j) sum = CK_FMA(w[3 * i + j], rows[i][iw + j], sum);
-  return sum;
-}
-
-/* One output plane of a 3x3 one-input-channel convolution (stride_w 1 or 2, no dilation). */
-static void ck_dw3x3_plane(const ck_conv2d_params *p, int64_t oh_n, int64_t ow_n, const float *in, const float *w,
-                           float bias, int32_t activation, float *restrict out, ck_dw3x3_row_fn row_fn) {
-  const int64_t s = p->stride_w, pl = p->pad_left;
-  /* columns whose three taps are all inside [0, width): x * s - pl >= 0 and x * s - pl + 2 < width */
-  int64_t x_lo = (pl + s - 1) / s, x_hi = p->width - 3 + pl < 0 ? 0 : (p->width - 3 + pl) / s + 1;
-  int64_t oh, x;
-  if (x_hi > ow_n) x_hi = ow_n;
-  if (x_lo > x_hi) x_lo = x_hi;
+/* One output plane of a 3x3 one-input-channel convolution (stride_w 1 or 2, no dilation) from the
+ * zero-bordered copy of its input plane. */
+static void ck_dw3x3_plane(const ck_conv2d_params *p, int64_t oh_n, int64_t ow_n, const float *padded,
+                           const float *w, float bias, int32_t activation, float *restrict out,
+                           ck_dw3x3_row_fn row_fn) {
+  const int64_t pw = p->width + p->pad_left + p->pad_right;
+  int64_t oh;
   for (oh = 0; oh < oh_n; ++oh) {
-    const float *rows[3];
-    float *restrict orow = out + oh * ow_n;
-    int i;
-    for (i = 0; i < 3; ++i) {
-      const int64_t ih = oh * p->stride_h - p->pad_top + i;
-      rows[i] = ih >= 0 && ih < p->height ? in + ih * p->width : ck_zero_row;
-    }
-    for (x = 0; x < x_lo; ++x) orow[x] = ck_dw3x3_edge(p, rows, w, bias, x);
-    ck_activate(activation, x_lo, orow);
-    if (x_hi > x_lo) {
-      const int64_t first = x_lo * s - pl;
-      row_fn(x_hi - x_lo, s, rows[0] + first, rows[1] + first, rows[2] + first, w, bias, activation,
-             orow + x_lo);
-    }
-    for (x = x_hi; x < ow_n; ++x) orow[x] = ck_dw3x3_edge(p, rows, w, bias, x);
-    ck_activate(activation, ow_n - x_hi, orow + x_hi);
+    const float *r0 = padded + oh * p->stride_h * pw;
+    row_fn(ow_n, p->stride_w, r0, r0 + pw, r0 + 2 * pw, w, bias, activation, out + oh * ow_n);
   }
 }
 
@@ -162,6 +147,8 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
                              const float *packed, const float *bias, int32_t activation, float *out,
                              void *workspace) {
   int64_t oh, ow, cg, og, kdim, pixels, n, g;
+  ck_dw3x3_row_fn row_fn;
+  float *padded = NULL;
   if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return CK_EBADPARAM;
   if (data == NULL || out == NULL) return CK_EBADPARAM;
   if (!CK_VALID_ACTIVATION(activation)) return CK_EBADPARAM;
@@ -169,7 +156,12 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
   og = p->out_channels / p->groups;
   kdim = cg * p->kernel_h * p->kernel_w;
   pixels = oh * ow;
-  if (cg != 1 && workspace == NULL) return CK_EBADPARAM;
+  row_fn = ck_is_dw3x3(p) ? ck_micro_kernel_current()->dw3x3_row : NULL;
+  if ((cg != 1 || row_fn != NULL) && workspace == NULL) return CK_EBADPARAM;
+  if (row_fn != NULL) {
+    padded = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
+    memset(padded, 0, sizeof(float) * (size_t)ck_padded_plane_floats(p));
+  }
   for (n = 0; n < p->batch; ++n) {
     for (g = 0; g < p->groups; ++g) {
       const float *in_g = data + (n * p->channels + g * cg) * p->height * p->width;
@@ -177,12 +169,12 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
       const float *packed_g = packed != NULL ? packed + g * ck_packed_group_floats(p) : NULL;
       float *out_g = out + (n * p->out_channels + g * og) * pixels;
       if (cg == 1) {
-        const ck_dw3x3_row_fn row_fn = ck_is_dw3x3(p) ? ck_micro_kernel_current()->dw3x3_row : NULL;
         int64_t o;
+        if (row_fn != NULL) ck_pad_plane(p, in_g, padded);
         for (o = 0; o < og; ++o) {
           const float b = bias != NULL ? bias[g * og + o] : 0.0f;
           if (row_fn != NULL)
-            ck_dw3x3_plane(p, oh, ow, in_g, w_g + o * kdim, b, activation, out_g + o * pixels, row_fn);
+            ck_dw3x3_plane(p, oh, ow, padded, w_g + o * kdim, b, activation, out_g + o * pixels, row_fn);
           else
             ck_conv_direct_plane(p, oh, ow, in_g, w_g + o * kdim, b, activation, out_g + o * pixels);
         }
