@@ -13,7 +13,7 @@ each with wall and CPU seconds and the peak memory of the largest process; bytes
 the linked constants and of the build directory against the weights' bytes. Peer: the same model
 through the Python API (partition_for + build + export_runner), timed in the same run.
 
-    python bench/build_times.py --model r50.onnx --toolchains gcc
+    python bench/build_times.py --model r50.onnx --toolchains gcc [--constants params]
 """
 from __future__ import annotations
 
@@ -81,14 +81,6 @@ def python_api_build(target: str, toolchains: list[str], models: list[str]) -> f
     return time.perf_counter() - start
 
 
-def _children_usage() -> tuple[float, int]:
-    """(user+sys CPU seconds, max RSS in bytes of the largest process) of every waited-for child so far."""
-    import resource
-
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024
-
-
 def _run_measured(project: Path, args: list[str]) -> dict:
     """One scons run in a fresh child: wall, CPU and peak RSS (a child of its own, so maxrss is its own)."""
     code = ("import resource, subprocess, sys, time\n"
@@ -138,13 +130,14 @@ def model_main(args) -> None:
         project = copy_project(Path(tmp))
         model = project / src.name
         shutil.copy(src, model)
-        common = [f"target={args.target}", f"toolchain={toolchain}", f"model={model.name}", f"-j{args.j}"]
+        common = [f"target={args.target}", f"toolchain={toolchain}", f"model={model.name}", f"-j{args.j}",
+                  f"constants={args.constants}"]
         full = _run_measured(project, common + ["check"])
         nulls = [_run_measured(project, common) for _ in range(args.repeat)]
         out = project / "build" / args.target / toolchain / model.stem
         weights = _perturbed_onnx(src, model) if src.suffix == ".onnx" else None
         gen_c = _tree_bytes(out / "src", "*.c") + _tree_bytes(out / "src", "*.h")
-        linked = _tree_bytes(out / "src", "*.bin")
+        linked = _tree_bytes(out / "src", "*.bin") + _tree_bytes(out, "constants.bin")
         build_dir = _tree_bytes(out)
         edit = _run_measured(project, common + ["check"]) if weights is not None else None
 
@@ -152,13 +145,14 @@ def model_main(args) -> None:
         from byoc_compiler.frontend import load_model
 
         start = time.perf_counter()
-        cpu0, _ = _children_usage()
-        lib = byoc_compiler.build(byoc_compiler.partition_for(args.target, load_model(str(src))), toolchain=toolchain)
+        lib = byoc_compiler.build(byoc_compiler.partition_for(args.target, load_model(str(src))), toolchain=toolchain,
+                                  constants=args.constants)
         lib.export_runner(Path(tmp) / "peer-runner")
         peer = time.perf_counter() - start
     med = statistics.median
     null_wall, null_cpu = med(n["wall"] for n in nulls), med(n["cpu"] for n in nulls)
-    print(f"model {src.name}, target {args.target}, toolchain {toolchain}, -j{args.j} (load average "
+    print(f"model {src.name}, target {args.target}, toolchain {toolchain}, constants={args.constants}, -j{args.j} "
+          f"(load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: wall times are inflated by other work)")
     rows.append(("scons full build + check", f"{full['wall']:.1f} s", f"{full['cpu']:.1f} s",
                  f"{full['rss'] / 2**20:.0f} MiB", f"{full['compiled']} objects, check "
@@ -176,7 +170,7 @@ def model_main(args) -> None:
     print(f"{'step':<34}{'wall':>9}{'cpu':>9}{'peak RSS':>10}  notes")
     for name, wall, cpu, rss, note in rows:
         print(f"{name:<34}{wall:>9}{cpu:>9}{rss:>10}  {note}")
-    print(f"generated C: {gen_c / 1e6:.2f} MB; linked constants (.bin): {linked / 1e6:.1f} MB; build directory: "
+    print(f"generated C: {gen_c / 1e6:.2f} MB; large constants (.bin): {linked / 1e6:.1f} MB; build directory: "
           f"{build_dir / 1e6:.1f} MB" + (f" = {build_dir / weights:.2f}x the weights' {weights / 1e6:.1f} MB"
                                           if weights else ""))
 
@@ -188,6 +182,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("-j", type=int, default=2, help="SCons parallel jobs")
     parser.add_argument("--model", help="a real-size model file: measure its build (see the module docstring)")
+    parser.add_argument("--constants", default="linked", choices=("linked", "params"),
+                        help="with --model: large constants linked into the binaries, or loaded at init")
     args = parser.parse_args()
     if args.model:
         return model_main(args)

@@ -121,14 +121,14 @@ class BuildResult:
         """(model.txt, model.txt.bin): constants of at least 1 KiB kept out of line, by offset into the .bin."""
         from ..ir.printer import astext_with_sidecar
 
-        external = None
-        if self.constants_mode == "params" and self.constants:
-            # The weights are in constants.bin, beside model.txt: refer to them, do not copy them.
-            from .constants import PARAMS_FILE
+        from .constants import PARAMS_FILE
 
-            def external(array):
-                found = self.constants.locate(array)
-                return None if found is None else (PARAMS_FILE, found[0], self.constants.order)
+        def in_constants_bin(array):
+            found = self.constants.locate(array)
+            return None if found is None else (PARAMS_FILE, found[0], self.constants.order)
+
+        # In a params build the weights are in constants.bin, beside model.txt: refer to them, do not copy.
+        external = in_constants_bin if self.constants_mode == "params" and self.constants else None
         return astext_with_sidecar(self.mod, MODEL_SIDECAR.rsplit("/", 1)[-1], external=external)
 
     # ---- export -----------------------------------------------------------------------------
