@@ -209,3 +209,21 @@ def test_params_mode_builds_and_checks_without_weights_in_the_binaries(tmp_path)
     weights = (out / "constants.bin").stat().st_size
     assert weights >= 8192 and not (out / "model.txt.bin").exists()    # model.txt refers to constants.bin
     assert (out / "runner").stat().st_size < weights + 200_000
+
+
+def test_editing_a_kernel_c_file_recompiles_only_its_object(tmp_path):
+    """A target's C kernel library is SCons's business: its edit recompiles that object and relinks,
+    without re-planning (no partition, no codegen) and without touching the generated sources."""
+    project = make_project(tmp_path)
+    shutil.copytree(ROOT / "targets", project / "targets", ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "model.txt").write_text(_weights_model(4))
+    first = scons(project, "target=ccompiler")
+    assert first.returncode == 0, first.stdout + first.stderr
+    kernel = project / "targets" / "ccompiler" / "kernels" / "ck_elementwise.c"
+    kernel.write_text(kernel.read_text() + "\n/* edited by a test */\n")
+    edited = scons(project, "target=ccompiler", "check")
+    assert edited.returncode == 0, edited.stdout + edited.stderr
+    assert compiled_objects(edited.stdout) == ["build/ccompiler/gcc/_runtime/graph-O2/kernels/ck_elementwise.o"], \
+        edited.stdout
+    assert "byoc plan" not in edited.stdout and "byoc codegen" not in edited.stdout
+    assert "1 passed, 0 failed" in edited.stdout

@@ -4,8 +4,8 @@ Reading the build must be cheap: SCons runs the SConstruct (and so every emitter
 invocation, a null build and `scons -h` included. So what the emitter needs — the files the codegen
 writes and how to compile them — comes from a *plan* cached in the model's build directory
 (`.byoc-plan.json`), keyed by the content of everything that can change it: the request, the
-model file (and its constants sidecar), byoc_compiler's Python files, the target's package (Python
-and C), and config.toml. Only a missing or stale plan runs the codegen while reading the build;
+model file (and its constants sidecar), byoc_compiler's Python files, the target's package (its
+Python files' content, its C files' names: their content is SCons's business), and config.toml. Only a missing or stale plan runs the codegen while reading the build;
 the action that writes the files then reuses that BuildResult (memoized per SCons process).
 """
 from __future__ import annotations
@@ -177,8 +177,11 @@ def plan_key(request: CodegenRequest, known: dict | None = None) -> tuple[str, d
     digest], from the last plan) is not read again: a null build never re-hashes a 100 MB model."""
     known = known or {}
     h = hashlib.sha256(request.signature().encode())
-    inputs = model_files(request.model_spec) + [request.config] + generator_sources(request) \
-        + target_files(request)
+    inputs = model_files(request.model_spec) + [request.config] + generator_sources(request)
+    # The target's C files are in the plan by name only (what to compile): their content changes what
+    # SCons recompiles, never the plan, so editing a kernel recompiles its objects without re-planning.
+    for name in target_files(request):
+        h.update(b"\0c-file\0" + name.encode())
     digests = {}
     for name in inputs:
         full = os.path.abspath(name)
