@@ -20,6 +20,10 @@ the .S never holds a path and the export directory can move. GNU as and clang's 
 both read `.incbin` with offset and count and `.balign`, and `%object`/`.hidden` are valid for every
 ELF target of config.toml (x86_64, aarch64, armhf, riscv64, s390x); tests/test_constants.py runs them.
 
+build(constants="params") keeps the weights out of the binary instead (TVM's params vs. link-params):
+the .S reserves the same layout in .bss, the bytes go to `constants.bin`, and the model's init copies
+them in from what `byoc_set_constants` was given (size and CRC-32s checked: `init_source`).
+
 Targets reach this through `CSourceArtifact(constants={name: array})` plus `extern_declaration`;
 the host (AOT constants, the graph executor's params blob) and blob regions go through `c_array` /
 `c_bytes`, which give either the literal (small) or the extern declaration (large).
