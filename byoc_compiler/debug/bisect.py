@@ -117,6 +117,7 @@ class _Judge:
         self.targets, self.options, self.tag_values, self.seed = targets, options, tag_values, seed
         self.verdicts: dict = {}
         self.log: list[str] = []
+        self.problem = ""
 
     def inputs_of(self, recipe) -> dict:
         from ..testing.random_graph import Input
@@ -126,9 +127,11 @@ class _Judge:
     def fails(self, recipe) -> bool:
         if recipe in self.verdicts:
             return self.verdicts[recipe]
+        self.problem = ""
         verdict = self._fails(recipe)
         self.verdicts[recipe] = verdict
-        self.log.append(f"{recipe.op_steps} op(s): {'fails' if verdict else 'passes'}")
+        self.log.append(f"{recipe.op_steps} op(s): {'fails' if verdict else 'passes'}"
+                        + (f" (not counted as the failure: {self.problem})" if self.problem else ""))
         return verdict
 
     def _fails(self, recipe) -> bool:
@@ -149,7 +152,8 @@ class _Judge:
                 if not worst_error(list(zip(got, run_reference(mod, inputs)))).beyond:
                     return False
             return True
-        except ByocError:
+        except ByocError as exc:
+            self.problem = str(exc).splitlines()[0][:200]
             return False            # another problem (a build error): not the failure being bisected
 
 
@@ -192,8 +196,8 @@ def bisect_failure(mod, targets, options: dict, inputs: dict, outdir, name: str 
             break
     if start is None:
         if not judge.fails(recipe):
-            raise ByocError("bisect: the whole model does not fail when rebuilt from its recipe; "
-                            "the failure may depend on inputs the check does not feed")
+            raise ByocError("bisect: the whole model does not fail when rebuilt from its recipe; the failure "
+                            "may depend on inputs the check does not feed (tried: " + "; ".join(judge.log[1:]) + ")")
         start = recipe
     small = shrink(start, judge.fails, max_tries=max_tries)
     outdir = Path(outdir)

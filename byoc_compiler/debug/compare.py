@@ -174,10 +174,10 @@ class CompareReport:
                 mark = "<< first" if k == first else ("beyond" if r.error.beyond else "")
                 sub.append(("", f"op {k}", r.what, r.node, r.shape, f"{r.error.max_abs:.3g}",
                             f"{r.error.max_rel:.3g}", f"{r.error.margin:.3g}", mark))
-            text += "\n\n"
+            lines = _format(sub).split("\n")
             if lo:
-                text += f"  ... {lo} ops before, within tolerance\n"
-            text += _format(sub)
+                lines.insert(2, f"  ... {lo} ops before, within tolerance")
+            text += "\n\n" + "\n".join(lines)
             rest = d.op_rows[hi:]
             if rest:
                 text += (f"\n  ... {len(rest)} more ops inside, {sum(r.error.beyond for r in rest)} of them beyond "
