@@ -113,5 +113,5 @@ def test_cli_profile_writes_a_trace(tmp_path, capsys):
     assert main(["profile", "small_cnn", "-t", "ccompiler", "--vs", "host", "--repeat", "3", "--trace",
                  str(trace)]) == 0
     out = capsys.readouterr().out
-    assert "GFLOP/s" in out and "whole run" in out and "x vs" in out
+    assert "GFLOP/s" in out and "whole run" in out and "host speed-up" in out
     assert validate_trace(json.loads(trace.read_text())) == []

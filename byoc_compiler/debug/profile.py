@@ -219,8 +219,9 @@ class SideBySide:
     totals: list
 
     def table(self) -> str:
+        first = self.labels[0].split()[0]
         head = ("nodes", "ops") + tuple(f"{label} ms" for label in self.labels) + \
-            tuple(f"x vs {self.labels[0].split()[0]}" for _ in self.labels[1:])
+            tuple(f"{label.split()[0]} speed-up" for label in self.labels[1:])
         rows = [head]
         for seg in self.segments:
             span = seg.nodes[0] if len(seg.nodes) == 1 else f"{seg.nodes[0]}..{seg.nodes[-1]} ({len(seg.nodes)})"
@@ -229,7 +230,7 @@ class SideBySide:
                                                 for m, n in zip(seg.ms, seg.steps)) + ratios)
         rows.append(("whole run", "") + tuple(f"{t:.4f}" for t in self.totals) +
                     tuple(f"{self.totals[0] / t:.2f}" if t > 0 else "-" for t in self.totals[1:]))
-        return _format(rows) + "\n(x: how many times faster than the first build; >1 is faster)"
+        return _format(rows) + f"\n(speed-up: {first}'s time / that build's time; above 1 that build is faster)"
 
 
 def side_by_side(profiles: list, unpartitioned, inputs) -> SideBySide:
