@@ -136,14 +136,14 @@ _EXPECTED: dict = {}
 
 def expected_outputs(mod, inputs, key=None):
     """The float64 reference of the unpartitioned `mod` with its error estimates (testing/error_bound.py);
-    the last few are kept by `key` (one scons process checks a model on several configurations)."""
+    kept by `key` (one scons process checks each model on several configurations; outputs are small)."""
     from .testing.error_bound import reference_with_errors
 
     if key is not None and key in _EXPECTED and _EXPECTED[key][0] is mod:
         return _EXPECTED[key][1]
     expected = reference_with_errors(mod, inputs)
     if key is not None:
-        if len(_EXPECTED) >= 2:
+        if len(_EXPECTED) >= 64:
             _EXPECTED.pop(next(iter(_EXPECTED)))
         _EXPECTED[key] = (mod, expected)
     return expected
