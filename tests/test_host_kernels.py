@@ -323,7 +323,69 @@ def _qnn_cases():
     ]
 
 
-CASES = _binary_cases() + _unary_cases() + _nn_cases() + _shape_cases() + _empty_cases() + _qnn_cases()
+def _broad_cases():
+    """The ops of today's models (comparisons, reductions, slicing, resize, transformer ops)."""
+    cases = [Case("power-f32", "power", (Arg((3, 4), F, "positive"), Arg((4,)))),
+             Case("erf", "erf", (Arg((5, 7)),)),
+             Case("hard_sigmoid", "nn.hard_sigmoid", (Arg((4, 6)),), {"alpha": 0.3, "beta": 0.4}),
+             Case("hard_swish", "nn.hard_swish", (Arg((4, 9)),)),
+             Case("gelu", "nn.gelu", (Arg((3, 8)),)),
+             Case("gelu-tanh", "nn.gelu", (Arg((3, 8)),), {"approximate": "tanh"}),
+             Case("logical_not", "logical_not", (Arg((3, 4), B, "bool"),)),
+             Case("where", "where", (Arg((3, 1), B, "bool"), Arg((1, 4)), Arg((3, 4)))),
+             Case("where-i64", "where", (Arg((2, 3), B, "bool"), Arg((2, 3), I64, "ints"), Arg((), I64, "ints")))]
+    for name in ("equal", "less", "greater", "less_equal", "greater_equal"):
+        cases.append(Case(f"{name}-f32", name, (Arg((3, 4), F, "ints"), Arg((4,), F, "ints"))))
+        cases.append(Case(f"{name}-i64", name, (Arg((2, 3), I64, "ints"), Arg((2, 1), I64, "ints"))))
+    cases.append(Case("equal-bool", "equal", (Arg((2, 3), B, "bool"), Arg((3,), B, "bool"))))
+    for name in ("logical_and", "logical_or", "logical_xor"):
+        cases.append(Case(name, name, (Arg((2, 3), B, "bool"), Arg((3,), B, "bool"))))
+    for name in ("sum", "mean", "max", "min", "prod"):
+        kind = "positive" if name == "prod" else "normal"
+        cases += [Case(f"{name}-axes02", name, (Arg((3, 4, 5), F, kind),), {"axis": (0, 2)}),
+                  Case(f"{name}-all-keep", name, (Arg((2, 3), F, kind),), {"keepdims": True}),
+                  Case(f"{name}-none", name, (Arg((2, 3), F, kind),), {"axis": ()}),
+                  Case(f"{name}-i32-last", name, (Arg((4, 5), I32, "ints"),), {"axis": (-1,)})]
+    cases += [Case("max-special", "max", (Arg((4, 6), F, "special"),), {"axis": (1,)}),
+              Case("sum-empty-axis", "sum", (Arg((2, 0, 3)),), {"axis": (1,)}),
+              Case("max-empty-axis", "max", (Arg((2, 0)),), {"axis": (1,), "keepdims": True})]
+    for name in ("argmax", "argmin"):
+        cases += [Case(f"{name}-axis1", name, (Arg((3, 5, 2), F, "ints"),), {"axis": 1}),
+                  Case(f"{name}-last-index", name, (Arg((4, 6), F, "ints"),), {"axis": -1, "keepdims": False,
+                                                                               "select_last_index": True}),
+                  Case(f"{name}-i32", name, (Arg((5, 3), I32, "ints"),)),
+                  Case(f"{name}-special", name, (Arg((3, 7), F, "special"),), {"axis": 1})]
+    cases += [Case("strided_slice", "strided_slice", (Arg((5, 6, 4)),),
+                   {"begin": (1, -1, 0), "end": (4, -100, 4), "strides": (2, -2, 1)}),
+              Case("strided_slice-i64-empty", "strided_slice", (Arg((4, 3), I64, "ints"),),
+                   {"begin": (3, 0), "end": (1, 3), "strides": (1, 1)}),
+              Case("tile", "tile", (Arg((2, 3)),), {"reps": (2, 3)}),
+              Case("tile-bool", "tile", (Arg((3,), B, "bool"),), {"reps": (4,)}),
+              Case("broadcast_to", "broadcast_to", (Arg((3, 1)),), {"shape": (2, 3, 4)}),
+              Case("batch_matmul", "nn.batch_matmul", (Arg((2, 3, 5)), Arg((2, 5, 4)))),
+              Case("batch_matmul-bcast-tb", "nn.batch_matmul", (Arg((2, 1, 3, 5)), Arg((3, 4, 5))),
+                   {"transpose_b": True}),
+              Case("batch_matmul-ta", "nn.batch_matmul", (Arg((2, 5, 3)), Arg((5, 4))), {"transpose_a": True}),
+              Case("layer_norm", "nn.layer_norm", (Arg((2, 3, 8)), Arg((8,)), Arg((8,)))),
+              Case("layer_norm-axis1-bcast", "nn.layer_norm", (Arg((2, 3, 4)), Arg((3, 1)), Arg((4,))),
+                   {"axis": 1, "epsilon": 0.1})]
+    resize = {"size": (1, 2, 7, 9), "scales": (1.0, 1.0, 7 / 4, 9 / 5)}
+    for method in ("nearest", "linear", "cubic"):
+        cases.append(Case(f"resize-{method}", "image.resize", (Arg((1, 2, 4, 5)),), {**resize, "method": method}))
+    cases += [Case("resize-linear-down-antialias-align", "image.resize", (Arg((1, 1, 8, 7)),),
+                   {"size": (1, 1, 3, 4), "scales": (1.0, 1.0, 3 / 8, 4 / 7), "method": "linear", "antialias": True}),
+              Case("resize-crop-extrapolate", "image.resize", (Arg((1, 1, 4, 4)),),
+                   {"size": (1, 1, 3, 3), "scales": (1.0, 1.0, 0.75, 0.75), "method": "linear",
+                    "coordinate_transformation_mode": "tf_crop_and_resize",
+                    "roi": (0, 0, 0.4, -0.3, 1, 1, 1.2, 0.9), "extrapolation_value": 7.5}),
+              Case("resize-nearest-asym-ceil", "image.resize", (Arg((2, 3)),),
+                   {"size": (4, 7), "scales": (2.0, 7 / 3), "coordinate_transformation_mode": "asymmetric",
+                    "nearest_mode": "ceil"})]
+    return cases
+
+
+CASES = (_binary_cases() + _unary_cases() + _nn_cases() + _shape_cases() + _empty_cases() + _qnn_cases()
+         + _broad_cases())
 CASE_BY_ID = {c.id: c for c in CASES}
 
 

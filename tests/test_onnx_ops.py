@@ -404,6 +404,124 @@ add(Case("Gather-opset7-constant-indices", 7, [op("Gather", ["x", "i"], axis=1)]
     Case("Gather-opset13-constant-data-runtime-indices", 13, [op("Gather", ["t", "i"], axis=0)],
          {"i": np.array([2, 0], np.int64)}, {"t": rand(4, 3)}))
 
+# ---- the ops of today's models (comparisons, reductions, slicing, resize, transformer ops) ---------
+
+def _bools(*shape):
+    return RNG.integers(0, 2, shape).astype(bool)
+
+
+def _ints(*shape):
+    return RNG.integers(-3, 4, shape).astype(np.float32)
+
+
+for _op, _versions in (("Equal", (7, 11, 13, 19)), ("Less", (7, 9, 13)), ("Greater", (7, 9, 13)),
+                       ("LessOrEqual", (12, 16)), ("GreaterOrEqual", (12, 16))):
+    for _opset in _versions:
+        add(Case(f"{_op}-opset{_opset}-broadcast", _opset, [op(_op, ["a", "b"])], {"a": _ints(2, 3), "b": _ints(3)}))
+add(Case("Equal-opset13-int64", 13, [op("Equal", ["a", "b"])],
+         {"a": np.array([[1, 2], [3, 4]], np.int64), "b": np.array([1, 4], np.int64)}))
+for _op in ("And", "Or", "Xor"):
+    add(Case(f"{_op}-opset7-broadcast", 7, [op(_op, ["a", "b"])], {"a": _bools(2, 3), "b": _bools(3)}))
+add(Case("Not-opset1", 7, [op("Not", ["a"])], {"a": _bools(3, 4)}))
+for _opset in (9, 16):
+    add(Case(f"Where-opset{_opset}-broadcast", _opset, [op("Where", ["c", "x", "z"])],
+             {"c": _bools(3, 1), "x": rand(1, 4), "z": rand(3, 4)}))
+
+for _op, _versions in (("Neg", (6, 13)), ("Abs", (6, 13)), ("Exp", (6, 13)), ("Erf", (9, 13)),
+                       ("HardSwish", (14, 22))):
+    for _opset in _versions:
+        add(Case(f"{_op}-opset{_opset}", _opset, [op(_op, ["x"])], {"x": rand(3, 5)}))
+for _op in ("Log", "Sqrt", "Reciprocal"):
+    for _opset in (6, 13):
+        add(Case(f"{_op}-opset{_opset}", _opset, [op(_op, ["x"])], {"x": positive(3, 5)}))
+for _opset in (6, 22):
+    add(Case(f"HardSigmoid-opset{_opset}", _opset, [op("HardSigmoid", ["x"], alpha=0.3, beta=0.6)], {"x": rand(4, 5)}))
+add(Case("Gelu-opset20-none", 20, [op("Gelu", ["x"])], {"x": rand(3, 6)}),
+    Case("Gelu-opset20-tanh", 20, [op("Gelu", ["x"], approximate="tanh")], {"x": rand(3, 6)}))
+for _opset in (7, 12, 13, 15):
+    add(Case(f"Pow-opset{_opset}", _opset, [op("Pow", ["x", "e"])], {"x": positive(2, 3), "e": rand(3)}))
+add(Case("Pow-opset15-int-exponent", 15, [op("Pow", ["x", "e"])], {"x": rand(2, 3)},
+         {"e": np.array([2, 3, 0], np.int64)}))
+for _opset in (6, 9, 13, 19, 21, 23, 24, 25, 28):
+    add(Case(f"Cast-opset{_opset}-float-to-int64", _opset, [op("Cast", ["x"], to=onnx.TensorProto.INT64)],
+             {"x": rand(3, 4) * 4}))
+add(Case("Cast-opset13-int32-to-float", 13, [op("Cast", ["x"], to=onnx.TensorProto.FLOAT)],
+         {"x": np.array([1, -2, 7], np.int32)}),
+    Case("Cast-opset13-float-to-bool", 13, [op("Cast", ["x"], to=onnx.TensorProto.BOOL)],
+         {"x": np.array([0.0, 2.5, -1.0], np.float32)}),
+    Case("LayerNormalization-opset17-last", 17, [op("LayerNormalization", ["x", "g", "b"])], {"x": rand(2, 3, 8)},
+         {"g": rand(8), "b": rand(8)}),
+    Case("LayerNormalization-opset17-axis1-stats", 17,
+         [op("LayerNormalization", ["x", "g"], ["y", "mean", "inv"], axis=1, epsilon=0.01)], {"x": rand(2, 3, 4)},
+         {"g": rand(3, 4)}, outputs=("y", "mean", "inv")))
+
+# Reductions: attribute axes, input axes, empty axes with and without noop_with_empty_axes.
+_REDUCE = {"ReduceSum": ((1, 11), (13,)), "ReduceMean": ((1, 11, 13), (18,)), "ReduceProd": ((1, 11, 13), (18,)),
+           "ReduceMax": ((1, 11, 12, 13), (18, 20)), "ReduceMin": ((1, 11, 12, 13), (18, 20)),
+           "ReduceL1": ((1, 11, 13), (18,)), "ReduceL2": ((1, 11, 13), (18,)),
+           "ReduceLogSum": ((1, 11, 13), (18, 28)), "ReduceLogSumExp": ((1, 11, 13), (18, 28)),
+           "ReduceSumSquare": ((1, 11, 13), (18,))}
+for _op, (_attr_versions, _input_versions) in _REDUCE.items():
+    _x = positive(3, 4, 5) if _op in ("ReduceLogSum", "ReduceProd") else rand(3, 4, 5)
+    for _opset in _attr_versions:
+        add(Case(f"{_op}-opset{max(_opset, 7)}-axes-attr", max(_opset, 7), [op(_op, ["x"], axes=[0, -1], keepdims=0)],
+                 {"x": _x}))
+    for _opset in _input_versions:
+        add(Case(f"{_op}-opset{_opset}-axes-input", _opset, [op(_op, ["x", "a"])], {"x": _x}, {"a": i64(1)}))
+    add(Case(f"{_op}-opset{_input_versions[0]}-all-axes", _input_versions[0], [op(_op, ["x"], keepdims=0)], {"x": _x}))
+    add(Case(f"{_op}-opset{_input_versions[0]}-noop", _input_versions[0], [op(_op, ["x"], noop_with_empty_axes=1)],
+             {"x": _x}))
+for _op in ("ArgMax", "ArgMin"):
+    for _opset in (7, 11, 12, 13):
+        add(Case(f"{_op}-opset{_opset}-axis1", _opset, [op(_op, ["x"], axis=1)], {"x": rand(3, 5, 2)}))
+    add(Case(f"{_op}-opset13-last-index", 13, [op(_op, ["x"], axis=-1, keepdims=0, select_last_index=1)],
+             {"x": _ints(4, 6)}))
+
+# Slicing and friends.
+add(Case("Slice-opset7-attrs", 7, [op("Slice", ["x"], starts=[1, -3], ends=[100, -1], axes=[0, 2])],
+         {"x": rand(4, 3, 5)}))
+for _opset in (10, 11, 13):
+    add(Case(f"Slice-opset{_opset}-steps", _opset, [op("Slice", ["x", "s", "e", "a", "t"])], {"x": rand(5, 6)},
+             {"s": i64(4, 1), "e": i64(-100, 6), "a": i64(0, 1), "t": i64(-2, 2)}))
+add(Case("Slice-opset13-int64-max", 13, [op("Slice", ["x", "s", "e"])], {"x": rand(5, 6)},
+         {"s": i64(1), "e": i64(np.iinfo(np.int64).max)}))
+for _opset in (2, 11):
+    add(Case(f"Split-opset{_opset}-attr", _opset, [op("Split", ["x"], ["y", "z"], axis=1, split=[1, 3])],
+             {"x": rand(2, 4)}, outputs=("y", "z")))
+add(Case("Split-opset13-input", 13, [op("Split", ["x", "s"], ["y", "z"])], {"x": rand(5, 2)}, {"s": i64(2, 3)},
+         outputs=("y", "z")),
+    Case("Split-opset13-equal", 13, [op("Split", ["x"], ["y", "z", "w"], axis=-1)], {"x": rand(2, 6)},
+         outputs=("y", "z", "w")),
+    Case("Split-opset18-num-outputs", 18, [op("Split", ["x"], ["y", "z", "w"], num_outputs=3)], {"x": rand(7, 2)},
+         outputs=("y", "z", "w")))
+for _opset in (8, 13):
+    add(Case(f"Expand-opset{_opset}", _opset, [op("Expand", ["x", "s"])], {"x": rand(3, 1)}, {"s": i64(2, 1, 4)}))
+for _opset in (6, 13):
+    add(Case(f"Tile-opset{_opset}", _opset, [op("Tile", ["x", "r"])], {"x": rand(2, 3)}, {"r": i64(2, 2)}))
+add(Case("MatMul-opset13-batched-broadcast", 13, [op("MatMul", ["a", "b"])], {"a": rand(2, 1, 3, 4), "b": rand(5, 4, 2)}))
+
+# Resize and Upsample.
+_SCALES = np.array([1, 1, 2, 1.5], np.float32)
+_NO_ROI = np.zeros(0, np.float32)
+for _opset in (7,):
+    add(Case("Upsample-opset7-nearest", _opset, [op("Upsample", ["x"], scales=[1.0, 1.0, 2.0, 3.0])],
+             {"x": rand(1, 2, 3, 2)}, peer=ORT))
+add(Case("Upsample-opset9-linear", 9, [op("Upsample", ["x", "s"], mode="linear")], {"x": rand(1, 1, 3, 4)},
+         {"s": np.array([1, 1, 2, 2], np.float32)}, peer=ORT),
+    Case("Resize-opset10-nearest", 10, [op("Resize", ["x", "s"])], {"x": rand(1, 2, 3, 4)}, {"s": _SCALES}, peer=ORT))
+for _opset in (11, 13, 18, 19):
+    add(Case(f"Resize-opset{_opset}-linear-half-pixel", _opset, [op("Resize", ["x", "r", "s"], mode="linear")],
+             {"x": rand(1, 2, 3, 4)}, {"s": _SCALES, "r": _NO_ROI}),
+        Case(f"Resize-opset{_opset}-nearest-sizes", _opset, [op("Resize", ["x", "r", "e", "z"], nearest_mode="floor",
+                                                                 coordinate_transformation_mode="asymmetric")],
+             {"x": rand(1, 2, 3, 4)}, {"z": i64(1, 2, 5, 3), "r": _NO_ROI, "e": _NO_ROI}))
+add(Case("Resize-opset13-cubic-align-corners", 13,
+         [op("Resize", ["x", "", "s"], mode="cubic", coordinate_transformation_mode="align_corners")],
+         {"x": rand(1, 1, 4, 4)}, {"s": np.array([1, 1, 0.75, 1.5], np.float32)}),
+    Case("Resize-opset18-linear-antialias-axes", 18, [op("Resize", ["x", "", "s"], mode="linear", antialias=1,
+                                                         axes=[2, 3])],
+         {"x": rand(1, 1, 8, 8)}, {"s": np.array([0.5, 0.375], np.float32)}))
+
 
 def _model(case: Case) -> onnx.ModelProto:
     return make_model(case.nodes, case.inputs, case.outputs, case.inits, case.opset, name=case.id)

@@ -512,6 +512,33 @@ BAD_TYPES = [
     ("maximum-shape", lambda a, b: op.maximum(a, b), [f32(3), f32(2)], ["maximum"]),
     ("minimum-shape", lambda a, b: op.minimum(a, b), [f32(3), f32(2)], ["minimum"]),
     ("relu-bool", lambda a: op.nn.relu(a), [TensorType((2,), "bool")], ["nn.relu"]),
+    ("power-int", lambda a, b: op.power(a, b), [i32(2), i32(2)], ["power", "int32"]),
+    ("erf-int", lambda a: op.erf(a), [i32(2)], ["erf", "int32"]),
+    ("hard-sigmoid-int", lambda a: op.nn.hard_sigmoid(a), [i32(2)], ["nn.hard_sigmoid", "int32"]),
+    ("hard-swish-int", lambda a: op.nn.hard_swish(a), [i32(2)], ["nn.hard_swish", "int32"]),
+    ("gelu-int", lambda a: op.nn.gelu(a), [i32(2)], ["nn.gelu", "int32"]),
+    *[(f"{n}-dtypes", lambda a, b, n=n: getattr(op, n)(a, b), [f32(2), i32(2)], [n, "dtype float32"])
+      for n in ("equal", "less", "greater", "less_equal", "greater_equal")],
+    *[(f"{n}-float", lambda a, b, n=n: getattr(op, n)(a, b), [f32(2), f32(2)], [n, "bool tensor"])
+      for n in ("logical_and", "logical_or", "logical_xor")],
+    ("not-float", lambda a: op.logical_not(a), [f32(2)], ["logical_not", "bool"]),
+    ("where-condition", lambda a, b, c: op.where(a, b, c), [f32(2), f32(2), f32(2)], ["where", "'condition'"]),
+    ("where-shapes", lambda a, b, c: op.where(a, b, c), [TensorType((2,), "bool"), f32(3), f32(2)], ["where", "'x'"]),
+    *[(f"{n}-axis", lambda a, n=n: getattr(op, n)(a, axis=(2,)), [f32(2, 3)], [n, "axis 2"])
+      for n in ("sum", "mean", "max", "min", "prod")],
+    ("sum-repeated-axis", lambda a: op.sum(a, axis=(0, -2)), [f32(2, 3)], ["distinct axes"]),
+    ("argmax-scalar", lambda a: op.argmax(a), [f32()], ["argmax", "at least 1 dimension"]),
+    ("argmin-empty", lambda a: op.argmin(a, axis=1), [f32(2, 0)], ["argmin", "non-empty axis 1"]),
+    ("slice-rank", lambda a: op.strided_slice(a, (0,), (1,), (1,)), [f32(2, 3)], ["strided_slice", "rank 1"]),
+    ("slice-zero-step", lambda a: op.strided_slice(a, (0,), (1,), (0,)), [f32(2)], ["non-zero strides"]),
+    ("tile-reps", lambda a: op.tile(a, (2,)), [f32(2, 3)], ["tile", "2 non-negative repeats"]),
+    ("broadcast-to", lambda a: op.broadcast_to(a, (3, 4)), [f32(2, 1)], ["broadcast_to", "(3, 4)"]),
+    ("batch-matmul-k", lambda a, b: op.nn.batch_matmul(a, b), [f32(2, 3, 4), f32(2, 5, 6)],
+     ["nn.batch_matmul", "inner dimensions"]),
+    ("batch-matmul-batch", lambda a, b: op.nn.batch_matmul(a, b), [f32(2, 3, 4), f32(3, 4, 6)], ["do not broadcast"]),
+    ("layer-norm-gamma", lambda a, b, c: op.nn.layer_norm(a, b, c), [f32(2, 4), f32(3), f32(4)],
+     ["nn.layer_norm", "'gamma'", "(4,)"]),
+    ("resize-rank", lambda a: op.resize(a, (2, 2), (1.0, 1.0)), [f32(2, 2, 2)], ["image.resize", "2-D tensor"]),
 ]
 
 

@@ -72,6 +72,30 @@ OP_MODELS = {
         center=False)[i] for i in range(3)))),
     "nn.softmax": lambda: _single(lambda x: op.nn.softmax(x, axis=1)),
     "nn.lrn": lambda: _single(lambda x: op.nn.lrn(x, size=3, bias=1.0, alpha=0.5, beta=0.5)),
+    "power": lambda: _single(lambda x: op.power(op.abs(x), w(6))),
+    "erf": lambda: _single(op.erf),
+    "nn.hard_sigmoid": lambda: _single(lambda x: op.nn.hard_sigmoid(x, alpha=0.25, beta=0.375)),
+    "nn.hard_swish": lambda: _single(op.nn.hard_swish),
+    "nn.gelu": lambda: _single(lambda x: op.nn.gelu(x, approximate="tanh")),
+    **{name: (lambda name=name: _single(lambda x: op.cast(getattr(op, name)(x, w(6)), "float32")))
+       for name in ("equal", "less", "greater", "less_equal", "greater_equal")},
+    **{name: (lambda name=name: _single(lambda x: op.cast(getattr(op, name)(
+        op.greater(x, w(6)), op.less(x, w(1, 1, 1))), "float32")))
+       for name in ("logical_and", "logical_or", "logical_xor")},
+    "logical_not": lambda: _single(lambda x: op.cast(op.logical_not(op.greater(x, w(6))), "float32")),
+    "where": lambda: _single(lambda x: op.where(op.greater(x, w(6)), x, w(1, 6))),
+    **{name: (lambda name=name: _single(lambda x: getattr(op, name)(x, axis=(1, -1), keepdims=True)))
+       for name in ("sum", "mean", "max", "min", "prod")},
+    "argmax": lambda: _single(lambda x: op.argmax(x, axis=2, keepdims=False, select_last_index=True)),
+    "argmin": lambda: _single(lambda x: op.argmin(x, axis=-1)),
+    "strided_slice": lambda: _single(lambda x: op.strided_slice(x, (0, 1, 5, -1), (1, 4, 0, -100), (1, 2, -2, -1))),
+    "tile": lambda: _single(lambda x: op.tile(x, (1, 2, 1, 3))),
+    "broadcast_to": lambda: _single(lambda x: op.broadcast_to(x, (2, 4, 6, 6))),
+    "nn.batch_matmul": lambda: _single(lambda x: op.nn.batch_matmul(x, w(4, 6, 5), transpose_a=True)),
+    "nn.layer_norm": lambda: _single(lambda x: op.nn.layer_norm(x, w(6, 6), w(6), axis=2, epsilon=1e-3)),
+    "image.resize": lambda: _single(lambda x: op.resize(x, (1, 4, 9, 4), (1.0, 1.0, 1.5, 0.75), method="cubic",
+                                                        coordinate_transformation_mode="align_corners",
+                                                        cubic_coeff_a=-0.5, exclude_outside=True)),
 }
 
 

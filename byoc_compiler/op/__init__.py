@@ -10,6 +10,14 @@ from .elementwise import __all__ as _elementwise
 from . import conv, pool  # noqa: F401 - register nn.conv2d and the pools
 from .shape import *  # noqa: F401,F403
 from .shape import __all__ as _shape
+from .logic import *  # noqa: F401,F403
+from .logic import __all__ as _logic
+from .reduce import *  # noqa: F401,F403
+from .reduce import __all__ as _reduce
+from .slicing import *  # noqa: F401,F403
+from .slicing import __all__ as _slicing
+from .image import resize  # noqa: F401 - image.resize
+from . import batch_matmul as _batch_matmul, layer_norm as _layer_norm  # noqa: F401 - register nn ops
 from . import nn
 from . import qnn  # noqa: F401 - registers the qnn.* ops
 from .describe import describe_ops
@@ -19,4 +27,4 @@ from ..ir import op_table as _op_table
 _op_table.install(_op_table.OpTable(make_call, registry.default_attrs))
 
 __all__ = ["nn", "registry", "Attr", "OpDef", "OpError", "OpTypeError", "all_ops", "get_op_def", "make_call",
-           "describe_ops", *_elementwise, *_shape]
+           "describe_ops", "resize", *_elementwise, *_shape, *_logic, *_reduce, *_slicing]

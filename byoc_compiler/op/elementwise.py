@@ -15,10 +15,10 @@ from .attr_forms import dtype_name
 from .registry import Attr, get_op_def, make_call, register
 from ..ir.types import DTYPES
 from .cast_rule import cast_array
-from .typecheck import ARITH, FLOATS, broadcast_shapes, same_dtype, tensor_arg, tensor_type
+from .typecheck import ARITH, FLOAT, FLOATS, broadcast_shapes, same_dtype, tensor_arg, tensor_type
 
-__all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum",
-           "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "clip", "cast"]
+__all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
+           "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "erf", "clip", "cast"]
 
 
 # ---- binary ---------------------------------------------------------------------------------------
@@ -41,6 +41,11 @@ def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where((a < 0) != (b < 0), -magnitude, magnitude).astype(a.dtype)
 
 
+def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.power(a.astype(np.float64), b.astype(np.float64)).astype(np.float32)
+
+
 _BINARY = {
     "add": np.add,
     "subtract": np.subtract,
@@ -48,10 +53,11 @@ _BINARY = {
     "divide": _divide,
     "maximum": np.maximum,
     "minimum": np.minimum,
+    "power": _power,
 }
 
 # divide: integer division of narrow types is left out (numpy's int8 -128 // -1 semantics are not C's).
-_BINARY_DTYPES = {"divide": (*FLOATS, "int32")}
+_BINARY_DTYPES = {"divide": (*FLOATS, "int32"), "power": FLOAT}
 
 for _name, _fn in _BINARY.items():
     register(_name, ("lhs", "rhs"), infer=_infer_binary(_name, _BINARY_DTYPES.get(_name, ARITH)),
@@ -80,6 +86,11 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _erf(x: np.ndarray) -> np.ndarray:
+    import math
+    return np.vectorize(math.erf, otypes=[np.float64])(x) if x.size else x
+
+
 # name -> (dtypes, reference)
 _UNARY = {
     "negative": (ARITH, lambda args, attrs: np.negative(args[0])),
@@ -90,6 +101,8 @@ _UNARY = {
     "tanh": (FLOATS, _float64(np.tanh)),
     "sigmoid": (FLOATS, _float64(_sigmoid)),
     "nn.relu": (ARITH, lambda args, attrs: np.maximum(args[0], np.zeros((), args[0].dtype))),
+    "erf": (("float32",), _float64(_erf)),
+    "nn.hard_swish": (("float32",), _float64(lambda x: x * np.clip(x / 6.0 + 0.5, 0.0, 1.0))),
 }
 
 for _name, (_dtypes, _ref) in _UNARY.items():
@@ -120,6 +133,28 @@ register("nn.leaky_relu", ("data",), (Attr("alpha", "float", 0.01),),
          doc="data if data > 0 else alpha * data")
 
 
+def _hard_sigmoid_ref(args, attrs):
+    x = args[0].astype(np.float64)
+    return np.clip(attrs.alpha * x + attrs.beta, 0.0, 1.0).astype(np.float32)
+
+
+register("nn.hard_sigmoid", ("data",), (Attr("alpha", "float", 0.2), Attr("beta", "float", 0.5)),
+         infer=_infer_unary("nn.hard_sigmoid", FLOAT), ref=_hard_sigmoid_ref, family="elementwise",
+         doc="max(0, min(1, alpha * data + beta))")
+
+
+def _gelu_ref(args, attrs):
+    x = args[0].astype(np.float64)
+    if attrs.approximate == "tanh":
+        return (0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))).astype(np.float32)
+    return (0.5 * x * (1.0 + _erf(x / np.sqrt(2.0)))).astype(np.float32)
+
+
+register("nn.gelu", ("data",), (Attr("approximate", "str", "none", choices=("none", "tanh")),),
+         infer=_infer_unary("nn.gelu", FLOAT), ref=_gelu_ref, family="elementwise",
+         doc="x * Phi(x) (approximate='tanh': the tanh formula)")
+
+
 def _infer_cast(types, attrs):
     data = tensor_arg("cast", "data", types[0], DTYPES)
     return tensor_type(data.shape, attrs.dtype)
@@ -143,9 +178,9 @@ def _constructor(name: str, inputs: tuple[str, ...]):
     return construct
 
 
-add, subtract, multiply, divide, maximum, minimum = (_constructor(n, ("lhs", "rhs")) for n in _BINARY)
-negative, abs, exp, log, sqrt, tanh, sigmoid = (  # noqa: A001 - Relay's names
-    _constructor(n, ("data",)) for n in ("negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid"))
+add, subtract, multiply, divide, maximum, minimum, power = (_constructor(n, ("lhs", "rhs")) for n in _BINARY)
+negative, abs, exp, log, sqrt, tanh, sigmoid, erf = (  # noqa: A001 - Relay's names
+    _constructor(n, ("data",)) for n in ("negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "erf"))
 
 
 def clip(data, a_min, a_max) -> Call:

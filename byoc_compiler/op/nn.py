@@ -13,7 +13,8 @@ from .registry import Attr, OpTypeError, float_result, make_call, register
 from .typecheck import FLOAT, normalize_axis, shape_text, tensor_arg, tensor_type, tuple_type
 
 __all__ = ["relu", "leaky_relu", "dense", "matmul", "bias_add", "conv2d", "max_pool2d", "avg_pool2d",
-           "global_avg_pool2d", "batch_norm", "softmax", "lrn", "pad", "dropout", "batch_flatten"]
+           "global_avg_pool2d", "batch_norm", "softmax", "lrn", "pad", "dropout", "batch_flatten", "batch_matmul",
+           "layer_norm", "gelu", "hard_sigmoid", "hard_swish"]
 
 
 def _f64(a: np.ndarray) -> np.ndarray:
@@ -247,3 +248,23 @@ def dropout(data, rate=0.5) -> Call:
 def batch_flatten(data) -> Call:
     return make_call("nn.batch_flatten", data)
 
+
+
+def batch_matmul(tensor_a, tensor_b, transpose_a=False, transpose_b=False) -> Call:
+    return make_call("nn.batch_matmul", tensor_a, tensor_b, transpose_a=transpose_a, transpose_b=transpose_b)
+
+
+def layer_norm(data, gamma, beta, axis=-1, epsilon=1e-5) -> Call:
+    return make_call("nn.layer_norm", data, gamma, beta, axis=axis, epsilon=epsilon)
+
+
+def gelu(data, approximate="none") -> Call:
+    return make_call("nn.gelu", data, approximate=approximate)
+
+
+def hard_sigmoid(data, alpha=0.2, beta=0.5) -> Call:
+    return make_call("nn.hard_sigmoid", data, alpha=alpha, beta=beta)
+
+
+def hard_swish(data) -> Call:
+    return make_call("nn.hard_swish", data)

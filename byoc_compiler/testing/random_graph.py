@@ -119,7 +119,7 @@ class Recipe:
 
 
 _REDUCING = {"nn.dense", "nn.matmul", "nn.conv2d", "nn.avg_pool2d", "nn.global_avg_pool2d", "nn.softmax",
-             "nn.lrn", "nn.batch_norm"}
+             "nn.lrn", "nn.batch_norm", "sum", "mean", "prod", "nn.batch_matmul", "nn.layer_norm", "image.resize"}
 
 
 def _const_array(c: Const) -> np.ndarray:
@@ -515,6 +515,142 @@ def _dropout(b, x):
     return b.step("nn.dropout", [x], b.bound(x), rate=0.5)
 
 
+def _compare(op):
+    def make(b, x):
+        if b.dtype(x) != "float32":
+            return None
+        other = b.const(_broadcast_partner(b, x), "float32")
+        cond = b.step(op, [x, other], 1.0)
+        if cond is None:
+            return None
+        return b.step("where", [cond, x, other], max(b.bound(x), 1.0))
+    return make
+
+
+def _logical(op):
+    def make(b, x):
+        if b.dtype(x) != "float32":
+            return None
+        zero = b.const((1,), "float32", 0.0, 0.0)
+        lhs = b.step("greater", [x, zero], 1.0)
+        if op == "logical_not":
+            cond = b.step(op, [lhs], 1.0) if lhs is not None else None
+        else:
+            rhs = b.step("less", [x, b.const(_broadcast_partner(b, x), "float32")], 1.0)
+            cond = b.step(op, [lhs, rhs], 1.0) if lhs is not None and rhs is not None else None
+        return None if cond is None else b.step("where", [cond, x, zero], b.bound(x))
+    return make
+
+
+def _reduce(op):
+    def make(b, x):
+        shape = b.shape(x)
+        if not shape or (op in ("mean", "prod") and b.dtype(x) != "float32"):
+            return None
+        axes = tuple(sorted({int(a) for a in b.rng.integers(0, len(shape), size=int(b.rng.integers(1, 3)))}))
+        axis = None if b.rng.random() < 0.2 else axes
+        count = math.prod(shape if axis is None else [shape[a] for a in axes])
+        bound = {"sum": b.bound(x) * count, "prod": b.bound(x) ** count}.get(op, b.bound(x))
+        if op == "prod" and count > 8:
+            return None
+        return b.step(op, [x], bound, axis=axis, keepdims=bool(b.rng.random() < 0.5))
+    return make
+
+
+def _arg(op):
+    def make(b, x):
+        shape = b.shape(x)
+        if not shape:
+            return None
+        axis = int(b.rng.integers(-len(shape), len(shape)))
+        index = b.step(op, [x], float(shape[axis]), axis=axis, keepdims=bool(b.rng.random() < 0.5),
+                       select_last_index=bool(b.rng.random() < 0.5))
+        return None if index is None else b.step("cast", [index], float(shape[axis]), dtype="float32")
+    return make
+
+
+def _float_unary(op, **attrs):
+    def make(b, x):
+        if b.dtype(x) != "float32":
+            return None
+        bound = {"erf": 1.0, "nn.hard_sigmoid": 1.0}.get(op, b.bound(x))
+        return b.step(op, [x], bound, **attrs)
+    return make
+
+
+def _power(b, x):
+    if b.dtype(x) != "float32":
+        return None
+    bx = b.bound(x)
+    one = b.const((1,), "float32", 1.0, 1.0)
+    base = b.step("add", [b.step("abs", [x], bx), one], bx + 1)
+    exponent = b.const(_broadcast_partner(b, x), "float32", -1.0, 2.0)
+    return None if base is None else b.step("power", [base, exponent], (bx + 1) ** 2)
+
+
+def _strided_slice(b, x):
+    shape = b.shape(x)
+    if not shape:
+        return None
+    begin, end, strides = [], [], []
+    for d in shape:
+        step = int(b.choice((1, 1, 2, -1)))
+        start = int(b.rng.integers(-d, d))
+        begin.append(start)
+        end.append(int(b.choice((d + 5, -d - 5))) if step < 0 else d + 5)
+        strides.append(step)
+    return b.step("strided_slice", [x], b.bound(x), begin=tuple(begin), end=tuple(end), strides=tuple(strides))
+
+
+def _tile(b, x):
+    shape = b.shape(x)
+    reps = tuple(int(b.choice((1, 1, 2, 3))) for _ in shape)
+    return b.step("tile", [x], b.bound(x), reps=reps)
+
+
+def _broadcast_to(b, x):
+    shape = b.shape(x)
+    if len(shape) >= 4:
+        return None
+    target = (int(b.choice((2, 3))),) + tuple(d if d != 1 else int(b.choice((1, 2, 4))) for d in shape)
+    return b.step("broadcast_to", [x], b.bound(x), shape=target)
+
+
+def _batch_matmul(b, x):
+    shape = b.shape(x)
+    if b.dtype(x) != "float32" or len(shape) < 3:
+        return None
+    k, n = shape[-1], b.choice(SMALL_DIMS)
+    tb = bool(b.rng.random() < 0.5)
+    w = b.const(shape[:-2][-1:] + ((n, k) if tb else (k, n)), "float32", -1 / math.sqrt(k), 1 / math.sqrt(k))
+    return b.step("nn.batch_matmul", [x, w], b.bound(x) * math.sqrt(k), transpose_b=tb)
+
+
+def _layer_norm(b, x):
+    shape = b.shape(x)
+    if b.dtype(x) != "float32" or not shape:
+        return None
+    axis = int(b.rng.integers(-len(shape), len(shape)))
+    normalized = shape[axis % len(shape):]
+    gamma, beta = b.const(normalized, "float32"), b.const(normalized[-1:], "float32")
+    size = math.prod(normalized)
+    return b.step("nn.layer_norm", [x, gamma, beta], math.sqrt(size) + 1, axis=axis,
+                  epsilon=float(b.choice((1e-5, 1e-3))))
+
+
+def _resize(b, x):
+    shape = b.shape(x)
+    if b.dtype(x) != "float32" or not shape:
+        return None
+    method = b.choice(("nearest", "linear", "cubic"))
+    scales = tuple(float(b.choice((1.0, 0.5, 2.0, 1.5))) if i >= len(shape) - 2 else 1.0 for i in range(len(shape)))
+    size = tuple(max(1, int(d * s)) for d, s in zip(shape, scales))
+    mode = b.choice(("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"))
+    return b.step("image.resize", [x], b.bound(x) * (2.0 if method == "cubic" else 1.0), size=size,
+                  scales=tuple(n / d for n, d in zip(size, shape)), method=method,
+                  coordinate_transformation_mode=mode)
+
+
 MAKERS: dict[str, Callable] = {
     **{op: _binary(op) for op in ("add", "subtract", "multiply", "divide", "maximum", "minimum")},
     "negative": _unary("negative"), "abs": _unary("abs"), "nn.relu": _unary("nn.relu"),
@@ -527,6 +663,15 @@ MAKERS: dict[str, Callable] = {
     "nn.pad": _pad, "nn.dropout": _dropout, "reshape": _reshape, "transpose": _transpose,
     "concatenate": _concatenate, "squeeze": _squeeze, "expand_dims": _expand_dims,
     "nn.batch_flatten": _batch_flatten, "split": _split, "take": _take, "cast": _cast,
+    **{op: _compare(op) for op in ("equal", "less", "greater", "less_equal", "greater_equal")},
+    **{op: _logical(op) for op in ("logical_and", "logical_or", "logical_xor", "logical_not")},
+    "where": _compare("less"),
+    **{op: _reduce(op) for op in ("sum", "mean", "max", "min", "prod")},
+    "argmax": _arg("argmax"), "argmin": _arg("argmin"),
+    "erf": _float_unary("erf"), "nn.gelu": _float_unary("nn.gelu"), "nn.hard_swish": _float_unary("nn.hard_swish"),
+    "nn.hard_sigmoid": _float_unary("nn.hard_sigmoid", alpha=0.2, beta=0.5), "power": _power,
+    "strided_slice": _strided_slice, "tile": _tile, "broadcast_to": _broadcast_to,
+    "nn.batch_matmul": _batch_matmul, "nn.layer_norm": _layer_norm, "image.resize": _resize,
 }
 
 

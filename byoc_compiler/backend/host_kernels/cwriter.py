@@ -67,6 +67,18 @@ static inline int32_t byoc_wrap_i32(int64_t v) {
   const uint32_t u = (uint32_t)(uint64_t)v;
   return u >= 0x80000000u ? (int32_t)(u - 0x80000000u) - INT32_MAX - 1 : (int32_t)u;
 }"""),
+    # min(max(v, 0), 1) that keeps NaN (numpy's clip does).
+    "byoc_unit_clamp": ((), """static inline double byoc_unit_clamp(double v) {
+  return v < 0.0 ? 0.0 : (v > 1.0 ? 1.0 : v);
+}"""),
+    # x * Phi(x): the exact form with erf, or (approximate) the tanh formula; in double, rounded once.
+    "byoc_gelu_f32": (("math.h",), """static inline float byoc_gelu_f32(float x, int approximate) {
+  const double v = (double)x;
+  if (approximate) {
+    return (float)(0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))));
+  }
+  return (float)(0.5 * v * (1.0 + erf(v * 0.7071067811865476)));
+}"""),
 }
 
 

@@ -16,13 +16,14 @@ from ...ir.attrs import Attrs
 from ...ir.expr import Call, Op, Tuple
 from ...ir.types import TensorType, Type, flatten_type
 from .. import c_abi
-from . import elementwise, nn, qnn, shape
+from . import elementwise, image, nn, qnn, reduce, shape, slicing
 from .cwriter import HELPERS, helper_definition
 
 Rule = Callable[["KernelContext"], str]
 
 # op name -> rule. Every op of the registry has exactly one (tests check it).
-RULES: dict[str, Rule] = {**elementwise.RULES, **nn.RULES, **shape.RULES, **qnn.RULES}
+RULES: dict[str, Rule] = {**elementwise.RULES, **nn.RULES, **shape.RULES, **qnn.RULES, **reduce.RULES,
+                          **slicing.RULES, **image.RULES}
 HELPERS.update(qnn.HELPERS)
 
 # Order matters only for readability of the generated file.

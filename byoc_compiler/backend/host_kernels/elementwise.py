@@ -53,7 +53,15 @@ BINARY: dict[str, dict[str, CExpr]] = {
                 "int32": CExpr("a > b ? a : b")},
     "minimum": {"float32": CExpr("byoc_select_f32((a < b) | (a != a), a, b)", helpers=_SELECT),
                 "int32": CExpr("a < b ? a : b")},
+    "power": {"float32": CExpr("(float)pow((double)a, (double)b)", headers=("math.h",))},
 }
+
+# Comparisons and logical ops: any operand dtype, a bool (uint8_t 0/1) result.
+_COMPARE_OPS = {"equal": "==", "less": "<", "greater": ">", "less_equal": "<=", "greater_equal": ">="}
+for _name, _op in _COMPARE_OPS.items():
+    BINARY[_name] = {dt: CExpr(f"(uint8_t)(a {_op} b)") for dt in ("float32", "int32", "int64", "bool")}
+for _name, _op in {"logical_and": "&", "logical_or": "|", "logical_xor": "^"}.items():
+    BINARY[_name] = {"bool": CExpr(f"(uint8_t)((a != 0) {_op} (b != 0))")}
 
 UNARY: dict[str, dict[str, CExpr]] = {
     "negative": {"float32": CExpr("-x"), "int32": CExpr("(int32_t)(0u - (uint32_t)x)")},
@@ -64,6 +72,14 @@ UNARY: dict[str, dict[str, CExpr]] = {
     "sqrt": {"float32": CExpr("sqrtf(x)", headers=("math.h",))},
     "tanh": {"float32": CExpr("tanhf(x)", headers=("math.h",))},
     "sigmoid": {"float32": CExpr("1.0f / (1.0f + expf(-x))", headers=("math.h",))},
+    "erf": {"float32": CExpr("(float)erf((double)x)", headers=("math.h",))},
+    "logical_not": {"bool": CExpr("(uint8_t)(x == 0)")},
+    # Written with comparisons (not fmin/fmax) so that NaN propagates like numpy's clip.
+    "nn.hard_sigmoid": {"float32": CExpr("(float)byoc_unit_clamp({alpha} * (double)x + {beta})",
+                                         helpers=("byoc_unit_clamp",))},
+    "nn.hard_swish": {"float32": CExpr("(float)((double)x * byoc_unit_clamp((double)x / 6.0 + 0.5))",
+                                       helpers=("byoc_unit_clamp",))},
+    "nn.gelu": {"float32": CExpr("byoc_gelu_f32(x, {approximate})", helpers=("byoc_gelu_f32",))},
     # x < 0 ? 0 : x lets NaN through, like numpy's maximum(x, 0).
     "nn.relu": {"float32": CExpr("byoc_select_f32(x < 0.0f, 0.0f, x)", helpers=_SELECT),
                 "int32": CExpr("x < 0 ? 0 : x")},
@@ -126,6 +142,12 @@ def _entry(table: dict[str, dict[str, CExpr]], name: str, dtype: str) -> CExpr |
     return table[name].get(row)
 
 
+def _attr_text(value) -> str:
+    if isinstance(value, str):           # gelu's approximate: 1 for the tanh formula
+        return "1" if value == "tanh" else "0"
+    return double_literal(value)
+
+
 def _element_rule(table: dict[str, dict[str, CExpr]], name: str):
     def rule(ctx) -> str:
         dtype = ctx.inputs[0].dtype
@@ -136,7 +158,7 @@ def _element_rule(table: dict[str, dict[str, CExpr]], name: str):
             ctx.need(h)
         for h in entry.helpers:
             ctx.use(h)
-        expr = entry.expr.format(**{k: double_literal(v) for k, v in ctx.attrs.items()})
+        expr = entry.expr.format(**{k: _attr_text(v) for k, v in ctx.attrs.items()})
         out = ctx.outputs[0]
         t = work_type(dtype)
         names = ("a", "b") if len(ctx.inputs) == 2 else ("x",)
@@ -240,3 +262,14 @@ RULES = {name: _element_rule(BINARY, name) for name in BINARY}
 RULES.update({name: _element_rule(UNARY, name) for name in UNARY})
 RULES["clip"] = _clip
 RULES["cast"] = _cast
+
+
+def _where(ctx) -> str:
+    out = ctx.outputs[0]
+    strides = {f"in{i}": broadcast_strides(t.shape, out.shape) for i, t in enumerate(ctx.inputs)}
+    strides["out0"] = contiguous_strides(out.shape)
+    return loop_nest(out.shape, strides,
+                     lambda off: f"out0[{off['out0']}] = in0[{off['in0']}] ? in1[{off['in1']}] : in2[{off['in2']}];")
+
+
+RULES["where"] = _where

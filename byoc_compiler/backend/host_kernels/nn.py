@@ -246,7 +246,67 @@ def _lrn(ctx) -> str:
 }}""")
 
 
+def _batch_matmul(ctx) -> str:
+    import numpy as np
+
+    from ...op.batch_matmul import matmul_dims
+
+    a, b = ctx.inputs
+    ta, tb = ctx.attrs.transpose_a, ctx.attrs.transpose_b
+    batch, m, k, n = matmul_dims(a.shape, b.shape, ta, tb)
+    count = size_of(batch)
+    if count * m * n == 0:
+        return ""
+    # Where each batch element's matrices start (broadcast batch dims repeat an operand).
+    offsets = []
+    for operand in (a, b):
+        own = operand.shape[:-2]
+        flat = np.arange(size_of(own), dtype=np.int64).reshape(own) if own else np.zeros((), np.int64)
+        full = np.broadcast_to(flat, batch).ravel() * (operand.shape[-1] * operand.shape[-2])
+        offsets.append(", ".join(L(int(v)) for v in full))
+    a_at = (lambda i: f"x[({i}) * {L(m)} + m]") if ta else (lambda i: f"x[m * {L(k)} + {i}]")
+    b_at = (lambda i: f"w[n * {L(k)} + {i}]") if tb else (lambda i: f"w[({i}) * {L(n)} + n]")
+    inner = flat_loop(m, flat_loop(n, f"""{_dot(a_at, b_at, k)}
+y[m * {L(n)} + n] = (float)((acc[0] + acc[1]) + (acc[2] + acc[3]));""", var="n", indent=0), var="m", indent=0)
+    return f"""  static const int64_t a_offset[{count}] = {{{offsets[0]}}};
+  static const int64_t b_offset[{count}] = {{{offsets[1]}}};
+""" + flat_loop(count, f"""const float* x = in0 + a_offset[bi];
+const float* w = in1 + b_offset[bi];
+float* y = out0 + bi * {L(m * n)};
+{inner}""", var="bi")
+
+
+def _layer_norm(ctx) -> str:
+    ctx.need("math.h")
+    data, gamma, beta = ctx.inputs
+    axis = ctx.attrs.axis % data.ndim
+    outer = size_of(data.shape[:axis])
+    normalized = data.shape[axis:]
+    inner = size_of(normalized)
+    if outer * inner == 0:
+        return ""
+    strides = {"x": contiguous_strides(normalized), "g": broadcast_strides(gamma.shape, normalized),
+               "b": broadcast_strides(beta.shape, normalized)}
+    scale = loop_nest(normalized, strides, lambda off: (
+        f"y[{off['x']}] = (float)(((double)x[{off['x']}] - mean) * inv * (double)in1[{off['g']}] "
+        f"+ (double)in2[{off['b']}]);"), indent=0, prefix="s")
+    return flat_loop(outer, f"""const float* x = in0 + o * {L(inner)};
+float* y = out0 + o * {L(inner)};
+double total = 0.0;
+for (int64_t i = 0; i < {L(inner)}; ++i) total += (double)x[i];
+const double mean = total / {double_literal(float(inner))};
+double squares = 0.0;
+for (int64_t i = 0; i < {L(inner)}; ++i) {{
+  const double d = (double)x[i] - mean;
+  squares += d * d;
+}}
+const double inv = 1.0 / sqrt(squares / {double_literal(float(inner))} + {double_literal(ctx.attrs.epsilon)});
+{scale}""", var="o")
+
+
 RULES = {
+    "nn.batch_matmul": _batch_matmul,
+    "nn.layer_norm": _layer_norm,
     "nn.dense": _dense,
     "nn.matmul": _matmul,
     "nn.bias_add": _bias_add,

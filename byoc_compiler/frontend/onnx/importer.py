@@ -21,6 +21,7 @@ from .context import Context, Node, NodeError
 from .errors import NodeProblem, OnnxImportError, OnnxUnsupportedError
 from .loader import default_opset, describe_source, load_model_proto
 from .table import Converter, resolve, since_version
+from .upgrade import upgrade_if_needed
 
 # ONNX element type -> IR dtype, for model inputs.
 _INPUT_DTYPES = {
@@ -54,7 +55,9 @@ def from_onnx(model, shape: Mapping[str, Sequence[int]] | None = None,
     result the model outputs in order; attr `output_names` records their ONNX names.
     """
     proto = load_model_proto(model)
-    return _GraphImporter(proto, describe_source(model), shape or {}, dtype).run()
+    label = describe_source(model)
+    proto = upgrade_if_needed(proto, label)
+    return _GraphImporter(proto, label, shape or {}, dtype).run()
 
 
 def attribute_value(attr: onnx.AttributeProto):

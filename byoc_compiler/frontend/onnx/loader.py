@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import onnx
+import onnx.defs
 
 from .errors import OnnxImportError
 
@@ -73,7 +74,17 @@ def _parse(data: bytes, label: str) -> onnx.ModelProto:
     return model
 
 
+def check_opset_known(model: onnx.ModelProto, label: str) -> None:
+    """A model whose ai.onnx opset is newer than the installed onnx knows cannot be looked up: say so."""
+    opset, known = default_opset(model), onnx.defs.onnx_opset_version()
+    if opset > known:
+        raise OnnxImportError(f"{label} uses ai.onnx opset {opset}, but the installed onnx {onnx.__version__} "
+                              f"knows opsets up to {known}; upgrade onnx (pip install -U onnx) or export the "
+                              f"model with opset {known} or lower")
+
+
 def _check(model: onnx.ModelProto, label: str) -> None:
+    check_opset_known(model, label)
     try:
         onnx.checker.check_model(model)
     except Exception as exc:  # noqa: BLE001 - ValidationError, and C++ errors surfacing as others

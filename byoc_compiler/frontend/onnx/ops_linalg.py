@@ -87,26 +87,5 @@ def _matmul_shape(a_shape, b_shape) -> tuple[int, ...]:
 
 
 def _batched(ctx: Context, a, a_shape, b, b_shape):
-    """Broadcast batch dims: one 2-D matmul per batch element, picked with take, stacked with concatenate."""
-    batch = _broadcast(a_shape[:-2], b_shape[:-2])
-    m, n = a_shape[-2], b_shape[-1]
-    a3 = ctx.call("reshape", a, newshape=(-1,) + a_shape[-2:])
-    b3 = ctx.call("reshape", b, newshape=(-1,) + b_shape[-2:])
-    pieces = []
-    for index in np.ndindex(*batch):
-        slices = []
-        for operand, shape in ((a3, a_shape), (b3, b_shape)):
-            flat = _source_index(index, shape[:-2])
-            slices.append(ctx.call("take", operand, ctx.const(flat, "int32"), axis=0, mode="clip"))
-        product = ctx.call("nn.matmul", slices[0], slices[1])
-        pieces.append(ctx.call("expand_dims", product, axis=0))
-    stacked = pieces[0] if len(pieces) == 1 else ctx.call("concatenate", pieces, axis=0)
-    return ctx.call("reshape", stacked, newshape=batch + (m, n))
-
-
-def _source_index(index: tuple[int, ...], batch: tuple[int, ...]) -> int:
-    """The flat batch position in an operand of batch shape `batch` that broadcasts to `index`."""
-    if not batch:
-        return 0
-    tail = index[len(index) - len(batch):]
-    return int(np.ravel_multi_index(tuple(i if d != 1 else 0 for i, d in zip(tail, batch)), batch))
+    """Broadcast batch dims: one nn.batch_matmul (a 2-D right operand went to nn.dense above)."""
+    return ctx.call("nn.batch_matmul", a, b)

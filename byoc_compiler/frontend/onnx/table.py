@@ -80,6 +80,12 @@ def resolve(op_type: str, domain: str, opset: int) -> tuple[Converter | None, st
     return conv, ""
 
 
+def implemented_versions(op_type: str) -> tuple[int, ...]:
+    """The since_versions of `op_type` that have a converter (empty when byoc does not import it)."""
+    _load_converters()
+    return tuple(sorted(_TABLE.get(op_type, {})))
+
+
 def supported_ops() -> dict[str, tuple[int, ...]]:
     """ONNX op type -> the since_versions of its definitions that import, sorted by op type."""
     _load_converters()
@@ -89,4 +95,5 @@ def supported_ops() -> dict[str, tuple[int, ...]]:
 def _load_converters() -> None:
     # The converter modules register themselves on import; importing them here keeps the table complete
     # whichever module a caller imported first.
-    from . import ops_elementwise, ops_linalg, ops_nn, ops_quant, ops_tensor  # noqa: F401
+    from . import (ops_compare, ops_elementwise, ops_linalg, ops_math, ops_nn, ops_quant, ops_reduce,  # noqa: F401
+                   ops_resize, ops_slicing, ops_tensor)
