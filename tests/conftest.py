@@ -15,6 +15,10 @@ pytest_plugins = ["matrix_plugin"]
 
 # Real-size models (ResNet-50, MobileNetV2 at 224x224) beyond the default run's one case per target:
 # deselected (not skipped) unless --realsize is given or the -m expression names them (docs/matrix.md).
+# The same for every ONNX conformance case through real builds (onnx_conformance_build).
+HEAVY_MARKERS = ("realsize", "int8", "onnx_conformance_build")
+
+
 def pytest_addoption(parser):
     parser.addoption("--realsize", action="store_true", default=False,
                      help="also run the cases marked realsize (full-size models on every target and toolchain)")
@@ -23,8 +27,9 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
-    for marker in ("realsize", "int8"):   # heavy cases: only when asked for
-        if config.getoption(marker) or marker in (config.getoption("markexpr") or ""):
+    markexpr = config.getoption("markexpr") or ""
+    for marker in HEAVY_MARKERS:   # heavy cases: only when asked for
+        if marker in markexpr or (marker in ("realsize", "int8") and config.getoption(marker)):
             continue
         heavy = [item for item in items if item.get_closest_marker(marker)]
         if heavy:

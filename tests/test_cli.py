@@ -72,9 +72,9 @@ ERRORS = [
     ("dot-into-missing-dir", ["partition", "mlp", "-t", "ccompiler", "--dot", "{tmp}/no/such/dir/x.dot"],
      "x.dot: No such file or directory"),
     ("config-is-a-directory", ["config", "{tmp}"], "is a directory; name the config.toml file in it"),
-    ("ill-typed-text-model", ["partition", "{tmp}/int64.txt", "-t", "ccompiler"],
-     "add at " + "{tmp}/int64.txt:1:37: argument 'lhs' expected float32 or float16 or float64 or int32 "
-     "or int8 or int16 or uint8 or uint16 tensor, found a int64 tensor"),
+    ("ill-typed-text-model", ["partition", "{tmp}/bool.txt", "-t", "ccompiler"],
+     "add at " + "{tmp}/bool.txt:1:36: argument 'lhs' expected float32 or float16 or float64 or int32 "
+     "or int8 or int16 or uint8 or uint16 or int64 tensor, found a bool tensor"),
     ("dynamic-onnx-needs-shape", ["partition", "{tmp}/dynamic.onnx", "-t", "ccompiler"],
      "input 'x' has a dynamic dimension at position 0 ('N'); pass a static shape: from_onnx(model, "
      "shape={'x': (1, 4)}), or `--shape x=1,4` on the command line"),
@@ -99,7 +99,7 @@ def _dynamic_onnx() -> bytes:
 
 # Files the ERRORS rows name as {tmp}/<name>.
 BAD_FILES = {"bad.txt": b"garbage {{{\n", "binary.txt": b"\xff\xfe\x00garbage",
-             "int64.txt": b"def @main(%x: Tensor[(2), int64]) { add(%x, %x) }\n", "dynamic.onnx": _dynamic_onnx()}
+             "bool.txt": b"def @main(%x: Tensor[(2), bool]) { add(%x, %x) }\n", "dynamic.onnx": _dynamic_onnx()}
 
 
 @pytest.mark.parametrize("args,fragment", [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])

@@ -338,6 +338,19 @@ def _broad_cases():
         cases.append(Case(f"{name}-f32", name, (Arg((3, 4), F, "ints"), Arg((4,), F, "ints"))))
         cases.append(Case(f"{name}-i64", name, (Arg((2, 3), I64, "ints"), Arg((2, 1), I64, "ints"))))
     cases.append(Case("equal-bool", "equal", (Arg((2, 3), B, "bool"), Arg((3,), B, "bool"))))
+    cases += [Case("less-f16", "less", (Arg((2, 3), "float16", "ints"), Arg((3,), "float16", "ints"))),
+              Case("greater_equal-u8", "greater_equal", (Arg((4,), "uint8", "bool"), Arg((4,), "uint8", "bool"))),
+              Case("equal-f64", "equal", (Arg((2, 3), "float64", "ints"), Arg((1,), "float64", "ints")))]
+    for name in ("add", "subtract", "multiply", "maximum", "minimum"):
+        cases.append(Case(f"{name}-i64", name, (Arg((3, 4), I64, "ints"), Arg((4,), I64, "ints"))))
+    cases += [Case("divide-i64", "divide", (Arg((3, 4), I64, "ints"), Arg((4,), I64, "nonzero"))),
+              Case("power-f64", "power", (Arg((3,), "float64", "positive"), Arg((3,), "float64"))),
+              Case("sum-f64", "sum", (Arg((3, 4), "float64"),), {"axis": (1,)}),
+              Case("max-bool", "max", (Arg((3, 4), B, "bool"),), {"axis": (0,)}),
+              Case("min-bool-empty", "min", (Arg((0, 4), B, "bool"),), {"axis": (0,)}),
+              Case("argmax-f64", "argmax", (Arg((3, 4), "float64", "ints"),), {"axis": 1}),
+              Case("pad-wrap", "nn.pad", (Arg((3, 4)),), {"pad_width": ((2, 5), (1, 3)), "pad_mode": "wrap"}),
+              Case("where-f16", "where", (Arg((3,), B, "bool"), Arg((3,), "float16"), Arg((3,), "float16")))]
     for name in ("logical_and", "logical_or", "logical_xor"):
         cases.append(Case(name, name, (Arg((2, 3), B, "bool"), Arg((3,), B, "bool"))))
     for name in ("sum", "mean", "max", "min", "prod"):

@@ -39,8 +39,8 @@ def _vi(name, shape, elem=TensorProto.FLOAT):
 def test_every_unsupported_node_listed_in_one_error():
     model = _raw_model(
         [node("Relu", ["x"], ["r"], name="ok_relu"),
-         node("Erf", ["r"], ["e"], name="first_bad"),
-         node("Pad", ["e", "pads"], ["p"], name="wrap_pad", mode="wrap"),
+         node("Hardmax", ["r"], ["e"], name="first_bad"),
+         node("Pad", ["e", "pads"], ["p"], name="wrap_pad", mode="symmetric"),
          node("NonZero", ["p"], ["nz"]),  # unnamed: reported by position and outputs
          node("BatchNormalization", ["p", "s", "b", "m", "v"], ["bn", "rm", "rv"], name="train_bn",
               training_mode=1),
@@ -54,23 +54,32 @@ def test_every_unsupported_node_listed_in_one_error():
     err = info.value
     assert isinstance(err, ByocError)
     reported = [(p.node, p.op_type, p.opset) for p in err.problems]
-    assert reported == [("'first_bad'", "Erf", 19), ("'wrap_pad'", "Pad", 19),
+    assert reported == [("'first_bad'", "Hardmax", 19), ("'wrap_pad'", "Pad", 19),
                         ("#3 (unnamed, outputs 'nz')", "NonZero", 19), ("'train_bn'", "BatchNormalization", 19),
                         ("'custom'", "MyOp", 19)]
     text = str(err)
-    for fragment in ("5 nodes cannot be imported", "op type Erf is not supported", "mode 'wrap'",
+    for fragment in ("5 nodes cannot be imported", "op type Hardmax is not supported", "mode 'symmetric'",
                      "training_mode=1", "domain 'com.vendor'", "opset 19"):
         assert fragment in text
     assert "ok_relu" not in text
 
 
-def test_used_mask_output_is_an_error_unused_is_fine():
-    x = rand(3, 4)
-    used = make_model([node("Dropout", ["x"], ["y", "mask"], name="drop")], {"x": x}, ["y", "mask"], opset=13)
-    with pytest.raises(OnnxUnsupportedError, match=r"'drop' \(Dropout, opset 13\): output 1 \('mask'\)"):
+def test_used_indices_output_is_an_error_unused_is_fine():
+    x = rand(1, 1, 4, 4)
+    used = make_model([node("MaxPool", ["x"], ["y", "idx"], name="pool", kernel_shape=[2, 2])], {"x": x},
+                      ["y", "idx"], opset=13)
+    with pytest.raises(OnnxUnsupportedError, match=r"'pool' \(MaxPool, opset 13\): output 1 \('idx'\)"):
         from_onnx(used)
-    unused = make_model([node("Dropout", ["x"], ["y", "mask"])], {"x": x}, ["y"], opset=13)
-    np.testing.assert_array_equal(run_reference(from_onnx(unused), {"x": x})[0], x)
+    unused = make_model([node("MaxPool", ["x"], ["y", "idx"], kernel_shape=[2, 2])], {"x": x}, ["y"], opset=13)
+    assert run_reference(from_onnx(unused), {"x": x})[0].shape == (1, 1, 3, 3)
+
+
+def test_dropout_mask_is_all_true_at_inference():
+    x = rand(3, 4)
+    model = make_model([node("Dropout", ["x"], ["y", "mask"])], {"x": x}, ["y", "mask"], opset=13)
+    y, mask = run_reference(from_onnx(model), {"x": x})
+    np.testing.assert_array_equal(y, x)
+    assert mask.dtype == np.bool_ and mask.all() and mask.shape == x.shape
 
 
 def test_unsupported_definition_names_the_supported_ones():
@@ -83,7 +92,7 @@ def test_unsupported_definition_names_the_supported_ones():
 
 def test_conversion_problems_are_collected_and_dependents_skipped():
     model = _raw_model(
-        [node("Erf", ["x"], ["erf"], name="static_problem"),
+        [node("Hardmax", ["x"], ["erf"], name="static_problem"),
          node("Relu", ["erf"], ["after_static"], name="skipped"),
          node("Reshape", ["x", "shape_in"], ["r"], name="runtime_shape"),
          node("Relu", ["r"], ["r2"], name="depends_on_failure"),
@@ -164,8 +173,8 @@ def _dynamic_model():
 
 def test_unsupported_nodes_reported_before_dynamic_dims():
     model = _dynamic_model()
-    model.graph.node.append(node("Erf", ["y"], ["e"], name="erf"))
-    with pytest.raises(OnnxUnsupportedError, match="'erf' \\(Erf"):
+    model.graph.node.append(node("Hardmax", ["y"], ["e"], name="erf"))
+    with pytest.raises(OnnxUnsupportedError, match="'erf' \\(Hardmax"):
         from_onnx(model)
 
 
@@ -271,3 +280,25 @@ def test_external_weights_load_from_path_and_missing_file_is_named(tmp_path):
     with pytest.raises(OnnxImportError, match="external weight files cannot be read") as info:
         from_onnx(path)
     assert str(path) in str(info.value)
+
+
+# ---- opsets --------------------------------------------------------------------------------------
+
+def test_opset_newer_than_onnx_knows_is_one_clear_error():
+    known = onnx.defs.onnx_opset_version()
+    model = _raw_model([node("Relu", ["x"], ["y"])], [_vi("x", [2])], [_vi("y", [2])], opset=known + 1)
+    with pytest.raises(OnnxImportError) as info:
+        from_onnx(model)
+    assert f"opset {known + 1}" in str(info.value) and f"knows opsets up to {known}" in str(info.value)
+
+
+def test_old_opset_is_upgraded_with_a_log_line(caplog):
+    # AveragePool-1 predates byoc's converters (7+): the model is converted, and the log says so.
+    x = rand(1, 2, 4, 4)
+    model = _raw_model([node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2])], [_vi("x", [1, 2, 4, 4])],
+                       [_vi("y", [1, 2, 3, 3])], opset=6)
+    with caplog.at_level("INFO", logger="byoc_compiler.frontend.onnx"):
+        mod = from_onnx(model)
+    assert "upgraded from opset 6 to opset 7 with onnx.version_converter" in caplog.text
+    want = np.array([[x[0, c, i:i + 2, j:j + 2].mean() for j in range(3)] for c in range(2) for i in range(3)])
+    np.testing.assert_allclose(run_reference(mod, {"x": x})[0].ravel(), want.ravel(), rtol=1e-6)

@@ -577,7 +577,7 @@ BAD_ATTRS = [
     ("cast-dtype", lambda x: op.cast(x, "bfloat16"), "must be one of float32"),
     ("clip-missing", lambda x: op.make_call("clip", x, a_min=0.0), "'a_max' is required"),
     ("take-mode", lambda x: op.take(x, x, mode="fast"), "'clip', 'wrap'"),
-    ("pad-mode", lambda x: op.nn.pad(x, ((0, 0),), pad_mode="wrap"), "'constant', 'reflect', 'edge'"),
+    ("pad-mode", lambda x: op.nn.pad(x, ((0, 0),), pad_mode="symmetric"), "'constant', 'reflect', 'edge', 'wrap'"),
     ("pad-width-shape", lambda x: op.nn.pad(x, (1, 2)), "(before, after) integer pairs"),
     ("pad-negative", lambda x: op.nn.pad(x, ((0, -1),)), "must not be negative"),
     ("dropout-rate", lambda x: op.nn.dropout(x, rate=1.0), "in [0, 1)"),

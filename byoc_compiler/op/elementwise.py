@@ -43,7 +43,7 @@ def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
-        return np.power(a.astype(np.float64), b.astype(np.float64)).astype(np.float32)
+        return np.power(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
 
 
 _BINARY = {
@@ -57,7 +57,9 @@ _BINARY = {
 }
 
 # divide: integer division of narrow types is left out (numpy's int8 -128 // -1 semantics are not C's).
-_BINARY_DTYPES = {"divide": (*FLOATS, "int32"), "power": FLOAT}
+_BINARY_DTYPES = {"divide": (*FLOATS, "int32", "int64"), "power": ("float32", "float64")}
+for _name in ("add", "subtract", "multiply", "maximum", "minimum"):
+    _BINARY_DTYPES[_name] = (*ARITH, "int64")     # int64: index arithmetic of exported models
 
 for _name, _fn in _BINARY.items():
     register(_name, ("lhs", "rhs"), infer=_infer_binary(_name, _BINARY_DTYPES.get(_name, ARITH)),

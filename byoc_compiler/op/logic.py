@@ -9,13 +9,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.expr import Call
+from ..ir.types import DTYPES
 from .registry import make_call, register
 from .typecheck import broadcast_shapes, same_dtype, tensor_arg, tensor_type
 
 __all__ = ["equal", "less", "greater", "less_equal", "greater_equal", "logical_and", "logical_or",
            "logical_xor", "logical_not", "where"]
 
-COMPARABLE = ("float32", "int32", "int64", "bool")
+COMPARABLE = DTYPES
 BOOL = ("bool",)
 
 COMPARISONS = {

@@ -14,7 +14,7 @@ from .typecheck import normalize_axis, tensor_arg, tensor_type
 
 __all__ = ["sum", "mean", "max", "min", "prod", "argmax", "argmin"]
 
-REDUCIBLE = ("float32", "int32", "int64")
+REDUCIBLE = ("float32", "float64", "int32", "int64")
 REDUCTIONS = ("sum", "mean", "max", "min", "prod")
 
 
@@ -35,8 +35,10 @@ def reduced_shape(shape, axes, keepdims: bool) -> tuple[int, ...]:
 
 
 def _infer_reduce(name):
+    dtypes = (*REDUCIBLE, "bool") if name in ("max", "min") else REDUCIBLE
+
     def infer(types, attrs):
-        data = tensor_arg(name, "data", types[0], REDUCIBLE)
+        data = tensor_arg(name, "data", types[0], dtypes)
         axes = reduce_axes(name, data.ndim, attrs.axis)
         return tensor_type(reduced_shape(data.shape, axes, attrs.keepdims), data.dtype)
     return infer
@@ -53,6 +55,8 @@ def empty_value(name: str, dtype) -> float | int:
         return np.nan
     if dtype.kind == "f":
         return -np.inf if name == "max" else np.inf
+    if dtype.kind == "b":
+        return name == "min"
     info = np.iinfo(dtype)
     return info.min if name == "max" else info.max
 

@@ -252,7 +252,7 @@ def _infer_pad(types, attrs):
         if attrs.pad_mode == "reflect" and max(before, after) > dim - 1:
             raise OpTypeError("nn.pad", "data", f"axis {axis} longer than its reflect padding {max(before, after)}",
                               f"shape {shape_text(data.shape)}")
-        if attrs.pad_mode == "edge" and (before or after) and dim == 0:
+        if attrs.pad_mode in ("edge", "wrap") and (before or after) and dim == 0:
             raise OpTypeError("nn.pad", "data", f"a non-empty axis {axis} to repeat", f"shape {shape_text(data.shape)}")
     shape = tuple(d + b + a for d, (b, a) in zip(data.shape, widths))
     return tensor_type(shape, data.dtype)
@@ -266,7 +266,7 @@ def _pad_ref(args, attrs):
 
 register("nn.pad", ("data",),
          (Attr("pad_width", "int_pairs", check=all_non_negative), Attr("pad_value", "float", 0.0),
-          Attr("pad_mode", "str", "constant", choices=("constant", "reflect", "edge"))),
+          Attr("pad_mode", "str", "constant", choices=("constant", "reflect", "edge", "wrap"))),
          infer=_infer_pad, ref=_pad_ref, family="shape", doc="pad every axis by (before, after)")
 
 

@@ -56,12 +56,15 @@ BINARY: dict[str, dict[str, CExpr]] = {
     "power": {"float32": CExpr("(float)pow((double)a, (double)b)", headers=("math.h",))},
 }
 
-# Comparisons and logical ops: any operand dtype, a bool (uint8_t 0/1) result.
-_COMPARE_OPS = {"equal": "==", "less": "<", "greater": ">", "less_equal": "<=", "greater_equal": ">="}
-for _name, _op in _COMPARE_OPS.items():
-    BINARY[_name] = {dt: CExpr(f"(uint8_t)(a {_op} b)") for dt in ("float32", "int32", "int64", "bool")}
-for _name, _op in {"logical_and": "&", "logical_or": "|", "logical_xor": "^"}.items():
-    BINARY[_name] = {"bool": CExpr(f"(uint8_t)((a != 0) {_op} (b != 0))")}
+# int64 arithmetic (index computations of exported models): wrap-around through uint64_t like int32.
+_WRAP64 = "(int64_t)((uint64_t)a {op} (uint64_t)b)"
+BINARY["add"]["int64"] = CExpr(_WRAP64.format(op="+"))
+BINARY["subtract"]["int64"] = CExpr(_WRAP64.format(op="-"))
+BINARY["multiply"]["int64"] = CExpr(_WRAP64.format(op="*"))
+BINARY["divide"]["int64"] = CExpr("b == -1 ? (int64_t)(0u - (uint64_t)a) : a / b", guard="b == 0",
+                                  error="integer division by zero")
+BINARY["maximum"]["int64"] = CExpr("a > b ? a : b")
+BINARY["minimum"]["int64"] = CExpr("a < b ? a : b")
 
 UNARY: dict[str, dict[str, CExpr]] = {
     "negative": {"float32": CExpr("-x"), "int32": CExpr("(int32_t)(0u - (uint32_t)x)")},
@@ -73,7 +76,6 @@ UNARY: dict[str, dict[str, CExpr]] = {
     "tanh": {"float32": CExpr("tanhf(x)", headers=("math.h",))},
     "sigmoid": {"float32": CExpr("1.0f / (1.0f + expf(-x))", headers=("math.h",))},
     "erf": {"float32": CExpr("(float)erf((double)x)", headers=("math.h",))},
-    "logical_not": {"bool": CExpr("(uint8_t)(x == 0)")},
     # Written with comparisons (not fmin/fmax) so that NaN propagates like numpy's clip.
     "nn.hard_sigmoid": {"float32": CExpr("(float)byoc_unit_clamp({alpha} * (double)x + {beta})",
                                          helpers=("byoc_unit_clamp",))},
@@ -88,7 +90,7 @@ UNARY: dict[str, dict[str, CExpr]] = {
 }
 
 # dtype -> the table row its expressions come from.
-_ROW = {"float32": "float32", "float16": "float32", "float64": "float64", "int32": "int32",
+_ROW = {"float32": "float32", "float16": "float32", "float64": "float64", "int32": "int32", "int64": "int64",
         "int8": "int32", "int16": "int32", "uint8": "int32", "uint16": "int32"}
 
 # double expressions of the float32 rows that need another spelling in float64
@@ -103,6 +105,7 @@ _F64 = {
     "sigmoid": CExpr("1.0 / (1.0 + exp(-x))", headers=("math.h",)),
     "nn.relu": CExpr("x < 0.0 ? 0.0 : x"),
     "nn.leaky_relu": CExpr("x > 0.0 ? x : {alpha} * x"),
+    "power": CExpr("pow(a, b)", headers=("math.h",)),
 }
 
 
@@ -273,3 +276,30 @@ def _where(ctx) -> str:
 
 
 RULES["where"] = _where
+
+# Comparisons and logical ops: operands of any dtype (float16 loaded as float), a bool (0/1) result.
+COMPARE = {"equal": "a == b", "less": "a < b", "greater": "a > b", "less_equal": "a <= b",
+           "greater_equal": "a >= b", "logical_and": "(a != 0) & (b != 0)", "logical_or": "(a != 0) | (b != 0)",
+           "logical_xor": "(a != 0) ^ (b != 0)", "logical_not": "x == 0"}
+
+
+def _compare_rule(name: str):
+    def rule(ctx) -> str:
+        dtype = ctx.inputs[0].dtype
+        out = ctx.outputs[0]
+        t = work_type(dtype)
+        names = ("a", "b") if len(ctx.inputs) == 2 else ("x",)
+        strides = {f"in{i}": broadcast_strides(ti.shape, out.shape) for i, ti in enumerate(ctx.inputs)}
+        strides["out0"] = contiguous_strides(out.shape)
+
+        def body(off):
+            lines = [f"const {t} {n} = {load(ctx, dtype, 'in%d[%s]' % (i, off[f'in{i}']))};"
+                     for i, n in enumerate(names)]
+            lines.append(f"out0[{off['out0']}] = (uint8_t)({COMPARE[name]});")
+            return "\n".join(lines)
+
+        return loop_nest(out.shape, strides, body)
+    return rule
+
+
+RULES.update({name: _compare_rule(name) for name in COMPARE})

@@ -24,6 +24,10 @@ def _split_shapes(shape, axes):
 def _literal(value, dtype: str) -> str:
     if dtype == "float32":
         return float_literal(value)
+    if dtype == "float64":
+        return double_literal(value)
+    if dtype == "bool":
+        return "1" if value else "0"
     return L(int(value), dtype)
 
 
@@ -50,20 +54,19 @@ def _reduction(name: str):
         axes = reduce_axes(name, data.ndim, ctx.attrs.axis)
         count = size_of([data.shape[a] for a in axes])
         t = c_type(dtype)
-        if dtype == "float32":
+        if dtype in ("float32", "float64"):
             ctx.need("math.h")
             if name in ("sum", "mean", "prod"):
                 init = f"double acc = {'1.0' if name == 'prod' else '0.0'};"
                 op = "acc *= (double)in0[{at}];" if name == "prod" else "acc += (double)in0[{at}];"
-                value = f"(float)(acc / {double_literal(float(count))})" if name == "mean" else "(float)acc"
+                value = f"({t})(acc / {double_literal(float(count))})" if name == "mean" else f"({t})acc"
                 if name == "mean" and count == 0:
-                    value = "NAN"
+                    value = f"({t})NAN"
                 return _nest(ctx, init, op, "out0[{out}] = " + value + ";", axes)
             better = ">" if name == "max" else "<"
-            select = ctx.use("byoc_select_f32")
-            init = f"float acc = {float_literal(empty_value(name, dtype))};"
-            op = f"{{{{ const float v = in0[{{at}}]; acc = {select}((v {better} acc) | (v != v) | (acc != acc), " \
-                 "(acc != acc) ? acc : v, acc); }}"
+            init = f"{t} acc = {_literal(empty_value(name, dtype), dtype)};"
+            # NaN wins and stays (numpy's max/min propagate it).
+            op = f"{{{{ const {t} v = in0[{{at}}]; if (acc == acc && ((v {better} acc) || v != v)) acc = v; }}}}"
             return _nest(ctx, init, op, "out0[{out}] = acc;", axes)
         if name in ("sum", "mean", "prod"):
             init = f"uint64_t acc = {'1u' if name == 'prod' else '0u'};"
@@ -89,9 +92,10 @@ def _arg(name: str):
         t = c_type(data.dtype)
         better = ">" if name == "argmax" else "<"
         if ctx.attrs.select_last_index:
-            cond = f"(v {better}= best)" + (" | (v != v)" if data.dtype == "float32" else "")
+            cond = f"(v {better}= best)" + (" | (v != v)" if data.dtype in ("float32", "float64") else "")
         else:
-            cond = f"(v {better} best)" + (" | ((v != v) & (best == best))" if data.dtype == "float32" else "")
+            cond = f"(v {better} best)" + (" | ((v != v) & (best == best))" if data.dtype in ("float32", "float64")
+                                           else "")
         init = f"{t} best = in0[base];\nint64_t index = 0;\nint64_t position = 0;"
         step = f"{{{{ const {t} v = in0[{{at}}]; if (position > 0 && ({cond})) {{{{ best = v; index = position; }}}} " \
                "++position; }}"

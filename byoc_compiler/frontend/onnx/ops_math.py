@@ -1,9 +1,8 @@
 """Unary math and activations (Neg, Abs, Exp, Log, Sqrt, Reciprocal, Erf, Gelu, HardSigmoid,
-HardSwish), Pow, Cast and LayerNormalization."""
+HardSwish), Pow and LayerNormalization (Cast is in ops_elementwise.py)."""
 from __future__ import annotations
 
 import numpy as np
-import onnx
 
 from .context import Context, Node, NodeError
 from .table import converter
@@ -56,33 +55,16 @@ def _gelu(node: Node, ctx: Context):
 @converter("Pow", (7, 12, 13, 15))
 def _pow(node: Node, ctx: Context):
     x, y = node.required(0, "X"), node.required(1, "Y")
-    if ctx.dtype(x) != "float32":
-        raise NodeError(f"Pow of a {ctx.dtype(x)} base is not supported (float32 only)")
-    if ctx.dtype(y) != "float32":
-        y = ctx.call("cast", y, dtype="float32")
-    return [ctx.call("power", x, y)]
-
-
-def onnx_dtype(elem_type: int) -> str | None:
-    """The IR dtype of an ONNX element type, None when the IR has none."""
-    from .importer import _INPUT_DTYPES
-
-    return _INPUT_DTYPES.get(elem_type)
-
-
-# Definition 1 names the type as a string (reached by upgrading); 19 adds `saturate`, which only
-# changes float8 targets; later ones add types.
-@converter("Cast", (6, 9, 13, 19, 21, 23, 24, 25, 28))
-def _cast(node: Node, ctx: Context):
-    x = node.required(0, "input")
-    to = node.attr("to")
-    dtype = onnx_dtype(int(to)) if to is not None else None
-    if dtype is None:
-        name = onnx.TensorProto.DataType.Name(int(to)) if to is not None else "missing"
-        raise NodeError(f"cast to {name} is not supported")
-    if ctx.dtype(x) == dtype:
-        return [x]
-    return [ctx.call("cast", x, dtype=dtype)]
+    dtype = ctx.dtype(x)
+    if dtype in ("float32", "float64"):
+        if ctx.dtype(y) != dtype:
+            y = ctx.call("cast", y, dtype=dtype)
+        return [ctx.call("power", x, y)]
+    if dtype in ("int32", "int64"):
+        # Integer powers in float64 (exact while the result fits 53 bits), truncated back.
+        wide = ctx.call("power", ctx.call("cast", x, dtype="float64"), ctx.call("cast", y, dtype="float64"))
+        return [ctx.call("cast", wide, dtype=dtype)]
+    raise NodeError(f"Pow of a {dtype} base is not supported (float32, float64, int32, int64)")
 
 
 # Mean and InvStdDev (outputs 1 and 2) are computed with reductions; they are dead code unless used.

@@ -1,7 +1,10 @@
-"""Neural-network ONNX ops: Conv and pools (2-D, and 1-D run as 2-D), BatchNormalization, Softmax, LRN, Dropout."""
+"""Neural-network ONNX ops: Conv and pools (2-D; 1-D run as 2-D; 3-D pools as two 2-D pools), BatchNormalization,
+Softmax, LRN, Dropout."""
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from .context import Context, Node, NodeError
 from .table import converter
@@ -99,8 +102,51 @@ def _conv(node: Node, ctx: Context):
 
 # ---- pools ----------------------------------------------------------------------------------------
 
+def _pads_nd(node: Node, sizes, kernel, strides, dilations) -> tuple[list[int], list[int]]:
+    """(begins, ends) of an N-D op's padding, from `pads` or `auto_pad` (as `padding` does for 2-D)."""
+    rank = len(sizes)
+    mode = node.attr("auto_pad", "NOTSET")
+    if mode == "VALID":
+        return [0] * rank, [0] * rank
+    if mode in ("SAME_UPPER", "SAME_LOWER"):
+        begins, ends = [], []
+        for size, k, s, d in zip(sizes, kernel, strides, dilations):
+            total = max(0, (-(-size // s) - 1) * s + (k - 1) * d + 1 - size)
+            small, large = total // 2, total - total // 2
+            begins.append(small if mode == "SAME_UPPER" else large)
+            ends.append(large if mode == "SAME_UPPER" else small)
+        return begins, ends
+    pads = [int(p) for p in node.attr("pads") or [0] * (2 * rank)]
+    if len(pads) != 2 * rank or any(p < 0 for p in pads):
+        raise NodeError(f"attribute pads {pads} must hold {2 * rank} non-negative values")
+    return pads[:rank], pads[rank:]
+
+
+def _pool3d(node: Node, ctx: Context, ir_op: str, x, **extra):
+    """A 3-D pool as two 2-D pools: over (H, W) for every depth slice, then over D. A box window
+    is separable for max and for average (its element count is the product of the axes' counts)."""
+    n, c, d, h, w = ctx.shape(x)
+    kernel = [int(k) for k in node.attr("kernel_shape") or []]
+    if len(kernel) != 3:
+        raise NodeError(f"kernel_shape must have 3 values, got {kernel}")
+    strides = [int(v) for v in node.attr("strides") or [1, 1, 1]]
+    dilations = [int(v) for v in node.attr("dilations") or [1, 1, 1]]
+    begins, ends = _pads_nd(node, (d, h, w), kernel, strides, dilations)
+    ceil = bool(node.attr("ceil_mode", 0))
+    planes = ctx.call(ir_op, ctx.call("reshape", x, newshape=(n, c * d, h, w)), pool_size=tuple(kernel[1:]),
+                      strides=tuple(strides[1:]), dilation=tuple(dilations[1:]),
+                      padding=(begins[1], begins[2], ends[1], ends[2]), ceil_mode=ceil, **extra)
+    oh, ow = ctx.shape(planes)[2:]
+    depth = ctx.call(ir_op, ctx.call("reshape", planes, newshape=(n, c, d, oh * ow)), pool_size=(kernel[0], 1),
+                     strides=(strides[0], 1), dilation=(dilations[0], 1), padding=(begins[0], 0, ends[0], 0),
+                     ceil_mode=ceil, **extra)
+    return [ctx.call("reshape", depth, newshape=(n, c, ctx.shape(depth)[2], oh, ow))]
+
+
 def _pool(node: Node, ctx: Context, ir_op: str, **extra):
     x = node.required(0, "X")
+    if len(ctx.shape(x)) == 5:
+        return _pool3d(node, ctx, ir_op, x, **extra)
     rank = _spatial_rank(ctx, x, "pooling")
     kernel = node.attr("kernel_shape")
     if kernel is None or len(kernel) != rank:
@@ -191,16 +237,21 @@ def _lrn(node: Node, ctx: Context):
                      beta=float(node.attr("beta", 0.75)))]
 
 
-# Dropout is the identity at inference. 7/10 take `ratio` as an attribute; 12+ take ratio and
-# training_mode as optional inputs. The mask output is not produced (outputs=1): using it is an error.
-@converter("Dropout", (7, 10))
+# Dropout is the identity at inference, and its mask (output 1) all true. 7/10 take `ratio` as an
+# attribute; 12+ take ratio and training_mode as optional inputs (training with ratio 0 is the identity too).
+def _dropout(node: Node, ctx: Context, x):
+    return [x, ctx.const(np.ones(ctx.shape(x), bool))]
+
+
+@converter("Dropout", (7, 10), outputs=2)
 def _dropout_attrs(node: Node, ctx: Context):
-    return [node.required(0, "data")]
+    return _dropout(node, ctx, node.required(0, "data"))
 
 
-@converter("Dropout", (12, 13, 22))
+@converter("Dropout", (12, 13, 22), outputs=2)
 def _dropout_inputs(node: Node, ctx: Context):
     training = ctx.constant_input(node, 2, "training_mode")
-    if training is not None and bool(training.ravel()[0]):
-        raise NodeError("training_mode=true is not supported (inference only)")
-    return [node.required(0, "data")]
+    ratio = ctx.constant_input(node, 1, "ratio")
+    if training is not None and bool(training.ravel()[0]) and not (ratio is not None and float(ratio.ravel()[0]) == 0):
+        raise NodeError("training_mode=true with a non-zero ratio is not supported (inference only)")
+    return _dropout(node, ctx, node.required(0, "data"))

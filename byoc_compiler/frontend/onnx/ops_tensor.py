@@ -139,7 +139,7 @@ def _unsqueeze(node: Node, ctx: Context):
 
 # ---- Pad ------------------------------------------------------------------------------------------
 
-_PAD_MODES = ("constant", "reflect", "edge")
+_PAD_MODES = ("constant", "reflect", "edge", "wrap")   # wrap: definition 19
 
 
 def _check_pad(attrs) -> list[str]:
@@ -168,7 +168,7 @@ def _pad_attrs(node: Node, ctx: Context):
     return _pad(node, ctx, list(node.attr("pads")), float(node.attr("value", 0.0)))
 
 
-# 18 adds the optional axes input; 19 adds mode "wrap" (rejected by _check_pad); 21 and later add types.
+# 18 adds the optional axes input; 19 adds mode "wrap"; 21 and later add types.
 @converter("Pad", (11, 13, 18, 19, 21, 23, 24, 25), check=_check_pad)
 def _pad_inputs(node: Node, ctx: Context):
     pads = _ints(ctx.constant_input(node, 1, "pads"))
