@@ -1,7 +1,8 @@
 """ONNX's node conformance cases (onnx.backend.test.case.node), generated in memory, run through byoc.
 
-A case is in scope when every node's op type is one byoc imports (`supported_ops()`) and every graph
-input and output has an element type byoc has a dtype for; the rest are counted, not run.
+A case is in scope when every node's op definition (op type and the since_version its opset selects)
+is one byoc imports (`supported_ops()`) and every graph input and output has an element type byoc
+has a dtype for; the rest are counted, not run.
 
 byoc needs shapes, axes, pads, scales and the like at import time, while many cases pass them as
 graph inputs: `import_case` binds such an input as a constant (an initializer holding the case's own
@@ -48,12 +49,17 @@ def _elem_types(case) -> set[int]:
     return types
 
 
+def _opset(case) -> int:
+    return next((o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+
 def in_scope(case) -> bool:
     from byoc_compiler.frontend.onnx.importer import _INPUT_DTYPES
+    from byoc_compiler.frontend.onnx.table import since_version
 
-    ops = supported_ops()
-    return all(n.op_type in ops and n.domain in ("", "ai.onnx") for n in case.model.graph.node) and \
-        _elem_types(case) <= set(_INPUT_DTYPES)
+    ops, opset = supported_ops(), _opset(case)
+    return all(n.domain in ("", "ai.onnx") and since_version(n.op_type, opset) in ops.get(n.op_type, ())
+               for n in case.model.graph.node) and _elem_types(case) <= set(_INPUT_DTYPES)
 
 
 @functools.lru_cache(maxsize=None)

@@ -350,6 +350,8 @@ def _broad_cases():
               Case("min-bool-empty", "min", (Arg((0, 4), B, "bool"),), {"axis": (0,)}),
               Case("argmax-f64", "argmax", (Arg((3, 4), "float64", "ints"),), {"axis": 1}),
               Case("pad-wrap", "nn.pad", (Arg((3, 4)),), {"pad_width": ((2, 5), (1, 3)), "pad_mode": "wrap"}),
+              Case("batch_matmul-f64", "nn.batch_matmul", (Arg((2, 3, 4), "float64"), Arg((4, 5), "float64"))),
+              Case("softmax-f64", "nn.softmax", (Arg((3, 6), "float64"),)),
               Case("where-f16", "where", (Arg((3,), B, "bool"), Arg((3,), "float16"), Arg((3,), "float16")))]
     for name in ("logical_and", "logical_or", "logical_xor"):
         cases.append(Case(name, name, (Arg((2, 3), B, "bool"), Arg((3,), B, "bool"))))

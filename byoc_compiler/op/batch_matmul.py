@@ -10,7 +10,9 @@ import numpy as np
 
 from ..ir.expr import Call
 from .registry import Attr, OpTypeError, make_call, register
-from .typecheck import FLOAT, shape_text, tensor_arg, tensor_type
+from .typecheck import shape_text, same_dtype, tensor_arg, tensor_type
+
+FLOAT = ("float32", "float64")
 
 __all__ = ["batch_matmul"]
 
@@ -32,6 +34,7 @@ def matmul_dims(a_shape, b_shape, transpose_a: bool, transpose_b: bool):
 def _infer(types, attrs):
     a = tensor_arg("nn.batch_matmul", "tensor_a", types[0], FLOAT)
     b = tensor_arg("nn.batch_matmul", "tensor_b", types[1], FLOAT)
+    same_dtype("nn.batch_matmul", "tensor_b", a, b)
     for name, t in (("tensor_a", a), ("tensor_b", b)):
         if t.ndim < 2:
             raise OpTypeError("nn.batch_matmul", name, "a tensor of at least 2 dimensions",
@@ -50,7 +53,7 @@ def _ref(args, attrs):
         a = np.swapaxes(a, -1, -2)
     if attrs.transpose_b:
         b = np.swapaxes(b, -1, -2)
-    return np.matmul(a, b).astype(np.float32)
+    return np.matmul(a, b).astype(args[0].dtype)
 
 
 register("nn.batch_matmul", ("tensor_a", "tensor_b"),

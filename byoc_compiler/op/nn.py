@@ -131,7 +131,7 @@ register("nn.batch_norm", _BN_INPUTS,
 # ---- softmax / lrn --------------------------------------------------------------------------------
 
 def _infer_softmax(types, attrs):
-    data = tensor_arg("nn.softmax", "data", types[0], FLOAT)
+    data = tensor_arg("nn.softmax", "data", types[0], ("float32", "float64"))
     normalize_axis("nn.softmax", "data", attrs.axis, data.ndim)
     return data
 

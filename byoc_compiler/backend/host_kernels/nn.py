@@ -196,13 +196,14 @@ def _lanes(ctx, body: str) -> str:
     """Loops over every 1-D lane of in0/out0 along attrs.axis; `body` sees the lane as `x`/`y`
     (element l at x[l * inner])."""
     data = ctx.inputs[0]
+    t = "double" if data.dtype == "float64" else "float"
     outer, extent, inner = axis_split(data.shape, ctx.attrs.axis)
     if size_of(data.shape) == 0:
         return ""
     return f"""  for (int64_t o = 0; o < {L(outer)}; ++o) {{
     for (int64_t i = 0; i < {L(inner)}; ++i) {{
-      const float* x = in0 + o * {L(extent * inner)} + i;
-      float* y = out0 + o * {L(extent * inner)} + i;
+      const {t}* x = in0 + o * {L(extent * inner)} + i;
+      {t}* y = out0 + o * {L(extent * inner)} + i;
 {indent_block(body, 3)}
     }}
   }}"""
@@ -211,19 +212,20 @@ def _lanes(ctx, body: str) -> str:
 def _softmax(ctx) -> str:
     ctx.need("math.h")
     _, extent, inner = axis_split(ctx.inputs[0].shape, ctx.attrs.axis)
+    t, exp = ("double", "exp") if ctx.inputs[0].dtype == "float64" else ("float", "expf")
     # Subtract the maximum so exp never overflows; sum in double.
-    return _lanes(ctx, f"""float top = x[0];
+    return _lanes(ctx, f"""{t} top = x[0];
 double total = 0.0;
 for (int64_t l = 1; l < {L(extent)}; ++l) {{
-  const float v = x[l * {L(inner)}];
+  const {t} v = x[l * {L(inner)}];
   if (v > top || v != v) top = v; /* a running maximum rarely changes: the branch predicts well */
 }}
 for (int64_t l = 0; l < {L(extent)}; ++l) {{
-  const float e = expf(x[l * {L(inner)}] - top);
+  const {t} e = {exp}(x[l * {L(inner)}] - top);
   y[l * {L(inner)}] = e;
   total += (double)e;
 }}
-for (int64_t l = 0; l < {L(extent)}; ++l) y[l * {L(inner)}] = (float)((double)y[l * {L(inner)}] / total);""")
+for (int64_t l = 0; l < {L(extent)}; ++l) y[l * {L(inner)}] = ({t})((double)y[l * {L(inner)}] / total);""")
 
 
 def _lrn(ctx) -> str:
@@ -251,7 +253,10 @@ def _batch_matmul(ctx) -> str:
 
     from ...op.batch_matmul import matmul_dims
 
+    from ..c_abi import c_type
+
     a, b = ctx.inputs
+    t = c_type(a.dtype)
     ta, tb = ctx.attrs.transpose_a, ctx.attrs.transpose_b
     batch, m, k, n = matmul_dims(a.shape, b.shape, ta, tb)
     count = size_of(batch)
@@ -267,12 +272,12 @@ def _batch_matmul(ctx) -> str:
     a_at = (lambda i: f"x[({i}) * {L(m)} + m]") if ta else (lambda i: f"x[m * {L(k)} + {i}]")
     b_at = (lambda i: f"w[n * {L(k)} + {i}]") if tb else (lambda i: f"w[({i}) * {L(n)} + n]")
     inner = flat_loop(m, flat_loop(n, f"""{_dot(a_at, b_at, k)}
-y[m * {L(n)} + n] = (float)((acc[0] + acc[1]) + (acc[2] + acc[3]));""", var="n", indent=0), var="m", indent=0)
+y[m * {L(n)} + n] = ({t})((acc[0] + acc[1]) + (acc[2] + acc[3]));""", var="n", indent=0), var="m", indent=0)
     return f"""  static const int64_t a_offset[{count}] = {{{offsets[0]}}};
   static const int64_t b_offset[{count}] = {{{offsets[1]}}};
-""" + flat_loop(count, f"""const float* x = in0 + a_offset[bi];
-const float* w = in1 + b_offset[bi];
-float* y = out0 + bi * {L(m * n)};
+""" + flat_loop(count, f"""const {t}* x = in0 + a_offset[bi];
+const {t}* w = in1 + b_offset[bi];
+{t}* y = out0 + bi * {L(m * n)};
 {inner}""", var="bi")
 
 

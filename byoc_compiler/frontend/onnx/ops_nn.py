@@ -184,17 +184,43 @@ def _check_batch_norm(attrs) -> list[str]:
     problems = []
     if attrs.get("spatial", 1) != 1:
         problems.append("spatial=0 (per-element statistics) is not supported")
-    if attrs.get("training_mode", 0):
-        problems.append("training_mode=1 is not supported (inference only)")
     return problems
 
 
 # 7 has `spatial`, 9 drops it, 14 adds training_mode (and its extra outputs), 15 more types.
-@converter("BatchNormalization", (7, 9, 14, 15), check=_check_batch_norm)
+@converter("BatchNormalization", (7, 9, 14, 15), check=_check_batch_norm, outputs=3)
 def _batch_norm(node: Node, ctx: Context):
     args = [node.required(i, what) for i, what in enumerate(("X", "scale", "B", "mean", "var"))]
-    out = ctx.call("nn.batch_norm", *args, axis=1, epsilon=float(node.attr("epsilon", 1e-5)))
+    eps = float(node.attr("epsilon", 1e-5))
+    if node.since >= 14 and node.attr("training_mode", 0):
+        return _batch_norm_training(node, ctx, *args, eps)
+    if any(name for name in node.output_names[1:]):
+        raise NodeError("the running mean and variance outputs exist only with training_mode=1")
+    out = ctx.call("nn.batch_norm", *args, axis=1, epsilon=eps)
     return [ctx.item(out, 0)]
+
+
+def _batch_norm_training(node: Node, ctx: Context, x, scale, bias, mean, var, eps: float):
+    """training_mode=1: normalize with the batch's own statistics (population variance); outputs 1 and 2
+    are the running statistics updated with `momentum`."""
+    shape = ctx.shape(x)
+    axes = tuple(a for a in range(len(shape)) if a != 1)
+    momentum = float(node.attr("momentum", 0.9))
+    batch_mean = ctx.call("mean", x, axis=axes, keepdims=True)
+    centered = ctx.call("subtract", x, batch_mean)
+    batch_var = ctx.call("mean", ctx.call("multiply", centered, centered), axis=axes, keepdims=True)
+    channel = (1, shape[1]) + (1,) * (len(shape) - 2)
+    inv = ctx.call("divide", ctx.const(1.0, "float32"),
+                   ctx.call("sqrt", ctx.call("add", batch_var, ctx.const(eps, "float32"))))
+    y = ctx.call("add", ctx.call("multiply", ctx.call("multiply", centered, inv),
+                                 ctx.call("reshape", scale, newshape=channel)),
+                 ctx.call("reshape", bias, newshape=channel))
+
+    def running(old, current):
+        flat = ctx.call("reshape", current, newshape=(shape[1],))
+        return ctx.call("add", ctx.call("multiply", old, ctx.const(momentum, "float32")),
+                        ctx.call("multiply", flat, ctx.const(1.0 - momentum, "float32")))
+    return [y, running(mean, batch_mean), running(var, batch_var)]
 
 
 # ---- Softmax --------------------------------------------------------------------------------------

@@ -73,6 +73,10 @@ def _reshape(node: Node, ctx: Context):
         if known == 0 or total % known:
             raise NodeError(f"shape {target} cannot hold the {total} elements of input shape {shape}")
         out[unknown] = total // known
+    if allow_zero and 0 in out and total == 0:
+        # A literal 0 is a dimension of size 0 here, which reshape's newshape cannot say (0 copies a
+        # dimension); every empty tensor of that shape is the result.
+        return [ctx.const(np.zeros(out, dtype=ctx.dtype(x)))]
     if math.prod(out) != total:
         raise NodeError(f"shape {target} ({math.prod(out)} elements) does not fit input shape {shape}")
     return [ctx.call("reshape", x, newshape=tuple(out))]
