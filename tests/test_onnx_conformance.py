@@ -57,6 +57,13 @@ COMPILERS = [cc for cc in ("gcc", "clang") if shutil.which(cc)]
 TARGETS = {"host": (), "ccompiler": ("ccompiler",)}
 
 
+# (case, compiler) -> why its build fails today: strict xfails, so a fix shows up as a failure to delete.
+BUILD_KNOWN_FAILURES = {
+    ("test_qlinearmatmul_2D_int8_float32", "clang"): "host C of the qnn ops defines static helpers it does not "
+                                                     "use (byoc_wrap_i8/i16): clang -Werror -Wunused-function",
+}
+
+
 def _build_params():
     params = []
     for name in _names():
@@ -66,6 +73,9 @@ def _build_params():
         for target in TARGETS:
             for cc in COMPILERS:
                 marks = () if sampled else (pytest.mark.onnx_conformance_build,)
+                known = BUILD_KNOWN_FAILURES.get((name, cc))
+                if known:
+                    marks = (*marks, pytest.mark.xfail(reason=known, strict=True))
                 params.append(pytest.param(name, target, cc, id=f"{name}-{target}-{cc}", marks=marks))
     return params
 

@@ -97,14 +97,14 @@ def test_conversion_problems_are_collected_and_dependents_skipped():
          node("Relu", ["r"], ["r2"], name="depends_on_failure"),
          node("Conv", ["v", "w"], ["c"], name="conv3d"),
          node("Transpose", ["x"], ["t"], name="fine")],
-        [_vi("x", [2, 3]), _vi("shape_in", [2], TensorProto.INT64), _vi("v", [1, 1, 4, 4, 4])],
-        [_vi("r2", [3, 2]), _vi("c", [1, 1, 2, 2, 2]), _vi("t", [3, 2]), _vi("after_static", [2, 3])],
-        [onnx.numpy_helper.from_array(rand(1, 1, 3, 3, 3), "w")])
+        [_vi("x", [2, 3]), _vi("shape_in", [2], TensorProto.INT64), _vi("v", [1, 1, 4, 4, 4, 4])],
+        [_vi("r2", [3, 2]), _vi("c", [1, 1, 2, 2, 2, 2]), _vi("t", [3, 2]), _vi("after_static", [2, 3])],
+        [onnx.numpy_helper.from_array(rand(1, 1, 3, 3, 3, 3), "w")])
     with pytest.raises(OnnxUnsupportedError) as info:
         from_onnx(model)
     assert [p.node for p in info.value.problems] == ["'static_problem'", "'runtime_shape'", "'conv3d'"]
     assert "must be computable at import time" in str(info.value)
-    assert "only 1-D and 2-D convolution" in str(info.value)
+    assert "only 1-D, 2-D and 3-D convolution" in str(info.value)
 
 
 # ---- malformed files ------------------------------------------------------------------------------

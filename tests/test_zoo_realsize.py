@@ -28,7 +28,8 @@ def _ort(name: str, inputs) -> np.ndarray:
 
 
 def test_names_are_documented():
-    assert zoo.onnx_names() == ["resnet50", "mobilenetv2", "resnet50_tiny", "mobilenetv2_tiny"]
+    assert zoo.onnx_names() == ["resnet50", "mobilenetv2", "resnet50_tiny", "mobilenetv2_tiny", "efficientnet_lite",
+                                "efficientnet_lite_tiny", "bert_tiny"]
     assert set(zoo.FULL_SIZE) <= set(zoo.onnx_names())
     assert zoo.all_names() == zoo.names() + zoo.onnx_names()
     assert not set(zoo.names()) & set(zoo.onnx_names())

@@ -129,6 +129,16 @@ def _mobilenetv2(**kw):
     return mobilenetv2(**kw)
 
 
+def _efficientnet_lite(**kw):
+    from .efficientnet import efficientnet_lite
+    return efficientnet_lite(**kw)
+
+
+def _bert_tiny(**kw):
+    from .bert import bert_tiny
+    return bert_tiny(**kw)
+
+
 # name -> (builder of the onnx.ModelProto, one line for `zoo list`). The full-size models are the
 # papers' ImageNet configurations; the _tiny variants keep every layer of the architecture at 1/8
 # (ResNet) or 1/4 (MobileNetV2) of the width and 64x64 input, small enough for qemu-user lanes.
@@ -140,6 +150,12 @@ ONNX_MODELS: dict[str, tuple[Callable[[], object], str]] = {
     "mobilenetv2_tiny": (functools.partial(_mobilenetv2, width=0.25, resolution=64, classes=100,
                                            last_channels=320),
                          "MobileNetV2 0.25, 64x64, 100 classes, last conv 320 wide, 0.2 M weights"),
+    "efficientnet_lite": (_efficientnet_lite, "EfficientNet-lite-style CNN (HardSwish, squeeze-excite gates), "
+                                              "224x224, 1000 classes"),
+    "efficientnet_lite_tiny": (functools.partial(_efficientnet_lite, width=0.25, resolution=64, classes=100,
+                                                 head=320),
+                               "EfficientNet-lite-style at 0.25 width, 64x64, 100 classes"),
+    "bert_tiny": (_bert_tiny, "BERT-tiny-like encoder: 2 layers, hidden 128, 2 heads, sequence 128"),
 }
 
 # The real-size models at full size (benchmarks, the realsize test marker).

@@ -153,7 +153,7 @@ class GraphBuilder:
 
     # ---- the model --------------------------------------------------------------------------------
 
-    def model(self, output: Tensor, output_name: str = "logits"):
+    def model(self, output: Tensor, output_name: str = "logits", opset: int = OPSET):
         """The checked onnx.ModelProto; `output` (made by the last node) is renamed `output_name`."""
         import onnx
         from onnx import numpy_helper
@@ -167,7 +167,7 @@ class GraphBuilder:
             [helper.make_tensor_value_info(t.name, onnx.TensorProto.FLOAT, t.shape) for t in self.inputs],
             [helper.make_tensor_value_info(output_name, onnx.TensorProto.FLOAT, output.shape)],
             [numpy_helper.from_array(v, k) for k, v in self.initializers.items()])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                                   producer_name="byoc_compiler.zoo")
         model.ir_version = min(model.ir_version, 8)     # readable by older onnxruntime releases too
         onnx.checker.check_model(model)

@@ -17,10 +17,29 @@ ELEMENTWISE = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "n
 NN = ("nn.dense", "nn.matmul", "nn.bias_add", "nn.conv2d", "nn.max_pool2d", "nn.avg_pool2d",
       "nn.global_avg_pool2d", "nn.batch_norm")
 SHAPE = ("reshape", "transpose", "concatenate")
-# Not taken, on purpose: nn.lrn, nn.softmax (they stay on the host).
+TRANSFORMER = ("nn.batch_matmul", "nn.gelu")
+# Not taken, on purpose: nn.lrn (it stays on the host); softmax and layer norm only on the last axis.
 
 # The kernel library computes float32 tensors of at most CK_MAX_RANK dims; anything else stays on the host.
-target.supports(*ELEMENTWISE, *NN, *SHAPE, predicate=all_of(float32_only, rank_at_most(MAX_RANK)))
+target.supports(*ELEMENTWISE, *NN, *SHAPE, *TRANSFORMER, predicate=all_of(float32_only, rank_at_most(MAX_RANK)))
+
+
+def _last_axis(call) -> str | None:
+    ndim = call.args[0].checked_type.ndim
+    if call.attrs["axis"] % max(ndim, 1) != ndim - 1:
+        return "the kernel library normalizes along the last axis only"
+    return None
+
+
+def _layer_norm_vectors(call) -> str | None:
+    n = call.args[0].checked_type.shape[-1]
+    if any(tuple(a.checked_type.shape) != (n,) for a in call.args[1:]):
+        return "gamma and beta must be vectors of the last axis' length"
+    return None
+
+
+target.supports("nn.softmax", predicate=all_of(float32_only, _last_axis))
+target.supports("nn.layer_norm", predicate=all_of(float32_only, _last_axis, _layer_norm_vectors))
 
 
 def _conv_bias():

@@ -18,8 +18,9 @@ KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 INCLUDE_DIR = KERNEL_DIR
 HEADER = "byoc_ck.h"
 SOURCES = tuple(KERNEL_DIR / name for name in (
-    "ck_microkernel.c", "ck_gemm.c", "ck_dense.c", "ck_conv2d.c", "ck_elementwise.c", "ck_pool.c", "ck_shape.c"))
-HEADERS = (KERNEL_DIR / HEADER, KERNEL_DIR / "ck_internal.h")
+    "ck_microkernel.c", "ck_gemm.c", "ck_dense.c", "ck_conv2d.c", "ck_elementwise.c", "ck_pool.c", "ck_shape.c",
+    "ck_transformer.c"))
+HEADERS = (KERNEL_DIR / HEADER, KERNEL_DIR / "ck_internal.h", KERNEL_DIR / "ck_transformer.h")
 # Link flags the library needs (expf, sqrtf, ...).
 LDFLAGS = ("-lm",)
 
@@ -92,6 +93,14 @@ FUNCTIONS: dict[str, KernelFunction] = {f.name: f for f in (
         "transpose, any rank up to CK_MAX_RANK"),
     _fn("ck_concatenate", "int32_t num_inputs, const float *const *inputs, const int64_t *sizes, int64_t outer, "
         "int64_t inner, float *out", "concatenate: input i viewed as [outer, sizes[i], inner]"),
+    _fn("ck_batch_matmul_workspace_bytes", "int64_t m, int64_t n, int64_t k", "scratch of ck_batch_matmul", "size_t"),
+    _fn("ck_batch_matmul", "int64_t batch, int64_t m, int64_t n, int64_t k, const float *a, "
+        "const int64_t *a_offsets, int32_t transpose_a, const float *b, const int64_t *b_offsets, "
+        "int32_t transpose_b, float *out, void *workspace", "nn.batch_matmul (broadcast batch as offsets)"),
+    _fn("ck_softmax_rows", "int64_t rows, int64_t n, const float *in, float *out", "nn.softmax on the last axis"),
+    _fn("ck_layer_norm_rows", "int64_t rows, int64_t n, const float *in, const float *gamma, const float *beta, "
+        "float epsilon, float *out", "nn.layer_norm on the last axis"),
+    _fn("ck_gelu", "int64_t n, const float *in, float *out, int32_t approximate", "nn.gelu"),
 )}
 
 # Enum spellings (C identifiers from byoc_ck.h) per Relay op.
@@ -114,6 +123,8 @@ OP_FUNCTIONS = {
     "nn.batch_norm": "ck_batch_norm", "nn.max_pool2d": "ck_max_pool2d", "nn.avg_pool2d": "ck_avg_pool2d",
     "nn.global_avg_pool2d": "ck_global_avg_pool2d", "reshape": "ck_copy", "transpose": "ck_transpose",
     "concatenate": "ck_concatenate",
+    "nn.batch_matmul": "ck_batch_matmul", "nn.softmax": "ck_softmax_rows", "nn.layer_norm": "ck_layer_norm_rows",
+    "nn.gelu": "ck_gelu",
 }
 MAX_RANK = 8  # CK_MAX_RANK: ck_binary / ck_transpose take at most this many dims
 
@@ -170,7 +181,7 @@ def gemm_workspace_bytes(m: int, n: int, k: int) -> int:
     return _ALIGN + 4 * (min(_MC, _round_up(m, _M_QUANTUM)) * kc + kc * min(_NC, _round_up(n, _N_QUANTUM)))
 
 
-dense_workspace_bytes = matmul_workspace_bytes = gemm_workspace_bytes
+dense_workspace_bytes = matmul_workspace_bytes = batch_matmul_workspace_bytes = gemm_workspace_bytes
 
 
 def conv2d_output_hw(p: dict[str, int]) -> tuple[int, int]:
@@ -229,6 +240,11 @@ def workspace_bytes(op: str, arg_shapes, attrs) -> int:
         for dim in data[:-1]:
             m *= dim
         return gemm_workspace_bytes(m, weight[0], data[-1])
+    if op == "nn.batch_matmul":
+        from byoc_compiler.op.batch_matmul import matmul_dims
+
+        _, m, k, n = matmul_dims(arg_shapes[0], arg_shapes[1], attrs["transpose_a"], attrs["transpose_b"])
+        return gemm_workspace_bytes(m, n, k)
     if op == "nn.matmul":
         a, b = arg_shapes[0], arg_shapes[1]
         m, k = (a[1], a[0]) if attrs["transpose_a"] else (a[0], a[1])

@@ -256,6 +256,11 @@ RULES: dict[str, Rule] = {
     "copy": Rule(_copy),           # not an op: region outputs that are inputs, constants or repeats
 }
 
+# The transformer ops (batched matmul, softmax, layer norm, gelu) live in their own file.
+from .rules_transformer import rules as _transformer_rules  # noqa: E402
+
+RULES.update(_transformer_rules(Rule))
+
 # Ops that are views: their output is their input's bytes under another shape (no call at all).
 # op name -> for each output, the index of the input it is a view of.
 VIEWS: dict[str, tuple[int, ...]] = {

@@ -17,11 +17,11 @@ def _check_auto_pad(attrs) -> list[str]:
     return [] if mode in _AUTO_PADS else [f"auto_pad {mode!r} is not one of {', '.join(_AUTO_PADS)}"]
 
 
-def _spatial_rank(ctx: Context, x, what: str) -> int:
-    """1 or 2: how many spatial axes the (N, C, [H,] W) input has."""
+def _spatial_rank(ctx: Context, x, what: str, ranks: str = "1-D and 2-D") -> int:
+    """1 or 2: how many spatial axes the (N, C, [H,] W) input has (3-D convs and pools are handled before)."""
     shape = ctx.shape(x)
     if len(shape) not in (3, 4):
-        raise NodeError(f"only 1-D and 2-D {what} on (N, C, [H,] W) tensors is supported; "
+        raise NodeError(f"only {ranks} {what} on (N, C, [D,] [H,] W) tensors is supported; "
                         f"the input has shape {shape}")
     return len(shape) - 2
 
@@ -82,7 +82,9 @@ def padding(node: Node, rank: int, sizes, kernel, strides, dilations) -> tuple[i
 @converter("Conv", (1, 11, 22), check=_check_auto_pad)
 def _conv(node: Node, ctx: Context):
     x, w, bias = node.required(0, "X"), node.required(1, "W"), node.input(2)
-    rank = _spatial_rank(ctx, x, "convolution")
+    if len(ctx.shape(x)) == 5:
+        return _conv3d(node, ctx, x, w, bias)
+    rank = _spatial_rank(ctx, x, "convolution", "1-D, 2-D and 3-D")
     wshape = ctx.shape(w)
     if len(wshape) != rank + 2:
         raise NodeError(f"the weight W must be {rank + 2}-D (O, I/group, kernel...), got shape {wshape}")
@@ -98,6 +100,51 @@ def _conv(node: Node, ctx: Context):
     if bias is not None:
         out = ctx.call("nn.bias_add", out, bias, axis=1)
     return [_lower_tensor(ctx, out, rank)]
+
+
+def _conv3d(node: Node, ctx: Context, x, w, bias):
+    """A 3-D convolution as 2-D ones: output depth slice od is the sum over the kernel's depth taps kd
+    of conv2d(input depth slice od * stride - pad + kd * dilation, weight slice kd); taps that land in
+    the padding add nothing. Correct, not fast: one conv2d per (output slice, tap)."""
+    n, c, d, h, wd = ctx.shape(x)
+    wshape = ctx.shape(w)
+    if len(wshape) != 5:
+        raise NodeError(f"the weight W must be 5-D (O, I/group, kD, kH, kW), got shape {wshape}")
+    kernel = wshape[2:]
+    strides = [int(v) for v in node.attr("strides") or [1, 1, 1]]
+    dilations = [int(v) for v in node.attr("dilations") or [1, 1, 1]]
+    begins, ends = _pads_nd(node, (d, h, wd), kernel, strides, dilations)
+    out_d = (d + begins[0] + ends[0] - dilations[0] * (kernel[0] - 1) - 1) // strides[0] + 1
+    if out_d < 1:
+        raise NodeError(f"the kernel depth {kernel[0]} does not fit the padded input depth")
+    taps = [ctx.call("squeeze", ctx.call("take", w, ctx.const(np.array([k], np.int32)), axis=2, mode="clip"),
+                     axis=(2,)) for k in range(kernel[0])]
+    slices = {}
+    outs = []
+    for od in range(out_d):
+        total = None
+        for k in range(kernel[0]):
+            z = od * strides[0] - begins[0] + k * dilations[0]
+            if not 0 <= z < d:
+                continue
+            if z not in slices:
+                slices[z] = ctx.call("squeeze", ctx.call("take", x, ctx.const(np.array([z], np.int32)), axis=2,
+                                                         mode="clip"), axis=(2,))
+            part = ctx.call("nn.conv2d", slices[z], taps[k], strides=tuple(strides[1:]),
+                            padding=(begins[1], begins[2], ends[1], ends[2]), dilation=tuple(dilations[1:]),
+                            groups=int(node.attr("group", 1)), channels=wshape[0], kernel_size=tuple(kernel[1:]))
+            total = part if total is None else ctx.call("add", total, part)
+        if total is None:       # every tap lands in the padding: a slice of zeros
+            plane = [(size + b + e - dil * (k - 1) - 1) // st + 1
+                     for size, b, e, dil, k, st in zip((h, wd), begins[1:], ends[1:], dilations[1:], kernel[1:],
+                                                      strides[1:])]
+            outs.append(ctx.const(np.zeros((n, wshape[0], 1, *plane), np.float32)))
+        else:
+            outs.append(ctx.call("expand_dims", total, axis=2))
+    out = outs[0] if len(outs) == 1 else ctx.call("concatenate", outs, axis=2)
+    if bias is not None:
+        out = ctx.call("nn.bias_add", out, bias, axis=1)
+    return [out]
 
 
 # ---- pools ----------------------------------------------------------------------------------------
@@ -147,7 +194,7 @@ def _pool(node: Node, ctx: Context, ir_op: str, **extra):
     x = node.required(0, "X")
     if len(ctx.shape(x)) == 5:
         return _pool3d(node, ctx, ir_op, x, **extra)
-    rank = _spatial_rank(ctx, x, "pooling")
+    rank = _spatial_rank(ctx, x, "pooling", "1-D, 2-D and 3-D")
     kernel = node.attr("kernel_shape")
     if kernel is None or len(kernel) != rank:
         raise NodeError(f"kernel_shape must have {rank} values, got {kernel}")

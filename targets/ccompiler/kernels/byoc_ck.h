@@ -163,4 +163,6 @@ int32_t ck_concatenate(int32_t num_inputs, const float *const *inputs, const int
 }
 #endif
 
+#include "ck_transformer.h"   /* batched matmul, softmax, layer norm, gelu */
+
 #endif /* BYOC_CK_H_ */

@@ -1,0 +1,83 @@
+"""ccompiler rules of the transformer ops: batched matmul, softmax and layer norm on the last axis, gelu.
+
+Same shape as rules.py's table (op name -> Rule); rules.py merges RULES in. The op table
+(__init__.py) takes softmax and layer norm only along the last axis, so each call is a [rows, n]
+kernel call.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from byoc_compiler.op.batch_matmul import matmul_dims
+
+from . import kernels
+from .c_text import float_literal, int64_array, int_literal
+
+
+def _prod(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n
+
+
+def batch_matmul_dims(step):
+    a, b = step.ins
+    return matmul_dims(a.type.shape, b.type.shape, step.attrs["transpose_a"], step.attrs["transpose_b"])
+
+
+def _offsets(shape, batch) -> list[int]:
+    """Where each batch element's matrix starts in an operand whose batch dims broadcast to `batch`."""
+    own = tuple(shape[:-2])
+    flat = np.arange(_prod(own), dtype=np.int64).reshape(own) if own else np.zeros((), np.int64)
+    return [int(v) * int(shape[-1]) * int(shape[-2]) for v in np.broadcast_to(flat, batch).ravel()]
+
+
+def _batch_matmul(step):
+    a, b = step.ins
+    batch, m, k, n = batch_matmul_dims(step)
+    decls = [int64_array("a_offsets", _offsets(a.type.shape, batch) or [0]),
+             int64_array("b_offsets", _offsets(b.type.shape, batch) or [0])]
+    return decls, (f"ck_batch_matmul({int_literal(_prod(batch))}, {int_literal(m)}, {int_literal(n)}, "
+                   f"{int_literal(k)}, {a.ptr}, a_offsets, {int(bool(step.attrs['transpose_a']))}, {b.ptr}, "
+                   f"b_offsets, {int(bool(step.attrs['transpose_b']))}, {step.outs[0].ptr}, {step.scratch_ptr})")
+
+
+def _mnk(step):
+    _, m, k, n = batch_matmul_dims(step)
+    return m, n, k
+
+
+def _rows(step):
+    shape = step.ins[0].type.shape
+    return _prod(shape[:-1]), int(shape[-1])
+
+
+def _softmax(step):
+    rows, n = _rows(step)
+    return [], f"ck_softmax_rows({int_literal(rows)}, {int_literal(n)}, {step.ins[0].ptr}, {step.outs[0].ptr})"
+
+
+def _layer_norm(step):
+    rows, n = _rows(step)
+    x, gamma, beta = step.ins
+    return [], (f"ck_layer_norm_rows({int_literal(rows)}, {int_literal(n)}, {x.ptr}, {gamma.ptr}, {beta.ptr}, "
+                f"{float_literal(step.attrs['epsilon'])}, {step.outs[0].ptr})")
+
+
+def _gelu(step):
+    approximate = int(step.attrs["approximate"] == "tanh")
+    return [], (f"ck_gelu({int_literal(step.outs[0].type.size)}, {step.ins[0].ptr}, {step.outs[0].ptr}, "
+                f"{approximate})")
+
+
+def rules(Rule) -> dict:
+    """The table, built with rules.py's Rule class (passed in: rules.py imports this module)."""
+    return {
+        "nn.batch_matmul": Rule(_batch_matmul, lambda step: kernels.batch_matmul_workspace_bytes(*_mnk(step)),
+                                lambda step: "ck_batch_matmul_workspace_bytes("
+                                             + ", ".join(int_literal(v) for v in _mnk(step)) + ")"),
+        "nn.softmax": Rule(_softmax, inplace=(0,)),
+        "nn.layer_norm": Rule(_layer_norm, inplace=(0,)),
+        "nn.gelu": Rule(_gelu, inplace=(0,)),
+    }
