@@ -36,7 +36,8 @@ def test_targets_lists_builtin_targets_with_flags():
 
 
 @pytest.mark.parametrize("name,ops_in,ops_out", [
-    ("ccompiler", ["add", "nn.conv2d", "nn.batch_norm", "concatenate", "nn.matmul", "clip"], ["nn.lrn", "nn.softmax"]),
+    ("ccompiler", ["add", "nn.conv2d", "nn.batch_norm", "concatenate", "nn.matmul", "clip", "nn.softmax"],
+     ["nn.lrn", "take"]),
     ("examplejson", ["add", "nn.conv2d", "nn.softmax", "reshape"], ["nn.lrn", "nn.batch_norm"]),
 ])
 def test_declared_op_support(name, ops_in, ops_out):
