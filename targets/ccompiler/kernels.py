@@ -192,13 +192,14 @@ def conv2d_output_hw(p: dict[str, int]) -> tuple[int, int]:
 
 def conv2d_workspace_bytes(p: dict[str, int]) -> int:
     """Bytes of scratch ck_conv2d needs: with one input channel per group (direct kernels) 0, or for
-    3x3 (no dilation, stride_w 1 or 2) a zero-bordered copy of one input plane."""
+    3x3 (no dilation, stride_w 1 or 2) a zero-bordered copy of one input plane and as much again for
+    the flat pass over narrow stride-1 planes."""
     per_group_in = p["channels"] // p["groups"]
     if per_group_in == 1:
         dw3x3 = (p["kernel_h"], p["kernel_w"], p["dilation_h"], p["dilation_w"]) == (3, 3, 1, 1) and \
             p["stride_w"] in (1, 2)
         padded = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
-        return _ALIGN + 4 * padded if dw3x3 else 0
+        return _ALIGN + 2 * 4 * padded if dw3x3 else 0
     oh, ow = conv2d_output_hw(p)
     return gemm_workspace_bytes(p["out_channels"] // p["groups"], oh * ow, per_group_in * p["kernel_h"] * p["kernel_w"])
 

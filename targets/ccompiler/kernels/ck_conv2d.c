@@ -43,12 +43,16 @@ static int64_t ck_padded_plane_floats(const ck_conv2d_params *p) {
   return (p->height + p->pad_top + p->pad_bottom) * (p->width + p->pad_left + p->pad_right);
 }
 
+/* Stride 1 over narrow rows: one flat pass over the whole plane in padded coordinates (the two
+ * columns past each row's end are computed and dropped), so short rows still fill vectors. */
+#define CK_DW_FLAT_BELOW 32
+
 size_t ck_conv2d_workspace_bytes(const ck_conv2d_params *p) {
   int64_t oh, ow, cg;
   if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return 0;
   cg = p->channels / p->groups;
   if (cg == 1) /* direct kernels; the 3x3 one reads a zero-bordered copy of the plane */
-    return ck_is_dw3x3(p) ? CK_ALIGN + sizeof(float) * (size_t)ck_padded_plane_floats(p) : 0;
+    return ck_is_dw3x3(p) ? CK_ALIGN + 2 * sizeof(float) * (size_t)ck_padded_plane_floats(p) : 0;
   return ck_gemm_workspace_bytes(p->out_channels / p->groups, oh * ow, cg * p->kernel_h * p->kernel_w);
 }
 
@@ -95,9 +99,15 @@ static void ck_pad_plane(const ck_conv2d_params *p, const float *in, float *rest
  * zero-bordered copy of its input plane. */
 static void ck_dw3x3_plane(const ck_conv2d_params *p, int64_t oh_n, int64_t ow_n, const float *padded,
                            const float *w, float bias, int32_t activation, float *restrict out,
-                           ck_dw3x3_row_fn row_fn) {
+                           ck_dw3x3_row_fn row_fn, float *restrict flat) {
   const int64_t pw = p->width + p->pad_left + p->pad_right;
   int64_t oh;
+  if (p->stride_h == 1 && p->stride_w == 1 && ow_n < CK_DW_FLAT_BELOW) {
+    /* flat[t] for t = oh * pw + x reads padded[t + i * pw + j]: in bounds as ow_n = pw - 2 */
+    row_fn((oh_n - 1) * pw + ow_n, 1, padded, padded + pw, padded + 2 * pw, w, bias, activation, flat);
+    for (oh = 0; oh < oh_n; ++oh) memcpy(out + oh * ow_n, flat + oh * pw, (size_t)ow_n * sizeof(float));
+    return;
+  }
   for (oh = 0; oh < oh_n; ++oh) {
     const float *r0 = padded + oh * p->stride_h * pw;
     row_fn(ow_n, p->stride_w, r0, r0 + pw, r0 + 2 * pw, w, bias, activation, out + oh * ow_n);
@@ -174,7 +184,8 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
         for (o = 0; o < og; ++o) {
           const float b = bias != NULL ? bias[g * og + o] : 0.0f;
           if (row_fn != NULL)
-            ck_dw3x3_plane(p, oh, ow, padded, w_g + o * kdim, b, activation, out_g + o * pixels, row_fn);
+            ck_dw3x3_plane(p, oh, ow, padded, w_g + o * kdim, b, activation, out_g + o * pixels, row_fn,
+                           padded + ck_padded_plane_floats(p));
           else
             ck_conv_direct_plane(p, oh, ow, in_g, w_g + o * kdim, b, activation, out_g + o * pixels);
         }
