@@ -15,6 +15,7 @@ MARKERS = {
     "host": "matrix case without partitioning (everything as host C)",
     "ccompiler": "matrix case partitioned for the ccompiler target",
     "examplejson": "matrix case partitioned for the examplejson target",
+    "dnnl": "matrix case partitioned for the dnnl target (oneDNN; x86-64 toolchains only)",
     "qemu": "matrix case whose runner runs under qemu-user",
     "sanitizer": "matrix case built with ASan/UBSan",
 }
@@ -103,3 +104,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if rows:
         terminalreporter.write_sep("=", "byoc matrix summary")
         terminalreporter.write_line(h.summarize(rows))
+        for why, pairs in h.exclusions(cfg or h.load_config()).items():
+            terminalreporter.write_line(f"not built: {', '.join(pairs)}: {why}")
