@@ -87,12 +87,34 @@ static void ck_conv_direct_plane(const ck_conv2d_params *p, int64_t oh_n, int64_
   }
 }
 
-/* The input plane into the zero-bordered copy (its border is zeroed once per call). */
+/* Floats from a padded row's start to its odd columns: stride 2 stores each padded row as its even
+ * columns, then its odd ones (0: stride 1, rows as they are). */
+static int64_t ck_odd_offset(const ck_conv2d_params *p) {
+  return p->stride_w == 2 ? (p->width + p->pad_left + p->pad_right + 1) / 2 : 0;
+}
+
+/* The input plane into the zero-bordered copy (its top and bottom rows are zeroed once per call). */
 static void ck_pad_plane(const ck_conv2d_params *p, const float *in, float *restrict padded) {
-  const int64_t pw = p->width + p->pad_left + p->pad_right;
-  int64_t y;
-  for (y = 0; y < p->height; ++y)
-    memcpy(padded + (y + p->pad_top) * pw + p->pad_left, in + y * p->width, (size_t)p->width * sizeof(float));
+  const int64_t pw = p->width + p->pad_left + p->pad_right, pl = p->pad_left, w = p->width;
+  const int64_t odd = ck_odd_offset(p);
+  int64_t y, k;
+  for (y = 0; y < p->height; ++y) {
+    float *restrict row = padded + (y + p->pad_top) * pw;
+    const float *restrict src = in + y * w;
+    if (odd == 0) {
+      memcpy(row + pl, src, (size_t)w * sizeof(float));
+      continue;
+    }
+    /* padded column c = 2k (+1) is src[c - pl] inside [pl, pl + w), zero outside */
+    for (k = 0; k < odd; ++k) {
+      const int64_t c = 2 * k - pl;
+      row[k] = c >= 0 && c < w ? src[c] : 0.0f;
+    }
+    for (k = 0; k < pw - odd; ++k) {
+      const int64_t c = 2 * k + 1 - pl;
+      row[odd + k] = c >= 0 && c < w ? src[c] : 0.0f;
+    }
+  }
 }
 
 /* One output plane of a 3x3 one-input-channel convolution (stride_w 1 or 2, no dilation) from the
@@ -104,13 +126,13 @@ static void ck_dw3x3_plane(const ck_conv2d_params *p, int64_t oh_n, int64_t ow_n
   int64_t oh;
   if (p->stride_h == 1 && p->stride_w == 1 && ow_n < CK_DW_FLAT_BELOW) {
     /* flat[t] for t = oh * pw + x reads padded[t + i * pw + j]: in bounds as ow_n = pw - 2 */
-    row_fn((oh_n - 1) * pw + ow_n, 1, padded, padded + pw, padded + 2 * pw, w, bias, activation, flat);
+    row_fn((oh_n - 1) * pw + ow_n, 0, padded, padded + pw, padded + 2 * pw, w, bias, activation, flat);
     for (oh = 0; oh < oh_n; ++oh) memcpy(out + oh * ow_n, flat + oh * pw, (size_t)ow_n * sizeof(float));
     return;
   }
   for (oh = 0; oh < oh_n; ++oh) {
     const float *r0 = padded + oh * p->stride_h * pw;
-    row_fn(ow_n, p->stride_w, r0, r0 + pw, r0 + 2 * pw, w, bias, activation, out + oh * ow_n);
+    row_fn(ow_n, ck_odd_offset(p), r0, r0 + pw, r0 + 2 * pw, w, bias, activation, out + oh * ow_n);
   }
 }
 

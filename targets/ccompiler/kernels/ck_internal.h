@@ -78,8 +78,10 @@ typedef void (*ck_micro_fn)(int64_t kc, const float *ap, int64_t as, const float
 /* c[j] = a . b[j * cs .. j * cs + k) for j < n: batch-1 dense, rows of the weight read once. */
 typedef void (*ck_gemv_dot_fn)(int64_t n, int64_t k, const float *a, const float *b, int64_t cs, float *c);
 /* One output row of a 3x3 depthwise convolution, all taps inside the input:
- * out[x] = activation(bias + sum over (i, j) of w[3i + j] * rows[i][stride * x + j]), x < n; stride 1 or 2. */
-typedef void (*ck_dw3x3_row_fn)(int64_t n, int64_t stride, const float *r0, const float *r1, const float *r2,
+ * out[x] = activation(bias + sum over (i, j) of w[3i + j] * rows[i](stride * x + j)), x < n, where
+ * rows[i](c) is r_i[c] for stride 1 (odd == 0), and for stride 2 r_i[c / 2] for even c and
+ * r_i[odd + c / 2] for odd c (rows stored as their even columns, then their odd ones). */
+typedef void (*ck_dw3x3_row_fn)(int64_t n, int64_t odd, const float *r0, const float *r1, const float *r2,
                                 const float *w, float bias, int32_t activation, float *out);
 typedef struct {
   const char *name;

@@ -13,23 +13,24 @@
 #include "ck_internal.h"
 
 /* One output row of a 3x3 depthwise convolution: plain loops over x that the compiler vectorizes
- * (one pass, nine taps in registers; stride 2 gets its own loop so the loads have a constant stride). */
+ * (one pass, nine taps in registers). Stride 2 reads rows split into even and odd columns (the odd
+ * ones `odd` floats on), so every load is unit-stride too. */
 #define CK_DEFINE_DW3X3_ROW(NAME)                                                                     \
-  static void NAME(int64_t n, int64_t stride, const float *restrict r0, const float *restrict r1,     \
+  static void NAME(int64_t n, int64_t odd, const float *restrict r0, const float *restrict r1,        \
                    const float *restrict r2, const float *restrict w, float bias, int32_t activation,  \
                    float *restrict out) {                                                          \
     const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], \
                 w8 = w[8];                                                                          \
     int64_t x;                                                                                      \
-    if (stride == 1) {                                                                              \
+    if (odd == 0) {                                                                                 \
       for (x = 0; x < n; ++x)                                                                       \
         out[x] = bias + w0 * r0[x] + w1 * r0[x + 1] + w2 * r0[x + 2] + w3 * r1[x] + w4 * r1[x + 1] +  \
                  w5 * r1[x + 2] + w6 * r2[x] + w7 * r2[x + 1] + w8 * r2[x + 2];                      \
     } else {                                                                                        \
+      const float *restrict o0 = r0 + odd, *restrict o1 = r1 + odd, *restrict o2 = r2 + odd;         \
       for (x = 0; x < n; ++x)                                                                       \
-        out[x] = bias + w0 * r0[2 * x] + w1 * r0[2 * x + 1] + w2 * r0[2 * x + 2] + w3 * r1[2 * x] +   \
-                 w4 * r1[2 * x + 1] + w5 * r1[2 * x + 2] + w6 * r2[2 * x] + w7 * r2[2 * x + 1] +      \
-                 w8 * r2[2 * x + 2];                                                                \
+        out[x] = bias + w0 * r0[x] + w1 * o0[x] + w2 * r0[x + 1] + w3 * r1[x] + w4 * o1[x] +          \
+                 w5 * r1[x + 1] + w6 * r2[x] + w7 * o2[x] + w8 * r2[x + 1];                         \
     }                                                                                               \
     if (activation == CK_ACT_RELU) {                                                                \
       for (x = 0; x < n; ++x) out[x] = out[x] > 0.0f ? out[x] : 0.0f;                               \
