@@ -46,7 +46,11 @@ MODEL_SETS: dict[str, list[str]] = {
 TARGETS: dict[str, str] = {
     "ccompiler": "ccompiler",
     "host": "host",
+    "dnnl": "dnnl",
 }
+# Targets whose runtime runs threads (oneDNN: OpenMP in Debian's build): their runner is timed with
+# OMP_NUM_THREADS=1 against onnxruntime's 1 thread and with OMP_NUM_THREADS=2 against its 2 threads.
+THREADED_TARGETS = {"dnnl"}
 
 # One build measured in a wrapper process, so that RUSAGE_CHILDREN covers that build alone.
 _WRAPPER = ("import resource, subprocess, sys, time\n"
@@ -69,6 +73,7 @@ class Row:
     ort1_ms: float
     ort2_ms: float
     margin: float | None = None
+    run2_ms: float | None = None       # threaded targets: the run at 2 threads (run_ms is at 1)
 
     @property
     def ratio1(self) -> float:
@@ -76,7 +81,7 @@ class Row:
 
     @property
     def ratio2(self) -> float:
-        return self.run_ms / self.ort2_ms
+        return (self.run2_ms if self.run2_ms is not None else self.run_ms) / self.ort2_ms
 
 
 def _scons(project: Path, args: list[str]) -> tuple[float, float]:
@@ -140,12 +145,24 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
         sessions = {n: _ort_session(_onnx_bytes(model), n) for n in (1, 2)}
         for s in sessions.values():        # warm-up: first runs allocate and pick kernels
             s.run(None, inputs)
-        runs, ort = [], {1: [], 2: []}
+        runs, runs2, ort = [], [], {1: [], 2: []}
         outputs = None
+        threaded = target in THREADED_TARGETS
         for _ in range(rounds):            # alternated, so that load changes hit every side alike
-            outputs, ms = run_runner_timed(project / runner, [], [inputs[n] for n in order], project / "run",
-                                           repeat=repeat)
-            runs.append(ms)
+            for threads, into in (((1, runs), (2, runs2)) if threaded else ((None, runs),)):
+                saved = os.environ.get("OMP_NUM_THREADS")
+                if threads is not None:
+                    os.environ["OMP_NUM_THREADS"] = str(threads)
+                try:
+                    outputs, ms = run_runner_timed(project / runner, [], [inputs[n] for n in order],
+                                                   project / "run", repeat=repeat)
+                finally:
+                    if threads is not None:
+                        if saved is None:
+                            os.environ.pop("OMP_NUM_THREADS", None)
+                        else:
+                            os.environ["OMP_NUM_THREADS"] = saved
+                into.append(ms)
             for n, s in sessions.items():
                 ort[n].append(_median_ms(lambda s=s: s.run(None, inputs), repeat))
         margin = None
@@ -156,7 +173,7 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
             margin = compare_with_bounds(outputs, expected_outputs(mod, inputs)).margin
     med = statistics.median
     return Row(stem, target, toolchain, full_s, null_s, c_bytes, max(full_mb, null_mb), med(runs), med(ort[1]),
-               med(ort[2]), margin)
+               med(ort[2]), margin, med(runs2) if runs2 else None)
 
 
 def table(rows: list[Row]) -> str:
@@ -166,7 +183,8 @@ def table(rows: list[Row]) -> str:
              "|" + " --- |" * (len(header) + any(r.margin is not None for r in rows))]
     for r in rows:
         cells = [r.model, r.target, r.toolchain, f"{r.full_build_s:.1f}", f"{r.null_build_s:.2f}",
-                 _size(r.generated_c_bytes), f"{r.peak_build_mb:.0f}", f"{r.run_ms:.1f}", f"{r.ort1_ms:.1f}",
+                 _size(r.generated_c_bytes), f"{r.peak_build_mb:.0f}",
+                 f"{r.run_ms:.1f}" + (f" / {r.run2_ms:.1f} (1T / 2T)" if r.run2_ms is not None else ""), f"{r.ort1_ms:.1f}",
                  f"{r.ort2_ms:.1f}", f"{r.ratio1:.2f}", f"{r.ratio2:.2f}"]
         if r.margin is not None:
             cells.append(f"{r.margin:.3g}")

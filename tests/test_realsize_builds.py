@@ -3,7 +3,7 @@
 Each case builds the partitioned model (Python API, the runner), runs it on the check's deterministic
 inputs and compares with the float64 reference of the unpartitioned model, as `scons check` does
 (testing/tolerance.compare_with_bounds). The default run builds MobileNetV2 (3.5 M weights) once
-for ccompiler on gcc: a full ResNet-50 build (25.6 M weights as C literals) takes minutes. Every
+for ccompiler and once for dnnl on gcc: a full ResNet-50 build takes minutes. Every
 other configuration is marked `realsize` (`pytest --realsize`, docs/matrix.md).
 """
 from __future__ import annotations
@@ -26,15 +26,31 @@ CASES = [
     ("mobilenetv2", "ccompiler", "clang", "graph", "packed"),
     ("mobilenetv2", "examplejson", "gcc", "graph", "packed"),
     ("mobilenetv2", "host", "gcc", "aot", "unpacked"),
+    ("mobilenetv2", "dnnl", "gcc", "aot", "unpacked"),
+    ("resnet50", "dnnl", "gcc", "graph", "packed"),
+    ("resnet50", "dnnl,ccompiler", "clang", "aot", "unpacked"),
 ]
+# The default run: one real-size case per target that has one here (the rest: pytest --realsize).
+DEFAULT = {CASES[0], ("mobilenetv2", "dnnl", "gcc", "aot", "unpacked")}
 
 
 def _id(case) -> str:
     return "-".join(case)
 
 
-PARAMS = [pytest.param(c, id=_id(c)) for c in CASES[:1]] + \
-         [pytest.param(c, id=_id(c), marks=pytest.mark.realsize) for c in CASES[1:]]
+def _runnable(case):
+    """dnnl cases need oneDNN installed (scripts/setup.sh); skipped, naming the package, without it."""
+    if "dnnl" in case[1].split(","):
+        from byoc_compiler.backend.target import get_target
+
+        missing = get_target("dnnl").missing()
+        if missing:
+            return [pytest.mark.skip(reason=missing)]
+    return []
+
+
+PARAMS = [pytest.param(c, id=_id(c), marks=_runnable(c) + ([] if c in DEFAULT else [pytest.mark.realsize]))
+          for c in CASES]
 
 
 @functools.lru_cache(maxsize=1)
