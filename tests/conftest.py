@@ -3,8 +3,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for path in (ROOT, ROOT / "tests"):  # `targets.*`, and the tests' shared helpers (needs, toy_target) from anywhere
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 # The test matrix's options (--matrix, --fuzz-minutes), markers and summary table, known wherever pytest starts.
 MATRIX = ROOT / "tests" / "matrix"

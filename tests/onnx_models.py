@@ -43,7 +43,8 @@ def _type_outputs(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray]) -> N
         return
     try:
         results = ReferenceEvaluator(model).run(None, dict(inputs))
-    except Exception:  # noqa: BLE001 - gaps of the reference evaluator (BatchNormalization-7)
+    except (TypeError, NotImplementedError):  # gaps of the reference evaluator: BatchNormalization-6/7
+        # returns a tuple (TypeError); an op it lacks raises NotImplementedError
         import onnxruntime
 
         session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])

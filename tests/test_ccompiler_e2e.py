@@ -17,10 +17,11 @@ Builds are cached per session so each is compiled once.
 """
 import functools
 import itertools
-import shutil
 
 import numpy as np
 import pytest
+
+import needs
 from allpairspy import AllPairs
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -96,9 +97,7 @@ def test_cross_toolchains_under_qemu(toolchain, name):
     from byoc_compiler.config import load_config
 
     tc = load_config().toolchains[toolchain]
-    missing = [p for p in (tc.cc, *tc.run[:1]) if shutil.which(p) is None]
-    if missing:
-        pytest.skip(f"{toolchain}: {', '.join(missing)} not installed (apt-get install {' '.join(tc.apt)})")
+    needs.toolchain(tc)
     executor, interface = ("aot", "packed") if name == "small_cnn" else ("graph", "unpacked")
     lib = _built(f"zoo:{name}", toolchain, executor, interface, "-O2")
     _check(lib, zoo.get(name), zoo.inputs(name), f"{name} on {toolchain}")

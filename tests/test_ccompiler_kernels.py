@@ -11,13 +11,14 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+import needs
 
 from byoc_compiler.testing.loops import conv2d_loops, pool2d_loops, pool_out_size
 
@@ -153,8 +154,7 @@ class CkLib:
 
 
 def _compile(cc: str, flags: list[str], out: Path) -> Path:
-    if shutil.which(cc) is None:
-        pytest.skip(f"{cc} is not installed")
+    needs.programs(cc)
     cmd = [cc, *WARNINGS, *flags, "-I", str(K.INCLUDE_DIR), *map(str, K.SOURCES), "-o", str(out), *K.LDFLAGS]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
@@ -741,8 +741,7 @@ WARNING_BUILDS = [("gcc", "-O1"), ("gcc", "-O2"), ("clang", "-O2"), ("gcc", "-O2
 @pytest.mark.skipif(bool(SANITIZE), reason="compile-only, once")
 @pytest.mark.parametrize("cc,opt", WARNING_BUILDS, ids=[f"{cc}{opt.replace(' ', '')}" for cc, opt in WARNING_BUILDS])
 def test_compiles_without_warnings(cc, opt, tmp_path):
-    if shutil.which(cc) is None:
-        pytest.skip(f"{cc} is not installed")
+    needs.programs(cc)
     for source in K.SOURCES:
         cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", *opt.split(), "-I", str(K.INCLUDE_DIR), "-c",
                str(source), "-o", str(tmp_path / (source.stem + ".o"))]
@@ -761,12 +760,11 @@ ASAN_RUNTIMES = {"gcc": "libasan.so", "clang": f"libclang_rt.asan-{platform.mach
 def test_whole_suite_under_sanitizers(cc):
     """This file again, against a -fsanitize=address,undefined build (the ASan runtime preloaded into
     Python); any finding aborts the run."""
-    if shutil.which(cc) is None:
-        pytest.skip(f"{cc} is not installed")
+    needs.programs(cc)
     runtime = subprocess.run([cc, f"-print-file-name={ASAN_RUNTIMES[cc]}"], capture_output=True,
                              text=True).stdout.strip()
     if not os.path.isabs(runtime) or not os.path.exists(runtime):
-        pytest.skip(f"{cc} has no {ASAN_RUNTIMES[cc]}")
+        needs.missing(f"{cc} has no {ASAN_RUNTIMES[cc]}")
     env = dict(os.environ, BYOC_CK_SANITIZE=cc, LD_PRELOAD=runtime,
                ASAN_OPTIONS="detect_leaks=0:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
                PYTHONDONTWRITEBYTECODE="1")

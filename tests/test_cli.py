@@ -1,11 +1,12 @@
 """`python -m byoc_compiler` smoke tests: the subcommand table, targets, partition, and one-line errors."""
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import needs
 
 from byoc_compiler.__main__ import COMMANDS, main
 
@@ -45,8 +46,8 @@ def test_partition_writes_dot_and_prints(tmp_path):
     assert text.count("subgraph cluster_") == proc.stdout.count("def @tvmgen_default_")
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")
 def test_partition_svg_and_region_list(tmp_path):
+    needs.programs("dot", hint="Graphviz: apt-get install graphviz (bash scripts/setup.sh installs it)")
     svg = tmp_path / "out.svg"
     proc = run_cli("partition", "mlp", "-t", "ccompiler", "--svg", str(svg), "--regions")
     assert proc.returncode == 0, proc.stderr

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+import needs
+
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "writing-a-target.md"
 EXAMPLE = ROOT / "docs" / "examples" / "mynpu"
@@ -256,10 +258,8 @@ def test_the_example_package_is_the_guides_code():
         assert on_disk[name] == text, f"docs/examples/{name} differs from the guide's block"
 
 
-@pytest.mark.skipif(not (shutil.which("gcc") and shutil.which("clang")),
-                    reason="the guide builds with gcc and clang (config.toml's [build] toolchains); "
-                           "bash scripts/setup.sh installs them")
 def test_the_guide_end_to_end(tmp_path):
+    needs.programs("gcc", "clang", hint="the guide builds with gcc and clang (config.toml's [build] toolchains)")
     (tmp_path / "byoc").mkdir()
     project = make_project(tmp_path / "byoc")
     walk = Walkthrough(project, tool_env(tmp_path / "bin"))

@@ -2,11 +2,12 @@
 little-endian and big-endian .npy files and the little-endian params blob give the numpy results,
 and outputs are written in the target's byte order with the matching descr."""
 import os
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
+
+import needs
 
 from byoc_compiler.config import load_config
 from runtime_fixtures import builder
@@ -22,9 +23,7 @@ B = np.array([[1.0, -3.0], [0.125, 1e6]], dtype=np.float32)
 @pytest.fixture(scope="session", params=CROSS)
 def cross(request, tmp_path_factory):
     tc = load_config().toolchains[request.param]
-    missing = [p for p in (tc.cc, *tc.run[:1]) if shutil.which(p) is None]
-    if missing:
-        pytest.skip(f"{request.param}: {', '.join(missing)} not installed (apt-get install {' '.join(tc.apt)})")
+    needs.toolchain(tc)
     out = tmp_path_factory.getbasetemp().parent / "byoc-runtime-build" / request.param
     runners = {kind: builder.build_model(kind, tc.cc, out, runner=True, flags=tc.cflags, ldflags=tc.ldflags)
                for kind in ("graph", "aot")}

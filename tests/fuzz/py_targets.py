@@ -34,7 +34,6 @@ TARGETS = {"text": text, "onnx": onnx}
 def triaging(fn, directory):
     """fn, but an unexpected exception saves the input under `directory` (one file per distinct exception
     type and raising line) instead of stopping the fuzzer: a campaign lists every kind of finding at once."""
-    import hashlib
     import os
     import traceback
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+import needs
+
 import matrix_harness as h
 
 
@@ -38,7 +40,5 @@ def runnable(pytestconfig, matrix_config):
             pytest.skip(problem)
         problem = h.toolchain_problem(matrix_config, case.toolchain)
         if problem:
-            if pytestconfig.getoption("require_toolchains"):
-                pytest.fail(problem, pytrace=False)
-            pytest.skip(problem)
+            needs.missing(problem, pytestconfig.getoption("require_toolchains"))
     return check

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import needs
+
 import matrix_harness as h
 import toy_target
 
@@ -57,7 +59,7 @@ def run(tmp_path, case, config_path, env):
     config = h.load_config(config_path)
     problem = h.toolchain_problem(config, case.toolchain)
     if problem:
-        pytest.skip(problem)
+        needs.missing(problem)
     return h.run_case(case, tmp_path / "case", None, config, config_path=config_path, env=env)
 
 

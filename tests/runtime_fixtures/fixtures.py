@@ -4,12 +4,14 @@ import subprocess
 
 import pytest
 
+import needs
+
 from . import builder
 
 
 def _require(cc):
     if not builder.have(cc):
-        pytest.skip(f"{cc} is not installed")
+        needs.missing(f"{cc} is not installed")
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,56 @@
+"""The fuzz targets of tests/fuzz (docs/fuzzing.md): every saved finding replays clean, and every target
+runs for a short bounded time (CI's share of the campaigns bench/fuzz.py runs for minutes).
+
+- test_c_seeds_and_regressions: each C target built standalone with gcc -fsanitize=address,undefined runs
+  its seed corpus and every saved input under tests/fuzz/regressions/<target>/.
+- test_python_regressions: each saved input goes through the same function atheris fuzzes.
+- test_short_fuzz_run (marked `fuzz`): libFuzzer / atheris for BYOC_FUZZ_SECONDS (default 20) seconds each;
+  a finding fails the test naming the saved input (fix it, then copy the input into regressions/).
+  The ExampleJSON target's own short run is tests/test_examplejson_fuzz.py.
+"""
+import os
+import subprocess
+
+import pytest
+
+import needs
+from fuzz import campaign
+from fuzz.py_targets import TARGETS as PY_TARGETS
+
+C_TARGETS = [t for t in campaign.TARGETS if t.is_c and t.name != "examplejson"]
+SHORT = [t for t in campaign.TARGETS if t.name != "examplejson"]
+
+
+@pytest.mark.parametrize("target", C_TARGETS, ids=lambda t: t.name)
+def test_c_seeds_and_regressions(target, tmp_path):
+    needs.programs("gcc")
+    exe = campaign.build(target, tmp_path / f"fuzz_{target.name}", libfuzzer=False)
+    corpus = tmp_path / "corpus"
+    count = campaign.write_seeds(target, corpus)
+    files = sorted(corpus.iterdir())
+    proc = subprocess.run([exe, *files], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **campaign.ENV})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert f"ran {len(files)} inputs" in proc.stdout and len(files) == count > 5
+
+
+@pytest.mark.parametrize("name", sorted(PY_TARGETS))
+def test_python_regressions(name):
+    inputs = campaign.BY_NAME[name].regression_inputs()
+    assert inputs, f"tests/fuzz/regressions/{name}/ holds the findings of the {name} fuzzer"
+    for path in inputs:
+        PY_TARGETS[name](path.read_bytes())  # returns, or raises a ByocError inside (caught there)
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("target", SHORT, ids=lambda t: t.name)
+def test_short_fuzz_run(target, tmp_path):
+    if target.is_c:
+        needs.programs("clang", hint="libFuzzer comes with clang (bash scripts/setup.sh)")
+    seconds = float(os.environ.get("BYOC_FUZZ_SECONDS", "20"))
+    result = campaign.run(target, tmp_path, seconds)
+    print(f"{target.name}: {result.executions} executions in {seconds:.0f} s, corpus {result.corpus}")
+    assert not result.findings, (
+        f"fuzzing {target.name} found {[p.name for p in result.findings]} in {tmp_path / 'findings'}; fix it, "
+        f"then copy the input into tests/fuzz/regressions/{target.name}/\n" + result.log[-4000:])
+    assert result.executions > 0, result.log[-4000:]
