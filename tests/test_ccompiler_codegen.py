@@ -149,6 +149,9 @@ def test_symbols_and_signatures(generated):
     code = _code(artifact)
     _, n_in, n_out = EXPECTED[name]
     params = [f"const float* in{i}" for i in range(n_in)] + [f"float* out{i}" for i in range(n_out)]
+    # a region with scratch takes it from the caller's instance, never from static storage
+    params += ["void* workspace"] if artifact.workspace_bytes else []
+    assert "static float" not in code and (artifact.workspace_bytes > 0) == ("region_workspace" in code)
     core = f"int32_t {symbol}_({', '.join(params)})"
     assert code.count(core + " {") == 1
     unpacked, packed = code.split("#ifdef BYOC_UNPACKED_API")[1].split("#else")
@@ -193,8 +196,8 @@ def test_matches_golden_text(generated):
 # ---- specific properties -----------------------------------------------------------------------------
 
 def _workspace_bytes(code):
-    found = re.search(r"static float region_workspace\[(\d+)\]", code)
-    return 4 * int(found.group(1)) if found else 0
+    found = re.search(r"share one workspace of (\d+) bytes that the caller", code)
+    return int(found.group(1)) if found else 0
 
 
 def test_chain_workspace_from_the_types():

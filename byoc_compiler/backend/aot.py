@@ -1,19 +1,23 @@
-"""AOT executor: C that calls every step in order, intermediates in one static arena.
+"""AOT executor: C that calls every step in order, intermediates in one arena owned by the instance.
 
-    static uint8_t byoc_arena[N];   offsets planned by liveness (memory_plan.plan_offsets)
+    typedef struct { uint8_t* arena; ... } ByocInstance;   one per instance (model_c.instance_struct)
     static const float byoc_const_p0[] = {...};   small constants main passes to kernels/regions
     extern const float byoc_const_p1[N];          large ones, linked from byoc_constants.bin (constants.py)
-    int32_t tvmgen_<mod>_run(void* const* inputs, void* const* outputs);
+    static int32_t byoc_instance_run(void* inst, void* const* inputs, void* const* outputs);
+    int32_t tvmgen_<mod>_run(void* const* inputs, void* const* outputs);   the default instance
 
-A step writes a model output straight into the caller's output buffer; outputs that
-repeat a tensor or name an input/constant are copied at the end. No allocation on the
-run path. The packed interface builds DLTensors on the stack for each call.
+The arena holds the intermediates (offsets planned by liveness, memory_plan.plan_offsets) and, after
+them, the workspace of the C-source regions (the largest one: steps run one at a time), which each
+region receives as its last argument (unpacked) or resource_handle (packed). byoc_instance_create
+allocates the arena and the instance's target modules; nothing else in the file is written by a run,
+so instances run concurrently. A step writes a model output straight into the caller's output buffer;
+outputs that repeat a tensor or name an input/constant are copied at the end. No allocation on the run
+path. The packed interface builds DLTensors on the stack for each call.
 
 Every step is bracketed by calls of the node observer (runtime.h, docs/debugging.md) when one
-is set: that is how a debug run dumps each intermediate and a profile times each step. The
-step outputs it is shown are described by one static DLTensor table (`byoc_step_outputs`,
-shapes static, data pointers filled just before the exit call), so observing costs nothing
-when no observer is set beyond one pointer test per step.
+is set: that is how a debug run dumps each intermediate and a profile times each step. The step
+outputs it is shown are DLTensors on the run's stack, filled from one static const table
+(`byoc_step_desc`) only when an observer is set.
 """
 from __future__ import annotations
 
@@ -22,10 +26,11 @@ from dataclasses import dataclass
 from .c_abi import DL_DTYPES, c_type, sanitize_identifier
 from .constants import ConstantPool, c_array
 from .memory_plan import ArenaPlan, plan_offsets
-from .model_c import FILL_ARG_HELPER, const_array, packed_call
+from .model_c import ALIGNED_ALLOC, FILL_ARG_HELPER, const_array, constants_once, default_instance, packed_call
 from .program import Program
 
 ARENA_ALIGNMENT = 16
+REGION_WORKSPACE_ALIGNMENT = 64
 
 
 @dataclass
@@ -49,21 +54,21 @@ def run_function_name(c_mod_name: str) -> str:
     return sanitize_identifier(f"tvmgen_{c_mod_name}_run")
 
 
-def aot_source(prog: Program, plan: AotPlan, run_name: str, callees: dict[str, str], interface: str,
-               pool: ConstantPool | None = None) -> str:
-    """Constants, arena and the run function. callees: step symbol -> C function to call in this interface;
-    large constants go to `pool` (linked as raw bytes) when one is given."""
+def aot_source(prog: Program, plan: AotPlan, callees: dict[str, str], interface: str,
+               region_workspace: dict[str, int], blob_index: dict[str, int],
+               pool: ConstantPool | None = None) -> tuple[str, int]:
+    """Constants and byoc_instance_run; returns (C text, arena bytes incl. the regions' workspace).
+    callees: step symbol -> C function; region_workspace: C-region symbol -> its workspace_bytes;
+    blob_index: blob-region symbol -> its index in the instance's modules; large constants go to `pool`
+    (linked as raw bytes) when one is given."""
     out = []
     for t in prog.consts:
         out.append(c_array(pool, f"byoc_const_{prog.tensors[t].name}", prog.tensors[t].data, const_array))
-    if plan.arena.total_bytes:
-        out.append("#if defined(__GNUC__) || defined(__clang__)\n"
-                   f"static uint8_t byoc_arena[{plan.arena.total_bytes}] __attribute__((aligned(64)));\n"
-                   "#else\n"
-                   f"static union {{ uint8_t bytes[{plan.arena.total_bytes}]; double align_; }} byoc_arena_u;\n"
-                   "#define byoc_arena (byoc_arena_u.bytes)\n"
-                   "#endif\n")
-    if interface == "packed" and prog.steps:
+    scratch = max([region_workspace.get(s.symbol, 0) for s in prog.steps] + [0])
+    a = REGION_WORKSPACE_ALIGNMENT
+    scratch_offset = (plan.arena.total_bytes + a - 1) // a * a
+    arena_bytes = scratch_offset + scratch if scratch else plan.arena.total_bytes
+    if (interface == "packed" and prog.steps) or blob_index:
         out.append(FILL_ARG_HELPER)
 
     def pointer(t: int) -> str:
@@ -78,6 +83,7 @@ def aot_source(prog: Program, plan: AotPlan, run_name: str, callees: dict[str, s
         return f"({ctype}*)(void*)(byoc_arena + {plan.arena.offsets[t]})"
 
     out.append(observer_table(prog))
+    n_outs = sum(len(step.outputs) for step in prog.steps)
     body = []
     first_out = 0
     for i, step in enumerate(prog.steps):
@@ -85,13 +91,19 @@ def aot_source(prog: Program, plan: AotPlan, run_name: str, callees: dict[str, s
         body.append(f"  /* {step.symbol} */\n")
         body.append(f"  if (byoc_node_observer != NULL && byoc_node_observer->enter != NULL) "
                     f"byoc_node_observer->enter(byoc_node_observer->ctx, {i}, \"{step.symbol}\");\n")
-        if interface == "packed":
+        workspace = f"(void*)(byoc_arena + {scratch_offset})" if region_workspace.get(step.symbol) else None
+        if step.symbol in blob_index:  # the instance's own module, through its packed function
+            k = blob_index[step.symbol]
             args = [(pointer(t), prog.tensors[t].type) for t in step.inputs + step.outputs]
-            body.append(packed_call(callee, args))
+            body.append(packed_call(f"inst->blob_fn[{k}]", args, resource=f"inst->blob_res[{k}]"))
+        elif interface == "packed":
+            args = [(pointer(t), prog.tensors[t].type) for t in step.inputs + step.outputs]
+            body.append(packed_call(callee, args, resource=workspace or "NULL"))
         else:
-            args = ", ".join(pointer(t) for t in step.inputs + step.outputs)
+            args = ", ".join([pointer(t) for t in step.inputs + step.outputs] + ([workspace] if workspace else []))
             body.append(f"  if ({callee}({args}) != 0) return -1;\n")
-        fills = "".join(f"    byoc_step_outputs[{first_out + k}].data = (void*)({pointer(t)});\n"
+        fills = "".join(f"    byoc_step_outputs[{first_out + k}] = byoc_step_desc[{first_out + k}];\n"
+                        f"    byoc_step_outputs[{first_out + k}].data = (void*)({pointer(t)});\n"
                         for k, t in enumerate(step.outputs))
         body.append("  if (byoc_node_observer != NULL && byoc_node_observer->exit != NULL) {\n" + fills
                     + f"    byoc_node_observer->exit(byoc_node_observer->ctx, {i}, \"{step.symbol}\", "
@@ -102,18 +114,27 @@ def aot_source(prog: Program, plan: AotPlan, run_name: str, callees: dict[str, s
             body.append(f"  memcpy(outputs[{k}], (const void*){pointer(t)}, {prog.tensors[t].nbytes});\n")
     uses_inputs = any(prog.tensors[t].kind == "input" for s in prog.steps for t in s.inputs) or \
         any(prog.tensors[t].kind == "input" for t in prog.outputs)
-    out.append(f"int32_t {run_name}(void* const* inputs, void* const* outputs) {{\n")
+    text = "".join(body)
+    out.append("static int32_t byoc_instance_run(void* instance, void* const* inputs, void* const* outputs) {\n")
+    out.append("  ByocInstance* const inst = (ByocInstance*)instance;\n")
+    if "byoc_arena" in text:
+        out.append("  uint8_t* const byoc_arena = inst->arena;\n")
+    if n_outs:
+        out.append(f"  DLTensor byoc_step_outputs[{n_outs}];  /* shown to the node observer */\n")
+    out.append("  if (inst == NULL || !inst->ready) {\n"
+               "    byoc_set_last_error(\"byoc_instance_run: the instance was not created (or failed to)\");\n"
+               "    return -1;\n  }\n")
     if not uses_inputs:
         out.append("  (void)inputs;\n")
     if not prog.outputs:
         out.append("  (void)outputs;\n")
-    out.extend(body)
+    out.append(text)
     out.append("  return 0;\n}\n")
-    return "".join(out)
+    return "".join(out), arena_bytes
 
 
 def observer_table(prog: Program) -> str:
-    """Static DLTensors describing every step output, in step order (what the node observer is shown)."""
+    """Static const DLTensors describing every step output, in step order (what the node observer is shown)."""
     outs = [t for step in prog.steps for t in step.outputs]
     if not outs:
         return ""
@@ -128,17 +149,35 @@ def observer_table(prog: Program) -> str:
             shape = f"byoc_step_shape_{j}"
         code, bits = DL_DTYPES[ty.dtype]
         rows.append(f"  {{NULL, {{kDLCPU, 0}}, {ty.ndim}, {{{code}, {bits}, 1}}, {shape}, NULL, 0}}")
-    return "".join(text) + f"static DLTensor byoc_step_outputs[{len(outs)}] = {{\n" + ",\n".join(rows) + "\n};\n"
+    return ("".join(text) + f"static const DLTensor byoc_step_desc[{len(outs)}] = {{\n" + ",\n".join(rows)
+            + "\n};\n")
 
 
-def aot_executor_source(prog: Program, plan: AotPlan, run_name: str, trampolines: dict, interface: str,
-                        has_modules: bool, pool: ConstantPool | None = None, pre_init: str = "") -> str:
-    """The AOT part of host.c: run function plus init/deinit (which only manage blob-target modules)."""
-    # Blob regions are called through their packed trampoline, or their generated unpacked stub.
-    callees = {s.symbol: (trampolines[s.symbol] if s.symbol in trampolines and interface == "packed" else s.symbol)
-               for s in prog.steps}
-    init_body = pre_init + ("  return byoc_modules_init();\n" if has_modules else "  return 0;\n")
-    deinit_body = "  byoc_modules_deinit();\n" if has_modules else ""
-    return ("\n/* ---- AOT executor ---- */\n" + aot_source(prog, plan, run_name, callees, interface, pool)
-            + f"static int32_t byoc_model_init(void) {{\n{init_body}}}\n"
-            + f"static void byoc_model_deinit(void) {{\n{deinit_body}}}\n")
+def aot_executor_source(prog: Program, plan: AotPlan, run_name: str, interface: str,
+                        region_workspace: dict[str, int], blob_index: dict[str, int],
+                        pool: ConstantPool | None = None, pre_init: str = "") -> tuple[str, int]:
+    """The AOT part of host.c: the instance's run, create and destroy, and the default instance's
+    init/run/deinit. Returns (C text, arena bytes of one instance)."""
+    callees = {s.symbol: s.symbol for s in prog.steps}
+    run_text, arena_bytes = aot_source(prog, plan, callees, interface, region_workspace, blob_index, pool)
+    modules_create = ("  if (byoc_modules_create(inst) != 0) {\n    byoc_instance_destroy(inst);\n"
+                      "    return -1;\n  }\n") if blob_index else ""
+    modules_destroy = "  byoc_modules_destroy(inst);\n" if blob_index else ""
+    arena = (f"  inst->arena = (uint8_t*)byoc_aligned_alloc({arena_bytes}, &inst->arena_raw);\n"
+             "  if (inst->arena == NULL) {\n    byoc_set_last_error(\"model: out of memory for the arena\");\n"
+             "    byoc_instance_destroy(inst);\n    return -1;\n  }\n") if arena_bytes else ""
+    return ("\n/* ---- AOT executor ---- */\n" + run_text + (ALIGNED_ALLOC if arena_bytes else "")
+            + "static void byoc_instance_destroy(void* instance) {\n"
+              "  ByocInstance* inst = (ByocInstance*)instance;\n"
+              "  if (inst == NULL) return;\n"
+            + modules_destroy
+            + "  free(inst->arena_raw);\n  free(inst);\n}\n"
+            + "static int32_t byoc_instance_create(void** out_instance) {\n"
+            + constants_once(pre_init)
+            + "  ByocInstance* inst = (ByocInstance*)calloc(1, sizeof(ByocInstance));\n"
+              "  *out_instance = NULL;\n"
+              "  if (inst == NULL) {\n    byoc_set_last_error(\"model: out of memory for an instance\");\n"
+              "    return -1;\n  }\n"
+            + arena + modules_create
+            + "  inst->ready = 1;\n  *out_instance = inst;\n  return 0;\n}\n"
+            + default_instance(run_name, exported=True)), arena_bytes

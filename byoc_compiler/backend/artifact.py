@@ -13,6 +13,9 @@ CSourceArtifact(symbol, sources, include_dirs=(), kind="c", constants={})
     the build links their raw bytes in (byoc_constants.S/.bin), so weights never pass through
     the C parser. Their names are global symbols: each must start with `symbol`.
     `include_dirs` are added to the compile command of these files.
+    A region keeps no mutable static state: scratch memory it needs is declared as
+    `workspace_bytes` and handed to it by the caller on every call (the model instance owns it),
+    so instances of a model run concurrently (docs/runtime-abi.md, "Instances and threads").
 
 BlobArtifact(symbol, kind, blob, text=None, runtime_sources=(), include_dirs=(), constants={})
     The region in the target's own format (a graph, a JSON, ...) plus the C runtime that
@@ -43,6 +46,10 @@ class CSourceArtifact:
     include_dirs: tuple = ()
     kind: str = "c"
     constants: Mapping = field(default_factory=dict, compare=False)   # global name -> ndarray (linked)
+    # Bytes of scratch the region needs (64-byte aligned). > 0: its entry points take the workspace from
+    # the caller (c_abi.entry_points(..., workspace=True)); every model instance owns its own, so a region
+    # keeps no mutable static state and instances run concurrently.
+    workspace_bytes: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "sources", dict(self.sources))

@@ -30,7 +30,7 @@ from . import graph_c
 from .artifact import BlobArtifact, CSourceArtifact
 from .c_abi import core_signature, is_identifier
 from .graph_json import graph_json, temp_storage_bytes
-from .model_c import HEADER, BlobRegion, blob_section, descriptor
+from .model_c import HEADER, BlobRegion, blob_section, descriptor, instance_struct
 from .program import inline_composites, lower_main
 from .result import BuildResult
 
@@ -180,10 +180,11 @@ def _build(mod, toolchain, executor, interface, opt, mod_name, config, constants
     c_regions = [s for s, a in artifacts.items() if isinstance(a, CSourceArtifact)]
     if c_regions:
         parts.append("/* ---- entry points of C-source regions (defined in their own files) ---- */\n")
+    region_workspace = {s: int(artifacts[s].workspace_bytes) for s in c_regions}
     for symbol in c_regions:
         ins, outs = types[symbol]
         if interface == "unpacked":
-            parts.append(core_signature(symbol, ins, outs) + ";\n")
+            parts.append(core_signature(symbol, ins, outs, workspace=bool(region_workspace[symbol])) + ";\n")
         else:
             parts.append(f"int32_t {symbol}(const ByocValue* args, const int32_t* type_codes, int32_t num_args,"
                          " void* resource_handle);\n")
@@ -192,20 +193,23 @@ def _build(mod, toolchain, executor, interface, opt, mod_name, config, constants
                     for i, s in enumerate(blob_symbols)]
     if pre_init:
         parts.append("static int32_t byoc_constants_init(void);\n")
+    blob_index = {r.symbol: r.index for r in blob_regions}
+    n_funcs = len(dict.fromkeys(s.symbol for s in prog.steps))
+    parts.append(instance_struct(len(blob_regions), executor, n_funcs))
     parts.append(blob_section(blob_regions, interface, pool))
-    trampolines = {r.symbol: r.trampoline for r in blob_regions}
 
     if executor == "aot":
         plan = aot_gen.plan_arena(prog)
-        workspace = plan.arena.total_bytes
         run_fn = aot_gen.run_function_name(c_mod_name)
-        parts.append(aot_gen.aot_executor_source(prog, plan, run_fn, trampolines, interface, bool(blob_regions),
-                                                 pool, pre_init))
+        text, workspace = aot_gen.aot_executor_source(prog, plan, run_fn, interface, region_workspace, blob_index,
+                                                      pool, pre_init)
+        parts.append(text)
     else:
-        workspace = temp_storage_bytes(prog)
+        # graph storage plus the regions' workspace: what one instance allocates
+        workspace = temp_storage_bytes(prog) + max([region_workspace.get(s.symbol, 0) for s in prog.steps] + [0])
         run_fn = graph_c.RUN_FUNCTION
-        parts.append(graph_c.graph_executor_source(prog, params_blob, types, trampolines, interface,
-                                                   bool(blob_regions), pool, pre_init))
+        parts.append(graph_c.graph_executor_source(prog, params_blob, types, interface, region_workspace,
+                                                   blob_index, pool, pre_init))
 
     input_entries = [(prog.tensors[t].name, prog.tensors[t].type) for t in prog.inputs]
     output_entries = [(f"output{k}", prog.tensors[t].type) for k, t in enumerate(prog.outputs)]

@@ -120,27 +120,36 @@ def _params(input_types: Sequence[TensorType], output_types: Sequence[TensorType
     return params
 
 
+WORKSPACE_PARAM = "void* workspace"
+
+
 def core_signature(core_name: str, input_types: Sequence[TensorType],
-                   output_types: Sequence[TensorType]) -> str:
-    """`int32_t core_name(const float* in0, ..., float* out0)` (no trailing semicolon)."""
-    params = _params(input_types, output_types)
+                   output_types: Sequence[TensorType], workspace: bool = False) -> str:
+    """`int32_t core_name(const float* in0, ..., float* out0)` (no trailing semicolon); with
+    workspace=True a last parameter `void* workspace`: the region's scratch, owned by the caller's instance."""
+    params = _params(input_types, output_types) + ([WORKSPACE_PARAM] if workspace else [])
     return f"int32_t {core_name}({', '.join(params) or 'void'})"
 
 
 def entry_points(symbol: str, core_name: str, input_types: Sequence[TensorType],
-                 output_types: Sequence[TensorType]) -> str:
+                 output_types: Sequence[TensorType], workspace: bool = False) -> str:
     """C text of the entry point `symbol` calling `core_name`, in both interfaces.
 
     Needs <stdint.h> and a prototype or definition of `core_name` before it; the packed
     form includes `byoc/runtime.h` itself (the header guards itself) and checks every
     argument with the runtime's byoc_check_packed_args / byoc_check_dltensor.
+
+    workspace=True (a CSourceArtifact with workspace_bytes > 0): `core_name` takes a last `void* workspace`;
+    the unpacked entry point takes it too, the packed one receives it as its resource_handle. The caller
+    (the model's instance) owns that memory, so two instances never share a region's scratch.
     """
     _check_symbol(symbol)
     _check_symbol(core_name)
     inputs, outputs = list(input_types), list(output_types)
     tensors = inputs + outputs
-    params = _params(inputs, outputs)
+    params = _params(inputs, outputs) + ([WORKSPACE_PARAM] if workspace else [])
     names = [f"in{i}" for i in range(len(inputs))] + [f"out{i}" for i in range(len(outputs))]
+    names += ["workspace"] if workspace else []
     lines = ["#ifdef BYOC_UNPACKED_API",
              f"int32_t {symbol}({', '.join(params) or 'void'}) {{",
              f"  return {core_name}({', '.join(names)});",
@@ -155,8 +164,15 @@ def entry_points(symbol: str, core_name: str, input_types: Sequence[TensorType],
             dims = ", ".join(f"INT64_C({d})" for d in t.shape)
             lines.append(f"  static const int64_t shape{i}[{t.ndim}] = {{{dims}}};")
     n = len(tensors)
-    lines += ["  (void)resource_handle;",
-              f'  if (byoc_check_packed_args("{symbol}", type_codes, num_args, {n}) != 0) return -1;']
+    if workspace:
+        lines += ["  if (resource_handle == NULL) {",
+                  f'    byoc_set_last_error("{symbol}: no workspace (resource_handle is NULL); the model\'s instance '
+                  'passes it");',
+                  "    return -1;",
+                  "  }"]
+    else:
+        lines.append("  (void)resource_handle;")
+    lines += [f'  if (byoc_check_packed_args("{symbol}", type_codes, num_args, {n}) != 0) return -1;']
     if n:
         lines += ["  if (args == NULL) {",
                   f'    byoc_set_last_error("{symbol}: NULL argument array");',
@@ -172,6 +188,7 @@ def entry_points(symbol: str, core_name: str, input_types: Sequence[TensorType],
                      f'({role})", {t.ndim}, {shape}, byoc_dtype({code}, {bits}, 1)) != 0) return -1;')
     casts = [f"(const {c_type(t.dtype)}*)BYOC_ABI_DATA_(args[{i}])" for i, t in enumerate(inputs)]
     casts += [f"({c_type(t.dtype)}*)BYOC_ABI_DATA_(args[{len(inputs) + i}])" for i, t in enumerate(outputs)]
+    casts += ["resource_handle"] if workspace else []
     lines += [f"  return {core_name}({', '.join(casts)});", "}", "#endif"]
     return "\n".join(lines) + "\n"
 

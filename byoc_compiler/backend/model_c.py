@@ -94,8 +94,9 @@ def tensor_infos(prefix: str, entries: Sequence[tuple[str, TensorType]]) -> tupl
 
 
 def descriptor(mod_name: str, executor: str, interface: str, inputs, outputs, workspace_bytes: int,
-               init: str, run: str, deinit: str) -> str:
-    """The ByocModelDesc and `byoc_model_desc()`; init/run/deinit are C function names defined before it."""
+               init: str, run: str, deinit: str, create: str = "byoc_instance_create",
+               run_instance: str = "byoc_instance_run", destroy: str = "byoc_instance_destroy") -> str:
+    """The ByocModelDesc and `byoc_model_desc()`; the functions are C names defined before it."""
     in_text, in_name = tensor_infos("byoc_model_inputs", inputs)
     out_text, out_name = tensor_infos("byoc_model_outputs", outputs)
     return (in_text + out_text +
@@ -104,7 +105,8 @@ def descriptor(mod_name: str, executor: str, interface: str, inputs, outputs, wo
             f"  {len(inputs)}, {in_name},\n"
             f"  {len(outputs)}, {out_name},\n"
             f"  UINT64_C({workspace_bytes}),\n"
-            f"  {init}, {run}, {deinit}\n"
+            f"  {init}, {run}, {deinit},\n"
+            f"  {create}, {run_instance}, {destroy}\n"
             "};\n\n"
             "const ByocModelDesc* byoc_model_desc(void) { return &byoc_desc; }\n")
 
@@ -131,7 +133,7 @@ static void byoc_fill_arg(DLTensor* t, ByocValue* value, int32_t* code, void* da
 
 
 def packed_call(callee: str, args: Sequence[tuple[str, TensorType]], indent: str = "  ",
-                shape_prefix: str = "s", on_error: str = "return -1;") -> str:
+                shape_prefix: str = "s", on_error: str = "return -1;", resource: str = "NULL") -> str:
     """A block that fills DLTensors for `args` ((C pointer expr, type) pairs) and calls a packed function."""
     n = max(1, len(args))
     lines = [f"{indent}{{"]
@@ -147,13 +149,13 @@ def packed_call(callee: str, args: Sequence[tuple[str, TensorType]], indent: str
         shape = f"{shape_prefix}{i}" if ty.shape else "NULL"
         lines.append(f"{indent}  byoc_fill_arg(&t[{i}], &a[{i}], &c[{i}], (void*)({ptr}), {ty.ndim}, {shape}, "
                      f"byoc_dtype({code}, {bits}, 1));")
-    lines.append(f"{indent}  if ({callee}(a, c, {len(args)}, NULL) != 0) {on_error}")
+    lines.append(f"{indent}  if ({callee}(a, c, {len(args)}, {resource}) != 0) {on_error}")
     lines.append(f"{indent}}}")
     return "\n".join(lines) + "\n"
 
 
 class BlobRegion:
-    """A region whose artifact is a blob: C names of its embedded bytes, module and resolved function."""
+    """A region whose artifact is a blob: C names of its embedded bytes; its module lives in the instance."""
 
     def __init__(self, index: int, symbol: str, kind: str, blob: bytes, input_types, output_types, constants=None):
         self.index, self.symbol, self.kind, self.blob = index, symbol, kind, blob
@@ -162,10 +164,40 @@ class BlobRegion:
         self.input_types, self.output_types = list(input_types), list(output_types)
         self.kind_var = "byoc_module_kind_" + sanitize_identifier(kind)
         self.blob_var = f"byoc_blob_{index}"
-        self.module_var = f"byoc_module_{index}"
-        self.fn_var = f"byoc_region_fn_{index}"
-        self.res_var = f"byoc_region_res_{index}"
-        self.trampoline = f"byoc_blob_call_{index}"
+        # fields of the instance (ByocInstance in instance_struct)
+        self.module = f"inst->modules[{index}]"
+        self.fn = f"inst->blob_fn[{index}]"
+        self.res = f"inst->blob_res[{index}]"
+
+
+ALIGNED_ALLOC = """\
+/* 64-byte aligned block from malloc: *raw is what free() takes. */
+static void* byoc_aligned_alloc(size_t bytes, void** raw) {
+  *raw = calloc(1, bytes + 64);
+  if (*raw == NULL) return NULL;
+  return (void*)(((uintptr_t)*raw + 63u) & ~(uintptr_t)63u);
+}
+"""
+
+
+def instance_struct(n_blobs: int, executor: str, n_funcs: int) -> str:
+    """The C struct of one model instance: everything a run writes (docs/runtime-abi.md)."""
+    fields = ["  int32_t ready;"]
+    if executor == "aot":
+        fields += ["  uint8_t* arena;  /* intermediates, then the regions' workspace; 64-byte aligned */",
+                   "  void* arena_raw;"]
+    else:
+        fields += ["  ByocGraph* graph;",
+                   "  void* scratch;  /* the C regions' workspace (they run one at a time) */",
+                   "  void* scratch_raw;"]
+        if n_funcs:
+            fields.append(f"  ByocFuncEntry funcs[{n_funcs}];  /* func_name -> function and this instance's resource */")
+    if n_blobs:
+        fields += [f"  void* modules[{n_blobs}];", f"  ByocPackedFunc blob_fn[{n_blobs}];",
+                   f"  void* blob_res[{n_blobs}];"]
+    return ("/* ---- one instance of the model ---- */\n#include <stdlib.h>\n"
+            + ("#include <byoc/graph_executor.h>\n" if executor == "graph" else "")
+            + "typedef struct {\n" + "\n".join(fields) + "\n} ByocInstance;\n")
 
 
 def constant_table(r: BlobRegion, pool=None) -> str:
@@ -187,57 +219,67 @@ def constant_table(r: BlobRegion, pool=None) -> str:
 
 
 def blob_section(regions: Sequence[BlobRegion], interface: str, pool=None) -> str:
-    """Embedded blobs, module create/destroy, a packed trampoline per region, unpacked stubs if asked.
-    Large blobs and bound constants go to `pool` (a constants.ConstantPool: linked as raw bytes) when one
-    is given."""
+    """Embedded blobs and byoc_modules_create/destroy, which make each instance its own target modules.
+    Large blobs go to `pool` (a constants.ConstantPool: linked as raw bytes) when one is given."""
     from .constants import c_bytes
 
+    del interface  # blob regions are called through their module's packed function in both interfaces
     if not regions:
         return ""
-    out = ["/* ---- target modules created from embedded blobs ---- */\n"]
+    out = ["/* ---- target modules created from embedded blobs, one set per instance ---- */\n"]
     for kind_var in sorted({r.kind_var for r in regions}):
         out.append(f"extern const ByocModuleKind {kind_var};\n")
     for r in regions:
         out.append(f"/* region {r.symbol} ({r.kind}) */\n")
         out.append(c_bytes(pool, r.blob_var, r.blob, byte_array, f"{r.kind} blob of region {r.symbol}"))
         out.append(constant_table(r, pool))
-        out.append(f"static void* {r.module_var};\nstatic ByocPackedFunc {r.fn_var};\nstatic void* {r.res_var};\n")
-        out.append(
-            f"static int32_t {r.trampoline}(const ByocValue* args, const int32_t* type_codes, int32_t num_args,\n"
-            f"    void* resource_handle) {{\n"
-            f"  (void)resource_handle;\n"
-            f"  if ({r.fn_var} == NULL) {{\n"
-            f"    byoc_set_last_error(\"%s: the model is not initialized; call its init first\", "
-            f"{c_string(r.symbol)});\n"
-            f"    return -1;\n  }}\n"
-            f"  return {r.fn_var}(args, type_codes, num_args, {r.res_var});\n}}\n")
-    out.append("static void byoc_modules_deinit(void) {\n")
+    out.append("static void byoc_modules_destroy(ByocInstance* inst) {\n")
     for r in regions:
-        out.append(f"  if ({r.module_var} != NULL) {r.kind_var}.destroy({r.module_var});\n"
-                   f"  {r.module_var} = NULL;\n  {r.fn_var} = NULL;\n  {r.res_var} = NULL;\n")
+        out.append(f"  if ({r.module} != NULL) {r.kind_var}.destroy({r.module});\n"
+                   f"  {r.module} = NULL;\n  {r.fn} = NULL;\n  {r.res} = NULL;\n")
     out.append("}\n")
-    out.append("static int32_t byoc_modules_init(void) {\n")
+    out.append("static int32_t byoc_modules_create(ByocInstance* inst) {\n")
     for r in regions:
         out.append(
-            f"  if ({r.module_var} == NULL) {{\n"
-            f"    if ({r.kind_var}.create((const char*){r.blob_var}, (size_t){len(r.blob)}, &{r.module_var}) != 0) {{\n"
-            f"      {r.module_var} = NULL;\n      byoc_modules_deinit();\n      return -1;\n    }}\n"
-            + (f"    if ({r.kind_var}.bind_constants == NULL) {{\n"
-               f"      byoc_set_last_error(\"%s: module kind %s takes no constants by name, but the region has "
+            f"  if ({r.kind_var}.create((const char*){r.blob_var}, (size_t){len(r.blob)}, &{r.module}) != 0) {{\n"
+            f"    {r.module} = NULL;\n    byoc_modules_destroy(inst);\n    return -1;\n  }}\n"
+            + (f"  if ({r.kind_var}.bind_constants == NULL) {{\n"
+               f"    byoc_set_last_error(\"%s: module kind %s takes no constants by name, but the region has "
                f"{len(r.constants)}\", {c_string(r.symbol)}, {c_string(r.kind)});\n"
-               f"      byoc_modules_deinit();\n      return -1;\n    }}\n"
-               f"    if ({r.kind_var}.bind_constants({r.module_var}, {r.consts_var}, {len(r.constants)}) != 0) {{\n"
-               f"      byoc_modules_deinit();\n      return -1;\n    }}\n" if r.constants else "")
-            + f"    if ({r.kind_var}.get_function({r.module_var}, {c_string(r.symbol)}, &{r.fn_var}, &{r.res_var}) != 0\n"
-            f"        || {r.fn_var} == NULL) {{\n"
-            f"      byoc_modules_deinit();\n      return -1;\n    }}\n  }}\n")
+               f"    byoc_modules_destroy(inst);\n    return -1;\n  }}\n"
+               f"  if ({r.kind_var}.bind_constants({r.module}, {r.consts_var}, {len(r.constants)}) != 0) {{\n"
+               f"    byoc_modules_destroy(inst);\n    return -1;\n  }}\n" if r.constants else "")
+            + f"  if ({r.kind_var}.get_function({r.module}, {c_string(r.symbol)}, &{r.fn}, &{r.res}) != 0\n"
+            f"      || {r.fn} == NULL) {{\n"
+            f"    byoc_modules_destroy(inst);\n    return -1;\n  }}\n")
     out.append("  return 0;\n}\n")
-    if interface == "unpacked":
-        out.append(FILL_ARG_HELPER)
-        for r in regions:
-            types = r.input_types + r.output_types
-            names = [f"in{i}" for i in range(len(r.input_types))] + [f"out{i}" for i in range(len(r.output_types))]
-            out.append(core_signature(r.symbol, r.input_types, r.output_types) + " {\n")
-            out.append(packed_call(r.trampoline, list(zip(names, types))))
-            out.append("  return 0;\n}\n")
     return "".join(out)
+
+
+def constants_once(pre_init: str) -> str:
+    """constants="params": the first instance created copies constants.bin in (they are shared, read-only)."""
+    if not pre_init:
+        return ""
+    return ("  static int32_t constants_ready = 0;  /* instances are created one at a time (docs/runtime-abi.md) */\n"
+            "  if (!constants_ready) {\n" + "  " + pre_init.replace("return -1;", "{\n      *out_instance = NULL;\n"
+            "      return -1;\n    }") + "    constants_ready = 1;\n  }\n")
+
+
+def default_instance(run_name: str, exported: bool) -> str:
+    """init/run/deinit of ByocModelDesc: one process-wide default instance (the runner uses it)."""
+    proto = (f"int32_t {run_name}(void* const* inputs, void* const* outputs);\n" if exported
+             else f"static int32_t {run_name}(void* const* inputs, void* const* outputs);\n")
+    return ("/* ---- the default instance: init/run/deinit of the descriptor ---- */\n"
+            "static const ByocModelDesc byoc_desc;\n"
+            "static void* byoc_default_instance;\n"
+            "static void byoc_model_deinit(void) {\n"
+            "  if (byoc_default_instance != NULL) byoc_instance_destroy(byoc_default_instance);\n"
+            "  byoc_default_instance = NULL;\n}\n"
+            "static int32_t byoc_model_init(void) {\n"
+            "  if (byoc_default_instance != NULL) return 0;\n"
+            "  return byoc_instance_create(&byoc_default_instance);\n}\n"
+            + proto + proto.replace(");\n", ") {\n") +
+            "  if (byoc_default_instance == NULL) {\n"
+            "    byoc_set_last_error(\"model %s: not initialized; call its init first\", byoc_desc.name);\n"
+            "    return -1;\n  }\n"
+            "  return byoc_instance_run(byoc_default_instance, inputs, outputs);\n}\n")

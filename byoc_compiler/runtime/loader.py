@@ -54,6 +54,12 @@ def _copy_tensor(t: _DLTensor) -> np.ndarray:
 _INIT = ctypes.CFUNCTYPE(ctypes.c_int32)
 _RUN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
 _DEINIT = ctypes.CFUNCTYPE(None)
+# Instances (docs/runtime-abi.md, "Instances and threads"). CFUNCTYPE calls release the GIL, so runs of
+# different instances overlap in Python threads.
+_CREATE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
+_RUN_INSTANCE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+                                 ctypes.POINTER(ctypes.c_void_p))
+_DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 class _ModelDesc(ctypes.Structure):
@@ -61,7 +67,8 @@ class _ModelDesc(ctypes.Structure):
                 ("num_inputs", ctypes.c_int32), ("inputs", ctypes.POINTER(_TensorInfo)),
                 ("num_outputs", ctypes.c_int32), ("outputs", ctypes.POINTER(_TensorInfo)),
                 ("workspace_bytes", ctypes.c_uint64),
-                ("init", _INIT), ("run", _RUN), ("deinit", _DEINIT)]
+                ("init", _INIT), ("run", _RUN), ("deinit", _DEINIT),
+                ("create", _CREATE), ("run_instance", _RUN_INSTANCE), ("destroy", _DESTROY)]
 
 
 @dataclass(frozen=True)
@@ -125,9 +132,12 @@ def _info(t: _TensorInfo, what: str) -> TensorInfo:
                       from_dl(t.dtype.code, t.dtype.bits, t.dtype.lanes))
 
 
-# The same path dlopen'ed twice is one library with one set of globals: init once, deinit at last close.
+# The same path dlopen'ed twice is one library with one set of globals. A library with instances gives every
+# Module its own; one without (hand-written models) has one default instance: init once, deinit at last
+# close, and its runs are serialized by one lock per library.
 _OPEN: dict = {}
 _OPEN_LOCK = threading.Lock()
+_LIBRARY_LOCKS: dict = {}
 
 
 class Module:
@@ -174,14 +184,24 @@ class Module:
         self._ran = False
         self._in_ptrs = (ctypes.c_void_p * max(1, len(self._inputs)))(*[b.ctypes.data for b in self._in_bufs])
         self._out_ptrs = (ctypes.c_void_p * max(1, len(self._outputs)))(*[b.ctypes.data for b in self._out_bufs])
+        self._instance = None
         with _OPEN_LOCK:
-            if _OPEN.get(self.path, 0) == 0:
-                self._give_constants(constants)
-                try:
+            self._lock = _LIBRARY_LOCKS.setdefault(self.path, threading.Lock())
+            first = _OPEN.get(self.path, 0) == 0
+            if first:
+                self._give_constants(constants)   # constants="params" builds copy them at the first create/init
+            try:
+                if d.create:
+                    # this Module's own instance: arena or graph storage, region workspaces, target modules
+                    instance = ctypes.c_void_p()
+                    self._check(d.create(ctypes.byref(instance)), "create")
+                    self._instance = instance
+                    self._lock = threading.Lock()  # one call at a time per instance; other instances run freely
+                elif first:
                     self._check(d.init(), "init")
-                finally:
-                    if constants is not None:
-                        self._lib.byoc_set_constants(None, ctypes.c_size_t(0))   # init copied them
+            finally:
+                if first and constants is not None:
+                    self._lib.byoc_set_constants(None, ctypes.c_size_t(0))   # init copied them
             _OPEN[self.path] = _OPEN.get(self.path, 0) + 1
         self._closed = False
 
@@ -197,6 +217,12 @@ class Module:
         self._constants = bytes(constants)      # alive until init has copied them
         self._lib.byoc_set_constants.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         self._lib.byoc_set_constants(self._constants, len(self._constants))
+
+    def _run_c(self) -> int:
+        with self._lock:
+            if self._instance is not None:
+                return self._desc.run_instance(self._instance, self._in_ptrs, self._out_ptrs)
+            return self._desc.run(self._in_ptrs, self._out_ptrs)
 
     def _check(self, rc: int, what: str):
         if rc != 0:
@@ -251,7 +277,7 @@ class Module:
         if missing:
             raise RuntimeError(f"model {self.name!r}: set_input was not called for {', '.join(map(repr, missing))}")
         if dump is None:
-            self._check(self._desc.run(self._in_ptrs, self._out_ptrs), "run")
+            self._check(self._run_c(), "run")
             self._ran = True
             return
         steps = self.run_observed()
@@ -260,7 +286,9 @@ class Module:
         write_dump(dump, steps, self.name, self.executor)
 
     def run_observed(self) -> list:
-        """Run once with the node observer set: [(step, function name, [output arrays])] in step order."""
+        """Run once with the node observer set: [(step, function name, [output arrays])] in step order.
+        The observer is one per library: observed runs are for debugging, not concurrent with other runs
+        of the same library."""
         if not hasattr(self._lib, "byoc_set_node_observer"):
             raise RuntimeError(f"{str(self.path)!r} was built without the node observer; rebuild it")
         steps: list = []
@@ -273,7 +301,7 @@ class Module:
         self._lib.byoc_set_node_observer.argtypes = [ctypes.POINTER(_NodeObserver)]
         self._lib.byoc_set_node_observer(ctypes.byref(observer))
         try:
-            self._check(self._desc.run(self._in_ptrs, self._out_ptrs), "run")
+            self._check(self._run_c(), "run")
             self._ran = True
         finally:
             self._lib.byoc_set_node_observer(None)
@@ -308,9 +336,13 @@ class Module:
         if getattr(self, "_closed", True):
             return
         self._closed = True
+        if self._instance is not None:
+            with self._lock:
+                self._desc.destroy(self._instance)
+                self._instance = None
         with _OPEN_LOCK:
             _OPEN[self.path] -= 1
-            if _OPEN[self.path] == 0 and self._desc.deinit:
+            if _OPEN[self.path] == 0 and not self._desc.create and self._desc.deinit:
                 self._desc.deinit()
 
     def __del__(self):

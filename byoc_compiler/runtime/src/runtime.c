@@ -5,7 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static char g_last_error[BYOC_LAST_ERROR_SIZE];
+#if defined(__GNUC__) || defined(__clang__)
+#define BYOC_THREAD_LOCAL __thread
+#else
+#define BYOC_THREAD_LOCAL /* C99 has no thread-local storage: one buffer per process */
+#endif
+static BYOC_THREAD_LOCAL char g_last_error[BYOC_LAST_ERROR_SIZE];
 
 void byoc_set_last_error(const char* fmt, ...) {
   va_list ap;

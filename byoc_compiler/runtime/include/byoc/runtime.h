@@ -27,7 +27,8 @@ typedef int32_t (*ByocPackedFunc)(const ByocValue* args, const int32_t* type_cod
                                   void* resource_handle);
 
 /* ---- last error ------------------------------------------------------------------------------
- * One static buffer (not thread-local); messages longer than it are truncated, never allocated. */
+ * One buffer per thread (thread-local where the compiler has it: gcc, clang), so concurrent runs of
+ * different instances report their own errors; messages longer than it are truncated, never allocated. */
 #define BYOC_LAST_ERROR_SIZE 1024
 #if defined(__GNUC__) || defined(__clang__)
 #define BYOC_PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
@@ -93,6 +94,14 @@ typedef struct {
   int32_t (*init)(void);    /* idempotent */
   int32_t (*run)(void* const* inputs, void* const* outputs); /* contiguous data pointers */
   void (*deinit)(void);
+  /* Instances (docs/runtime-abi.md, "Instances and threads"): everything a run writes -- the arena or
+   * graph storage, every region's workspace, target modules -- belongs to one instance. create allocates
+   * it (the only allocation), run_instance runs it (no allocation), destroy frees it. Different instances
+   * run concurrently from different threads; one instance runs one call at a time. init/run/deinit above
+   * drive one default instance. */
+  int32_t (*create)(void** out_instance);
+  int32_t (*run_instance)(void* instance, void* const* inputs, void* const* outputs);
+  void (*destroy)(void* instance);
 } ByocModelDesc;
 
 const ByocModelDesc* byoc_model_desc(void);
