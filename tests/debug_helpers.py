@@ -80,7 +80,8 @@ class InjectedBug:
         return text[:m.start()] + f"{m.group(1)}(&params, {m.group(2)}, {m.group(3)}, NULL," + text[m.end():]
 
     def __enter__(self):
-        from byoc_compiler.backend.artifact import CSourceArtifact
+        import dataclasses
+
         from byoc_compiler.spec import get_target
 
         target = get_target("ccompiler")
@@ -93,7 +94,8 @@ class InjectedBug:
             sources = {name: self.patch(code, func) for name, code in artifact.sources.items()}
             if sources != artifact.sources:
                 self.patched.append(symbol)
-            return CSourceArtifact(symbol, sources, include_dirs=artifact.include_dirs, constants=artifact.constants)
+            # everything else of the artifact (linked constants, workspace size) stays as generated
+            return dataclasses.replace(artifact, sources=sources)
 
         target.codegen = codegen
         return self

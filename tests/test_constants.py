@@ -12,6 +12,8 @@ import shutil
 import numpy as np
 import pytest
 
+import needs
+
 from byoc_compiler import build, op, partition_for, testing
 from byoc_compiler.backend import constants as constmod
 from byoc_compiler.backend.artifact import CSourceArtifact
@@ -40,9 +42,7 @@ X = np.random.default_rng(1).standard_normal((2, 64)).astype(np.float32)
 
 def _toolchain_or_skip(name):
     tc = load_config().toolchains[name]
-    missing = [p for p in (tc.cc, *tc.run[:1]) if shutil.which(p) is None]
-    if missing:
-        pytest.skip(f"{name}: {', '.join(missing)} not installed (apt-get install {' '.join(tc.apt)})")
+    needs.toolchain(tc)
     return tc
 
 

@@ -72,6 +72,19 @@ def attribute_value(attr: onnx.AttributeProto):
     return value
 
 
+def _readable_attributes(node: onnx.NodeProto) -> tuple[dict, list[str]]:
+    """(name -> value, reasons) of a node's attributes; an attribute ONNX itself cannot decode (a tensor of an
+    element type it does not define, a malformed type) is a reason, not an exception."""
+    attrs, reasons = {}, []
+    for a in node.attribute:
+        try:
+            attrs[a.name] = attribute_value(a)
+        except (KeyError, ValueError, TypeError) as exc:
+            reasons.append(f"attribute {a.name!r} cannot be read ({type(exc).__name__}: {exc}); export the model "
+                           "again")
+    return attrs, reasons
+
+
 def node_label(node: onnx.NodeProto, index: int) -> str:
     if node.name:
         return repr(node.name)
@@ -126,8 +139,10 @@ class _GraphImporter:
             conv, reason = resolve(node.op_type, node.domain, self.opset)
             reasons = [reason] if conv is None else []
             if conv is not None:
-                if conv.check is not None:
-                    reasons += conv.check({a.name: attribute_value(a) for a in node.attribute})
+                attrs, unreadable = _readable_attributes(node)
+                reasons += unreadable
+                if conv.check is not None and not unreadable:
+                    reasons += conv.check(attrs)
                 for position, name in enumerate(node.output):
                     if position >= conv.outputs and name and name in used:
                         reasons.append(f"output {position} ({name!r}) is not supported, but the model uses it")
