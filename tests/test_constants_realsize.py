@@ -9,9 +9,10 @@ against the numpy reference of the unpartitioned model.
 """
 from __future__ import annotations
 
-import shutil
 
 import pytest
+
+import needs
 
 from byoc_compiler import build, partition_for, toolchain as tcmod, zoo
 from byoc_compiler.backend import constants as constmod
@@ -24,9 +25,7 @@ pytestmark = pytest.mark.realsize
 
 def _toolchain_or_skip(name):
     tc = load_config().toolchains[name]
-    missing = [p for p in (tc.cc, *tc.run[:1]) if shutil.which(p) is None]
-    if missing:
-        pytest.skip(f"{name}: {', '.join(missing)} not installed (apt-get install {' '.join(tc.apt)})")
+    needs.toolchain(tc)
     return tc
 
 
