@@ -76,7 +76,7 @@ class FuzzTarget:
 EJ_FUZZ = ROOT / "targets" / "examplejson" / "fuzz"
 TARGETS = [
     FuzzTarget("graph", "graph.json reader + params blob + storage plan, then one run (runtime/src/json.c, "
-               "graph_executor.c)", _seeds("graph"), HERE / "fuzz_graph.c", _byoc_runtime, ["-max_len=65536"]),
+               "graph_executor.c)", _seeds("graph"), HERE / "fuzz_graph.c", _byoc_runtime, ["-max_len=32768"]),
     FuzzTarget("params", "params blob reader (runtime/src/params.c)", _seeds("params"), HERE / "fuzz_params.c",
                _byoc_runtime, ["-max_len=65536"]),
     FuzzTarget("npy", ".npy header reader (runtime/src/npy.c)", _seeds("npy"), HERE / "fuzz_npy.c", _byoc_runtime,
