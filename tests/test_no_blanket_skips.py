@@ -22,6 +22,10 @@ ALLOWED = {
     ("matrix/conftest.py", "pytest.skip("),
     # fuzz triage mode saves every unexpected exception instead of stopping; the plain targets do not catch
     ("fuzz/py_targets.py", "except Exception"),
+    # known build failures of ONNX conformance cases, strict: the test fails when one starts to pass
+    ("test_onnx_conformance.py", "mark.xfail"),
+    # the conformance allow-list generator records every refusal with its exception type (it does not pass)
+    ("onnx_conformance.py", "except Exception"),
     # the fake libraries of test_load_says_what_the_file_is are foreign only to an x86_64 host
     ("test_bad_inputs.py", "mark.skipif"),
 }

@@ -12,7 +12,7 @@ from byoc_compiler.backend.build import build
 from byoc_compiler.ir import op_counts
 from byoc_compiler.testing import run_reference
 
-onnxruntime = pytest.importorskip("onnxruntime")
+import onnxruntime  # noqa: E402 - a test dependency (pyproject's test extras), never optional
 
 
 def _ort(name: str, inputs) -> np.ndarray:
