@@ -93,6 +93,8 @@ CASES = [
     ("conv2d-dilated-grouped", lambda: _conv(dilation=(2, 2), groups=2), {"nn.conv2d"}),
     ("conv2d-depthwise", lambda: _unary(lambda x: op.nn.conv2d(x, const(4, 1, 3, 3), groups=4)), {"nn.conv2d"}),
     ("conv2d-bias-add-relu", _residual, {"nn.conv2d", "add", "nn.relu"}),
+    ("conv2d-bias-clip", lambda: _unary(lambda x: op.clip(op.nn.bias_add(op.nn.conv2d(x, const(4, 4, 1, 1)), const(4)),
+                                                           0.0, 6.0)), {"nn.conv2d", "clip"}),
     ("dense-bias-relu", _dense, {"nn.dense"}),
     ("matmul-transposed", lambda: _binary(lambda a, b: op.nn.matmul(a, b, transpose_a=True, transpose_b=True),
                                           (5, 3), (4, 5)), {"nn.matmul"}),
@@ -221,6 +223,8 @@ MALFORMED = [
     ("bad-post-ops", _graph(_with(2, attrs={**GOOD_NODES[2]["attrs"], "post_ops": ["relu", "sum"]}), [2]),
      {"w": W}, ["node 2", "post_ops must be"]),
     ("head-out-of-range", _graph(GOOD_NODES, [9]), {"w": W}, ["heads[0]"]),
+    ("clip-post-op-reversed", _graph(_with(2, attrs={**GOOD_NODES[2]["attrs"], "post_ops": [{"clip": [6, 0]}]}), [2]),
+     {"w": W}, ["node 2", "min 6 is above its max 0"]),
     ("not-float32", _graph(_with(0, dtype="int8"), [2]), {"w": W}, ["node 0 (input input0)", "dtype int8"]),
     ("huge-shape", _graph(_with(0, shape=[1 << 20, 1 << 20, 4, 4]), [2]), {"w": W}, ["node 0", "elements"]),
 ]

@@ -87,12 +87,13 @@ def _tensor_type(ty, what: str) -> TensorType:
     return ty
 
 
-def _composite_parts(func: Function, args) -> tuple[Call, Call, Call | None, bool, dict]:
-    """(anchor conv2d/dense, its bias_add, the residual add or None, relu?, param -> argument) of a composite."""
+def _composite_parts(func: Function, args) -> tuple[Call, Call, Call | None, Call | None, dict]:
+    """(anchor conv2d/dense, its bias_add, the residual add or None, the final relu/clip or None,
+    param -> argument) of a composite."""
     bound = {id(p): a for p, a in zip(func.params, args)}
-    node, relu, add = func.body, False, None
-    if isinstance(node, Call) and isinstance(node.op, Op) and node.op.name == "nn.relu":
-        relu, node = True, node.args[0]
+    node, relu, add = func.body, None, None
+    if isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in ("nn.relu", "clip"):
+        relu, node = node, node.args[0]
     if isinstance(node, Call) and isinstance(node.op, Op) and node.op.name == "add":
         add = node
         node = next((a for a in node.args if isinstance(a, Call) and isinstance(a.op, Op)
@@ -163,8 +164,10 @@ class _Writer:
             residual = next(a for a in add.args if a is not bias)
             inputs.append(self.ref(residual, bound))
             post_ops.append("sum")
-        if relu:
+        if relu is not None and relu.op.name == "nn.relu":
             post_ops.append("relu")
+        elif relu is not None:
+            post_ops.append({"clip": [float(relu.attrs.a_min), float(relu.attrs.a_max)]})
         attrs = {**ATTRS[anchor.op.name](anchor.attrs), "bias": 1, "post_ops": post_ops}
         self._emit(anchor.op.name, inputs, call, attrs)
 

@@ -5,6 +5,7 @@
 | conv2d_bias_add_relu | convolution with bias | sum (the residual input, accumulated into dst), eltwise relu |
 | conv2d_bias_add | convolution with bias | sum |
 | conv2d_bias_relu | convolution with bias | eltwise relu |
+| conv2d_bias_clip | convolution with bias | eltwise clip (relu6 of MobileNets) |
 | conv2d_bias | convolution with bias | - |
 | dense_bias_relu | inner product with bias | eltwise relu |
 | dense_bias | inner product with bias | - |
@@ -71,6 +72,7 @@ def declare_patterns(target) -> None:
     target.pattern("conv2d_bias_add_relu", is_op("nn.relu")(_residual()), check=conv)
     target.pattern("conv2d_bias_add", _residual(), check=conv)
     target.pattern("conv2d_bias_relu", is_op("nn.relu")(_conv_bias()), check=conv)
+    target.pattern("conv2d_bias_clip", is_op("clip")(_conv_bias()), check=conv)
     target.pattern("conv2d_bias", _conv_bias(), check=conv)
     target.pattern("dense_bias_relu", is_op("nn.relu")(_dense_bias()), check=dense)
     target.pattern("dense_bias", _dense_bias(), check=dense)

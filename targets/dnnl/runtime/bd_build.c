@@ -183,10 +183,13 @@ static int32_t make_attr(BdModule* m, int32_t id, dnnl_primitive_attr_t* attr) {
   dnnl_status_t st;
   CHECK(dnnl_primitive_attr_create(attr), id, "primitive_attr_create");
   st = dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
-  if (st == dnnl_success && (a->post_sum || a->post_relu)) {
+  if (st == dnnl_success && (a->post_sum || a->post_relu || a->post_clip)) {
     st = dnnl_post_ops_create(&po);
     if (st == dnnl_success && a->post_sum) st = dnnl_post_ops_append_sum(po, 1.0f);
     if (st == dnnl_success && a->post_relu) st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+    if (st == dnnl_success && a->post_clip) {
+      st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, (float)a->clip_lo, (float)a->clip_hi);
+    }
     if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(*attr, po);
     if (po != NULL) dnnl_post_ops_destroy(po);
   }

@@ -23,8 +23,8 @@ typedef enum {
 
 typedef struct {
   int64_t strides[2], padding[4], dilation[2], pool_size[2], groups, axis, size;
-  int ceil_mode, count_include_pad, nhwc, bias, post_sum, post_relu, transpose_a, transpose_b, center, scale;
-  double a_min, a_max, alpha, beta, k, epsilon;
+  int ceil_mode, count_include_pad, nhwc, bias, post_sum, post_relu, post_clip, transpose_a, transpose_b, center, scale;
+  double a_min, a_max, alpha, beta, k, epsilon, clip_lo, clip_hi;
 } BdAttrs;
 
 typedef struct {

@@ -166,13 +166,30 @@ static int32_t parse_post_ops(Ctx* c, const ByocJsonValue* attrs, BdAttrs* a) {
   for (v = byoc_json_child(c->doc, arr); v != NULL; v = byoc_json_next(c->doc, v), ++i) {
     int is_sum = v->type == BYOC_JSON_STRING && strcmp(v->str, "sum") == 0;
     int is_relu = v->type == BYOC_JSON_STRING && strcmp(v->str, "relu") == 0;
-    /* the order oneDNN applies them in, each at most once: [sum] then [relu] */
+    int is_clip = v->type == BYOC_JSON_OBJECT && v->count == 1 && byoc_json_get(c->doc, v, "clip") != NULL;
+    /* the order oneDNN applies them in, each at most once: [sum] then one eltwise (relu or clip) */
     if (is_sum && i == 0) {
       a->post_sum = 1;
-    } else if (is_relu && !a->post_relu) {
+    } else if (is_relu && !a->post_relu && !a->post_clip) {
       a->post_relu = 1;
+    } else if (is_clip && !a->post_relu && !a->post_clip) {
+      double bounds[2];
+      const ByocJsonValue* b = byoc_json_get(c->doc, v, "clip");
+      const ByocJsonValue* e;
+      int32_t k = 0;
+      if (b->type != BYOC_JSON_ARRAY || b->count != 2) return bd_fail(c->m, c->node, "a clip post-op is {\"clip\": [min, max]}");
+      for (e = byoc_json_child(c->doc, b); e != NULL; e = byoc_json_next(c->doc, e), ++k) {
+        if (e->type != BYOC_JSON_NUMBER || !isfinite(e->d) || fabs(e->d) > 3.0e38) {
+          return bd_fail(c->m, c->node, "a clip post-op's bounds must be finite float32 numbers");
+        }
+        bounds[k] = e->d;
+      }
+      if (bounds[0] > bounds[1]) return bd_fail(c->m, c->node, "a clip post-op's min %g is above its max %g", bounds[0], bounds[1]);
+      a->post_clip = 1;
+      a->clip_lo = bounds[0];
+      a->clip_hi = bounds[1];
     } else {
-      return bd_fail(c->m, c->node, "post_ops must be [], [\"sum\"], [\"relu\"] or [\"sum\", \"relu\"]");
+      return bd_fail(c->m, c->node, "post_ops must be [], [\"sum\"], then at most one of \"relu\" or {\"clip\": [min, max]}");
     }
   }
   return 0;
