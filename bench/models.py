@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 MODEL_SETS: dict[str, list[str]] = {
     "realsize": ["resnet50", "mobilenetv2"],
     "tiny": ["resnet50_tiny", "mobilenetv2_tiny"],
+    "modern": ["bert_tiny", "efficientnet_lite"],          # today's ops: transformer encoder, HardSwish CNN
 }
 
 # Targets: the bench name -> the scons `target=` value (a priority list for several targets).

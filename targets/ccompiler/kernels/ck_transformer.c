@@ -70,6 +70,16 @@ int32_t ck_layer_norm_rows(int64_t rows, int64_t n, const float *in, const float
   return CK_OK;
 }
 
+/* erf(x) by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7): 1 - poly(t) exp(-x^2) with
+ * t = 1 / (1 + 0.3275911 |x|), signed like x. About half the cost of libm's erff, which dominated gelu. */
+static float ck_erf(float x) {
+  const float a = fabsf(x);
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f +
+                     t * 1.061405429f))));
+  return copysignf(1.0f - poly * expf(-a * a), x);
+}
+
 int32_t ck_gelu(int64_t n, const float *in, float *out, int32_t approximate) {
   int64_t i;
   if (in == NULL || out == NULL || n < 0) return CK_EBADPARAM;
@@ -81,7 +91,7 @@ int32_t ck_gelu(int64_t n, const float *in, float *out, int32_t approximate) {
   } else {
     for (i = 0; i < n; ++i) {
       const float x = in[i];
-      out[i] = 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+      out[i] = 0.5f * x * (1.0f + ck_erf(x * 0.70710678118654752f));
     }
   }
   return CK_OK;
