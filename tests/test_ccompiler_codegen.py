@@ -274,6 +274,20 @@ def test_constant_conv_weights_are_packed_at_codegen(out_channels, groups, prepa
         assert f"[{weight.size}]" not in code
 
 
+def test_channel_shuffle_is_one_block_transpose():
+    """ShuffleNet's reshape -> transpose -> reshape between two convs: the reshapes are views, the
+    transpose the one copy (contiguous H*W planes), nothing else moves data."""
+    x = _var("x", (1, 8, 5, 5))
+    w = const(np.random.default_rng(4).standard_normal((8, 4, 1, 1)).astype(np.float32))
+    h = op.nn.conv2d(x, w, groups=2)
+    h = op.reshape(op.transpose(op.reshape(h, (1, 2, 4, 5, 5)), axes=(0, 2, 1, 3, 4)), (1, 8, 5, 5))
+    h = op.nn.conv2d(h, w, groups=2)
+    part = partition_for(["ccompiler"], IRModule.from_expr(Function([x], h)))
+    code = _core(_code(ccompiler_codegen(part["tvmgen_default_ccompiler_main_0"], "tvmgen_default_ccompiler_main_0")))
+    assert _CALL.findall(code.split("{", 1)[1]).count("ck_transpose") == 1
+    assert "ck_copy" not in code and code.count("a view, no call") == 2, code
+
+
 def _c_array(code, name):
     body = re.search(rf"static const float {name}\[(\d+)\] = \{{(.*?)\}};", code, re.S)
     items = [t.strip() for t in body.group(2).replace("\n", " ").split(",") if t.strip()]

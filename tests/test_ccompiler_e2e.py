@@ -175,6 +175,14 @@ def mobilenet_block():
     return _partitioned([x], h)
 
 
+def channel_shuffle():
+    # grouped 1x1 conv, ShuffleNet's reshape -> transpose -> reshape, grouped conv again
+    x = _var("x", (1, 8, 6, 7))
+    h = op.nn.relu(op.nn.bias_add(op.nn.conv2d(x, _w((8, 4, 1, 1), 30), groups=2), _w((8,), 31)))
+    h = op.reshape(op.transpose(op.reshape(h, (1, 2, 4, 6, 7)), axes=(0, 2, 1, 3, 4)), (1, 8, 6, 7))
+    return _partitioned([x], op.nn.conv2d(h, _w((8, 2, 3, 3), 32), padding=(1, 1), groups=4))
+
+
 def shape_ops():
     x, y = _var("x", (2, 3, 4), ), _var("y", (2, 3, 2))
     t = op.transpose(x)
@@ -220,7 +228,7 @@ def region_outputs_copied():
 
 
 CONSTRUCTS = (broadcast_binary, unary_chain, matmul_flags, pools, conv_variants, shape_ops, dense_unfused,
-              batch_norm_tuple, constants_as_arguments, region_outputs_copied, mobilenet_block)
+              batch_norm_tuple, constants_as_arguments, region_outputs_copied, mobilenet_block, channel_shuffle)
 _MODULES = {f"construct:{f.__name__}": functools.lru_cache(maxsize=None)(f) for f in CONSTRUCTS}
 _MODULES.update({f"zoo:{n}": functools.partial(lambda n: (partition_for(["ccompiler"], zoo.get(n)), None), n)
                  for n in zoo.names()})
