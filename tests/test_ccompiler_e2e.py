@@ -103,6 +103,22 @@ def test_cross_toolchains_under_qemu(toolchain, name):
     _check(lib, zoo.get(name), zoo.inputs(name), f"{name} on {toolchain}")
 
 
+@pytest.mark.parametrize("toolchain", ["s390x-gcc", "aarch64-gcc"])
+def test_packed_weights_depthwise_relu6_under_qemu(toolchain):
+    """A conv weight packed at codegen (big-endian s390x: its bytes), 3x3 depthwise strides 1 and 2 and
+    the fused relu6 on the portable kernels of a foreign CPU."""
+    from byoc_compiler.config import load_config
+
+    tc = load_config().toolchains[toolchain]
+    missing = [p for p in (tc.cc, *tc.run[:1]) if shutil.which(p) is None]
+    if missing:
+        pytest.skip(f"{toolchain}: {', '.join(missing)} not installed (apt-get install {' '.join(tc.apt)})")
+    lib = _built("construct:mobilenet_block", toolchain, "aot", "unpacked", "-O2")
+    assert "ck_conv2d_prepacked(" in lib.get_source("ccompiler") and "CK_ACT_RELU6" in lib.get_source("ccompiler")
+    ref = _MODULES["construct:mobilenet_block"]()[1]
+    _check(lib, ref, _inputs(ref), f"mobilenet_block on {toolchain}")
+
+
 # ---- constructs: name -> () -> (module to build, unpartitioned reference module) -----------------------
 
 def _var(name, shape):
