@@ -5,6 +5,7 @@
  * the reference's tolerance); the per-element work stays in float so it vectorizes.
  */
 #include <math.h>
+#include <string.h>
 
 #include "ck_internal.h"
 
@@ -26,6 +27,52 @@ int32_t ck_batch_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, const fl
   return CK_OK;
 }
 
+/* exp(x) for x in [-87, 0], written so that the loop around it vectorizes (a libm call per element
+ * does not): x = k ln2 + r with |r| <= ln2/2, exp(r) by its Taylor series to r^7 (relative error
+ * below 2e-8 there), times 2^k made from the exponent bits. */
+static inline float ck_exp_nonpositive(float x) {
+  const float round = 12582912.0f;     /* 1.5 * 2^23: adding then subtracting it rounds to an integer */
+  const float k = (x * 1.44269504088896341f + round) - round;
+  const float r = (x - k * 0.693145751953125f) - k * 1.42860682030941723e-06f;
+  const float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6.0f + r * (1.0f / 24.0f + r * (1.0f / 120.0f +
+                  r * (1.0f / 720.0f + r * (1.0f / 5040.0f)))))));
+  const int32_t bits = ((int32_t)k + 127) * 8388608;     /* (k + 127) << 23 */
+  float scale;
+  memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+/* max(v, -87) for v <= 0 (or -inf), branch-free: non-positive floats' magnitudes order like their bit
+ * patterns as integers, so the cap is an integer min on |v|. */
+static inline float ck_floor_at_minus_87(float v) {
+  float a = -v;
+  int32_t bits;
+  const int32_t cap = 0x42ae0000;      /* 87.0f */
+  memcpy(&bits, &a, sizeof bits);
+  bits = bits < cap ? bits : cap;
+  memcpy(&a, &bits, sizeof a);
+  return -a;
+}
+
+/* erf(x) by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7): 1 - poly(t) exp(-a^2) with
+ * a = |x|, t = 1 / (1 + 0.3275911 a), signed like x. a is capped at 9.3 (erf is 1 in float far before)
+ * by comparing bit patterns as integers, which orders non-negative floats and keeps the loop
+ * branch-free; a NaN x still gives a NaN gelu (x multiplies the result). */
+static inline float ck_erf(float x) {
+  float a = fabsf(x);
+  int32_t bits;
+  const int32_t cap = 0x4114cccd;      /* 9.3f */
+  memcpy(&bits, &a, sizeof bits);
+  bits = bits < cap ? bits : cap;
+  memcpy(&a, &bits, sizeof a);
+  {
+    const float t = 1.0f / (1.0f + 0.3275911f * a);
+    const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f +
+                       t * 1.061405429f))));
+    return copysignf(1.0f - poly * ck_exp_nonpositive(-a * a), x);
+  }
+}
+
 int32_t ck_softmax_rows(int64_t rows, int64_t n, const float *in, float *out) {
   int64_t r, i;
   if (in == NULL || out == NULL || rows < 0 || n < 1) return CK_EBADPARAM;
@@ -38,11 +85,12 @@ int32_t ck_softmax_rows(int64_t rows, int64_t n, const float *in, float *out) {
     for (i = 1; i < n; ++i) {
       if (x[i] > top || x[i] != x[i]) top = x[i];
     }
-    for (i = 0; i < n; ++i) {
-      const float e = expf(x[i] - top);
-      y[i] = e;
-      total += (double)e;
+    if (top != top || top == INFINITY) {   /* NaN or +inf in the row: libm's expf gives the reference's NaNs */
+      for (i = 0; i < n; ++i) y[i] = expf(x[i] - top);
+    } else {
+      for (i = 0; i < n; ++i) y[i] = ck_exp_nonpositive(ck_floor_at_minus_87(x[i] - top));
     }
+    for (i = 0; i < n; ++i) total += (double)y[i];
     scale = (float)(1.0 / total);
     for (i = 0; i < n; ++i) y[i] *= scale;
   }
@@ -68,16 +116,6 @@ int32_t ck_layer_norm_rows(int64_t rows, int64_t n, const float *in, const float
     for (i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * gamma[i] + beta[i];
   }
   return CK_OK;
-}
-
-/* erf(x) by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7): 1 - poly(t) exp(-x^2) with
- * t = 1 / (1 + 0.3275911 |x|), signed like x. About half the cost of libm's erff, which dominated gelu. */
-static float ck_erf(float x) {
-  const float a = fabsf(x);
-  const float t = 1.0f / (1.0f + 0.3275911f * a);
-  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f +
-                     t * 1.061405429f))));
-  return copysignf(1.0f - poly * expf(-a * a), x);
 }
 
 int32_t ck_gelu(int64_t n, const float *in, float *out, int32_t approximate) {
