@@ -12,7 +12,7 @@ import numpy as np
 
 from ..ir.expr import Call
 from .attr_forms import dtype_name
-from .registry import Attr, get_op_def, make_call, register
+from .registry import Attr, float_result, get_op_def, make_call, register
 from ..ir.types import DTYPES
 from .cast_rule import cast_array
 from .typecheck import ARITH, FLOAT, FLOATS, broadcast_shapes, same_dtype, tensor_arg, tensor_type
@@ -137,7 +137,7 @@ register("nn.leaky_relu", ("data",), (Attr("alpha", "float", 0.01),),
 
 def _hard_sigmoid_ref(args, attrs):
     x = args[0].astype(np.float64)
-    return np.clip(attrs.alpha * x + attrs.beta, 0.0, 1.0).astype(np.float32)
+    return float_result(np.clip(attrs.alpha * x + attrs.beta, 0.0, 1.0), args[0])
 
 
 register("nn.hard_sigmoid", ("data",), (Attr("alpha", "float", 0.2), Attr("beta", "float", 0.5)),
@@ -148,8 +148,8 @@ register("nn.hard_sigmoid", ("data",), (Attr("alpha", "float", 0.2), Attr("beta"
 def _gelu_ref(args, attrs):
     x = args[0].astype(np.float64)
     if attrs.approximate == "tanh":
-        return (0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))).astype(np.float32)
-    return (0.5 * x * (1.0 + _erf(x / np.sqrt(2.0)))).astype(np.float32)
+        return float_result(0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3))), args[0])
+    return float_result(0.5 * x * (1.0 + _erf(x / np.sqrt(2.0))), args[0])
 
 
 register("nn.gelu", ("data",), (Attr("approximate", "str", "none", choices=("none", "tanh")),),

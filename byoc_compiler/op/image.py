@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ..ir.expr import Call
-from .registry import Attr, OpTypeError, make_call, register
+from .registry import Attr, OpTypeError, float_result, make_call, register
 from .typecheck import FLOAT, shape_text, tensor_arg, tensor_type
 
 __all__ = ["resize"]
@@ -149,7 +149,7 @@ def _ref(args, attrs):
         if outside.any():
             mask = outside.reshape((1,) * axis + (-1,) + (1,) * (x.ndim - axis - 1))
             x = np.where(mask, attrs["extrapolation_value"], x)
-    return x.astype(np.float32)
+    return float_result(x, args[0])
 
 
 register("image.resize", ("data",),

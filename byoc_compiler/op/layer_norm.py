@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.expr import Call
-from .registry import Attr, OpTypeError, make_call, register
+from .registry import Attr, OpTypeError, float_result, make_call, register
 from .typecheck import FLOAT, normalize_axis, shape_text, tensor_arg
 
 __all__ = ["layer_norm"]
@@ -36,7 +36,7 @@ def _ref(args, attrs):
     axes = tuple(range(attrs.axis % x.ndim, x.ndim))
     mean = x.mean(axis=axes, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
-    return ((x - mean) / np.sqrt(var + attrs.epsilon) * gamma + beta).astype(np.float32)
+    return float_result((x - mean) / np.sqrt(var + attrs.epsilon) * gamma + beta, args[0])
 
 
 register("nn.layer_norm", ("data", "gamma", "beta"),
