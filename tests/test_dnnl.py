@@ -22,11 +22,14 @@ from byoc_compiler.ir import IRModule, TensorType, Var
 from byoc_compiler.ir.expr import Constant, Tuple, TupleGetItem
 
 DNNL = get_target("dnnl")
+
+
 @pytest.fixture(autouse=True)
 def _onednn_installed():
     """oneDNN is a system library (scripts/setup.sh installs libdnnl-dev): missing, it skips here and fails in CI."""
     if DNNL.missing() is not None:
         needs.missing(DNNL.missing())
+
 
 RNG = np.random.default_rng(7)
 

@@ -19,11 +19,14 @@ from byoc_compiler.backend.target import get_target
 from targets.dnnl.loader import include_flags, runtime_sources
 
 DNNL = get_target("dnnl")
+
+
 @pytest.fixture(autouse=True)
 def _onednn_installed():
     """oneDNN is a system library (scripts/setup.sh installs libdnnl-dev): missing, it skips here and fails in CI."""
     if DNNL.missing() is not None:
         needs.missing(DNNL.missing())
+
 
 FUZZ_DIR = runtime_sources()[0].parent.parent / "fuzz"
 HARNESS = FUZZ_DIR / "fuzz_parser.c"
