@@ -67,15 +67,17 @@ def main(argv=None) -> int:
     for name in names:
         target = campaign.BY_NAME[name]
         result = campaign.run(target, args.workdir / name, args.minutes * 60, jobs=args.jobs)
-        failed |= bool(result.findings)
+        failed |= bool(result.findings or result.failure)
         cmd = f"nice -n 19 python bench/fuzz.py --minutes {args.minutes:g} --only {name}" + \
             (f" --jobs {args.jobs}" if args.jobs > 1 else "")
         print(f"{name:12s} {result.executions:>12,d} executions in {result.seconds:.0f} s "
               f"({result.executions / max(result.seconds, 1):,.0f}/s), corpus {result.corpus}, findings: "
-              f"{', '.join(os.fspath(p) for p in result.findings) or 'none'}", flush=True)
+              f"{', '.join(os.fspath(p) for p in result.findings) or 'none'}"
+              f"{'; ' + result.failure if result.failure else ''}", flush=True)
         rows.append({"date": datetime.date.today().isoformat(), "target": name, "seconds": result.seconds,
                      "executions": result.executions, "corpus": result.corpus,
-                     "findings": [p.name for p in result.findings], "command": cmd})
+                     "findings": [p.name for p in result.findings] + ([result.failure] if result.failure else []),
+                     "command": cmd})
     if args.record:
         record(rows)
     return 1 if failed else 0

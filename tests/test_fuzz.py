@@ -53,4 +53,5 @@ def test_short_fuzz_run(target, tmp_path):
     assert not result.findings, (
         f"fuzzing {target.name} found {[p.name for p in result.findings]} in {tmp_path / 'findings'}; fix it, "
         f"then copy the input into tests/fuzz/regressions/{target.name}/\n" + result.log[-4000:])
+    assert not result.failure, f"fuzzing {target.name}: {result.failure}\n" + result.log[-4000:]
     assert result.executions > 0, result.log[-4000:]

@@ -552,6 +552,8 @@ class _Parser:
             out = []
             for entry in table["relay.Constant"]:
                 order = {"little": "<", "big": ">"}[entry.get("byteorder", "little")]
+                if entry["dtype"] not in DTYPES:  # never handed to np.dtype, whose string parser raises anything
+                    raise ValueError(f"constant dtype {str(entry['dtype'])[:40]!r} is not one of {', '.join(DTYPES)}")
                 dtype = np.dtype(entry["dtype"]).newbyteorder(order)
                 shape = tuple(int(d) for d in entry["shape"])
                 raw = self._sidecar_bytes(entry) if "file" in entry else \

@@ -129,6 +129,7 @@ class RunResult:
     findings: list[Path]
     command: list[str]
     log: str
+    failure: str = ""   # the fuzzer died without saving an input (a signal): reported, never ignored
 
 
 def run(target: FuzzTarget, workdir: Path, seconds: float, binary: Path | None = None, jobs: int = 1) -> RunResult:
@@ -158,10 +159,11 @@ def run(target: FuzzTarget, workdir: Path, seconds: float, binary: Path | None =
     progress = re.findall(r"^#(\d+)", log, re.M)
     executions = int(stat[-1]) if stat else int(progress[-1]) if progress else 0
     found = sorted(p for p in findings.iterdir() if re.match(r"(crash|leak|timeout|oom|slow-unit)-", p.name))
+    failure = ""
     if proc.returncode != 0 and not found:
-        # a crash libFuzzer could not save (e.g. the harness failed to start): a finding all the same
-        raise RuntimeError(f"fuzzer {target.name} exited {proc.returncode} without saving an input:\n{log[-4000:]}")
-    return RunResult(target.name, seconds, executions, sum(1 for _ in corpus.iterdir()), found, argv, log)
+        # a death libFuzzer could not save an input for (a signal, a harness that did not start)
+        failure = f"exited {proc.returncode} without saving an input"
+    return RunResult(target.name, seconds, executions, sum(1 for _ in corpus.iterdir()), found, argv, log, failure)
 
 
 def have_libfuzzer() -> bool:
