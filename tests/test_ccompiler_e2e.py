@@ -109,10 +109,7 @@ def test_packed_weights_depthwise_relu6_under_qemu(toolchain):
     the fused relu6 on the portable kernels of a foreign CPU."""
     from byoc_compiler.config import load_config
 
-    tc = load_config().toolchains[toolchain]
-    missing = [p for p in (tc.cc, *tc.run[:1]) if shutil.which(p) is None]
-    if missing:
-        pytest.skip(f"{toolchain}: {', '.join(missing)} not installed (apt-get install {' '.join(tc.apt)})")
+    needs.toolchain(load_config().toolchains[toolchain])
     lib = _built("construct:mobilenet_block", toolchain, "aot", "unpacked", "-O2")
     assert "ck_conv2d_prepacked(" in lib.get_source("ccompiler") and "CK_ACT_RELU6" in lib.get_source("ccompiler")
     ref = _MODULES["construct:mobilenet_block"]()[1]
