@@ -93,11 +93,22 @@ static int64_t ck_odd_offset(const ck_conv2d_params *p) {
   return p->stride_w == 2 ? (p->width + p->pad_left + p->pad_right + 1) / 2 : 0;
 }
 
+/* dst[k] = src[2k + shift] for k in [lo, hi) (clamped to [0, n)), zero elsewhere in [0, n). */
+static void ck_split_half(float *restrict dst, int64_t n, int64_t lo, int64_t hi, const float *restrict src,
+                          int64_t shift) {
+  int64_t k;
+  if (hi > n) hi = n;
+  if (lo > hi) lo = hi;
+  for (k = 0; k < lo; ++k) dst[k] = 0.0f;
+  for (k = lo; k < hi; ++k) dst[k] = src[2 * k + shift];
+  for (k = hi; k < n; ++k) dst[k] = 0.0f;
+}
+
 /* The input plane into the zero-bordered copy (its top and bottom rows are zeroed once per call). */
 static void ck_pad_plane(const ck_conv2d_params *p, const float *in, float *restrict padded) {
   const int64_t pw = p->width + p->pad_left + p->pad_right, pl = p->pad_left, w = p->width;
   const int64_t odd = ck_odd_offset(p);
-  int64_t y, k;
+  int64_t y;
   for (y = 0; y < p->height; ++y) {
     float *restrict row = padded + (y + p->pad_top) * pw;
     const float *restrict src = in + y * w;
@@ -105,15 +116,10 @@ static void ck_pad_plane(const ck_conv2d_params *p, const float *in, float *rest
       memcpy(row + pl, src, (size_t)w * sizeof(float));
       continue;
     }
-    /* padded column c = 2k (+1) is src[c - pl] inside [pl, pl + w), zero outside */
-    for (k = 0; k < odd; ++k) {
-      const int64_t c = 2 * k - pl;
-      row[k] = c >= 0 && c < w ? src[c] : 0.0f;
-    }
-    for (k = 0; k < pw - odd; ++k) {
-      const int64_t c = 2 * k + 1 - pl;
-      row[odd + k] = c >= 0 && c < w ? src[c] : 0.0f;
-    }
+    /* padded column c = 2k (even half) or 2k + 1 (odd half) is src[c - pl] inside [pl, pl + w), zero
+     * outside: per half, zeros, a stride-2 copy, zeros (no branch per element) */
+    ck_split_half(row, odd, (pl + 1) / 2, (pl + w + 1) / 2, src, -pl);
+    ck_split_half(row + odd, pw - odd, pl / 2, (pl + w) / 2, src, 1 - pl);
   }
 }
 
