@@ -32,7 +32,10 @@ int32_t ck_batch_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, const fl
  * below 2e-8 there), times 2^k made from the exponent bits. */
 static inline float ck_exp_nonpositive(float x) {
   const float round = 12582912.0f;     /* 1.5 * 2^23: adding then subtracting it rounds to an integer */
-  const float k = (x * 1.44269504088896341f + round) - round;
+  /* the sum is stored before the subtraction: where float math runs in double (FLT_EVAL_METHOD != 0,
+   * s390x in ISO mode) only the assignment rounds it to float, i.e. to an integer */
+  const float shifted = x * 1.44269504088896341f + round;
+  const float k = shifted - round;
   const float r = (x - k * 0.693145751953125f) - k * 1.42860682030941723e-06f;
   const float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6.0f + r * (1.0f / 24.0f + r * (1.0f / 120.0f +
                   r * (1.0f / 720.0f + r * (1.0f / 5040.0f)))))));
