@@ -41,6 +41,10 @@ MODEL_SETS: dict[str, list[str]] = {
     "realsize": ["resnet50", "mobilenetv2"],
     "tiny": ["resnet50_tiny", "mobilenetv2_tiny"],
     "modern": ["bert_tiny", "efficientnet_lite"],          # today's ops: transformer encoder, HardSwish CNN
+    # "int8:NAME": zoo model NAME quantized (QDQ, per-channel, U8S8; byoc_compiler.testing.quantize), run as
+    # the same .onnx file by byoc and by onnxruntime (int8 kernels)
+    "int8": ["int8:resnet50", "int8:mobilenetv2"],
+    "int8-tiny": ["int8:resnet50_tiny", "int8:mobilenetv2_tiny"],
 }
 
 # Targets: the bench name -> the scons `target=` value (a priority list for several targets).
@@ -197,6 +201,16 @@ def _size(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
 
 
+def _materialize(model: str) -> str:
+    """An "int8:NAME" entry as the path of its quantized .onnx file (made once, kept in a cache dir)."""
+    if not model.startswith("int8:"):
+        return model
+    from byoc_compiler.testing.quantize import quantized_zoo_model
+
+    cache = Path(os.environ.get("BYOC_BENCH_CACHE", Path(tempfile.gettempdir()) / "byoc-bench-int8"))
+    return str(quantized_zoo_model(model[len("int8:"):], "qdq", True, cache))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", default="realsize", choices=sorted(MODEL_SETS), help="a row of MODEL_SETS")
@@ -208,7 +222,7 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="also print the check's margin (float64 reference)")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
-    models = args.models or MODEL_SETS[args.set]
+    models = [_materialize(m) for m in (args.models or MODEL_SETS[args.set])]
     targets = args.targets.split(",")
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:

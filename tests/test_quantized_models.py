@@ -13,37 +13,17 @@ import pytest
 import onnxruntime as ort  # noqa: E402 - a test dependency (pyproject's test extras), never optional
 import onnxruntime.quantization as quantization  # noqa: E402
 
-from byoc_compiler import zoo  # noqa: E402
 from byoc_compiler.backend.build import build  # noqa: E402
 from byoc_compiler.frontend import from_onnx  # noqa: E402
 from byoc_compiler.ir import Call, Op, post_order  # noqa: E402
+from byoc_compiler.testing.quantize import quantized_zoo_model, sample_input  # noqa: E402
 from byoc_compiler.testing.reference import run_reference  # noqa: E402
 
 
 def _quantized(name: str, fmt: str, per_channel: bool, directory) -> tuple[str, str, np.ndarray]:
-    model = zoo.onnx_model(name)
-    inp = model.graph.input[0]
-    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
-    rng = np.random.default_rng(0)
-
-    class Reader(quantization.CalibrationDataReader):
-        def __init__(self):
-            self.batches = iter([{inp.name: rng.standard_normal(shape).astype(np.float32)} for _ in range(4)])
-
-        def get_next(self):
-            return next(self.batches, None)
-
-    raw, src, dst = directory / "raw.onnx", directory / "float.onnx", directory / f"{name}-{fmt}-{per_channel}.onnx"
-    onnx.save(model, raw)
-    # the documented quantize_static flow: pre-process first (shape inference, BatchNormalization folded
-    # into the convolutions), so that every convolution is quantized with its batch norm
-    quantization.shape_inference.quant_pre_process(str(raw), str(src))
-    quantization.quantize_static(
-        str(src), str(dst), Reader(), per_channel=per_channel,
-        quant_format=quantization.QuantFormat.QDQ if fmt == "qdq" else quantization.QuantFormat.QOperator,
-        activation_type=quantization.QuantType.QUInt8,
-        weight_type=quantization.QuantType.QInt8)
-    return str(dst), inp.name, rng.standard_normal(shape).astype(np.float32)
+    path = quantized_zoo_model(name, fmt, per_channel, directory)
+    inp, x = sample_input(path)
+    return str(path), inp, x
 
 
 def _onnxruntime(path: str, name: str, x: np.ndarray) -> np.ndarray:

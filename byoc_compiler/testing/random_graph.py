@@ -651,6 +651,98 @@ def _resize(b, x):
                   coordinate_transformation_mode=mode)
 
 
+# ---- quantized ops: int8 values come from qnn.quantize of a float value --------------------------------
+
+def _scale_for(b, x) -> float:
+    """A quantization scale mapping x's bound to about 100 steps (a power-of-two fraction keeps it exact)."""
+    return float(np.float32(max(b.bound(x), 1e-3) / 100.0))
+
+
+def _quantize(b, x):
+    if b.dtype(x) != "float32":
+        return None
+    dtype = b.choice(("int8", "uint8"))
+    zp = int(b.rng.integers(-10, 11)) + (128 if dtype == "uint8" else 0)
+    return b.step("qnn.quantize", [x], 255.0, scale=[_scale_for(b, x)], zero_point=[zp], out_dtype=dtype)
+
+
+def _q8(b, x) -> int | None:
+    """x as an int8/uint8 value: itself, or quantized."""
+    return x if b.dtype(x) in ("int8", "uint8") else _quantize(b, x)
+
+
+def _dequantize(b, x):
+    x = _q8(b, x)
+    if x is None:
+        return None
+    return b.step("qnn.dequantize", [x], 256 * 0.05, scale=[0.05], zero_point=[int(b.rng.integers(-3, 4))])
+
+
+def _requantize(b, x):
+    if b.dtype(x) not in ("int8", "uint8", "int32"):
+        x = _q8(b, x)
+        if x is None:
+            return None
+    return b.step("qnn.requantize", [x], 255.0, input_scale=[0.02], output_scale=[b.choice((0.05, 0.3, 7.0))],
+                  output_zero_point=[int(b.rng.integers(-5, 6))], out_dtype="int8")
+
+
+def _qconv2d(b, x):
+    x = _q8(b, x)
+    if x is None or len(b.shape(x)) != 4:
+        return None
+    _, c, h, w = b.shape(x)
+    kh, kw = b.choice((1, 3)), b.choice((1, 2))
+    groups = b.choice((1, c))
+    out_c = c if groups == c else b.choice((1, 2, 5))
+    wt = b.const((out_c, c // groups, kh, kw), b.dtype(x), 0 if b.dtype(x) == "uint8" else -127, 127)
+    zp = 128 if b.dtype(x) == "uint8" else 0
+    return b.step("qnn.conv2d", [x, wt], 255.0 * 255.0 * (c // groups) * kh * kw, padding=int(b.rng.integers(0, 2)),
+                  groups=groups, input_zero_point=zp, kernel_zero_point=[zp])
+
+
+def _qdense(b, x):
+    x = _q8(b, x)
+    if x is None or not b.shape(x):
+        return None
+    k = b.shape(x)[-1]
+    wt = b.const((b.choice((1, 3, 7)), k), b.dtype(x), 0 if b.dtype(x) == "uint8" else -127, 127)
+    return b.step("qnn.dense", [x, wt], 255.0 * 255.0 * k, input_zero_point=int(b.rng.integers(-3, 4)),
+                  kernel_zero_point=[int(b.rng.integers(0, 3))])
+
+
+def _qmatmul(b, x):
+    x = _q8(b, x)
+    if x is None or len(b.shape(x)) != 2:
+        return None
+    k = b.shape(x)[1]
+    wt = b.const((k, b.choice((1, 4))), b.dtype(x), 0 if b.dtype(x) == "uint8" else -127, 127)
+    return b.step("qnn.matmul", [x, wt], 255.0 * 255.0 * k, a_zero_point=int(b.rng.integers(-3, 4)))
+
+
+def _qbinary(op):
+    def make(b, x):
+        x = _q8(b, x)
+        if x is None:
+            return None
+        lo, hi = (0, 255) if b.dtype(x) == "uint8" else (-128, 127)
+        other = b.const(_broadcast_partner(b, x), b.dtype(x), lo, hi)
+        zp = 128 if b.dtype(x) == "uint8" else 0
+        extra = {"rounding": b.choice(("float32", "fixed_point"))} if op == "qnn.add" else {}
+        return b.step(op, [x, other], 255.0, lhs_scale=[0.05], lhs_zero_point=zp, rhs_scale=[0.03],
+                      rhs_zero_point=zp + 1, output_scale=[b.choice((0.04, 0.2))], output_zero_point=zp - 2, **extra)
+    return make
+
+
+def _qconcatenate(b, x):
+    x = _q8(b, x)
+    if x is None or not b.shape(x):
+        return None
+    zp = 128 if b.dtype(x) == "uint8" else 0
+    return b.step("qnn.concatenate", [x, x], 255.0, input_scales=[0.05, 0.1], input_zero_points=[zp, zp + 3],
+                  output_scale=0.07, output_zero_point=zp, axis=int(b.rng.integers(0, len(b.shape(x)))))
+
+
 MAKERS: dict[str, Callable] = {
     **{op: _binary(op) for op in ("add", "subtract", "multiply", "divide", "maximum", "minimum")},
     "negative": _unary("negative"), "abs": _unary("abs"), "nn.relu": _unary("nn.relu"),
@@ -672,6 +764,9 @@ MAKERS: dict[str, Callable] = {
     "nn.hard_sigmoid": _float_unary("nn.hard_sigmoid", alpha=0.2, beta=0.5), "power": _power,
     "strided_slice": _strided_slice, "tile": _tile, "broadcast_to": _broadcast_to,
     "nn.batch_matmul": _batch_matmul, "nn.layer_norm": _layer_norm, "image.resize": _resize,
+    "qnn.quantize": _quantize, "qnn.dequantize": _dequantize, "qnn.requantize": _requantize,
+    "qnn.conv2d": _qconv2d, "qnn.dense": _qdense, "qnn.matmul": _qmatmul, "qnn.add": _qbinary("qnn.add"),
+    "qnn.mul": _qbinary("qnn.mul"), "qnn.concatenate": _qconcatenate,
 }
 
 
