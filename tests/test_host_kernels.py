@@ -764,3 +764,15 @@ def test_kernel_source_fields():
     assert [t.shape for t in ks.input_types] == [a.shape for a in case.args]
     assert [t.shape for t in ks.output_types] == [(2, 3, 4, 5), (3,), (3,)]
     assert "int32_t bn_(const float* in0" in ks.code and "#ifdef BYOC_UNPACKED_API" in ks.code
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_each_kernel_alone_uses_every_helper_it_defines(cc, tmp_path):
+    """A kernel is one translation unit in a region's host.c next to unrelated kernels, but it may also be
+    alone: every static helper it defines must be called (clang: -Wunused-function is an error)."""
+    with_helpers = [c for c in CASES if "static inline" in emit_kernel(typed_call(c), c.symbol).code]
+    assert with_helpers
+    for case in with_helpers:
+        source = tmp_path / f"{case.symbol}.c"
+        source.write_text(emit_kernel(typed_call(case), case.symbol).code)
+        run([cc, *WARNINGS, f"-I{RUNTIME / 'include'}", "-DBYOC_UNPACKED_API", "-fsyntax-only", source])

@@ -23,7 +23,7 @@ HELPERS = {
 }"""),
     # IEEE binary16 <-> float/double without a half type (C99 has none portably). Both directions
     # are exact where the value fits; to half rounds to nearest, ties to even, from the double value.
-    "byoc_f16": (("math.h",), """static inline float byoc_f16_to_f32(uint16_t h) {
+    "byoc_f16_to_f32": (("math.h",), """static inline float byoc_f16_to_f32(uint16_t h) {
   const int e = (h >> 10) & 0x1f;
   const int m = h & 0x3ff;
   float v;
@@ -31,8 +31,8 @@ HELPERS = {
   else if (e == 0) v = ldexpf((float)m, -24);
   else v = ldexpf((float)(m | 0x400), e - 25);
   return (h & 0x8000u) ? -v : v;
-}
-static inline uint16_t byoc_f64_to_f16(double x) {
+}"""),
+    "byoc_f64_to_f16": (("math.h",), """static inline uint16_t byoc_f64_to_f16(double x) {
   const uint16_t sign = signbit(x) ? 0x8000u : 0u;
   double a = fabs(x), q, r;
   int e, k;
@@ -54,16 +54,17 @@ static inline uint16_t byoc_f64_to_f16(double x) {
   if (m == 2048u) { m = 1024u; ++e; }
   if (e >= 31) return (uint16_t)(sign | 0x7c00u);
   return (uint16_t)(sign | ((uint32_t)e << 10) | (m - 1024u));
-}
-static inline uint16_t byoc_f32_to_f16(float x) { return byoc_f64_to_f16((double)x); }"""),
+}"""),
+    # needs byoc_f64_to_f16 before it (HELPER_DEPS)
+    "byoc_f32_to_f16": ((), """static inline uint16_t byoc_f32_to_f16(float x) { return byoc_f64_to_f16((double)x); }"""),
     # Two's complement wrap-around to a narrower signed type without implementation-defined casts.
-    "byoc_wrap": ((), """static inline int8_t byoc_wrap_i8(int64_t v) {
+    "byoc_wrap_i8": ((), """static inline int8_t byoc_wrap_i8(int64_t v) {
   return (int8_t)((int32_t)(((uint32_t)(uint64_t)v & 0xffu) ^ 0x80u) - 0x80);
-}
-static inline int16_t byoc_wrap_i16(int64_t v) {
+}"""),
+    "byoc_wrap_i16": ((), """static inline int16_t byoc_wrap_i16(int64_t v) {
   return (int16_t)((int32_t)(((uint32_t)(uint64_t)v & 0xffffu) ^ 0x8000u) - 0x8000);
-}
-static inline int32_t byoc_wrap_i32(int64_t v) {
+}"""),
+    "byoc_wrap_i32": ((), """static inline int32_t byoc_wrap_i32(int64_t v) {
   const uint32_t u = (uint32_t)(uint64_t)v;
   return u >= 0x80000000u ? (int32_t)(u - 0x80000000u) - INT32_MAX - 1 : (int32_t)u;
 }"""),
@@ -80,6 +81,11 @@ static inline int32_t byoc_wrap_i32(int64_t v) {
   return (float)(0.5 * v * (1.0 + erf(v * 0.7071067811865476)));
 }"""),
 }
+
+
+# helper -> the helpers its definition calls (emitted before it). One function per helper: a static
+# function a kernel does not call would be an unused-function warning (an error under -Werror).
+HELPER_DEPS = {"byoc_f32_to_f16": ("byoc_f64_to_f16",)}
 
 
 def helper_definition(name: str) -> str:

@@ -17,7 +17,7 @@ from ...ir.expr import Call, Op, Tuple
 from ...ir.types import TensorType, Type, flatten_type
 from .. import c_abi
 from . import elementwise, image, nn, qnn, reduce, shape, slicing
-from .cwriter import HELPERS, helper_definition
+from .cwriter import HELPER_DEPS, HELPERS, helper_definition
 
 Rule = Callable[["KernelContext"], str]
 
@@ -63,6 +63,8 @@ class KernelContext:
 
     def use(self, helper: str) -> str:
         """Make the shared helper function `helper` (cwriter.HELPERS) available; returns its name."""
+        for dep in HELPER_DEPS.get(helper, ()):
+            self.use(dep)
         if helper not in self.helpers:
             self.helpers.append(helper)
             for h in HELPERS[helper][0]:

@@ -112,7 +112,7 @@ _F64 = {
 def load(ctx, dtype: str, value: str) -> str:
     """C text reading one element of `dtype` as the type its arithmetic runs in."""
     if dtype == "float16":
-        ctx.use("byoc_f16")
+        ctx.use("byoc_f16_to_f32")
         return f"byoc_f16_to_f32({value})"
     return value
 
@@ -126,11 +126,12 @@ def work_type(dtype: str) -> str:
 def store(ctx, dtype: str, value: str) -> str:
     """C text turning a result of work_type(dtype) into an element of `dtype` (round or wrap)."""
     if dtype == "float16":
-        ctx.use("byoc_f16")
+        ctx.use("byoc_f32_to_f16")
         return f"byoc_f32_to_f16({value})"
     if dtype in ("int8", "int16"):
-        ctx.use("byoc_wrap")
-        return f"byoc_wrap_{dtype.replace('int', 'i')}({value})"
+        name = f"byoc_wrap_{dtype.replace('int', 'i')}"
+        ctx.use(name)
+        return f"{name}({value})"
     if dtype in ("uint8", "uint16"):
         return f"({c_type(dtype)})({value})"   # conversion to unsigned is modulo 2^N in C
     return value
@@ -253,10 +254,9 @@ def _cast(ctx) -> str:
     expr = cast_expr(src, dst, "x")
     if "isnan" in expr:
         ctx.need("math.h")
-    if "byoc_f64_to_f16" in expr:
-        ctx.use("byoc_f16")
-    if "byoc_wrap" in expr:
-        ctx.use("byoc_wrap")
+    for helper in ("byoc_f64_to_f16", "byoc_wrap_i8", "byoc_wrap_i16", "byoc_wrap_i32"):
+        if helper in expr:
+            ctx.use(helper)
     t = work_type(src) if src == "float16" else c_type(src)
     return flat_loop(size_of(ctx.outputs[0].shape), f"const {t} x = {x};\nout0[i] = {expr};")
 

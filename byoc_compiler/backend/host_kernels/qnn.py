@@ -17,16 +17,17 @@ _RANGE = {"int8": ("INT8_MIN", "INT8_MAX"), "uint8": ("0", "UINT8_MAX"), "int16"
           "uint16": ("0", "UINT16_MAX"), "int32": ("INT32_MIN", "INT32_MAX")}
 
 # round(p / 2^s), ties to even, on magnitudes (a right shift of a negative value is implementation-defined)
-_HELPER = "byoc_qnn"
 HELPERS = {
-    _HELPER: ((), """static inline int64_t byoc_round_shift(int64_t p, int32_t s) {
+    "byoc_round_shift": ((), """static inline int64_t byoc_round_shift(int64_t p, int32_t s) {
   const uint64_t a = p < 0 ? (uint64_t)0 - (uint64_t)p : (uint64_t)p;
   uint64_t q = a >> s;
   const uint64_t r = a - (q << s), half = (uint64_t)1 << (s - 1);
   if (r > half || (r == half && (q & 1u))) ++q;
   return p < 0 ? -(int64_t)q : (int64_t)q;
-}
-static inline int64_t byoc_clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }"""),
+}"""),
+    "byoc_clamp64": ((), """static inline int64_t byoc_clamp64(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}"""),
 }
 
 
@@ -77,7 +78,8 @@ def _dequantize(ctx) -> str:
 
 def requant_step(ctx, value: str, mult: str, shift: str, out_zp: str, out_dtype: str) -> str:
     """C expression: saturate(round_shift(value * mult, shift) + out_zp) as out_dtype (value: int64)."""
-    ctx.use(_HELPER)
+    ctx.use("byoc_round_shift")
+    ctx.use("byoc_clamp64")
     lo, hi = _RANGE[out_dtype]
     return (f"({c_type(out_dtype)})byoc_clamp64(byoc_round_shift(byoc_clamp64({value}, -INT64_C(2147483647), "
             f"INT64_C(2147483647)) * {mult}, {shift}) + {out_zp}, {lo}, {hi})")
@@ -95,7 +97,7 @@ def _requantize(ctx) -> str:
     ch, _, _ = _channel_index(ctx, x.shape, _axis(ctx, x), n)
     if a.rounding == "float32":
         ctx.need("math.h")
-        ctx.use(_HELPER)
+        ctx.use("byoc_clamp64")
         lo, hi = _RANGE[out.dtype]
         rs = list(ratios) * (n if len(ratios) == 1 else 1)
         pre = [_array("ratio", "float", [float_literal(r) for r in rs]),
@@ -114,7 +116,7 @@ def _requantize(ctx) -> str:
 
 
 def _wrap32(ctx, value: str) -> str:
-    ctx.use("byoc_wrap")
+    ctx.use("byoc_wrap_i32")
     return f"byoc_wrap_i32({value})"
 
 
@@ -252,7 +254,8 @@ def _binary(ctx, expr_of) -> str:
 
 
 def _saturated(ctx, value: str, shift: int, dtype: str) -> str:
-    ctx.use(_HELPER)
+    ctx.use("byoc_round_shift")
+    ctx.use("byoc_clamp64")
     lo, hi = _RANGE[dtype]
     return (f"({c_type(dtype)})byoc_clamp64(byoc_round_shift({value}, {shift}) + {int(ctx.attrs.output_zero_point)}, "
             f"{lo}, {hi})")
@@ -263,7 +266,7 @@ def _add(ctx) -> str:
     if ctx.attrs.rounding == "float32":
         # fmaf rounds once, as the reference (op/qnn.py add_float32_params) and onnxruntime's kernel
         ctx.need("math.h")
-        ctx.use(_HELPER)
+        ctx.use("byoc_clamp64")
         ra, rb, fixed = add_float32_params(ctx.attrs)
         lo, hi = _RANGE[dtype]
         out = ctx.outputs[0]
