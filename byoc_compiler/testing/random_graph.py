@@ -550,9 +550,9 @@ def _reduce(op):
         axes = tuple(sorted({int(a) for a in b.rng.integers(0, len(shape), size=int(b.rng.integers(1, 3)))}))
         axis = None if b.rng.random() < 0.2 else axes
         count = math.prod(shape if axis is None else [shape[a] for a in axes])
-        bound = {"sum": b.bound(x) * count, "prod": b.bound(x) ** count}.get(op, b.bound(x))
-        if op == "prod" and count > 8:
+        if op == "prod" and count > 8:      # checked first: bound ** count overflows a float for large counts
             return None
+        bound = b.bound(x) * count if op == "sum" else b.bound(x) ** count if op == "prod" else b.bound(x)
         return b.step(op, [x], bound, axis=axis, keepdims=bool(b.rng.random() < 0.5))
     return make
 
@@ -713,6 +713,8 @@ def _qdense(b, x):
 
 def _qmatmul(b, x):
     x = _q8(b, x)
+    if x is not None and b.shape(x) and len(b.shape(x)) != 2:   # as a matrix: (rows, last dim)
+        x = b.step("reshape", [x], b.bound(x), newshape=(-1, b.shape(x)[-1]))
     if x is None or len(b.shape(x)) != 2:
         return None
     k = b.shape(x)[1]
