@@ -14,7 +14,8 @@ The groups:
 - composite patterns: `is_op`, `wildcard`, `is_constant`, `is_var`, `is_tuple`, `is_tuple_get_item`;
 - the IR a codegen reads: `Call`, `Constant`, `Function`, `GlobalVar`, `Op`, `Tuple`, `TupleGetItem`, `Var`,
   `TensorType`, `TupleType`, `flatten_type`, and the traversals `post_order`, `ExprVisitor`, `users`,
-  `flat_value`; `pool_out_size` (a pool's output extent, for predicates that check windows);
+  `flat_value`; `pool_out_size` (a pool's output extent, for predicates that check windows), `matmul_dims`
+  (batch, M, N, K of a batched matmul);
 - what a codegen returns: `CSourceArtifact`, `BlobArtifact`;
 - writing C: `entry_points`, `core_signature` (both calling conventions of a region), `c_type`,
   `is_identifier`, `sanitize_identifier`, `unique_identifiers`;
@@ -32,6 +33,7 @@ from .backend.artifact import BlobArtifact, CSourceArtifact
 from .backend.c_abi import c_type, core_signature, entry_points, is_identifier, sanitize_identifier, unique_identifiers
 from .backend.constants import extern_declaration, is_large
 from .backend.memory_plan import align_up, peak_live_bytes, plan_offsets
+from .op.batch_matmul import matmul_dims
 from .op.pool import pool_out_size
 from .spec import SystemLibrary, Target, TargetError, all_of, dtypes_only, float32_only, rank_at_most
 from .errors import ByocError
@@ -49,7 +51,7 @@ API_VERSION = (1, 0)
 
 __all__ = [
     "API_VERSION",
-    "Target", "TargetError", "ByocError", "SystemLibrary", "pool_out_size", "all_of", "dtypes_only", "float32_only", "rank_at_most",
+    "Target", "TargetError", "ByocError", "SystemLibrary", "pool_out_size", "matmul_dims", "all_of", "dtypes_only", "float32_only", "rank_at_most",
     "is_op", "wildcard", "is_constant", "is_var", "is_tuple", "is_tuple_get_item",
     "Call", "Constant", "Function", "GlobalVar", "Op", "Tuple", "TupleGetItem", "Var",
     "TensorType", "TupleType", "flatten_type", "post_order", "ExprVisitor", "users", "flat_value",

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from byoc_compiler.vendor import matmul_dims
+
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 INCLUDE_DIR = KERNEL_DIR
 HEADER = "byoc_ck.h"
@@ -242,8 +244,6 @@ def workspace_bytes(op: str, arg_shapes, attrs) -> int:
             m *= dim
         return gemm_workspace_bytes(m, weight[0], data[-1])
     if op == "nn.batch_matmul":
-        from byoc_compiler.op.batch_matmul import matmul_dims
-
         _, m, k, n = matmul_dims(arg_shapes[0], arg_shapes[1], attrs["transpose_a"], attrs["transpose_b"])
         return gemm_workspace_bytes(m, n, k)
     if op == "nn.matmul":

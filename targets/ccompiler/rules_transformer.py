@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from byoc_compiler.op.batch_matmul import matmul_dims
+from byoc_compiler.vendor import matmul_dims
 
 from . import kernels
 from .c_text import float_literal, int64_array, int_literal
