@@ -1,6 +1,6 @@
 """Tests that can fail: no test skips or swallows an error except for a specific, listed reason.
 
-A missing program goes through needs.py (a skip on a developer's machine, a failure under
+A missing program goes through matrix/needs.py (a skip on a developer's machine, a failure under
 BYOC_REQUIRE_TOOLCHAINS=1, which CI sets); every other skip or broad `except` in tests/ is listed here
 with why it is specific. A new one fails this test until it is made specific or listed."""
 import re
@@ -15,7 +15,7 @@ PATTERN = re.compile(r"pytest\.skip\(|importorskip\(|mark\.skipif|mark\.xfail|ex
 
 ALLOWED = {
     # the one place a missing program becomes a skip (or, in CI, a failure)
-    ("needs.py", "pytest.skip("),
+    ("matrix/needs.py", "pytest.skip("),
     # the sanitizer build runs this file again under ASan: the compile-only cases need not run twice
     ("test_ccompiler_kernels.py", "mark.skipif"),
     # a matrix case whose target is disabled in config.toml or has no codegen (the matrix covers every target)
