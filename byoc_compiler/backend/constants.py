@@ -110,6 +110,19 @@ class _Entry:
     source: object = None       # the ndarray it came from (model.txt may refer to its bytes)
 
 
+def _symbol(e: _Entry, contents: str) -> list[str]:
+    """The assembly of one constant: an aligned, hidden global object whose bytes are `contents`."""
+    return ["",
+            f"/* {e.symbol}: {e.note}, {len(e.data)} bytes at offset {e.offset} */",
+            f"\t.balign {ALIGNMENT}",
+            f"\t.globl {e.symbol}",
+            f"\t.hidden {e.symbol}",
+            f"\t.type {e.symbol}, %object",
+            f"\t.size {e.symbol}, {len(e.data)}",
+            f"{e.symbol}:",
+            contents]
+
+
 @dataclass
 class ConstantPool:
     """The large constants of one build, in the byte order of its toolchain's CPU.
@@ -177,15 +190,7 @@ class ConstantPool:
                  " * Each symbol is declared in C as `extern const T name[N];` by the file that uses it. */",
                  '\t.section .rodata.byoc_constants,"a"']
         for e in self.entries:
-            lines += ["",
-                      f"/* {e.symbol}: {e.note}, {len(e.data)} bytes at offset {e.offset} */",
-                      f"\t.balign {ALIGNMENT}",
-                      f"\t.globl {e.symbol}",
-                      f"\t.hidden {e.symbol}",
-                      f"\t.type {e.symbol}, %object",
-                      f"\t.size {e.symbol}, {len(e.data)}",
-                      f"{e.symbol}:",
-                      f'\t.incbin "{BIN_NAME}", {e.offset}, {len(e.data)}']
+            lines += _symbol(e, f'\t.incbin "{BIN_NAME}", {e.offset}, {len(e.data)}')
         # No executable stack for the objects linked with this one.
         lines += ["", '\t.section .note.GNU-stack,"",%progbits', ""]
         return "\n".join(lines)
@@ -200,15 +205,7 @@ class ConstantPool:
                  "\t.hidden byoc_constants_base",
                  "byoc_constants_base:"]
         for e in self.entries:
-            lines += ["",
-                      f"/* {e.symbol}: {e.note}, {len(e.data)} bytes at offset {e.offset} */",
-                      f"\t.balign {ALIGNMENT}",
-                      f"\t.globl {e.symbol}",
-                      f"\t.hidden {e.symbol}",
-                      f"\t.type {e.symbol}, %object",
-                      f"\t.size {e.symbol}, {len(e.data)}",
-                      f"{e.symbol}:",
-                      f"\t.skip {len(e.data)}"]
+            lines += _symbol(e, f"\t.skip {len(e.data)}")
         lines += ["", '\t.section .note.GNU-stack,"",%progbits', ""]
         return "\n".join(lines)
 
