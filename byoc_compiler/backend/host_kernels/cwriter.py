@@ -225,3 +225,22 @@ def flat_loop(n: int, body: str, var: str = "i", indent: int = 1) -> str:
     pad = "  " * indent
     inner = "\n".join(pad + "  " + line for line in body.splitlines())
     return f"{pad}for (int64_t {var} = 0; {var} < {int_literal(n)}; ++{var}) {{\n{inner}\n{pad}}}"
+
+
+def conv_window(in_hw: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilation: Sequence[int],
+                pad_top_left: Sequence[int], body: str, indent: int) -> str:
+    """The ky/kx loops over the taps of output (oy, ox) of a 2-D window (convolution); taps whose input
+    row `iy` or column `ix` lies in the padding are skipped. `body` runs per tap and sees iy, ix, ky, kx."""
+    (h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl) = in_hw, kernel, strides, dilation, pad_top_left
+    L = int_literal
+    lines = [f"for (int64_t ky = 0; ky < {L(kh)}; ++ky) {{",
+             f"  const int64_t iy = oy * {L(sh)} - {L(pt)} + ky * {L(dh)};",
+             f"  if (iy < 0 || iy >= {L(h)}) continue;",
+             f"  for (int64_t kx = 0; kx < {L(kw)}; ++kx) {{",
+             f"    const int64_t ix = ox * {L(sw)} - {L(pl)} + kx * {L(dw)};",
+             f"    if (ix < 0 || ix >= {L(w)}) continue;",
+             *("    " + line for line in body.splitlines()),
+             "  }",
+             "}"]
+    pad = "  " * indent
+    return "\n".join(pad + line for line in lines)

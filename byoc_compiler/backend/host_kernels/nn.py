@@ -6,7 +6,7 @@ window positions outside the input are skipped, never read.
 from __future__ import annotations
 
 from ..c_abi import c_type
-from .cwriter import (axis_split, broadcast_strides, contiguous_strides, double_literal, flat_loop,
+from .cwriter import (axis_split, broadcast_strides, contiguous_strides, conv_window, double_literal, flat_loop,
                       indent_block, int_literal as L, loop_nest, size_of)
 
 
@@ -63,6 +63,8 @@ def _conv2d(ctx) -> str:
     pt, pl, _, _ = ctx.attrs.padding
     groups = ctx.attrs.groups
     og = o // groups
+    window = conv_window((h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl),
+                         f"acc += (double)x[iy * {L(w)} + ix] * (double)wc[ky * {L(kw)} + kx];", indent=6)
     return f"""  for (int64_t b = 0; b < {L(n)}; ++b) {{
     for (int64_t oc = 0; oc < {L(o)}; ++oc) {{
       const int64_t first_channel = (oc / {L(og)}) * {L(cg)};
@@ -74,15 +76,7 @@ def _conv2d(ctx) -> str:
           for (int64_t ic = 0; ic < {L(cg)}; ++ic) {{
             const float* x = in0 + (b * {L(c)} + first_channel + ic) * {L(h * w)};
             const float* wc = wk + ic * {L(kh * kw)};
-            for (int64_t ky = 0; ky < {L(kh)}; ++ky) {{
-              const int64_t iy = oy * {L(sh)} - {L(pt)} + ky * {L(dh)};
-              if (iy < 0 || iy >= {L(h)}) continue;
-              for (int64_t kx = 0; kx < {L(kw)}; ++kx) {{
-                const int64_t ix = ox * {L(sw)} - {L(pl)} + kx * {L(dw)};
-                if (ix < 0 || ix >= {L(w)}) continue;
-                acc += (double)x[iy * {L(w)} + ix] * (double)wc[ky * {L(kw)} + kx];
-              }}
-            }}
+{window}
           }}
           y[oy * {L(ow)} + ox] = (float)acc;
         }}

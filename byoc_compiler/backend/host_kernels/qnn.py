@@ -10,8 +10,8 @@ from __future__ import annotations
 from ...op.qnn import add_float32_params, add_multipliers, concat_requant, mul_multiplier, requantize_ratios
 from ...op.qnn_math import fixed_point
 from ..c_abi import c_type
-from .cwriter import (axis_split, broadcast_strides, contiguous_strides, flat_loop, float_literal, int_literal as L,
-                      loop_nest, size_of)
+from .cwriter import (axis_split, broadcast_strides, contiguous_strides, conv_window, flat_loop, float_literal,
+                      int_literal as L, loop_nest, size_of)
 
 _RANGE = {"int8": ("INT8_MIN", "INT8_MAX"), "uint8": ("0", "UINT8_MAX"), "int16": ("INT16_MIN", "INT16_MAX"),
           "uint16": ("0", "UINT16_MAX"), "int32": ("INT32_MIN", "INT32_MAX")}
@@ -177,6 +177,11 @@ def _conv2d_wide(ctx) -> str:
     pt, pl, _, _ = a.padding
     per_group = o // a.groups
     kzp = list(a.kernel_zero_point) * (o if len(a.kernel_zero_point) == 1 else 1)
+    window = conv_window((h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl), f"""\
+const int32_t xv = (int32_t)in0[((b * {L(c)} + first_channel + ic) * {L(h)} + iy) * {L(w)} + ix]
+                   - {int(a.input_zero_point)};
+const int32_t wv = (int32_t)in1[((oc * {L(cg)} + ic) * {L(kh)} + ky) * {L(kw)} + kx] - kzp[oc];
+acc += (int64_t)(xv * wv);""", indent=6)
     return f"""{_array("kzp", "int32_t", [str(int(z)) for z in kzp])}
   for (int64_t b = 0; b < {L(n)}; ++b) {{
     for (int64_t oc = 0; oc < {L(o)}; ++oc) {{
@@ -185,18 +190,7 @@ def _conv2d_wide(ctx) -> str:
         for (int64_t ox = 0; ox < {L(ow)}; ++ox) {{
           int64_t acc = 0;
           for (int64_t ic = 0; ic < {L(cg)}; ++ic) {{
-            for (int64_t ky = 0; ky < {L(kh)}; ++ky) {{
-              const int64_t iy = oy * {L(sh)} - {L(pt)} + ky * {L(dh)};
-              if (iy < 0 || iy >= {L(h)}) continue;
-              for (int64_t kx = 0; kx < {L(kw)}; ++kx) {{
-                const int64_t ix = ox * {L(sw)} - {L(pl)} + kx * {L(dw)};
-                if (ix < 0 || ix >= {L(w)}) continue;
-                const int32_t xv = (int32_t)in0[((b * {L(c)} + first_channel + ic) * {L(h)} + iy) * {L(w)} + ix]
-                                   - {int(a.input_zero_point)};
-                const int32_t wv = (int32_t)in1[((oc * {L(cg)} + ic) * {L(kh)} + ky) * {L(kw)} + kx] - kzp[oc];
-                acc += (int64_t)(xv * wv);
-              }}
-            }}
+{window}
           }}
           out0[((b * {L(o)} + oc) * {L(oh)} + oy) * {L(ow)} + ox] = {_wrap32(ctx, "acc")};
         }}
@@ -205,39 +199,34 @@ def _conv2d_wide(ctx) -> str:
   }}"""
 
 
-def _dense(ctx) -> str:
-    x, wt = ctx.inputs
-    k = x.shape[-1]
-    m = size_of(x.shape[:-1])
-    units = wt.shape[0]
-    a = ctx.attrs
-    kzp = list(a.kernel_zero_point) * (units if len(a.kernel_zero_point) == 1 else 1)
-    return f"""{_array("kzp", "int32_t", [str(int(z)) for z in kzp])}
+def _int_gemm(ctx, m: int, k: int, n: int, x_zp: int, w_zps, w_at: str) -> str:
+    """out0[r, c] = sum_j (in0[r, j] - x_zp) * (in1 at `w_at` - w_zps[c]), for dense (weight [n, k])
+    and matmul (weight [k, n]) alike; `w_at` is the weight's offset in terms of c and j."""
+    wzp = list(w_zps) * (n if len(w_zps) == 1 else 1)
+    return f"""{_array("wzp", "int32_t", [str(int(z)) for z in wzp])}
   for (int64_t r = 0; r < {L(m)}; ++r) {{
-    for (int64_t u = 0; u < {L(units)}; ++u) {{
+    for (int64_t c = 0; c < {L(n)}; ++c) {{
       int64_t acc = 0;
       for (int64_t j = 0; j < {L(k)}; ++j)
-        acc += (int64_t)(((int32_t)in0[r * {L(k)} + j] - {int(a.input_zero_point)}) *
-                         ((int32_t)in1[u * {L(k)} + j] - kzp[u]));
-      out0[r * {L(units)} + u] = {_wrap32(ctx, "acc")};
+        acc += (int64_t)(((int32_t)in0[r * {L(k)} + j] - {int(x_zp)}) *
+                         ((int32_t)in1[{w_at}] - wzp[c]));
+      out0[r * {L(n)} + c] = {_wrap32(ctx, "acc")};
     }}
   }}"""
+
+
+def _dense(ctx) -> str:
+    x, wt = ctx.inputs
+    k, units = x.shape[-1], wt.shape[0]
+    a = ctx.attrs
+    return _int_gemm(ctx, size_of(x.shape[:-1]), k, units, a.input_zero_point, a.kernel_zero_point,
+                     f"c * {L(k)} + j")
 
 
 def _matmul(ctx) -> str:
     (m, k), (_, n) = ctx.inputs[0].shape, ctx.inputs[1].shape
     a = ctx.attrs
-    bzp = list(a.b_zero_point) * (n if len(a.b_zero_point) == 1 else 1)
-    return f"""{_array("bzp", "int32_t", [str(int(z)) for z in bzp])}
-  for (int64_t r = 0; r < {L(m)}; ++r) {{
-    for (int64_t col = 0; col < {L(n)}; ++col) {{
-      int64_t acc = 0;
-      for (int64_t j = 0; j < {L(k)}; ++j)
-        acc += (int64_t)(((int32_t)in0[r * {L(k)} + j] - {int(a.a_zero_point)}) *
-                         ((int32_t)in1[j * {L(n)} + col] - bzp[col]));
-      out0[r * {L(n)} + col] = {_wrap32(ctx, "acc")};
-    }}
-  }}"""
+    return _int_gemm(ctx, m, k, n, a.a_zero_point, a.b_zero_point, f"j * {L(n)} + c")
 
 
 def _binary(ctx, expr_of) -> str:
