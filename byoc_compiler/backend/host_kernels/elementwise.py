@@ -13,6 +13,7 @@ float64 has its own expressions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -163,24 +164,26 @@ def _element_rule(table: dict[str, dict[str, CExpr]], name: str):
         for h in entry.helpers:
             ctx.use(h)
         expr = entry.expr.format(**{k: _attr_text(v) for k, v in ctx.attrs.items()})
-        out = ctx.outputs[0]
-        t = work_type(dtype)
-        names = ("a", "b") if len(ctx.inputs) == 2 else ("x",)
-        strides = {f"in{i}": broadcast_strides(ti.shape, out.shape) for i, ti in enumerate(ctx.inputs)}
-        strides["out0"] = contiguous_strides(out.shape)
-
-        def body(off):
-            lines = [f"const {t} {n} = {load(ctx, dtype, 'in%d[%s]' % (i, off[f'in{i}']))};"
-                     for i, n in enumerate(names)]
-            if entry.guard:
-                lines.append(f"if ({entry.guard}) {{")
-                lines.append(ctx.fail(entry.error))
-                lines.append("}")
-            lines.append(f"out0[{off['out0']}] = {store(ctx, dtype, expr)};")
-            return "\n".join(lines)
-
-        return loop_nest(out.shape, strides, body)
+        guard = [f"if ({entry.guard}) {{", ctx.fail(entry.error), "}"] if entry.guard else []
+        return _loaded_loop(ctx, dtype, lambda out: [*guard, f"{out} = {store(ctx, dtype, expr)};"])
     return rule
+
+
+def _loaded_loop(ctx, dtype: str, statements: Callable[[str], list[str]]) -> str:
+    """Loops over the output with the inputs (broadcast) loaded into `a`, `b` (or `x` for one input) in
+    the work type of `dtype`; `statements(out)` gets the output element's C lvalue and writes it."""
+    out = ctx.outputs[0]
+    t = work_type(dtype)
+    names = ("a", "b") if len(ctx.inputs) == 2 else ("x",)
+    strides = {f"in{i}": broadcast_strides(ti.shape, out.shape) for i, ti in enumerate(ctx.inputs)}
+    strides["out0"] = contiguous_strides(out.shape)
+
+    def body(off):
+        lines = [f"const {t} {n} = {load(ctx, dtype, 'in%d[%s]' % (i, off[f'in{i}']))};"
+                 for i, n in enumerate(names)]
+        return "\n".join(lines + statements(f"out0[{off['out0']}]"))
+
+    return loop_nest(out.shape, strides, body)
 
 
 _INT_RANGE = {"int8": (-(1 << 7), (1 << 7) - 1), "int16": (-(1 << 15), (1 << 15) - 1),
@@ -285,20 +288,7 @@ COMPARE = {"equal": "a == b", "less": "a < b", "greater": "a > b", "less_equal":
 
 def _compare_rule(name: str):
     def rule(ctx) -> str:
-        dtype = ctx.inputs[0].dtype
-        out = ctx.outputs[0]
-        t = work_type(dtype)
-        names = ("a", "b") if len(ctx.inputs) == 2 else ("x",)
-        strides = {f"in{i}": broadcast_strides(ti.shape, out.shape) for i, ti in enumerate(ctx.inputs)}
-        strides["out0"] = contiguous_strides(out.shape)
-
-        def body(off):
-            lines = [f"const {t} {n} = {load(ctx, dtype, 'in%d[%s]' % (i, off[f'in{i}']))};"
-                     for i, n in enumerate(names)]
-            lines.append(f"out0[{off['out0']}] = (uint8_t)({COMPARE[name]});")
-            return "\n".join(lines)
-
-        return loop_nest(out.shape, strides, body)
+        return _loaded_loop(ctx, ctx.inputs[0].dtype, lambda out: [f"{out} = (uint8_t)({COMPARE[name]});"])
     return rule
 
 
