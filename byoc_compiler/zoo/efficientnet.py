@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .inverted_residual import conv_bn, inverted_residual
 from .onnx_graph import GraphBuilder, Tensor
 
 # (expansion, output channels, repeats, first stride, kernel): EfficientNet-B0's stages
@@ -40,12 +41,6 @@ def _hard_swish(b: GraphBuilder, x: Tensor) -> Tensor:
     return Tensor(b._node("HardSwish", [x.name], "hswish"), x.shape, *_gaussian_moments(_hswish, x.mean, x.var))
 
 
-def _conv_bn(b: GraphBuilder, x: Tensor, channels: int, kernel: int, stride: int = 1, groups: int = 1,
-             act: bool = True, gamma=(0.8, 1.2)) -> Tensor:
-    y = b.batch_norm(b.conv(x, channels, kernel, stride, groups), gamma)
-    return _hard_swish(b, y) if act else y
-
-
 def _squeeze_excite(b: GraphBuilder, x: Tensor, reduced: int) -> Tensor:
     n, c, h, w = x.shape
     pooled = Tensor(b._node("GlobalAveragePool", [x.name], "se_pool"), (n, c, 1, 1), x.mean, x.var)
@@ -59,24 +54,15 @@ def _squeeze_excite(b: GraphBuilder, x: Tensor, reduced: int) -> Tensor:
                   max(x.second_moment * (g_mean ** 2 + g_var) - mean ** 2, 1e-12))
 
 
-def _mbconv(b: GraphBuilder, x: Tensor, expansion: int, channels: int, stride: int, kernel: int) -> Tensor:
-    hidden = x.shape[1] * expansion
-    h = _conv_bn(b, x, hidden, 1) if expansion != 1 else x
-    h = _conv_bn(b, h, hidden, kernel, stride, groups=hidden)
-    h = _squeeze_excite(b, h, max(8, x.shape[1] // 4))
-    residual = stride == 1 and x.shape[1] == channels
-    h = _conv_bn(b, h, channels, 1, act=False, gamma=(0.3, 0.6) if residual else (0.8, 1.2))
-    return b.add(h, x) if residual else h
-
-
 def efficientnet_lite(width: float = 1.0, resolution: int = 224, classes: int = 1000, head: int = 1280,
                       seed: int = 5):
     """The model as an onnx.ModelProto: input `data` (1, 3, resolution, resolution), output `logits`."""
     b = GraphBuilder(f"efficientnet_lite_w{width}_r{resolution}", seed)
     x = b.input("data", (1, 3, resolution, resolution))
-    h = _conv_bn(b, x, _channels(32 * width), 3, 2)
+    h = conv_bn(b, x, _channels(32 * width), 3, _hard_swish, 2)
     for expansion, channels, repeats, stride, kernel in BLOCKS:
         for i in range(repeats):
-            h = _mbconv(b, h, expansion, _channels(channels * width), stride if i == 0 else 1, kernel)
-    h = _conv_bn(b, h, head, 1)
+            h = inverted_residual(b, h, expansion, _channels(channels * width), stride if i == 0 else 1, _hard_swish,
+                                  kernel, gate=_squeeze_excite)
+    h = conv_bn(b, h, head, 1, _hard_swish)
     return b.model(b.fc(b.global_avg_pool_flatten(h), classes), opset=OPSET)

@@ -7,7 +7,8 @@ At width 1.0, 224x224 and 1000 classes: 3,504,872 weights, 300 MMAC.
 """
 from __future__ import annotations
 
-from .onnx_graph import GraphBuilder, Tensor
+from .inverted_residual import conv_bn, inverted_residual
+from .onnx_graph import GraphBuilder
 
 # (expansion t, output channels c, repeats n, first stride s), the paper's table 2
 BLOCKS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
@@ -20,29 +21,15 @@ def _divisible(value: float, divisor: int = 8) -> int:
     return rounded + divisor if rounded < 0.9 * value else rounded
 
 
-def _conv_bn(b: GraphBuilder, x: Tensor, channels: int, kernel: int, stride: int = 1, groups: int = 1,
-             relu6: bool = True, gamma=(0.8, 1.2)) -> Tensor:
-    y = b.batch_norm(b.conv(x, channels, kernel, stride, groups), gamma)
-    return b.relu6(y) if relu6 else y
-
-
-def _inverted_residual(b: GraphBuilder, x: Tensor, expansion: int, channels: int, stride: int) -> Tensor:
-    hidden = x.shape[1] * expansion
-    h = _conv_bn(b, x, hidden, 1) if expansion != 1 else x
-    h = _conv_bn(b, h, hidden, 3, stride, groups=hidden)
-    residual = stride == 1 and x.shape[1] == channels
-    h = _conv_bn(b, h, channels, 1, relu6=False, gamma=(0.3, 0.6) if residual else (0.8, 1.2))
-    return b.add(h, x) if residual else h
-
-
 def mobilenetv2(width: float = 1.0, resolution: int = 224, classes: int = 1000, last_channels: int = 1280,
                 seed: int = 2):
     """MobileNetV2 as an onnx.ModelProto: input `data` (1, 3, resolution, resolution), output `logits`."""
     b = GraphBuilder(f"mobilenetv2_w{width}_r{resolution}", seed)
     x = b.input("data", (1, 3, resolution, resolution))
-    h = _conv_bn(b, x, _divisible(32 * width), 3, 2)
+    h = conv_bn(b, x, _divisible(32 * width), 3, GraphBuilder.relu6, 2)
     for expansion, channels, repeats, stride in BLOCKS:
         for i in range(repeats):
-            h = _inverted_residual(b, h, expansion, _divisible(channels * width), stride if i == 0 else 1)
-    h = _conv_bn(b, h, last_channels, 1)
+            h = inverted_residual(b, h, expansion, _divisible(channels * width), stride if i == 0 else 1,
+                                  GraphBuilder.relu6)
+    h = conv_bn(b, h, last_channels, 1, GraphBuilder.relu6)
     return b.model(b.fc(b.global_avg_pool_flatten(h), classes))
