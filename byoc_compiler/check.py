@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .columns import columns
 from .errors import ByocError
 
 
@@ -179,9 +180,7 @@ def format_table(results: list[CheckResult]) -> str:
     for r in results:
         rows.append((r.model, r.toolchain, r.target, r.executor, r.interface, f"{r.max_abs_err:.3g}",
                      f"{r.max_rel_err:.3g}", f"{r.margin:.2g}", "pass" if r.passed else "FAIL"))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = columns(rows).split("\n")
     for r in results:
         if not r.passed and r.detail:
             lines.append(f"FAIL {r.model}/{r.toolchain}: {r.detail}")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+from ..columns import columns
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("--ops", action="store_true", help="list every supported op and pattern")
@@ -18,9 +20,7 @@ def run(args) -> int:
         table.append((t.name, "yes" if t.enabled else "no", t.flag or "-", t.module or "-", str(len(t.ops)),
                       str(len(t.patterns)), "yes" if t.has_codegen else ("error" if t.error else "no"),
                       _state(t)))
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    for row in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    print(columns(table, rule=False))
     for t in rows:
         if t.error:
             print(f"\n{t.name}: {t.error}")

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..columns import columns
 from ..errors import ByocError
 from .nodes import ModelNodes, describe_call, flatten_value, step_inputs, step_references
 
@@ -163,7 +164,7 @@ class CompareReport:
             lines.append((str(r.step), r.where if r.where == "host" else f"{r.where} ({r.target})", r.what,
                           r.node, r.shape, f"{r.error.max_abs:.3g}", f"{r.error.max_rel:.3g}",
                           f"{r.error.margin:.3g}", mark))
-        text = _format(lines)
+        text = columns(lines)
         if self.diagnosis is not None and self.diagnosis.op_rows:
             d = self.diagnosis
             sub = [("", "inside " + d.symbol, "op or composite", "node", "shape", "max abs", "max rel", "margin", "")]
@@ -174,7 +175,7 @@ class CompareReport:
                 mark = "<< first" if k == first else ("beyond" if r.error.beyond else "")
                 sub.append(("", f"op {k}", r.what, r.node, r.shape, f"{r.error.max_abs:.3g}",
                             f"{r.error.max_rel:.3g}", f"{r.error.margin:.3g}", mark))
-            lines = _format(sub).split("\n")
+            lines = columns(sub).split("\n")
             if lo:
                 lines.insert(2, f"  ... {lo} ops before, within tolerance")
             text += "\n\n" + "\n".join(lines)
@@ -183,13 +184,6 @@ class CompareReport:
                 text += (f"\n  ... {len(rest)} more ops inside, {sum(r.error.beyond for r in rest)} of them beyond "
                          "tolerance")
         return f"{self.model}: {self.config}\n{text}\n{self.summary()}"
-
-
-def _format(rows) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    out.insert(1, "  ".join("-" * w for w in widths).rstrip())
-    return "\n".join(out)
 
 
 def _region_ops(func) -> str:

@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..columns import columns
 from ..errors import ByocError
 from .compare import _region_ops
 from .nodes import ModelNodes, describe_call, step_references
@@ -60,13 +61,13 @@ class Profile:
             where = "host" if s.target == "host" else f"{s.name} ({s.target})"
             rows.append((str(s.step), where, s.what, f"{s.ms:.4f}", _share(s.ms, self.run_ms),
                          f"{s.gflops:.2f}" if s.gflops else ""))
-        lines = [f"{self.label}: median of {self.repeat} runs", _format(rows), ""]
+        lines = [f"{self.label}: median of {self.repeat} runs", columns(rows), ""]
         per = [("target", "median ms", "share")]
         for target, ms in sorted(self.by_target().items(), key=lambda kv: -kv[1]):
             per.append((target, f"{ms:.4f}", _share(ms, self.run_ms)))
         per.append(("executor (rest of the run)", f"{max(self.run_ms - self.steps_ms, 0.0):.4f}",
                     _share(max(self.run_ms - self.steps_ms, 0.0), self.run_ms)))
-        lines.append(_format(per))
+        lines.append(columns(per))
         lines.append(f"whole run {self.run_ms:.4f} ms; steps add up to {self.steps_ms:.4f} ms "
                      f"({_share(self.steps_ms, self.run_ms)} of the run)")
         return "\n".join(lines)
@@ -74,13 +75,6 @@ class Profile:
 
 def _share(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole > 0 else "-"
-
-
-def _format(rows) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    out.insert(1, "  ".join("-" * w for w in widths).rstrip())
-    return "\n".join(out)
 
 
 # ---- FLOPs --------------------------------------------------------------------------------------
@@ -230,7 +224,7 @@ class SideBySide:
                                                 for m, n in zip(seg.ms, seg.steps)) + ratios)
         rows.append(("whole run", "") + tuple(f"{t:.4f}" for t in self.totals) +
                     tuple(f"{self.totals[0] / t:.2f}" if t > 0 else "-" for t in self.totals[1:]))
-        return _format(rows) + f"\n(speed-up: {first}'s time / that build's time; above 1 that build is faster)"
+        return columns(rows) + f"\n(speed-up: {first}'s time / that build's time; above 1 that build is faster)"
 
 
 def side_by_side(profiles: list, unpartitioned, inputs) -> SideBySide:

@@ -27,7 +27,7 @@ from ..ir.expr import Call, Constant, Expr, Function, Op, TupleGetItem
 from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator, post_order
-from .named_pass import NamedPass, typed
+from .named_pass import NamedPass, rewrite_bodies, typed
 
 
 @dataclass
@@ -191,22 +191,11 @@ class _Folder(ExprMutator):
 
 
 def fold_batch_norm(mod: IRModule) -> IRModule:
-    mod = typed(mod)
-    out = IRModule()
-    changed = False
-    for name, func in mod.items():
-        chains = {} if "Compiler" in func.attrs or "Composite" in func.attrs else _chains(func.body)
-        if not chains:
-            out = out.with_function(name, func)
-            continue
-        changed = True
-        body = _Folder(chains).visit(func.body)
-        out = out.with_function(name, Function(func.params, body, func.ret_type, func.attrs, func.span))
-    if not changed:
-        return mod
-    from .infer_type import infer_type
+    def rewrite(func: Function) -> Expr | None:
+        chains = {} if "Composite" in func.attrs else _chains(func.body)
+        return _Folder(chains).visit(func.body) if chains else None
 
-    return infer_type(out)
+    return rewrite_bodies(typed(mod), rewrite)
 
 
 def FoldBatchNorm() -> NamedPass:  # noqa: N802 - TVM's spelling

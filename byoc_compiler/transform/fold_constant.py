@@ -14,7 +14,7 @@ from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType
 from ..ir.visitor import ExprMutator, post_order
 from ..op.registry import get_op_def
-from .named_pass import NamedPass
+from .named_pass import NamedPass, rewrite_bodies
 
 
 # A result larger than this stays a call and is computed at run time: folding it would put that many bytes
@@ -94,24 +94,7 @@ def _has_work(func: Function) -> bool:
 
 
 def fold_constant(mod: IRModule) -> IRModule:
-    out = IRModule()
-    changed = False
-    for name, func in mod.items():
-        if "Compiler" in func.attrs or not _has_work(func):
-            out = out.with_function(name, func)
-            continue
-        folder = _Folder()
-        body = folder.visit(func.body)
-        if body is func.body:
-            out = out.with_function(name, func)
-            continue
-        changed = True
-        out = out.with_function(name, Function(func.params, body, func.ret_type, func.attrs, func.span))
-    if not changed:
-        return mod
-    from .infer_type import infer_type
-
-    return infer_type(out)
+    return rewrite_bodies(mod, lambda func: _Folder().visit(func.body) if _has_work(func) else None)
 
 
 def FoldConstant() -> NamedPass:  # noqa: N802 - TVM's spelling

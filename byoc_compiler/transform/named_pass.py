@@ -4,9 +4,11 @@ The name is what the partition pipeline reports when an invariant breaks after i
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
+from ..ir.expr import Expr, Function
 from ..ir.module import IRModule
+from .infer_type import infer_type
 
 
 class NamedPass:
@@ -28,7 +30,20 @@ def typed(mod: IRModule) -> IRModule:
     """`mod` with types inferred, unless main is typed already (passes keep types on the nodes they make)."""
     main = mod["main"]
     if main.body.checked_type is None:
-        from ..transform.infer_type import infer_type
-
         return infer_type(mod)
     return mod
+
+
+def rewrite_bodies(mod: IRModule, rewrite: Callable[[Function], Optional[Expr]]) -> IRModule:
+    """`mod` with each function's body replaced by `rewrite(func)`, types inferred again; `mod` itself
+    when no body changed (`rewrite` returned None or the same body). External functions (a Compiler
+    attribute) belong to their target and are never rewritten."""
+    out, changed = IRModule(), False
+    for name, func in mod.items():
+        body = None if "Compiler" in func.attrs else rewrite(func)
+        if body is None or body is func.body:
+            out = out.with_function(name, func)
+            continue
+        changed = True
+        out = out.with_function(name, Function(func.params, body, func.ret_type, func.attrs, func.span))
+    return infer_type(out) if changed else mod

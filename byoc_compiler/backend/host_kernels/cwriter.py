@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -227,18 +228,47 @@ def flat_loop(n: int, body: str, var: str = "i", indent: int = 1) -> str:
     return f"{pad}for (int64_t {var} = 0; {var} < {int_literal(n)}; ++{var}) {{\n{inner}\n{pad}}}"
 
 
-def conv_window(in_hw: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilation: Sequence[int],
-                pad_top_left: Sequence[int], body: str, indent: int) -> str:
-    """The ky/kx loops over the taps of output (oy, ox) of a 2-D window (convolution); taps whose input
-    row `iy` or column `ix` lies in the padding are skipped. `body` runs per tap and sees iy, ix, ky, kx."""
-    (h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl) = in_hw, kernel, strides, dilation, pad_top_left
+
+@dataclass(frozen=True)
+class Conv2d:
+    """The sizes of a 2-D NCHW convolution call (input n c h w, weight o cg kh kw, output oh ow),
+    unpacked once for the float and the integer kernel writers."""
+    n: int
+    c: int
+    h: int
+    w: int
+    o: int
+    cg: int
+    kh: int
+    kw: int
+    oh: int
+    ow: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    pt: int
+    pl: int
+    per_group: int      # output channels per group
+
+    @classmethod
+    def of(cls, ctx) -> "Conv2d":
+        (n, c, h, w), (o, cg, kh, kw) = ctx.inputs[0].shape, ctx.inputs[1].shape
+        _, _, oh, ow = ctx.outputs[0].shape
+        a = ctx.attrs
+        return cls(n, c, h, w, o, cg, kh, kw, oh, ow, *a.strides, *a.dilation, *a.padding[:2], o // a.groups)
+
+
+def conv_window(g: Conv2d, body: str, indent: int) -> str:
+    """The ky/kx loops over the taps of output (oy, ox); taps whose input row `iy` or column `ix` lies in
+    the padding are skipped. `body` runs per tap and sees iy, ix, ky, kx."""
     L = int_literal
-    lines = [f"for (int64_t ky = 0; ky < {L(kh)}; ++ky) {{",
-             f"  const int64_t iy = oy * {L(sh)} - {L(pt)} + ky * {L(dh)};",
-             f"  if (iy < 0 || iy >= {L(h)}) continue;",
-             f"  for (int64_t kx = 0; kx < {L(kw)}; ++kx) {{",
-             f"    const int64_t ix = ox * {L(sw)} - {L(pl)} + kx * {L(dw)};",
-             f"    if (ix < 0 || ix >= {L(w)}) continue;",
+    lines = [f"for (int64_t ky = 0; ky < {L(g.kh)}; ++ky) {{",
+             f"  const int64_t iy = oy * {L(g.sh)} - {L(g.pt)} + ky * {L(g.dh)};",
+             f"  if (iy < 0 || iy >= {L(g.h)}) continue;",
+             f"  for (int64_t kx = 0; kx < {L(g.kw)}; ++kx) {{",
+             f"    const int64_t ix = ox * {L(g.sw)} - {L(g.pl)} + kx * {L(g.dw)};",
+             f"    if (ix < 0 || ix >= {L(g.w)}) continue;",
              *("    " + line for line in body.splitlines()),
              "  }",
              "}"]

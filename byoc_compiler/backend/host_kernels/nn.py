@@ -6,7 +6,7 @@ window positions outside the input are skipped, never read.
 from __future__ import annotations
 
 from ..c_abi import c_type
-from .cwriter import (axis_split, broadcast_strides, contiguous_strides, conv_window, double_literal, flat_loop,
+from .cwriter import (axis_split, broadcast_strides, contiguous_strides, Conv2d, conv_window, double_literal, flat_loop,
                       indent_block, int_literal as L, loop_nest, size_of)
 
 
@@ -56,29 +56,22 @@ def _bias_add(ctx) -> str:
 
 
 def _conv2d(ctx) -> str:
-    (n, c, h, w), (o, cg, kh, kw) = ctx.inputs[0].shape, ctx.inputs[1].shape
-    _, _, oh, ow = ctx.outputs[0].shape
-    sh, sw = ctx.attrs.strides
-    dh, dw = ctx.attrs.dilation
-    pt, pl, _, _ = ctx.attrs.padding
-    groups = ctx.attrs.groups
-    og = o // groups
-    window = conv_window((h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl),
-                         f"acc += (double)x[iy * {L(w)} + ix] * (double)wc[ky * {L(kw)} + kx];", indent=6)
-    return f"""  for (int64_t b = 0; b < {L(n)}; ++b) {{
-    for (int64_t oc = 0; oc < {L(o)}; ++oc) {{
-      const int64_t first_channel = (oc / {L(og)}) * {L(cg)};
-      const float* wk = in1 + oc * {L(cg * kh * kw)};
-      float* y = out0 + (b * {L(o)} + oc) * {L(oh * ow)};
-      for (int64_t oy = 0; oy < {L(oh)}; ++oy) {{
-        for (int64_t ox = 0; ox < {L(ow)}; ++ox) {{
+    g = Conv2d.of(ctx)
+    window = conv_window(g, f"acc += (double)x[iy * {L(g.w)} + ix] * (double)wc[ky * {L(g.kw)} + kx];", indent=6)
+    return f"""  for (int64_t b = 0; b < {L(g.n)}; ++b) {{
+    for (int64_t oc = 0; oc < {L(g.o)}; ++oc) {{
+      const int64_t first_channel = (oc / {L(g.per_group)}) * {L(g.cg)};
+      const float* wk = in1 + oc * {L(g.cg * g.kh * g.kw)};
+      float* y = out0 + (b * {L(g.o)} + oc) * {L(g.oh * g.ow)};
+      for (int64_t oy = 0; oy < {L(g.oh)}; ++oy) {{
+        for (int64_t ox = 0; ox < {L(g.ow)}; ++ox) {{
           double acc = 0.0;
-          for (int64_t ic = 0; ic < {L(cg)}; ++ic) {{
-            const float* x = in0 + (b * {L(c)} + first_channel + ic) * {L(h * w)};
-            const float* wc = wk + ic * {L(kh * kw)};
+          for (int64_t ic = 0; ic < {L(g.cg)}; ++ic) {{
+            const float* x = in0 + (b * {L(g.c)} + first_channel + ic) * {L(g.h * g.w)};
+            const float* wc = wk + ic * {L(g.kh * g.kw)};
 {window}
           }}
-          y[oy * {L(ow)} + ox] = (float)acc;
+          y[oy * {L(g.ow)} + ox] = (float)acc;
         }}
       }}
     }}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...op.qnn import add_float32_params, add_multipliers, concat_requant, mul_multiplier, requantize_ratios
 from ...op.qnn_math import fixed_point
 from ..c_abi import c_type
-from .cwriter import (axis_split, broadcast_strides, contiguous_strides, conv_window, flat_loop, float_literal,
+from .cwriter import (axis_split, broadcast_strides, contiguous_strides, Conv2d, conv_window, flat_loop, float_literal,
                       int_literal as L, loop_nest, size_of)
 
 _RANGE = {"int8": ("INT8_MIN", "INT8_MAX"), "uint8": ("0", "UINT8_MAX"), "int16": ("INT16_MIN", "INT16_MAX"),
@@ -121,44 +121,41 @@ def _wrap32(ctx, value: str) -> str:
 
 
 def _conv2d(ctx) -> str:
-    """Direct convolution accumulating whole output rows: for each weight tap, y[oy, ox] += (x - x_zp) *
-    (w - w_zp) over the output positions whose input is inside the image (padding adds exact zeros),
-    so the inner loop is a branch-free, vectorizable row update. int32 accumulation cannot overflow
-    when K * 255 * 255 < 2**31; larger K accumulates in int64 per output instead."""
-    n, c, h, w = ctx.inputs[0].shape
-    o, cg, kh, kw = ctx.inputs[1].shape
-    _, _, oh, ow = ctx.outputs[0].shape
-    a = ctx.attrs
-    sh, sw = a.strides
-    dh, dw = a.dilation
-    pt, pl, _, _ = a.padding
-    per_group = o // a.groups
-    kzp = list(a.kernel_zero_point) * (o if len(a.kernel_zero_point) == 1 else 1)
-    if cg * kh * kw * 255 * 255 >= 2 ** 31:
-        return _conv2d_wide(ctx)
-    return f"""{_array("kzp", "int32_t", [str(int(z)) for z in kzp])}
-  for (int64_t b = 0; b < {L(n)}; ++b) {{
-    for (int64_t oc = 0; oc < {L(o)}; ++oc) {{
-      const int64_t first_channel = (oc / {L(per_group)}) * {L(cg)};
-      int32_t* y = out0 + (b * {L(o)} + oc) * {L(oh * ow)};
-      for (int64_t i = 0; i < {L(oh * ow)}; ++i) y[i] = 0;
-      for (int64_t ic = 0; ic < {L(cg)}; ++ic) {{
-        const {c_type(ctx.inputs[0].dtype)}* x = in0 + (b * {L(c)} + first_channel + ic) * {L(h * w)};
-        for (int64_t ky = 0; ky < {L(kh)}; ++ky) {{
-          for (int64_t kx = 0; kx < {L(kw)}; ++kx) {{
-            const int32_t wv = (int32_t)in1[((oc * {L(cg)} + ic) * {L(kh)} + ky) * {L(kw)} + kx] - kzp[oc];
-            const int64_t shift = kx * {L(dw)} - {L(pl)};   /* ix = ox * sw + shift */
-            const int64_t lo = shift >= 0 ? 0 : (-shift + {L(sw - 1)}) / {L(sw)};
-            int64_t hi = {L(w - 1)} - shift < 0 ? 0 : ({L(w - 1)} - shift) / {L(sw)} + 1;
-            if (hi > {L(ow)}) hi = {L(ow)};
+    """Direct convolution; int32 accumulation of a whole output row cannot overflow when
+    K * 255 * 255 < 2**31, larger K accumulates in int64 per output instead."""
+    g = Conv2d.of(ctx)
+    kzp = ctx.attrs.kernel_zero_point
+    kzp = _array("kzp", "int32_t", [str(int(z)) for z in list(kzp) * (g.o if len(kzp) == 1 else 1)])
+    wide = g.cg * g.kh * g.kw * 255 * 255 >= 2 ** 31
+    return kzp + "\n" + (_conv2d_wide(ctx, g) if wide else _conv2d_rows(ctx, g))
+
+
+def _conv2d_rows(ctx, g: Conv2d) -> str:
+    """For each weight tap, y[oy, ox] += (x - x_zp) * (w - w_zp) over the output positions whose input
+    is inside the image (padding adds exact zeros), so the inner loop is a branch-free, vectorizable
+    row update."""
+    return f"""  for (int64_t b = 0; b < {L(g.n)}; ++b) {{
+    for (int64_t oc = 0; oc < {L(g.o)}; ++oc) {{
+      const int64_t first_channel = (oc / {L(g.per_group)}) * {L(g.cg)};
+      int32_t* y = out0 + (b * {L(g.o)} + oc) * {L(g.oh * g.ow)};
+      for (int64_t i = 0; i < {L(g.oh * g.ow)}; ++i) y[i] = 0;
+      for (int64_t ic = 0; ic < {L(g.cg)}; ++ic) {{
+        const {c_type(ctx.inputs[0].dtype)}* x = in0 + (b * {L(g.c)} + first_channel + ic) * {L(g.h * g.w)};
+        for (int64_t ky = 0; ky < {L(g.kh)}; ++ky) {{
+          for (int64_t kx = 0; kx < {L(g.kw)}; ++kx) {{
+            const int32_t wv = (int32_t)in1[((oc * {L(g.cg)} + ic) * {L(g.kh)} + ky) * {L(g.kw)} + kx] - kzp[oc];
+            const int64_t shift = kx * {L(g.dw)} - {L(g.pl)};   /* ix = ox * sw + shift */
+            const int64_t lo = shift >= 0 ? 0 : (-shift + {L(g.sw - 1)}) / {L(g.sw)};
+            int64_t hi = {L(g.w - 1)} - shift < 0 ? 0 : ({L(g.w - 1)} - shift) / {L(g.sw)} + 1;
+            if (hi > {L(g.ow)}) hi = {L(g.ow)};
             if (wv == 0 || lo >= hi) continue;
-            for (int64_t oy = 0; oy < {L(oh)}; ++oy) {{
-              const int64_t iy = oy * {L(sh)} - {L(pt)} + ky * {L(dh)};
-              if (iy < 0 || iy >= {L(h)}) continue;
-              const int64_t base = iy * {L(w)} + shift;   /* base + ox * sw >= 0 for ox >= lo */
-              int32_t* yr = y + oy * {L(ow)};
+            for (int64_t oy = 0; oy < {L(g.oh)}; ++oy) {{
+              const int64_t iy = oy * {L(g.sh)} - {L(g.pt)} + ky * {L(g.dh)};
+              if (iy < 0 || iy >= {L(g.h)}) continue;
+              const int64_t base = iy * {L(g.w)} + shift;   /* base + ox * sw >= 0 for ox >= lo */
+              int32_t* yr = y + oy * {L(g.ow)};
               for (int64_t ox = lo; ox < hi; ++ox)
-                yr[ox] += ((int32_t)x[base + ox * {L(sw)}] - {int(a.input_zero_point)}) * wv;
+                yr[ox] += ((int32_t)x[base + ox * {L(g.sw)}] - {int(ctx.attrs.input_zero_point)}) * wv;
             }}
           }}
         }}
@@ -167,32 +164,22 @@ def _conv2d(ctx) -> str:
   }}"""
 
 
-def _conv2d_wide(ctx) -> str:
-    n, c, h, w = ctx.inputs[0].shape
-    o, cg, kh, kw = ctx.inputs[1].shape
-    _, _, oh, ow = ctx.outputs[0].shape
-    a = ctx.attrs
-    sh, sw = a.strides
-    dh, dw = a.dilation
-    pt, pl, _, _ = a.padding
-    per_group = o // a.groups
-    kzp = list(a.kernel_zero_point) * (o if len(a.kernel_zero_point) == 1 else 1)
-    window = conv_window((h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl), f"""\
-const int32_t xv = (int32_t)in0[((b * {L(c)} + first_channel + ic) * {L(h)} + iy) * {L(w)} + ix]
-                   - {int(a.input_zero_point)};
-const int32_t wv = (int32_t)in1[((oc * {L(cg)} + ic) * {L(kh)} + ky) * {L(kw)} + kx] - kzp[oc];
+def _conv2d_wide(ctx, g: Conv2d) -> str:
+    window = conv_window(g, f"""\
+const int32_t xv = (int32_t)in0[((b * {L(g.c)} + first_channel + ic) * {L(g.h)} + iy) * {L(g.w)} + ix]
+                   - {int(ctx.attrs.input_zero_point)};
+const int32_t wv = (int32_t)in1[((oc * {L(g.cg)} + ic) * {L(g.kh)} + ky) * {L(g.kw)} + kx] - kzp[oc];
 acc += (int64_t)(xv * wv);""", indent=6)
-    return f"""{_array("kzp", "int32_t", [str(int(z)) for z in kzp])}
-  for (int64_t b = 0; b < {L(n)}; ++b) {{
-    for (int64_t oc = 0; oc < {L(o)}; ++oc) {{
-      const int64_t first_channel = (oc / {L(per_group)}) * {L(cg)};
-      for (int64_t oy = 0; oy < {L(oh)}; ++oy) {{
-        for (int64_t ox = 0; ox < {L(ow)}; ++ox) {{
+    return f"""  for (int64_t b = 0; b < {L(g.n)}; ++b) {{
+    for (int64_t oc = 0; oc < {L(g.o)}; ++oc) {{
+      const int64_t first_channel = (oc / {L(g.per_group)}) * {L(g.cg)};
+      for (int64_t oy = 0; oy < {L(g.oh)}; ++oy) {{
+        for (int64_t ox = 0; ox < {L(g.ow)}; ++ox) {{
           int64_t acc = 0;
-          for (int64_t ic = 0; ic < {L(cg)}; ++ic) {{
+          for (int64_t ic = 0; ic < {L(g.cg)}; ++ic) {{
 {window}
           }}
-          out0[((b * {L(o)} + oc) * {L(oh)} + oy) * {L(ow)} + ox] = {_wrap32(ctx, "acc")};
+          out0[((b * {L(g.o)} + oc) * {L(g.oh)} + oy) * {L(g.ow)} + ox] = {_wrap32(ctx, "acc")};
         }}
       }}
     }}

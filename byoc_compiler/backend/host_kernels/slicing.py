@@ -18,7 +18,7 @@ def _strided_slice(ctx) -> str:
 
 
 def _tile(ctx) -> str:
-    data, out = ctx.inputs[0], ctx.outputs[0]
+    data = ctx.inputs[0]
     # Axis i of the output is (reps[i], dim[i]): the repeat steps nothing in the input.
     shape, in_strides = [], []
     for d, r, s in zip(data.shape, ctx.attrs.reps, contiguous_strides(data.shape)):

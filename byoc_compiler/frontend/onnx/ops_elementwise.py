@@ -65,7 +65,8 @@ def _variadic(ir_op: str):
     return convert
 
 
-def _unary(ir_op: str):
+def unary(ir_op: str):
+    """The converter of a one-input ONNX op that is one IR op (ops_math.py uses it too)."""
     def convert(node: Node, ctx: Context):
         return [ctx.call(ir_op, node.required(0, "X"))]
     return convert
@@ -76,7 +77,7 @@ for _onnx, (_ir, _versions) in _BINARY.items():
 for _onnx, (_ir, _versions) in _VARIADIC.items():
     converter(_onnx, _versions)(_variadic(_ir))
 for _onnx, (_ir, _versions) in _UNARY.items():
-    converter(_onnx, _versions)(_unary(_ir))
+    converter(_onnx, _versions)(unary(_ir))
 
 
 @converter("LeakyRelu", (6, 16))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .context import Context, Node, NodeError
+from .ops_elementwise import unary
 from .table import converter
 
 # Definitions 6 and 13 only add types (1 had the legacy `consumed_inputs`, reached by upgrading).
@@ -19,14 +20,8 @@ _UNARY = {
 }
 
 
-def _unary(ir_op: str):
-    def convert(node: Node, ctx: Context):
-        return [ctx.call(ir_op, node.required(0, "X"))]
-    return convert
-
-
 for _onnx, (_ir, _versions) in _UNARY.items():
-    converter(_onnx, _versions)(_unary(_ir))
+    converter(_onnx, _versions)(unary(_ir))
 
 
 @converter("Reciprocal", (6, 13))
