@@ -6,7 +6,7 @@ runs for a short bounded time (CI's share of the campaigns bench/fuzz.py runs fo
 - test_python_regressions: each saved input goes through the same function atheris fuzzes.
 - test_short_fuzz_run (marked `fuzz`): libFuzzer / atheris for BYOC_FUZZ_SECONDS (default 20) seconds each;
   a finding fails the test naming the saved input (fix it, then copy the input into regressions/).
-  The ExampleJSON target's own short run is tests/test_examplejson_fuzz.py.
+  The targets' own harnesses (examplejson, dnnl) run in tests/test_target_fuzz.py.
 """
 import os
 import subprocess

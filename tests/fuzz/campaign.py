@@ -101,7 +101,7 @@ def build(target: FuzzTarget, out: Path, libfuzzer: bool = True, cc: str | None 
     flags, sources = target.runtime()
     cc = cc or ("clang" if libfuzzer else "gcc")
     mode = ["-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all"] if libfuzzer else \
-        ["-DBYOC_FUZZ_STANDALONE", "-DEJ_FUZZ_STANDALONE", *SANITIZE]
+        ["-DBYOC_FUZZ_STANDALONE", *SANITIZE]
     argv = [cc, *STRICT, *mode, *flags, os.fspath(target.harness), *map(os.fspath, sources), "-o",
             os.fspath(out), "-lm"]
     proc = subprocess.run(argv, capture_output=True, text=True)

@@ -24,4 +24,4 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return 0;
 }
 
-#include "standalone_main.h"
+#include "byoc/fuzz_main.h"

@@ -1,10 +1,9 @@
-"""Seed corpora for the fuzz targets (tests/fuzz/targets.py), written from the zoo and the test data.
+"""Seed corpora for the fuzz targets (tests/fuzz/campaign.py), written from the zoo and the test data.
 
-    python -m tests.fuzz.seeds OUT_DIR        # one sub-directory per fuzz target
+    python -m tests.fuzz.seeds OUT_DIR        # one sub-directory per fuzz target, seeds and saved findings
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import re
@@ -106,19 +105,10 @@ def onnx_seeds() -> list[bytes]:
 SEEDS = {"graph": graph_seeds, "params": params_seeds, "npy": npy_seeds, "text": text_seeds, "onnx": onnx_seeds}
 
 
-def write(name: str, directory) -> list[Path]:
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for data in dict.fromkeys(SEEDS[name]()):
-        path = directory / hashlib.sha1(data).hexdigest()[:16]
-        path.write_bytes(data)
-        paths.append(path)
-    return paths
-
-
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python -m tests.fuzz.seeds OUT_DIR")
+    from tests.fuzz import campaign   # writes them, with the saved findings, as the campaigns do
+
     for name in SEEDS:
-        print(name, len(write(name, Path(sys.argv[1]) / name)))
+        print(name, campaign.write_seeds(campaign.BY_NAME[name], Path(sys.argv[1]) / name))
