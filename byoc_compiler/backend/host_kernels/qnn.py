@@ -76,13 +76,18 @@ def _dequantize(ctx) -> str:
     return "\n".join(pre) + "\n" + flat_loop(size_of(x.shape), body)
 
 
-def requant_step(ctx, value: str, mult: str, shift: str, out_zp: str, out_dtype: str) -> str:
-    """C expression: saturate(round_shift(value * mult, shift) + out_zp) as out_dtype (value: int64)."""
+def _rounded_to(ctx, value: str, shift: str, out_zp: str, out_dtype: str) -> str:
+    """C expression: saturate(round_shift(value, shift) + out_zp) as out_dtype (value: int64)."""
     ctx.use("byoc_round_shift")
     ctx.use("byoc_clamp64")
     lo, hi = _RANGE[out_dtype]
-    return (f"({c_type(out_dtype)})byoc_clamp64(byoc_round_shift(byoc_clamp64({value}, -INT64_C(2147483647), "
-            f"INT64_C(2147483647)) * {mult}, {shift}) + {out_zp}, {lo}, {hi})")
+    return f"({c_type(out_dtype)})byoc_clamp64(byoc_round_shift({value}, {shift}) + {out_zp}, {lo}, {hi})"
+
+
+def requant_step(ctx, value: str, mult: str, shift: str, out_zp: str, out_dtype: str) -> str:
+    """C expression: saturate(round_shift(value * mult, shift) + out_zp) as out_dtype (value: int64)."""
+    return _rounded_to(ctx, f"byoc_clamp64({value}, -INT64_C(2147483647), INT64_C(2147483647)) * {mult}", shift,
+                       out_zp, out_dtype)
 
 
 def _requantize(ctx) -> str:
@@ -230,11 +235,7 @@ def _binary(ctx, expr_of) -> str:
 
 
 def _saturated(ctx, value: str, shift: int, dtype: str) -> str:
-    ctx.use("byoc_round_shift")
-    ctx.use("byoc_clamp64")
-    lo, hi = _RANGE[dtype]
-    return (f"({c_type(dtype)})byoc_clamp64(byoc_round_shift({value}, {shift}) + {int(ctx.attrs.output_zero_point)}, "
-            f"{lo}, {hi})")
+    return _rounded_to(ctx, value, str(shift), str(int(ctx.attrs.output_zero_point)), dtype)
 
 
 def _add(ctx) -> str:
