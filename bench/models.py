@@ -3,6 +3,7 @@
     python bench/models.py                                   # realsize set (resnet50, mobilenetv2), ccompiler
     python bench/models.py --set tiny --targets ccompiler --rounds 5 --repeat 20
     python bench/models.py --models resnet50 --toolchain clang --check
+    python bench/models.py --set int8                        # quantized ResNet-50 / MobileNetV2: host, ccompiler
 
 For each (model, target), in a fresh project directory (links to SConstruct and site_scons):
 full build of the runner (`scons target=T toolchain=gcc model=M executor=aot interface=unpacked
@@ -17,6 +18,12 @@ outputs with the float64 reference (the margin of `scons check`).
 Rows are tables: MODEL_SETS (name -> models) and TARGETS (name -> the scons target= value); add a
 model set (int8, transformers) or a target (dnnl) as a row. A model is a zoo name (its ONNX graph is
 zoo.onnx_model) or an .onnx file (run as it is by both sides).
+
+int8 rows ("int8:NAME": the zoo model quantized, QDQ, per-channel int8 weights, uint8 activations, cached
+by content; byoc_compiler.testing.quantize) run the same .onnx file through byoc and onnxruntime's int8
+kernels, and also report how many output elements equal onnxruntime's and the largest difference in
+output steps (LSB). SET_DEFAULTS gives such sets their targets and fewer runs (a host-C int8 ResNet-50
+takes seconds per run).
 """
 from __future__ import annotations
 
@@ -46,6 +53,13 @@ MODEL_SETS: dict[str, list[str]] = {
     "int8": ["int8:resnet50", "int8:mobilenetv2"],
     "int8-tiny": ["int8:resnet50_tiny", "int8:mobilenetv2_tiny"],
 }
+
+# Per model set: the targets, rounds and repeat used when the command line does not give them.
+SET_DEFAULTS: dict[str, dict] = {
+    "int8": {"targets": "host,ccompiler", "rounds": 3, "repeat": 3},
+    "int8-tiny": {"targets": "host,ccompiler", "rounds": 5, "repeat": 10},
+}
+DEFAULTS = {"targets": "ccompiler", "rounds": 5, "repeat": 10}
 
 # Targets: the bench name -> the scons `target=` value (a priority list for several targets).
 TARGETS: dict[str, str] = {
@@ -79,6 +93,8 @@ class Row:
     ort2_ms: float
     margin: float | None = None
     run2_ms: float | None = None       # threaded targets: the run at 2 threads (run_ms is at 1)
+    ort_equal: float | None = None     # int8 models: fraction of output elements equal to onnxruntime's
+    ort_max_lsb: float | None = None   # ... and the largest difference in output steps
 
     @property
     def ratio1(self) -> float:
@@ -136,6 +152,7 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
             (project / name).symlink_to(ROOT / name)
         spec = str(Path(model).resolve()) if model.endswith(".onnx") else model
         stem = Path(model).stem if model.endswith(".onnx") else model
+        label = stem.rsplit("-", 1)[0] if "-int8-" in stem else stem    # a quantized file: without its digest
         runner = f"build/{scons_target}/{toolchain}/{stem}/runner"
         args = [f"target={scons_target}", f"toolchain={toolchain}", f"model={spec}", "executor=aot",
                 "interface=unpacked", "opt=-O3", f"config={ROOT / 'config.toml'}", runner]
@@ -170,6 +187,7 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
                 into.append(ms)
             for n, s in sessions.items():
                 ort[n].append(_median_ms(lambda s=s: s.run(None, inputs), repeat))
+        agreement = _int8_agreement(model, outputs, sessions[1].run(None, inputs))
         margin = None
         if check:
             from byoc_compiler.check import expected_outputs
@@ -177,13 +195,26 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
 
             margin = compare_with_bounds(outputs, expected_outputs(mod, inputs)).margin
     med = statistics.median
-    return Row(stem, target, toolchain, full_s, null_s, c_bytes, max(full_mb, null_mb), med(runs), med(ort[1]),
-               med(ort[2]), margin, med(runs2) if runs2 else None)
+    return Row(label, target, toolchain, full_s, null_s, c_bytes, max(full_mb, null_mb), med(runs), med(ort[1]),
+               med(ort[2]), margin, med(runs2) if runs2 else None, *agreement)
+
+
+def _int8_agreement(model: str, outputs, want) -> tuple[float | None, float | None]:
+    """(fraction equal, max LSB) of a quantized model's first output against onnxruntime's; Nones otherwise."""
+    from byoc_compiler.testing.quantize import int8_agreement, output_step
+
+    lsb = output_step(model) if model.endswith(".onnx") else 0.0
+    if not lsb:
+        return None, None
+    return int8_agreement(outputs[0], want[0], lsb)
 
 
 def table(rows: list[Row]) -> str:
     header = ("model", "target", "toolchain", "full build s", "null build s", "generated C", "peak build MB",
               "run ms", "ort 1T ms", "ort 2T ms", "run/ort 1T", "run/ort 2T")
+    int8 = any(r.ort_equal is not None for r in rows)
+    if int8:
+        header += ("= ort", "max LSB")
     lines = ["| " + " | ".join(header) + (" | margin |" if any(r.margin is not None for r in rows) else " |"),
              "|" + " --- |" * (len(header) + any(r.margin is not None for r in rows))]
     for r in rows:
@@ -191,6 +222,8 @@ def table(rows: list[Row]) -> str:
                  _size(r.generated_c_bytes), f"{r.peak_build_mb:.0f}",
                  f"{r.run_ms:.1f}" + (f" / {r.run2_ms:.1f} (1T / 2T)" if r.run2_ms is not None else ""), f"{r.ort1_ms:.1f}",
                  f"{r.ort2_ms:.1f}", f"{r.ratio1:.2f}", f"{r.ratio2:.2f}"]
+        if int8:
+            cells += ["-", "-"] if r.ort_equal is None else [f"{r.ort_equal:.4%}", f"{r.ort_max_lsb:.0f}"]
         if r.margin is not None:
             cells.append(f"{r.margin:.3g}")
         lines.append("| " + " | ".join(cells) + " |")
@@ -207,21 +240,25 @@ def _materialize(model: str) -> str:
         return model
     from byoc_compiler.testing.quantize import quantized_zoo_model
 
-    cache = Path(os.environ.get("BYOC_BENCH_CACHE", Path(tempfile.gettempdir()) / "byoc-bench-int8"))
-    return str(quantized_zoo_model(model[len("int8:"):], "qdq", True, cache))
+    return str(quantized_zoo_model(model[len("int8:"):], "qdq", True))   # cached by content
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", default="realsize", choices=sorted(MODEL_SETS), help="a row of MODEL_SETS")
     parser.add_argument("--models", nargs="*", help="zoo names or .onnx files (instead of --set)")
-    parser.add_argument("--targets", default="ccompiler", help=f"comma-separated, of: {', '.join(TARGETS)}")
+    parser.add_argument("--targets", help=f"comma-separated, of: {', '.join(TARGETS)} (default: the set's "
+                                          "SET_DEFAULTS, else ccompiler)")
     parser.add_argument("--toolchain", default="gcc")
-    parser.add_argument("--rounds", type=int, default=5, help="alternations of the runner and onnxruntime")
-    parser.add_argument("--repeat", type=int, default=10, help="runs per round on each side")
+    parser.add_argument("--rounds", type=int, help="alternations of the runner and onnxruntime (default 5)")
+    parser.add_argument("--repeat", type=int, help="runs per round on each side (default 10)")
     parser.add_argument("--check", action="store_true", help="also print the check's margin (float64 reference)")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
+    defaults = DEFAULTS if args.models else SET_DEFAULTS.get(args.set, DEFAULTS)
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     models = [_materialize(m) for m in (args.models or MODEL_SETS[args.set])]
     targets = args.targets.split(",")
     unknown = [t for t in targets if t not in TARGETS]

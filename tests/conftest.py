@@ -13,6 +13,12 @@ if str(MATRIX) not in sys.path:
     sys.path.insert(0, str(MATRIX))
 pytest_plugins = ["matrix_plugin"]
 
+# Quantized models (byoc_compiler.testing.quantize) are cached by content next to the matrix's cache, so
+# every worker and run reuses them; BYOC_QUANTIZED_CACHE set outside wins.
+import os  # noqa: E402
+
+os.environ.setdefault("BYOC_QUANTIZED_CACHE", str(ROOT / "build" / ".quantized-cache"))
+
 
 # Real-size models (ResNet-50, MobileNetV2 at 224x224) beyond the default run's one case per target:
 # deselected (not skipped) unless --realsize is given or the -m expression names them (docs/matrix.md).

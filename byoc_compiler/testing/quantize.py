@@ -1,35 +1,101 @@
 """Quantized versions of the zoo's ONNX models, made the documented onnxruntime way (tests, benchmarks).
 
-    path = quantized_zoo_model("resnet50", "qdq", per_channel=True, directory=tmp)
+    path = quantized_zoo_model("resnet50", "qdq", per_channel=True)
 
 `onnxruntime.quantization.shape_inference.quant_pre_process` first (shape inference, batch norm folded
 into the convolutions), then `quantize_static` calibrated on four seeded random batches; activations
 uint8, weights int8 (U8S8, onnxruntime's recommendation for x86). Needs onnxruntime.
+
+Quantizing is deterministic, so the result is kept in a cache directory under a name that carries a
+digest of everything it depends on (the float model's bytes, the recipe, onnxruntime's and onnx's
+versions): a changed zoo model or a new onnxruntime makes a new file, an unchanged one is reused by
+every test, worker and benchmark. The cache is `directory=` when given, else `$BYOC_QUANTIZED_CACHE`,
+else `$XDG_CACHE_HOME/byoc/quantized` (`~/.cache/byoc/quantized`). A file appears there atomically
+(written beside it, then renamed), so processes quantizing the same model at once are safe.
+
+Besides the zoo's ONNX models, `tiny_cnn` (below) is a quantization-friendly CNN of a few layers for
+the test matrix's cheap lanes.
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 FORMATS = ("qdq", "qop")
+# Bump when the recipe below changes in a way the digest's inputs do not show.
+RECIPE = "pre_process+quantize_static:U8S8:minmax:4 seeded normal batches:v1"
 
 
-def quantized_zoo_model(name: str, fmt: str = "qdq", per_channel: bool = True, directory=".") -> Path:
-    """Write the quantized model of zoo model `name` into `directory` (reused if there); its path."""
-    import onnx
-    from onnxruntime import quantization
+def tiny_cnn():
+    """A small ONNX CNN covering the quantized ops of both zoo architectures on 1x3x16x16: conv + batch
+    norm + relu, max pool, depthwise conv + relu6, a 1x1 conv with a residual add, global average pool
+    and a Gemm classifier (10 classes)."""
+    from ..zoo.onnx_graph import GraphBuilder
 
+    b = GraphBuilder("tiny_cnn", seed=7)
+    x = b.input("data", (1, 3, 16, 16))
+    h = b.relu(b.batch_norm(b.conv(x, 8, 3)))
+    h = b.max_pool(h, 2, 2, 0)
+    d = b.relu6(b.batch_norm(b.conv(h, 8, 3, groups=8)))
+    h = b.relu(b.add(b.batch_norm(b.conv(d, 8, 1)), h))
+    h = b.conv(h, 16, 3, stride=2, bias=True)
+    return b.model(b.fc(b.global_avg_pool_flatten(b.relu(h)), 10))
+
+
+# Float models quantized here that are not in the zoo: name -> builder of the onnx.ModelProto.
+EXTRA_MODELS = {"tiny_cnn": tiny_cnn}
+
+
+def float_model(name: str):
+    """The float onnx.ModelProto quantized for `name`: a zoo ONNX model or one of EXTRA_MODELS."""
     from .. import zoo
 
+    return EXTRA_MODELS[name]() if name in EXTRA_MODELS else zoo.onnx_model(name)
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("BYOC_QUANTIZED_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "byoc" / "quantized"
+
+
+def _digest(model_bytes: bytes, fmt: str, per_channel: bool) -> str:
+    import onnx
+    import onnxruntime
+
+    h = hashlib.sha256(model_bytes)
+    h.update(f"\0{fmt}\0{per_channel}\0{RECIPE}\0ort {onnxruntime.__version__}\0onnx {onnx.__version__}".encode())
+    return h.hexdigest()[:16]
+
+
+def quantized_zoo_model(name: str, fmt: str = "qdq", per_channel: bool = True, directory=None) -> Path:
+    """The path of model `name` quantized in format `fmt` (qdq or qop), made once per content digest."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: one of {', '.join(FORMATS)}")
-    directory = Path(directory)
+    model = float_model(name)
+    model_bytes = model.SerializeToString()
+    directory = Path(directory) if directory is not None else cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    dst = directory / f"{name}-int8-{fmt}-{'per_channel' if per_channel else 'per_tensor'}.onnx"
+    granularity = "per_channel" if per_channel else "per_tensor"
+    dst = directory / f"{name}-int8-{fmt}-{granularity}-{_digest(model_bytes, fmt, per_channel)}.onnx"
     if dst.exists():
         return dst
-    model = zoo.onnx_model(name)
+    with tempfile.TemporaryDirectory(prefix=".quantizing-", dir=directory) as tmp:
+        out = Path(tmp) / dst.name
+        _quantize(model, model_bytes, fmt, per_channel, Path(tmp), out)
+        os.replace(out, dst)       # atomic: a reader sees no file or the whole file
+    return dst
+
+
+def _quantize(model, model_bytes: bytes, fmt: str, per_channel: bool, work: Path, out: Path) -> None:
+    from onnxruntime import quantization
+
     inp = model.graph.input[0]
     shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
     rng = np.random.default_rng(0)
@@ -41,14 +107,13 @@ def quantized_zoo_model(name: str, fmt: str = "qdq", per_channel: bool = True, d
         def get_next(self):
             return next(self.batches, None)
 
-    raw, pre = directory / f"{name}-raw.onnx", directory / f"{name}-pre.onnx"
-    onnx.save(model, raw)
+    raw, pre = work / "raw.onnx", work / "pre.onnx"
+    raw.write_bytes(model_bytes)
     quantization.shape_inference.quant_pre_process(str(raw), str(pre))
     quantization.quantize_static(
-        str(pre), str(dst), Reader(), per_channel=per_channel,
+        str(pre), str(out), Reader(), per_channel=per_channel,
         quant_format=quantization.QuantFormat.QDQ if fmt == "qdq" else quantization.QuantFormat.QOperator,
         activation_type=quantization.QuantType.QUInt8, weight_type=quantization.QuantType.QInt8)
-    return dst
 
 
 def sample_input(path) -> tuple[str, np.ndarray]:
@@ -59,3 +124,24 @@ def sample_input(path) -> tuple[str, np.ndarray]:
     inp = model.graph.input[0]
     shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
     return inp.name, np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+
+
+def output_step(path) -> float:
+    """The scale of the last DequantizeLinear of the model: one LSB of its int8 result in the float output
+    (0.0 when the model has none)."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    inits = {t.name: t for t in model.graph.initializer}
+    for node in reversed(model.graph.node):
+        if node.op_type == "DequantizeLinear" and node.input[1] in inits:
+            return float(numpy_helper.to_array(inits[node.input[1]]).reshape(-1)[0])
+    return 0.0
+
+
+def int8_agreement(got: np.ndarray, want: np.ndarray, lsb: float) -> tuple[float, float]:
+    """(fraction of equal elements, largest difference in LSBs) of two dequantized int8 results."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    worst = float(np.abs(got - want).max()) if got.size else 0.0
+    return float(np.mean(got == want)), (worst / lsb if lsb else (0.0 if worst == 0 else float("inf")))

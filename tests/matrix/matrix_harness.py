@@ -85,6 +85,8 @@ class Case:
         marks += toolchain_markers(config.toolchain(self.toolchain))
         if self.model.startswith("random"):
             marks.append("random_graph")
+        if self.model in QUANTIZED_MODELS:
+            marks.append("quantized")
         return marks
 
 
@@ -124,7 +126,8 @@ def exclusions(config) -> dict[str, list[str]]:
 
 def full_cases(config) -> list[Case]:
     return [Case(*values) for values in itertools.product(*dimensions(config))
-            if not excluded(values[1], values[2], config)] + reduced_model_cases(config, full=True)
+            if not excluded(values[1], values[2], config)] + reduced_model_cases(config, full=True) \
+        + quantized_cases(config, "full")
 
 
 def pairwise_cases(config) -> list[Case]:
@@ -262,8 +265,17 @@ def make_project(workdir: Path) -> Path:
 
 
 def model_spec(model: str, project: Path) -> str:
-    """What `scons model=` takes for `model`: a zoo name, or a text-IR file (relative to the project)
-    written for a random graph."""
+    """What `scons model=` takes for `model`: a zoo name, or a file relative to the project: the text IR
+    written for a random graph, the .onnx file of a quantized model."""
+    if model in QUANTIZED_MODELS:
+        import shutil
+
+        from byoc_compiler.testing.quantize import quantized_zoo_model
+
+        (project / "models").mkdir(exist_ok=True)
+        rel = f"models/{model}.onnx"
+        shutil.copyfile(quantized_zoo_model(QUANTIZED_MODELS[model], "qdq", per_channel=True), project / rel)
+        return rel
     if not model.startswith("random"):
         return model
     (project / "models").mkdir(exist_ok=True)
@@ -440,9 +452,56 @@ def reduced_model_cases(config, full: bool = False) -> list[Case]:
 
 
 def default_cases(config) -> list[Case]:
-    """The default run: the pairwise covering set, every model x target set under a sanitizer, and the
-    reduced real architectures on qemu lanes."""
+    """The default run: the pairwise covering set, every model x target set under a sanitizer, the
+    reduced real architectures on qemu lanes and a few quantized-model lanes."""
     cases = pairwise_cases(config)
     ids = {c.id for c in cases}
     cases += [c for c in sanitizer_cases(config) if c.id not in ids]
-    return cases + reduced_model_cases(config)
+    return cases + reduced_model_cases(config) + quantized_cases(config, "default")
+
+
+# Quantized models (matrix name -> the float model quantize_static quantizes: QDQ, per-channel int8
+# weights, uint8 activations; byoc_compiler.testing.quantize, cached by content). Their outputs are
+# dequantized int8 values: the allowance is a tiny fraction of one int8 step (test_matrix.py), so an
+# output one step off fails. The default run takes the lanes below (the default run is near its time
+# budget): the tiny CNN under a sanitizer and on two qemu CPUs, ResNet on big-endian s390x, MobileNetV2
+# on aarch64. `int8` (the
+# marker, `pytest --int8`) adds every model on every toolchain with host and ccompiler and both
+# executors; `--matrix=full` every target set, executor and interface.
+QUANTIZED_MODELS = {"tiny_cnn_int8": "tiny_cnn", "resnet50_tiny_int8": "resnet50_tiny",
+                    "mobilenetv2_tiny_int8": "mobilenetv2_tiny"}
+QUANTIZED_DEFAULT = (  # (model, target set, toolchain, interface); sanitizers keep their executor and opt
+    ("tiny_cnn_int8", "ccompiler", "clang-asan-ubsan", "unpacked"),
+    ("tiny_cnn_int8", "host", "riscv64-gcc", "unpacked"),
+    ("tiny_cnn_int8", "ccompiler", "armhf-gcc", "packed"),
+    ("resnet50_tiny_int8", "ccompiler", "s390x-gcc", "unpacked"),
+    ("mobilenetv2_tiny_int8", "host", "aarch64-gcc", "packed"),
+)
+INT8_TARGET_SETS = ("host", "ccompiler")
+
+
+def quantized_cases(config, which: str) -> list[Case]:
+    """The quantized-model cases of `which`: "default", "int8" (beyond the default) or "full"."""
+    sanitizers = [name for name, tc in config.toolchains.items() if tc.sanitizer]
+    fixed = {name: (EXECUTORS[i % 2], OPTS[(i + 1) % 2]) for i, name in enumerate(sanitizers)}
+    if which == "default":
+        cases = []
+        for k, (model, target_set, tc, interface) in enumerate(QUANTIZED_DEFAULT):
+            if tc in config.toolchains:
+                executor, opt = fixed.get(tc, (EXECUTORS[k % 2], "-O3"))
+                cases.append(Case(model, target_set, tc, executor, interface, opt))
+        return cases
+    target_sets = INT8_TARGET_SETS if which == "int8" else tuple(TARGET_SETS)
+    interfaces = INTERFACES if which == "full" else (None,)
+    cases = []
+    for model, target_set, tc, executor, interface in itertools.product(
+            QUANTIZED_MODELS, target_sets, config.toolchains, EXECUTORS, interfaces):
+        if excluded(target_set, tc, config):
+            continue
+        opt = fixed.get(tc, (None, "-O3"))[1]
+        interface = interface or INTERFACES[(len(cases) // 2) % 2]
+        cases.append(Case(model, target_set, tc, executor, interface, opt))
+    if which == "int8":
+        ids = {c.id for c in quantized_cases(config, "default")}
+        cases = [c for c in cases if c.id not in ids]
+    return cases

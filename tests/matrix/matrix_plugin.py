@@ -18,6 +18,7 @@ MARKERS = {
     "dnnl": "matrix case partitioned for the dnnl target (oneDNN; x86-64 toolchains only)",
     "qemu": "matrix case whose runner runs under qemu-user",
     "sanitizer": "matrix case built with ASan/UBSan",
+    "quantized": "matrix case whose model is a quantized (int8) ONNX model",
 }
 
 
@@ -74,8 +75,12 @@ def pytest_generate_tests(metafunc):
 
     cfg = h.load_config()
     cases = matrix_cases(metafunc.config)
-    metafunc.parametrize("matrix_case", [
-        pytest.param(c, id=c.id, marks=[getattr(pytest.mark, m) for m in c.markers(cfg)]) for c in cases])
+    params = [pytest.param(c, id=c.id, marks=[getattr(pytest.mark, m) for m in c.markers(cfg)]) for c in cases]
+    if metafunc.config.getoption("matrix") != "full":
+        # The quantized models' wider set: marked int8, deselected unless asked for (tests/conftest.py).
+        params += [pytest.param(c, id=c.id, marks=[getattr(pytest.mark, m) for m in c.markers(cfg) + ["int8"]])
+                   for c in h.quantized_cases(cfg, "int8")]
+    metafunc.parametrize("matrix_case", params)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -41,6 +41,40 @@ def test_reduced_real_architectures_run_on_qemu_lanes(matrix_config):
     assert full == {(m, t) for m in h.REDUCED_MODELS for t in qemu}
 
 
+def test_quantized_models_run_on_every_foreign_cpu_by_default(matrix_config):
+    """int8 models on big-endian s390x and each little-endian qemu CPU, and under a sanitizer, by default;
+    `--int8` adds every quantized model on every toolchain with host and ccompiler."""
+    default = [c for c in h.default_cases(matrix_config) if c.model in h.QUANTIZED_MODELS]
+    qemu = {n for n, tc in matrix_config.toolchains.items() if tc.run}
+    assert {c.toolchain for c in default} >= qemu
+    assert ("resnet50_tiny_int8", "s390x-gcc") in {(c.model, c.toolchain) for c in default}
+    assert any(matrix_config.toolchain(c.toolchain).sanitizer for c in default)
+    assert {c.model for c in default} == set(h.QUANTIZED_MODELS)
+    wider = h.quantized_cases(matrix_config, "int8")
+    assert {(c.model, c.target_set, c.toolchain) for c in wider + default} == {
+        (m, t, tc) for m in h.QUANTIZED_MODELS for t in h.INT8_TARGET_SETS for tc in matrix_config.toolchains}
+    assert not {c.id for c in wider} & {c.id for c in default}
+
+
+def test_quantized_outputs_are_checked_to_less_than_one_step():
+    """The check's allowance on a quantized model's (dequantized) output is far below one int8 step: an
+    output one step off fails, the reference itself passes."""
+    import numpy as np
+
+    from byoc_compiler.check import deterministic_inputs, expected_outputs
+    from byoc_compiler.frontend import load_model
+    from byoc_compiler.testing.quantize import output_step, quantized_zoo_model
+    from byoc_compiler.testing.tolerance import compare_with_bounds
+
+    path = quantized_zoo_model("tiny_cnn", "qdq", per_channel=True)
+    mod = load_model(str(path))
+    (want,) = expected_outputs(mod, deterministic_inputs(mod))
+    got = np.asarray(want.value, np.float32).copy()
+    assert compare_with_bounds([got], [want]).passed
+    got.flat[got.size // 2] += np.float32(output_step(path))
+    assert not compare_with_bounds([got], [want]).passed
+
+
 @pytest.mark.parametrize("case_id, toolchain", [
     ("mlp-ccompiler-aarch64_gcc-aot-unpacked-O3", "aarch64-gcc"),
     ("random11-both-gcc_asan_ubsan-graph-packed-O0", "gcc-asan-ubsan"),
