@@ -45,142 +45,178 @@ class _UnionFind:
         return root
 
 
-def merge_regions(ann: Annotations, children: list[list[int]]) -> Annotations:
-    """Merged annotations for a graph given as children positions per node (topological order)."""
-    n = len(children)
-    target = ann.target
-    users_left = [0] * n
-    for kids in children:
-        for c in kids:
-            users_left[c] += 1
-    uf = _UnionFind()
-    find = uf.find
-    group: dict[int, int] = {}              # annotated node -> its group (a union-find element)
-    pending: dict[int, int] = {}            # group root -> user edges of its nodes not visited yet
-    node_up: dict[int, set[int]] = {}       # live host node -> groups upstream of it (contracted graph)
-    group_up: dict[int, set[int]] = {}      # open group root -> groups upstream of it (contracted graph)
-    below: dict[int, set[tuple[str, int]]] = {}  # group root -> ("n", node) / ("g", group) downstream of it
-    first_group_of_region: dict[int, int] = {}
+class _RegionMerger:
+    """The one topological walk (module docstring): per annotated node, propose the regions of its inputs
+    it may join, then fuse them with it; per node, release what its inputs no longer wait for."""
 
-    def live(items) -> set[int]:
-        return {r for r in map(find, items) if pending.get(r, 0) > 0}
+    def __init__(self, ann: Annotations, children: list[list[int]]):
+        self.ann = ann
+        self.children = children
+        self.users_left = [0] * len(children)
+        for kids in children:
+            for c in kids:
+                self.users_left[c] += 1
+        self.uf = _UnionFind()
+        self.find = self.uf.find
+        self.group: dict[int, int] = {}              # annotated node -> its group (a union-find element)
+        self.pending: dict[int, int] = {}            # group root -> user edges of its nodes not visited yet
+        self.node_up: dict[int, set[int]] = {}       # live host node -> groups upstream of it (contracted graph)
+        self.group_up: dict[int, set[int]] = {}      # open group root -> groups upstream of it (contracted graph)
+        self.below: dict[int, set[tuple[str, int]]] = {}  # group root -> ("n", node) / ("g", group) downstream
+        self.first_group_of_region: dict[int, int] = {}
 
-    def contribution(c: int) -> set[int]:
+    def run(self) -> Annotations:
+        for i, kids in enumerate(self.children):
+            contrib = {c: self.contribution(c) for c in kids}
+            if self.ann.target.get(i) is None:
+                self.visit_host(i, contrib)
+            else:
+                chosen = self.propose(i, contrib)
+                incoming: set[int] = set()      # what the node's outside inputs put upstream
+                for c in kids:
+                    if not (c in self.group and self.find(self.group[c]) in chosen):
+                        incoming |= contrib[c]
+                self.join(i, self.fuse(chosen, incoming))
+            self.release(kids)
+        region = {i: self.find(g) for i, g in self.group.items()}
+        return Annotations(self.ann.node_count, dict(self.ann.target), region).normalized()
+
+    # ---- the upstream sets ----------------------------------------------------------------------
+    def live(self, items) -> set[int]:
+        return {r for r in map(self.find, items) if self.pending.get(r, 0) > 0}
+
+    def contribution(self, c: int) -> set[int]:
         """What input `c` puts upstream of its reader: its group and that group's upstream, or its own set."""
-        if c in group:
-            g = find(group[c])
-            ups = group_up[g] = live(group_up[g])
+        if c in self.group:
+            g = self.find(self.group[c])
+            ups = self.group_up[g] = self.live(self.group_up[g])
             return ups | {g}
-        return live(node_up.get(c, ()))
+        return self.live(self.node_up.get(c, ()))
 
-    def register(entity: tuple[str, int], groups) -> None:
+    def register(self, entity: tuple[str, int], groups) -> None:
         for g in groups:
-            below.setdefault(find(g), set()).add(entity)
+            self.below.setdefault(self.find(g), set()).add(entity)
 
-    def widen(entities, delta: set[int], skip: int) -> None:
+    def widen(self, entities, delta: set[int], skip: int) -> None:
         """Everything in `entities` (downstream of a region that grew) has `delta` upstream too."""
         if not delta:
             return
         for kind, key in list(entities):
             if kind == "n":
-                ups = node_up.get(key)
+                ups = self.node_up.get(key)
             else:
-                key = find(key)
-                ups = group_up.get(key) if key != skip else None
+                key = self.find(key)
+                ups = self.group_up.get(key) if key != skip else None
             if ups is None:
                 continue
             ups |= delta
-            register((kind, key), delta)
+            self.register((kind, key), delta)
 
-    for i in range(n):
-        kids = children[i]
-        contrib = {c: contribution(c) for c in kids}
-        t = target.get(i)
-        if t is None:
-            if users_left[i]:
-                ups: set[int] = set()
-                for s in contrib.values():
-                    ups |= s
-                if ups:
-                    node_up[i] = ups
-                    register(("n", i), ups)
-        else:
-            candidates: list[int] = []
-            for c in kids:
-                if target.get(c) == t:
-                    g = find(group[c])
-                    if g not in candidates:
-                        candidates.append(g)
+    # ---- the steps of one node ------------------------------------------------------------------
+    def visit_host(self, i: int, contrib: dict[int, set[int]]) -> None:
+        """A host node that will be read keeps what its inputs have upstream."""
+        if not self.users_left[i]:
+            return
+        ups: set[int] = set()
+        for s in contrib.values():
+            ups |= s
+        if ups:
+            self.node_up[i] = ups
+            self.register(("n", i), ups)
 
-            def blocked(g: int) -> bool:
-                return any(g in contrib[c] for c in kids if not (c in group and find(group[c]) == g))
-
-            chosen: list[int] = []
-            forced = first_group_of_region.get(ann.region[i])
-            if forced is not None:
-                chosen.append(find(forced))
-            for g in candidates:
-                if g in chosen or blocked(g) or any(g in group_up.get(o, ()) or o in group_up.get(g, ()) for o in chosen):
-                    continue
-                chosen.append(g)
-            incoming: set[int] = set()      # what the node's outside inputs put upstream
-            for c in kids:
-                if not (c in group and find(group[c]) in chosen):
-                    incoming |= contrib[c]
-            if len(chosen) == 1:
-                root = chosen[0]
-                ups = group_up.setdefault(root, set())
-                delta = incoming - ups
-                delta.discard(root)
-                if delta:
-                    ups |= delta
-                    widen(below.get(root, ()), delta, root)
-                new_up = delta
-            elif chosen:
-                root = chosen[0]
-                new_up = set(incoming)
-                for g in chosen:
-                    new_up |= group_up.get(g, set())
-                new_up -= set(chosen)
-                old = [(group_up.get(g, set()), below.pop(g, set())) for g in chosen]
-                for other in chosen[1:]:
-                    uf.parent[other] = root
-                    pending[root] = pending.get(root, 0) + pending.pop(other, 0)
-                    group_up.pop(other, None)
-                group_up[root] = new_up
-                merged_below = max((b for _, b in old), key=len)
-                for _, b in old:
-                    if b is not merged_below:
-                        merged_below |= b
-                below[root] = merged_below
-                for ups_before, downstream in old:
-                    widen(downstream, new_up - ups_before, root)
-            else:
-                root = uf.make()
-                new_up = incoming
-                new_up.discard(root)
-                group_up[root] = new_up
-            register(("g", root), new_up)
-            group[i] = root
-            first_group_of_region.setdefault(ann.region[i], root)
-            pending[root] = pending.get(root, 0) + users_left[i]
-        # Each input has one user fewer to wait for; closed regions and consumed values leave the sets.
+    def propose(self, i: int, contrib: dict[int, set[int]]) -> list[int]:
+        """The groups node i joins: its region's first group (regions annotated as one stay one), then each
+        input group of its target that no other input has upstream and that is not upstream of (or
+        downstream from) a group already chosen; in argument order."""
+        kids, t, find = self.children[i], self.ann.target[i], self.find
+        chosen: list[int] = []
+        forced = self.first_group_of_region.get(self.ann.region[i])
+        if forced is not None:
+            chosen.append(find(forced))
         for c in kids:
-            if c in group:
-                g = find(group[c])
-                pending[g] -= 1
-                if pending[g] == 0:
-                    group_up.pop(g, None)
-                    below.pop(g, None)
-            users_left[c] -= 1
-            if users_left[c] == 0 and c in node_up:
-                for g in node_up.pop(c):
-                    entries = below.get(find(g))
+            if self.ann.target.get(c) != t:
+                continue
+            g = find(self.group[c])
+            if g in chosen or self._blocked(g, kids, contrib) or self._ordered_with(g, chosen):
+                continue
+            chosen.append(g)
+        return chosen
+
+    def _blocked(self, g: int, kids: list[int], contrib: dict[int, set[int]]) -> bool:
+        """Joining g would close a cycle: another input of the node has g upstream."""
+        return any(g in contrib[c] for c in kids if not (c in self.group and self.find(self.group[c]) == g))
+
+    def _ordered_with(self, g: int, chosen: list[int]) -> bool:
+        return any(g in self.group_up.get(o, ()) or o in self.group_up.get(g, ()) for o in chosen)
+
+    def fuse(self, chosen: list[int], incoming: set[int]) -> tuple[int, set[int]]:
+        """(the root of the group the node joins, what that group newly has upstream)."""
+        if len(chosen) == 1:
+            return chosen[0], self._grow(chosen[0], incoming)
+        if chosen:
+            return chosen[0], self._unite(chosen, incoming)
+        root = self.uf.make()
+        incoming.discard(root)
+        self.group_up[root] = incoming
+        return root, incoming
+
+    def _grow(self, root: int, incoming: set[int]) -> set[int]:
+        ups = self.group_up.setdefault(root, set())
+        delta = incoming - ups
+        delta.discard(root)
+        if delta:
+            ups |= delta
+            self.widen(self.below.get(root, ()), delta, root)
+        return delta
+
+    def _unite(self, chosen: list[int], incoming: set[int]) -> set[int]:
+        root = chosen[0]
+        new_up = set(incoming)
+        for g in chosen:
+            new_up |= self.group_up.get(g, set())
+        new_up -= set(chosen)
+        old = [(self.group_up.get(g, set()), self.below.pop(g, set())) for g in chosen]
+        for other in chosen[1:]:
+            self.uf.parent[other] = root
+            self.pending[root] = self.pending.get(root, 0) + self.pending.pop(other, 0)
+            self.group_up.pop(other, None)
+        self.group_up[root] = new_up
+        merged_below = max((b for _, b in old), key=len)
+        for _, b in old:
+            if b is not merged_below:
+                merged_below |= b
+        self.below[root] = merged_below
+        for ups_before, downstream in old:
+            self.widen(downstream, new_up - ups_before, root)
+        return new_up
+
+    def join(self, i: int, fused: tuple[int, set[int]]) -> None:
+        root, new_up = fused
+        self.register(("g", root), new_up)
+        self.group[i] = root
+        self.first_group_of_region.setdefault(self.ann.region[i], root)
+        self.pending[root] = self.pending.get(root, 0) + self.users_left[i]
+
+    def release(self, kids: list[int]) -> None:
+        """Each input has one user fewer to wait for; closed regions and consumed values leave the sets."""
+        for c in kids:
+            if c in self.group:
+                g = self.find(self.group[c])
+                self.pending[g] -= 1
+                if self.pending[g] == 0:
+                    self.group_up.pop(g, None)
+                    self.below.pop(g, None)
+            self.users_left[c] -= 1
+            if self.users_left[c] == 0 and c in self.node_up:
+                for g in self.node_up.pop(c):
+                    entries = self.below.get(self.find(g))
                     if entries:
                         entries.discard(("n", c))
 
-    region = {i: find(g) for i, g in group.items()}
-    return Annotations(ann.node_count, dict(target), region).normalized()
+
+def merge_regions(ann: Annotations, children: list[list[int]]) -> Annotations:
+    """Merged annotations for a graph given as children positions per node (topological order)."""
+    return _RegionMerger(ann, children).run()
 
 
 def merge_compiler_regions(mod: IRModule) -> IRModule:
