@@ -18,7 +18,8 @@ NN = ("nn.dense", "nn.matmul", "nn.bias_add", "nn.conv2d", "nn.max_pool2d", "nn.
       "nn.global_avg_pool2d", "nn.batch_norm")
 SHAPE = ("reshape", "transpose", "concatenate")
 TRANSFORMER = ("nn.batch_matmul", "nn.gelu")
-# Not taken, on purpose: nn.lrn (it stays on the host); softmax and layer norm only on the last axis.
+# Not taken, on purpose: nn.lrn (it stays on the host); softmax and layer norm only on the last axis;
+# cubic and antialiased resize.
 
 # The kernel library computes float32 tensors of at most CK_MAX_RANK dims; anything else stays on the host.
 target.supports(*ELEMENTWISE, *NN, *SHAPE, *TRANSFORMER, predicate=all_of(float32_only, rank_at_most(MAX_RANK)))
@@ -40,6 +41,26 @@ def _layer_norm_vectors(call) -> str | None:
 
 target.supports("nn.softmax", predicate=all_of(float32_only, _last_axis))
 target.supports("nn.layer_norm", predicate=all_of(float32_only, _last_axis, _layer_norm_vectors))
+
+# Reductions over any set of axes (none, some, all), keepdims either way.
+REDUCTIONS = ("sum", "mean", "max", "min", "prod")
+target.supports(*REDUCTIONS, predicate=all_of(float32_only, rank_at_most(MAX_RANK)))
+
+
+def _resize_in_library(call) -> str | None:
+    """ck_resize: nearest (every nearest_mode) and linear, every coordinate mode, rank 1 to MAX_RANK."""
+    a = call.attrs
+    if a["method"] not in ("nearest", "linear"):
+        return f"the kernel library resamples nearest and linear only, not {a['method']}"
+    if a["method"] == "linear" and (a["antialias"] or a["exclude_outside"]):
+        return "antialias and exclude_outside are not in the kernel library's linear resize"
+    if call.args[0].checked_type.ndim == 0:
+        return "a scalar has nothing to resize"
+    return None
+
+
+# (nearest ignores antialias; exclude_outside changes no nearest pick, so it is taken there)
+target.supports("image.resize", predicate=all_of(float32_only, rank_at_most(MAX_RANK), _resize_in_library))
 
 
 def _conv_bias():

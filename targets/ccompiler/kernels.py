@@ -21,8 +21,9 @@ INCLUDE_DIR = KERNEL_DIR
 HEADER = "byoc_ck.h"
 SOURCES = tuple(KERNEL_DIR / name for name in (
     "ck_microkernel.c", "ck_gemm.c", "ck_dense.c", "ck_conv2d.c", "ck_elementwise.c", "ck_pool.c", "ck_shape.c",
-    "ck_transformer.c"))
-HEADERS = (KERNEL_DIR / HEADER, KERNEL_DIR / "ck_internal.h", KERNEL_DIR / "ck_transformer.h")
+    "ck_transformer.c", "ck_reduce.c", "ck_resize.c"))
+HEADERS = (KERNEL_DIR / HEADER, KERNEL_DIR / "ck_internal.h", KERNEL_DIR / "ck_transformer.h",
+           KERNEL_DIR / "ck_reduce.h", KERNEL_DIR / "ck_resize.h")
 # Link flags the library needs (expf, sqrtf, ...).
 LDFLAGS = ("-lm",)
 
@@ -103,6 +104,12 @@ FUNCTIONS: dict[str, KernelFunction] = {f.name: f for f in (
     _fn("ck_layer_norm_rows", "int64_t rows, int64_t n, const float *in, const float *gamma, const float *beta, "
         "float epsilon, float *out", "nn.layer_norm on the last axis"),
     _fn("ck_gelu", "int64_t n, const float *in, float *out, int32_t approximate", "nn.gelu"),
+    _fn("ck_reduce", "int32_t op, int32_t ndim, const int64_t *shape, const int32_t *reduce, const float *in, "
+        "float *out", "sum, mean, max, min, prod over the axes flagged in reduce (any set)"),
+    _fn("ck_resize", "int32_t ndim, const int64_t *in_shape, const int64_t *out_shape, const double *scales, "
+        "const double *roi, int32_t method, int32_t coordinate_mode, int32_t nearest_mode, "
+        "float extrapolation_value, const float *in, float *out",
+        "image.resize, nearest or linear, ONNX Resize's coordinate and nearest modes"),
 )}
 
 # Enum spellings (C identifiers from byoc_ck.h) per Relay op.
@@ -112,10 +119,21 @@ UNARY_OPS = {"negative": "CK_NEGATIVE", "abs": "CK_ABS", "exp": "CK_EXP", "log":
              "tanh": "CK_TANH", "sigmoid": "CK_SIGMOID", "nn.relu": "CK_RELU", "clip": "CK_CLIP",
              "nn.leaky_relu": "CK_LEAKY_RELU"}
 ACTIVATIONS = {None: "CK_ACT_NONE", "nn.relu": "CK_ACT_RELU", "relu6": "CK_ACT_RELU6"}
+REDUCE_OPS = {"sum": "CK_REDUCE_SUM", "mean": "CK_REDUCE_MEAN", "max": "CK_REDUCE_MAX", "min": "CK_REDUCE_MIN",
+              "prod": "CK_REDUCE_PROD"}
+# image.resize attributes -> ck_resize's enums (ck_resize.h); what is not listed stays on the host.
+RESIZE_METHODS = {"nearest": "CK_RESIZE_NEAREST", "linear": "CK_RESIZE_LINEAR"}
+COORDINATE_MODES = {"half_pixel": "CK_COORD_HALF_PIXEL", "half_pixel_symmetric": "CK_COORD_HALF_PIXEL_SYMMETRIC",
+                    "pytorch_half_pixel": "CK_COORD_PYTORCH_HALF_PIXEL", "align_corners": "CK_COORD_ALIGN_CORNERS",
+                    "asymmetric": "CK_COORD_ASYMMETRIC", "tf_crop_and_resize": "CK_COORD_TF_CROP_AND_RESIZE"}
+NEAREST_MODES = {"round_prefer_floor": "CK_ROUND_PREFER_FLOOR", "round_prefer_ceil": "CK_ROUND_PREFER_CEIL",
+                 "floor": "CK_NEAREST_FLOOR", "ceil": "CK_NEAREST_CEIL"}
 # Numeric values of the enums (the order in byoc_ck.h), for callers that do not include the header.
 ENUM_VALUES = {**{name: i for i, name in enumerate(BINARY_OPS.values())},
                **{name: i for i, name in enumerate(UNARY_OPS.values())},
-               "CK_ACT_NONE": 0, "CK_ACT_RELU": 1, "CK_ACT_RELU6": 2}
+               "CK_ACT_NONE": 0, "CK_ACT_RELU": 1, "CK_ACT_RELU6": 2,
+               **{name: i for table in (REDUCE_OPS, RESIZE_METHODS, COORDINATE_MODES, NEAREST_MODES)
+                  for i, name in enumerate(table.values())}}
 
 # Which function computes which op.
 OP_FUNCTIONS = {
@@ -127,6 +145,7 @@ OP_FUNCTIONS = {
     "concatenate": "ck_concatenate",
     "nn.batch_matmul": "ck_batch_matmul", "nn.softmax": "ck_softmax_rows", "nn.layer_norm": "ck_layer_norm_rows",
     "nn.gelu": "ck_gelu",
+    **{op: "ck_reduce" for op in REDUCE_OPS}, "image.resize": "ck_resize",
 }
 MAX_RANK = 8  # CK_MAX_RANK: ck_binary / ck_transpose take at most this many dims
 

@@ -261,6 +261,11 @@ from .rules_transformer import rules as _transformer_rules  # noqa: E402
 
 RULES.update(_transformer_rules(Rule))
 
+# Reductions and resize, likewise.
+from .rules_reduce_resize import rules as _reduce_resize_rules  # noqa: E402
+
+RULES.update(_reduce_resize_rules(Rule))
+
 # Ops that are views: their output is their input's bytes under another shape (no call at all).
 # op name -> for each output, the index of the input it is a view of.
 VIEWS: dict[str, tuple[int, ...]] = {

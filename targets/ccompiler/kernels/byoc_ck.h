@@ -164,5 +164,7 @@ int32_t ck_concatenate(int32_t num_inputs, const float *const *inputs, const int
 #endif
 
 #include "ck_transformer.h"   /* batched matmul, softmax, layer norm, gelu */
+#include "ck_reduce.h"        /* sum, mean, max, min, prod over any axes */
+#include "ck_resize.h"        /* nearest and linear resampling (ONNX Resize) */
 
 #endif /* BYOC_CK_H_ */

@@ -1,0 +1,76 @@
+"""ccompiler rules of reductions (sum, mean, max, min, prod over any axes) and image.resize (nearest, linear).
+
+Same shape as rules.py's table (op name -> Rule); rules.py merges RULES in. Both kernels take the
+op's shapes and attributes as static arrays and enums and compute everything else themselves (the
+reduction's axis merging, resize's source coordinates and taps), so nothing here mirrors C.
+"""
+from __future__ import annotations
+
+import math
+
+from byoc_compiler.vendor import ByocError
+
+from . import kernels
+from .c_text import float_literal, int64_array
+
+
+def _reduced_axes(step) -> set[int]:
+    """The axes `axis` names (None: every axis; (): none), non-negative."""
+    ndim = step.ins[0].type.ndim
+    axis = step.attrs["axis"]
+    if axis is None:
+        return set(range(ndim))
+    for a in axis:
+        if not -ndim <= int(a) < max(ndim, 1):
+            raise ByocError(f"{step.op}: axis {a} is out of range for rank {ndim}")
+    return {int(a) % ndim for a in axis} if ndim else set()
+
+
+def _reduce(step):
+    x = step.ins[0]
+    ndim = x.type.ndim
+    if ndim > kernels.MAX_RANK:
+        raise ByocError(f"{step.op}: rank {ndim} is above the kernel library's limit of {kernels.MAX_RANK}")
+    axes = _reduced_axes(step)
+    op = kernels.REDUCE_OPS[step.op]
+    if not ndim:
+        return [], f"ck_reduce({op}, 0, NULL, NULL, {x.ptr}, {step.outs[0].ptr})"
+    flags = ", ".join("1" if a in axes else "0" for a in range(ndim))
+    decls = [int64_array("shape", x.type.shape), f"static const int32_t reduce[{ndim}] = {{{flags}}};"]
+    return decls, f"ck_reduce({op}, {ndim}, shape, reduce, {x.ptr}, {step.outs[0].ptr})"
+
+
+def double_literal(value) -> str:
+    """A finite double as C text that reads back to the same bits (Python's repr is the shortest such)."""
+    value = float(value)
+    if not math.isfinite(value):
+        raise ByocError(f"image.resize: {value} is not a finite scale or roi value")
+    return repr(value)
+
+
+def _double_array(name: str, values) -> str:
+    return f"static const double {name}[{len(values)}] = {{{', '.join(double_literal(v) for v in values)}}};"
+
+
+def _resize(step):
+    x, out = step.ins[0], step.outs[0]
+    a = step.attrs
+    ndim = x.type.ndim
+    if not 1 <= ndim <= kernels.MAX_RANK or a["method"] not in kernels.RESIZE_METHODS:
+        raise ByocError(f"image.resize: method {a['method']} at rank {ndim} is not in the kernel library "
+                        "(nearest and linear, rank 1 to 8); keep it on the host")
+    decls = [int64_array("in_shape", x.type.shape), int64_array("out_shape", out.type.shape),
+             _double_array("scales", a["scales"])]
+    roi = "NULL"
+    if a["roi"]:
+        decls.append(_double_array("roi", a["roi"]))
+        roi = "roi"
+    return decls, (f"ck_resize({ndim}, in_shape, out_shape, scales, {roi}, {kernels.RESIZE_METHODS[a['method']]}, "
+                   f"{kernels.COORDINATE_MODES[a['coordinate_transformation_mode']]}, "
+                   f"{kernels.NEAREST_MODES[a['nearest_mode']]}, {float_literal(a['extrapolation_value'])}, "
+                   f"{x.ptr}, {out.ptr})")
+
+
+def rules(Rule) -> dict:
+    """The table, built with rules.py's Rule class (passed in: rules.py imports this module)."""
+    return {**{op: Rule(_reduce) for op in kernels.REDUCE_OPS}, "image.resize": Rule(_resize)}
