@@ -62,13 +62,23 @@ TARGETS = {"host": (), "ccompiler": ("ccompiler",)}
 BUILD_KNOWN_FAILURES: dict[tuple[str, str], str] = {}
 
 
+# Built for ccompiler in the default run too, beside the crc32 sample: a case per kernel family the target
+# took last (reductions, resize nearest and linear), so each is built from ONNX on gcc and clang.
+CCOMPILER_SAMPLE = {
+    "test_reduce_mean_keepdims_random": "mean",
+    "test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric": "image.resize",
+    "test_resize_downsample_scales_linear_align_corners": "image.resize",
+}
+
+
 def _build_params():
     params = []
     for name in _names():
         if name in _REFUSED:
             continue
-        sampled = zlib.crc32(name.encode()) % SAMPLE_MODULO == 0
+        crc_sampled = zlib.crc32(name.encode()) % SAMPLE_MODULO == 0
         for target in TARGETS:
+            sampled = crc_sampled or (target == "ccompiler" and name in CCOMPILER_SAMPLE)
             for cc in COMPILERS:
                 marks = () if sampled else (pytest.mark.onnx_conformance_build,)
                 known = BUILD_KNOWN_FAILURES.get((name, cc))
@@ -94,3 +104,18 @@ def test_case_through_build(name, target, cc):
         got = [loaded.get_output(i) for i in range(loaded.get_num_outputs())]
         with np.errstate(all="ignore"):
             conformance.assert_matches(case, got, data_set[1], f"{name} built for {target} with {cc}")
+
+
+@pytest.mark.parametrize("name", list(CCOMPILER_SAMPLE))
+def test_ccompiler_sample_offloads_its_op(name):
+    """The ccompiler sample builds what it is there for: its op lands in a ccompiler region."""
+    from byoc_compiler import partition_for
+    from byoc_compiler.ir import post_order
+
+    case = _BY_NAME[name]
+    assert name not in _REFUSED
+    mod, _ = conformance.import_case(case, case.data_sets[0])
+    part = partition_for(["ccompiler"], mod)
+    offloaded = {n.op.name for f in part.functions.values() if f.attrs.get("Compiler") == "ccompiler"
+                 for n in post_order(f.body) if hasattr(getattr(n, "op", None), "name")}
+    assert CCOMPILER_SAMPLE[name] in offloaded, f"{name}: {CCOMPILER_SAMPLE[name]} stayed on the host"
