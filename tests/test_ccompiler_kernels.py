@@ -351,6 +351,12 @@ CONV_MEDIUM = [
     ("pixels>NC", (1, 4, 40, 30), (6, 4, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # 1200 output pixels
     ("wide-padding-out-w-11", (1, 5, 12, 7), (9, 5, 3, 3), (1, 1), (3, 4, 2, 4), (2, 2), 1),
     ("wide-padding-stride2", (1, 5, 12, 15), (9, 5, 3, 3), (2, 2), (3, 5, 2, 6), (1, 1), 1),
+    # small output planes: the prepacked call runs 7-pixel x 24-channel tiles (AVX-512), transposed out
+    ("pixel-major-7x7-k>KC-o47", (1, 40, 7, 7), (47, 40, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # K = 360
+    ("pixel-major-1x1-7x7-k300", (2, 300, 7, 7), (24, 300, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ("pixel-major-1x1-stride2", (1, 20, 13, 13), (48, 20, 1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1),
+    ("pixel-major-5x5-not-7s", (1, 8, 5, 5), (24, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # 25 pixels
+    ("pixel-major-groups2", (1, 16, 7, 7), (48, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2),
 ]
 
 
@@ -701,6 +707,10 @@ WORKSPACE_CALLS = [
      dict(strides=(2, 2), padding=(1, 1, 1, 1), dilation=(1, 1), groups=32)),
     ("conv2d-groups2-dilated", "nn.conv2d", [(2, 6, 9, 9), (4, 3, 3, 3)],
      dict(strides=(1, 1), padding=(0, 0, 0, 0), dilation=(2, 2), groups=2)),
+    ("conv2d-pixel-major-7x7", "nn.conv2d", [(1, 512, 7, 7), (2048, 512, 1, 1)],
+     dict(strides=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1)),
+    ("conv2d-pixel-major-3x3-7x7", "nn.conv2d", [(1, 512, 7, 7), (512, 512, 3, 3)],
+     dict(strides=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1), groups=1)),
     ("dense-3d-data", "nn.dense", [(2, 5, 300), (7, 300)], dict(units=None)),
     ("matmul-transposed", "nn.matmul", [(300, 9), (33, 300)], dict(transpose_a=True, transpose_b=True)),
     ("relu-needs-none", "nn.relu", [(4, 4)], {}),

@@ -188,6 +188,7 @@ def pool2d_params(data_shape, pool_size, strides, padding, dilation, ceil_mode, 
 
 # ---- size formulas, mirrored from the C (ck_internal.h, ck_gemm.c, ck_conv2d.c) ----------------
 _M_QUANTUM, _N_QUANTUM, _MC, _KC, _NC, _ALIGN = 24, 32, 96, 256, 1024, 64
+_PM_MR, _PM_MAX_PIXELS = 7, 1024  # pixel-major tiles (CK_PM_MR, CK_PM_MAX_PIXELS)
 
 
 def _round_up(x: int, q: int) -> int:
@@ -222,7 +223,20 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
         padded = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
         return _ALIGN + 2 * 4 * padded if dw3x3 else 0
     oh, ow = conv2d_output_hw(p)
-    return gemm_workspace_bytes(p["out_channels"] // p["groups"], oh * ow, per_group_in * p["kernel_h"] * p["kernel_w"])
+    og, kdim, pixels = p["out_channels"] // p["groups"], per_group_in * p["kernel_h"] * p["kernel_w"], oh * ow
+    gemm = gemm_workspace_bytes(og, pixels, kdim)
+    if _pixel_major_pays(og, pixels):
+        pm_pixels = _round_up(pixels, _PM_MR)
+        return max(gemm, _ALIGN + 4 * (pm_pixels * min(_KC, kdim) + pm_pixels * _round_up(og, _M_QUANTUM)))
+    return gemm
+
+
+def _pixel_major_pays(og: int, pixels: int) -> bool:
+    """ck_conv2d.c's choice of 7-pixel x 24-channel tiles for small output planes (by padded work)."""
+    tail = pixels % 32
+    cm = pixels if tail == 0 else pixels - tail + (16 if tail <= 16 else 32)
+    return pixels <= _PM_MAX_PIXELS and \
+        100 * _round_up(pixels, _PM_MR) * _round_up(og, _M_QUANTUM) < 90 * cm * _round_up(og, 8)
 
 
 def conv2d_packed_weight_bytes(p: dict[str, int]) -> int:

@@ -47,13 +47,41 @@ static int64_t ck_padded_plane_floats(const ck_conv2d_params *p) {
  * columns past each row's end are computed and dropped), so short rows still fill vectors. */
 #define CK_DW_FLAT_BELOW 32
 
+static int64_t ck_round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
+
+/* Pixel-major tiles pay where the plane is small and 32-pixel slivers (and a 16-pixel half one for a
+ * short tail) would compute many padding pixels, e.g. 49 -> 64; seven-pixel tiles and 24-channel slivers
+ * pad less. Decided from the shape alone (the workspace must not depend on the CPU). */
+static int ck_pixel_major_pays(int64_t og, int64_t pixels) {
+  const int64_t tail = pixels % 32;
+  const int64_t cm = tail == 0 ? pixels : tail <= 16 ? pixels - tail + 16 : pixels - tail + 32;
+  const int64_t pm_pixels = ck_round_up(pixels, CK_PM_MR), pm_channels = ck_round_up(og, CK_M_QUANTUM);
+  const int64_t cm_channels = ck_round_up(og, 8);
+  /* padded work of each, compared with 10% in favour of the channel-major tiles (no transposed store) */
+  return pixels <= CK_PM_MAX_PIXELS && 100 * pm_pixels * pm_channels < 90 * cm * cm_channels;
+}
+
+/* Scratch of the pixel-major path: one K block of pixel slivers and the pixels x channels result. */
+static int64_t ck_pixel_major_floats(int64_t og, int64_t pixels, int64_t kdim) {
+  const int64_t pm_pixels = ck_round_up(pixels, CK_PM_MR);
+  return pm_pixels * (kdim < CK_KC ? kdim : CK_KC) + pm_pixels * ck_round_up(og, CK_M_QUANTUM);
+}
+
 size_t ck_conv2d_workspace_bytes(const ck_conv2d_params *p) {
-  int64_t oh, ow, cg;
+  int64_t oh, ow, cg, og, kdim;
+  size_t gemm;
   if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return 0;
   cg = p->channels / p->groups;
   if (cg == 1) /* direct kernels; the 3x3 one reads a zero-bordered copy of the plane */
     return ck_is_dw3x3(p) ? CK_ALIGN + 2 * sizeof(float) * (size_t)ck_padded_plane_floats(p) : 0;
-  return ck_gemm_workspace_bytes(p->out_channels / p->groups, oh * ow, cg * p->kernel_h * p->kernel_w);
+  og = p->out_channels / p->groups;
+  kdim = cg * p->kernel_h * p->kernel_w;
+  gemm = ck_gemm_workspace_bytes(og, oh * ow, kdim);
+  if (ck_pixel_major_pays(og, oh * ow)) {
+    const size_t pm = CK_ALIGN + sizeof(float) * (size_t)ck_pixel_major_floats(og, oh * ow, kdim);
+    if (pm > gemm) return pm;
+  }
+  return gemm;
 }
 
 /* One output plane of a one-input-channel convolution: rows of the output accumulate
@@ -168,6 +196,35 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
                              const float *packed, const float *bias, int32_t activation, float *out,
                              void *workspace);
 
+/* One group on pixel-major tiles: per K block, the pixel slivers of B (im2col or the input) are packed,
+ * then every 24-channel sliver of the packed weight (read where it lies) meets every pixel sliver, into
+ * C' [pixels][channels] in the workspace; at the end C' goes to out [channels][pixels], transposed in
+ * blocks of 16 channels, with the bias and the activation. */
+static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixels, int64_t kdim,
+                                const float *packed, const float *bias, int32_t activation, float *out,
+                                void *workspace, ck_pm_fn tile) {
+  const int64_t m24 = ck_round_up(og, CK_M_QUANTUM), pm_pixels = ck_round_up(pixels, CK_PM_MR);
+  float *slivers = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
+  float *result = slivers + pm_pixels * (kdim < CK_KC ? kdim : CK_KC);
+  int64_t pc, cs, s, o0, o, j;
+  for (pc = 0; pc < kdim; pc += CK_KC) {
+    const int64_t kc = kdim - pc < CK_KC ? kdim - pc : CK_KC;
+    ck_pack_b(src, pc, kc, 0, pixels, pixels, CK_PM_MR, slivers);
+    for (cs = 0; cs < m24; cs += CK_M_QUANTUM) {
+      const float *w = packed + pc * m24 + cs * kc;
+      for (s = 0; s < pm_pixels; s += CK_PM_MR) tile(kc, slivers + s * kc, w, result + s * m24 + cs, m24, pc > 0);
+    }
+  }
+  for (o0 = 0; o0 < og; o0 += 16) {
+    const int64_t oc = og - o0 < 16 ? og - o0 : 16;
+    for (j = 0; j < pixels; ++j) {
+      const float *restrict r = result + j * m24 + o0;
+      for (o = 0; o < oc; ++o) out[(o0 + o) * pixels + j] = r[o] + (bias != NULL ? bias[o0 + o] : 0.0f);
+    }
+    for (o = 0; o < oc; ++o) ck_activate(activation, pixels, out + (o0 + o) * pixels);
+  }
+}
+
 int32_t ck_conv2d(const ck_conv2d_params *p, const float *data, const float *weight,
                   const float *bias, int32_t activation, float *out, void *workspace) {
   if (weight == NULL) return CK_EBADPARAM;
@@ -186,6 +243,7 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
                              void *workspace) {
   int64_t oh, ow, cg, og, kdim, pixels, n, g;
   ck_dw3x3_row_fn row_fn;
+  ck_pm_fn pm_tile;
   float *padded = NULL;
   if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return CK_EBADPARAM;
   if (data == NULL || out == NULL) return CK_EBADPARAM;
@@ -195,6 +253,9 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
   kdim = cg * p->kernel_h * p->kernel_w;
   pixels = oh * ow;
   row_fn = ck_is_dw3x3(p) ? ck_micro_kernel_current()->dw3x3_row : NULL;
+  /* pixel-major tiles read the weight as packed: prepacked weights only */
+  pm_tile = cg != 1 && packed != NULL && ck_pixel_major_pays(og, pixels) ? ck_micro_kernel_current()->pixel_major
+                                                                         : NULL;
   if ((cg != 1 || row_fn != NULL) && workspace == NULL) return CK_EBADPARAM;
   if (row_fn != NULL) {
     padded = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
@@ -246,6 +307,11 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
           source.base = NULL;
           source.row_stride = source.col_stride = 0;
           source.conv = &view;
+        }
+        if (pm_tile != NULL) {
+          ck_conv_pixel_major(&source, og, pixels, kdim, packed_g, epilogue.bias, activation, out_g, workspace,
+                              pm_tile);
+          continue;
         }
         status = ck_gemm_core(og, pixels, kdim, w_g, kdim, 1, packed_g, &source, out_g, pixels, &epilogue,
                               workspace);

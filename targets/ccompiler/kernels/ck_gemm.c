@@ -251,9 +251,8 @@ static void ck_gemv_axpy(int64_t n, int64_t k, const float *a, int64_t as, const
   }
 }
 
-/* B[pc .. pc+kc, j0 .. j0+nc] of either source -> nr-wide slivers. */
-static void ck_pack_b(const ck_b_source *b, int64_t pc, int64_t kc, int64_t j0, int64_t nc, int64_t n_total,
-                      int64_t nr, float *dst) {
+void ck_pack_b(const ck_b_source *b, int64_t pc, int64_t kc, int64_t j0, int64_t nc, int64_t n_total, int64_t nr,
+               float *dst) {
   if (nc <= 0) return;
   if (b->conv != NULL)
     ck_pack_b_conv(pc, kc, j0, nc, n_total, b->conv, nr, dst);

@@ -83,6 +83,14 @@ typedef void (*ck_gemv_dot_fn)(int64_t n, int64_t k, const float *a, const float
  * r_i[odd + c / 2] for odd c (rows stored as their even columns, then their odd ones). */
 typedef void (*ck_dw3x3_row_fn)(int64_t n, int64_t odd, const float *r0, const float *r1, const float *r2,
                                 const float *w, float bias, int32_t activation, float *out);
+/* Pixel-major tile, for convolutions whose output planes are small (7x7, 14x14): C'[i][j] (+ C' when
+ * accumulate) = sum over kc of ap[p * CK_PM_MR + i] * wp[p * CK_M_QUANTUM + j] for CK_PM_MR pixels i and
+ * the CK_M_QUANTUM output channels j of one sliver of a packed conv2d weight (ck_pack_a_ahead) read as
+ * it is; C' is pixels x channels, row stride ldc. Seven pixels tile 7x7, 14x14, 28x28... planes exactly,
+ * where 32-pixel slivers waste up to a quarter of the work. */
+#define CK_PM_MR 7
+#define CK_PM_MAX_PIXELS 1024 /* larger planes: the channel-major tiles */
+typedef void (*ck_pm_fn)(int64_t kc, const float *ap, const float *wp, float *c, int64_t ldc, int accumulate);
 typedef struct {
   const char *name;
   int32_t mr, nr;
@@ -90,6 +98,7 @@ typedef struct {
   ck_micro_fn run_half;    /* mr x nr/2 on nr/2-wide slivers, for a narrow last sliver; NULL: none */
   ck_gemv_dot_fn gemv_dot; /* same vector width */
   ck_dw3x3_row_fn dw3x3_row; /* same instruction set */
+  ck_pm_fn pixel_major;      /* NULL: none (then small planes run the channel-major tiles) */
   int (*cpu_has)(void); /* NULL: always available */
 } ck_micro_kernel;
 
@@ -105,6 +114,11 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
  * (the last one shorter), CK_M_QUANTUM-row slivers, each kc x CK_M_QUANTUM (k-major, zero rows past
  * m). Block at k offset pc starts at pc * round_up(m, CK_M_QUANTUM); round_up(m, 24) * k floats. */
 void ck_pack_a_ahead(int64_t m, int64_t k, const float *a, int64_t lda, float *packed);
+
+/* B[pc .. pc+kc, j0 .. j0+nc] of either source -> nr-wide slivers (kc x nr, k-major), zero columns
+ * past n_total and past the last sliver's end. */
+void ck_pack_b(const ck_b_source *b, int64_t pc, int64_t kc, int64_t j0, int64_t nc, int64_t n_total, int64_t nr,
+               float *dst);
 
 /* out[0 .. n) = activation(out[0 .. n)) (any ck_activation but NONE; no-op for NONE). */
 void ck_activate(int32_t activation, int64_t n, float *out);

@@ -112,6 +112,38 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
     }                                                                                               \
   }
 
+/* The pixel-major tile (ck_pm_fn): MR pixel rows x NV vectors of VF channels (NV * VF == CK_M_QUANTUM,
+ * one packed weight sliver read with unit stride), the pixel values broadcast. */
+#define CK_DEFINE_PM_KERNEL(NAME, MR, VF, NV)                                                        \
+  static void NAME(int64_t kc, const float *restrict ap, const float *restrict wp, float *restrict c, \
+                   int64_t ldc, int accumulate) {                                                  \
+    typedef float vec __attribute__((vector_size((VF) * sizeof(float))));                          \
+    vec acc[MR][NV];                                                                                \
+    int64_t p;                                                                                      \
+    int i, v;                                                                                       \
+    for (i = 0; i < (MR); ++i)                                                                      \
+      for (v = 0; v < (NV); ++v) acc[i][v] = (vec){0};                                              \
+    for (p = 0; p < kc; ++p) {                                                                      \
+      vec w[NV];                                                                                    \
+      for (v = 0; v < (NV); ++v) memcpy(&w[v], wp + p * (NV) * (VF) + v * (VF), sizeof w[v]);       \
+      for (i = 0; i < (MR); ++i) {                                                                  \
+        CK_SPLAT(vec, VF, ai, ap[p * (MR) + i]);                                                    \
+        for (v = 0; v < (NV); ++v) acc[i][v] = acc[i][v] + ai * w[v];                               \
+      }                                                                                             \
+    }                                                                                               \
+    for (i = 0; i < (MR); ++i) {                                                                    \
+      for (v = 0; v < (NV); ++v) {                                                                  \
+        float *at = c + i * ldc + v * (VF);                                                         \
+        if (accumulate) {                                                                           \
+          vec old;                                                                                  \
+          memcpy(&old, at, sizeof old);                                                             \
+          acc[i][v] = acc[i][v] + old;                                                              \
+        }                                                                                           \
+        memcpy(at, &acc[i][v], sizeof acc[i][v]);                                                   \
+      }                                                                                             \
+    }                                                                                               \
+  }
+
 /* Dot products 4 weight rows at a time, vector partial sums added up once at the end
  * (independent lanes: no reassociation flags needed). */
 #define CK_DEFINE_GEMV_DOT(NAME, VF)                                                                \
@@ -173,6 +205,8 @@ __attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_GEMV_DOT(ck_gemv_avx2,
 __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_GEMV_DOT(ck_gemv_avx512, 16)
 __attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_avx2)
 __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_avx512)
+/* 7 x 24 in 256-bit vectors: 21 accumulators need AVX-512VL's 32 vector registers */
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) CK_CONTRACT CK_DEFINE_PM_KERNEL(ck_pm_avx512, CK_PM_MR, 8, 3)
 
 static int ck_cpu_has_avx2(void) {
   __builtin_cpu_init();
@@ -181,7 +215,7 @@ static int ck_cpu_has_avx2(void) {
 
 static int ck_cpu_has_avx512(void) {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && ck_cpu_has_avx2();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && ck_cpu_has_avx2();
 }
 #endif
 
@@ -227,12 +261,12 @@ static void ck_gemv_baseline(int64_t n, int64_t k, const float *restrict a, cons
 /* Best first; the baseline (what the compiler flags allow) always runs. */
 static const ck_micro_kernel ck_kernels[] = {
 #if defined(CK_DISPATCH)
-    {"avx512-8x32", 8, 32, ck_micro_avx512, ck_micro_avx512_half, ck_gemv_avx512, ck_dw3x3_avx512,
+    {"avx512-8x32", 8, 32, ck_micro_avx512, ck_micro_avx512_half, ck_gemv_avx512, ck_dw3x3_avx512, ck_pm_avx512,
      ck_cpu_has_avx512},
-    {"avx2-6x16", 6, 16, ck_micro_avx2, ck_micro_avx2_half, ck_gemv_avx2, ck_dw3x3_avx2, ck_cpu_has_avx2},
+    {"avx2-6x16", 6, 16, ck_micro_avx2, ck_micro_avx2_half, ck_gemv_avx2, ck_dw3x3_avx2, NULL, ck_cpu_has_avx2},
 #endif
     {"baseline-" CK_STR(CK_MR) "x" CK_STR(CK_NR), CK_MR, CK_NR, ck_micro_baseline, NULL, ck_gemv_baseline,
-     ck_dw3x3_baseline, NULL},
+     ck_dw3x3_baseline, NULL, NULL},
 };
 #define CK_NUM_KERNELS ((int32_t)(sizeof ck_kernels / sizeof ck_kernels[0]))
 
