@@ -131,39 +131,57 @@ def _check_type(where: str, value: Any, expected: type, path: Path) -> None:
 
 def load_config(path: str | os.PathLike | None = None) -> Config:
     path = find_config_path(path)
+    raw = _read_toml(path)
+    _check_keys("", raw, _SECTIONS, path)
+    extra = _extra_targets(raw.get("targets", {}), path)     # checked in this order: the first error is reported
+    backends = _backends(raw.get("backends", {}), extra, path)
+    toolchains = _toolchains(raw.get("toolchains", {}), path)
+    build = _build_defaults(raw.get("build", {}), toolchains, path)
+    return Config(path=path, backends=backends, extra_targets=extra, build=build, toolchains=toolchains)
+
+
+def _read_toml(path: Path) -> dict:
     try:
-        raw = _toml.loads(path.read_text(encoding="utf-8"))
+        return _toml.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file {path} not found; copy the repository's config.toml or set BYOC_CONFIG") from None
     except IsADirectoryError:
         raise ConfigError(f"config path {path} is a directory; name the config.toml file in it") from None
     except (_toml.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    _check_keys("", raw, _SECTIONS, path)
 
-    backends_raw = raw.get("backends", {})
-    extra_raw = raw.get("targets", {})
+
+def _extra_targets(extra_raw: dict, path: Path) -> dict[str, tuple[str, str]]:
+    """[targets]: name -> (module, flag) of the targets beyond the built-in ones."""
     extra: dict[str, tuple[str, str]] = {}
+    builtin = {target: (flag, module) for flag, (target, module) in BUILTIN_BACKENDS.items()}
     for name, spec in extra_raw.items():
         if not isinstance(spec, dict) or not isinstance(spec.get("module"), str):
             raise ConfigError(f"{path}: [targets] {name} must be a table like "
                               f'{name} = {{ module = "pkg.module", flag = "USE_{name.upper()}" }}')
         _check_keys(f"targets.{name}.", spec, ("module", "flag"), path)
-        builtin = {target: (flag, module) for flag, (target, module) in BUILTIN_BACKENDS.items()}
         if name in builtin:
             flag, module = builtin[name]
             raise ConfigError(f"{path}: [targets] {name} = {{ module = {spec['module']!r} }} has the name of the "
                               f"built-in target {name!r} ({flag} -> {module}); rename the [targets] entry")
         extra[name] = (spec["module"], spec.get("flag", f"USE_{name.upper()}"))
+    return extra
+
+
+def _backends(backends_raw: dict, extra: dict[str, tuple[str, str]], path: Path) -> dict[str, bool]:
+    """[backends]: flag -> enabled, every built-in flag present (off unless set)."""
     known_flags = list(BUILTIN_BACKENDS) + [flag for _, flag in extra.values()]
     _check_keys("backends.", backends_raw, known_flags, path)
     backends = {flag: False for flag in BUILTIN_BACKENDS}
     for flag, value in backends_raw.items():
         _check_type(f"backends.{flag}", value, bool, path)
         backends[flag] = value
+    return backends
 
+
+def _toolchains(toolchains_raw: dict, path: Path) -> dict[str, ToolchainConfig]:
     toolchains: dict[str, ToolchainConfig] = {}
-    for name, spec in raw.get("toolchains", {}).items():
+    for name, spec in toolchains_raw.items():
         if not isinstance(spec, dict):
             raise ConfigError(f"{path}: [toolchains.{name}] must be a table with at least cc and arch")
         _check_keys(f"toolchains.{name}.", spec, _TOOLCHAIN_KEYS, path)
@@ -176,8 +194,10 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
             name=name, cc=spec["cc"], arch=spec["arch"], cflags=tuple(spec.get("cflags", ())),
             ldflags=tuple(spec.get("ldflags", ())), run=tuple(spec.get("run", ())),
             sanitizer=spec.get("sanitizer", False), apt=tuple(spec.get("apt", ())))
+    return toolchains
 
-    build_raw = raw.get("build", {})
+
+def _build_defaults(build_raw: dict, toolchains: dict[str, ToolchainConfig], path: Path) -> BuildDefaults:
     _check_keys("build.", build_raw, _BUILD_KEYS, path)
     for key, value in build_raw.items():
         _check_type(f"build.{key}", value, _BUILD_KEYS[key], path)
@@ -189,9 +209,8 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
         if name not in toolchains:
             raise ConfigError(f"{path}: build.toolchains names {name!r}{_did_you_mean(name, toolchains)}, which is "
                               f"not defined; defined toolchains: {', '.join(toolchains) or 'none'}")
-    build = BuildDefaults(
+    return BuildDefaults(
         toolchains=tuple(build_raw.get("toolchains", ("gcc",))),
         executor=build_raw.get("executor", "graph"), interface=build_raw.get("interface", "packed"),
         opt=build_raw.get("opt", "-O2"), models=tuple(build_raw.get("models", ())),
         constants=build_raw.get("constants", "linked"))
-    return Config(path=path, backends=backends, extra_targets=extra, build=build, toolchains=toolchains)

@@ -51,9 +51,16 @@ def _label(node: Expr) -> str:
 
 
 class _Writer:
-    def __init__(self):
-        self.lines: list[str] = []
+    """The DOT lines of one module, written in main's graph order."""
+
+    def __init__(self, mod: IRModule):
+        self.mod = mod
+        self.out: list[str] = []
         self.ids: dict[int, str] = {}
+        self.colours: dict[str, str] = {}           # target -> its cluster fill
+        self.value_of: dict[int, str] = {}          # main node -> the DOT node that produces it
+        self.output_of: dict[tuple[int, int], str] = {}  # (external call, output index) -> DOT node
+        self.clusters = 0
 
     def node_id(self, scope: str, node: Expr) -> str:
         key = id(node)
@@ -61,75 +68,79 @@ class _Writer:
             self.ids[key] = f"{scope}n{len(self.ids)}"
         return self.ids[key]
 
+    def region(self, call: Call) -> None:
+        """A call of an external function: a cluster with the function's ops, and the DOT nodes of its
+        outputs for the host ops that read them."""
+        func = self.mod[call.op]
+        target = str(func.attrs.get("Compiler", "?"))
+        colour = self.colours.setdefault(target, PALETTE[len(self.colours) % len(PALETTE)])
+        self.out.append(f"  subgraph cluster_{self.clusters} {{")
+        self.clusters += 1
+        self.out.append(f"    label={_quote(call.op.name_hint + ' [' + target + ']')}; style=filled; "
+                        f"color={_quote(colour)}; fillcolor={_quote(colour)};")
+        param_src = {id(p): self.value_of.get(id(a)) for p, a in zip(func.params, call.args)}
+        inner_edges = []
+        for inner in post_order(func.body):
+            if isinstance(inner, (Var, Function)):
+                continue
+            nid = self.node_id("f", inner)
+            if isinstance(inner, Tuple) and inner is func.body:
+                continue
+            self.out.append(f"    {nid} [label={_quote(_label(inner))}];")
+            for kid in (inner.args if isinstance(inner, Call) else inner.children()):
+                src = param_src.get(id(kid)) if isinstance(kid, Var) else self.ids.get(id(kid))
+                if src:
+                    inner_edges.append(f"  {src} -> {nid} [label={_quote(_shape(kid))}];")
+        self.out.append("  }")
+        self.out.extend(inner_edges)
+        results = func.body.fields if isinstance(func.body, Tuple) else [func.body]
+        for k, res in enumerate(results):
+            self.output_of[(id(call), k)] = self.ids.get(id(res)) or param_src.get(id(res), "")
+        self.value_of[id(call)] = self.output_of[(id(call), 0)]
+
+    def host(self, node: Expr) -> None:
+        """A host op, input or constant of main: a white box (ellipse, note) with its input edges."""
+        nid = self.node_id("m", node)
+        shape = "ellipse" if isinstance(node, Var) else "note" if isinstance(node, Constant) else "box"
+        self.out.append(f"  {nid} [label={_quote(_label(node))}, shape={shape}];")
+        self.value_of[id(node)] = nid
+        for kid in (node.args if isinstance(node, Call) else node.children()):
+            src = self.value_of.get(id(kid))
+            if src:
+                self.out.append(f"  {src} -> {nid} [label={_quote(_shape(kid))}];")
+
+    def outputs(self, body: Expr) -> None:
+        self.out.append('  output [label="output", shape=ellipse];')
+        for f in (body.fields if isinstance(body, Tuple) else [body]):
+            if self.value_of.get(id(f)):
+                self.out.append(f"  {self.value_of[id(f)]} -> output;")
+
+    def legend(self) -> None:
+        if self.colours:
+            legend = " | ".join(f"{t}" for t in self.colours)
+            self.out.append(f"  legend [shape=plaintext, style=\"\", "
+                            f"label={_quote('targets: ' + legend + ' | host: white')}];")
+
 
 def to_dot(mod: IRModule, name: str = "model") -> str:
     """DOT text of `mod`: main's host ops plus one cluster per external function it calls."""
-    w = _Writer()
-    colours: dict[str, str] = {}
-    out = [f"digraph {_quote(name)} {{", "  rankdir=TB;", '  node [shape=box, style="rounded,filled", '
-           'fillcolor=white, fontname="Helvetica", fontsize=10];', '  edge [fontsize=8, fontname="Helvetica"];']
+    w = _Writer(mod)
+    w.out += [f"digraph {_quote(name)} {{", "  rankdir=TB;", '  node [shape=box, style="rounded,filled", '
+              'fillcolor=white, fontname="Helvetica", fontsize=10];', '  edge [fontsize=8, fontname="Helvetica"];']
     main = mod["main"]
-    value_of: dict[int, str] = {}       # main node -> the DOT node that produces it
-    output_of: dict[tuple[int, int], str] = {}  # (external call, output index) -> DOT node
-    cluster = 0
     for node in post_order(main.body):
         if isinstance(node, Function):
             continue
         if isinstance(node, Call) and isinstance(node.op, GlobalVar):
-            func = mod[node.op]
-            target = str(func.attrs.get("Compiler", "?"))
-            colour = colours.setdefault(target, PALETTE[len(colours) % len(PALETTE)])
-            out.append(f"  subgraph cluster_{cluster} {{")
-            out.append(f"    label={_quote(node.op.name_hint + ' [' + target + ']')}; style=filled; "
-                       f"color={_quote(colour)}; fillcolor={_quote(colour)};")
-            cluster += 1
-            param_src = {id(p): value_of.get(id(a)) for p, a in zip(func.params, node.args)}
-            inner_edges = []
-            for inner in post_order(func.body):
-                if isinstance(inner, (Var, Function)):
-                    continue
-                nid = w.node_id("f", inner)
-                if isinstance(inner, Tuple) and inner is func.body:
-                    continue
-                out.append(f"    {nid} [label={_quote(_label(inner))}];")
-                kids = inner.args if isinstance(inner, Call) else inner.children()
-                for kid in kids:
-                    src = param_src.get(id(kid)) if isinstance(kid, Var) else w.ids.get(id(kid))
-                    if src:
-                        inner_edges.append(f"  {src} -> {nid} [label={_quote(_shape(kid))}];")
-            out.append("  }")
-            out.extend(inner_edges)
-            body = func.body
-            results = body.fields if isinstance(body, Tuple) else [body]
-            for k, res in enumerate(results):
-                output_of[(id(node), k)] = w.ids.get(id(res)) or param_src.get(id(res), "")
-            value_of[id(node)] = output_of[(id(node), 0)]
-            continue
-        if isinstance(node, TupleGetItem) and (id(node.tuple_value), node.index) in output_of:
-            value_of[id(node)] = output_of[(id(node.tuple_value), node.index)]
-            continue
-        nid = w.node_id("m", node)
-        shape = "ellipse" if isinstance(node, Var) else "note" if isinstance(node, Constant) else "box"
-        out.append(f"  {nid} [label={_quote(_label(node))}, shape={shape}];")
-        value_of[id(node)] = nid
-        kids = node.args if isinstance(node, Call) else node.children()
-        for kid in kids:
-            src = value_of.get(id(kid))
-            if src:
-                out.append(f"  {src} -> {nid} [label={_quote(_shape(kid))}];")
-    result = value_of.get(id(main.body))
-    out.append('  output [label="output", shape=ellipse];')
-    if isinstance(main.body, Tuple):
-        for f in main.body.fields:
-            if value_of.get(id(f)):
-                out.append(f"  {value_of[id(f)]} -> output;")
-    elif result:
-        out.append(f"  {result} -> output;")
-    if colours:
-        legend = " | ".join(f"{t}" for t in colours)
-        out.append(f"  legend [shape=plaintext, style=\"\", label={_quote('targets: ' + legend + ' | host: white')}];")
-    out.append("}")
-    return "\n".join(out) + "\n"
+            w.region(node)
+        elif isinstance(node, TupleGetItem) and (id(node.tuple_value), node.index) in w.output_of:
+            w.value_of[id(node)] = w.output_of[(id(node.tuple_value), node.index)]
+        else:
+            w.host(node)
+    w.outputs(main.body)
+    w.legend()
+    w.out.append("}")
+    return "\n".join(w.out) + "\n"
 
 
 def to_svg(dot_text: str) -> bytes:

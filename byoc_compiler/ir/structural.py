@@ -115,59 +115,75 @@ class _Comparer:
             proven.add(key)
             if type(a) is not type(b):
                 return self.fail(a, b, "different kinds of node")
-            if isinstance(a, Var):
-                mapped = self.var_map.get(id(a))
-                if mapped is not None:
-                    if mapped is not b:
-                        return self.fail(a, b, "different variables")
-                elif id(b) in self.var_map_rev:
-                    return self.fail(a, b, "different variables")
-                elif self.map_free_vars:
-                    if not self.bind(a, b):
+            for kind, check in self._CHECKS:
+                if isinstance(a, kind):
+                    if not check(self, a, b, stack):
                         return False
-                elif a is not b:
-                    return self.fail(a, b, "different free variables (pass map_free_vars=True to pair them)")
-            elif isinstance(a, Constant):
-                da, db = a.data, b.data
-                if da.dtype != db.dtype or da.shape != db.shape:
-                    return self.fail(a, b, "constants of different type")
-                if da.tobytes() != db.tobytes():
-                    return self.fail(a, b, "constants with different values")
-            elif isinstance(a, GlobalVar):
-                if a.name_hint != b.name_hint:
-                    return self.fail(a, b, "different global functions")
-            elif isinstance(a, Call):
-                if isinstance(a.op, Function) and isinstance(b.op, Function):
-                    stack.append((a.op, b.op))
-                elif type(a.op) is not type(b.op) or _op_key(a.op) != _op_key(b.op):
-                    return self.fail(a, b, "different callees")
-                if len(a.args) != len(b.args):
-                    return self.fail(a, b, "different numbers of arguments")
-                if _canon_attrs(a.attrs) != _canon_attrs(b.attrs):
-                    return self.fail(a, b, f"different attributes ({_attr_diff(a.attrs, b.attrs)})")
-                stack.extend(zip(reversed(a.args), reversed(b.args)))
-            elif isinstance(a, Tuple):
-                if len(a.fields) != len(b.fields):
-                    return self.fail(a, b, "tuples of different lengths")
-                stack.extend(zip(reversed(a.fields), reversed(b.fields)))
-            elif isinstance(a, TupleGetItem):
-                if a.index != b.index:
-                    return self.fail(a, b, f"tuple indices differ ({a.index} vs {b.index})")
-                stack.append((a.tuple_value, b.tuple_value))
-            elif isinstance(a, Function):
-                if len(a.params) != len(b.params):
-                    return self.fail(a, b, "functions with different numbers of parameters")
-                if _canon_attrs(a.attrs) != _canon_attrs(b.attrs):
-                    return self.fail(a, b, f"different function attributes ({_attr_diff(a.attrs, b.attrs)})")
-                if not _types_match(a.ret_type, b.ret_type):
-                    return self.fail(a, b, f"return types differ ({a.ret_type} vs {b.ret_type})")
-                for pa, pb in zip(a.params, b.params):
-                    if not self.bind(pa, pb):
-                        return False
-                stack.append((a.body, b.body))
+                    break
             else:
                 raise TypeError(f"structural_equal: unexpected node {type(a).__name__}")
         return True
+
+    # One check per kind of node: (a, b, stack) -> False on a difference (recorded by fail); pairs of
+    # children to compare go on the stack.
+    def _var(self, a: Var, b: Var, stack) -> bool:
+        mapped = self.var_map.get(id(a))
+        if mapped is not None:
+            return mapped is b or self.fail(a, b, "different variables")
+        if id(b) in self.var_map_rev:
+            return self.fail(a, b, "different variables")
+        if self.map_free_vars:
+            return self.bind(a, b)
+        return a is b or self.fail(a, b, "different free variables (pass map_free_vars=True to pair them)")
+
+    def _constant(self, a: Constant, b: Constant, stack) -> bool:
+        da, db = a.data, b.data
+        if da.dtype != db.dtype or da.shape != db.shape:
+            return self.fail(a, b, "constants of different type")
+        return da.tobytes() == db.tobytes() or self.fail(a, b, "constants with different values")
+
+    def _global_var(self, a: GlobalVar, b: GlobalVar, stack) -> bool:
+        return a.name_hint == b.name_hint or self.fail(a, b, "different global functions")
+
+    def _call(self, a: Call, b: Call, stack) -> bool:
+        if isinstance(a.op, Function) and isinstance(b.op, Function):
+            stack.append((a.op, b.op))
+        elif type(a.op) is not type(b.op) or _op_key(a.op) != _op_key(b.op):
+            return self.fail(a, b, "different callees")
+        if len(a.args) != len(b.args):
+            return self.fail(a, b, "different numbers of arguments")
+        if _canon_attrs(a.attrs) != _canon_attrs(b.attrs):
+            return self.fail(a, b, f"different attributes ({_attr_diff(a.attrs, b.attrs)})")
+        stack.extend(zip(reversed(a.args), reversed(b.args)))
+        return True
+
+    def _tuple(self, a: Tuple, b: Tuple, stack) -> bool:
+        if len(a.fields) != len(b.fields):
+            return self.fail(a, b, "tuples of different lengths")
+        stack.extend(zip(reversed(a.fields), reversed(b.fields)))
+        return True
+
+    def _tuple_getitem(self, a: TupleGetItem, b: TupleGetItem, stack) -> bool:
+        if a.index != b.index:
+            return self.fail(a, b, f"tuple indices differ ({a.index} vs {b.index})")
+        stack.append((a.tuple_value, b.tuple_value))
+        return True
+
+    def _function(self, a: Function, b: Function, stack) -> bool:
+        if len(a.params) != len(b.params):
+            return self.fail(a, b, "functions with different numbers of parameters")
+        if _canon_attrs(a.attrs) != _canon_attrs(b.attrs):
+            return self.fail(a, b, f"different function attributes ({_attr_diff(a.attrs, b.attrs)})")
+        if not _types_match(a.ret_type, b.ret_type):
+            return self.fail(a, b, f"return types differ ({a.ret_type} vs {b.ret_type})")
+        for pa, pb in zip(a.params, b.params):
+            if not self.bind(pa, pb):
+                return False
+        stack.append((a.body, b.body))
+        return True
+
+    _CHECKS = ((Var, _var), (Constant, _constant), (GlobalVar, _global_var), (Call, _call), (Tuple, _tuple),
+               (TupleGetItem, _tuple_getitem), (Function, _function))
 
 
 def _op_key(op) -> str:

@@ -132,6 +132,31 @@ def _info(t: _TensorInfo, what: str) -> TensorInfo:
                       from_dl(t.dtype.code, t.dtype.bits, t.dtype.lanes))
 
 
+def _open_library(path: Path, shown: str) -> ctypes.CDLL:
+    """dlopen a model library, or one ModelLoadError/ModelNotFoundError saying what the file is instead."""
+    if path.is_dir():
+        raise ModelLoadError(f"model library {shown!r} is a directory; load the .so file that "
+                             "lib.export_library(path) wrote (lib.export(dir) writes sources, not a library)")
+    if not path.is_file():
+        raise ModelNotFoundError(f"model library {shown!r} does not exist; check the path")
+    why = _describe_file(path)
+    if why:
+        raise ModelLoadError(f"cannot load model library {shown!r}: {why}")
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        missing = re.search(r"undefined symbol: (\w+)", str(e))
+        hint = "" if missing is None else (
+            f"; nothing in it defines {missing.group(1)}: a region's entry point that its target's codegen "
+            "did not write, or a library missing from the toolchain's ldflags in config.toml")
+        raise ModelLoadError(f"cannot load model library {shown!r}: {e}{hint}") from None
+    for sym in ("byoc_model_desc", "byoc_get_last_error"):
+        if not hasattr(lib, sym):
+            raise ModelLoadError(f"{shown!r} is not a byoc model library (no symbol {sym}); load a "
+                                 "library written by lib.export_library(path)")
+    return lib
+
+
 # The same path dlopen'ed twice is one library with one set of globals. A library with instances gives every
 # Module its own; one without (hand-written models) has one default instance: init once, deinit at last
 # close, and its runs are serialized by one lock per library.
@@ -145,33 +170,20 @@ class Module:
 
     def __init__(self, path, constants=None):
         self.path = Path(path).resolve()
-        if self.path.is_dir():
-            raise ModelLoadError(f"model library {str(path)!r} is a directory; load the .so file that "
-                                 "lib.export_library(path) wrote (lib.export(dir) writes sources, not a library)")
-        if not self.path.is_file():
-            raise ModelNotFoundError(f"model library {str(path)!r} does not exist; check the path")
-        why = _describe_file(self.path)
-        if why:
-            raise ModelLoadError(f"cannot load model library {str(path)!r}: {why}")
-        try:
-            self._lib = ctypes.CDLL(str(self.path))
-        except OSError as e:
-            missing = re.search(r"undefined symbol: (\w+)", str(e))
-            hint = "" if missing is None else (
-                f"; nothing in it defines {missing.group(1)}: a region's entry point that its target's codegen "
-                "did not write, or a library missing from the toolchain's ldflags in config.toml")
-            raise ModelLoadError(f"cannot load model library {str(path)!r}: {e}{hint}") from None
-        for sym in ("byoc_model_desc", "byoc_get_last_error"):
-            if not hasattr(self._lib, sym):
-                raise ModelLoadError(f"{str(path)!r} is not a byoc model library (no symbol {sym}); load a "
-                                     "library written by lib.export_library(path)")
+        self._lib = _open_library(self.path, str(path))
+        self._read_desc(str(path))
+        self._instance = None
+        self._open_instance(constants)
+        self._closed = False
+
+    def _read_desc(self, shown: str) -> None:
+        """The model's descriptor: names, executor, inputs and outputs, and buffers for each."""
         self._lib.byoc_model_desc.restype = ctypes.POINTER(_ModelDesc)
         self._lib.byoc_get_last_error.restype = ctypes.c_char_p
         ptr = self._lib.byoc_model_desc()
         if not ptr:
-            raise RuntimeError(f"{str(path)!r}: byoc_model_desc() returned NULL")
-        self._desc = ptr.contents
-        d = self._desc
+            raise RuntimeError(f"{shown!r}: byoc_model_desc() returned NULL")
+        self._desc = d = ptr.contents
         self.name = (d.name or b"").decode()
         self.executor = (d.executor or b"").decode()
         self.interface = (d.interface or b"").decode()
@@ -184,7 +196,10 @@ class Module:
         self._ran = False
         self._in_ptrs = (ctypes.c_void_p * max(1, len(self._inputs)))(*[b.ctypes.data for b in self._in_bufs])
         self._out_ptrs = (ctypes.c_void_p * max(1, len(self._outputs)))(*[b.ctypes.data for b in self._out_bufs])
-        self._instance = None
+
+    def _open_instance(self, constants) -> None:
+        """This Module's own instance (create), or the library's one default instance (init at first open)."""
+        d = self._desc
         with _OPEN_LOCK:
             self._lock = _LIBRARY_LOCKS.setdefault(self.path, threading.Lock())
             first = _OPEN.get(self.path, 0) == 0
@@ -203,7 +218,6 @@ class Module:
                 if first and constants is not None:
                     self._lib.byoc_set_constants(None, ctypes.c_size_t(0))   # init copied them
             _OPEN[self.path] = _OPEN.get(self.path, 0) + 1
-        self._closed = False
 
     def _give_constants(self, constants) -> None:
         """constants="params" builds: the bytes of constants.bin (bytes, or a path) go to the model's init."""
