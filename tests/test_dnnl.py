@@ -64,6 +64,26 @@ def _residual():
     return model(op.nn.relu(op.add(x, y)), x)
 
 
+def _conv_bias(x, cin, cout, k=3, relu=True):
+    """conv2d (same padding) + bias (+ relu)."""
+    y = op.nn.bias_add(op.nn.conv2d(x, const(cout, cin, k, k), padding=(k // 2,) * 4), const(cout))
+    return op.nn.relu(y) if relu else y
+
+
+def _block(summand_after=None):
+    """A ResNet block: y = conv(x); the block's convs; relu(last conv + y). The summand y is a value the
+    region computed, so the sum post-op accumulates into y's own bytes -- unless `summand_after`
+    reads y again after the block ("output": y is also an output; "multiply": a later op reads it)."""
+    x = x4(h=7, w=7)
+    y = _conv_bias(x, 4, 8, 1)
+    out = op.nn.relu(op.add(_conv_bias(_conv_bias(y, 8, 8, 3), 8, 8, 1, relu=False), y))
+    if summand_after == "output":
+        return model(Tuple([out, y]), x)
+    if summand_after == "multiply":
+        return model(op.multiply(out, y), x)
+    return model(out, x)
+
+
 def _dense():
     x = var("x", 3, 16)
     return model(op.nn.relu(op.nn.bias_add(op.nn.dense(x, const(8, 16)), const(8))), x)
@@ -98,6 +118,9 @@ CASES = [
     ("conv2d-bias-add-relu", _residual, {"nn.conv2d", "add", "nn.relu"}),
     ("conv2d-bias-clip", lambda: _unary(lambda x: op.clip(op.nn.bias_add(op.nn.conv2d(x, const(4, 4, 1, 1)), const(4)),
                                                            0.0, 6.0)), {"nn.conv2d", "clip"}),
+    ("block-sum-in-place", _block, {"nn.conv2d", "add", "nn.relu"}),
+    ("block-summand-also-output", lambda: _block(summand_after="output"), {"nn.conv2d", "add"}),
+    ("block-summand-read-later", lambda: _block(summand_after="multiply"), {"nn.conv2d", "add", "multiply"}),
     ("dense-bias-relu", _dense, {"nn.dense"}),
     ("matmul-transposed", lambda: _binary(lambda a, b: op.nn.matmul(a, b, transpose_a=True, transpose_b=True),
                                           (5, 3), (4, 5)), {"nn.matmul"}),
@@ -202,6 +225,78 @@ def test_hand_written_graph_runs():
     xv = var("x", 1, 2, 4, 4)
     ref = testing.run_reference(model(op.nn.conv2d(xv, Constant(W), padding=(1, 1, 1, 1)), xv), [x])[0]
     np.testing.assert_allclose(out, np.maximum(ref, 0), rtol=1e-5, atol=1e-5)
+
+
+def _nhwc_conv(x, w, b=None, stride=1, pad=0):
+    """NHWC data, HWIO weight, in float64 by explicit taps (independent of the runtime and the op table)."""
+    kh, kw, _, cout = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    oh, ow = (xp.shape[1] - kh) // stride + 1, (xp.shape[2] - kw) // stride + 1
+    out = np.zeros((x.shape[0], oh, ow, cout))
+    for i in range(kh):
+        for j in range(kw):
+            tap = xp[:, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride, :]
+            out += tap @ w[i, j].astype(np.float64)
+    return out if b is None else out + b
+
+
+def _nhwc_graph(summand_also_output: bool):
+    """x (NHWC) -> y = relu(conv1x1 + b) -> relu(conv3x3 + b) -> relu(conv1x1 + b + y): a ResNet block in NHWC."""
+    nodes = [{"id": 0, "op": "input", "name": "input0", "shape": [1, 5, 6, 4], "dtype": "float32"}]
+    consts = {}
+
+    def conv(data, k, cin, cout, post_ops, summand=None):
+        w, b = f"w{len(consts)}", f"b{len(consts)}"
+        consts[w] = RNG.standard_normal((k, k, cin, cout)).astype(np.float32)
+        consts[b] = RNG.standard_normal(cout).astype(np.float32)
+        for name, shape in ((w, [k, k, cin, cout]), (b, [cout])):
+            nodes.append({"id": len(nodes), "op": "const", "name": name, "shape": shape, "dtype": "float32"})
+        inputs = [data, len(nodes) - 2, len(nodes) - 1] + ([summand] if summand is not None else [])
+        nodes.append({"id": len(nodes), "op": "kernel", "name": "nn.conv2d", "inputs": inputs, "shape": [1, 5, 6, cout],
+                      "dtype": "float32", "attrs": {"strides": [1, 1], "padding": [k // 2] * 4, "dilation": [1, 1],
+                                                    "groups": 1, "data_layout": "NHWC", "kernel_layout": "HWIO",
+                                                    "bias": 1, "post_ops": post_ops}})
+        return len(nodes) - 1
+
+    y = conv(0, 1, 4, 8, ["relu"])
+    z = conv(y, 3, 8, 8, ["relu"])
+    out = conv(z, 1, 8, 8, ["sum", "relu"], summand=y)
+    return _graph(nodes, [out, y] if summand_also_output else [out]), consts
+
+
+@pytest.mark.parametrize("summand_also_output", [False, True], ids=["sum-in-place", "summand-also-output"])
+def test_nhwc_block_runs_in_its_layout(summand_also_output):
+    """NHWC convolutions read and write row-major NHWC where the values are: three convolutions and the
+    output's copy are the steps of a run; the summand's copy into dst is a step only when the summand
+    is read after the sum (here: it is also an output, so its bytes must survive)."""
+    from targets.dnnl.loader import DnnlModule
+
+    text, consts = _nhwc_graph(summand_also_output)
+    x = RNG.standard_normal((1, 5, 6, 4)).astype(np.float32)
+    module = DnnlModule(text, consts)
+    got = module.run(x)
+    relu = lambda v: np.maximum(v, 0)  # noqa: E731
+    y = relu(_nhwc_conv(x, consts["w0"], consts["b0"]))
+    z = relu(_nhwc_conv(y, consts["w2"], consts["b2"], pad=1))
+    out = relu(_nhwc_conv(z, consts["w4"], consts["b4"]) + y)
+    np.testing.assert_allclose(got[0], out, rtol=1e-4, atol=1e-4)
+    if summand_also_output:
+        np.testing.assert_allclose(got[1], y, rtol=1e-4, atol=1e-4)
+    assert module.num_steps() == (3 + 1 + 2 if summand_also_output else 3 + 1)
+
+
+def test_nhwc_strided_conv_without_bias():
+    from targets.dnnl.loader import DnnlModule
+
+    w = RNG.standard_normal((3, 3, 3, 5)).astype(np.float32)
+    nodes = [{"id": 0, "op": "input", "name": "input0", "shape": [2, 9, 8, 3], "dtype": "float32"},
+             {"id": 1, "op": "const", "name": "w", "shape": [3, 3, 3, 5], "dtype": "float32"},
+             {"id": 2, "op": "kernel", "name": "nn.conv2d", "inputs": [0, 1], "shape": [2, 5, 4, 5], "dtype": "float32",
+              "attrs": {"strides": [2, 2], "padding": [1, 1, 1, 1], "dilation": [1, 1], "groups": 1,
+                        "data_layout": "NHWC", "kernel_layout": "HWIO", "bias": 0, "post_ops": []}}]
+    x = RNG.standard_normal((2, 9, 8, 3)).astype(np.float32)
+    (got,) = DnnlModule(_graph(nodes, [2]), {"w": w}).run(x)
+    np.testing.assert_allclose(got, _nhwc_conv(x, w, stride=2, pad=1), rtol=1e-4, atol=1e-4)
 
 
 def _with(node_id, **changes):

@@ -11,8 +11,9 @@
 | dense_bias | inner product with bias | - |
 
 Longest first: MergeComposite tries them in this order. Each check asks the op table's predicate
-of the conv2d or dense inside, and for `add` that the residual has the conv's own shape (sum
-post-op adds elementwise, no broadcast).
+of the conv2d or dense inside, that the bias is along the output channels (axis 1, or 3 for an NHWC
+conv2d), and for `add` that the residual has the conv's own shape (sum post-op adds elementwise,
+no broadcast).
 """
 from __future__ import annotations
 
@@ -56,8 +57,9 @@ def _check(target, anchor: str):
         reason = target.check(inner)
         if reason:
             return reason
-        if bias.attrs.axis not in (1, -len(bias.checked_type.shape) + 1):
-            return f"bias along axis {bias.attrs.axis}; oneDNN's bias is per output channel (axis 1)"
+        channel = inner.attrs.data_layout.index("C") if anchor == "nn.conv2d" else 1
+        if bias.attrs.axis not in (channel, channel - len(bias.checked_type.shape)):
+            return f"bias along axis {bias.attrs.axis}; oneDNN's bias is per output channel (axis {channel})"
         add = _find(root, "add")
         if add is not None:
             if not (isinstance(add.checked_type, TensorType) and add.checked_type == bias.checked_type

@@ -5,8 +5,9 @@
  * for format_tag any (blocked layouts), and layout-preserving ops keep their input's. A consumer
  * that needs another layout gets a reorder: at build time for constants (weights are reordered
  * once), as a step of every run otherwise. Outputs are reordered into the caller's buffers, so
- * plain layouts are seen only at the region's boundary. All memory is allocated here; a run only
- * sets the data handles of inputs and outputs and executes the steps. */
+ * plain layouts are seen only at the region's boundary. Weights are allocated here; every value a
+ * step writes is an activation placed by bd_plan.c in one arena, bytes shared between values whose
+ * lives do not overlap. A run only sets the data handles of inputs and outputs and executes the steps. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,7 +50,7 @@ static int32_t own(BdModule* m, dnnl_memory_t mem, int32_t node) {
 }
 
 /* A memory object owned by the module: handle DNNL_MEMORY_ALLOCATE, DNNL_MEMORY_NONE or a buffer. */
-static int32_t new_memory(BdModule* m, const dnnl_memory_desc_t* md, void* handle, dnnl_memory_t* out, int32_t node) {
+int32_t bd_new_memory(BdModule* m, const dnnl_memory_desc_t* md, void* handle, dnnl_memory_t* out, int32_t node) {
   CHECK(dnnl_memory_create(out, md, m->engine, handle), node, "memory_create");
   return own(m, *out, node);
 }
@@ -106,7 +107,11 @@ static int32_t value_as(BdModule* m, int32_t id, const dnnl_memory_desc_t* want,
     *out = v->mem;
     return 0;
   }
-  if (new_memory(m, want, DNNL_MEMORY_ALLOCATE, out, node) != 0) return -1;
+  if (v->kind == BD_CONST) {
+    if (bd_new_memory(m, want, DNNL_MEMORY_ALLOCATE, out, node) != 0) return -1;
+  } else if (bd_activation(m, want, out, node) != 0) {
+    return -1;
+  }
   return reorder(m, v->mem, *out, v->kind == BD_CONST, node);
 }
 
@@ -117,13 +122,12 @@ static int32_t value_view(BdModule* m, int32_t id, int32_t ndim, const dnnl_dims
   BdNode* v = &m->nodes[id];
   dnnl_memory_desc_t plain;
   dnnl_memory_t mem;
-  void* handle = NULL;
   CHECK(dnnl_memory_desc_init_by_tag(&plain, v->ndim, v->shape, dnnl_f32, plain_tag(v->ndim)), node, "memory_desc_init");
   if (value_as(m, id, &plain, &mem, node) != 0) return -1;
   CHECK(dnnl_memory_desc_init_by_tag(out_md, ndim, dims, dnnl_f32, tag), node, "memory_desc_init");
   if (mem == v->mem && v->kind == BD_INPUT) {
     BdAlias* al;
-    if (new_memory(m, out_md, DNNL_MEMORY_NONE, out, node) != 0) return -1;
+    if (bd_new_memory(m, out_md, DNNL_MEMORY_NONE, out, node) != 0) return -1;
     if (m->num_aliases == m->cap_aliases) {
       int32_t cap = m->cap_aliases ? m->cap_aliases * 2 : 8;
       BdAlias* grown = (BdAlias*)realloc(m->aliases, (size_t)cap * sizeof(*grown));
@@ -136,8 +140,7 @@ static int32_t value_view(BdModule* m, int32_t id, int32_t ndim, const dnnl_dims
     al->input = v->mem;
     return 0;
   }
-  CHECK(dnnl_memory_get_data_handle(mem, &handle), node, "memory_get_data_handle");
-  return new_memory(m, out_md, handle, out, node);
+  return bd_view(m, mem, out_md, out, node);
 }
 
 /* Creates the primitive of pd, its scratchpad memory (data set once all are known), adds the step,
@@ -152,7 +155,7 @@ static int32_t finish(BdModule* m, int32_t id, dnnl_primitive_desc_t pd, dnnl_ex
   size_t bytes = scratch ? dnnl_memory_desc_get_size(scratch) : 0;
   if (dst == NULL) {
     n->md = *dst_md;
-    if (new_memory(m, dst_md, DNNL_MEMORY_ALLOCATE, &n->mem, id) != 0) {
+    if (bd_activation(m, dst_md, &n->mem, id) != 0) {
       dnnl_primitive_desc_destroy(pd);
       return -1;
     }
@@ -162,11 +165,10 @@ static int32_t finish(BdModule* m, int32_t id, dnnl_primitive_desc_t pd, dnnl_ex
   args[nargs++].memory = dst;
   if (bytes > 0) {
     dnnl_memory_t sm;
-    if (new_memory(m, scratch, DNNL_MEMORY_NONE, &sm, id) != 0) {
+    if (bd_scratchpad(m, scratch, &sm, id) != 0) {
       dnnl_primitive_desc_destroy(pd);
       return -1;
     }
-    if (bytes > m->scratchpad_bytes) m->scratchpad_bytes = bytes;
     args[nargs].arg = DNNL_ARG_SCRATCHPAD;
     args[nargs++].memory = sm;
   }
@@ -232,6 +234,50 @@ static int32_t bind_arg(BdModule* m, int32_t id, dnnl_primitive_desc_t pd, dnnl_
   return 0;
 }
 
+/* Whether the sum post-op of conv `id` may accumulate into its summand's own bytes: the summand is a
+ * value this region computed (an activation, not an input, a constant or a view of either), read by
+ * no later step (this conv is its last use, views of it included), not one of the conv's other
+ * operands, and already in the layout the conv writes. Else the summand is copied into dst first. */
+static int in_place_summand(const BdModule* m, int32_t id, const dnnl_memory_desc_t* dst_md) {
+  const BdNode* n = &m->nodes[id];
+  int32_t r = n->inputs[n->num_inputs - 1], i;
+  const BdNode* s = &m->nodes[r];
+  if (s->kind != BD_KERNEL || s->op == BD_RESHAPE || s->op == BD_BATCH_FLATTEN) return 0;
+  if (m->last_use[r] != id || bd_buffer_of(m, s->mem) < 0 || !dnnl_memory_desc_equal(&s->md, dst_md)) return 0;
+  for (i = 0; i < n->num_inputs - 1; ++i) {
+    if (n->inputs[i] == r) return 0;
+  }
+  return 1;
+}
+
+/* The conv's destination. NCHW: the value in the layout oneDNN picked. NHWC: the value is row-major
+ * NHWC and the primitive writes it through an nhwc-tagged view. With a sum post-op, dst starts as
+ * the summand: its own bytes when in_place_summand allows, else a copy made at the start of each run. */
+static int32_t conv_dst(BdModule* m, int32_t id, dnnl_primitive_desc_t pd, dnnl_memory_t* dst) {
+  BdNode* n = &m->nodes[id];
+  const dnnl_memory_desc_t* pd_dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  dnnl_memory_desc_t value_md;
+  int32_t summand = n->a.post_sum ? n->inputs[n->num_inputs - 1] : -1;
+  int in_place;
+  if (n->a.nhwc) {
+    if (plain_md(m, id, 4, n->shape, &value_md) != 0) return -1;
+  } else {
+    value_md = *pd_dst;
+  }
+  in_place = summand >= 0 && in_place_summand(m, id, &value_md);
+  n->md = value_md;
+  if (in_place) {
+    n->mem = m->nodes[summand].mem;
+  } else if (bd_activation(m, &value_md, &n->mem, id) != 0) {
+    return -1;
+  }
+  *dst = n->mem;
+  if (n->a.nhwc && bd_view(m, n->mem, pd_dst, dst, id) != 0) return -1;
+  /* the copy is made in the value's dims (the NHWC view has oneDNN's NCHW dims over the same bytes) */
+  if (summand >= 0 && !in_place) return reorder(m, m->nodes[summand].mem, n->mem, 0, id);
+  return 0;
+}
+
 static int32_t build_conv(BdModule* m, int32_t id) {
   BdNode* n = &m->nodes[id];
   const BdNode *x = &m->nodes[n->inputs[0]], *w = &m->nodes[n->inputs[1]];
@@ -261,7 +307,13 @@ static int32_t build_conv(BdModule* m, int32_t id) {
   pl[1] = a->padding[1];
   pr[0] = a->padding[2];
   pr[1] = a->padding[3];
-  if (any_md(m, id, 4, src_dims, &src_md) || any_md(m, id, 4, dst_dims, &dst_md)) return -1;
+  if (a->nhwc) {
+    /* NHWC values stay row-major NHWC: the primitive reads and writes them where they are */
+    CHECK(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, dnnl_nhwc), id, "memory_desc_init");
+    CHECK(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, dnnl_nhwc), id, "memory_desc_init");
+  } else if (any_md(m, id, 4, src_dims, &src_md) || any_md(m, id, 4, dst_dims, &dst_md)) {
+    return -1;
+  }
   if (g == 1) {
     w_dims[0] = o;
     w_dims[1] = src_dims[1];
@@ -285,12 +337,10 @@ static int32_t build_conv(BdModule* m, int32_t id) {
   /* src: NHWC data is a view of the row-major value; NCHW data is taken in any layout (reordered if needed) */
   if (a->nhwc) {
     dnnl_memory_desc_t view_md;
-    dnnl_memory_t view, in;
+    dnnl_memory_t view;
     if (value_view(m, n->inputs[0], 4, src_dims, dnnl_nhwc, &view, &view_md, id) != 0) goto fail;
-    if (new_memory(m, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), DNNL_MEMORY_ALLOCATE, &in, id) != 0) goto fail;
-    if (reorder(m, view, in, 0, id) != 0) goto fail;
     args[nargs].arg = DNNL_ARG_SRC;
-    args[nargs++].memory = in;
+    args[nargs++].memory = view;
   } else if (bind_arg(m, id, pd, dnnl_query_src_md, 0, n->inputs[0], DNNL_ARG_SRC, args, &nargs) != 0) {
     goto fail;
   }
@@ -303,7 +353,9 @@ static int32_t build_conv(BdModule* m, int32_t id) {
                    &user, &view_md, id) != 0) {
       goto fail;
     }
-    if (new_memory(m, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), DNNL_MEMORY_ALLOCATE, &wmem, id) != 0) {
+    if (m->nodes[n->inputs[1]].kind == BD_CONST
+            ? bd_new_memory(m, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), DNNL_MEMORY_ALLOCATE, &wmem, id)
+            : bd_activation(m, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &wmem, id)) {
       goto fail;
     }
     if (reorder(m, user, wmem, m->nodes[n->inputs[1]].kind == BD_CONST, id) != 0) goto fail;
@@ -311,28 +363,8 @@ static int32_t build_conv(BdModule* m, int32_t id) {
     args[nargs++].memory = wmem;
   }
   if (a->bias && bind_arg(m, id, pd, dnnl_query_weights_md, 1, n->inputs[2], DNNL_ARG_BIAS, args, &nargs) != 0) goto fail;
-  if (a->nhwc) {
-    /* the node's value is row-major NHWC; the primitive writes it through an nhwc view */
-    dnnl_memory_desc_t view_md;
-    void* handle = NULL;
-    if (plain_md(m, id, 4, n->shape, &n->md) || new_memory(m, &n->md, DNNL_MEMORY_ALLOCATE, &n->mem, id)) goto fail;
-      CHECK(dnnl_memory_desc_init_by_tag(&view_md, 4, dst_dims, dnnl_f32, dnnl_nhwc), id, "memory_desc_init");
-    if (dnnl_memory_get_data_handle(n->mem, &handle) != dnnl_success) goto fail_status;
-    if (new_memory(m, &view_md, handle, &dst, id) != 0) goto fail;
-    if (!dnnl_memory_desc_equal(&view_md, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0))) {
-      dnnl_primitive_desc_destroy(pd);
-      return bd_fail(m, id, "oneDNN did not keep the NHWC output layout");
-    }
-  } else {
-    const dnnl_memory_desc_t* dmd = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    n->md = *dmd;
-    if (new_memory(m, dmd, DNNL_MEMORY_ALLOCATE, &n->mem, id) != 0) goto fail;
-    dst = n->mem;
-  }
-  if (a->post_sum && reorder(m, m->nodes[n->inputs[2 + a->bias]].mem, dst, 0, id) != 0) goto fail;
+  if (conv_dst(m, id, pd, &dst) != 0) goto fail;
   return finish(m, id, pd, args, nargs, dst);
-fail_status:
-  bd_fail(m, id, "oneDNN memory query failed");
 fail:
   dnnl_primitive_desc_destroy(pd);
   return -1;
@@ -523,7 +555,7 @@ static int32_t build_pool(BdModule* m, int32_t id) {
     const dnnl_memory_desc_t* ws = dnnl_primitive_desc_query_md(pd, dnnl_query_workspace_md, 0);
     if (ws != NULL && dnnl_memory_desc_get_size(ws) > 0) {
       dnnl_memory_t wm;
-      if (new_memory(m, ws, DNNL_MEMORY_ALLOCATE, &wm, id) != 0) {
+      if (bd_new_memory(m, ws, DNNL_MEMORY_ALLOCATE, &wm, id) != 0) {
         dnnl_primitive_desc_destroy(pd);
         return -1;
       }
@@ -600,7 +632,7 @@ static int32_t build_leaf(BdModule* m, int32_t id) {
   if (plain_md(m, id, n->ndim, n->shape, &n->md) != 0) return -1;
   /* inputs: the handle is the caller's buffer, set on every run; constants: the model's data (read only:
    * it is only ever a reorder's source) */
-  return new_memory(m, &n->md, n->kind == BD_INPUT ? DNNL_MEMORY_NONE : (void*)(uintptr_t)n->data, &n->mem, id);
+  return bd_new_memory(m, &n->md, n->kind == BD_INPUT ? DNNL_MEMORY_NONE : (void*)(uintptr_t)n->data, &n->mem, id);
 }
 
 static int32_t build_kernel(BdModule* m, int32_t id) {
@@ -633,6 +665,27 @@ static int32_t build_node(BdModule* m, int32_t id) {
   return 0;
 }
 
+/* The last kernel reading each node (INT32_MAX for region outputs); a view's readers count for the
+ * node it views, since they read its bytes. */
+static int32_t last_uses(BdModule* m) {
+  int32_t i, k;
+  m->last_use = (int32_t*)malloc((size_t)m->num_nodes * sizeof(int32_t));
+  if (m->last_use == NULL) return bd_fail(m, -1, "out of memory");
+  for (i = 0; i < m->num_nodes; ++i) m->last_use[i] = -1;
+  for (i = 0; i < m->num_nodes; ++i) {
+    for (k = 0; k < m->nodes[i].num_inputs; ++k) m->last_use[m->nodes[i].inputs[k]] = i;
+  }
+  for (i = 0; i < m->num_outputs; ++i) m->last_use[m->heads[i]] = INT32_MAX;
+  for (i = m->num_nodes - 1; i >= 0; --i) {
+    const BdNode* n = &m->nodes[i];
+    if (n->kind == BD_KERNEL && (n->op == BD_RESHAPE || n->op == BD_BATCH_FLATTEN) &&
+        m->last_use[i] > m->last_use[n->inputs[0]]) {
+      m->last_use[n->inputs[0]] = m->last_use[i];
+    }
+  }
+  return 0;
+}
+
 int32_t bd_build(BdModule* m) {
   int32_t i;
   if (m->num_bound != m->num_consts) {
@@ -642,6 +695,8 @@ int32_t bd_build(BdModule* m) {
       }
     }
   }
+  if (last_uses(m) != 0) return -1;
+  m->scratch_buffer = -1;
   CHECK(dnnl_engine_create(&m->engine, dnnl_cpu, 0), -1, "engine_create");
   CHECK(dnnl_stream_create(&m->stream, m->engine, dnnl_stream_default_flags), -1, "stream_create");
   for (i = 0; i < m->num_nodes; ++i) {
@@ -653,22 +708,12 @@ int32_t bd_build(BdModule* m) {
     const BdNode* h = &m->nodes[m->heads[i]];
     dnnl_memory_desc_t md;
     if (plain_md(m, m->heads[i], h->ndim, h->shape, &md) != 0) return -1;
-    if (new_memory(m, &md, DNNL_MEMORY_NONE, &m->out_mems[i], m->heads[i]) != 0) return -1;
+    if (bd_new_memory(m, &md, DNNL_MEMORY_NONE, &m->out_mems[i], m->heads[i]) != 0) return -1;
     if (reorder(m, h->mem, m->out_mems[i], 0, m->heads[i]) != 0) return -1;
   }
-  /* one scratchpad for every primitive: they run one after the other */
-  if (m->scratchpad_bytes > 0) {
-    int32_t s, k;
-    m->scratchpad = malloc(m->scratchpad_bytes);
-    if (m->scratchpad == NULL) return bd_fail(m, -1, "out of memory for a %lu-byte scratchpad", (unsigned long)m->scratchpad_bytes);
-    for (s = 0; s < m->num_steps; ++s) {
-      for (k = 0; k < m->steps[s].nargs; ++k) {
-        if (m->steps[s].args[k].arg == DNNL_ARG_SCRATCHPAD) {
-          CHECK(dnnl_memory_set_data_handle(m->steps[s].args[k].memory, m->scratchpad), -1, "memory_set_data_handle");
-        }
-      }
-    }
-  }
+  free(m->last_use);
+  m->last_use = NULL;
+  if (bd_plan(m) != 0) return -1;
   m->built = 1;
   return 0;
 }
@@ -684,7 +729,10 @@ void bd_free(BdModule* m) {
   free(m->owned);
   free(m->out_mems);
   free(m->aliases);
-  free(m->scratchpad);
+  free(m->buffers);
+  free(m->placed);
+  free(m->arena);
+  free(m->last_use);
   free(m->nodes);
   free(m->input_nodes);
   free(m->heads);

@@ -50,6 +50,18 @@ typedef struct {
   dnnl_exec_arg_t args[BD_MAX_ARGS];
 } BdStep;
 
+/* An activation buffer of the arena (bd_plan.c): its bytes, its steps, where the plan put it. */
+typedef struct {
+  size_t bytes, offset;
+  int32_t first, last; /* the first and last step naming one of its memory objects; -1: none does */
+} BdBuffer;
+
+/* A memory object created without storage, placed over an activation buffer once the plan is made. */
+typedef struct {
+  dnnl_memory_t mem;
+  int32_t buffer;
+} BdPlaced;
+
 /* A view of a region input (another shape or tag over the caller's bytes): its handle follows the input's. */
 typedef struct {
   dnnl_memory_t view, input;
@@ -76,15 +88,29 @@ typedef struct {
   dnnl_memory_t* out_mems;  /* user memory of each output (handle set per call) */
   BdAlias* aliases;
   int32_t num_aliases, cap_aliases;
-  void* scratchpad;
-  size_t scratchpad_bytes;
-  dnnl_memory_t* scratch_mems; /* one per primitive that uses it, all over `scratchpad` */
+  /* activations (bd_plan.c): buffers, the memory objects over them, the one arena holding them */
+  BdBuffer* buffers;
+  int32_t num_buffers, cap_buffers;
+  BdPlaced* placed;
+  int32_t num_placed, cap_placed;
+  int32_t scratch_buffer;   /* the buffer every primitive's scratchpad is over (they run one at a time); -1: none */
+  void* arena;
+  size_t arena_bytes;
+  int32_t* last_use;        /* while building: the last kernel reading each node */
 } BdModule;
 
 int32_t bd_parse(const char* text, size_t len, BdModule* m);
 int32_t bd_build(BdModule* m);
 void bd_free(BdModule* m);
 const char* bd_op_name(BdOp op);
+/* bd_build.c */
+int32_t bd_new_memory(BdModule* m, const dnnl_memory_desc_t* md, void* handle, dnnl_memory_t* out, int32_t node);
+/* bd_plan.c: memory objects without storage until bd_plan gives every buffer its place in the arena */
+int32_t bd_activation(BdModule* m, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node);
+int32_t bd_view(BdModule* m, dnnl_memory_t base, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node);
+int32_t bd_scratchpad(BdModule* m, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node);
+int32_t bd_buffer_of(const BdModule* m, dnnl_memory_t mem);
+int32_t bd_plan(BdModule* m);
 int32_t bd_fail(const BdModule* m, int32_t node, const char* fmt, ...) BYOC_PRINTF_LIKE(3, 4);
 
 #endif /* BYOC_DNNL_INTERNAL_H_ */
