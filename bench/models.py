@@ -4,6 +4,7 @@
     python bench/models.py --set tiny --targets ccompiler --rounds 5 --repeat 20
     python bench/models.py --models resnet50 --toolchain clang --check
     python bench/models.py --set int8                        # quantized ResNet-50 / MobileNetV2: host, ccompiler
+    python bench/models.py --models resnet50 --targets dnnl --breakdown   # + where the time goes, per primitive
 
 For each (model, target), in a fresh project directory (links to SConstruct and site_scons):
 full build of the runner (`scons target=T toolchain=gcc model=M executor=aot interface=unpacked
@@ -13,7 +14,9 @@ getrusage(RUSAGE_CHILDREN).ru_maxrss in a wrapper process per build), and run ti
 median over --repeat runs, alternated --rounds times with onnxruntime's median over as many runs of
 the same ONNX model on the same inputs, at 1 and at 2 intra-op threads. Reported: medians of the
 rounds, and the ratios run / onnxruntime (< 1: faster than onnxruntime). `--check` also compares the
-outputs with the float64 reference (the margin of `scons check`).
+outputs with the float64 reference (the margin of `scons check`). `--breakdown` (dnnl) also prints
+oneDNN's own time of every primitive summed per category against onnxruntime's profile of its
+kernels, at 1 and 2 threads, and the convolutions where byoc loses most (bench/breakdown.py).
 
 Rows are tables: MODEL_SETS (name -> models) and TARGETS (name -> the scons target= value); add a
 model set (int8, transformers) or a target (dnnl) as a row. A model is a zoo name (its ONNX graph is
@@ -95,6 +98,7 @@ class Row:
     run2_ms: float | None = None       # threaded targets: the run at 2 threads (run_ms is at 1)
     ort_equal: float | None = None     # int8 models: fraction of output elements equal to onnxruntime's
     ort_max_lsb: float | None = None   # ... and the largest difference in output steps
+    breakdown: str | None = None       # --breakdown: per-primitive tables (bench/breakdown.py)
 
     @property
     def ratio1(self) -> float:
@@ -123,12 +127,15 @@ def _onnx_bytes(model: str) -> bytes:
     return zoo.onnx_model(model).SerializeToString()
 
 
-def _ort_session(model_bytes: bytes, threads: int):
+def _ort_session(model_bytes: bytes, threads: int, profile_prefix: str | None = None):
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    if profile_prefix is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
     return onnxruntime.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
 
 
@@ -141,7 +148,29 @@ def _median_ms(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, check: bool) -> Row:
+def _breakdown(model: str, runner: Path, workdir: Path, arrays: list, inputs: dict, threads: list[int],
+               repeat: int) -> str:
+    """bench/breakdown.py's tables, per thread count: oneDNN's primitive times against onnxruntime's profile."""
+    import breakdown
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    files = []
+    for i, value in enumerate(arrays):
+        np.save(workdir / f"bd_in{i}.npy", np.ascontiguousarray(value))
+        files.append(str(workdir / f"bd_in{i}.npy"))
+    (workdir / "bd_out").mkdir(exist_ok=True)
+    parts = []
+    for n in threads:
+        ours = breakdown.dnnl_runs(runner, ["--out", str(workdir / "bd_out"), *files], n, repeat)
+        theirs = breakdown.ort_runs(lambda profile_prefix, n=n: _ort_session(_onnx_bytes(model), n, profile_prefix),
+                                    inputs, repeat)
+        parts.append(f"{Path(model).stem}, {n} thread{'s' if n > 1 else ''} (medians of {repeat} runs; "
+                     f"each side's own timing of its kernels):\n\n{breakdown.table(ours, theirs)}")
+    return "\n\n".join(parts)
+
+
+def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, check: bool,
+            breakdown: bool = False) -> Row:
     from byoc_compiler.check import deterministic_inputs, run_runner_timed
     from byoc_compiler.frontend import load_model
 
@@ -188,6 +217,13 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
             for n, s in sessions.items():
                 ort[n].append(_median_ms(lambda s=s: s.run(None, inputs), repeat))
         agreement = _int8_agreement(model, outputs, sessions[1].run(None, inputs))
+        text = None
+        if breakdown:
+            if target not in THREADED_TARGETS:
+                text = f"(no breakdown for target {target}: it needs oneDNN's per-primitive timing, target dnnl)"
+            else:
+                text = _breakdown(model, project / runner, project / "run", [inputs[n] for n in order], inputs,
+                                  [1, 2], repeat)
         margin = None
         if check:
             from byoc_compiler.check import expected_outputs
@@ -196,7 +232,7 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
             margin = compare_with_bounds(outputs, expected_outputs(mod, inputs)).margin
     med = statistics.median
     return Row(label, target, toolchain, full_s, null_s, c_bytes, max(full_mb, null_mb), med(runs), med(ort[1]),
-               med(ort[2]), margin, med(runs2) if runs2 else None, *agreement)
+               med(ort[2]), margin, med(runs2) if runs2 else None, *agreement, text)
 
 
 def _int8_agreement(model: str, outputs, want) -> tuple[float | None, float | None]:
@@ -254,6 +290,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, help="runs per round on each side (default 10)")
     parser.add_argument("--check", action="store_true", help="also print the check's margin (float64 reference)")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also print where the time goes: oneDNN's per-primitive times against onnxruntime's "
+                             "profile, per category and per convolution (dnnl target; bench/breakdown.py)")
     args = parser.parse_args()
     defaults = DEFAULTS if args.models else SET_DEFAULTS.get(args.set, DEFAULTS)
     for key, value in defaults.items():
@@ -267,12 +306,15 @@ def main() -> None:
     rows = []
     for model in models:
         for target in targets:
-            rows.append(measure(model, target, args.toolchain, args.rounds, args.repeat, args.check))
+            rows.append(measure(model, target, args.toolchain, args.rounds, args.repeat, args.check, args.breakdown))
             print(f"measured {model} / {target}", file=sys.stderr, flush=True)
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; medians of "
           f"{args.rounds} alternated rounds of {args.repeat} runs; build: aot, unpacked, -O3")
     print(table(rows))
+    for r in rows:
+        if r.breakdown:
+            print(f"\n{r.breakdown}")
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1))
 
