@@ -16,6 +16,9 @@ The groups:
   `TensorType`, `TupleType`, `flatten_type`, and the traversals `post_order`, `ExprVisitor`, `users`,
   `flat_value`; `pool_out_size` (a pool's output extent, for predicates that check windows), `matmul_dims`
   (batch, M, N, K of a batched matmul);
+- quantized arithmetic, so an int8 kernel computes what the reference does (API 1.1): `requantize_ratios`
+  (qnn.requantize's float32 factor per channel), `add_float32_params` and `add_multipliers` (qnn.add's
+  float32 and fixed-point constants);
 - what a codegen returns: `CSourceArtifact`, `BlobArtifact`;
 - writing C: `entry_points`, `core_signature` (both calling conventions of a region), `c_type`,
   `is_identifier`, `sanitize_identifier`, `unique_identifiers`;
@@ -35,6 +38,7 @@ from .backend.constants import extern_declaration, is_large
 from .backend.memory_plan import align_up, peak_live_bytes, plan_offsets
 from .op.batch_matmul import matmul_dims
 from .op.pool import pool_out_size
+from .op.qnn import add_float32_params, add_multipliers, requantize_ratios
 from .spec import SystemLibrary, Target, TargetError, all_of, dtypes_only, float32_only, rank_at_most
 from .errors import ByocError
 from .partition import partition_for
@@ -47,11 +51,12 @@ from .ir.types import TensorType, TupleType, flatten_type
 from .ir.visitor import ExprVisitor, post_order
 from .pattern import is_constant, is_op, is_tuple, is_tuple_get_item, is_var, wildcard
 
-API_VERSION = (1, 0)
+API_VERSION = (1, 1)
 
 __all__ = [
     "API_VERSION",
-    "Target", "TargetError", "ByocError", "SystemLibrary", "pool_out_size", "matmul_dims", "all_of", "dtypes_only", "float32_only", "rank_at_most",
+    "Target", "TargetError", "ByocError", "SystemLibrary", "pool_out_size", "matmul_dims",
+    "requantize_ratios", "add_float32_params", "add_multipliers", "all_of", "dtypes_only", "float32_only", "rank_at_most",
     "is_op", "wildcard", "is_constant", "is_var", "is_tuple", "is_tuple_get_item",
     "Call", "Constant", "Function", "GlobalVar", "Op", "Tuple", "TupleGetItem", "Var",
     "TensorType", "TupleType", "flatten_type", "post_order", "ExprVisitor", "users", "flat_value",

@@ -9,6 +9,7 @@ from byoc_compiler.pattern.matcher import op_names
 
 from targets import ccompiler, examplejson
 from targets.ccompiler import rules as cc_rules
+from targets.ccompiler import rules_qnn as cc_rules_qnn
 from targets.examplejson import codegen as ej_codegen
 
 # ccompiler rules for steps its codegen makes itself, not Relay ops: each names the op it stands in for.
@@ -23,7 +24,12 @@ def _ccompiler_routes() -> set[str]:
 
 
 def _ccompiler_fused_ops() -> set[str]:
-    return {fusion.op for fusion in cc_rules.FUSIONS.values()}
+    return {fusion.op for fusion in cc_rules.FUSIONS.values()} | set(cc_rules_qnn.COMPOSITES.values())
+
+
+def _ccompiler_composites() -> set[str]:
+    """Composites the codegen lowers: float fusions and the int8 chains (rules_qnn.py)."""
+    return set(cc_rules.FUSIONS) | set(cc_rules_qnn.COMPOSITES)
 
 
 def _ej_runtime_ops() -> set[str]:
@@ -38,10 +44,12 @@ AGREEMENTS = [
     pytest.param(lambda: {step for step, op in NOT_OPS.items()
                           if step not in cc_rules.RULES or (op is not None and op not in ccompiler.target.ops)},
                  id="ccompiler-codegen-step-stale"),
-    pytest.param(lambda: {p.composite for p in ccompiler.target.patterns} - set(cc_rules.FUSIONS),
+    pytest.param(lambda: {p.composite for p in ccompiler.target.patterns} - _ccompiler_composites(),
                  id="ccompiler-pattern-without-fusion"),
-    pytest.param(lambda: set(cc_rules.FUSIONS) - {p.composite for p in ccompiler.target.patterns},
+    pytest.param(lambda: _ccompiler_composites() - {p.composite for p in ccompiler.target.patterns},
                  id="ccompiler-fusion-without-pattern"),
+    pytest.param(lambda: set(cc_rules_qnn.COMPOSITES.values()) - set(cc_rules.RULES),
+                 id="ccompiler-qnn-chain-without-rule"),
     pytest.param(lambda: {p.composite for p in ccompiler.target.patterns
                           if p.composite in cc_rules.FUSIONS
                           and op_names(p.pattern) != set(cc_rules.FUSIONS[p.composite].ops)},

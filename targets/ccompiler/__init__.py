@@ -85,6 +85,11 @@ target.pattern("conv2d_bias", _conv_bias(), check=float32_only)
 target.pattern("dense_bias_relu", is_op("nn.relu")(_dense_bias()), check=float32_only)
 target.pattern("dense_bias", _dense_bias(), check=float32_only)
 
+# The int8/uint8 ops and qnn chains (rules_qnn.py).
+from . import rules_qnn  # noqa: E402
+
+rules_qnn.declare(target)
+
 # TVM's spelling, for readers coming from `tvm.relay.op.contrib.ccompiler`: partition for this target alone.
 partition_for_ccompiler = partial(partition_for, target)
 

@@ -30,6 +30,7 @@ from byoc_compiler.vendor import (ByocError, Call, Constant, CSourceArtifact, Fu
 
 from . import kernels
 from .c_text import array_values, comment, shape_text, wrap_list
+from . import rules_qnn
 from .rules import FUSIONS, PASS_THROUGH, RULES, VIEWS, conv2d_params as _conv2d_params
 
 ALIGNMENT = 64          # bytes; every workspace buffer starts on a cache line
@@ -49,6 +50,7 @@ class _Buffer:
     merged: "_Buffer | None" = None  # an in-place result lives in this (earlier) buffer instead
     note: str = ""               # what a constant is, when it is not a tensor of the model (packed weights)
     source: "_Buffer | None" = None  # the constant a packed one was made from
+    ctype: str = "float"         # C element type of a temp
 
     def root(self) -> "_Buffer":
         buf = self
@@ -93,7 +95,7 @@ class _Step:
         return self.op in RULES
 
 
-DTYPES = ("float32",)     # what the kernel library computes on
+DTYPES = ("float32", "int8", "uint8", "int32")     # what the kernel library computes on (int32: biases)
 
 
 def _tensor_types(ty, what: str) -> list[TensorType]:
@@ -102,7 +104,7 @@ def _tensor_types(ty, what: str) -> list[TensorType]:
     types = flatten_type(ty)
     for t in types:
         if t.dtype not in DTYPES:
-            raise ByocError(f"{what} has dtype {t.dtype}; the ccompiler kernel library takes float32 only")
+            raise ByocError(f"{what} has dtype {t.dtype}; the ccompiler kernel library takes {', '.join(DTYPES)}")
     return types
 
 
@@ -155,15 +157,21 @@ class _Lowering:
     def constant(self, node: Constant) -> _Value:
         ty = node.tensor_type
         if ty.dtype not in DTYPES:
-            raise ByocError(f"a constant of dtype {ty.dtype} reached a ccompiler region (float32 only)")
+            raise ByocError(f"a constant of dtype {ty.dtype} reached a ccompiler region ({', '.join(DTYPES)} only)")
         buf = self.consts.get(id(node))
         if buf is None:
             buf = _Buffer("const", ty.nbytes, index=len(self.consts), data=node.data)
             self.consts[id(node)] = buf
         return _Value(ty, buf)
 
+    def derived_constant(self, data, note: str) -> _Value:
+        """A constant the codegen computed (a packed weight, a folded bias), not a tensor of the model."""
+        buf = _Buffer("const", data.nbytes, index=len(self.consts), data=data, note=note)
+        self.consts[id(buf)] = buf
+        return _Value(TensorType(tuple(data.shape), str(data.dtype)), buf)
+
     def temp(self, ty: TensorType) -> _Value:
-        buf = _Buffer("temp", ty.nbytes)
+        buf = _Buffer("temp", ty.nbytes, ctype=c_type(ty.dtype))
         self.temps.append(buf)
         return _Value(ty, buf)
 
@@ -188,6 +196,8 @@ class _Lowering:
     def composite(self, call: Call, args: list[list[_Value]]) -> list[_Value]:
         func = call.op
         name = str(func.attrs.get("Composite", ""))
+        if name in rules_qnn.COMPOSITES:
+            return rules_qnn.lower_composite(self, call, name, func, args)
         fused = _match_fusion(name, func)
         if fused is not None:
             chain, data, weight, bias = fused
@@ -247,9 +257,15 @@ def _prepack_weights(lowering: _Lowering) -> None:
             packed[key] = _Buffer("const", data.nbytes, data=data, note=note, source=weight.buffer)
         step.op = "conv2d_prepacked"
         step.ins[1] = _Value(weight.type, packed[key])
-    if not packed:
-        return
+    _drop_unused_constants(lowering, packed)
+
+
+def _drop_unused_constants(lowering: _Lowering, packed: dict) -> None:
+    """Constants no step reads (weights replaced by packed copies) are not written; the packed copies
+    follow their source in the numbering."""
     used = {id(v.buffer) for s in lowering.steps for v in s.ins}
+    if not packed and all(id(buf) in used for buf in lowering.consts.values()):
+        return
     by_source: dict[int, list[_Buffer]] = {}
     for buf in packed.values():
         by_source.setdefault(id(buf.source), []).append(buf)
@@ -396,7 +412,9 @@ def _render(symbol: str, core: str, lowering: _Lowering, workspace: int, in_type
         if buf.cname not in used:
             lines.append(f"  (void){buf.cname};")
     for buf in [b for b in lowering.temps if b.kind == "temp" and b.merged is None]:
-        lines.append(f"  float* const {buf.cname} = {WORKSPACE} + {buf.offset // 4};  "
+        at = f"{WORKSPACE} + {buf.offset // 4}"
+        at = at if buf.ctype == "float" else f"({buf.ctype}*)({at})"
+        lines.append(f"  {buf.ctype}* const {buf.cname} = {at};  "
                      + comment(f"{buf.nbytes} bytes, steps {buf.first}-{buf.last}"))
     for step in lowering.steps:
         if step.scratch is not None:

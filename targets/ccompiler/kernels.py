@@ -21,9 +21,9 @@ INCLUDE_DIR = KERNEL_DIR
 HEADER = "byoc_ck.h"
 SOURCES = tuple(KERNEL_DIR / name for name in (
     "ck_microkernel.c", "ck_gemm.c", "ck_dense.c", "ck_conv2d.c", "ck_elementwise.c", "ck_pool.c", "ck_shape.c",
-    "ck_transformer.c", "ck_reduce.c", "ck_resize.c"))
+    "ck_transformer.c", "ck_reduce.c", "ck_resize.c", "ck_qgemm.c", "ck_qconv.c", "ck_qelementwise.c"))
 HEADERS = (KERNEL_DIR / HEADER, KERNEL_DIR / "ck_internal.h", KERNEL_DIR / "ck_transformer.h",
-           KERNEL_DIR / "ck_reduce.h", KERNEL_DIR / "ck_resize.h")
+           KERNEL_DIR / "ck_reduce.h", KERNEL_DIR / "ck_resize.h", KERNEL_DIR / "ck_qnn.h", KERNEL_DIR / "ck_qinternal.h")
 # Link flags the library needs (expf, sqrtf, ...).
 LDFLAGS = ("-lm",)
 
@@ -111,6 +111,11 @@ FUNCTIONS: dict[str, KernelFunction] = {f.name: f for f in (
         "float extrapolation_value, const float *in, float *out",
         "image.resize, nearest or linear, ONNX Resize's coordinate and nearest modes"),
 )}
+
+# The int8/uint8 functions (ck_qnn.h) are described in qkernels.py.
+from .qkernels import qfunctions  # noqa: E402
+
+FUNCTIONS.update(qfunctions(_fn))
 
 # Enum spellings (C identifiers from byoc_ck.h) per Relay op.
 BINARY_OPS = {"add": "CK_ADD", "subtract": "CK_SUBTRACT", "multiply": "CK_MULTIPLY", "divide": "CK_DIVIDE",

@@ -260,6 +260,10 @@ RULES: dict[str, Rule] = {
 from .rules_transformer import rules as _transformer_rules  # noqa: E402
 
 RULES.update(_transformer_rules(Rule))
+# The int8/uint8 ops and chains (after the float rules: max_pool2d and copy dispatch on the dtype).
+from .rules_qnn import rules as _qnn_rules  # noqa: E402
+
+RULES.update(_qnn_rules(Rule, RULES))
 
 # Reductions and resize, likewise.
 from .rules_reduce_resize import rules as _reduce_resize_rules  # noqa: E402
@@ -270,6 +274,7 @@ RULES.update(_reduce_resize_rules(Rule))
 # op name -> for each output, the index of the input it is a view of.
 VIEWS: dict[str, tuple[int, ...]] = {
     "reshape": (0,),
+    "nn.batch_flatten": (0,),
 }
 # Tuple-valued ops whose later outputs are inputs passed through (batch_norm's moving mean and var).
 PASS_THROUGH: dict[str, dict[int, int]] = {

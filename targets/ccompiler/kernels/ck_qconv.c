@@ -1,0 +1,199 @@
+/* ck_qconv.c - qnn.conv2d + bias + requantize (+ clip) on int8/uint8 NCHW data, int8 OIHW weights.
+ *
+ * Grouped and ordinary convolutions are GEMMs per image and group (ck_qgemm_core): the packed
+ * weight is A [out/groups, K], B [K, OH*OW] is the input itself for 1x1 stride-1 unpadded
+ * convolutions and otherwise an im2col copy in the workspace (rows of contiguous bytes, padding
+ * filled with the input zero point, so padded taps contribute exactly zero after the folded bias).
+ * Depthwise convolutions (one input and one output channel per group, MobileNet's 3x3 and the
+ * global average pool the importer writes as a depthwise sum) run directly: each input plane is
+ * copied into a border of the zero point, each output row sums its taps into int32 lanes
+ * (loops the compiler vectorizes), then requantizes.
+ */
+#include <string.h>
+
+#include "ck_qinternal.h"
+
+static int ck_qconv_valid(const ck_qconv2d_params *p, int64_t *oh, int64_t *ow) {
+  return p != NULL && ck_conv2d_output_hw(&p->conv, oh, ow) == CK_OK && ck_qparams_valid(&p->q);
+}
+
+static int ck_qconv_is_depthwise(const ck_conv2d_params *c) {
+  return c->groups == c->channels && c->groups == c->out_channels;
+}
+
+static int ck_qconv_is_pointwise(const ck_conv2d_params *c) {
+  return c->kernel_h == 1 && c->kernel_w == 1 && c->stride_h == 1 && c->stride_w == 1 && c->pad_top == 0 &&
+         c->pad_left == 0 && c->pad_bottom == 0 && c->pad_right == 0;
+}
+
+static int64_t ck_qconv_depth(const ck_conv2d_params *c) {
+  return c->channels / c->groups * c->kernel_h * c->kernel_w;
+}
+
+size_t ck_qconv2d_packed_weight_bytes(const ck_qconv2d_params *p) {
+  int64_t oh, ow;
+  if (!ck_qconv_valid(p, &oh, &ow) || ck_qconv_is_depthwise(&p->conv)) return 0;
+  return (size_t)(p->conv.groups * ck_qround_up(p->conv.out_channels / p->conv.groups, CK_QMR) *
+                  ck_qround_up(ck_qconv_depth(&p->conv), 4));
+}
+
+int32_t ck_qconv2d_pack_weight(const ck_qconv2d_params *p, const int8_t *weight, int8_t *packed) {
+  const size_t bytes = ck_qconv2d_packed_weight_bytes(p);
+  int64_t g, r, c;
+  if (bytes == 0 || weight == NULL || packed == NULL) return CK_EBADPARAM;
+  {
+    const int64_t og = p->conv.out_channels / p->conv.groups, k = ck_qconv_depth(&p->conv);
+    const int64_t k4 = ck_qround_up(k, 4), group_bytes = ck_qround_up(og, CK_QMR) * k4;
+    memset(packed, 0, bytes);
+    for (g = 0; g < p->conv.groups; ++g)
+      for (r = 0; r < og; ++r)
+        for (c = 0; c < k; ++c)
+          packed[g * group_bytes + (r / CK_QMR) * CK_QMR * k4 + (c / 4) * 4 * CK_QMR + (r % CK_QMR) * 4 + c % 4] =
+              weight[(g * og + r) * k + c];
+  }
+  return CK_OK;
+}
+
+static int64_t ck_qpadded_plane(const ck_conv2d_params *c) {
+  return (c->height + c->pad_top + c->pad_bottom) * (c->width + c->pad_left + c->pad_right);
+}
+
+size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p) {
+  int64_t oh, ow, k;
+  if (!ck_qconv_valid(p, &oh, &ow)) return 0;
+  if (ck_qconv_is_depthwise(&p->conv))
+    return (size_t)(CK_QALIGN + ck_qround_up(ck_qpadded_plane(&p->conv), CK_QALIGN) + 4 * ow);
+  k = ck_qconv_depth(&p->conv);
+  return (size_t)(CK_QALIGN + ck_qround_up(k, 4) * CK_QNR + (ck_qconv_is_pointwise(&p->conv) ? 0 : k * oh * ow));
+}
+
+/* rows[(c * kh + i) * kw + j][y * ow + x] = input[c, y*sh - pt + i*dh, x*sw - pl + j*dw] or zp. */
+static void ck_qim2col(const ck_conv2d_params *c, int64_t cg, int64_t oh_n, int64_t ow_n, const uint8_t *in,
+                       uint8_t zp, uint8_t *rows) {
+  int64_t ch, i, j, y, x;
+  for (ch = 0; ch < cg; ++ch) {
+    const uint8_t *plane = in + ch * c->height * c->width;
+    for (i = 0; i < c->kernel_h; ++i) {
+      for (j = 0; j < c->kernel_w; ++j) {
+        uint8_t *row = rows + ((ch * c->kernel_h + i) * c->kernel_w + j) * oh_n * ow_n;
+        const int64_t shift = j * c->dilation_w - c->pad_left, s = c->stride_w;
+        /* output columns [lo, hi) read inside the image */
+        int64_t lo = shift >= 0 ? 0 : (-shift + s - 1) / s;
+        int64_t hi = c->width - 1 - shift < 0 ? 0 : (c->width - 1 - shift) / s + 1;
+        if (hi > ow_n) hi = ow_n;
+        if (lo > hi) lo = hi;
+        for (y = 0; y < oh_n; ++y) {
+          const int64_t ih = y * c->stride_h - c->pad_top + i * c->dilation_h;
+          uint8_t *dst = row + y * ow_n;
+          if (ih < 0 || ih >= c->height) {
+            memset(dst, zp, (size_t)ow_n);
+            continue;
+          }
+          memset(dst, zp, (size_t)lo);
+          if (s == 1) {
+            memcpy(dst + lo, plane + ih * c->width + lo + shift, (size_t)(hi - lo));
+          } else {
+            const uint8_t *src = plane + ih * c->width + shift;
+            for (x = lo; x < hi; ++x) dst[x] = src[x * s];
+          }
+          memset(dst + hi, zp, (size_t)(ow_n - hi));
+        }
+      }
+    }
+  }
+}
+
+/* One channel of a depthwise convolution over its zero-point-bordered plane `pad` [ph, pw]. */
+#define CK_DEFINE_QDW_PLANE(NAME, T)                                                                   \
+  static void NAME(const ck_conv2d_params *c, int64_t oh_n, int64_t ow_n, const T *pad, int64_t pw,    \
+                   const int8_t *w, int32_t *restrict acc, int32_t bias, float scale, const ck_qparams *q, \
+                   uint8_t *out) {                                                                     \
+    int64_t y, i, j, x;                                                                                \
+    const int64_t s = c->stride_w;                                                                     \
+    for (y = 0; y < oh_n; ++y) {                                                                       \
+      for (x = 0; x < ow_n; ++x) acc[x] = 0;                                                           \
+      for (i = 0; i < c->kernel_h; ++i) {                                                              \
+        const T *row = pad + (y * c->stride_h + i * c->dilation_h) * pw;                               \
+        for (j = 0; j < c->kernel_w; ++j) {                                                            \
+          const int32_t wv = w[i * c->kernel_w + j];                                                   \
+          const T *restrict src = row + j * c->dilation_w;                                             \
+          if (s == 1) {                                                                                \
+            for (x = 0; x < ow_n; ++x) acc[x] += wv * (int32_t)src[x];                                 \
+          } else {                                                                                     \
+            for (x = 0; x < ow_n; ++x) acc[x] += wv * (int32_t)src[x * s];                             \
+          }                                                                                            \
+        }                                                                                              \
+      }                                                                                                \
+      ck_qrequant_row(ow_n, acc, bias, scale, q, out + y * ow_n);                                      \
+    }                                                                                                  \
+  }
+
+CK_DEFINE_QDW_PLANE(ck_qdw_plane_u8, uint8_t)
+CK_DEFINE_QDW_PLANE(ck_qdw_plane_s8, int8_t)
+
+static void ck_qconv_depthwise(const ck_qconv2d_params *p, int64_t oh_n, int64_t ow_n, const uint8_t *data,
+                               const int8_t *weight, const int32_t *bias, const float *scale, uint8_t *out,
+                               uint8_t *ws) {
+  const ck_conv2d_params *c = &p->conv;
+  const int64_t pw = c->width + c->pad_left + c->pad_right, ph = c->height + c->pad_top + c->pad_bottom;
+  const uint8_t zp = (uint8_t)p->q.input_zero_point;
+  uint8_t *pad = ws;
+  int32_t *acc = (int32_t *)(void *)(ws + ck_qround_up(ph * pw, CK_QALIGN));
+  int64_t b, ch, y;
+  memset(pad, zp, (size_t)(ph * pw));
+  for (b = 0; b < c->batch; ++b) {
+    for (ch = 0; ch < c->channels; ++ch) {
+      const uint8_t *plane = data + (b * c->channels + ch) * c->height * c->width;
+      uint8_t *o = out + (b * c->channels + ch) * oh_n * ow_n;
+      const int8_t *w = weight + ch * c->kernel_h * c->kernel_w;
+      /* the border stays the zero point from the memset; only the interior changes per plane */
+      for (y = 0; y < c->height; ++y)
+        memcpy(pad + (y + c->pad_top) * pw + c->pad_left, plane + y * c->width, (size_t)c->width);
+      if (p->q.input_signed)
+        ck_qdw_plane_s8(c, oh_n, ow_n, (const int8_t *)pad, pw, w, acc, bias[ch], scale[ch], &p->q, o);
+      else
+        ck_qdw_plane_u8(c, oh_n, ow_n, pad, pw, w, acc, bias[ch], scale[ch], &p->q, o);
+    }
+  }
+}
+
+int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *weight, const int32_t *bias,
+                   const float *scale, void *out, void *workspace) {
+  int64_t oh, ow, b, g;
+  uint8_t *ws;
+  if (!ck_qconv_valid(p, &oh, &ow) || data == NULL || weight == NULL || bias == NULL || scale == NULL ||
+      out == NULL || workspace == NULL)
+    return CK_EBADPARAM;
+  ws = (uint8_t *)workspace + (CK_QALIGN - (uintptr_t)workspace % CK_QALIGN) % CK_QALIGN;
+  if (ck_qconv_is_depthwise(&p->conv)) {
+    ck_qconv_depthwise(p, oh, ow, (const uint8_t *)data, weight, bias, scale, (uint8_t *)out, ws);
+    return CK_OK;
+  }
+  {
+    const ck_conv2d_params *c = &p->conv;
+    const int64_t cg = c->channels / c->groups, og = c->out_channels / c->groups, k = ck_qconv_depth(c);
+    const int64_t k4 = ck_qround_up(k, 4), n = oh * ow;
+    const int64_t group_bytes = ck_qround_up(og, CK_QMR) * k4;
+    const int pointwise = ck_qconv_is_pointwise(c);
+    uint8_t *panel = ws, *rows = ws + k4 * CK_QNR;
+    ck_qb_source src;
+    src.flip = p->q.input_signed ? 0x80 : 0;
+    src.col_stride = 1;
+    for (b = 0; b < c->batch; ++b) {
+      for (g = 0; g < c->groups; ++g) {
+        const uint8_t *in = (const uint8_t *)data + (b * c->channels + g * cg) * c->height * c->width;
+        if (pointwise) {
+          src.base = in;
+          src.row_stride = c->height * c->width;
+        } else {
+          ck_qim2col(c, cg, oh, ow, in, (uint8_t)p->q.input_zero_point, rows);
+          src.base = rows;
+          src.row_stride = n;
+        }
+        ck_qgemm_core(og, n, k, weight + g * group_bytes, &src, bias + g * og, scale + g * og, &p->q,
+                      (uint8_t *)out + (b * c->out_channels + g * og) * n, n, 1, panel);
+      }
+    }
+  }
+  return CK_OK;
+}

@@ -1,0 +1,203 @@
+/* ck_qelementwise.c - quantize, dequantize, qnn.add, relu/clip and max pooling on int8/uint8.
+ *
+ * Each computes exactly what byoc's reference computes (op/qnn.py): float32 steps where the
+ * reference (onnxruntime) uses float32, ties to even, saturation to the output type. qnn.add's
+ * float32 form is the hot one (ResNet's residual adds); on x86-64 it also runs as AVX-512 (the
+ * same fused multiply-adds, lane by lane) when the CPU has it.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ck_qinternal.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
+#define CK_QADD_DISPATCH 1
+#include <immintrin.h>
+#endif
+
+static float ck_clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+/* ---- quantize / dequantize -------------------------------------------------------------------- */
+
+int32_t ck_quantize(int64_t outer, int64_t channels, int64_t inner, const float *in, const float *scale,
+                    const int32_t *zero_point, int32_t out_signed, void *out) {
+  const float lo = out_signed ? -128.0f : 0.0f, hi = out_signed ? 127.0f : 255.0f;
+  int64_t o, c, i;
+  if (in == NULL || scale == NULL || zero_point == NULL || out == NULL || outer < 0 || channels < 1 || inner < 0)
+    return CK_EBADPARAM;
+  for (o = 0; o < outer; ++o) {
+    for (c = 0; c < channels; ++c) {
+      const float s = scale[c], zp = (float)zero_point[c];
+      const int64_t base = (o * channels + c) * inner;
+      for (i = 0; i < inner; ++i) {
+        const float q = in[base + i] / s; /* stored: float32 even where float math runs wider */
+        const float v = nearbyintf(q) + zp;
+        const int32_t r = v != v ? 0 : (int32_t)ck_clampf(v, lo, hi); /* NaN -> 0 */
+        if (out_signed)
+          ((int8_t *)out)[base + i] = (int8_t)r;
+        else
+          ((uint8_t *)out)[base + i] = (uint8_t)r;
+      }
+    }
+  }
+  return CK_OK;
+}
+
+int32_t ck_dequantize(int64_t outer, int64_t channels, int64_t inner, const void *in, int32_t in_signed,
+                      const float *scale, const int32_t *zero_point, float *out) {
+  int64_t o, c, i;
+  if (in == NULL || scale == NULL || zero_point == NULL || out == NULL || outer < 0 || channels < 1 || inner < 0)
+    return CK_EBADPARAM;
+  for (o = 0; o < outer; ++o) {
+    for (c = 0; c < channels; ++c) {
+      const int64_t base = (o * channels + c) * inner;
+      for (i = 0; i < inner; ++i) {
+        const int32_t x = in_signed ? ((const int8_t *)in)[base + i] : ((const uint8_t *)in)[base + i];
+        out[base + i] = (float)(x - zero_point[c]) * scale[c];
+      }
+    }
+  }
+  return CK_OK;
+}
+
+/* ---- qnn.add ---------------------------------------------------------------------------------- */
+
+static int32_t ck_load_q(const void *p, int32_t is_signed, int64_t i) {
+  return is_signed ? ((const int8_t *)p)[i] : ((const uint8_t *)p)[i];
+}
+
+static void ck_store_q(void *p, int32_t is_signed, int64_t i, int32_t v) {
+  if (is_signed)
+    ((int8_t *)p)[i] = (int8_t)v;
+  else
+    ((uint8_t *)p)[i] = (uint8_t)v;
+}
+
+/* round(p / 2**shift), ties to even, sign-symmetric (qnn_math.round_shift), 1 <= shift <= 62 */
+static int64_t ck_round_shift(int64_t p, int32_t shift) {
+  const uint64_t a = p < 0 ? (uint64_t)0 - (uint64_t)p : (uint64_t)p;
+  uint64_t q = a >> shift;
+  const uint64_t r = a - (q << shift), half = (uint64_t)1 << (shift - 1);
+  q += (r > half) || (r == half && (q & 1u));
+  return p < 0 ? -(int64_t)q : (int64_t)q;
+}
+
+static void ck_qadd_portable(const ck_qadd_params *p, int64_t begin, int64_t n, const void *lhs, const void *rhs,
+                             void *out) {
+  const float lo = p->is_signed ? -128.0f : 0.0f, hi = p->is_signed ? 127.0f : 255.0f;
+  int64_t i;
+  for (i = begin; i < n; ++i) {
+    const int32_t a = ck_load_q(lhs, p->is_signed, i), b = ck_load_q(rhs, p->is_signed, i);
+    int64_t r;
+    if (p->rounding == 0) {
+      const float t = fmaf((float)b, p->ratio_b, p->fixed);
+      r = (int64_t)nearbyintf(ck_clampf(fmaf((float)a, p->ratio_a, t), lo, hi));
+    } else {
+      const int64_t sum = (int64_t)(a - p->lhs_zero_point) * p->mult_a + (int64_t)(b - p->rhs_zero_point) * p->mult_b;
+      r = ck_round_shift(sum, p->shift) + p->output_zero_point;
+      r = r < (int64_t)lo ? (int64_t)lo : (r > (int64_t)hi ? (int64_t)hi : r);
+    }
+    ck_store_q(out, p->is_signed, i, (int32_t)r);
+  }
+}
+
+#if defined(CK_QADD_DISPATCH)
+/* rounding 0 only: 16 lanes of the portable loop's float32 steps (fmadd is fmaf, one rounding) */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static int64_t ck_qadd_avx512(const ck_qadd_params *p,
+                                                                                   int64_t n, const void *lhs,
+                                                                                   const void *rhs, void *out) {
+  const __m512 ra = _mm512_set1_ps(p->ratio_a), rb = _mm512_set1_ps(p->ratio_b), fixed = _mm512_set1_ps(p->fixed);
+  const __m512 lo = _mm512_set1_ps(p->is_signed ? -128.0f : 0.0f), hi = _mm512_set1_ps(p->is_signed ? 127.0f : 255.0f);
+  int64_t i;
+  for (i = 0; i + 16 <= n; i += 16) {
+    const __m128i a8 = _mm_loadu_si128((const __m128i *)(const void *)((const uint8_t *)lhs + i));
+    const __m128i b8 = _mm_loadu_si128((const __m128i *)(const void *)((const uint8_t *)rhs + i));
+    const __m512i a = p->is_signed ? _mm512_cvtepi8_epi32(a8) : _mm512_cvtepu8_epi32(a8);
+    const __m512i b = p->is_signed ? _mm512_cvtepi8_epi32(b8) : _mm512_cvtepu8_epi32(b8);
+    const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(b), rb, fixed);
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), ra, t);
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    _mm_storeu_si128((__m128i *)(void *)((uint8_t *)out + i),
+                     _mm512_cvtepi32_epi8(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+  }
+  return i;
+}
+
+static int ck_qadd_has_avx512(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
+#endif
+
+int32_t ck_qadd(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out) {
+  int64_t done = 0;
+  if (p == NULL || lhs == NULL || rhs == NULL || out == NULL || n < 0 || (p->rounding != 0 && p->rounding != 1) ||
+      (p->rounding == 1 && (p->shift < 1 || p->shift > 62)))
+    return CK_EBADPARAM;
+#if defined(CK_QADD_DISPATCH)
+  if (p->rounding == 0 && strcmp(ck_qgemm_kernel_name(), "portable-8x32") != 0 && ck_qadd_has_avx512())
+    done = ck_qadd_avx512(p, n, lhs, rhs, out);
+#endif
+  ck_qadd_portable(p, done, n, lhs, rhs, out);
+  return CK_OK;
+}
+
+/* ---- relu / clip ------------------------------------------------------------------------------ */
+
+int32_t ck_qclamp(int64_t n, int32_t is_signed, const void *in, void *out, int32_t lo, int32_t hi) {
+  int64_t i;
+  if (in == NULL || out == NULL || n < 0 || lo > hi) return CK_EBADPARAM;
+  for (i = 0; i < n; ++i) {
+    const int32_t v = ck_load_q(in, is_signed, i);
+    ck_store_q(out, is_signed, i, v < lo ? lo : (v > hi ? hi : v));
+  }
+  return CK_OK;
+}
+
+/* ---- max pool --------------------------------------------------------------------------------- */
+
+/* Output columns [lo, hi) whose tap at offset `shift` (iw = x * stride + shift) lies in [0, limit). */
+static void ck_qtap_range(int64_t shift, int64_t stride, int64_t limit, int64_t out_n, int64_t *lo, int64_t *hi) {
+  *lo = shift >= 0 ? 0 : (-shift + stride - 1) / stride;
+  *hi = limit - 1 - shift < 0 ? 0 : (limit - 1 - shift) / stride + 1;
+  if (*hi > out_n) *hi = out_n;
+  if (*lo > *hi) *lo = *hi;
+}
+
+#define CK_DEFINE_QMAX_POOL(NAME, T, LOWEST)                                                       \
+  static void NAME(const ck_pool2d_params *p, int64_t oh_n, int64_t ow_n, const T *data, T *out) {  \
+    int64_t plane, oh, kh, kw, x;                                                                   \
+    for (plane = 0; plane < p->batch * p->channels; ++plane) {                                      \
+      const T *in = data + plane * p->height * p->width;                                            \
+      for (oh = 0; oh < oh_n; ++oh) {                                                               \
+        T *restrict orow = out + (plane * oh_n + oh) * ow_n;                                        \
+        const int64_t h0 = oh * p->stride_h - p->pad_top;                                           \
+        for (x = 0; x < ow_n; ++x) orow[x] = (LOWEST);                                              \
+        for (kh = 0; kh < p->pool_h; ++kh) {                                                        \
+          const int64_t ih = h0 + kh * p->dilation_h;                                               \
+          if (ih < 0 || ih >= p->height) continue;                                                  \
+          for (kw = 0; kw < p->pool_w; ++kw) {                                                      \
+            const int64_t shift = kw * p->dilation_w - p->pad_left, s = p->stride_w;                \
+            const T *restrict irow = in + ih * p->width + shift;                                    \
+            int64_t lo, hi;                                                                         \
+            ck_qtap_range(shift, s, p->width, ow_n, &lo, &hi);                                      \
+            for (x = lo; x < hi; ++x) orow[x] = irow[x * s] > orow[x] ? irow[x * s] : orow[x];      \
+          }                                                                                         \
+        }                                                                                           \
+      }                                                                                             \
+    }                                                                                               \
+  }
+
+CK_DEFINE_QMAX_POOL(ck_qmax_pool_u8, uint8_t, 0)
+CK_DEFINE_QMAX_POOL(ck_qmax_pool_s8, int8_t, -128)
+
+int32_t ck_qmax_pool2d(const ck_pool2d_params *p, int32_t is_signed, const void *data, void *out) {
+  int64_t oh, ow;
+  if (ck_pool2d_output_hw(p, &oh, &ow) != CK_OK || data == NULL || out == NULL) return CK_EBADPARAM;
+  if (is_signed)
+    ck_qmax_pool_s8(p, oh, ow, (const int8_t *)data, (int8_t *)out);
+  else
+    ck_qmax_pool_u8(p, oh, ow, (const uint8_t *)data, (uint8_t *)out);
+  return CK_OK;
+}

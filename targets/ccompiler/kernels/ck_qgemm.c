@@ -1,0 +1,318 @@
+/* ck_qgemm.c - the int8 GEMM core: uint8 activations x int8 weights -> int32, requantized.
+ *
+ * C[m, n] = sum_k A[m, k] * B[k, n]: A is the weight, packed ahead of time as tiles of 8 rows x 4
+ * consecutive k (32 bytes per k-step); B (activations) is packed per call, one panel of 32
+ * columns at a time, as 32 columns x 4 consecutive k (128 bytes per k-step), int8 data offset by
+ * 128 into uint8 on the way (the bias folded at codegen time compensates). That is the operand
+ * shape of x86's vpdpbusd (4 uint8 x int8 products summed into each int32 lane): the AVX512-VNNI
+ * micro-kernel keeps an 8 x 32 int32 tile in 16 registers, reading one 4-byte weight group per row
+ * as a broadcast. Elsewhere (other CPUs, other compilers) a portable C kernel computes the same
+ * tile. The epilogue requantizes a tile row by row: float32(acc + bias) * scale, rounded to
+ * nearest even, + zero point, clamped (byoc's qnn.requantize, rounding="float32").
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ck_qinternal.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
+#define CK_QDISPATCH 1
+#include <immintrin.h>
+#endif
+
+int ck_qparams_valid(const ck_qparams *q) {
+  const int32_t lo = q->output_signed ? -128 : 0, hi = q->output_signed ? 127 : 255;
+  const int32_t in_lo = q->input_signed ? -128 : 0, in_hi = q->input_signed ? 127 : 255;
+  return q->out_min >= lo && q->out_max <= hi && q->out_min <= q->out_max && q->output_zero_point >= lo &&
+         q->output_zero_point <= hi && q->input_zero_point >= in_lo && q->input_zero_point <= in_hi;
+}
+
+/* ---- requantization ------------------------------------------------------------------------- */
+
+static int32_t ck_requant1(int32_t acc, int32_t bias, float scale, float lo, float hi, int32_t zp) {
+  /* int32 wrap-around like the reference's int32 add; the product stored rounds to float32 even
+   * where float math runs wider (FLT_EVAL_METHOD != 0) */
+  const int32_t v = (int32_t)((uint32_t)acc + (uint32_t)bias);
+  float p = (float)v * scale;
+  p = p < lo ? lo : (p > hi ? hi : p); /* integer bounds: clamping first rounds the same */
+  return (int32_t)nearbyintf(p) + zp;
+}
+
+static void ck_qrequant_row_portable(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q,
+                                     uint8_t *out) {
+  const int32_t zp = q->output_zero_point;
+  const float lo = (float)(q->out_min - zp), hi = (float)(q->out_max - zp);
+  int64_t x;
+  if (q->output_signed) {
+    int8_t *o = (int8_t *)out;
+    for (x = 0; x < n; ++x) o[x] = (int8_t)ck_requant1(acc[x], bias, scale, lo, hi, zp);
+  } else {
+    for (x = 0; x < n; ++x) out[x] = (uint8_t)ck_requant1(acc[x], bias, scale, lo, hi, zp);
+  }
+}
+
+/* ---- B panels --------------------------------------------------------------------------------- */
+
+/* panel[(k / 4) * 128 + j * 4 + k % 4] = B[k, n0 + j] ^ flip for k < K, j < cols; 0 elsewhere. */
+static void ck_qpack_b(int64_t k, int64_t n0, int64_t cols, const ck_qb_source *b, uint8_t *panel) {
+  const int64_t k4 = ck_qround_up(k, 4);
+  int64_t p;
+  if (cols < CK_QNR || k4 != k) memset(panel, 0, (size_t)(k4 * CK_QNR));
+#if defined(__SSE2__)
+  if (b->col_stride == 1 && cols == CK_QNR) {
+    const __m128i flip = _mm_set1_epi8((char)b->flip);
+    for (p = 0; p + 4 <= k; p += 4) {
+      const uint8_t *r = b->base + p * b->row_stride + n0;
+      uint8_t *dst = panel + p * CK_QNR;
+      int h;
+      for (h = 0; h < CK_QNR; h += 16) {
+        const __m128i r0 = _mm_loadu_si128((const __m128i *)(const void *)(r + h));
+        const __m128i r1 = _mm_loadu_si128((const __m128i *)(const void *)(r + b->row_stride + h));
+        const __m128i r2 = _mm_loadu_si128((const __m128i *)(const void *)(r + 2 * b->row_stride + h));
+        const __m128i r3 = _mm_loadu_si128((const __m128i *)(const void *)(r + 3 * b->row_stride + h));
+        const __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
+        const __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
+        uint8_t *d = dst + h * 4;
+        _mm_storeu_si128((__m128i *)(void *)d, _mm_xor_si128(_mm_unpacklo_epi16(lo01, lo23), flip));
+        _mm_storeu_si128((__m128i *)(void *)(d + 16), _mm_xor_si128(_mm_unpackhi_epi16(lo01, lo23), flip));
+        _mm_storeu_si128((__m128i *)(void *)(d + 32), _mm_xor_si128(_mm_unpacklo_epi16(hi01, hi23), flip));
+        _mm_storeu_si128((__m128i *)(void *)(d + 48), _mm_xor_si128(_mm_unpackhi_epi16(hi01, hi23), flip));
+      }
+    }
+    for (; p < k; ++p) {
+      int64_t j;
+      const uint8_t *r = b->base + p * b->row_stride + n0;
+      for (j = 0; j < cols; ++j) panel[(p / 4) * 4 * CK_QNR + j * 4 + p % 4] = (uint8_t)(r[j] ^ b->flip);
+    }
+    return;
+  }
+#endif
+  for (p = 0; p < k; ++p) {
+    const uint8_t *r = b->base + p * b->row_stride + n0 * b->col_stride;
+    uint8_t *dst = panel + (p / 4) * 4 * CK_QNR + p % 4;
+    int64_t j;
+    for (j = 0; j < cols; ++j) dst[j * 4] = (uint8_t)(r[j * b->col_stride] ^ b->flip);
+  }
+}
+
+/* ---- micro-kernels: acc[8][32] = sum over k-steps of the A tile x the B panel ------------------ */
+
+typedef void (*ck_qtile_fn)(int64_t steps, const int8_t *a, const uint8_t *b, int64_t cols, int32_t *acc);
+typedef void (*ck_qrow_fn)(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q,
+                           uint8_t *out);
+
+static void ck_qtile_portable(int64_t steps, const int8_t *a, const uint8_t *b, int64_t cols, int32_t *acc) {
+  int64_t s;
+  int i, j;
+  (void)cols;
+  for (i = 0; i < CK_QMR * CK_QNR; ++i) acc[i] = 0;
+  for (s = 0; s < steps; ++s) {
+    const int8_t *as = a + s * 4 * CK_QMR;
+    const uint8_t *bs = b + s * 4 * CK_QNR;
+    for (i = 0; i < CK_QMR; ++i) {
+      const int32_t w0 = as[4 * i], w1 = as[4 * i + 1], w2 = as[4 * i + 2], w3 = as[4 * i + 3];
+      int32_t *row = acc + i * CK_QNR;
+      for (j = 0; j < CK_QNR; ++j)
+        row[j] += w0 * bs[4 * j] + w1 * bs[4 * j + 1] + w2 * bs[4 * j + 2] + w3 * bs[4 * j + 3];
+    }
+  }
+}
+
+#if defined(CK_QDISPATCH)
+#define CK_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+/* One k-step: 8 rows x (1 or 2) vectors of 16 columns, the row's 4 weights broadcast. */
+#define CK_VNNI_ROW(I)                                                          \
+  do {                                                                          \
+    int32_t w_;                                                                 \
+    memcpy(&w_, a + 4 * (I), sizeof w_);                                        \
+    acc##I##0 = _mm512_dpbusd_epi32(acc##I##0, b0, _mm512_set1_epi32(w_));      \
+    if (wide) acc##I##1 = _mm512_dpbusd_epi32(acc##I##1, b1, _mm512_set1_epi32(w_)); \
+  } while (0)
+#define CK_VNNI_STORE(I)                                                                 \
+  do {                                                                                   \
+    _mm512_storeu_si512((void *)(acc + (I) * CK_QNR), acc##I##0);                        \
+    _mm512_storeu_si512((void *)(acc + (I) * CK_QNR + 16), acc##I##1);                   \
+  } while (0)
+
+CK_VNNI_TARGET static void ck_qtile_vnni(int64_t steps, const int8_t *a, const uint8_t *b, int64_t cols,
+                                         int32_t *acc) {
+  const int wide = cols > 16;
+  __m512i acc00 = _mm512_setzero_si512(), acc01 = acc00, acc10 = acc00, acc11 = acc00, acc20 = acc00,
+          acc21 = acc00, acc30 = acc00, acc31 = acc00, acc40 = acc00, acc41 = acc00, acc50 = acc00,
+          acc51 = acc00, acc60 = acc00, acc61 = acc00, acc70 = acc00, acc71 = acc00;
+  int64_t s;
+  for (s = 0; s < steps; ++s, a += 4 * CK_QMR, b += 4 * CK_QNR) {
+    const __m512i b0 = _mm512_loadu_si512((const void *)b);
+    const __m512i b1 = wide ? _mm512_loadu_si512((const void *)(b + 64)) : b0;
+    CK_VNNI_ROW(0);
+    CK_VNNI_ROW(1);
+    CK_VNNI_ROW(2);
+    CK_VNNI_ROW(3);
+    CK_VNNI_ROW(4);
+    CK_VNNI_ROW(5);
+    CK_VNNI_ROW(6);
+    CK_VNNI_ROW(7);
+  }
+  CK_VNNI_STORE(0);
+  CK_VNNI_STORE(1);
+  CK_VNNI_STORE(2);
+  CK_VNNI_STORE(3);
+  CK_VNNI_STORE(4);
+  CK_VNNI_STORE(5);
+  CK_VNNI_STORE(6);
+  CK_VNNI_STORE(7);
+}
+
+CK_VNNI_TARGET static void ck_qrequant_row_avx512(int64_t n, const int32_t *acc, int32_t bias, float scale,
+                                                  const ck_qparams *q, uint8_t *out) {
+  const __m512i vbias = _mm512_set1_epi32(bias), vzp = _mm512_set1_epi32(q->output_zero_point);
+  const __m512 vscale = _mm512_set1_ps(scale);
+  const __m512 lo = _mm512_set1_ps((float)(q->out_min - q->output_zero_point));
+  const __m512 hi = _mm512_set1_ps((float)(q->out_max - q->output_zero_point));
+  int64_t x;
+  for (x = 0; x < n; x += 16) {
+    const __mmask16 mask = n - x >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - x)) - 1u);
+    const __m512i v = _mm512_add_epi32(_mm512_maskz_loadu_epi32(mask, (const void *)(acc + x)), vbias);
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), vscale);
+    __m512i r;
+    f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+    r = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vzp);
+    /* in range of the output type already: truncating to bytes is exact for int8 and uint8 */
+    _mm_mask_storeu_epi8((void *)(out + x), mask, _mm512_cvtepi32_epi8(r));
+  }
+}
+
+static int ck_cpu_has_vnni(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+}
+#endif
+
+typedef struct {
+  const char *name;
+  ck_qtile_fn tile;
+  ck_qrow_fn requant_row;
+  int (*cpu_has)(void);
+} ck_qkernel;
+
+static const ck_qkernel ck_qkernels[] = {
+#if defined(CK_QDISPATCH)
+    {"avx512vnni-8x32", ck_qtile_vnni, ck_qrequant_row_avx512, ck_cpu_has_vnni},
+#endif
+    {"portable-8x32", ck_qtile_portable, ck_qrequant_row_portable, NULL},
+};
+#define CK_NUM_QKERNELS ((int32_t)(sizeof ck_qkernels / sizeof ck_qkernels[0]))
+
+/* Written once on first use (the same value from any thread that races here). */
+static const ck_qkernel *ck_qcurrent = NULL;
+
+static const ck_qkernel *ck_qkernel_current(void) {
+  if (ck_qcurrent == NULL) {
+    int32_t i;
+    for (i = 0; i < CK_NUM_QKERNELS && ck_qkernels[i].cpu_has != NULL && !ck_qkernels[i].cpu_has(); ++i) {
+    }
+    ck_qcurrent = &ck_qkernels[i < CK_NUM_QKERNELS ? i : CK_NUM_QKERNELS - 1];
+  }
+  return ck_qcurrent;
+}
+
+const char *ck_qgemm_kernel_name(void) { return ck_qkernel_current()->name; }
+
+int32_t ck_qgemm_use_kernel(const char *name) {
+  int32_t i;
+  if (name == NULL) return CK_EBADPARAM;
+  for (i = 0; i < CK_NUM_QKERNELS; ++i) {
+    if (strcmp(ck_qkernels[i].name, name) == 0) {
+      if (ck_qkernels[i].cpu_has != NULL && !ck_qkernels[i].cpu_has()) return CK_EBADPARAM;
+      ck_qcurrent = &ck_qkernels[i];
+      return CK_OK;
+    }
+  }
+  return CK_EBADPARAM;
+}
+
+void ck_qrequant_row(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q, uint8_t *out) {
+  ck_qkernel_current()->requant_row(n, acc, bias, scale, q, out);
+}
+
+/* ---- the core ------------------------------------------------------------------------------- */
+
+void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
+                   const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
+                   int64_t out_col, uint8_t *panel) {
+  const ck_qkernel *kernel = ck_qkernel_current();
+  const int64_t k4 = ck_qround_up(k, 4), steps = k4 / 4;
+  int32_t acc[CK_QMR * CK_QNR];
+  int64_t n0, m0;
+  for (n0 = 0; n0 < n; n0 += CK_QNR) {
+    const int64_t cols = n - n0 < CK_QNR ? n - n0 : CK_QNR;
+    ck_qpack_b(k, n0, cols, b, panel);
+    for (m0 = 0; m0 < m; m0 += CK_QMR) {
+      const int64_t rows = m - m0 < CK_QMR ? m - m0 : CK_QMR;
+      int64_t i;
+      kernel->tile(steps, packed_a + m0 * k4, panel, cols, acc);
+      for (i = 0; i < rows; ++i) {
+        uint8_t *dst = out + (m0 + i) * out_row + n0 * out_col;
+        if (out_col == 1) {
+          kernel->requant_row(cols, acc + i * CK_QNR, bias[m0 + i], scale[m0 + i], q, dst);
+        } else {
+          int64_t j;
+          uint8_t tmp[CK_QNR];
+          ck_qrequant_row_portable(cols, acc + i * CK_QNR, bias[m0 + i], scale[m0 + i], q, tmp);
+          for (j = 0; j < cols; ++j) dst[j * out_col] = tmp[j];
+        }
+      }
+    }
+  }
+}
+
+/* ---- dense ---------------------------------------------------------------------------------- */
+
+size_t ck_qdense_packed_weight_bytes(const ck_qdense_params *p) {
+  if (p == NULL || p->units < 1 || p->depth < 1) return 0;
+  return (size_t)(ck_qround_up(p->units, CK_QMR) * ck_qround_up(p->depth, 4));
+}
+
+/* [M/8][K/4][8][4]: the tile of rows m0..m0+8 at m0 * K4, its k-step s at s * 32. */
+static void ck_qpack_a(int64_t m, int64_t k, const int8_t *w, int8_t *packed) {
+  const int64_t k4 = ck_qround_up(k, 4), m8 = ck_qround_up(m, CK_QMR);
+  int64_t r, c;
+  memset(packed, 0, (size_t)(m8 * k4));
+  for (r = 0; r < m; ++r)
+    for (c = 0; c < k; ++c)
+      packed[(r / CK_QMR) * CK_QMR * k4 + (c / 4) * 4 * CK_QMR + (r % CK_QMR) * 4 + c % 4] = w[r * k + c];
+}
+
+int32_t ck_qdense_pack_weight(const ck_qdense_params *p, const int8_t *weight, int8_t *packed) {
+  if (ck_qdense_packed_weight_bytes(p) == 0 || weight == NULL || packed == NULL) return CK_EBADPARAM;
+  ck_qpack_a(p->units, p->depth, weight, packed);
+  return CK_OK;
+}
+
+size_t ck_qdense_workspace_bytes(const ck_qdense_params *p) {
+  if (p == NULL || p->depth < 1) return 0;
+  return (size_t)(CK_QALIGN + ck_qround_up(p->depth, 4) * CK_QNR);
+}
+
+int32_t ck_qdense(const ck_qdense_params *p, const void *data, const int8_t *packed_weight, const int32_t *bias,
+                  const float *scale, void *out, void *workspace) {
+  ck_qb_source b;
+  uint8_t *panel;
+  if (p == NULL || data == NULL || packed_weight == NULL || bias == NULL || scale == NULL || out == NULL ||
+      workspace == NULL || p->batch < 0 || p->units < 1 || p->depth < 1 || !ck_qparams_valid(&p->q))
+    return CK_EBADPARAM;
+  panel = (uint8_t *)workspace + (CK_QALIGN - (uintptr_t)workspace % CK_QALIGN) % CK_QALIGN;
+  /* C[unit, row] = W[unit, :] . data[row, :]: B[k, n] = data[n, k] */
+  b.base = (const uint8_t *)data;
+  b.row_stride = 1;
+  b.col_stride = p->depth;
+  b.flip = p->q.input_signed ? 0x80 : 0;
+  ck_qgemm_core(p->units, p->batch, p->depth, packed_weight, &b, bias, scale, &p->q, (uint8_t *)out, 1, p->units,
+                panel);
+  return CK_OK;
+}

@@ -1,0 +1,32 @@
+/* ck_qinternal.h - what the int8 sources share (ck_qgemm.c, ck_qconv.c, ck_qelementwise.c). */
+#ifndef BYOC_CK_QINTERNAL_H_
+#define BYOC_CK_QINTERNAL_H_
+
+#include "ck_internal.h"
+
+#define CK_QALIGN 64
+
+static inline int64_t ck_qround_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
+
+/* The B operand of the int8 GEMM: element (k, n) at base[k * row_stride + n * col_stride], raw
+ * int8 or uint8 bytes; `flip` (0x80 for int8, 0 for uint8) turns them into uint8 while packed. */
+typedef struct {
+  const uint8_t *base;
+  int64_t row_stride, col_stride;
+  uint8_t flip;
+} ck_qb_source;
+
+/* out[m, n] = requant(sum_k A[m, k] * B[k, n] + bias[m]) for m < M, n < N, stored at
+ * out + m * out_row + n * out_col; A packed ([M/8][K/4][8][4], ck_qconv2d_pack_weight's layout);
+ * panel: round_up(K, 4) * CK_QNR bytes of scratch. */
+void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
+                   const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
+                   int64_t out_col, uint8_t *panel);
+
+/* out[x] = requant(acc[x] + bias) for x < n (contiguous output, int8 or uint8 as q says). */
+void ck_qrequant_row(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q, uint8_t *out);
+
+/* the output clamp is a valid subrange of the output type */
+int ck_qparams_valid(const ck_qparams *q);
+
+#endif /* BYOC_CK_QINTERNAL_H_ */

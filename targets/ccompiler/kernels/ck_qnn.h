@@ -1,0 +1,98 @@
+/* ck_qnn.h - the kernel library's int8/uint8 functions (included by byoc_ck.h).
+ *
+ * Quantized tensors are int8 or uint8 (a `*_signed` flag says which; the data pointers are void*),
+ * row-major, NCHW for convolutions. Arithmetic follows byoc's qnn ops bit for bit:
+ *   - conv2d / dense: exact int32 sums of (x - x_zp) * w (weights int8, zero point 0);
+ *   - requantization (byoc's rounding="float32", onnxruntime's): float32(acc + bias) * scale[o],
+ *     the product rounded to float32, then to the nearest integer (ties to even), + output zero
+ *     point, clamped to [out_min, out_max] (the output type's range, narrowed by a fused relu/clip).
+ * Weights are packed once, ahead of the call (at codegen time; ck_q*_pack_weight is the reference
+ * of the layout), with the input zero point folded into the bias:
+ *   bias[o] = conv bias[o] - x_zp * sum_k w[o, k] - requantize input zero point.
+ * The int8 x uint8 products run on AVX512-VNNI (vpdpbusd) where the CPU has it (chosen at run
+ * time), on portable C elsewhere; int8 inputs are offset by 128 into uint8 while packed, which the
+ * folded bias already accounts for. */
+#ifndef BYOC_CK_QNN_H_
+#define BYOC_CK_QNN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Packed weight tiles: CK_QMR output channels x 4 consecutive k per k-step. */
+#define CK_QMR 8
+#define CK_QNR 32
+
+typedef struct {
+  int32_t input_signed, output_signed; /* 1: int8, 0: uint8 */
+  int32_t input_zero_point, output_zero_point;
+  int32_t out_min, out_max;            /* output clamp, within the output type */
+} ck_qparams;
+
+typedef struct {
+  ck_conv2d_params conv; /* geometry (as ck_conv2d) */
+  ck_qparams q;
+} ck_qconv2d_params;
+
+/* Bytes of the packed weight: per group, round_up(out_channels/groups, CK_QMR) * round_up(K, 4)
+ * (K = channels/groups * kernel_h * kernel_w), stored as [M/8][K/4][8][4]: for each tile of 8
+ * output channels and each step of 4 k, 8 x 4 bytes (zeros past the ends). Depthwise convolutions
+ * (one input and one output channel per group) read the weight as it is: 0. */
+size_t ck_qconv2d_packed_weight_bytes(const ck_qconv2d_params *p);
+int32_t ck_qconv2d_pack_weight(const ck_qconv2d_params *p, const int8_t *weight, int8_t *packed);
+size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p);
+/* qnn.conv2d + bias + qnn.requantize (+ relu/clip): out = requant(conv(data, weight) + bias).
+ * weight: packed (or, for depthwise, OIHW as is); bias, scale: one per output channel. */
+int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *weight, const int32_t *bias,
+                   const float *scale, void *out, void *workspace);
+
+typedef struct {
+  int64_t batch, units, depth; /* data [batch, depth], weight [units, depth], out [batch, units] */
+  ck_qparams q;
+} ck_qdense_params;
+
+size_t ck_qdense_packed_weight_bytes(const ck_qdense_params *p);
+int32_t ck_qdense_pack_weight(const ck_qdense_params *p, const int8_t *weight, int8_t *packed);
+size_t ck_qdense_workspace_bytes(const ck_qdense_params *p);
+/* qnn.dense + bias + qnn.requantize (+ relu/clip), the weight packed (as a 1x1 conv's). */
+int32_t ck_qdense(const ck_qdense_params *p, const void *data, const int8_t *packed_weight, const int32_t *bias,
+                  const float *scale, void *out, void *workspace);
+
+/* qnn.add of two same-shape tensors. rounding 0 (float32, onnxruntime's x86 kernel):
+ * round_half_even(fmaf(a, ratio_a, fmaf(b, ratio_b, fixed))); rounding 1 (fixed point):
+ * round_half_even(((a - za) * ma + (b - zb) * mb) / 2**shift) + zo; both saturate. */
+typedef struct {
+  int32_t is_signed, rounding;
+  float ratio_a, ratio_b, fixed;
+  int32_t lhs_zero_point, rhs_zero_point, output_zero_point;
+  int64_t mult_a, mult_b;
+  int32_t shift;
+} ck_qadd_params;
+
+int32_t ck_qadd(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out);
+
+/* qnn.quantize: data viewed as [outer, channels, inner], scale/zero_point[channels] (1 per tensor:
+ * channels = 1): saturate(round_half_even(x / scale) + zero_point), NaN -> 0. */
+int32_t ck_quantize(int64_t outer, int64_t channels, int64_t inner, const float *in, const float *scale,
+                    const int32_t *zero_point, int32_t out_signed, void *out);
+/* qnn.dequantize: float32(x - zero_point) * scale. */
+int32_t ck_dequantize(int64_t outer, int64_t channels, int64_t inner, const void *in, int32_t in_signed,
+                      const float *scale, const int32_t *zero_point, float *out);
+/* relu / clip on int8 or uint8: out = min(max(x, lo), hi). out may alias in. */
+int32_t ck_qclamp(int64_t n, int32_t is_signed, const void *in, void *out, int32_t lo, int32_t hi);
+/* nn.max_pool2d on int8 or uint8 (padding never wins). */
+int32_t ck_qmax_pool2d(const ck_pool2d_params *p, int32_t is_signed, const void *data, void *out);
+
+/* Name of the int8 GEMM kernel in use ("avx512vnni-8x32" or "portable-8x32"); ck_qgemm_use_kernel
+ * forces one (tests, benchmarks; CK_EBADPARAM if unknown or this CPU cannot run it). */
+const char *ck_qgemm_kernel_name(void);
+int32_t ck_qgemm_use_kernel(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BYOC_CK_QNN_H_ */

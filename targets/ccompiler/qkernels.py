@@ -1,0 +1,132 @@
+"""The kernel library's int8/uint8 functions (kernels/ck_qnn.h), described for the codegen.
+
+Mirrors of the C's size formulas and weight layout (ck_qconv.c, ck_qgemm.c), so the codegen packs
+constant weights once, at codegen time, and plans scratch in the region's static workspace; the
+bias folding that lets the kernels sum raw uint8 activations (the zero point and the int8 -> uint8
+offset are compensated through the weights' sums); the C struct initializers.
+tests/test_ccompiler_qnn.py checks every mirror against the C.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+QMR, QNR, QALIGN = 8, 32, 64          # CK_QMR, CK_QNR, CK_QALIGN
+Q_DTYPES = ("int8", "uint8")
+TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
+
+
+def _round_up(x: int, q: int) -> int:
+    return (x + q - 1) // q * q
+
+
+def qparams(in_dtype: str, out_dtype: str, in_zp: int, out_zp: int, out_min: int | None = None,
+            out_max: int | None = None) -> dict[str, int]:
+    lo, hi = TYPE_RANGE[out_dtype]
+    return dict(input_signed=int(in_dtype == "int8"), output_signed=int(out_dtype == "int8"),
+                input_zero_point=int(in_zp), output_zero_point=int(out_zp),
+                out_min=lo if out_min is None else max(lo, int(out_min)),
+                out_max=hi if out_max is None else min(hi, int(out_max)))
+
+
+QPARAM_FIELDS = ("input_signed", "output_signed", "input_zero_point", "output_zero_point", "out_min", "out_max")
+
+
+def _init(fields, values) -> str:
+    return "{" + ", ".join(f".{f} = {int(values[f])}" for f in fields) + "}"
+
+
+def qconv2d_initializer(conv_fields, conv: dict[str, int], q: dict[str, int]) -> str:
+    return f"{{.conv = {_init(conv_fields, conv)}, .q = {_init(QPARAM_FIELDS, q)}}}"
+
+
+def qdense_initializer(batch: int, units: int, depth: int, q: dict[str, int]) -> str:
+    return f"{{.batch = {int(batch)}, .units = {int(units)}, .depth = {int(depth)}, .q = {_init(QPARAM_FIELDS, q)}}}"
+
+
+def is_depthwise(p: dict[str, int]) -> bool:
+    return p["groups"] == p["channels"] == p["out_channels"]
+
+
+def _is_pointwise(p: dict[str, int]) -> bool:
+    return (p["kernel_h"], p["kernel_w"], p["stride_h"], p["stride_w"]) == (1, 1, 1, 1) and \
+        not any(p[k] for k in ("pad_top", "pad_left", "pad_bottom", "pad_right"))
+
+
+def _depth(p: dict[str, int]) -> int:
+    return p["channels"] // p["groups"] * p["kernel_h"] * p["kernel_w"]
+
+
+def _output_hw(p: dict[str, int]) -> tuple[int, int]:
+    span_h = p["height"] + p["pad_top"] + p["pad_bottom"] - p["dilation_h"] * (p["kernel_h"] - 1) - 1
+    span_w = p["width"] + p["pad_left"] + p["pad_right"] - p["dilation_w"] * (p["kernel_w"] - 1) - 1
+    return span_h // p["stride_h"] + 1, span_w // p["stride_w"] + 1
+
+
+def qconv2d_workspace_bytes(p: dict[str, int]) -> int:
+    """ck_qconv2d_workspace_bytes: depthwise, a zero-point-bordered plane and one int32 output row;
+    otherwise one packed B panel and (unless 1x1 stride 1 unpadded) the im2col rows of a group."""
+    oh, ow = _output_hw(p)
+    if is_depthwise(p):
+        plane = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
+        return QALIGN + _round_up(plane, QALIGN) + 4 * ow
+    k = _depth(p)
+    return QALIGN + _round_up(k, 4) * QNR + (0 if _is_pointwise(p) else k * oh * ow)
+
+
+def qdense_workspace_bytes(depth: int) -> int:
+    return QALIGN + _round_up(depth, 4) * QNR
+
+
+def pack_weight(groups: int, weight: np.ndarray) -> np.ndarray:
+    """ck_qconv2d_pack_weight / ck_qdense_pack_weight in numpy: per group, the [og, K] int8 matrix
+    as tiles of QMR rows, each k-step of 4 stored as QMR x 4 bytes (zeros past the ends)."""
+    o = weight.shape[0]
+    og, k = o // groups, weight.size // o
+    m8, k4 = _round_up(og, QMR), _round_up(k, 4)
+    w = np.zeros((groups, m8, k4), np.int8)
+    w[:, :og, :k] = weight.reshape(groups, og, k)
+    # [g, m8/8, 8, k4/4, 4] -> [g, m8/8, k4/4, 8, 4]
+    return np.ascontiguousarray(w.reshape(groups, m8 // QMR, QMR, k4 // 4, 4).transpose(0, 1, 3, 2, 4)).reshape(-1)
+
+
+def fold_bias(weight: np.ndarray, bias: np.ndarray | None, input_zero_point: int, requant_zero_points) -> np.ndarray:
+    """bias[o] - x_zp * sum_k w[o, k] - requantize input zero point[o], wrapped to int32 as the
+    reference's int32 sums wrap: the kernels then add it to sums over raw (uint8-offset) inputs."""
+    o = weight.shape[0]
+    sums = weight.reshape(o, -1).astype(np.int64).sum(axis=1)
+    total = -int(input_zero_point) * sums - np.broadcast_to(np.asarray(requant_zero_points, np.int64), (o,))
+    if bias is not None:
+        total = total + np.broadcast_to(bias.reshape(-1).astype(np.int64), (o,))
+    return total.astype(np.int64).astype(np.int32)
+
+
+def qfunctions(fn) -> dict:
+    """The int8 functions' descriptions, made with kernels._fn (kernels.FUNCTIONS includes them)."""
+    return {f.name: f for f in (
+        fn("ck_qconv2d_packed_weight_bytes", "const ck_qconv2d_params *p", "size of a packed int8 conv weight",
+           "size_t"),
+        fn("ck_qconv2d_pack_weight", "const ck_qconv2d_params *p, const int8_t *weight, int8_t *packed",
+           "int8 conv weight -> tiles of 8 rows x 4 k (pack_weight mirrors it)"),
+        fn("ck_qconv2d_workspace_bytes", "const ck_qconv2d_params *p", "scratch of ck_qconv2d", "size_t"),
+        fn("ck_qconv2d", "const ck_qconv2d_params *p, const void *data, const int8_t *weight, const int32_t *bias, "
+           "const float *scale, void *out, void *workspace", "qnn.conv2d + bias + qnn.requantize"),
+        fn("ck_qdense_packed_weight_bytes", "const ck_qdense_params *p", "size of a packed int8 dense weight",
+           "size_t"),
+        fn("ck_qdense_pack_weight", "const ck_qdense_params *p, const int8_t *weight, int8_t *packed",
+           "int8 dense weight -> tiles of 8 rows x 4 k"),
+        fn("ck_qdense_workspace_bytes", "const ck_qdense_params *p", "scratch of ck_qdense", "size_t"),
+        fn("ck_qdense", "const ck_qdense_params *p, const void *data, const int8_t *packed_weight, "
+           "const int32_t *bias, const float *scale, void *out, void *workspace", "qnn.dense + bias + qnn.requantize"),
+        fn("ck_qadd", "const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out",
+           "qnn.add of same-shape tensors"),
+        fn("ck_quantize", "int64_t outer, int64_t channels, int64_t inner, const float *in, const float *scale, "
+           "const int32_t *zero_point, int32_t out_signed, void *out", "qnn.quantize"),
+        fn("ck_dequantize", "int64_t outer, int64_t channels, int64_t inner, const void *in, int32_t in_signed, "
+           "const float *scale, const int32_t *zero_point, float *out", "qnn.dequantize"),
+        fn("ck_qclamp", "int64_t n, int32_t is_signed, const void *in, void *out, int32_t lo, int32_t hi",
+           "relu / clip on int8 or uint8 (and byte copies)"),
+        fn("ck_qmax_pool2d", "const ck_pool2d_params *p, int32_t is_signed, const void *data, void *out",
+           "nn.max_pool2d on int8 or uint8"),
+        fn("ck_qgemm_kernel_name", "void", "name of the int8 GEMM kernel in use", "const char *"),
+        fn("ck_qgemm_use_kernel", "const char *name", "force an int8 GEMM kernel (tests, benchmarks)"),
+    )}

@@ -1,0 +1,295 @@
+"""ccompiler's int8/uint8 side: which quantized ops and chains it takes, and how each becomes one call.
+
+The quantized models byoc imports (QDQ after transform.QDQToInteger, or QOperator) are chains
+    qnn.conv2d -> add (int32 bias) -> qnn.requantize        (and qnn.dense, and without the bias)
+between uint8/int8 tensors, with qnn.add for residuals, int8 max pooling, a flatten, and
+qnn.quantize / qnn.dequantize at the ends. Each chain is one composite and one kernel call
+(ck_qconv2d / ck_qdense): the weight is packed at codegen time (qkernels.pack_weight), the input zero
+point folded into the bias, the requantize factors passed as one float32 per output channel.
+
+Taken: int8 weights with zero point 0 (what quantize_static writes), uint8 or int8 activations,
+requantize rounding "float32" (what the importers write; "fixed_point" stays on the host), one
+output zero point. Anything else stays on the host with the reason in the why-not table.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from byoc_compiler.vendor import (ByocError, TensorType, add_float32_params, add_multipliers, is_constant, is_op,
+                                  requantize_ratios, wildcard)
+
+from . import kernels, qkernels
+from .c_text import float_literal, int_literal
+
+Q8 = qkernels.Q_DTYPES
+
+# composite name -> the rule (a step of the codegen, not an op) that emits its chain
+COMPOSITES = {
+    "ccompiler.qnn_conv2d_bias_requantize": "qnn_conv2d",
+    "ccompiler.qnn_conv2d_requantize": "qnn_conv2d",
+    "ccompiler.qnn_dense_bias_requantize": "qnn_dense",
+    "ccompiler.qnn_dense_requantize": "qnn_dense",
+}
+
+
+# ---- the op table -------------------------------------------------------------------------------
+
+def _dtype(expr) -> str:
+    return expr.checked_type.dtype
+
+
+def _chain(root):
+    """(producer, bias constant or None, requantize) of a matched chain rooted at the requantize."""
+    inner = root.args[0]
+    if getattr(inner.op, "name", "") == "add":
+        return inner.args[0], inner.args[1], root
+    return inner, None, root
+
+
+def _channel_vector_reason(shape, ndim: int, axis: int) -> str | None:
+    padded = (1,) * (ndim - len(shape)) + tuple(shape)
+    if len(padded) != ndim or any(d != 1 for i, d in enumerate(padded) if i != axis):
+        return f"bias of shape {tuple(shape)} is not one value per output channel"
+    return None
+
+
+def _chain_reason(root) -> str | None:
+    producer, bias, rq = _chain(root)
+    data, weight = producer.args
+    a = producer.attrs
+    ndim = producer.checked_type.ndim
+    axis = 1 if producer.op.name == "qnn.conv2d" else ndim - 1
+    if _dtype(data) not in Q8 or _dtype(weight) not in Q8:
+        return f"data {_dtype(data)} x weight {_dtype(weight)}: the int8 kernels take uint8/int8 x int8"
+    if _dtype(weight) == "uint8" and int(np.asarray(weight.data).max(initial=0)) > 127:
+        # (the global average pool the importer writes sums with a uint8 kernel of ones: taken as int8)
+        return "uint8 weight values above 127 (the kernels multiply by int8)"
+    if any(int(z) != 0 for z in a["kernel_zero_point"]):
+        return "weight zero point is not 0"
+    if ndim == 0 or ndim > kernels.MAX_RANK:
+        return f"rank {ndim}"
+    r = rq.attrs
+    if r["rounding"] != "float32":
+        return f"requantize rounding {r['rounding']!r} (the kernels round the float32 way)"
+    if r["out_dtype"] not in Q8:
+        return f"requantize to {r['out_dtype']}"
+    if len(set(int(z) for z in r["output_zero_point"])) != 1:
+        return "per-channel output zero points"
+    per_channel = any(len(r[n]) > 1 for n in ("input_scale", "input_zero_point", "output_scale"))
+    if per_channel and int(r["axis"]) % ndim != axis:
+        return f"requantize along axis {r['axis']}, not the output channels"
+    if bias is not None:
+        if _dtype(bias) != "int32":
+            return f"bias of dtype {_dtype(bias)}"
+        return _channel_vector_reason(bias.checked_type.shape, ndim, axis)
+    return None
+
+
+def _same_shape_q8(call) -> str | None:
+    types = [a.checked_type for a in call.args] + [call.checked_type]
+    if any(t.dtype not in Q8 for t in types):
+        return "not int8/uint8"
+    if len({tuple(t.shape) for t in types}) != 1:
+        return "operands of different shapes (no broadcasting in the int8 kernel)"
+    if call.attrs.get("rounding", "float32") == "fixed_point":
+        (ma, mb), shift = add_multipliers(call.attrs)
+        if not 1 <= shift <= 62:
+            return "rescale shift out of range"
+    return None
+
+
+def _q8_in(call) -> str | None:
+    return None if _dtype(call.args[0]) in Q8 else f"input {_dtype(call.args[0])} is not int8/uint8"
+
+
+def _q8_out(call) -> str | None:
+    if _dtype(call.args[0]) != "float32" or call.attrs["out_dtype"] not in Q8:
+        return "float32 -> int8/uint8 only"
+    return None
+
+
+def _with_q8(float_predicate, q8_predicate=None):
+    """float32 calls: the target's float predicate; int8/uint8 ones: q8_predicate (or accepted)."""
+    def predicate(call):
+        if all(_dtype(e) in Q8 for e in (*call.args, call)):
+            return q8_predicate(call) if q8_predicate else None
+        return float_predicate(call) if float_predicate else None
+    return predicate
+
+
+def declare(target) -> None:
+    """Add the int8 ops and chains to ccompiler's table (after the float declarations)."""
+    def chain(producer, with_bias):
+        core = is_op(producer)(wildcard(), is_constant())
+        if with_bias:
+            core = is_op("add")(core, is_constant())
+        return is_op("qnn.requantize")(core)
+
+    target.pattern("qnn_conv2d_bias_requantize", chain("qnn.conv2d", True), check=_chain_reason)
+    target.pattern("qnn_conv2d_requantize", chain("qnn.conv2d", False), check=_chain_reason)
+    target.pattern("qnn_dense_bias_requantize", chain("qnn.dense", True), check=_chain_reason)
+    target.pattern("qnn_dense_requantize", chain("qnn.dense", False), check=_chain_reason)
+    target.supports("qnn.add", predicate=_same_shape_q8)
+    target.supports("qnn.quantize", predicate=_q8_out)
+    target.supports("qnn.dequantize", predicate=_q8_in)
+    for op in ("nn.max_pool2d", "reshape", "nn.batch_flatten"):
+        target.supports(op, predicate=_with_q8(target.ops.get(op)))
+
+
+# ---- lowering a chain composite into one step ------------------------------------------------------
+
+def lower_composite(lowering, call, name: str, func, args) -> list:
+    """The chain of composite `name` as one qnn_conv2d / qnn_dense step of `lowering`."""
+    by_param = {id(p): a for p, a in zip(func.params, args)}
+    producer, bias, rq = _chain(func.body)
+    data = by_param[id(producer.args[0])][0]
+    weight = by_param[id(producer.args[1])][0]
+    bias_value = by_param[id(bias)][0] if bias is not None else None
+    if weight.buffer.kind != "const" or (bias_value is not None and bias_value.buffer.kind != "const"):
+        raise ByocError(f"{name}: weight and bias must be constants")
+    w = np.asarray(weight.buffer.data).astype(np.int8)      # uint8 weights are <= 127 (_chain_reason)
+    a, r = dict(producer.attrs), dict(rq.attrs)
+    out_type = call.checked_type
+    units = int(w.shape[0])
+    ratios = np.broadcast_to(np.asarray(requantize_ratios(rq.attrs), np.float32), (units,))
+    q = qkernels.qparams(data.type.dtype, out_type.dtype, a["input_zero_point"], r["output_zero_point"][0])
+    if producer.op.name == "qnn.conv2d":
+        conv = kernels.conv2d_params(data.type.shape, w.shape, a["strides"], a["padding"], a["dilation"], a["groups"])
+        depthwise = qkernels.is_depthwise(conv)
+        groups = conv["groups"]
+        attrs = {"conv": conv, "q": q}
+    else:
+        depthwise, groups = False, 1
+        attrs = {"batch": data.type.size // int(data.type.shape[-1]), "units": units, "depth": int(w.shape[1]),
+                 "q": q}
+    # the GEMM sums uint8 (int8 inputs offset by 128); the depthwise kernel sums the raw values
+    offset = 128 if data.type.dtype == "int8" and not depthwise else 0
+    folded = qkernels.fold_bias(w, None if bias_value is None else np.asarray(bias_value.buffer.data),
+                                int(a["input_zero_point"]) + offset,
+                                np.broadcast_to(np.asarray(r["input_zero_point"], np.int64), (units,)))
+    shape = "x".join(str(d) for d in w.shape)
+    if depthwise and weight.type.dtype == "int8":
+        packed = weight
+    elif depthwise:
+        packed = lowering.derived_constant(w, f"{producer.op.name} weight {shape} as int8")
+    else:
+        packed = lowering.derived_constant(qkernels.pack_weight(groups, w),
+                                           f"{producer.op.name} weight {shape} packed for ck_q kernels")
+    ins = [data, packed,
+           lowering.derived_constant(folded, f"bias of the {shape} weight, input zero point folded in"),
+           lowering.derived_constant(np.ascontiguousarray(ratios), "requantize factors per output channel")]
+    out_types = [TensorType(tuple(out_type.shape), out_type.dtype)]
+    title = f"{name} [{producer.op.name}{' + add' if bias is not None else ''} + qnn.requantize]"
+    return lowering.op(COMPOSITES[name], attrs, ins, out_types, title)
+
+
+# ---- rules ---------------------------------------------------------------------------------------
+
+def _qconv2d(step):
+    init = qkernels.qconv2d_initializer(kernels.CONV2D_PARAM_FIELDS, step.attrs["conv"], step.attrs["q"])
+    data, weight, bias, scale = step.ins
+    return ([f"static const ck_qconv2d_params params = {init};"],
+            f"ck_qconv2d(&params, {data.ptr}, {weight.ptr}, {bias.ptr}, {scale.ptr}, {step.outs[0].ptr}, "
+            f"{step.scratch_ptr})")
+
+
+def _qdense(step):
+    a = step.attrs
+    init = qkernels.qdense_initializer(a["batch"], a["units"], a["depth"], a["q"])
+    data, weight, bias, scale = step.ins
+    return ([f"static const ck_qdense_params params = {init};"],
+            f"ck_qdense(&params, {data.ptr}, {weight.ptr}, {bias.ptr}, {scale.ptr}, {step.outs[0].ptr}, "
+            f"{step.scratch_ptr})")
+
+
+def _split(shape, axis: int, n: int) -> tuple[int, int, int]:
+    """(outer, channels, inner) around `axis` for per-channel values, (1, 1, size) per tensor."""
+    size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if n == 1:
+        return 1, 1, size
+    axis %= len(shape)
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    return outer, int(shape[axis]), int(np.prod(shape[axis + 1:], dtype=np.int64))
+
+
+def _scale_decls(scales, zero_points, n: int) -> list[str]:
+    s = np.broadcast_to(np.asarray(scales, np.float32), (n,))
+    z = np.broadcast_to(np.asarray(zero_points, np.int64), (n,))
+    return [f"static const float scale[{n}] = {{{', '.join(float_literal(v) for v in s)}}};",
+            f"static const int32_t zero_point[{n}] = {{{', '.join(str(int(v)) for v in z)}}};"]
+
+
+def _quantize(step):
+    a = step.attrs
+    n = max(len(a["scale"]), len(a["zero_point"]))
+    outer, channels, inner = _split(step.ins[0].type.shape, int(a["axis"]), n)
+    signed = int(step.outs[0].type.dtype == "int8")
+    return (_scale_decls(a["scale"], a["zero_point"], channels),
+            f"ck_quantize({int_literal(outer)}, {channels}, {int_literal(inner)}, {step.ins[0].ptr}, scale, "
+            f"zero_point, {signed}, {step.outs[0].ptr})")
+
+
+def _dequantize(step):
+    a = step.attrs
+    n = max(len(a["scale"]), len(a["zero_point"]))
+    outer, channels, inner = _split(step.ins[0].type.shape, int(a["axis"]), n)
+    signed = int(step.ins[0].type.dtype == "int8")
+    return (_scale_decls(a["scale"], a["zero_point"], channels),
+            f"ck_dequantize({int_literal(outer)}, {channels}, {int_literal(inner)}, {step.ins[0].ptr}, {signed}, "
+            f"scale, zero_point, {step.outs[0].ptr})")
+
+
+def _qadd(step):
+    a = step.attrs
+    ra, rb, fixed = add_float32_params(SimpleNamespace(**a))
+    (ma, mb), shift = add_multipliers(SimpleNamespace(**a))
+    init = (f"{{.is_signed = {int(step.outs[0].type.dtype == 'int8')}, "
+            f".rounding = {0 if a.get('rounding', 'float32') == 'float32' else 1}, "
+            f".ratio_a = {float_literal(ra)}, .ratio_b = {float_literal(rb)}, .fixed = {float_literal(fixed)}, "
+            f".lhs_zero_point = {int(a['lhs_zero_point'])}, .rhs_zero_point = {int(a['rhs_zero_point'])}, "
+            f".output_zero_point = {int(a['output_zero_point'])}, .mult_a = {int_literal(ma)}, "
+            f".mult_b = {int_literal(mb)}, .shift = {int(shift)}}}")
+    lhs, rhs = step.ins
+    return ([f"static const ck_qadd_params params = {init};"],
+            f"ck_qadd(&params, {int_literal(step.outs[0].type.size)}, {lhs.ptr}, {rhs.ptr}, {step.outs[0].ptr})")
+
+
+def _qmax_pool2d(step):
+    a = step.attrs
+    values = kernels.pool2d_params(step.ins[0].type.shape, a["pool_size"], a["strides"], a["padding"],
+                                   a["dilation"], a["ceil_mode"], False)
+    init = kernels.c_struct_initializer(kernels.POOL2D_PARAM_FIELDS, values)
+    signed = int(step.ins[0].type.dtype == "int8")
+    return ([f"static const ck_pool2d_params params = {init};"],
+            f"ck_qmax_pool2d(&params, {signed}, {step.ins[0].ptr}, {step.outs[0].ptr})")
+
+
+def _qcopy(step):
+    signed = step.outs[0].type.dtype == "int8"
+    lo, hi = qkernels.TYPE_RANGE[step.outs[0].type.dtype]
+    return [], (f"ck_qclamp({int_literal(step.outs[0].type.size)}, {int(signed)}, {step.ins[0].ptr}, "
+                f"{step.outs[0].ptr}, {lo}, {hi})")
+
+
+def rules(Rule, float_rules: dict) -> dict:
+    """RULES entries of the int8 side; ops that exist in float too dispatch on the dtype."""
+    def by_dtype(op, q_emit):
+        base = float_rules[op]
+
+        def emit(step):
+            return (q_emit if step.outs[0].type.dtype in Q8 else base.emit)(step)
+        return Rule(emit, base.scratch, base.scratch_query, base.inplace)
+
+    return {
+        "qnn_conv2d": Rule(_qconv2d, lambda step: qkernels.qconv2d_workspace_bytes(step.attrs["conv"]),
+                           lambda step: "ck_qconv2d_workspace_bytes(&params)"),
+        "qnn_dense": Rule(_qdense, lambda step: qkernels.qdense_workspace_bytes(step.attrs["depth"]),
+                          lambda step: "ck_qdense_workspace_bytes(&params)"),
+        "qnn.quantize": Rule(_quantize),
+        "qnn.dequantize": Rule(_dequantize),
+        "qnn.add": Rule(_qadd),
+        "nn.max_pool2d": by_dtype("nn.max_pool2d", _qmax_pool2d),
+        "copy": by_dtype("copy", _qcopy),
+    }
