@@ -1,0 +1,297 @@
+"""ccompiler's int8 side (targets/ccompiler/rules_qnn.py, kernels/ck_q*.c) against independent results.
+
+- The kernel library through ctypes: the codegen's numpy mirrors (packed weight layout, scratch sizes)
+  equal the C's; ck_qconv2d / ck_qdense with every int8 GEMM kernel this CPU runs (AVX512-VNNI and the
+  portable one) equal a numpy computation written here (int64 sums, float32 requantization).
+- Small quantized graphs built for ccompiler (every op in a ccompiler region) equal byoc's integer
+  reference exactly: conv2d geometries (1x1, padded, strided, grouped, depthwise, int8 data),
+  dense, qnn.add, int8 max pool, quantize/dequantize per channel.
+- The tiny quantized zoo models (onnxruntime.quantization, QDQ and QOperator) wholly in ccompiler
+  regions: equal to the reference, and >= 99.9% equal / at most 1 LSB from onnxruntime. One case by
+  default; every format, toolchain and executor behind the `int8` marker (docs/matrix.md).
+"""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+
+import numpy as np
+import pytest
+
+import needs
+
+import byoc_compiler as byoc
+from byoc_compiler.ir import Constant, Function, IRModule, Var
+from byoc_compiler.ir.types import TensorType
+from byoc_compiler.op.registry import make_call
+from byoc_compiler.testing.reference import run_reference
+from byoc_compiler.transform import InferType
+
+from targets.ccompiler import kernels as K
+from targets.ccompiler import qkernels as Q
+
+RNG = np.random.default_rng(2026)
+
+
+# ---- the kernel library through ctypes --------------------------------------------------------------
+
+class ConvParams(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int64) for name in K.CONV2D_PARAM_FIELDS]
+
+
+class QParams(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int32) for name in Q.QPARAM_FIELDS]
+
+
+class QConvParams(ctypes.Structure):
+    _fields_ = [("conv", ConvParams), ("q", QParams)]
+
+
+class QDenseParams(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_int64), ("units", ctypes.c_int64), ("depth", ctypes.c_int64), ("q", QParams)]
+
+
+@pytest.fixture(scope="module", params=["gcc-O3", "clang-O0"])
+def ck(request, tmp_path_factory):
+    cc, opt = request.param.split("-")
+    needs.programs(cc)
+    out = tmp_path_factory.mktemp("ckq") / f"libck-{request.param}.so"
+    cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-{opt}", "-I", str(K.INCLUDE_DIR),
+           *map(str, K.SOURCES), "-o", str(out), *K.LDFLAGS]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lib = ctypes.CDLL(str(out))
+    lib.ck_qgemm_kernel_name.restype = ctypes.c_char_p
+    for name in ("ck_qconv2d_workspace_bytes", "ck_qconv2d_packed_weight_bytes", "ck_qdense_workspace_bytes"):
+        getattr(lib, name).restype = ctypes.c_size_t
+    return lib
+
+
+def _kernels(lib) -> list[str]:
+    return [k for k in ("avx512vnni-8x32", "portable-8x32") if lib.ck_qgemm_use_kernel(k.encode()) == 0]
+
+
+def _ptr(a):
+    return a.ctypes.data_as(ctypes.c_void_p)
+
+
+def _requant(acc: np.ndarray, scale: np.ndarray, q: dict, axis: int) -> np.ndarray:
+    """float32(acc) * scale rounded to float32, ties to even, + zero point, clamped (written out here)."""
+    shape = [1] * acc.ndim
+    shape[axis] = -1
+    p = acc.astype(np.float32) * scale.astype(np.float32).reshape(shape)
+    v = np.rint(p.astype(np.float64)) + q["output_zero_point"]
+    return np.clip(v, q["out_min"], q["out_max"])
+
+
+def _conv_int64(x, w, p):
+    """Direct int64 convolution (x already minus its zero point), NCHW/OIHW, groups."""
+    n, c, h, wd = x.shape
+    o = w.shape[0]
+    oh, ow = Q._output_hw(p)
+    xp = np.zeros((n, c, h + p["pad_top"] + p["pad_bottom"], wd + p["pad_left"] + p["pad_right"]), np.int64)
+    xp[:, :, p["pad_top"]:p["pad_top"] + h, p["pad_left"]:p["pad_left"] + wd] = x
+    cg, og = c // p["groups"], o // p["groups"]
+    out = np.zeros((n, o, oh, ow), np.int64)
+    for i in range(p["kernel_h"]):
+        for j in range(p["kernel_w"]):
+            rows = xp[:, :, i * p["dilation_h"]::p["stride_h"], j * p["dilation_w"]::p["stride_w"]][:, :, :oh, :ow]
+            for g in range(p["groups"]):
+                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", rows[:, g * cg:(g + 1) * cg],
+                                                         w[g * og:(g + 1) * og, :, i, j].astype(np.int64))
+    return out
+
+
+# (id, data shape, weight shape, strides, padding, groups, input dtype)
+CONVS = [
+    ("1x1", (1, 16, 5, 7), (24, 16, 1, 1), (1, 1), (0, 0, 0, 0), 1, "uint8"),
+    ("3x3-pad-odd-sizes", (2, 5, 9, 11), (13, 5, 3, 3), (1, 1), (1, 1, 1, 1), 1, "uint8"),
+    ("3x3-stride2-int8", (1, 8, 10, 10), (16, 8, 3, 3), (2, 2), (1, 0, 1, 1), 1, "int8"),
+    ("1x1-stride2-k-tail", (1, 6, 8, 8), (9, 6, 1, 1), (2, 2), (0, 0, 0, 0), 1, "uint8"),
+    ("grouped", (1, 8, 6, 6), (12, 4, 3, 3), (1, 1), (1, 1, 1, 1), 2, "int8"),
+    ("depthwise-3x3", (1, 6, 9, 9), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1), 6, "uint8"),
+    ("depthwise-stride2-int8", (1, 5, 8, 8), (5, 1, 3, 3), (2, 2), (1, 1, 1, 1), 5, "int8"),
+    ("depthwise-7x7-plane", (1, 4, 7, 7), (4, 1, 7, 7), (1, 1), (0, 0, 0, 0), 4, "uint8"),
+    ("7x7-stride2-wide", (1, 3, 40, 40), (8, 3, 7, 7), (2, 2), (3, 3, 3, 3), 1, "uint8"),
+]
+
+
+def _draw(shape, dtype):
+    lo, hi = Q.TYPE_RANGE[dtype]
+    return RNG.integers(lo, hi + 1, size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("case", CONVS, ids=[c[0] for c in CONVS])
+def test_qconv2d_kernels_equal_numpy(ck, case):
+    _, dshape, wshape, strides, padding, groups, in_dtype = case
+    x, w = _draw(dshape, in_dtype), _draw(wshape, "int8")
+    bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
+    scale = RNG.uniform(1e-4, 2e-3, size=wshape[0]).astype(np.float32)
+    xz = int(_draw((), in_dtype))
+    p = K.conv2d_params(dshape, wshape, strides, padding, (1, 1), groups)
+    q = Q.qparams(in_dtype, "uint8", xz, 77, out_min=10)
+    params = QConvParams(ConvParams(**p), QParams(**q))
+    depthwise = Q.is_depthwise(p)
+    assert ck.ck_qconv2d_packed_weight_bytes(ctypes.byref(params)) == (0 if depthwise else Q.pack_weight(groups, w).size)
+    assert ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)) == Q.qconv2d_workspace_bytes(p)
+    if depthwise:
+        weight = w
+    else:
+        weight = np.zeros(Q.pack_weight(groups, w).size, np.int8)
+        assert ck.ck_qconv2d_pack_weight(ctypes.byref(params), _ptr(w), _ptr(weight)) == 0
+        np.testing.assert_array_equal(weight, Q.pack_weight(groups, w))
+    offset = 128 if in_dtype == "int8" and not depthwise else 0
+    folded = Q.fold_bias(w, bias, xz + offset, np.zeros(wshape[0], np.int64))
+    want = _requant(_conv_int64(x.astype(np.int64) - xz, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
+    ws = np.zeros(Q.qconv2d_workspace_bytes(p) + 1, np.uint8)[1:]       # one byte off alignment
+    for kernel in _kernels(ck):
+        assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
+        out = np.zeros(want.shape, np.uint8)
+        assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(weight), _ptr(folded), _ptr(scale), _ptr(out),
+                             _ptr(ws)) == 0
+        np.testing.assert_array_equal(out, want, err_msg=kernel)
+
+
+@pytest.mark.parametrize("batch,units,depth", [(1, 10, 37), (3, 17, 64), (40, 9, 5)])
+def test_qdense_kernels_equal_numpy(ck, batch, units, depth):
+    x, w = _draw((batch, depth), "uint8"), _draw((units, depth), "int8")
+    bias = RNG.integers(-3000, 3000, size=units).astype(np.int32)
+    scale = RNG.uniform(1e-4, 1e-3, size=units).astype(np.float32)
+    q = Q.qparams("uint8", "int8", 131, -5)
+    params = QDenseParams(batch, units, depth, QParams(**q))
+    packed = np.zeros(Q.pack_weight(1, w).size, np.int8)
+    assert ck.ck_qdense_pack_weight(ctypes.byref(params), _ptr(w), _ptr(packed)) == 0
+    np.testing.assert_array_equal(packed, Q.pack_weight(1, w))
+    assert ck.ck_qdense_workspace_bytes(ctypes.byref(params)) == Q.qdense_workspace_bytes(depth)
+    folded = Q.fold_bias(w, bias, 131, np.zeros(units, np.int64))
+    want = _requant((x.astype(np.int64) - 131) @ w.T.astype(np.int64) + bias, scale, q, 1)
+    ws = np.zeros(Q.qdense_workspace_bytes(depth), np.uint8)
+    for kernel in _kernels(ck):
+        assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
+        out = np.zeros((batch, units), np.int8)
+        assert ck.ck_qdense(ctypes.byref(params), _ptr(x), _ptr(packed), _ptr(folded), _ptr(scale), _ptr(out),
+                            _ptr(ws)) == 0
+        np.testing.assert_array_equal(out, want, err_msg=kernel)
+
+
+def test_bad_parameters_are_refused(ck):
+    params = QConvParams(ConvParams(**K.conv2d_params((1, 4, 4, 4), (4, 4, 1, 1), (1, 1), (0,) * 4, (1, 1), 1)),
+                         QParams(**Q.qparams("uint8", "uint8", 0, 0)))
+    params.q.out_max = 300                         # outside uint8
+    buf = np.zeros(4096, np.uint8)
+    assert ck.ck_qconv2d(ctypes.byref(params), _ptr(buf), _ptr(buf), _ptr(buf), _ptr(buf), _ptr(buf), _ptr(buf)) != 0
+    assert ck.ck_qgemm_use_kernel(b"no-such-kernel") != 0
+
+
+# ---- small quantized graphs through the codegen ----------------------------------------------------
+
+def _var(name, shape, dtype):
+    return Var(name, TensorType(shape, dtype))
+
+
+def _chain(x, wshape, in_zp, out_dtype="uint8", bias=True, **conv):
+    """qnn.conv2d (+ bias) + requantize with per-channel scales, on `x`."""
+    w = Constant(_draw(wshape, "int8"))
+    acc = make_call("qnn.conv2d", x, w, input_zero_point=in_zp, kernel_zero_point=[0] * wshape[0], **conv)
+    if bias:
+        acc = make_call("add", acc, Constant(RNG.integers(-2000, 2000, size=(wshape[0], 1, 1)).astype(np.int32)))
+    return make_call("qnn.requantize", acc, input_scale=[float(s) for s in RNG.uniform(1e-4, 3e-4, wshape[0])],
+                     output_scale=[0.02], output_zero_point=[7 if out_dtype == "uint8" else -3], out_dtype=out_dtype)
+
+
+def _cnn():
+    data = _var("data", (1, 3, 12, 12), "float32")
+    x = make_call("qnn.quantize", data, scale=[0.03], zero_point=[120], out_dtype="uint8")
+    a = _chain(x, (8, 3, 3, 3), 120, strides=(2, 2), padding=(1, 1, 1, 1))
+    b = _chain(a, (8, 1, 3, 3), 7, padding=(1, 1, 1, 1), groups=8)
+    c = make_call("qnn.add", a, b, lhs_scale=[0.02], lhs_zero_point=7, rhs_scale=[0.02], rhs_zero_point=7,
+                  output_scale=[0.03], output_zero_point=5)
+    d = make_call("nn.max_pool2d", c, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1))
+    e = _chain(d, (4, 8, 1, 1), 5, bias=False)
+    return Function([data], make_call("qnn.dequantize", e, scale=[0.02], zero_point=[7]))
+
+
+def _int8_dense():
+    data = _var("data", (2, 5, 40), "float32")
+    x = make_call("qnn.quantize", data, scale=[0.01, 0.02, 0.03, 0.04, 0.05], zero_point=[0, 1, -2, 3, 0], axis=1,
+                  out_dtype="int8")
+    acc = make_call("qnn.dense", make_call("reshape", x, newshape=(10, 40)), Constant(_draw((6, 40), "int8")),
+                    input_zero_point=-2, kernel_zero_point=[0] * 6)
+    acc = make_call("add", acc, Constant(RNG.integers(-500, 500, size=(6,)).astype(np.int32)))
+    y = make_call("qnn.requantize", acc, input_scale=[3e-4], output_scale=[0.05], output_zero_point=[2],
+                  out_dtype="int8")
+    z = make_call("qnn.add", y, y, lhs_scale=[0.05], lhs_zero_point=2, rhs_scale=[0.05], rhs_zero_point=2,
+                  output_scale=[0.07], output_zero_point=-1, rounding="fixed_point")
+    return Function([data], make_call("qnn.dequantize", z, scale=[0.07], zero_point=[-1]))
+
+
+GRAPHS = [("cnn-uint8", _cnn, (1, 3, 12, 12)), ("dense-int8", _int8_dense, (2, 5, 40))]
+
+
+@pytest.mark.parametrize("name,make,shape", GRAPHS, ids=[g[0] for g in GRAPHS])
+@pytest.mark.parametrize("toolchain,executor", [("gcc", "graph"), ("clang", "aot")])
+def test_small_graphs_equal_reference(name, make, shape, toolchain, executor):
+    mod = InferType()(IRModule({"main": make()}))
+    part = byoc.partition_for("ccompiler", mod)
+    summary = byoc.partition.summarize(part)
+    assert summary.host_op_count == 0, summary.table()
+    x = RNG.standard_normal(shape).astype(np.float32) * 2
+    want = run_reference(mod, {"data": x})[0]
+    (got,) = byoc.build(part, toolchain=toolchain, executor=executor).run_runner([x])
+    np.testing.assert_array_equal(got, want)
+
+
+# ---- the tiny quantized zoo models, wholly in ccompiler --------------------------------------------
+
+def _onnxruntime(path, name, x):
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]).run(None, {name: x})[0]
+
+
+def _lsb(path) -> float:
+    """One output step: the scale of the last DequantizeLinear (the model's float output)."""
+    import onnx
+    model = onnx.load(str(path))
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    node = [n for n in model.graph.node if n.op_type == "DequantizeLinear"][-1]
+    return float(inits[node.input[1]].reshape(-1)[0])
+
+
+def _check_quantized_model(name, fmt, per_channel, toolchain, executor, directory):
+    from byoc_compiler.frontend import from_onnx
+    from byoc_compiler.testing.quantize import quantized_zoo_model, sample_input
+    path = quantized_zoo_model(name, fmt, per_channel, directory)
+    inp, x = sample_input(path)
+    mod = from_onnx(str(path))
+    part = byoc.partition_for("ccompiler", mod)
+    summary = byoc.partition.summarize(part)
+    assert summary.host_op_count == 0, summary.table()
+    (got,) = byoc.build(part, toolchain=toolchain, executor=executor).run_runner([x])
+    np.testing.assert_array_equal(got, run_reference(mod, {inp: x})[0])
+    peer = _onnxruntime(path, inp, x)
+    assert np.mean(got == peer) >= 0.999
+    assert np.abs(got.astype(np.float64) - peer).max() <= _lsb(path) * 1.0001
+
+
+TINY_CASES = [pytest.param("resnet50_tiny", "qdq", True, "gcc", "graph", id="resnet50_tiny-qdq-per_channel-gcc-graph")]
+TINY_CASES += [pytest.param(n, f, pc, tc, ex, marks=pytest.mark.int8,
+                            id=f"{n}-{f}-{'per_channel' if pc else 'per_tensor'}-{tc}-{ex}")
+               for n in ("resnet50_tiny", "mobilenetv2_tiny") for f in ("qdq", "qop") for pc in (True, False)
+               for tc, ex in (("gcc", "graph"), ("clang", "aot"))
+               if (n, f, pc, tc, ex) != ("resnet50_tiny", "qdq", True, "gcc", "graph")]
+
+
+@pytest.mark.parametrize("name,fmt,per_channel,toolchain,executor", TINY_CASES)
+def test_tiny_quantized_models_in_ccompiler(name, fmt, per_channel, toolchain, executor, tmp_path):
+    _check_quantized_model(name, fmt, per_channel, toolchain, executor, tmp_path)
+
+
+@pytest.mark.int8
+@pytest.mark.realsize
+@pytest.mark.parametrize("name", ["resnet50", "mobilenetv2"])
+@pytest.mark.parametrize("toolchain,executor", [("gcc", "graph"), ("gcc", "aot"), ("clang", "graph"),
+                                                ("clang", "aot")])
+def test_realsize_quantized_models_in_ccompiler(name, toolchain, executor, tmp_path_factory):
+    _check_quantized_model(name, "qdq", True, toolchain, executor, tmp_path_factory.getbasetemp() / "int8-models")
