@@ -1,6 +1,7 @@
 """The narrow and wide dtypes (int8, int16, uint8, uint16, float16, float64) through the whole stack:
-the cast rule against explicit per-element Python, the text format, the params blob, graph.json,
-.npy in both byte orders through the runner (both executors), ONNX import and its messages."""
+the cast rule against explicit per-element Python, casts in the runner's C against numpy, ONNX import
+and its messages. The round trips (text format, params, graph.json, .npy in both byte orders, both
+executors, big-endian) are the table of tests/test_dtype_round_trips.py."""
 from __future__ import annotations
 
 import json
@@ -14,12 +15,9 @@ from onnx import TensorProto, helper
 from byoc_compiler import op
 from byoc_compiler.backend.build import build
 from byoc_compiler.frontend import from_onnx
-from byoc_compiler.ir import Constant, Function, IRModule, Tuple, Var, astext, structural_equal
-from byoc_compiler.text import parse
+from byoc_compiler.ir import Constant, Function, IRModule, Tuple, Var
 from byoc_compiler.ir.types import TensorType
 from byoc_compiler.op.cast_rule import cast_array
-from byoc_compiler.runtime import load_params
-from byoc_compiler.runtime.params import save_params
 from byoc_compiler.testing.reference import run_reference
 
 NEW = ("int8", "int16", "uint8", "uint16", "float16", "float64")
@@ -91,39 +89,7 @@ def test_float16_rounds_half_to_even_from_the_exact_value():
     assert got == [1.0, 1 + 2 * 2.0 ** -10, 1 + 2.0 ** -10, 65504.0, math.inf]
 
 
-# ---- text format, params, graph.json ----------------------------------------------------------------
-
-@pytest.mark.parametrize("dtype", NEW)
-@pytest.mark.parametrize("size", [4, 40], ids=["inline", "metadata"])
-def test_text_format_round_trip(dtype, size):
-    x = Var("x", TensorType((size,), dtype))
-    c = Constant(sample(dtype, (size,), seed=size))
-    mod = IRModule.from_expr(Function([x], op.concatenate([x, c], axis=0)))
-    text = astext(mod)
-    if size == 4 and dtype not in ("float32", "int32"):
-        assert {"int8": "i8", "int16": "i16", "uint8": "u8", "uint16": "u16", "float16": "f16",
-                "float64": "f64"}[dtype] in text
-    back = parse(text)
-    assert structural_equal(back, mod)
-    (got,) = [e for e in _constants(back)]
-    assert got.data.dtype == np.dtype(dtype)
-    assert got.data.tobytes() == c.data.tobytes()   # bit-exact, -0.0 and denormals included
-    assert astext(back) == text
-
-
-def _constants(mod):
-    from byoc_compiler.ir import post_order
-    return [e for e in post_order(mod["main"].body) if isinstance(e, Constant)]
-
-
-@pytest.mark.parametrize("dtype", NEW)
-def test_params_blob_round_trip(dtype):
-    arr = sample(dtype, (3, 5), seed=3)
-    back = load_params(save_params({"p": arr, "q": arr.astype(arr.dtype.newbyteorder(">"))}))
-    for name in ("p", "q"):
-        assert back[name].dtype == np.dtype(dtype)
-        assert back[name].tobytes() == arr.tobytes()
-
+# ---- text format, params, graph.json, .npy: tests/test_dtype_round_trips.py (dtype x path table) ------
 
 # ---- the runner: .npy in both byte orders, graph.json, both executors --------------------------------
 
@@ -136,8 +102,8 @@ def _model(dtype: str):
     return IRModule.from_expr(Function([x, y], body)), c.data
 
 
-@pytest.mark.parametrize("executor", ["graph", "aot"])
-@pytest.mark.parametrize("dtype", NEW)
+# One executor per dtype, alternating: the round-trip table builds both for every dtype.
+@pytest.mark.parametrize("dtype,executor", [(d, ("graph", "aot")[i % 2]) for i, d in enumerate(NEW)])
 def test_runner_reads_both_byte_orders_and_writes_the_dtype(dtype, executor):
     mod, c = _model(dtype)
     x, y = sample(dtype, (2, 3), seed=1), sample(dtype, (1, 3), seed=2)

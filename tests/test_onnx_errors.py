@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from byoc_compiler.errors import ByocError
 from byoc_compiler.frontend import from_onnx
@@ -217,8 +217,53 @@ def test_unsupported_initializer_dtype_names_the_tensor():
     w = helper.make_tensor("w32", TensorProto.UINT32, [2], [1, 2])
     model = _raw_model([node("Relu", ["w32"], ["r"]), node("Add", ["x", "r"], ["y"])],
                        [_vi("x", [2], TensorProto.UINT32)], [_vi("y", [2], TensorProto.UINT32)], inits=[w])
-    with pytest.raises(OnnxImportError, match=r"initializer 'w32' has dtype uint32, which byoc does not support"):
+    with pytest.raises(OnnxImportError, match=r"initializer 'w32' has element type UINT32, which byoc does not "
+                                              r"support"):
         from_onnx(model, dtype={"x": "int32"})
+
+
+# An element type byoc lacks, wherever it appears in a model: one sentence naming the tensor, its type and
+# the supported dtypes (the list docs/dtypes.md gives).
+SUPPORTED = "(supported: float32, float16, float64, int8, int16, int32, int64, uint8, uint16, bool)"
+UNSUPPORTED = {
+    "COMPLEX64": np.array([1 + 2j, -3j], np.complex64),
+    "COMPLEX128": np.array([1 + 2j, -3j], np.complex128),
+    "BFLOAT16": None,        # numpy has no bfloat16: the initializer is built by onnx.helper
+    "STRING": np.array([b"a", b"bc"], object),
+    "UINT32": np.array([1, 2], np.uint32),
+    "UINT64": np.array([1, 2], np.uint64),
+}
+
+
+def _unsupported_initializer(elem: str, name: str):
+    value = UNSUPPORTED[elem]
+    if value is None:
+        return helper.make_tensor(name, getattr(TensorProto, elem), [2], [1.0, 2.0])
+    return numpy_helper.from_array(value, name)
+
+
+def _unsupported_model(elem: str, where: str):
+    t = getattr(TensorProto, elem)
+    if where == "input":
+        return _raw_model([node("Identity", ["img"], ["y"])], [_vi("img", [2], t)], [_vi("y", [2], t)])
+    if where == "initializer":
+        return _raw_model([node("Identity", ["w_odd"], ["y"])], [_vi("x", [2])], [_vi("y", [2], t)],
+                          inits=[_unsupported_initializer(elem, "w_odd")])
+    return _raw_model([node("Cast", ["x"], ["as_odd"], to=t), node("Cast", ["as_odd"], ["y"], to=TensorProto.FLOAT)],
+                      [_vi("x", [2])], [_vi("y", [2])])
+
+
+@pytest.mark.parametrize("where,tensor", [("input", "'img'"), ("initializer", "'w_odd'"), ("cast", "'as_odd'")])
+@pytest.mark.parametrize("elem", list(UNSUPPORTED))
+def test_unsupported_element_type_is_one_sentence(elem, where, tensor):
+    with pytest.raises(OnnxImportError) as info:
+        from_onnx(_unsupported_model(elem, where))
+    message = str(info.value)
+    assert tensor in message and elem in message and SUPPORTED in message, message
+    assert "Traceback" not in message and info.value.__cause__ is None
+    # the sentence that says it: the tensor's own line
+    line = next(line for line in message.splitlines() if elem in line)
+    assert tensor in line and SUPPORTED in line, line
 
 
 def test_names_kept_and_initializer_inputs_are_constants():

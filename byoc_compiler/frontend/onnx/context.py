@@ -53,6 +53,7 @@ class Context:
     def __init__(self):
         self._types: dict[int, tuple[Expr, Type]] = {}
         self.names: dict[int, str] = {}   # id(Constant) -> initializer name, for messages
+        self.element_types: dict[int, str] = {}   # id(Constant) -> ONNX element type byoc lacks (STRING, ...)
 
     # ---- types -----------------------------------------------------------------------------------
 
@@ -66,7 +67,8 @@ class Context:
             except ValueError:
                 name = self.names.get(id(expr))
                 what = f"initializer {name!r}" if name else "a constant"
-                raise NodeError(f"{what} has dtype {expr.data.dtype}, which byoc does not support at run time "
+                kind = self.element_types.get(id(expr)) or str(expr.data.dtype)
+                raise NodeError(f"{what} has element type {kind}, which byoc does not support "
                                 f"(supported: {', '.join(DTYPES)})") from None
         elif isinstance(expr, Var):
             ty = expr.type_annotation

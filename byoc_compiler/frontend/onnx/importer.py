@@ -92,11 +92,11 @@ def node_label(node: onnx.NodeProto, index: int) -> str:
     return f"#{index} (unnamed, outputs {outputs})"
 
 
-def _onnx_type_name(elem: int) -> str:
+def onnx_type_name(elem: int) -> str:
     """ONNX's name of an element type; a number no ONNX version defines is named as a number."""
     try:
         return onnx.TensorProto.DataType.Name(elem)
-    except ValueError:
+    except (ValueError, TypeError):
         return f"element type {elem} (unknown to ONNX {onnx.__version__})"
 
 
@@ -163,9 +163,12 @@ class _GraphImporter:
             try:
                 self.env[tensor.name] = Constant(onnx.numpy_helper.to_array(tensor))
                 self.ctx.names[id(self.env[tensor.name])] = tensor.name
+                if tensor.data_type not in _INPUT_DTYPES:    # reported if a node uses it, in ONNX's words
+                    self.ctx.element_types[id(self.env[tensor.name])] = onnx_type_name(tensor.data_type)
             except Exception as exc:  # noqa: BLE001 - external data not loaded, unknown element types
                 raise OnnxImportError(f"{self.label}: initializer {tensor.name!r} cannot be read ({exc}); if its "
                                       "data is in external files, import the model from its path") from None
+        self._check_initializer_types()
         inputs = [i for i in self.graph.input if i.name not in self.env]
         names = [i.name for i in inputs]
         unknown = [n for n in self.shapes if n not in names]
@@ -239,6 +242,16 @@ class _GraphImporter:
                               f"`--shape {name}={','.join(map(str, example))}` on the command line")
         return tuple(dims)
 
+    def _check_initializer_types(self) -> None:
+        """An initializer the model uses whose element type byoc lacks: one sentence naming it (an unused one
+        is harmless)."""
+        used = {name for node in self.graph.node for name in node.input} | {o.name for o in self.graph.output}
+        for tensor in self.graph.initializer:
+            if tensor.data_type not in _INPUT_DTYPES and tensor.name in used:
+                raise OnnxImportError(f"{self.label}: initializer {tensor.name!r} has element type "
+                                      f"{onnx_type_name(tensor.data_type)}, which byoc does not support "
+                                      f"(supported: {', '.join(DTYPES)})")
+
     def _input_dtype(self, value_info) -> str:
         name = value_info.name
         override = self.dtypes.get(name) if isinstance(self.dtypes, Mapping) else self.dtypes
@@ -250,7 +263,7 @@ class _GraphImporter:
             raise _InputError(f"input {name!r} is not a tensor (sequences, maps and optionals are not supported)")
         elem = value_info.type.tensor_type.elem_type
         if elem not in _INPUT_DTYPES:
-            onnx_name = _onnx_type_name(elem)
+            onnx_name = onnx_type_name(elem)
             raise _InputError(f"input {name!r} has element type {onnx_name}, which byoc does not support "
                               f"(supported: {', '.join(DTYPES)}); pass dtype={{{name!r}: 'float32'}} to import it "
                               "with another dtype")

@@ -127,12 +127,13 @@ def _scalar(ctx: Context, bound, x):
 
 
 def _cast(node: Node, ctx: Context):
-    from .importer import onnx_dtype   # the element-type table lives with the input handling
+    from ...ir.types import DTYPES
+    from .importer import onnx_dtype, onnx_type_name   # the element-type table lives with the input handling
     to = node.attrs.get("to")
     dtype = onnx_dtype(to)
     if dtype is None:
-        raise NodeError(f"Cast to element type {to} is not supported; "
-                        "supported: the ONNX types of byoc's dtypes (docs/dtypes.md)")
+        raise NodeError(f"Cast to element type {onnx_type_name(to)} is not supported "
+                        f"(supported: {', '.join(DTYPES)})")
     x = node.required(0, "input")
     if ctx.dtype(x) == dtype:
         return [x]
