@@ -22,7 +22,8 @@ The groups:
 - what a codegen returns: `CSourceArtifact`, `BlobArtifact`;
 - writing C: `entry_points`, `core_signature` (both calling conventions of a region), `c_type`,
   `is_identifier`, `sanitize_identifier`, `unique_identifiers`;
-- workspaces: `plan_offsets` (an arena by lifetimes), `peak_live_bytes`, `align_up`;
+- workspaces: `plan_offsets` (an arena by lifetimes), `peak_live_bytes`, `align_up`, `WORKSPACE_ALIGNMENT`
+  (what the caller aligns a region's workspace to, and plan_offsets' default; since 1.1);
 - constants: `is_large`, `extern_declaration` (large constants are linked as bytes, not C text);
 - partitioning for one target, TVM's `partition_for_<target>`: `partial(partition_for, target)`;
 - testing a C runtime of your own outside a model: `standalone_library` (your runtime sources plus byoc's
@@ -35,6 +36,7 @@ from __future__ import annotations
 from .backend.artifact import BlobArtifact, CSourceArtifact
 from .backend.c_abi import c_type, core_signature, entry_points, is_identifier, sanitize_identifier, unique_identifiers
 from .backend.constants import extern_declaration, is_large
+from .backend.memory_plan import ALIGNMENT as WORKSPACE_ALIGNMENT
 from .backend.memory_plan import align_up, peak_live_bytes, plan_offsets
 from .op.batch_matmul import matmul_dims
 from .op.pool import pool_out_size
@@ -62,7 +64,7 @@ __all__ = [
     "TensorType", "TupleType", "flatten_type", "post_order", "ExprVisitor", "users", "flat_value",
     "CSourceArtifact", "BlobArtifact",
     "entry_points", "core_signature", "c_type", "is_identifier", "sanitize_identifier", "unique_identifiers",
-    "plan_offsets", "peak_live_bytes", "align_up",
+    "plan_offsets", "peak_live_bytes", "align_up", "WORKSPACE_ALIGNMENT",
     "is_large", "extern_declaration",
     "partition_for", "runtime_source_dir", "runtime_include_flags", "standalone_library",
 ]

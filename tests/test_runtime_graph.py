@@ -152,6 +152,16 @@ GRAPH_CASES = [
     ("shape-overflow", _shape(4, [2147483647] * 4), "too large"),
     ("storage-id-missing", _delete(["attrs", "storage_id"]), 'missing field "storage_id"'),
     ("storage-id-negative", _set(["attrs", "storage_id", 1, 0], -4), "storage_id[0]"),
+    ("storage-id-out-of-range", _set(["attrs", "storage_id", 1, 4], 9), "storage_id[4] = 9 is out of range [0, 8]"),
+    ("storage-id-text", _set(["attrs", "storage_id", 1, 4], "3"), "storage_id[4] must be an integer"),
+    # the plan itself: bias's output on add0's id while bias reads add0's output
+    ("storage-shared-while-read", _set(["attrs", "storage_id", 1, 4], 3),
+     "entries 3 and 4 share storage_id 3 while both are live (node 4 writes entry 4, entry 3 is still read by node 4)"),
+    ("storage-two-outputs-one-id", _set(["attrs", "storage_id", 1, 7], 4), "entries 6 and 7 share storage_id 4"),
+    ("storage-head-overwritten", _set(["attrs", "storage_id", 1, 8], 5),
+     "entries 7 and 8 share storage_id 5 while both are live (node 7 writes entry 8, entry 7 is still an output"),
+    ("storage-on-an-input", _set(["attrs", "storage_id", 1, 3], 0), "an input or a param, which needs a storage id"),
+    ("storage-input-on-an-input", _set(["attrs", "storage_id", 1, 1], 0), "storage_id[1] = 0 is also the storage"),
     ("arg-nodes-op", _set(["arg_nodes"], [0, 1, 2, 3]), 'distinct "null" node'),
     ("arg-nodes-missing-input", _set(["arg_nodes"], [0, 2]), "missing from arg_nodes"),
     ("arg-nodes-out-of-range", _set(["arg_nodes"], [0, 1, 2, 40]), "out of range"),
@@ -226,7 +236,7 @@ def test_every_truncation_is_rejected(graph_check_asan, tmp_path):
     assert f"rejected={total}" in proc.stdout
 
 
-def test_storage_is_planned_by_liveness(graph_check_asan, tmp_path):
+def test_storage_plan_of_graph_json_is_allocated(graph_check_asan, tmp_path):
     (tmp_path / "g.json").write_text(builder.graph_json())
     (tmp_path / "p.bin").write_bytes(builder.params_blob())
     proc = run([graph_check_asan, tmp_path / "g.json", tmp_path / "p.bin"])
@@ -264,15 +274,15 @@ def _chain_graph(n):
     graph = {"nodes": nodes, "arg_nodes": list(range(n + 1)), "heads": [[prev, 0]],
              "node_row_ptr": list(range(len(nodes) + 1)),
              "attrs": {"dltype": ["list_str", ["float32"] * len(nodes)], "shape": ["list_shape", shapes],
-                       "storage_id": ["list_int", list(range(len(nodes)))]}}
+                       "storage_id": ["list_int", list(range(n + 1)) + [n + 1 + i % 2 for i in range(n)]]}}
     params = {f"p{i}": np.full(3, i, np.float32) for i in range(n)}
     return builder.graph_json(graph), builder.runtime.save_params(params)
 
 
-def test_long_chain_reuses_two_blocks(graph_check_asan, tmp_path):
+def test_long_chain_on_two_storage_ids(graph_check_asan, tmp_path):
     text, blob = _chain_graph(5000)
     (tmp_path / "g.json").write_text(text)
     (tmp_path / "p.bin").write_bytes(blob)
     proc = run([graph_check_asan, tmp_path / "g.json", tmp_path / "p.bin"])
-    # a chain needs its current input and output live at once: two 24-byte blocks, 64-byte aligned
+    # the plan alternates two ids (input and output of each step live at once): two 24-byte blocks, 64-aligned
     assert proc.stdout.strip() == "ok inputs=1 outputs=1 workspace=128", proc.stdout + proc.stderr

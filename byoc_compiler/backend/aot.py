@@ -6,7 +6,7 @@
     static int32_t byoc_instance_run(void* inst, void* const* inputs, void* const* outputs);
     int32_t tvmgen_<mod>_run(void* const* inputs, void* const* outputs);   the default instance
 
-The arena holds the intermediates (offsets planned by liveness, memory_plan.plan_offsets) and, after
+The arena holds the intermediates (offsets planned by liveness, memory_plan.aot_arena) and, after
 them, the workspace of the C-source regions (the largest one: steps run one at a time), which each
 region receives as its last argument (unpacked) or resource_handle (packed). byoc_instance_create
 allocates the arena and the instance's target modules; nothing else in the file is written by a run,
@@ -21,34 +21,11 @@ outputs it is shown are DLTensors on the run's stack, filled from one static con
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .c_abi import DL_DTYPES, c_type, sanitize_identifier
 from .constants import ConstantPool, c_array
-from .memory_plan import ArenaPlan, plan_offsets
+from .memory_plan import AotPlan, instance_bytes
 from .model_c import ALIGNED_ALLOC, FILL_ARG_HELPER, const_array, constants_once, default_instance, packed_call
 from .program import Program
-
-ARENA_ALIGNMENT = 16
-REGION_WORKSPACE_ALIGNMENT = 64
-
-
-@dataclass
-class AotPlan:
-    arena: ArenaPlan
-    direct_output: dict          # temp tensor id -> output index it is written to
-
-
-def plan_arena(prog: Program, alignment: int = ARENA_ALIGNMENT) -> AotPlan:
-    direct: dict[int, int] = {}
-    for k, t in enumerate(prog.outputs):
-        if prog.tensors[t].kind == "temp" and t not in direct:
-            direct[t] = k
-    life = prog.lifetimes()
-    temps = [t for step in prog.steps for t in step.outputs if t not in direct]
-    arena = plan_offsets({t: prog.tensors[t].nbytes for t in temps}, {t: life[t] for t in temps}, alignment)
-    return AotPlan(arena, direct)
-
 
 def run_function_name(c_mod_name: str) -> str:
     return sanitize_identifier(f"tvmgen_{c_mod_name}_run")
@@ -65,9 +42,8 @@ def aot_source(prog: Program, plan: AotPlan, callees: dict[str, str], interface:
     for t in prog.consts:
         out.append(c_array(pool, f"byoc_const_{prog.tensors[t].name}", prog.tensors[t].data, const_array))
     scratch = max([region_workspace.get(s.symbol, 0) for s in prog.steps] + [0])
-    a = REGION_WORKSPACE_ALIGNMENT
-    scratch_offset = (plan.arena.total_bytes + a - 1) // a * a
-    arena_bytes = scratch_offset + scratch if scratch else plan.arena.total_bytes
+    arena_bytes = instance_bytes(plan.arena.total_bytes, scratch)
+    scratch_offset = arena_bytes - scratch
     if (interface == "packed" and prog.steps) or blob_index:
         out.append(FILL_ARG_HELPER)
 
@@ -165,7 +141,8 @@ def aot_executor_source(prog: Program, plan: AotPlan, run_name: str, interface: 
     modules_destroy = "  byoc_modules_destroy(inst);\n" if blob_index else ""
     arena = (f"  inst->arena = (uint8_t*)byoc_aligned_alloc({arena_bytes}, &inst->arena_raw);\n"
              "  if (inst->arena == NULL) {\n    byoc_set_last_error(\"model: out of memory for the arena\");\n"
-             "    byoc_instance_destroy(inst);\n    return -1;\n  }\n") if arena_bytes else ""
+             "    byoc_instance_destroy(inst);\n    return -1;\n  }\n"
+             f"  inst->allocated += UINT64_C({arena_bytes});\n") if arena_bytes else ""
     return ("\n/* ---- AOT executor ---- */\n" + run_text + (ALIGNED_ALLOC if arena_bytes else "")
             + "static void byoc_instance_destroy(void* instance) {\n"
               "  ByocInstance* inst = (ByocInstance*)instance;\n"

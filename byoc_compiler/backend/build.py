@@ -29,7 +29,8 @@ from . import constants as constmod
 from . import graph_c
 from .artifact import BlobArtifact, CSourceArtifact
 from .c_abi import core_signature, is_identifier
-from .graph_json import graph_json, temp_storage_bytes
+from .graph_json import graph_json
+from .memory_plan import aot_arena, graph_storage, instance_bytes
 from .model_c import HEADER, BlobRegion, blob_section, descriptor, instance_struct
 from .program import inline_composites, lower_main
 from .result import BuildResult
@@ -199,14 +200,15 @@ def _build(mod, toolchain, executor, interface, opt, mod_name, config, constants
     parts.append(blob_section(blob_regions, interface, pool))
 
     if executor == "aot":
-        plan = aot_gen.plan_arena(prog)
+        plan = aot_arena(prog)
         run_fn = aot_gen.run_function_name(c_mod_name)
         text, workspace = aot_gen.aot_executor_source(prog, plan, run_fn, interface, region_workspace, blob_index,
                                                       pool, pre_init)
         parts.append(text)
     else:
         # graph storage plus the regions' workspace: what one instance allocates
-        workspace = temp_storage_bytes(prog) + max([region_workspace.get(s.symbol, 0) for s in prog.steps] + [0])
+        workspace = instance_bytes(graph_storage(prog).temp_bytes,
+                                   max([region_workspace.get(s.symbol, 0) for s in prog.steps] + [0]))
         run_fn = graph_c.RUN_FUNCTION
         parts.append(graph_c.graph_executor_source(prog, params_blob, types, interface, region_workspace,
                                                    blob_index, pool, pre_init))

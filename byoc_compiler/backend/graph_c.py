@@ -60,7 +60,8 @@ def graph_executor_source(prog: Program, params_blob: bytes, types: dict, interf
     alloc = (f"  inst->scratch = byoc_aligned_alloc({scratch}, &inst->scratch_raw);\n"
              "  if (inst->scratch == NULL) {\n"
              "    byoc_set_last_error(\"model: out of memory for the regions' workspace\");\n"
-             "    byoc_instance_destroy(inst);\n    return -1;\n  }\n") if scratch else ""
+             "    byoc_instance_destroy(inst);\n    return -1;\n  }\n"
+             f"  inst->allocated += UINT64_C({scratch});\n") if scratch else ""
     table = "inst->funcs" if symbols else "NULL"
     out.append(
         "static const ByocModelDesc byoc_desc;\n"
@@ -83,6 +84,7 @@ def graph_executor_source(prog: Program, params_blob: bytes, types: dict, interf
         "    byoc_instance_destroy(inst);\n"
         "    return -1;\n"
         "  }\n"
+        "  inst->allocated += byoc_graph_workspace_bytes(inst->graph);  /* the storage plan of graph.json */\n"
         "  inst->ready = 1;\n  *out_instance = inst;\n  return 0;\n}\n"
         "static int32_t byoc_instance_run(void* instance, void* const* inputs, void* const* outputs) {\n"
         "  ByocInstance* const inst = (ByocInstance*)instance;\n"

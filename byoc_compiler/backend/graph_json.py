@@ -7,38 +7,18 @@
     node_row_ptr  prefix sums of outputs per node: entry id = node_row_ptr[node] + index
     attrs         per entry: dltype (list_str), shape (list_shape), storage_id (list_int)
 
-Storage ids: inputs and params own one each; intermediates share a storage id when their
-lifetimes do not overlap (`memory_plan.plan_storage_ids`); model outputs are never reused.
+Storage ids (`memory_plan.graph_storage`): inputs and params own one each; intermediates share a
+storage id when their lifetimes do not overlap; model outputs are never reused. The C graph executor
+allocates exactly this plan (one 64-byte aligned block per storage id of an intermediate, as large as
+its largest entry) after checking it.
 Attribute values of tvm_op nodes are strings, as TVM writes them.
 """
 from __future__ import annotations
 
 import json
 
-from .memory_plan import plan_storage_ids
+from .memory_plan import graph_storage
 from .program import Program
-
-
-def storage_plan(prog: Program) -> tuple[dict[int, int], list[int]]:
-    """tensor id -> storage id for every tensor, and the byte size of each storage id."""
-    sid: dict[int, int] = {}
-    sizes: list[int] = []
-    for t in prog.inputs + prog.consts:
-        sid[t] = len(sizes)
-        sizes.append(prog.tensors[t].nbytes)
-    life = prog.lifetimes()
-    temps = [t for step in prog.steps for t in step.outputs]
-    slot_of, slot_bytes = plan_storage_ids(temps, {t: prog.tensors[t].nbytes for t in temps}, life)
-    base = len(sizes)
-    for t, slot in slot_of.items():
-        sid[t] = base + slot
-    return sid, sizes + slot_bytes
-
-
-def temp_storage_bytes(prog: Program) -> int:
-    """Bytes of intermediate storage under the storage plan (what the graph executor allocates besides I/O)."""
-    _, sizes = storage_plan(prog)
-    return sum(sizes[len(prog.inputs) + len(prog.consts):])
 
 
 def graph_json(prog: Program, compact: bool = False) -> str:
@@ -67,7 +47,7 @@ def graph_json(prog: Program, compact: bool = False) -> str:
     for t, (nid, i) in entry.items():
         by_entry[row_ptr[nid] + i] = t
     order = [by_entry[e] for e in range(row_ptr[-1])]
-    sid, _ = storage_plan(prog)
+    sid = graph_storage(prog).storage_id
     graph = {
         "nodes": nodes,
         "arg_nodes": arg_nodes,

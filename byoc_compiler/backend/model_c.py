@@ -95,7 +95,8 @@ def tensor_infos(prefix: str, entries: Sequence[tuple[str, TensorType]]) -> tupl
 
 def descriptor(mod_name: str, executor: str, interface: str, inputs, outputs, workspace_bytes: int,
                init: str, run: str, deinit: str, create: str = "byoc_instance_create",
-               run_instance: str = "byoc_instance_run", destroy: str = "byoc_instance_destroy") -> str:
+               run_instance: str = "byoc_instance_run", destroy: str = "byoc_instance_destroy",
+               allocated: str = "byoc_instance_bytes") -> str:
     """The ByocModelDesc and `byoc_model_desc()`; the functions are C names defined before it."""
     in_text, in_name = tensor_infos("byoc_model_inputs", inputs)
     out_text, out_name = tensor_infos("byoc_model_outputs", outputs)
@@ -106,7 +107,8 @@ def descriptor(mod_name: str, executor: str, interface: str, inputs, outputs, wo
             f"  {len(outputs)}, {out_name},\n"
             f"  UINT64_C({workspace_bytes}),\n"
             f"  {init}, {run}, {deinit},\n"
-            f"  {create}, {run_instance}, {destroy}\n"
+            f"  {create}, {run_instance}, {destroy},\n"
+            f"  {allocated}\n"
             "};\n\n"
             "const ByocModelDesc* byoc_model_desc(void) { return &byoc_desc; }\n")
 
@@ -182,7 +184,7 @@ static void* byoc_aligned_alloc(size_t bytes, void** raw) {
 
 def instance_struct(n_blobs: int, executor: str, n_funcs: int) -> str:
     """The C struct of one model instance: everything a run writes (docs/runtime-abi.md)."""
-    fields = ["  int32_t ready;"]
+    fields = ["  int32_t ready;", "  uint64_t allocated;  /* bytes of arena / storage + workspace, counted as allocated */"]
     if executor == "aot":
         fields += ["  uint8_t* arena;  /* intermediates, then the regions' workspace; 64-byte aligned */",
                    "  void* arena_raw;"]
@@ -282,4 +284,7 @@ def default_instance(run_name: str, exported: bool) -> str:
             "  if (byoc_default_instance == NULL) {\n"
             "    byoc_set_last_error(\"model %s: not initialized; call its init first\", byoc_desc.name);\n"
             "    return -1;\n  }\n"
-            "  return byoc_instance_run(byoc_default_instance, inputs, outputs);\n}\n")
+            "  return byoc_instance_run(byoc_default_instance, inputs, outputs);\n}\n"
+            "static uint64_t byoc_instance_bytes(void* instance) {\n"
+            "  const ByocInstance* inst = (const ByocInstance*)(instance != NULL ? instance : byoc_default_instance);\n"
+            "  return inst == NULL ? 0 : inst->allocated;\n}\n")

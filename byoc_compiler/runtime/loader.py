@@ -60,6 +60,7 @@ _CREATE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
 _RUN_INSTANCE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
                                  ctypes.POINTER(ctypes.c_void_p))
 _DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_ALLOCATED = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)
 
 
 class _ModelDesc(ctypes.Structure):
@@ -68,7 +69,8 @@ class _ModelDesc(ctypes.Structure):
                 ("num_outputs", ctypes.c_int32), ("outputs", ctypes.POINTER(_TensorInfo)),
                 ("workspace_bytes", ctypes.c_uint64),
                 ("init", _INIT), ("run", _RUN), ("deinit", _DEINIT),
-                ("create", _CREATE), ("run_instance", _RUN_INSTANCE), ("destroy", _DESTROY)]
+                ("create", _CREATE), ("run_instance", _RUN_INSTANCE), ("destroy", _DESTROY),
+                ("allocated_bytes", _ALLOCATED)]
 
 
 @dataclass(frozen=True)
@@ -249,6 +251,14 @@ class Module:
 
     def get_num_outputs(self) -> int:
         return len(self._outputs)
+
+    @property
+    def allocated_bytes(self) -> int | None:
+        """Bytes this Module's instance allocated (arena, or graph storage plus regions' workspace), as the C
+        side counted them; `workspace_bytes` is what the build reported. None for a descriptor without the query."""
+        if not self._desc.allocated_bytes:
+            return None
+        return int(self._desc.allocated_bytes(self._instance))
 
     def input_info(self) -> list:
         return list(self._inputs)

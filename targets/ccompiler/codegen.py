@@ -25,15 +25,15 @@ from dataclasses import dataclass
 
 from byoc_compiler.vendor import (ByocError, Call, Constant, CSourceArtifact, Function, GlobalVar, Op, TensorType, Tuple,
                                   TupleGetItem, Var, c_type, core_signature, entry_points, extern_declaration,
-                                  flat_value, flatten_type, is_identifier, is_large, plan_offsets, post_order,
-                                  sanitize_identifier)
+                                  WORKSPACE_ALIGNMENT, flat_value, flatten_type, is_identifier, is_large,
+                                  plan_offsets, post_order, sanitize_identifier)
 
 from . import kernels
 from .c_text import array_values, comment, shape_text, wrap_list
 from . import rules_qnn
 from .rules import FUSIONS, PASS_THROUGH, RULES, VIEWS, conv2d_params as _conv2d_params
 
-ALIGNMENT = 64          # bytes; every workspace buffer starts on a cache line
+ALIGNMENT = WORKSPACE_ALIGNMENT   # every workspace buffer starts on a cache line, as the workspace does
 WORKSPACE = "region_workspace"
 
 

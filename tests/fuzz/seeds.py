@@ -47,8 +47,20 @@ def _rename_funcs(text: str) -> str:
     return json.dumps(graph)
 
 
+def _storage_plan_edits(text: str) -> list[str]:
+    """The fixture graph with its storage plan broken in each way the executor checks (an id shared while
+    live, an op output on an input's id, an id out of range), so the fuzzer starts next to those checks."""
+    out = []
+    for e, sid in ((4, 3), (7, 4), (8, 5), (3, 0), (4, 9)):
+        graph = json.loads(text)
+        graph["attrs"]["storage_id"][1][e] = sid
+        out.append(json.dumps(graph))
+    return out
+
+
 def graph_seeds() -> list[bytes]:
     pairs = [_fixture_graph(), *_builds()]
+    pairs += [(g, pairs[0][1]) for g in _storage_plan_edits(pairs[0][0])]
     return [_rename_funcs(g).encode() + p for g, p in pairs] + [_rename_funcs(g).encode() for g, _ in pairs]
 
 

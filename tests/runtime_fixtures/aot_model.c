@@ -32,6 +32,6 @@ static int32_t tvmgen_default_run(void* const* inputs, void* const* outputs) {
 static void model_deinit(void) { g_ready = 0; }
 
 static const ByocModelDesc kDesc = {"aot_fixture", "aot", "unpacked", 2, kInputs, 2, kOutputs, 0,
-                                    model_init, tvmgen_default_run, model_deinit, NULL, NULL, NULL};
+                                    model_init, tvmgen_default_run, model_deinit, NULL, NULL, NULL, NULL};
 
 const ByocModelDesc* byoc_model_desc(void) { return &kDesc; }

@@ -46,11 +46,13 @@ GRAPH = {
     "attrs": {
         "dltype": ["list_str", [F32] * 9],
         "shape": ["list_shape", [[2, 3], [2, 3], [3], [2, 3], [2, 3], [2, 3], [2, 3], [2, 3], [2, 3]]],
-        "storage_id": ["list_int", list(range(9))],
+        # the plan as memory_plan writes it: inputs and p0 own ids 0-2; add0's and relu's outputs and add1's
+        # share 3, bias's and split's first 4 (each dead before the next is written); split's second, a head, 5
+        "storage_id": ["list_int", [0, 1, 2, 3, 4, 3, 4, 5, 3]],
     },
 }
 P0 = np.array([0.5, -1.0, 2.0], dtype=np.float32)
-# live at once at most: relu's output and split's two outputs -> three 64-byte-aligned blocks of 24 bytes
+# three storage ids of intermediates (3, 4, 5) -> three 64-byte-aligned blocks of 24 bytes
 GRAPH_WORKSPACE = 3 * 64
 
 

@@ -107,6 +107,6 @@ static void model_deinit(void) {
 }
 
 static const ByocModelDesc kDesc = {"graph_fixture", "graph", "packed", 2, kInputs, 2, kOutputs, 192,
-                                    model_init, model_run, model_deinit, NULL, NULL, NULL};
+                                    model_init, model_run, model_deinit, NULL, NULL, NULL, NULL};
 
 const ByocModelDesc* byoc_model_desc(void) { return &kDesc; }

@@ -1,5 +1,6 @@
-/* Graph executor: validates a TVM-layout graph.json and a params blob, plans storage by liveness,
- * runs tvm_op nodes in order through packed functions. All allocation happens in byoc_graph_create. */
+/* Graph executor: validates a TVM-layout graph.json and a params blob, checks and allocates the storage
+ * plan graph.json carries (storage_id per entry), runs tvm_op nodes in order through packed functions.
+ * All allocation happens in byoc_graph_create. */
 #include "byoc/graph_executor.h"
 
 #include <stdio.h>
@@ -11,7 +12,7 @@
 
 #define MAX_NODES (1 << 22)
 #define MAX_NDIM 32
-#define STORAGE_ALIGN 64u
+#define STORAGE_ALIGN 64u /* = backend/memory_plan.py ALIGNMENT: the build reports what this allocates */
 
 typedef struct {
   int is_op;
@@ -31,6 +32,7 @@ struct ByocGraph {
   DLTensor* tensors; /* one per entry */
   int64_t* shapes;   /* n_entries * MAX_NDIM */
   size_t* nbytes;
+  int32_t* storage_id; /* one per entry, from graph.json */
   int32_t n_inputs;
   int32_t* input_nodes;
   int32_t n_outputs;
@@ -193,6 +195,7 @@ void byoc_graph_destroy(ByocGraph* g) {
   free(g->tensors);
   free(g->shapes);
   free(g->nbytes);
+  free(g->storage_id);
   free(g->input_nodes);
   free(g->output_eids);
   byoc_params_free(&g->params);
@@ -306,11 +309,17 @@ static int32_t parse_attrs(ByocGraph* g, const ByocJsonDoc* d, const ByocJsonVal
   if (attrs == NULL) return -1;
   if ((dl = tagged_list(d, attrs, "dltype", "list_str", g->n_entries)) == NULL) return -1;
   if ((sh = tagged_list(d, attrs, "shape", "list_shape", g->n_entries)) == NULL) return -1;
+  if (byoc_json_get(d, attrs, "storage_id") == NULL) {
+    byoc_set_last_error("graph.json: attrs is missing field \"storage_id\" (the storage plan: one id per entry, "
+                        "as TVM writes it); build the model again to write a graph.json that has one");
+    return -1;
+  }
   if ((sid = tagged_list(d, attrs, "storage_id", "list_int", g->n_entries)) == NULL) return -1;
   g->tensors = (DLTensor*)checked_calloc((size_t)g->n_entries, sizeof(DLTensor));
   g->shapes = (int64_t*)checked_calloc((size_t)g->n_entries * MAX_NDIM, sizeof(int64_t));
   g->nbytes = (size_t*)checked_calloc((size_t)g->n_entries, sizeof(size_t));
-  if (g->tensors == NULL || g->shapes == NULL || g->nbytes == NULL) return -1;
+  g->storage_id = (int32_t*)checked_calloc((size_t)g->n_entries, sizeof(int32_t));
+  if (g->tensors == NULL || g->shapes == NULL || g->nbytes == NULL || g->storage_id == NULL) return -1;
   for (e = 0, v = byoc_json_child(d, dl); v != NULL; v = byoc_json_next(d, v), ++e) {
     DLTensor* t = &g->tensors[e];
     if (v->type != BYOC_JSON_STRING || byoc_dtype_parse(v->str, v->len, &t->dtype) != 0 ||
@@ -357,8 +366,9 @@ static int32_t parse_attrs(ByocGraph* g, const ByocJsonDoc* d, const ByocJsonVal
       byoc_set_last_error("graph.json: %s must be an integer, got %s", path, byoc_json_type_name(v->type));
       return -1;
     }
-    /* validated only: the executor plans storage itself by liveness (docs/runtime-abi.md) */
-    if (int_value(v, 0, INT32_MAX, path, &x) != 0) return -1;
+    /* at most one storage id per entry: ids index per-id tables sized by the entries */
+    if (int_value(v, 0, g->n_entries - 1, path, &x) != 0) return -1;
+    g->storage_id[e] = (int32_t)x;
   }
   return 0;
 }
@@ -526,73 +536,75 @@ static int32_t parse_io(ByocGraph* g, const ByocJsonDoc* d, const ByocJsonValue*
   return 0;
 }
 
-/* ---- storage planning: liveness over the node order, best fit among freed blocks ------------ */
-typedef struct {
-  size_t size;
-  int free;
-  size_t offset;
-} Block;
+/* ---- storage: the plan of graph.json, checked, then allocated ---------------------------------
+ * Each storage id of an intermediate is one STORAGE_ALIGN-aligned block as large as its largest entry,
+ * laid out in id order (TVM's graph executor does the same per id). An input's or a param's id is its
+ * own (its data is bound, never allocated). Two entries on one id must not be live at once: an entry is
+ * live from the node writing it to the last node reading it, a head to the end. Checked in one pass in
+ * node order: the id's previous entry must be dead before the next one is written. */
+enum { SID_UNUSED = 0, SID_BOUND = 1, SID_STORAGE = 2 };
 
-static int32_t plan_storage(ByocGraph* g) {
+static int32_t check_storage(ByocGraph* g, const int32_t* last_use, size_t* sid_bytes) {
+  int32_t* owner = (int32_t*)checked_calloc((size_t)g->n_entries, sizeof(int32_t));
+  unsigned char* kind = (unsigned char*)checked_calloc((size_t)g->n_entries, 1);
+  int32_t i, k, rc = -1;
+  if (owner == NULL || kind == NULL) goto done;
+  for (i = 0; i < g->n_nodes; ++i) {
+    const Node* n = &g->nodes[i];
+    for (k = 0; k < n->num_outputs; ++k) {
+      int32_t eid = g->row_ptr[i] + k, s = g->storage_id[eid], prev = owner[s];
+      if (kind[s] == SID_BOUND || (kind[s] == SID_STORAGE && !n->is_op)) {
+        byoc_set_last_error("graph.json: attrs.storage_id[%d] = %d is also the storage of entry %d, and one of "
+                            "them is an input or a param, which needs a storage id of its own", (int)eid, (int)s,
+                            (int)prev);
+        goto done;
+      }
+      if (kind[s] == SID_STORAGE && last_use[prev] >= i) {
+        byoc_set_last_error("graph.json: entries %d and %d share storage_id %d while both are live (node %d "
+                            "writes entry %d, entry %d is still %s node %d); the storage plan is wrong",
+                            (int)prev, (int)eid, (int)s, (int)i, (int)eid, (int)prev,
+                            last_use[prev] >= g->n_nodes ? "an output after" : "read by",
+                            (int)(last_use[prev] >= g->n_nodes ? g->n_nodes - 1 : last_use[prev]));
+        goto done;
+      }
+      owner[s] = eid;
+      kind[s] = n->is_op ? SID_STORAGE : SID_BOUND;
+      if (n->is_op && g->nbytes[eid] > sid_bytes[s]) sid_bytes[s] = g->nbytes[eid];
+    }
+  }
+  for (i = 0; i < g->n_entries; ++i) {
+    if (kind[i] != SID_STORAGE) sid_bytes[i] = (size_t)-1; /* no block for this id */
+  }
+  rc = 0;
+done:
+  free(owner);
+  free(kind);
+  return rc;
+}
+
+static int32_t bind_storage(ByocGraph* g) {
   int32_t* last_use = (int32_t*)checked_calloc((size_t)g->n_entries, sizeof(int32_t));
-  int32_t* block_of = (int32_t*)checked_calloc((size_t)g->n_entries, sizeof(int32_t));
-  Block* blocks = (Block*)checked_calloc((size_t)g->n_entries, sizeof(Block));
-  int32_t n_blocks = 0, i, k, e, rc = -1;
+  size_t* sid_bytes = (size_t*)checked_calloc((size_t)g->n_entries, sizeof(size_t)); /* then: offsets */
+  int32_t i, k, rc = -1;
   size_t total = 0;
   unsigned char* base;
-  if (last_use == NULL || block_of == NULL || blocks == NULL) goto done;
-  for (e = 0; e < g->n_entries; ++e) {
-    last_use[e] = -1;
-    block_of[e] = -1; /* inputs and params own no block */
-  }
+  if (last_use == NULL || sid_bytes == NULL) goto done;
   for (i = 0; i < g->n_nodes; ++i) {
     const Node* n = &g->nodes[i];
-    for (k = 0; n->is_op && k < n->num_inputs; ++k) {
-      last_use[(DLTensor*)n->args[k].v_handle - g->tensors] = i;
-    }
+    for (k = 0; n->is_op && k < n->num_inputs; ++k) last_use[(DLTensor*)n->args[k].v_handle - g->tensors] = i;
+    for (k = 0; k < n->num_outputs; ++k) last_use[g->row_ptr[i] + k] = i; /* written here (maybe never read) */
   }
   for (k = 0; k < g->n_outputs; ++k) last_use[g->output_eids[k]] = g->n_nodes; /* live to the end */
-  for (i = 0; i < g->n_nodes; ++i) {
-    const Node* n = &g->nodes[i];
-    if (!n->is_op) continue;
-    for (k = 0; k < n->num_outputs; ++k) {
-      int32_t eid = g->row_ptr[i] + k, best = -1, b;
-      size_t need = g->nbytes[eid];
-      for (b = 0; b < n_blocks; ++b) {
-        if (!blocks[b].free) continue;
-        if (best < 0) {
-          best = b;
-        } else if (blocks[b].size >= need) {
-          if (blocks[best].size < need || blocks[b].size < blocks[best].size) best = b;
-        } else if (blocks[best].size < need && blocks[b].size > blocks[best].size) {
-          best = b; /* none fits yet: grow the largest free block */
-        }
-      }
-      if (best < 0) {
-        best = n_blocks++;
-        blocks[best].size = 0;
-      }
-      if (blocks[best].size < need) blocks[best].size = need;
-      blocks[best].free = 0;
-      block_of[eid] = best;
-    }
-    /* release after the node's outputs are placed, so an output never aliases its own inputs */
-    for (k = 0; k < n->num_inputs; ++k) {
-      int32_t eid = (int32_t)((DLTensor*)n->args[k].v_handle - g->tensors);
-      if (block_of[eid] >= 0 && last_use[eid] == i) blocks[block_of[eid]].free = 1;
-    }
-    for (k = 0; k < n->num_outputs; ++k) {
-      int32_t eid = g->row_ptr[i] + k;
-      if (last_use[eid] < 0) blocks[block_of[eid]].free = 1; /* dead output */
-    }
-  }
-  for (i = 0; i < n_blocks; ++i) {
-    size_t aligned = (blocks[i].size + STORAGE_ALIGN - 1) / STORAGE_ALIGN * STORAGE_ALIGN;
-    if (aligned < blocks[i].size || total > SIZE_MAX - aligned - STORAGE_ALIGN) {
+  if (check_storage(g, last_use, sid_bytes) != 0) goto done;
+  for (i = 0; i < g->n_entries; ++i) {
+    size_t aligned;
+    if (sid_bytes[i] == (size_t)-1) continue;
+    aligned = (sid_bytes[i] + STORAGE_ALIGN - 1) / STORAGE_ALIGN * STORAGE_ALIGN;
+    if (aligned < sid_bytes[i] || total > SIZE_MAX - aligned - STORAGE_ALIGN) {
       byoc_set_last_error("graph executor: storage size overflows");
       goto done;
     }
-    blocks[i].offset = total;
+    sid_bytes[i] = total;
     total += aligned;
   }
   g->workspace = total;
@@ -606,14 +618,13 @@ static int32_t plan_storage(ByocGraph* g) {
   for (i = 0; i < g->n_nodes; ++i) {
     for (k = 0; g->nodes[i].is_op && k < g->nodes[i].num_outputs; ++k) {
       int32_t eid = g->row_ptr[i] + k;
-      g->tensors[eid].data = base + blocks[block_of[eid]].offset;
+      g->tensors[eid].data = base + sid_bytes[g->storage_id[eid]];
     }
   }
   rc = 0;
 done:
   free(last_use);
-  free(block_of);
-  free(blocks);
+  free(sid_bytes);
   return rc;
 }
 
@@ -642,7 +653,7 @@ static int32_t create_from(const char* json, size_t json_len, const unsigned cha
   if (parse_edges(g, &doc, nodes) != 0) goto done;
   if (parse_params(g, params, params_len) != 0) goto done;
   if (parse_io(g, &doc, root) != 0) goto done;
-  if (plan_storage(g) != 0) goto done;
+  if (bind_storage(g) != 0) goto done;
   rc = 0;
 done:
   byoc_json_free(&doc);

@@ -1,7 +1,9 @@
 /* Standalone runner: links with one model (which defines byoc_model_desc), reads inputs from .npy,
  * runs (optionally repeatedly, printing the median time), writes outputs as .npy.
  *   runner [--repeat N] [--out DIR] [--inputs DIR | in0.npy in1.npy ...] [--graph FILE] [--params FILE]
- *          [--dump DIR] [--profile] [--constants FILE]
+ *          [--dump DIR] [--profile] [--constants FILE] [--memory]
+ * --memory: after init prints "workspace_bytes=R allocated_bytes=A": what the build reported and what the
+ * model's instance allocated (its descriptor's allocated_bytes query).
  * --constants FILE: the build's constants.bin, for a model built with constants="params" (given to the
  * model with byoc_set_constants before its init).
  * --dump DIR: the first run writes every step's outputs to DIR/stepNNNNN_outK.npy and DIR/index.json.
@@ -22,7 +24,7 @@
 
 static const char* g_usage =
     "usage: runner [--repeat N] [--out DIR] [--inputs DIR | in0.npy in1.npy ...] [--graph FILE] [--params FILE]\n"
-    "              [--dump DIR] [--profile] [--constants FILE]\n";
+    "              [--dump DIR] [--profile] [--constants FILE] [--memory]\n";
 
 static int fail_usage(const char* why, const char* arg) {
   fprintf(stderr, "runner: %s%s%s\n%s", why, arg ? ": " : "", arg ? arg : "", g_usage);
@@ -215,7 +217,7 @@ int main(int argc, char** argv) {
   unsigned char* constants = NULL;
   size_t constants_len = 0;
   const char* dump_dir = NULL;
-  int profile = 0;
+  int profile = 0, memory = 0;
   Dump dump;
   Profile prof;
   ByocNodeObserver observer;
@@ -245,6 +247,8 @@ int main(int argc, char** argv) {
       return 0;
     } else if (strcmp(a, "--profile") == 0) {
       profile = 1;
+    } else if (strcmp(a, "--memory") == 0) {
+      memory = 1;
     } else if (strcmp(a, "--repeat") == 0 || strcmp(a, "--out") == 0 || strcmp(a, "--inputs") == 0 ||
                strcmp(a, "--graph") == 0 || strcmp(a, "--params") == 0 || strcmp(a, "--dump") == 0 ||
                strcmp(a, "--constants") == 0) {
@@ -372,6 +376,14 @@ int main(int argc, char** argv) {
     goto done;
   }
   inited = 1;
+  if (memory) {
+    printf("workspace_bytes=%llu allocated_bytes=", (unsigned long long)desc->workspace_bytes);
+    if (desc->allocated_bytes != NULL) {
+      printf("%llu\n", (unsigned long long)desc->allocated_bytes(NULL));
+    } else {
+      printf("unknown\n");
+    }
+  }
   if (dump_dir != NULL) {
     if (snprintf(path, sizeof(path), "%s/index.json", dump_dir) >= (int)sizeof(path) ||
         (dump.index = fopen(path, "w")) == NULL) {

@@ -11,7 +11,8 @@ extern "C" {
 typedef struct ByocGraph ByocGraph;
 
 /* Parses and validates json (json_len bytes, need not be NUL-terminated) and the params blob, resolves
- * every func_name in funcs, plans and allocates all storage. 0 on success; otherwise -1 with the last
+ * every func_name in funcs, checks the storage plan (attrs.storage_id: ids in range, an input's or param's
+ * id its own, no two entries live at once on one id) and allocates it. 0 on success; otherwise -1 with the last
  * error set and *out_graph == NULL. All allocation happens here. */
 int32_t byoc_graph_create(const char* json, size_t json_len, const unsigned char* params, size_t params_len,
                           const ByocFuncEntry* funcs, int32_t n_funcs, ByocGraph** out_graph);
@@ -23,7 +24,8 @@ void byoc_graph_destroy(ByocGraph* graph);
 /* Introspection. Inputs are the "null" nodes without a params entry, in arg_nodes order. */
 int32_t byoc_graph_num_inputs(const ByocGraph* graph);
 int32_t byoc_graph_num_outputs(const ByocGraph* graph);
-/* Bytes of intermediate storage after liveness planning (excludes params and bound inputs). */
+/* Bytes of intermediate storage allocated: per storage id of an intermediate, its largest entry rounded up
+ * to 64 bytes (excludes params and bound inputs). */
 uint64_t byoc_graph_workspace_bytes(const ByocGraph* graph);
 /* Fills info (name/ndim/shape/dtype; pointers owned by graph) for input or output i; -1 if out of range. */
 int32_t byoc_graph_input_info(const ByocGraph* graph, int32_t i, ByocTensorInfo* info);

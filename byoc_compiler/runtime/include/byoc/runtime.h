@@ -102,6 +102,11 @@ typedef struct {
   int32_t (*create)(void** out_instance);
   int32_t (*run_instance)(void* instance, void* const* inputs, void* const* outputs);
   void (*destroy)(void* instance);
+  /* Bytes of working memory `instance` (NULL: the default instance) allocated when it was created, counted
+   * where it is allocated: the AOT arena, or the graph executor's storage plus the regions' workspace. For
+   * every model byoc builds this equals workspace_bytes (tests/test_memory_plan.py); 0 for no instance.
+   * NULL in hand-written descriptors that predate it. */
+  uint64_t (*allocated_bytes)(void* instance);
 } ByocModelDesc;
 
 const ByocModelDesc* byoc_model_desc(void);
