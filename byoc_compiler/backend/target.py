@@ -1,12 +1,7 @@
-"""The build side of a target: what `build()` asks of a target beyond its spec (byoc_compiler.spec).
-
-The spec names stay importable from here for code written before the split.
-"""
+"""The build side of a target: what `build()` asks of a target beyond its spec (byoc_compiler.spec)."""
 from __future__ import annotations
 
-from ..spec import (CompositePattern, Predicate, Target, TargetError, TargetInfo, all_of,  # noqa: F401
-                    dtypes_only, find_composite, float32_only, get_target, get_targets, rank_at_most,
-                    register_target, reload_targets, targets, unregister_target)
+from ..spec import Target, TargetError, get_target
 
 
 def require_codegen(name: str) -> Target:

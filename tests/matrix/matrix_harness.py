@@ -100,7 +100,7 @@ def excluded(target_set: str, toolchain: str, config) -> str | None:
     targets = TARGET_SETS.get(target_set, target_set)
     if targets == "host":
         return None
-    from byoc_compiler.backend.target import get_target
+    from byoc_compiler.spec import get_target
     from byoc_compiler.errors import ByocError
 
     for name in targets.split(","):
