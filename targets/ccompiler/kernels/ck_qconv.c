@@ -13,6 +13,10 @@
 
 #include "ck_qinternal.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 static int ck_qconv_valid(const ck_qconv2d_params *p, int64_t *oh, int64_t *ow) {
   return p != NULL && ck_conv2d_output_hw(&p->conv, oh, ow) == CK_OK && ck_qparams_valid(&p->q);
 }
@@ -67,6 +71,27 @@ size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p) {
   return (size_t)(CK_QALIGN + ck_qround_up(k, 4) * CK_QNR + (ck_qconv_is_pointwise(&p->conv) ? 0 : k * oh * ow));
 }
 
+/* dst[x] = src[x * s] for x < n: memcpy for stride 1; stride 2 (ResNet's stem and downsampling)
+ * keeps the even bytes of 32-byte loads (SSE2), never reading past src[(n - 1) * 2]. */
+static void ck_qgather(uint8_t *restrict dst, const uint8_t *restrict src, int64_t n, int64_t s) {
+  int64_t x = 0;
+  if (s == 1) {
+    memcpy(dst, src, (size_t)n);
+    return;
+  }
+#if defined(__SSE2__)
+  if (s == 2) {
+    const __m128i even = _mm_set1_epi16(0x00FF);
+    for (; x + 16 < n; x += 16) {
+      const __m128i a = _mm_and_si128(_mm_loadu_si128((const __m128i *)(const void *)(src + 2 * x)), even);
+      const __m128i b = _mm_and_si128(_mm_loadu_si128((const __m128i *)(const void *)(src + 2 * x + 16)), even);
+      _mm_storeu_si128((__m128i *)(void *)(dst + x), _mm_packus_epi16(a, b));
+    }
+  }
+#endif
+  for (; x < n; ++x) dst[x] = src[x * s];
+}
+
 /* rows[(c * kh + i) * kw + j][y * ow + x] = input[c, y*sh - pt + i*dh, x*sw - pl + j*dw] or zp. */
 static void ck_qim2col(const ck_conv2d_params *c, int64_t cg, int64_t oh_n, int64_t ow_n, const uint8_t *in,
                        uint8_t zp, uint8_t *rows) {
@@ -89,14 +114,9 @@ static void ck_qim2col(const ck_conv2d_params *c, int64_t cg, int64_t oh_n, int6
             memset(dst, zp, (size_t)ow_n);
             continue;
           }
-          memset(dst, zp, (size_t)lo);
-          if (s == 1) {
-            memcpy(dst + lo, plane + ih * c->width + lo + shift, (size_t)(hi - lo));
-          } else {
-            const uint8_t *src = plane + ih * c->width + shift;
-            for (x = lo; x < hi; ++x) dst[x] = src[x * s];
-          }
-          memset(dst + hi, zp, (size_t)(ow_n - hi));
+          for (x = 0; x < lo; ++x) dst[x] = zp;
+          ck_qgather(dst + lo, plane + ih * c->width + lo * s + shift, hi - lo, s);
+          for (x = hi; x < ow_n; ++x) dst[x] = zp;
         }
       }
     }
