@@ -207,12 +207,16 @@ static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixe
   float *slivers = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
   float *result = slivers + pm_pixels * (kdim < CK_KC ? kdim : CK_KC);
   int64_t pc, cs, s, o0, o, j;
+  /* a 1x1 stride-1 input is read as it lies when its plane is whole slivers (no row past the end) */
+  const int direct = src->conv == NULL && pixels == pm_pixels;
   for (pc = 0; pc < kdim; pc += CK_KC) {
     const int64_t kc = kdim - pc < CK_KC ? kdim - pc : CK_KC;
-    ck_pack_b(src, pc, kc, 0, pixels, pixels, CK_PM_MR, slivers);
+    const float *a = direct ? src->base + pc * src->row_stride : slivers;
+    const int64_t as = direct ? src->row_stride : CK_PM_MR, step = direct ? 1 : kc;
+    if (!direct) ck_pack_b(src, pc, kc, 0, pixels, pixels, CK_PM_MR, slivers);
     for (cs = 0; cs < m24; cs += CK_M_QUANTUM) {
       const float *w = packed + pc * m24 + cs * kc;
-      for (s = 0; s < pm_pixels; s += CK_PM_MR) tile(kc, slivers + s * kc, w, result + s * m24 + cs, m24, pc > 0);
+      for (s = 0; s < pm_pixels; s += CK_PM_MR) tile(kc, a + s * step, as, w, result + s * m24 + cs, m24, pc > 0);
     }
   }
   for (o0 = 0; o0 < og; o0 += 16) {

@@ -98,6 +98,21 @@ static void ck_pack_b_strided(int64_t kc, int64_t nc, const float *b, int64_t rs
   }
 }
 
+/* dst[0 .. n) = src[0 .. n) for the short runs of the im2col packing (n <= a sliver): fixed-size
+ * moves that overlap at the end instead of a tail loop, no library call per run. */
+static void ck_copy_short(float *restrict dst, const float *restrict src, int64_t n) {
+  int64_t i;
+  if (n >= 8) {
+    for (i = 0; i + 8 < n; i += 8) memcpy(dst + i, src + i, 8 * sizeof(float));
+    memcpy(dst + n - 8, src + n - 8, 8 * sizeof(float));
+  } else if (n >= 4) {
+    memcpy(dst, src, 4 * sizeof(float));
+    memcpy(dst + n - 4, src + n - 4, 4 * sizeof(float));
+  } else {
+    for (i = 0; i < n; ++i) dst[i] = src[i];
+  }
+}
+
 /* Implicit im2col: row k = (channel, kh, kw), column n = (oh, ow) of the output. The nr pixels
  * of a sliver split into runs on one output line each (a new run where ow wraps, and one for the
  * columns past n); per row of the sliver and run, the input columns inside the image form one
@@ -159,7 +174,7 @@ static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, i
         if (hi > lo) {
           const float *restrict line = src + y * v->width; /* column j reads line[x0 + (j - a) * sw] */
           if (sw == 1) {
-            for (j = lo; j < hi; ++j) row[j] = line[x0 + (j - a)];
+            ck_copy_short(row + lo, line + x0 + (lo - a), hi - lo);
           } else if (sw == 2) { /* a constant stride the compiler turns into vector shuffles */
             for (j = lo; j < hi; ++j) row[j] = line[x0 + (j - a) * 2];
           } else {

@@ -115,8 +115,8 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
 /* The pixel-major tile (ck_pm_fn): MR pixel rows x NV vectors of VF channels (NV * VF == CK_M_QUANTUM,
  * one packed weight sliver read with unit stride), the pixel values broadcast. */
 #define CK_DEFINE_PM_KERNEL(NAME, MR, VF, NV)                                                        \
-  static void NAME(int64_t kc, const float *restrict ap, const float *restrict wp, float *restrict c, \
-                   int64_t ldc, int accumulate) {                                                  \
+  static void NAME(int64_t kc, const float *restrict ap, int64_t as, const float *restrict wp,       \
+                   float *restrict c, int64_t ldc, int accumulate) {                               \
     typedef float vec __attribute__((vector_size((VF) * sizeof(float))));                          \
     vec acc[MR][NV];                                                                                \
     int64_t p;                                                                                      \
@@ -127,7 +127,7 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
       vec w[NV];                                                                                    \
       for (v = 0; v < (NV); ++v) memcpy(&w[v], wp + p * (NV) * (VF) + v * (VF), sizeof w[v]);       \
       for (i = 0; i < (MR); ++i) {                                                                  \
-        CK_SPLAT(vec, VF, ai, ap[p * (MR) + i]);                                                    \
+        CK_SPLAT(vec, VF, ai, ap[p * as + i]);                                                      \
         for (v = 0; v < (NV); ++v) acc[i][v] = acc[i][v] + ai * w[v];                               \
       }                                                                                             \
     }                                                                                               \
