@@ -103,6 +103,9 @@ static void ck_qpack_b(int64_t k, int64_t n0, int64_t cols, const ck_qb_source *
 typedef void (*ck_qtile_fn)(int64_t steps, const int8_t *a, const uint8_t *b, int64_t cols, int32_t *acc);
 typedef void (*ck_qrow_fn)(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q,
                            uint8_t *out);
+/* The tile and its requantization: rows x cols of out (row stride ldo, unit column stride). */
+typedef void (*ck_qfused_fn)(int64_t steps, const int8_t *a, const uint8_t *b, int64_t rows, int64_t cols,
+                             const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t ldo);
 
 static void ck_qtile_portable(int64_t steps, const int8_t *a, const uint8_t *b, int64_t cols, int32_t *acc) {
   int64_t s;
@@ -119,6 +122,18 @@ static void ck_qtile_portable(int64_t steps, const int8_t *a, const uint8_t *b, 
         row[j] += w0 * bs[4 * j] + w1 * bs[4 * j + 1] + w2 * bs[4 * j + 2] + w3 * bs[4 * j + 3];
     }
   }
+}
+
+static void ck_qrequant_row_portable(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q,
+                                     uint8_t *out);
+
+static void ck_qfused_portable(int64_t steps, const int8_t *a, const uint8_t *b, int64_t rows, int64_t cols,
+                               const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out,
+                               int64_t ldo) {
+  int32_t acc[CK_QMR * CK_QNR];
+  int64_t i;
+  ck_qtile_portable(steps, a, b, cols, acc);
+  for (i = 0; i < rows; ++i) ck_qrequant_row_portable(cols, acc + i * CK_QNR, bias[i], scale[i], q, out + i * ldo);
 }
 
 #if defined(CK_QDISPATCH)
@@ -186,6 +201,66 @@ CK_VNNI_TARGET static void ck_qrequant_row_avx512(int64_t n, const int32_t *acc,
   }
 }
 
+typedef struct {
+  __m512i zp;
+  __m512 lo, hi;
+} ck_qepilogue;
+
+/* 16 lanes of requantization, stored as bytes under `mask` (ck_requant1 lane by lane). */
+CK_VNNI_TARGET static inline void ck_qrequant16(__m512i acc, int32_t bias, float scale, const ck_qepilogue *e,
+                                                __mmask16 mask, uint8_t *out) {
+  __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, _mm512_set1_epi32(bias))), _mm512_set1_ps(scale));
+  __m512i r;
+  f = _mm512_min_ps(_mm512_max_ps(f, e->lo), e->hi);
+  r = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), e->zp);
+  _mm_mask_storeu_epi8((void *)out, mask, _mm512_cvtepi32_epi8(r));
+}
+
+#define CK_VNNI_EPILOGUE(I)                                                               \
+  do {                                                                                    \
+    if ((I) < rows) {                                                                     \
+      ck_qrequant16(acc##I##0, bias[I], scale[I], &e, mask0, out + (I) * ldo);            \
+      if (wide) ck_qrequant16(acc##I##1, bias[I], scale[I], &e, mask1, out + (I) * ldo + 16); \
+    }                                                                                     \
+  } while (0)
+
+/* The 8 x 32 tile requantized straight from its registers. */
+CK_VNNI_TARGET static void ck_qfused_vnni(int64_t steps, const int8_t *a, const uint8_t *b, int64_t rows, int64_t cols,
+                                          const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out,
+                                          int64_t ldo) {
+  const int wide = cols > 16;
+  const __mmask16 mask0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1u);
+  const __mmask16 mask1 = cols >= 32 ? (__mmask16)0xFFFF : (__mmask16)(cols > 16 ? (1u << (cols - 16)) - 1u : 0u);
+  ck_qepilogue e;
+  __m512i acc00 = _mm512_setzero_si512(), acc01 = acc00, acc10 = acc00, acc11 = acc00, acc20 = acc00,
+          acc21 = acc00, acc30 = acc00, acc31 = acc00, acc40 = acc00, acc41 = acc00, acc50 = acc00,
+          acc51 = acc00, acc60 = acc00, acc61 = acc00, acc70 = acc00, acc71 = acc00;
+  int64_t s;
+  for (s = 0; s < steps; ++s, a += 4 * CK_QMR, b += 4 * CK_QNR) {
+    const __m512i b0 = _mm512_loadu_si512((const void *)b);
+    const __m512i b1 = wide ? _mm512_loadu_si512((const void *)(b + 64)) : b0;
+    CK_VNNI_ROW(0);
+    CK_VNNI_ROW(1);
+    CK_VNNI_ROW(2);
+    CK_VNNI_ROW(3);
+    CK_VNNI_ROW(4);
+    CK_VNNI_ROW(5);
+    CK_VNNI_ROW(6);
+    CK_VNNI_ROW(7);
+  }
+  e.zp = _mm512_set1_epi32(q->output_zero_point);
+  e.lo = _mm512_set1_ps((float)(q->out_min - q->output_zero_point));
+  e.hi = _mm512_set1_ps((float)(q->out_max - q->output_zero_point));
+  CK_VNNI_EPILOGUE(0);
+  CK_VNNI_EPILOGUE(1);
+  CK_VNNI_EPILOGUE(2);
+  CK_VNNI_EPILOGUE(3);
+  CK_VNNI_EPILOGUE(4);
+  CK_VNNI_EPILOGUE(5);
+  CK_VNNI_EPILOGUE(6);
+  CK_VNNI_EPILOGUE(7);
+}
+
 static int ck_cpu_has_vnni(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -196,15 +271,16 @@ static int ck_cpu_has_vnni(void) {
 typedef struct {
   const char *name;
   ck_qtile_fn tile;
+  ck_qfused_fn fused;
   ck_qrow_fn requant_row;
   int (*cpu_has)(void);
 } ck_qkernel;
 
 static const ck_qkernel ck_qkernels[] = {
 #if defined(CK_QDISPATCH)
-    {"avx512vnni-8x32", ck_qtile_vnni, ck_qrequant_row_avx512, ck_cpu_has_vnni},
+    {"avx512vnni-8x32", ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512, ck_cpu_has_vnni},
 #endif
-    {"portable-8x32", ck_qtile_portable, ck_qrequant_row_portable, NULL},
+    {"portable-8x32", ck_qtile_portable, ck_qfused_portable, ck_qrequant_row_portable, NULL},
 };
 #define CK_NUM_QKERNELS ((int32_t)(sizeof ck_qkernels / sizeof ck_qkernels[0]))
 
@@ -255,17 +331,18 @@ void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, cons
     for (m0 = 0; m0 < m; m0 += CK_QMR) {
       const int64_t rows = m - m0 < CK_QMR ? m - m0 : CK_QMR;
       int64_t i;
+      if (out_col == 1) {
+        kernel->fused(steps, packed_a + m0 * k4, panel, rows, cols, bias + m0, scale + m0, q,
+                      out + m0 * out_row + n0, out_row);
+        continue;
+      }
       kernel->tile(steps, packed_a + m0 * k4, panel, cols, acc);
       for (i = 0; i < rows; ++i) {
         uint8_t *dst = out + (m0 + i) * out_row + n0 * out_col;
-        if (out_col == 1) {
-          kernel->requant_row(cols, acc + i * CK_QNR, bias[m0 + i], scale[m0 + i], q, dst);
-        } else {
-          int64_t j;
-          uint8_t tmp[CK_QNR];
-          ck_qrequant_row_portable(cols, acc + i * CK_QNR, bias[m0 + i], scale[m0 + i], q, tmp);
-          for (j = 0; j < cols; ++j) dst[j * out_col] = tmp[j];
-        }
+        int64_t j;
+        uint8_t tmp[CK_QNR];
+        ck_qrequant_row_portable(cols, acc + i * CK_QNR, bias[m0 + i], scale[m0 + i], q, tmp);
+        for (j = 0; j < cols; ++j) dst[j * out_col] = tmp[j];
       }
     }
   }
