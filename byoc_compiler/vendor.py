@@ -20,8 +20,11 @@ The groups:
   (qnn.requantize's float32 factor per channel), `add_float32_params` and `add_multipliers` (qnn.add's
   float32 and fixed-point constants);
 - what a codegen returns: `CSourceArtifact`, `BlobArtifact`;
-- writing C: `entry_points`, `core_signature` (both calling conventions of a region), `c_type`,
-  `is_identifier`, `sanitize_identifier`, `unique_identifiers`;
+- writing C (byoc_compiler.ctext, the one writer of C text in byoc): `entry_points`, `core_signature` (both
+  calling conventions of a region), `c_type`; names: `is_identifier`, `sanitize_identifier`,
+  `unique_identifiers`, `c_string` (a string literal), `comment`; literals that read back bit-exact:
+  `literal(value, dtype)`, `float_literal`, `double_literal`, `half_literal`, `int_literal`, `element_literals`
+  (an initializer list's items); arrays: `const_array`, `int64_array`, `shape_text`, `wrap_list` (since 1.2);
 - workspaces: `plan_offsets` (an arena by lifetimes), `peak_live_bytes`, `align_up`, `WORKSPACE_ALIGNMENT`
   (what the caller aligns a region's workspace to, and plan_offsets' default; since 1.1);
 - constants: `is_large`, `extern_declaration` (large constants are linked as bytes, not C text);
@@ -34,10 +37,12 @@ The top-level package (`byoc_compiler.build`, `.zoo`, `.runtime`, ...) is public
 from __future__ import annotations
 
 from .backend.artifact import BlobArtifact, CSourceArtifact
-from .backend.c_abi import c_type, core_signature, entry_points, is_identifier, sanitize_identifier, unique_identifiers
 from .backend.constants import extern_declaration, is_large
 from .backend.memory_plan import ALIGNMENT as WORKSPACE_ALIGNMENT
 from .backend.memory_plan import align_up, peak_live_bytes, plan_offsets
+from .ctext import (c_string, c_type, comment, const_array, core_signature, double_literal, element_literals,
+                    entry_points, float_literal, half_literal, int64_array, int_literal, is_identifier, literal,
+                    sanitize_identifier, shape_text, unique_identifiers, wrap_list)
 from .op.batch_matmul import matmul_dims
 from .op.pool import pool_out_size
 from .op.qnn import add_float32_params, add_multipliers, requantize_ratios
@@ -53,10 +58,18 @@ from .ir.types import TensorType, TupleType, flatten_type
 from .ir.visitor import ExprVisitor, post_order
 from .pattern import is_constant, is_op, is_tuple, is_tuple_get_item, is_var, wildcard
 
-API_VERSION = (1, 1)
+API_VERSION = (1, 2)
+
+# What changed, newest first (a minor version adds names; a major one may remove or change them):
+CHANGELOG = {
+    (1, 2): "C text writers from byoc_compiler.ctext: literal, float_literal, double_literal, half_literal, "
+            "int_literal, element_literals, const_array, int64_array, shape_text, wrap_list, c_string, comment",
+    (1, 1): "WORKSPACE_ALIGNMENT; requantize_ratios, add_float32_params, add_multipliers",
+    (1, 0): "the first versioned vendor API",
+}
 
 __all__ = [
-    "API_VERSION",
+    "API_VERSION", "CHANGELOG",
     "Target", "TargetError", "ByocError", "SystemLibrary", "pool_out_size", "matmul_dims",
     "requantize_ratios", "add_float32_params", "add_multipliers", "all_of", "dtypes_only", "float32_only", "rank_at_most",
     "is_op", "wildcard", "is_constant", "is_var", "is_tuple", "is_tuple_get_item",
@@ -64,6 +77,8 @@ __all__ = [
     "TensorType", "TupleType", "flatten_type", "post_order", "ExprVisitor", "users", "flat_value",
     "CSourceArtifact", "BlobArtifact",
     "entry_points", "core_signature", "c_type", "is_identifier", "sanitize_identifier", "unique_identifiers",
+    "c_string", "comment", "literal", "float_literal", "double_literal", "half_literal", "int_literal",
+    "element_literals", "const_array", "int64_array", "shape_text", "wrap_list",
     "plan_offsets", "peak_live_bytes", "align_up", "WORKSPACE_ALIGNMENT",
     "is_large", "extern_declaration",
     "partition_for", "runtime_source_dir", "runtime_include_flags", "standalone_library",

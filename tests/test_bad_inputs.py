@@ -15,7 +15,7 @@ import pytest
 from onnx import helper
 
 from byoc_compiler import op
-from byoc_compiler.backend import c_abi
+from byoc_compiler import ctext
 from byoc_compiler.backend.artifact import CSourceArtifact
 from byoc_compiler.backend.build import build
 from byoc_compiler.spec import Target, register_target, unregister_target
@@ -274,7 +274,7 @@ def _codegen(body: str):
               {body}
               return 0;
             }}
-            """) + c_abi.entry_points(symbol, f"{symbol}_", [t], [t])
+            """) + ctext.entry_points(symbol, f"{symbol}_", [t], [t])
         return CSourceArtifact(symbol, {f"{symbol}.c": code})
     return codegen
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from byoc_compiler import op
-from byoc_compiler.backend import c_abi
+from byoc_compiler import ctext
 from byoc_compiler.backend.artifact import BlobArtifact, CSourceArtifact
 from byoc_compiler.backend.build import build
 from byoc_compiler.spec import Target, register_target, unregister_target
@@ -31,7 +31,7 @@ def _c_codegen(func, symbol):
           for (i = 0; i < 8; ++i) out0[i] = in0[i] * {symbol}_scale[i % 4];
           return 0;
         }}
-        """) + c_abi.entry_points(symbol, f"{symbol}_", [t], [t])
+        """) + ctext.entry_points(symbol, f"{symbol}_", [t], [t])
     return CSourceArtifact(symbol, {f"{symbol}.c": code})
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from byoc_compiler.backend import c_abi
+from byoc_compiler import ctext
 from byoc_compiler.ir.types import TensorType
 
 from test_host_kernels import (COMPILERS, RUNTIME, WARNINGS, ByocValue, call_packed, call_unpacked, dltensor,
@@ -50,20 +50,20 @@ def valid(name: str) -> bool:
 
 @pytest.mark.parametrize("name", [h[1] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
 def test_sanitize_identifier_gives_a_valid_identifier(name):
-    ident = c_abi.sanitize_identifier(name)
+    ident = ctext.sanitize_identifier(name)
     assert valid(ident), ident
-    assert c_abi.is_identifier(ident)
-    assert c_abi.sanitize_identifier(name) == ident  # deterministic
+    assert ctext.is_identifier(ident)
+    assert ctext.sanitize_identifier(name) == ident  # deterministic
 
 
 def test_sanitize_keeps_plain_names_readable():
-    assert c_abi.sanitize_identifier("conv1_weight") == "conv1_weight"
-    assert c_abi.sanitize_identifier("conv1/weight") == "conv1_weight"
+    assert ctext.sanitize_identifier("conv1_weight") == "conv1_weight"
+    assert ctext.sanitize_identifier("conv1/weight") == "conv1_weight"
 
 
 def test_unique_identifiers_distinct_and_compile(tmp_path):
     names = [h[1] for h in HOSTILE] + ["x", "x", "x_1", "int_", "v1abc", "conv1_weight", "conv1/weight"]
-    idents = c_abi.unique_identifiers(names, taken=["in0", "out0"])
+    idents = ctext.unique_identifiers(names, taken=["in0", "out0"])
     assert len(set(idents)) == len(names)
     assert not {"in0", "out0"} & set(idents)
     assert all(valid(i) for i in idents)
@@ -80,27 +80,27 @@ def test_unique_identifiers_distinct_and_compile(tmp_path):
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(max_size=80), max_size=30))
 def test_unique_identifiers_property(names):
-    idents = c_abi.unique_identifiers(names)
+    idents = ctext.unique_identifiers(names)
     assert len(idents) == len(names) == len(set(idents))
     assert all(valid(i) for i in idents)
-    assert idents == c_abi.unique_identifiers(names)
+    assert idents == ctext.unique_identifiers(names)
 
 
 @pytest.mark.parametrize("dtype,ctype", [("float32", "float"), ("int32", "int32_t"), ("int64", "int64_t"),
                                          ("bool", "uint8_t")])
 def test_c_type(dtype, ctype):
-    assert c_abi.c_type(dtype) == ctype
+    assert ctext.c_type(dtype) == ctype
 
 
 def test_c_type_unknown_dtype_names_the_supported_ones():
     with pytest.raises(ValueError, match="float32"):
-        c_abi.c_type("bfloat16")
+        ctext.c_type("bfloat16")
 
 
 @pytest.mark.parametrize("symbol", ["1x", "int", "a b", "_x"])
 def test_entry_points_refuse_invalid_symbols(symbol):
     with pytest.raises(ValueError, match="sanitize_identifier"):
-        c_abi.entry_points(symbol, "core_", [], [])
+        ctext.entry_points(symbol, "core_", [], [])
 
 
 # ---- entry points around a hand-written core --------------------------------------------------------
@@ -128,8 +128,8 @@ def abi_libs(request, tmp_path_factory):
     cc = request.param
     d = tmp_path_factory.mktemp(f"abi-{cc}")
     src = d / "entry.c"
-    src.write_text(CORES + c_abi.entry_points("scale", "scale_", SCALE_IN, SCALE_OUT)
-                   + c_abi.entry_points("fill", "fill_", [], FILL_OUT))
+    src.write_text(CORES + ctext.entry_points("scale", "scale_", SCALE_IN, SCALE_OUT)
+                   + ctext.entry_points("fill", "fill_", [], FILL_OUT))
     libs = {}
     inc = f"-I{RUNTIME / 'include'}"
     run([cc, "-std=c99", "-fPIC", inc, "-c", RUNTIME / "src" / "runtime.c", "-o", d / "runtime.o"])
@@ -248,7 +248,7 @@ def test_hostile_name_reaches_c_only_sanitized(tmp_path):
     from test_host_kernels import Arg, Case, typed_call
 
     hostile = 'x; system("rm -rf /"); //'
-    symbol = c_abi.unique_identifiers([hostile])[0]
+    symbol = ctext.unique_identifiers([hostile])[0]
     code = emit_kernel(typed_call(Case("negative", "negative", (Arg((3,)),))), symbol).code
     assert "system(" not in code and "rm -rf" not in code
     src = tmp_path / "k.c"

@@ -313,7 +313,7 @@ def test_constants_are_static_const_arrays_bit_exact():
 
 
 def _big_constant():
-    from targets.ccompiler.c_text import SHORTEST_UP_TO
+    from byoc_compiler.ctext.literals import SHORTEST_UP_TO
 
     rng = np.random.default_rng(3)
     n = SHORTEST_UP_TO + 77

@@ -16,7 +16,7 @@ import pytest
 
 import needs
 
-from byoc_compiler.backend import c_abi
+from byoc_compiler import ctext
 from byoc_compiler.backend.host_kernels import RULES, HostKernelError, emit_kernel
 from byoc_compiler.ir import Tuple, TupleType, Var
 from byoc_compiler.ir.types import TensorType
@@ -49,7 +49,7 @@ class Case:
 
     @property
     def symbol(self) -> str:
-        return c_abi.sanitize_identifier("k_" + self.id)
+        return ctext.sanitize_identifier("k_" + self.id)
 
 
 def draw(arg: Arg, rng: np.random.Generator) -> np.ndarray:
@@ -502,7 +502,7 @@ class ByocValue(ctypes.Union):
 def dltensor(array: np.ndarray, keep: list) -> DLTensor:
     shape = (ctypes.c_int64 * max(1, array.ndim))(*array.shape)
     keep.append(shape)
-    code, bits = c_abi.DL_DTYPES[str(array.dtype)]
+    code, bits = ctext.DL_DTYPES[str(array.dtype)]
     code = {"kDLInt": 0, "kDLUInt": 1, "kDLFloat": 2}[code]
     return DLTensor(array.ctypes.data, DLDevice(1, 0), array.ndim, DLDataType(code, bits, 1),
                     shape if array.ndim else None, None, 0)
@@ -684,7 +684,7 @@ def _driver_source(cases) -> str:
              "}", ""]
     kernels = [emit_kernel(typed_call(c), c.symbol) for c in cases]
     for c, ks in zip(cases, kernels):
-        lines.append(c_abi.core_signature(c.symbol, ks.input_types, ks.output_types) + ";")
+        lines.append(ctext.core_signature(c.symbol, ks.input_types, ks.output_types) + ";")
     lines += ["", "int main(int argc, char** argv) {",
               "  FILE* in; FILE* out;",
               "  if (argc != 3) return 2;",

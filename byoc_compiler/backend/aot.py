@@ -21,10 +21,10 @@ outputs it is shown are DLTensors on the run's stack, filled from one static con
 """
 from __future__ import annotations
 
-from .c_abi import DL_DTYPES, c_type, sanitize_identifier
+from ..ctext import c_type, const_array, dltype_init, int64_array, sanitize_identifier
 from .constants import ConstantPool, c_array
 from .memory_plan import AotPlan, instance_bytes
-from .model_c import ALIGNED_ALLOC, FILL_ARG_HELPER, const_array, constants_once, default_instance, packed_call
+from .model_c import ALIGNED_ALLOC, FILL_ARG_HELPER, constants_once, default_instance, packed_call
 from .program import Program
 
 def run_function_name(c_mod_name: str) -> str:
@@ -120,11 +120,9 @@ def observer_table(prog: Program) -> str:
         ty = prog.tensors[t].type
         shape = "NULL"
         if ty.shape:
-            text.append(f"static int64_t byoc_step_shape_{j}[{ty.ndim}] = {{"
-                        + ", ".join(f"INT64_C({d})" for d in ty.shape) + "};\n")
+            text.append(int64_array(f"byoc_step_shape_{j}", ty.shape, const=False) + "\n")
             shape = f"byoc_step_shape_{j}"
-        code, bits = DL_DTYPES[ty.dtype]
-        rows.append(f"  {{NULL, {{kDLCPU, 0}}, {ty.ndim}, {{{code}, {bits}, 1}}, {shape}, NULL, 0}}")
+        rows.append(f"  {{NULL, {{kDLCPU, 0}}, {ty.ndim}, {dltype_init(ty.dtype)}, {shape}, NULL, 0}}")
     return ("".join(text) + f"static const DLTensor byoc_step_desc[{len(outs)}] = {{\n" + ",\n".join(rows)
             + "\n};\n")
 

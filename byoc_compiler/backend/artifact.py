@@ -5,7 +5,7 @@ A vendor's codegen is a callable `(func, symbol) -> artifact`. It returns one of
 CSourceArtifact(symbol, sources, include_dirs=(), kind="c", constants={})
     C99 source text, compiled with the model for every toolchain. `sources` maps a file name
     ("ccompiler_0.c") to its text. The sources must define the region's entry point `symbol`
-    in both calling conventions, which `backend.c_abi.entry_points(...)` writes for you
+    in both calling conventions, which `byoc_compiler.ctext.entry_points, vendor.entry_points(...)` writes for you
     (packed by default, unpacked under `#ifdef BYOC_UNPACKED_API`; the build defines that
     macro for interface="unpacked"). Small constants of the region are bound in the source
     (static const arrays); large ones (`backend.constants.is_large(array)`) go in `constants`,
@@ -47,7 +47,7 @@ class CSourceArtifact:
     kind: str = "c"
     constants: Mapping = field(default_factory=dict, compare=False)   # global name -> ndarray (linked)
     # Bytes of scratch the region needs (64-byte aligned). > 0: its entry points take the workspace from
-    # the caller (c_abi.entry_points(..., workspace=True)); every model instance owns its own, so a region
+    # the caller (ctext.entry_points(..., workspace=True)); every model instance owns its own, so a region
     # keeps no mutable static state and instances run concurrently.
     workspace_bytes: int = 0
 

@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 
 from ..config import EXECUTORS, INTERFACES, OPT_LEVELS
+from ..ctext import c_string, core_signature, identifier_part, is_identifier
 from ..errors import ByocError
 from ..ir.module import IRModule
 from . import aot as aot_gen
 from . import constants as constmod
 from . import graph_c
 from .artifact import BlobArtifact, CSourceArtifact
-from .c_abi import core_signature, is_identifier
 from .graph_json import graph_json
 from .memory_plan import aot_arena, graph_storage, instance_bytes
 from .model_c import HEADER, BlobRegion, blob_section, descriptor, instance_struct
@@ -80,7 +80,7 @@ def _codegen(target_name: str, func, symbol: str):
         # caught here, the linker's "undefined reference" would not say which target or what to write
         raise ByocError(f"codegen of target {target_name!r} returned C for region {symbol} that never mentions "
                         f"{symbol}; its sources ({', '.join(artifact.sources)}) must define the region's entry "
-                        f"point {symbol} (backend.c_abi.entry_points writes it; docs/runtime-abi.md)")
+                        f"point {symbol} (byoc_compiler.ctext.entry_points, vendor.entry_points writes it; docs/runtime-abi.md)")
     return target, artifact
 
 
@@ -139,7 +139,7 @@ def _build(mod, toolchain, executor, interface, opt, mod_name, config, constants
     if changed:
         mod = InferType()(mod)
     # Part of identifiers (tvmgen_<mod>_run), never one by itself: only the characters need mending.
-    c_mod_name = re.sub(r"[^A-Za-z0-9_]", "_", str(mod_name)) or "default"
+    c_mod_name = identifier_part(mod_name) or "default"
     prog = lower_main(mod, c_mod_name)
 
     pool = constmod.ConstantPool(constmod.byte_order(cfg.toolchains[toolchain].arch), constants_mode)
@@ -216,8 +216,6 @@ def _build(mod, toolchain, executor, interface, opt, mod_name, config, constants
     input_entries = [(prog.tensors[t].name, prog.tensors[t].type) for t in prog.inputs]
     output_entries = [(f"output{k}", prog.tensors[t].type) for k, t in enumerate(prog.outputs)]
     if pre_init:
-        from .model_c import c_string
-
         parts.append(pool.init_source(c_string(str(mod_name))))
     parts.append("\n/* ---- model descriptor ---- */\n")
     parts.append(descriptor(mod_name, executor, interface, input_entries, output_entries, workspace,

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .c_abi import c_type
+from ..ctext import c_type
 
 LARGE_CONSTANT_BYTES = 1024
 ALIGNMENT = 64

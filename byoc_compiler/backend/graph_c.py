@@ -8,10 +8,10 @@ adapters generated around them.
 """
 from __future__ import annotations
 
-from .c_abi import entry_points, unique_identifiers
+from ..ctext import byte_array, c_string, entry_points, unique_identifiers
 from .constants import ConstantPool, c_bytes
 from .graph_json import graph_json
-from .model_c import ALIGNED_ALLOC, byte_array, c_string, constants_once, default_instance
+from .model_c import ALIGNED_ALLOC, constants_once, default_instance
 from .program import Program
 
 RUN_FUNCTION = "byoc_model_run"
@@ -28,7 +28,7 @@ def graph_executor_source(prog: Program, params_blob: bytes, types: dict, interf
     plain = [s for s in symbols if s not in blob_index]
     if interface == "unpacked" and plain:
         adapters = dict(zip(plain, unique_identifiers([f"byoc_adapter_{s}" for s in plain], taken=set(symbols))))
-        # Packed wrappers around the unpacked entry points: c_abi writes the packed form when
+        # Packed wrappers around the unpacked entry points: ctext.entry_points writes the packed form when
         # BYOC_UNPACKED_API is not defined, so the unpacked part of the file ends here.
         out.append("\n/* ---- packed adapters around unpacked functions, for the graph executor ---- */\n"
                    "#undef BYOC_UNPACKED_API\n")

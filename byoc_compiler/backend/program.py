@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ctext import unique_identifiers
 from ..errors import ByocError
 from ..ir.analysis import flat_value
 from ..ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TensorType, flatten_type
 from ..ir.visitor import ExprMutator, post_order
-from .c_abi import unique_identifiers
 
 
 @dataclass

@@ -319,7 +319,7 @@ class BuildResult:
             if name in self.artifacts:
                 target = self.region_targets[name].name
                 return (f"linking failed: region {name} (target {target!r}) is not defined by the C its codegen "
-                        f"returned; define {name} in those sources (backend.c_abi.entry_points writes the "
+                        f"returned; define {name} in those sources (byoc_compiler.ctext.entry_points, vendor.entry_points writes the "
                         "entry point)")
         return None
 

@@ -14,9 +14,9 @@ Tuple read with TupleGetItem; constants are bound inside unless bind_constants=F
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from ..ctext import identifier_part, sanitize_identifier
 from ..errors import ByocError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
@@ -34,14 +34,9 @@ class PartitionInvariantError(ByocError):
                          "please report it with the model)")
 
 
-def c_identifier(name: str) -> str:
-    """`name` as a C identifier: other characters become '_', a leading digit gets a '_' before it."""
-    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return "_" + out if not out or out[0].isdigit() else out
-
-
 def external_symbol(mod_name: str, target: str, n: int) -> str:
-    return f"tvmgen_{c_identifier(mod_name)}_{c_identifier(target)}_main_{n}"
+    """The region's C symbol: a valid identifier for any module name (ctext, the one sanitizer)."""
+    return sanitize_identifier(f"tvmgen_{identifier_part(mod_name)}_{identifier_part(target)}_main_{n}")
 
 
 @dataclass
@@ -203,7 +198,7 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
 
 
 def _lift(region: Region, nodes, index, symbol: str, n: int, value) -> tuple[Function, Call]:
-    prefix = f"{c_identifier(region.target)}_{n}_i"
+    prefix = sanitize_identifier(f"{region.target}_{n}_i")
     inner: dict[int, Expr] = {}
     params: list[Var] = []
     for k, pos in enumerate(region.inputs):

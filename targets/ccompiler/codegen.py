@@ -7,8 +7,9 @@ The file holds, in this order: the region's small constants as `static const` ar
 build links from byoc_constants.bin (backend.constants: weights never pass through the C parser); the
 core `<symbol>_(const float* in0, ..., float* out0[, void* workspace])` that calls the kernels in topological order,
 one commented call per op or composite; and the entry point `<symbol>` in both interfaces
-(backend.c_abi.entry_points). Identifiers in the C text are our own (in0, c0, t0, out0); names
-from the model appear only in comments, scrubbed.
+(vendor.entry_points). Identifiers in the C text are our own (in0, c0, t0, out0); names
+from the model appear only in comments, scrubbed (vendor.comment). Every literal, array and name is
+written by the vendor API's C text writers (byoc_compiler.ctext), like the host's.
 
 Passes: `_Lowering` walks the region into steps over abstract buffers (reshape is a view, a
 composite whose body is a fusable chain is one fused call, any other composite is its body op by
@@ -24,12 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from byoc_compiler.vendor import (ByocError, Call, Constant, CSourceArtifact, Function, GlobalVar, Op, TensorType, Tuple,
-                                  TupleGetItem, Var, c_type, core_signature, entry_points, extern_declaration,
-                                  WORKSPACE_ALIGNMENT, flat_value, flatten_type, is_identifier, is_large,
-                                  plan_offsets, post_order, sanitize_identifier)
+                                  TupleGetItem, Var, c_type, comment, const_array, core_signature, entry_points,
+                                  extern_declaration, WORKSPACE_ALIGNMENT, flat_value, flatten_type, is_identifier,
+                                  is_large, plan_offsets, post_order, sanitize_identifier, shape_text, wrap_list)
 
 from . import kernels
-from .c_text import array_values, comment, shape_text, wrap_list
 from . import rules_qnn
 from .rules import FUSIONS, PASS_THROUGH, RULES, VIEWS, conv2d_params as _conv2d_params
 
@@ -389,12 +389,9 @@ def _render(symbol: str, core: str, lowering: _Lowering, workspace: int, in_type
         if is_large(buf.data):
             lines.append(extern_declaration(buf.cname, buf.data))
             continue
-        ctype = c_type(str(buf.data.dtype))
         if not buf.note:
             lines.append(comment(f"{buf.cname}: constant {shape_text(buf.data.shape)} {buf.data.dtype}"))
-        lines.append(f"static const {ctype} {buf.cname}[{max(1, buf.data.size)}] = {{")
-        lines += ["  " + row for row in array_values(buf.data)]
-        lines += ["};", ""]
+        lines += const_array(buf.cname, buf.data).splitlines() + [""]
     if n_calls:
         lines += ["static int32_t region_failed(const char* what) {",
                   f'  byoc_set_last_error("{symbol}: the kernel library rejected the parameters of %s", what);',

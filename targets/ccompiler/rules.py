@@ -15,10 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from byoc_compiler.vendor import ByocError
+from byoc_compiler.vendor import ByocError, float_literal, int64_array, int_literal
 
 from . import kernels
-from .c_text import float_literal, int64_array, int_literal
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from byoc_compiler.vendor import (ByocError, TensorType, add_float32_params, add_multipliers, is_constant, is_op,
-                                  requantize_ratios, wildcard)
+from byoc_compiler.vendor import (ByocError, TensorType, add_float32_params, add_multipliers, float_literal, int_literal,
+                                  is_constant, is_op, requantize_ratios, wildcard)
 
 from . import kernels, qkernels
-from .c_text import float_literal, int_literal
 
 Q8 = qkernels.Q_DTYPES
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import math
 
-from byoc_compiler.vendor import ByocError
+from byoc_compiler.vendor import ByocError, float_literal, int64_array
 
 from . import kernels
-from .c_text import float_literal, int64_array
 
 
 def _reduced_axes(step) -> set[int]:

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from byoc_compiler.vendor import matmul_dims
+from byoc_compiler.vendor import float_literal, int64_array, int_literal, matmul_dims
 
 from . import kernels
-from .c_text import float_literal, int64_array, int_literal
 
 
 def _prod(dims) -> int:

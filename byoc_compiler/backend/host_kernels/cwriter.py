@@ -1,11 +1,13 @@
-"""Small pieces of C text the kernel rules share: literals, strides, strided loop nests."""
+"""Small pieces of C text the kernel rules share: helper functions, strides, strided loop nests.
+
+Literals come from byoc_compiler.ctext, like every other C text byoc writes.
+"""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-import numpy as np
+from ...ctext import int_literal
 
 
 # Small static functions kernels may use: name -> (headers, definition). The driver emits the
@@ -120,38 +122,6 @@ def broadcast_strides(shape: Sequence[int], out_shape: Sequence[int]) -> list[in
     lead = len(out_shape) - len(shape)
     own = contiguous_strides(shape)
     return [0] * lead + [0 if shape[i] == 1 and out_shape[lead + i] != 1 else own[i] for i in range(len(shape))]
-
-
-def _real_literal(value: float, suffix: str, nan: str, inf: str) -> str:
-    if math.isnan(value):
-        return nan
-    if math.isinf(value):
-        return inf if value > 0 else f"(-{inf})"
-    text = repr(value)
-    if "e" not in text and "." not in text:
-        text += ".0"  # "1f" is not a C constant
-    return f"({text}{suffix})" if text.startswith("-") else f"{text}{suffix}"   # -0.0 too: never "x--0.0f"
-
-
-def float_literal(value: float) -> str:
-    """A C float constant equal to float32(value) (non-finite values need <math.h>)."""
-    return _real_literal(float(np.float32(value)), "f", "NAN", "INFINITY")
-
-
-def double_literal(value: float) -> str:
-    """A C double constant equal to `value` (non-finite values need <math.h>)."""
-    return _real_literal(float(value), "", "((double)NAN)", "((double)INFINITY)")
-
-
-def int_literal(value: int, dtype: str = "int64") -> str:
-    """An integer constant of `dtype`, safe at the type's extremes (INT32_MIN is not a literal in C)."""
-    v = int(value)
-    bits = 64 if dtype == "int64" else 32
-    if v == -(1 << (bits - 1)):
-        return f"INT{bits}_MIN"
-    if bits == 64 and not -(1 << 31) <= v < (1 << 31):
-        return f"INT64_C({v})" if v >= 0 else f"(-INT64_C({-v}))"
-    return str(v) if v >= 0 else f"({v})"
 
 
 def coalesce(shape: Sequence[int], strides: Mapping[str, Sequence[int]]) -> list[tuple[int, dict[str, int]]]:

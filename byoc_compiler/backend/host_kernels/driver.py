@@ -4,18 +4,18 @@ Per-op knowledge lives in the rule tables of elementwise.py, nn.py and shape.py
 (op name -> rule); a rule gets a `KernelContext` (types, attrs, symbol) and
 returns the statements of the core function. The driver wraps them into
 `int32_t <symbol>_(const T* in0, ..., T* out0)` and adds the entry points of
-c_abi, so every kernel serves both calling conventions.
+byoc_compiler.ctext, so every kernel serves both calling conventions.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ... import ctext
 from ...errors import ByocError
 from ...ir.attrs import Attrs
 from ...ir.expr import Call, Op, Tuple
 from ...ir.types import TensorType, Type, flatten_type
-from .. import c_abi
 from . import elementwise, image, nn, qnn, reduce, shape, slicing
 from .cwriter import HELPER_DEPS, HELPERS, helper_definition
 
@@ -111,16 +111,16 @@ def emit_kernel(call: Call, symbol: str) -> KernelSource:
     if not isinstance(call, Call) or not isinstance(call.op, Op):
         raise HostKernelError("host kernels are generated for calls of registered ops only; "
                               f"got {type(call).__name__} of {getattr(call, 'op', None)!r}")
-    if not c_abi.is_identifier(symbol):
+    if not ctext.is_identifier(symbol):
         raise HostKernelError(f"kernel symbol {symbol!r} is not a valid C identifier; "
-                              "pass it through c_abi.sanitize_identifier")
+                              "pass it through ctext.sanitize_identifier")
     rule = RULES.get(call.op.name)
     if rule is None:
         raise HostKernelError(f"no host kernel for op {call.op.name!r}; host kernels exist for: "
                               f"{', '.join(supported_ops())}")
     inputs, outputs = _argument_types(call), _result_types(call)
     for t in inputs + outputs:
-        if t.dtype not in c_abi.C_TYPES:
+        if t.dtype not in ctext.C_TYPES:
             raise HostKernelError(f"{call.op.name}: dtype {t.dtype} has no C type")
     ctx = KernelContext(call, symbol, inputs, outputs, call.attrs)
     try:
@@ -138,14 +138,14 @@ def emit_kernel(call: Call, symbol: str) -> KernelSource:
                  + ", ".join(f"in{i} {_type_text(t)}" for i, t in enumerate(inputs))
                  + (" -> " if inputs else "-> ")
                  + ", ".join(f"out{i} {_type_text(t)}" for i, t in enumerate(outputs)) + " */")
-    lines.append(c_abi.core_signature(core, inputs, outputs) + ";")
-    lines.append(c_abi.core_signature(core, inputs, outputs) + " {")
+    lines.append(ctext.core_signature(core, inputs, outputs) + ";")
+    lines.append(ctext.core_signature(core, inputs, outputs) + " {")
     # A rule may not touch every argument (empty tensors); say so instead of warning.
     lines.extend(f"  (void){p};" for p in params)
     if body:
         lines.append(body.rstrip("\n"))
     lines += ["  return 0;", "}"]
-    code = "\n".join(lines) + "\n" + c_abi.entry_points(symbol, core, inputs, outputs)
+    code = "\n".join(lines) + "\n" + ctext.entry_points(symbol, core, inputs, outputs)
     return KernelSource(symbol, code, tuple(inputs), tuple(outputs))
 
 

@@ -17,9 +17,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..c_abi import c_type
-from .cwriter import (broadcast_strides, contiguous_strides, double_literal, flat_loop, float_literal,
-                      int_literal, loop_nest, size_of)
+from ...ctext import c_type, double_literal, float_literal, int_literal
+from .cwriter import broadcast_strides, contiguous_strides, flat_loop, loop_nest, size_of
 
 # wrap-around int32 arithmetic (numpy semantics, no signed overflow in C)
 _WRAP = "(int32_t)((uint32_t)a {op} (uint32_t)b)"

@@ -6,8 +6,9 @@ position itself, with no table.
 """
 from __future__ import annotations
 
+from ...ctext import double_literal, float_literal, int_literal as L
 from ...op.image import axis_taps
-from .cwriter import contiguous_strides, double_literal, float_literal, int_literal as L, size_of
+from .cwriter import contiguous_strides, size_of
 
 
 def _array(ctype: str, name: str, values) -> str:

@@ -5,9 +5,9 @@ window positions outside the input are skipped, never read.
 """
 from __future__ import annotations
 
-from ..c_abi import c_type
-from .cwriter import (axis_split, broadcast_strides, contiguous_strides, Conv2d, conv_window, double_literal, flat_loop,
-                      indent_block, int_literal as L, loop_nest, size_of)
+from ...ctext import c_type, double_literal, int_literal as L
+from .cwriter import (axis_split, broadcast_strides, contiguous_strides, Conv2d, conv_window, flat_loop, indent_block,
+                      loop_nest, size_of)
 
 
 def _dot(a_at, b_at, k: int) -> str:
@@ -239,8 +239,6 @@ def _batch_matmul(ctx) -> str:
     import numpy as np
 
     from ...op.batch_matmul import matmul_dims
-
-    from ..c_abi import c_type
 
     a, b = ctx.inputs
     t = c_type(a.dtype)

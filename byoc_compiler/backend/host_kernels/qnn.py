@@ -7,11 +7,11 @@ in int64 (no overflow, whatever K) and wrap to int32 like the reference.
 """
 from __future__ import annotations
 
+from ...ctext import c_type, float_literal, int_literal as L
 from ...op.qnn import add_float32_params, add_multipliers, concat_requant, mul_multiplier, requantize_ratios
 from ...op.qnn_math import fixed_point
-from ..c_abi import c_type
-from .cwriter import (axis_split, broadcast_strides, contiguous_strides, Conv2d, conv_window, flat_loop, float_literal,
-                      int_literal as L, loop_nest, size_of)
+from .cwriter import (axis_split, broadcast_strides, contiguous_strides, Conv2d, conv_window, flat_loop, loop_nest,
+                      size_of)
 
 _RANGE = {"int8": ("INT8_MIN", "INT8_MAX"), "uint8": ("0", "UINT8_MAX"), "int16": ("INT16_MIN", "INT16_MAX"),
           "uint16": ("0", "UINT16_MAX"), "int32": ("INT32_MIN", "INT32_MAX")}

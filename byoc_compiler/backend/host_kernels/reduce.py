@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ctext import c_type, double_literal, float_literal, int_literal as L, literal
 from ...op.reduce import empty_value, reduce_axes
-from ..c_abi import c_type
-from .cwriter import contiguous_strides, double_literal, float_literal, int_literal as L, loop_nest, size_of
+from .cwriter import contiguous_strides, loop_nest, size_of
 
 
 def _split_shapes(shape, axes):
@@ -19,16 +19,6 @@ def _split_shapes(shape, axes):
     kept = [1 if i in axes else d for i, d in enumerate(shape)]
     reduced = [d if i in axes else 1 for i, d in enumerate(shape)]
     return kept, reduced
-
-
-def _literal(value, dtype: str) -> str:
-    if dtype == "float32":
-        return float_literal(value)
-    if dtype == "float64":
-        return double_literal(value)
-    if dtype == "bool":
-        return "1" if value else "0"
-    return L(int(value), dtype)
 
 
 def _nest(ctx, init: str, step: str, finish: str, axes) -> str:
@@ -64,7 +54,7 @@ def _reduction(name: str):
                     value = f"({t})NAN"
                 return _nest(ctx, init, op, "out0[{out}] = " + value + ";", axes)
             better = ">" if name == "max" else "<"
-            init = f"{t} acc = {_literal(empty_value(name, dtype), dtype)};"
+            init = f"{t} acc = {literal(empty_value(name, dtype), dtype)};"
             # NaN wins and stays (numpy's max/min propagate it).
             op = f"{{{{ const {t} v = in0[{{at}}]; if (acc == acc && ((v {better} acc) || v != v)) acc = v; }}}}"
             return _nest(ctx, init, op, "out0[{out}] = acc;", axes)
@@ -79,7 +69,7 @@ def _reduction(name: str):
                 value = f"({t})acc"
             return _nest(ctx, init, op, "out0[{out}] = " + value + ";", axes)
         better = ">" if name == "max" else "<"
-        init = f"{t} acc = {_literal(empty_value(name, dtype), dtype)};"
+        init = f"{t} acc = {literal(empty_value(name, dtype), dtype)};"
         return _nest(ctx, init, f"{{{{ const {t} v = in0[{{at}}]; if (v {better} acc) acc = v; }}}}",
                      "out0[{out}] = acc;", axes)
     return rule

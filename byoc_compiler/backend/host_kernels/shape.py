@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..c_abi import c_type
-from .cwriter import axis_split, contiguous_strides, flat_loop, float_literal, int_literal as L, loop_nest, size_of
+from ...ctext import c_type, float_literal, int_literal as L
+from .cwriter import axis_split, contiguous_strides, flat_loop, loop_nest, size_of
 
 
 def _copy(ctx) -> str:

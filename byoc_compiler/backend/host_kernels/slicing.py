@@ -1,8 +1,9 @@
 """strided_slice, tile and broadcast_to: strided loop nests that copy elements unchanged."""
 from __future__ import annotations
 
+from ...ctext import int_literal as L
 from ...op.slicing import slice_range
-from .cwriter import broadcast_strides, contiguous_strides, int_literal as L, loop_nest
+from .cwriter import broadcast_strides, contiguous_strides, loop_nest
 
 
 def _strided_slice(ctx) -> str:
