@@ -13,10 +13,10 @@ from .kernels import MAX_RANK
 target = Target("ccompiler", flag="USE_CODEGENC", description="C source calling a vendor C kernel library")
 
 ELEMENTWISE = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "negative", "abs", "exp", "log",
-               "sqrt", "tanh", "sigmoid", "nn.relu", "clip", "nn.leaky_relu")
+               "sqrt", "tanh", "sigmoid", "nn.relu", "clip", "nn.leaky_relu", "nn.hard_sigmoid", "nn.hard_swish")
 NN = ("nn.dense", "nn.matmul", "nn.bias_add", "nn.conv2d", "nn.max_pool2d", "nn.avg_pool2d",
       "nn.global_avg_pool2d", "nn.batch_norm")
-SHAPE = ("reshape", "transpose", "concatenate")
+SHAPE = ("reshape", "nn.batch_flatten", "transpose", "concatenate")
 TRANSFORMER = ("nn.batch_matmul", "nn.gelu")
 # Not taken, on purpose: nn.lrn (it stays on the host); softmax and layer norm only on the last axis;
 # cubic and antialiased resize.

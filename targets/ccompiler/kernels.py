@@ -21,9 +21,11 @@ INCLUDE_DIR = KERNEL_DIR
 HEADER = "byoc_ck.h"
 SOURCES = tuple(KERNEL_DIR / name for name in (
     "ck_microkernel.c", "ck_gemm.c", "ck_dense.c", "ck_conv2d.c", "ck_elementwise.c", "ck_pool.c", "ck_shape.c",
-    "ck_transformer.c", "ck_reduce.c", "ck_resize.c", "ck_qgemm.c", "ck_qconv.c", "ck_qelementwise.c"))
+    "ck_transformer.c", "ck_reduce.c", "ck_resize.c", "ck_qgemm.c", "ck_qconv.c", "ck_qelementwise.c",
+    "ck_activation.c"))
 HEADERS = (KERNEL_DIR / HEADER, KERNEL_DIR / "ck_internal.h", KERNEL_DIR / "ck_transformer.h",
-           KERNEL_DIR / "ck_reduce.h", KERNEL_DIR / "ck_resize.h", KERNEL_DIR / "ck_qnn.h", KERNEL_DIR / "ck_qinternal.h")
+           KERNEL_DIR / "ck_reduce.h", KERNEL_DIR / "ck_resize.h", KERNEL_DIR / "ck_qnn.h", KERNEL_DIR / "ck_qinternal.h",
+           KERNEL_DIR / "ck_activation.h")
 # Link flags the library needs (expf, sqrtf, ...).
 LDFLAGS = ("-lm",)
 
@@ -110,6 +112,8 @@ FUNCTIONS: dict[str, KernelFunction] = {f.name: f for f in (
         "const double *roi, int32_t method, int32_t coordinate_mode, int32_t nearest_mode, "
         "float extrapolation_value, const float *in, float *out",
         "image.resize, nearest or linear, ONNX Resize's coordinate and nearest modes"),
+    _fn("ck_hard_sigmoid", "int64_t n, const float *in, float *out, float alpha, float beta", "nn.hard_sigmoid"),
+    _fn("ck_hard_swish", "int64_t n, const float *in, float *out", "nn.hard_swish"),
 )}
 
 # The int8/uint8 functions (ck_qnn.h) are described in qkernels.py.
@@ -151,6 +155,7 @@ OP_FUNCTIONS = {
     "nn.batch_matmul": "ck_batch_matmul", "nn.softmax": "ck_softmax_rows", "nn.layer_norm": "ck_layer_norm_rows",
     "nn.gelu": "ck_gelu",
     **{op: "ck_reduce" for op in REDUCE_OPS}, "image.resize": "ck_resize",
+    "nn.hard_sigmoid": "ck_hard_sigmoid", "nn.hard_swish": "ck_hard_swish",
 }
 MAX_RANK = 8  # CK_MAX_RANK: ck_binary / ck_transpose take at most this many dims
 

@@ -269,6 +269,11 @@ from .rules_reduce_resize import rules as _reduce_resize_rules  # noqa: E402
 
 RULES.update(_reduce_resize_rules(Rule))
 
+# Hard sigmoid and hard swish, likewise.
+from .rules_activation import rules as _activation_rules  # noqa: E402
+
+RULES.update(_activation_rules(Rule))
+
 # Ops that are views: their output is their input's bytes under another shape (no call at all).
 # op name -> for each output, the index of the input it is a view of.
 VIEWS: dict[str, tuple[int, ...]] = {

@@ -167,5 +167,6 @@ int32_t ck_concatenate(int32_t num_inputs, const float *const *inputs, const int
 #include "ck_reduce.h"        /* sum, mean, max, min, prod over any axes */
 #include "ck_resize.h"        /* nearest and linear resampling (ONNX Resize) */
 #include "ck_qnn.h"           /* int8/uint8: quantized conv2d, dense, add, quantize, pools */
+#include "ck_activation.h"    /* hard sigmoid, hard swish */
 
 #endif /* BYOC_CK_H_ */
