@@ -437,6 +437,40 @@ def test_depthwise_3x3_on_every_kernel(ck, case):
         assert ck.ck_gemm_use_kernel(default) == 0
 
 
+# Other depthwise windows (up to 64 taps, no dilation, stride_w 1 or 2): ck_depthwise.c, 16 outputs at a
+# time over the zero-bordered plane; narrow rows as one flat pass over the plane.
+# (name, data shape, weight (kh, kw), channel multiplier, strides, padding)
+DEPTHWISE_ANY = [
+    ("5x5-s1-narrow-flat", (1, 3, 14, 14), (5, 5), 1, (1, 1), (2, 2, 2, 2)),
+    ("5x5-s1-wide-rows", (1, 2, 6, 45), (5, 5), 1, (1, 1), (2, 2, 2, 2)),
+    ("5x5-s2-narrow-flat", (1, 3, 14, 14), (5, 5), 1, (2, 2), (2, 2, 2, 2)),
+    ("5x5-s2-rows", (1, 2, 9, 56), (5, 5), 1, (2, 2), (1, 2, 2, 1)),
+    ("5x5-width-1", (1, 2, 6, 1), (5, 5), 1, (1, 1), (2, 2, 2, 2)),
+    ("7x7-s1-multiplier-2", (2, 2, 9, 11), (7, 7), 2, (1, 1), (3, 3, 3, 3)),
+    ("3x5-stride-h3", (1, 2, 13, 20), (3, 5), 1, (3, 1), (1, 2, 1, 2)),
+    ("1x1-depthwise", (1, 3, 4, 17), (1, 1), 1, (1, 1), (0, 0, 0, 0)),
+    ("8x8-64-taps-s2", (1, 2, 19, 21), (8, 8), 1, (2, 2), (3, 4, 4, 3)),
+    ("9x9-beyond-64-taps-direct", (1, 2, 11, 12), (9, 9), 1, (1, 1), (4, 4, 4, 4)),
+]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_ANY, ids=[c[0] for c in DEPTHWISE_ANY])
+def test_depthwise_any_window_on_every_kernel(ck, case):
+    """Every instruction set's ck_depthwise.c loop against loops, with bias and relu6; the scratch it asks
+    for matches the Python mirror (the workspace helper allocates exactly that)."""
+    _, xs, (kh, kw), mult, strides, padding = case
+    c = xs[1]
+    x, w, b = 3 * rand(*xs), rand(c * mult, 1, kh, kw), rand(c * mult)
+    want = np.clip(conv2d_loops(x, w, strides, padding, (1, 1), c) + b[None, :, None, None], 0, 6)
+    default = ck.ck_gemm_kernel_name()
+    try:
+        for name in kernel_names(ck):
+            if ck.ck_gemm_use_kernel(name.encode()) == 0:
+                close(ck.conv2d(x, w, strides, padding, (1, 1), c, b, 2), want, err_msg=name)
+    finally:
+        assert ck.ck_gemm_use_kernel(default) == 0
+
+
 BAD_CONV = [("groups-not-dividing", dict(groups=3)), ("zero-stride", dict(stride_h=0)),
             ("negative-pad", dict(pad_left=-1)), ("kernel-larger-than-input", dict(kernel_h=9))]
 

@@ -22,10 +22,10 @@ HEADER = "byoc_ck.h"
 SOURCES = tuple(KERNEL_DIR / name for name in (
     "ck_microkernel.c", "ck_gemm.c", "ck_dense.c", "ck_conv2d.c", "ck_elementwise.c", "ck_pool.c", "ck_shape.c",
     "ck_transformer.c", "ck_reduce.c", "ck_resize.c", "ck_qgemm.c", "ck_qconv.c", "ck_qelementwise.c",
-    "ck_activation.c"))
+    "ck_activation.c", "ck_depthwise.c"))
 HEADERS = (KERNEL_DIR / HEADER, KERNEL_DIR / "ck_internal.h", KERNEL_DIR / "ck_transformer.h",
            KERNEL_DIR / "ck_reduce.h", KERNEL_DIR / "ck_resize.h", KERNEL_DIR / "ck_qnn.h", KERNEL_DIR / "ck_qinternal.h",
-           KERNEL_DIR / "ck_activation.h")
+           KERNEL_DIR / "ck_activation.h", KERNEL_DIR / "ck_depthwise.h")
 # Link flags the library needs (expf, sqrtf, ...).
 LDFLAGS = ("-lm",)
 
@@ -224,14 +224,15 @@ def conv2d_output_hw(p: dict[str, int]) -> tuple[int, int]:
 
 def conv2d_workspace_bytes(p: dict[str, int]) -> int:
     """Bytes of scratch ck_conv2d needs: with one input channel per group (direct kernels) 0, or for
-    3x3 (no dilation, stride_w 1 or 2) a zero-bordered copy of one input plane and as much again for
-    the flat pass over narrow stride-1 planes."""
+    windows of at most 64 taps (no dilation, stride_w 1 or 2: the 3x3 row kernels and ck_depthwise.c)
+    a zero-bordered copy of one input plane and as much again for the flat pass over narrow stride-1
+    planes."""
     per_group_in = p["channels"] // p["groups"]
     if per_group_in == 1:
-        dw3x3 = (p["kernel_h"], p["kernel_w"], p["dilation_h"], p["dilation_w"]) == (3, 3, 1, 1) and \
+        bordered = (p["dilation_h"], p["dilation_w"]) == (1, 1) and p["kernel_h"] * p["kernel_w"] <= 64 and \
             p["stride_w"] in (1, 2)
         padded = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
-        return _ALIGN + 2 * 4 * padded if dw3x3 else 0
+        return _ALIGN + 2 * 4 * padded if bordered else 0
     oh, ow = conv2d_output_hw(p)
     og, kdim, pixels = p["out_channels"] // p["groups"], per_group_in * p["kernel_h"] * p["kernel_w"], oh * ow
     gemm = gemm_workspace_bytes(og, pixels, kdim)

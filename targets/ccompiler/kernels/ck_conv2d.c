@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "ck_depthwise.h"
 #include "ck_internal.h"
 
 int32_t ck_conv2d_output_hw(const ck_conv2d_params *p, int64_t *out_h, int64_t *out_w) {
@@ -38,6 +39,9 @@ static int ck_is_dw3x3(const ck_conv2d_params *p) {
   return p->channels == p->groups && p->kernel_h == 3 && p->kernel_w == 3 && p->dilation_h == 1 &&
          p->dilation_w == 1 && (p->stride_w == 1 || p->stride_w == 2);
 }
+
+/* Other one-input-channel windows with a zero-bordered copy: ck_depthwise.c. */
+static int ck_uses_padded_plane(const ck_conv2d_params *p) { return ck_is_dw3x3(p) || ck_dw_any_takes(p); }
 
 static int64_t ck_padded_plane_floats(const ck_conv2d_params *p) {
   return (p->height + p->pad_top + p->pad_bottom) * (p->width + p->pad_left + p->pad_right);
@@ -72,8 +76,8 @@ size_t ck_conv2d_workspace_bytes(const ck_conv2d_params *p) {
   size_t gemm;
   if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return 0;
   cg = p->channels / p->groups;
-  if (cg == 1) /* direct kernels; the 3x3 one reads a zero-bordered copy of the plane */
-    return ck_is_dw3x3(p) ? CK_ALIGN + 2 * sizeof(float) * (size_t)ck_padded_plane_floats(p) : 0;
+  if (cg == 1) /* direct kernels; the 3x3 and ck_depthwise.c ones read a zero-bordered copy of the plane */
+    return ck_uses_padded_plane(p) ? CK_ALIGN + 2 * sizeof(float) * (size_t)ck_padded_plane_floats(p) : 0;
   og = p->out_channels / p->groups;
   kdim = cg * p->kernel_h * p->kernel_w;
   gemm = ck_gemm_workspace_bytes(og, oh * ow, kdim);
@@ -260,8 +264,8 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
   /* pixel-major tiles read the weight as packed: prepacked weights only */
   pm_tile = cg != 1 && packed != NULL && ck_pixel_major_pays(og, pixels) ? ck_micro_kernel_current()->pixel_major
                                                                          : NULL;
-  if ((cg != 1 || row_fn != NULL) && workspace == NULL) return CK_EBADPARAM;
-  if (row_fn != NULL) {
+  if ((cg != 1 || ck_uses_padded_plane(p)) && workspace == NULL) return CK_EBADPARAM;
+  if (ck_uses_padded_plane(p)) {
     padded = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
     memset(padded, 0, sizeof(float) * (size_t)ck_padded_plane_floats(p));
   }
@@ -273,10 +277,13 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
       float *out_g = out + (n * p->out_channels + g * og) * pixels;
       if (cg == 1) {
         int64_t o;
-        if (row_fn != NULL) ck_pad_plane(p, in_g, padded);
+        if (padded != NULL) ck_pad_plane(p, in_g, padded);
         for (o = 0; o < og; ++o) {
           const float b = bias != NULL ? bias[g * og + o] : 0.0f;
-          if (row_fn != NULL)
+          if (row_fn == NULL && padded != NULL)
+            ck_dw_plane(p, oh, ow, padded, ck_odd_offset(p), w_g + o * kdim, b, activation, out_g + o * pixels,
+                        padded + ck_padded_plane_floats(p));
+          else if (row_fn != NULL)
             ck_dw3x3_plane(p, oh, ow, padded, w_g + o * kdim, b, activation, out_g + o * pixels, row_fn,
                            padded + ck_padded_plane_floats(p));
           else
