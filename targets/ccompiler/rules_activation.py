@@ -5,7 +5,7 @@ in place on an input nothing reads afterwards.
 """
 from __future__ import annotations
 
-from .c_text import float_literal, int_literal
+from byoc_compiler.vendor import float_literal, int_literal
 
 
 def _hard_sigmoid(step):
