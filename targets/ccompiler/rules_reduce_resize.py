@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from byoc_compiler.vendor import ByocError, float_literal, int64_array
+from byoc_compiler.vendor import ByocError, double_literal, float_literal, int64_array
 
 from . import kernels
 
@@ -39,15 +39,12 @@ def _reduce(step):
     return decls, f"ck_reduce({op}, {ndim}, shape, reduce, {x.ptr}, {step.outs[0].ptr})"
 
 
-def double_literal(value) -> str:
-    """A finite double as C text that reads back to the same bits (Python's repr is the shortest such)."""
-    value = float(value)
-    if not math.isfinite(value):
-        raise ByocError(f"image.resize: {value} is not a finite scale or roi value")
-    return repr(value)
-
-
 def _double_array(name: str, values) -> str:
+    """Scales and roi as doubles with the bits the reference computes with (finite: checked here, as the
+    kernel refuses the call otherwise)."""
+    bad = [v for v in values if not math.isfinite(float(v))]
+    if bad:
+        raise ByocError(f"image.resize: {bad[0]} is not a finite scale or roi value")
     return f"static const double {name}[{len(values)}] = {{{', '.join(double_literal(v) for v in values)}}};"
 
 
