@@ -112,6 +112,9 @@ CONVS = [
     ("depthwise-3x3", (1, 6, 9, 9), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1), 6, "uint8"),
     ("depthwise-stride2-int8", (1, 5, 8, 8), (5, 1, 3, 3), (2, 2), (1, 1, 1, 1), 5, "int8"),
     ("depthwise-7x7-plane", (1, 4, 7, 7), (4, 1, 7, 7), (1, 1), (0, 0, 0, 0), 4, "uint8"),
+    # rows of 16 output columns and a tail: the vector depthwise row (stride 1 and 2)
+    ("depthwise-wide-rows", (1, 3, 5, 40), (3, 1, 3, 3), (1, 1), (1, 1, 1, 1), 3, "uint8"),
+    ("depthwise-wide-stride2-int8", (2, 3, 6, 71), (3, 1, 3, 3), (2, 2), (1, 1, 1, 1), 3, "int8"),
     ("7x7-stride2-wide", (1, 3, 40, 40), (8, 3, 7, 7), (2, 2), (3, 3, 3, 3), 1, "uint8"),
 ]
 

@@ -68,7 +68,7 @@ def qconv2d_workspace_bytes(p: dict[str, int]) -> int:
     oh, ow = _output_hw(p)
     if is_depthwise(p):
         plane = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
-        return QALIGN + _round_up(plane, QALIGN) + 4 * ow
+        return QALIGN + _round_up(plane + 1, QALIGN) + 4 * ow      # + 1: the row kernel's read slack
     k = _depth(p)
     return QALIGN + _round_up(k, 4) * QNR + (0 if _is_pointwise(p) else k * oh * ow)
 

@@ -6,8 +6,8 @@
  * filled with the input zero point, so padded taps contribute exactly zero after the folded bias).
  * Depthwise convolutions (one input and one output channel per group, MobileNet's 3x3 and the
  * global average pool the importer writes as a depthwise sum) run directly: each input plane is
- * copied into a border of the zero point, each output row sums its taps into int32 lanes
- * (loops the compiler vectorizes), then requantizes.
+ * copied into a border of the zero point, each output row sums its taps into int32 lanes and
+ * requantizes (ck_qdw_row: AVX-512 where the CPU has it, portable C otherwise).
  */
 #include <string.h>
 
@@ -66,7 +66,7 @@ size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p) {
   int64_t oh, ow, k;
   if (!ck_qconv_valid(p, &oh, &ow)) return 0;
   if (ck_qconv_is_depthwise(&p->conv))
-    return (size_t)(CK_QALIGN + ck_qround_up(ck_qpadded_plane(&p->conv), CK_QALIGN) + 4 * ow);
+    return (size_t)(CK_QALIGN + ck_qround_up(ck_qpadded_plane(&p->conv) + 1, CK_QALIGN) + 4 * ow);
   k = ck_qconv_depth(&p->conv);
   return (size_t)(CK_QALIGN + ck_qround_up(k, 4) * CK_QNR + (ck_qconv_is_pointwise(&p->conv) ? 0 : k * oh * ow));
 }
@@ -123,34 +123,6 @@ static void ck_qim2col(const ck_conv2d_params *c, int64_t cg, int64_t oh_n, int6
   }
 }
 
-/* One channel of a depthwise convolution over its zero-point-bordered plane `pad` [ph, pw]. */
-#define CK_DEFINE_QDW_PLANE(NAME, T)                                                                   \
-  static void NAME(const ck_conv2d_params *c, int64_t oh_n, int64_t ow_n, const T *pad, int64_t pw,    \
-                   const int8_t *w, int32_t *restrict acc, int32_t bias, float scale, const ck_qparams *q, \
-                   uint8_t *out) {                                                                     \
-    int64_t y, i, j, x;                                                                                \
-    const int64_t s = c->stride_w;                                                                     \
-    for (y = 0; y < oh_n; ++y) {                                                                       \
-      for (x = 0; x < ow_n; ++x) acc[x] = 0;                                                           \
-      for (i = 0; i < c->kernel_h; ++i) {                                                              \
-        const T *row = pad + (y * c->stride_h + i * c->dilation_h) * pw;                               \
-        for (j = 0; j < c->kernel_w; ++j) {                                                            \
-          const int32_t wv = w[i * c->kernel_w + j];                                                   \
-          const T *restrict src = row + j * c->dilation_w;                                             \
-          if (s == 1) {                                                                                \
-            for (x = 0; x < ow_n; ++x) acc[x] += wv * (int32_t)src[x];                                 \
-          } else {                                                                                     \
-            for (x = 0; x < ow_n; ++x) acc[x] += wv * (int32_t)src[x * s];                             \
-          }                                                                                            \
-        }                                                                                              \
-      }                                                                                                \
-      ck_qrequant_row(ow_n, acc, bias, scale, q, out + y * ow_n);                                      \
-    }                                                                                                  \
-  }
-
-CK_DEFINE_QDW_PLANE(ck_qdw_plane_u8, uint8_t)
-CK_DEFINE_QDW_PLANE(ck_qdw_plane_s8, int8_t)
-
 static void ck_qconv_depthwise(const ck_qconv2d_params *p, int64_t oh_n, int64_t ow_n, const uint8_t *data,
                                const int8_t *weight, const int32_t *bias, const float *scale, uint8_t *out,
                                uint8_t *ws) {
@@ -158,9 +130,9 @@ static void ck_qconv_depthwise(const ck_qconv2d_params *p, int64_t oh_n, int64_t
   const int64_t pw = c->width + c->pad_left + c->pad_right, ph = c->height + c->pad_top + c->pad_bottom;
   const uint8_t zp = (uint8_t)p->q.input_zero_point;
   uint8_t *pad = ws;
-  int32_t *acc = (int32_t *)(void *)(ws + ck_qround_up(ph * pw, CK_QALIGN));
+  int32_t *acc = (int32_t *)(void *)(ws + ck_qround_up(ph * pw + 1, CK_QALIGN)); /* a byte of read slack */
   int64_t b, ch, y;
-  memset(pad, zp, (size_t)(ph * pw));
+  memset(pad, zp, (size_t)(ph * pw + 1));
   for (b = 0; b < c->batch; ++b) {
     for (ch = 0; ch < c->channels; ++ch) {
       const uint8_t *plane = data + (b * c->channels + ch) * c->height * c->width;
@@ -169,10 +141,9 @@ static void ck_qconv_depthwise(const ck_qconv2d_params *p, int64_t oh_n, int64_t
       /* the border stays the zero point from the memset; only the interior changes per plane */
       for (y = 0; y < c->height; ++y)
         memcpy(pad + (y + c->pad_top) * pw + c->pad_left, plane + y * c->width, (size_t)c->width);
-      if (p->q.input_signed)
-        ck_qdw_plane_s8(c, oh_n, ow_n, (const int8_t *)pad, pw, w, acc, bias[ch], scale[ch], &p->q, o);
-      else
-        ck_qdw_plane_u8(c, oh_n, ow_n, pad, pw, w, acc, bias[ch], scale[ch], &p->q, o);
+      for (y = 0; y < oh_n; ++y)
+        ck_qdw_row(ow_n, pad + y * c->stride_h * pw, c->dilation_h * pw, c->stride_w, c->dilation_w, c->kernel_h,
+                   c->kernel_w, w, bias[ch], scale[ch], &p->q, o + y * ow_n, acc);
     }
   }
 }

@@ -268,19 +268,101 @@ static int ck_cpu_has_vnni(void) {
 }
 #endif
 
+typedef void (*ck_qdw_row_fn)(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride, int64_t col_step,
+                              int64_t kh, int64_t kw, const int8_t *w, int32_t bias, float scale, const ck_qparams *q,
+                              uint8_t *out, int32_t *acc);
+
+#define CK_DEFINE_QDW_ROW(NAME, T)                                                                    \
+  static void NAME(int64_t x0, int64_t n, const T *base, int64_t row_step, int64_t stride, int64_t col_step, \
+                   int64_t kh, int64_t kw, const int8_t *w, int32_t *restrict acc) {                   \
+    int64_t i, j, x;                                                                                  \
+    for (x = x0; x < n; ++x) acc[x] = 0;                                                              \
+    for (i = 0; i < kh; ++i) {                                                                        \
+      for (j = 0; j < kw; ++j) {                                                                      \
+        const int32_t wv = w[i * kw + j];                                                             \
+        const T *restrict src = base + i * row_step + j * col_step;                                   \
+        for (x = x0; x < n; ++x) acc[x] += wv * (int32_t)src[x * stride];                             \
+      }                                                                                               \
+    }                                                                                                 \
+  }
+
+CK_DEFINE_QDW_ROW(ck_qdw_sums_u8, uint8_t)
+CK_DEFINE_QDW_ROW(ck_qdw_sums_s8, int8_t)
+
+/* columns [x0, n) of ck_qdw_row in portable C */
+static void ck_qdw_row_from(int64_t x0, int64_t n, const uint8_t *base, int64_t row_step, int64_t stride,
+                            int64_t col_step, int64_t kh, int64_t kw, const int8_t *w, int32_t bias, float scale,
+                            const ck_qparams *q, uint8_t *out, int32_t *acc) {
+  if (x0 >= n) return;
+  if (q->input_signed)
+    ck_qdw_sums_s8(x0, n, (const int8_t *)base, row_step, stride, col_step, kh, kw, w, acc);
+  else
+    ck_qdw_sums_u8(x0, n, base, row_step, stride, col_step, kh, kw, w, acc);
+  ck_qrequant_row_portable(n - x0, acc + x0, bias, scale, q, out + x0);
+}
+
+static void ck_qdw_row_portable(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride, int64_t col_step,
+                                int64_t kh, int64_t kw, const int8_t *w, int32_t bias, float scale,
+                                const ck_qparams *q, uint8_t *out, int32_t *acc) {
+  ck_qdw_row_from(0, n, base, row_step, stride, col_step, kh, kw, w, bias, scale, q, out, acc);
+}
+
+#if defined(CK_QDISPATCH)
+/* The first `count` (<= 16) of 16 input bytes at stride 1 or 2 (the even bytes of 32), widened
+ * to int32 lanes; the bytes past them are not read (masked loads). */
+CK_VNNI_TARGET static inline __m512i ck_qload16(const uint8_t *p, int64_t stride, int32_t is_signed, int64_t count) {
+  if (stride == 1) {
+    const __m128i v = _mm_maskz_loadu_epi8((__mmask16)(count >= 16 ? 0xFFFFu : (1u << count) - 1u), (const void *)p);
+    return is_signed ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v);
+  } else {
+    const __m256i v = _mm256_maskz_loadu_epi8((__mmask32)(count >= 16 ? 0xFFFFFFFFu : (1u << (2 * count)) - 1u),
+                                              (const void *)p);
+    return is_signed ? _mm512_cvtepi16_epi32(_mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8))
+                     : _mm512_cvtepu16_epi32(_mm256_and_si256(v, _mm256_set1_epi16(0x00FF)));
+  }
+}
+
+/* 16 output columns at a time (the last ones masked), the taps summed in registers and
+ * requantized there; strides other than 1 and 2 in portable C */
+CK_VNNI_TARGET static void ck_qdw_row_avx512(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride,
+                                             int64_t col_step, int64_t kh, int64_t kw, const int8_t *w, int32_t bias,
+                                             float scale, const ck_qparams *q, uint8_t *out, int32_t *acc) {
+  int64_t x = 0;
+  if (stride == 1 || stride == 2) {
+    ck_qepilogue e;
+    e.zp = _mm512_set1_epi32(q->output_zero_point);
+    e.lo = _mm512_set1_ps((float)(q->out_min - q->output_zero_point));
+    e.hi = _mm512_set1_ps((float)(q->out_max - q->output_zero_point));
+    for (; x < n; x += 16) {
+      const int64_t count = n - x < 16 ? n - x : 16;
+      __m512i sum = _mm512_setzero_si512();
+      int64_t i, j;
+      for (i = 0; i < kh; ++i)
+        for (j = 0; j < kw; ++j)
+          sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(_mm512_set1_epi32(w[i * kw + j]),
+                                                         ck_qload16(base + i * row_step + x * stride + j * col_step,
+                                                                    stride, q->input_signed, count)));
+      ck_qrequant16(sum, bias, scale, &e, (__mmask16)(count >= 16 ? 0xFFFFu : (1u << count) - 1u), out + x);
+    }
+  }
+  ck_qdw_row_from(x, n, base, row_step, stride, col_step, kh, kw, w, bias, scale, q, out, acc);
+}
+#endif
+
 typedef struct {
   const char *name;
   ck_qtile_fn tile;
   ck_qfused_fn fused;
   ck_qrow_fn requant_row;
+  ck_qdw_row_fn dw_row;
   int (*cpu_has)(void);
 } ck_qkernel;
 
 static const ck_qkernel ck_qkernels[] = {
 #if defined(CK_QDISPATCH)
-    {"avx512vnni-8x32", ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512, ck_cpu_has_vnni},
+    {"avx512vnni-8x32", ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512, ck_qdw_row_avx512, ck_cpu_has_vnni},
 #endif
-    {"portable-8x32", ck_qtile_portable, ck_qfused_portable, ck_qrequant_row_portable, NULL},
+    {"portable-8x32", ck_qtile_portable, ck_qfused_portable, ck_qrequant_row_portable, ck_qdw_row_portable, NULL},
 };
 #define CK_NUM_QKERNELS ((int32_t)(sizeof ck_qkernels / sizeof ck_qkernels[0]))
 
@@ -314,6 +396,12 @@ int32_t ck_qgemm_use_kernel(const char *name) {
 
 void ck_qrequant_row(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q, uint8_t *out) {
   ck_qkernel_current()->requant_row(n, acc, bias, scale, q, out);
+}
+
+void ck_qdw_row(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride, int64_t col_step, int64_t kh,
+                int64_t kw, const int8_t *w, int32_t bias, float scale, const ck_qparams *q, uint8_t *out,
+                int32_t *acc) {
+  ck_qkernel_current()->dw_row(n, base, row_step, stride, col_step, kh, kw, w, bias, scale, q, out, acc);
 }
 
 /* ---- the core ------------------------------------------------------------------------------- */

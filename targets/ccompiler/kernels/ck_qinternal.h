@@ -26,6 +26,14 @@ void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, cons
 /* out[x] = requant(acc[x] + bias) for x < n (contiguous output, int8 or uint8 as q says). */
 void ck_qrequant_row(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q, uint8_t *out);
 
+/* One output row of a depthwise convolution over a zero-point-bordered plane:
+ * out[x] = requant(bias + sum over taps (i, j) of w[i * kw + j] * base[i * row_step + x * stride + j * col_step])
+ * for x < n, the input bytes int8 when q->input_signed, else uint8; acc: n int32 of scratch.
+ * May read one byte past the last tap of the row (callers leave slack after the plane). */
+void ck_qdw_row(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride, int64_t col_step, int64_t kh,
+                int64_t kw, const int8_t *w, int32_t bias, float scale, const ck_qparams *q, uint8_t *out,
+                int32_t *acc);
+
 /* the output clamp is a valid subrange of the output type */
 int ck_qparams_valid(const ck_qparams *q);
 
