@@ -24,7 +24,8 @@ from __future__ import annotations
 from ..ctext import c_type, const_array, dltype_init, int64_array, sanitize_identifier
 from .constants import ConstantPool, c_array
 from .memory_plan import AotPlan, instance_bytes
-from .model_c import ALIGNED_ALLOC, FILL_ARG_HELPER, constants_once, default_instance, packed_call
+from .model_c import (ALIGNED_ALLOC, FILL_ARG_HELPER, RUN_GUARD, aligned_block, default_instance, instance_functions,
+                      modules_create, modules_destroy, packed_call)
 from .program import Program
 
 def run_function_name(c_mod_name: str) -> str:
@@ -38,75 +39,89 @@ def aot_source(prog: Program, plan: AotPlan, callees: dict[str, str], interface:
     callees: step symbol -> C function; region_workspace: C-region symbol -> its workspace_bytes;
     blob_index: blob-region symbol -> its index in the instance's modules; large constants go to `pool`
     (linked as raw bytes) when one is given."""
-    out = []
-    for t in prog.consts:
-        out.append(c_array(pool, f"byoc_const_{prog.tensors[t].name}", prog.tensors[t].data, const_array))
+    out = [c_array(pool, f"byoc_const_{prog.tensors[t].name}", prog.tensors[t].data, const_array)
+           for t in prog.consts]
     scratch = max([region_workspace.get(s.symbol, 0) for s in prog.steps] + [0])
     arena_bytes = instance_bytes(plan.arena.total_bytes, scratch)
-    scratch_offset = arena_bytes - scratch
     if (interface == "packed" and prog.steps) or blob_index:
         out.append(FILL_ARG_HELPER)
+    out.append(observer_table(prog))
+    run = _RunWriter(prog, plan, callees, interface, region_workspace, blob_index, arena_bytes - scratch)
+    out.append(run.function())
+    return "".join(out), arena_bytes
 
-    def pointer(t: int) -> str:
-        tensor = prog.tensors[t]
+
+class _RunWriter:
+    """byoc_instance_run: every step in order over the arena, bracketed by the node observer."""
+
+    def __init__(self, prog: Program, plan: AotPlan, callees: dict[str, str], interface: str,
+                 region_workspace: dict[str, int], blob_index: dict[str, int], scratch_offset: int):
+        self.prog, self.plan, self.callees, self.interface = prog, plan, callees, interface
+        self.region_workspace, self.blob_index, self.scratch_offset = region_workspace, blob_index, scratch_offset
+
+    def pointer(self, t: int) -> str:
+        """The typed C pointer to tensor t: an input, a constant, a model output written directly, the arena."""
+        prog, tensor = self.prog, self.prog.tensors[t]
         ctype = c_type(tensor.type.dtype)
         if tensor.kind == "input":
             return f"({ctype}*)inputs[{prog.inputs.index(t)}]"
         if tensor.kind == "const":
             return f"({ctype}*)byoc_const_{tensor.name}"
-        if t in plan.direct_output:
-            return f"({ctype}*)outputs[{plan.direct_output[t]}]"
-        return f"({ctype}*)(void*)(byoc_arena + {plan.arena.offsets[t]})"
+        if t in self.plan.direct_output:
+            return f"({ctype}*)outputs[{self.plan.direct_output[t]}]"
+        return f"({ctype}*)(void*)(byoc_arena + {self.plan.arena.offsets[t]})"
 
-    out.append(observer_table(prog))
-    n_outs = sum(len(step.outputs) for step in prog.steps)
-    body = []
-    first_out = 0
-    for i, step in enumerate(prog.steps):
-        callee = callees[step.symbol]
-        body.append(f"  /* {step.symbol} */\n")
-        body.append(f"  if (byoc_node_observer != NULL && byoc_node_observer->enter != NULL) "
-                    f"byoc_node_observer->enter(byoc_node_observer->ctx, {i}, \"{step.symbol}\");\n")
-        workspace = f"(void*)(byoc_arena + {scratch_offset})" if region_workspace.get(step.symbol) else None
-        if step.symbol in blob_index:  # the instance's own module, through its packed function
-            k = blob_index[step.symbol]
-            args = [(pointer(t), prog.tensors[t].type) for t in step.inputs + step.outputs]
-            body.append(packed_call(f"inst->blob_fn[{k}]", args, resource=f"inst->blob_res[{k}]"))
-        elif interface == "packed":
-            args = [(pointer(t), prog.tensors[t].type) for t in step.inputs + step.outputs]
-            body.append(packed_call(callee, args, resource=workspace or "NULL"))
-        else:
-            args = ", ".join([pointer(t) for t in step.inputs + step.outputs] + ([workspace] if workspace else []))
-            body.append(f"  if ({callee}({args}) != 0) return -1;\n")
+    def call(self, step) -> str:
+        """The call of one step: a blob region through its module's packed function, else packed or unpacked."""
+        tensors = step.inputs + step.outputs
+        workspace = f"(void*)(byoc_arena + {self.scratch_offset})" if self.region_workspace.get(step.symbol) else None
+        if step.symbol in self.blob_index:  # the instance's own module, through its packed function
+            k = self.blob_index[step.symbol]
+            args = [(self.pointer(t), self.prog.tensors[t].type) for t in tensors]
+            return packed_call(f"inst->blob_fn[{k}]", args, resource=f"inst->blob_res[{k}]")
+        callee = self.callees[step.symbol]
+        if self.interface == "packed":
+            args = [(self.pointer(t), self.prog.tensors[t].type) for t in tensors]
+            return packed_call(callee, args, resource=workspace or "NULL")
+        args = ", ".join([self.pointer(t) for t in tensors] + ([workspace] if workspace else []))
+        return f"  if ({callee}({args}) != 0) return -1;\n"
+
+    def step(self, i: int, step, first_out: int) -> str:
+        """One step: the observer's enter, the call, the observer's exit shown the step's outputs."""
         fills = "".join(f"    byoc_step_outputs[{first_out + k}] = byoc_step_desc[{first_out + k}];\n"
-                        f"    byoc_step_outputs[{first_out + k}].data = (void*)({pointer(t)});\n"
+                        f"    byoc_step_outputs[{first_out + k}].data = (void*)({self.pointer(t)});\n"
                         for k, t in enumerate(step.outputs))
-        body.append("  if (byoc_node_observer != NULL && byoc_node_observer->exit != NULL) {\n" + fills
-                    + f"    byoc_node_observer->exit(byoc_node_observer->ctx, {i}, \"{step.symbol}\", "
-                    f"{len(step.outputs)}, &byoc_step_outputs[{first_out}]);\n  }}\n")
-        first_out += len(step.outputs)
-    for k, t in enumerate(prog.outputs):
-        if plan.direct_output.get(t) != k:
-            body.append(f"  memcpy(outputs[{k}], (const void*){pointer(t)}, {prog.tensors[t].nbytes});\n")
-    uses_inputs = any(prog.tensors[t].kind == "input" for s in prog.steps for t in s.inputs) or \
-        any(prog.tensors[t].kind == "input" for t in prog.outputs)
-    text = "".join(body)
-    out.append("static int32_t byoc_instance_run(void* instance, void* const* inputs, void* const* outputs) {\n")
-    out.append("  ByocInstance* const inst = (ByocInstance*)instance;\n")
-    if "byoc_arena" in text:
-        out.append("  uint8_t* const byoc_arena = inst->arena;\n")
-    if n_outs:
-        out.append(f"  DLTensor byoc_step_outputs[{n_outs}];  /* shown to the node observer */\n")
-    out.append("  if (inst == NULL || !inst->ready) {\n"
-               "    byoc_set_last_error(\"byoc_instance_run: the instance was not created (or failed to)\");\n"
-               "    return -1;\n  }\n")
-    if not uses_inputs:
-        out.append("  (void)inputs;\n")
-    if not prog.outputs:
-        out.append("  (void)outputs;\n")
-    out.append(text)
-    out.append("  return 0;\n}\n")
-    return "".join(out), arena_bytes
+        return (f"  /* {step.symbol} */\n"
+                f"  if (byoc_node_observer != NULL && byoc_node_observer->enter != NULL) "
+                f"byoc_node_observer->enter(byoc_node_observer->ctx, {i}, \"{step.symbol}\");\n"
+                + self.call(step)
+                + "  if (byoc_node_observer != NULL && byoc_node_observer->exit != NULL) {\n" + fills
+                + f"    byoc_node_observer->exit(byoc_node_observer->ctx, {i}, \"{step.symbol}\", "
+                f"{len(step.outputs)}, &byoc_step_outputs[{first_out}]);\n  }}\n")
+
+    def body(self) -> str:
+        """Every step, then the copies of outputs no step wrote directly (repeats, inputs, constants)."""
+        prog, parts, first_out = self.prog, [], 0
+        for i, step in enumerate(prog.steps):
+            parts.append(self.step(i, step, first_out))
+            first_out += len(step.outputs)
+        for k, t in enumerate(prog.outputs):
+            if self.plan.direct_output.get(t) != k:
+                parts.append(f"  memcpy(outputs[{k}], (const void*){self.pointer(t)}, {prog.tensors[t].nbytes});\n")
+        return "".join(parts)
+
+    def function(self) -> str:
+        prog, body = self.prog, self.body()
+        n_outs = sum(len(step.outputs) for step in prog.steps)
+        uses_inputs = any(prog.tensors[t].kind == "input" for s in prog.steps for t in s.inputs) or \
+            any(prog.tensors[t].kind == "input" for t in prog.outputs)
+        return ("static int32_t byoc_instance_run(void* instance, void* const* inputs, void* const* outputs) {\n"
+                + RUN_GUARD
+                + ("  uint8_t* const byoc_arena = inst->arena;\n" if "byoc_arena" in body else "")
+                + (f"  DLTensor byoc_step_outputs[{n_outs}];  /* shown to the node observer */\n" if n_outs else "")
+                + ("" if uses_inputs else "  (void)inputs;\n")
+                + ("" if prog.outputs else "  (void)outputs;\n")
+                + body + "  return 0;\n}\n")
 
 
 def observer_table(prog: Program) -> str:
@@ -134,25 +149,7 @@ def aot_executor_source(prog: Program, plan: AotPlan, run_name: str, interface: 
     init/run/deinit. Returns (C text, arena bytes of one instance)."""
     callees = {s.symbol: s.symbol for s in prog.steps}
     run_text, arena_bytes = aot_source(prog, plan, callees, interface, region_workspace, blob_index, pool)
-    modules_create = ("  if (byoc_modules_create(inst) != 0) {\n    byoc_instance_destroy(inst);\n"
-                      "    return -1;\n  }\n") if blob_index else ""
-    modules_destroy = "  byoc_modules_destroy(inst);\n" if blob_index else ""
-    arena = (f"  inst->arena = (uint8_t*)byoc_aligned_alloc({arena_bytes}, &inst->arena_raw);\n"
-             "  if (inst->arena == NULL) {\n    byoc_set_last_error(\"model: out of memory for the arena\");\n"
-             "    byoc_instance_destroy(inst);\n    return -1;\n  }\n"
-             f"  inst->allocated += UINT64_C({arena_bytes});\n") if arena_bytes else ""
+    create = aligned_block("arena", arena_bytes, "the arena", cast="(uint8_t*)") + modules_create(bool(blob_index))
     return ("\n/* ---- AOT executor ---- */\n" + run_text + (ALIGNED_ALLOC if arena_bytes else "")
-            + "static void byoc_instance_destroy(void* instance) {\n"
-              "  ByocInstance* inst = (ByocInstance*)instance;\n"
-              "  if (inst == NULL) return;\n"
-            + modules_destroy
-            + "  free(inst->arena_raw);\n  free(inst);\n}\n"
-            + "static int32_t byoc_instance_create(void** out_instance) {\n"
-            + constants_once(pre_init)
-            + "  ByocInstance* inst = (ByocInstance*)calloc(1, sizeof(ByocInstance));\n"
-              "  *out_instance = NULL;\n"
-              "  if (inst == NULL) {\n    byoc_set_last_error(\"model: out of memory for an instance\");\n"
-              "    return -1;\n  }\n"
-            + arena + modules_create
-            + "  inst->ready = 1;\n  *out_instance = inst;\n  return 0;\n}\n"
+            + instance_functions("arena_raw", modules_destroy(bool(blob_index)), create, pre_init)
             + default_instance(run_name, exported=True)), arena_bytes

@@ -7,16 +7,26 @@
     lib.export_library("m.so")    # host toolchains; load with byoc_compiler.runtime.load
     lib.run_runner([x])           # any toolchain: the standalone runner, under qemu for foreign CPUs
 
-Steps: InferType; inline composite calls left in main (the host has no composites); lower
-main to a flat Program (backend/program.py); each external function -> its target's codegen
--> artifact; each host op call -> a generated kernel; then graph.json + params (both
-executors) and the executor's C (graph: function table + embedded graph.json/params;
-aot: the run function over a static arena). Sources go to one host.c plus each target's
-files; BuildResult (result.py) compiles them with the commands of byoc_compiler/toolchain.py.
+A build is a flat list of named stages (STAGES), each reading and filling one `_Build`, like the
+partition pipeline:
+
+    validate       the request: toolchain, executor, interface, opt, module (one ByocError each)
+    lower          InferType; composite calls left in main inlined (the host has none); main -> a flat
+                   Program (program.py); its params blob and graph.json, each built once
+    codegen        each external function -> its target's codegen -> a checked artifact (region_codegen.py);
+                   large constants of C regions join the constant pool
+    host sections  host.c up to the executor: the host kernels (host_kernels/), prototypes of the C regions'
+                   entry points, the instance struct, blob regions' modules (model_c.py), the executor
+                   (graph_c.py: function table + embedded graph.json/params | aot.py: the run function over
+                   the instance's arena)
+    descriptor     constants="params" init, the model descriptor, metadata.json
+
+C text itself comes from byoc_compiler.ctext (literals, names, arrays, entry points); BuildResult
+(result.py) compiles the sources with the commands of byoc_compiler/toolchain.py.
 """
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,60 +39,12 @@ from . import aot as aot_gen
 from . import constants as constmod
 from . import graph_c
 from .artifact import BlobArtifact, CSourceArtifact
-from .graph_json import graph_json
+from .graph_json import graph_json, graph_text
 from .memory_plan import aot_arena, graph_storage, instance_bytes
 from .model_c import HEADER, BlobRegion, blob_section, descriptor, instance_struct
-from .program import inline_composites, lower_main
+from .program import Program, inline_composites, lower_main
+from .region_codegen import pool_region_constants, region_codegen
 from .result import BuildResult
-
-
-def _combinations(config) -> str:
-    return (f"executor 'graph' or 'aot', each with interface 'packed' or 'unpacked', on a toolchain of "
-            f"{config.path} ({', '.join(config.toolchains) or 'none defined'})")
-
-
-def _load_config(config):
-    from ..config import Config, load_config
-
-    return config if isinstance(config, Config) else load_config(config)
-
-
-def _emit_kernel(call, symbol):
-    from .host_kernels import emit_kernel
-
-    try:
-        return emit_kernel(call, symbol)
-    except ByocError:
-        raise
-    except ValueError as exc:       # a rule that cannot handle this call (HostKernelError passed above)
-        raise ByocError(f"host codegen failed for {symbol}: {exc}") from None
-
-
-def _codegen(target_name: str, func, symbol: str):
-    from .target import require_codegen
-
-    target = require_codegen(target_name)
-    try:
-        artifact = target.codegen(func, symbol)
-    except ByocError as exc:
-        raise ByocError(f"codegen of target {target_name!r} failed for region {symbol}: {exc}") from None
-    except Exception as exc:
-        raise ByocError(f"codegen of target {target_name!r} failed for region {symbol}: "
-                        f"{type(exc).__name__}: {exc}") from exc
-    if not isinstance(artifact, (CSourceArtifact, BlobArtifact)):
-        raise ByocError(f"codegen of target {target_name!r} returned {type(artifact).__name__} for region {symbol}; "
-                        "it must return a CSourceArtifact or a BlobArtifact (byoc_compiler.backend.artifact)")
-    if artifact.symbol != symbol:
-        raise ByocError(f"codegen of target {target_name!r} returned an artifact for {artifact.symbol!r} "
-                        f"when asked for region {symbol!r}")
-    if isinstance(artifact, CSourceArtifact) and not any(
-            re.search(rf"\b{re.escape(symbol)}\b", text) for text in artifact.sources.values()):
-        # caught here, the linker's "undefined reference" would not say which target or what to write
-        raise ByocError(f"codegen of target {target_name!r} returned C for region {symbol} that never mentions "
-                        f"{symbol}; its sources ({', '.join(artifact.sources)}) must define the region's entry "
-                        f"point {symbol} (byoc_compiler.ctext.entry_points, vendor.entry_points writes it; docs/runtime-abi.md)")
-    return target, artifact
-
 
 _DEFAULT = object()
 
@@ -108,163 +70,230 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
                                              or isinstance(large_constant_bytes, bool) or large_constant_bytes < 1):
         raise ByocError(f"build: large_constant_bytes must be a positive number of bytes or None, "
                         f"got {large_constant_bytes!r}")
+    state = _Build(mod, toolchain, executor, interface, opt, mod_name, config, constants)
     with constmod.threshold(large_constant_bytes):
-        return _build(mod, toolchain, executor, interface, opt, mod_name, config, constants)
+        for _, stage in STAGES:
+            stage(state)
+    return state.result
 
 
-def _build(mod, toolchain, executor, interface, opt, mod_name, config, constants_mode) -> BuildResult:
-    cfg = _load_config(config)
-    problems = []
-    if executor not in EXECUTORS:
-        problems.append(f"executor {executor!r}")
-    if interface not in INTERFACES:
-        problems.append(f"interface {interface!r}")
-    if toolchain not in cfg.toolchains:
-        problems.append(f"toolchain {toolchain!r}")
+@dataclass
+class _Build:
+    """What the stages read and fill, in stage order."""
+
+    mod: Any
+    toolchain: str
+    executor: str
+    interface: str
+    opt: str
+    mod_name: str
+    config: Any
+    constants_mode: str
+    # validate
+    cfg: Any = None
+    tc: Any = None
+    # lower
+    prog: Program | None = None
+    c_mod_name: str = ""
+    types: dict = field(default_factory=dict)        # step symbol -> (input types, output types)
+    params: dict = field(default_factory=dict)
+    params_blob: bytes = b""
+    graph: dict = field(default_factory=dict)        # graph.json, built once: a file and the embedded copy
+    # codegen
+    pool: Any = None
+    artifacts: dict = field(default_factory=dict)    # region symbol -> artifact
+    region_targets: dict = field(default_factory=dict)
+    # host sections
+    kernels: dict = field(default_factory=dict)      # host kernel symbol -> KernelSource
+    sections: list = field(default_factory=list)     # host.c, in order
+    workspace: int = 0
+    run_fn: str = ""
+    # descriptor
+    result: BuildResult | None = None
+
+    @property
+    def pre_init(self) -> str:
+        """constants="params": the model's init first copies constants.bin into the room the .S reserved."""
+        return "  if (byoc_constants_init() != 0) return -1;\n" if self.constants_mode == "params" else ""
+
+    @property
+    def region_workspace(self) -> dict[str, int]:
+        return {s: int(a.workspace_bytes) for s, a in self.artifacts.items() if isinstance(a, CSourceArtifact)}
+
+
+# ---- the stages ---------------------------------------------------------------------------------------
+
+def validate(b: _Build) -> None:
+    """The request names an executor, interface, toolchain and opt level that exist, and a module with main."""
+    from ..config import Config, load_config
+
+    b.cfg = b.config if isinstance(b.config, Config) else load_config(b.config)
+    problems = [f"{what} {value!r}" for what, value, known in (("executor", b.executor, EXECUTORS),
+                                                               ("interface", b.interface, INTERFACES),
+                                                               ("toolchain", b.toolchain, b.cfg.toolchains))
+                if value not in known]
     if problems:
-        raise ByocError(f"build: {' and '.join(problems)} not available; valid combinations: {_combinations(cfg)}")
-    if opt not in OPT_LEVELS:
-        raise ByocError(f"build: opt {opt!r} is not an optimization level; use one of "
+        raise ByocError(f"build: {' and '.join(problems)} not available; valid combinations: executor 'graph' or "
+                        f"'aot', each with interface 'packed' or 'unpacked', on a toolchain of {b.cfg.path} "
+                        f"({', '.join(b.cfg.toolchains) or 'none defined'})")
+    if b.opt not in OPT_LEVELS:
+        raise ByocError(f"build: opt {b.opt!r} is not an optimization level; use one of "
                         f"{', '.join(repr(o) for o in OPT_LEVELS)} (other flags go in a toolchain's cflags in "
-                        f"{cfg.path})")
-    if not isinstance(mod, IRModule):
-        raise ByocError(f"build: expected an IRModule, got {type(mod).__name__}; wrap an expression with "
+                        f"{b.cfg.path})")
+    if not isinstance(b.mod, IRModule):
+        raise ByocError(f"build: expected an IRModule, got {type(b.mod).__name__}; wrap an expression with "
                         "IRModule.from_expr(...)")
-    if "main" not in mod:
+    if "main" not in b.mod:
         raise ByocError("build: the module has no `main` function")
+    b.tc = b.cfg.toolchains[b.toolchain]
+
+
+def lower(b: _Build) -> None:
+    """main -> Program, with its step types, params blob and graph.json."""
+    from ..runtime.params import save_params
     from ..transform import InferType
 
-    mod = InferType()(mod)
+    mod = InferType()(b.mod)
     mod, changed = inline_composites(mod)
-    if changed:
-        mod = InferType()(mod)
+    b.mod = InferType()(mod) if changed else mod
     # Part of identifiers (tvmgen_<mod>_run), never one by itself: only the characters need mending.
-    c_mod_name = identifier_part(mod_name) or "default"
-    prog = lower_main(mod, c_mod_name)
+    b.c_mod_name = identifier_part(b.mod_name) or "default"
+    prog = b.prog = lower_main(b.mod, b.c_mod_name)
+    b.types = {s.symbol: ([prog.tensors[t].type for t in s.inputs], [prog.tensors[t].type for t in s.outputs])
+               for s in prog.steps}
+    b.params = {prog.tensors[t].name: np.array(prog.tensors[t].data) for t in prog.consts}
+    b.params_blob = save_params(b.params)
+    b.graph = graph_json(prog)
 
-    pool = constmod.ConstantPool(constmod.byte_order(cfg.toolchains[toolchain].arch), constants_mode)
-    # constants="params": the model's init first copies constants.bin into the room the .S reserved.
-    pre_init = "  if (byoc_constants_init() != 0) return -1;\n" if constants_mode == "params" else ""
-    types = {s.symbol: ([prog.tensors[t].type for t in s.inputs], [prog.tensors[t].type for t in s.outputs])
-             for s in prog.steps}
-    artifacts: dict[str, Any] = {}
-    region_targets: dict[str, Any] = {}
-    cfg_tc = cfg.toolchains[toolchain]
-    for symbol, (gname, func) in prog.regions.items():
+
+def codegen(b: _Build) -> None:
+    """Each region through its target's codegen; C regions' large constants join the pool."""
+    b.pool = constmod.ConstantPool(constmod.byte_order(b.tc.arch), b.constants_mode)
+    for symbol, (gname, func) in b.prog.regions.items():
         if not is_identifier(symbol):
             raise ByocError(f"build: external function @{gname} has global_symbol {symbol!r}, which is not a valid "
                             "C identifier; partition the model again (PartitionGraph makes valid symbols)")
-        target, artifact = _codegen(str(func.attrs["Compiler"]), func, symbol)
-        problem = target.arch_problem(cfg_tc)    # a foreign CPU is known now; a missing library only matters
+        target, artifact = region_codegen(str(func.attrs["Compiler"]), func, symbol)
+        problem = target.arch_problem(b.tc)      # a foreign CPU is known now; a missing library only matters
         if problem:                              # when compiling (get_source works without it)
             raise ByocError(f"build: {problem}")
-        artifacts[symbol] = artifact
-        region_targets[symbol] = target
+        b.artifacts[symbol] = artifact
+        b.region_targets[symbol] = target
         if isinstance(artifact, CSourceArtifact):
-            _pool_region_constants(pool, target.name, artifact)
+            pool_region_constants(b.pool, target.name, artifact)
+
+
+def host_sections(b: _Build) -> None:
+    """host.c up to the descriptor: kernels, region prototypes, the instance, blob modules, the executor."""
+    b.kernels = _host_kernels(b.prog)
+    blob_regions = [BlobRegion(i, s, a.kind, a.blob, *b.types[s], constants=a.constants)
+                    for i, (s, a) in enumerate((s, a) for s, a in b.artifacts.items() if isinstance(a, BlobArtifact))]
+    b.sections += [HEADER, "\n", *(ks.code + "\n" for ks in b.kernels.values()), _region_prototypes(b)]
+    if b.pre_init:
+        b.sections.append("static int32_t byoc_constants_init(void);\n")
+    n_funcs = len(dict.fromkeys(s.symbol for s in b.prog.steps))
+    b.sections.append(instance_struct(len(blob_regions), b.executor, n_funcs))
+    b.sections.append(blob_section(blob_regions, b.interface, b.pool))
+    b.sections.append(_executor_source(b, {r.symbol: r.index for r in blob_regions}))
+
+
+def describe(b: _Build) -> None:
+    """The model descriptor closes host.c; metadata.json says what was built."""
+    prog = b.prog
+    inputs = [(prog.tensors[t].name, prog.tensors[t].type) for t in prog.inputs]
+    outputs = [(f"output{k}", prog.tensors[t].type) for k, t in enumerate(prog.outputs)]
+    if b.pre_init:
+        b.sections.append(b.pool.init_source(c_string(str(b.mod_name))))
+    b.sections.append("\n/* ---- model descriptor ---- */\n")
+    b.sections.append(descriptor(b.mod_name, b.executor, b.interface, inputs, outputs, b.workspace,
+                                 "byoc_model_init", b.run_fn, "byoc_model_deinit"))
+    b.result = BuildResult(mod=b.mod, program=prog, host_c="".join(b.sections), artifacts=b.artifacts,
+                           region_targets=b.region_targets, graph_json=graph_text(b.graph), params=b.params,
+                           params_blob=b.params_blob, metadata=_metadata(b, inputs, outputs), toolchain=b.tc,
+                           opt=b.opt, config=b.cfg, constants=b.pool)
+
+
+STAGES = (("validate", validate), ("lower", lower), ("codegen", codegen), ("host sections", host_sections),
+          ("descriptor", describe))
+
+
+# ---- pieces of the stages -----------------------------------------------------------------------------
+
+def _host_kernels(prog: Program) -> dict:
+    """One generated kernel per distinct host step symbol."""
+    from .host_kernels import emit_kernel
 
     kernels = {}
     for step in prog.steps:
         if step.kind == "host" and step.symbol not in kernels:
-            kernels[step.symbol] = _emit_kernel(step.call, step.symbol)
+            try:
+                kernels[step.symbol] = emit_kernel(step.call, step.symbol)
+            except ByocError:
+                raise
+            except ValueError as exc:   # a rule that cannot handle this call (HostKernelError passed above)
+                raise ByocError(f"host codegen failed for {step.symbol}: {exc}") from None
+    return kernels
 
-    params = {prog.tensors[t].name: np.array(prog.tensors[t].data) for t in prog.consts}
-    from ..runtime.params import save_params
 
-    params_blob = save_params(params)
-    gjson = graph_json(prog)
-
-    # ---- host.c ------------------------------------------------------------------------------
-    parts = [HEADER, "\n"]
-    for ks in kernels.values():
-        parts.append(ks.code + "\n")
-    c_regions = [s for s, a in artifacts.items() if isinstance(a, CSourceArtifact)]
-    if c_regions:
-        parts.append("/* ---- entry points of C-source regions (defined in their own files) ---- */\n")
-    region_workspace = {s: int(artifacts[s].workspace_bytes) for s in c_regions}
-    for symbol in c_regions:
-        ins, outs = types[symbol]
-        if interface == "unpacked":
-            parts.append(core_signature(symbol, ins, outs, workspace=bool(region_workspace[symbol])) + ";\n")
+def _region_prototypes(b: _Build) -> str:
+    """Prototypes of the C-source regions' entry points, which are defined in their own files."""
+    workspace = b.region_workspace
+    if not workspace:
+        return ""
+    lines = ["/* ---- entry points of C-source regions (defined in their own files) ---- */\n"]
+    for symbol in workspace:
+        ins, outs = b.types[symbol]
+        if b.interface == "unpacked":
+            lines.append(core_signature(symbol, ins, outs, workspace=bool(workspace[symbol])) + ";\n")
         else:
-            parts.append(f"int32_t {symbol}(const ByocValue* args, const int32_t* type_codes, int32_t num_args,"
+            lines.append(f"int32_t {symbol}(const ByocValue* args, const int32_t* type_codes, int32_t num_args,"
                          " void* resource_handle);\n")
-    blob_symbols = [s for s, a in artifacts.items() if isinstance(a, BlobArtifact)]
-    blob_regions = [BlobRegion(i, s, artifacts[s].kind, artifacts[s].blob, *types[s], constants=artifacts[s].constants)
-                    for i, s in enumerate(blob_symbols)]
-    if pre_init:
-        parts.append("static int32_t byoc_constants_init(void);\n")
-    blob_index = {r.symbol: r.index for r in blob_regions}
-    n_funcs = len(dict.fromkeys(s.symbol for s in prog.steps))
-    parts.append(instance_struct(len(blob_regions), executor, n_funcs))
-    parts.append(blob_section(blob_regions, interface, pool))
+    return "".join(lines)
 
-    if executor == "aot":
-        plan = aot_arena(prog)
-        run_fn = aot_gen.run_function_name(c_mod_name)
-        text, workspace = aot_gen.aot_executor_source(prog, plan, run_fn, interface, region_workspace, blob_index,
-                                                      pool, pre_init)
-        parts.append(text)
-    else:
-        # graph storage plus the regions' workspace: what one instance allocates
-        workspace = instance_bytes(graph_storage(prog).temp_bytes,
-                                   max([region_workspace.get(s.symbol, 0) for s in prog.steps] + [0]))
-        run_fn = graph_c.RUN_FUNCTION
-        parts.append(graph_c.graph_executor_source(prog, params_blob, types, interface, region_workspace,
-                                                   blob_index, pool, pre_init))
 
-    input_entries = [(prog.tensors[t].name, prog.tensors[t].type) for t in prog.inputs]
-    output_entries = [(f"output{k}", prog.tensors[t].type) for k, t in enumerate(prog.outputs)]
-    if pre_init:
-        parts.append(pool.init_source(c_string(str(mod_name))))
-    parts.append("\n/* ---- model descriptor ---- */\n")
-    parts.append(descriptor(mod_name, executor, interface, input_entries, output_entries, workspace,
-                            "byoc_model_init", run_fn, "byoc_model_deinit"))
-    host_c = "".join(parts)
+def _executor_source(b: _Build, blob_index: dict[str, int]) -> str:
+    """The executor's C; sets what one instance allocates (b.workspace) and the run function's name."""
+    prog, region_workspace = b.prog, b.region_workspace
+    if b.executor == "aot":
+        b.run_fn = aot_gen.run_function_name(b.c_mod_name)
+        text, b.workspace = aot_gen.aot_executor_source(prog, aot_arena(prog), b.run_fn, b.interface,
+                                                        region_workspace, blob_index, b.pool, b.pre_init)
+        return text
+    # graph storage plus the regions' workspace: what one instance allocates
+    b.workspace = instance_bytes(graph_storage(prog).temp_bytes,
+                                 max([region_workspace.get(s.symbol, 0) for s in prog.steps] + [0]))
+    b.run_fn = graph_c.RUN_FUNCTION
+    return graph_c.graph_executor_source(prog, graph_text(b.graph, compact=True).encode(), b.params_blob, b.types,
+                                         b.interface, region_workspace, blob_index, b.pool, b.pre_init)
 
-    large_constant_bytes_now = constmod.large_constant_bytes()
+
+def _tensor_entries(entries) -> list[dict]:
+    return [{"name": n, "shape": list(t.shape), "dtype": t.dtype} for n, t in entries]
+
+
+def _metadata(b: _Build, inputs, outputs) -> dict:
+    tc, pool, targets = b.tc, b.pool, b.region_targets.values()
     metadata = {
-        "mod_name": mod_name,
-        "executor": executor,
-        "interface": interface,
-        "toolchain": toolchain,
-        "arch": cfg_tc.arch,
-        "flags": {"cc": cfg_tc.cc, "cflags": list(cfg_tc.cflags), "opt": opt, "ldflags": list(cfg_tc.ldflags),
-                  "defines": ["BYOC_UNPACKED_API"] if interface == "unpacked" else []},
-        "inputs": [{"name": n, "shape": list(t.shape), "dtype": t.dtype} for n, t in input_entries],
-        "outputs": [{"name": n, "shape": list(t.shape), "dtype": t.dtype} for n, t in output_entries],
-        "workspace_bytes": int(workspace),
-        "params": {n: {"shape": list(a.shape), "dtype": str(a.dtype)} for n, a in params.items()},
-        "large_constants": {"mode": constants_mode, "threshold_bytes": large_constant_bytes_now,
+        "mod_name": b.mod_name, "executor": b.executor, "interface": b.interface, "toolchain": b.toolchain,
+        "arch": tc.arch,
+        "flags": {"cc": tc.cc, "cflags": list(tc.cflags), "opt": b.opt, "ldflags": list(tc.ldflags),
+                  "defines": ["BYOC_UNPACKED_API"] if b.interface == "unpacked" else []},
+        "inputs": _tensor_entries(inputs),
+        "outputs": _tensor_entries(outputs),
+        "workspace_bytes": int(b.workspace),
+        "params": {n: {"shape": list(a.shape), "dtype": str(a.dtype)} for n, a in b.params.items()},
+        "large_constants": {"mode": b.constants_mode, "threshold_bytes": constmod.large_constant_bytes(),
                             "byte_order": "big" if pool.order == ">" else "little",
                             "count": len(pool.entries), "bytes": sum(len(e.data) for e in pool.entries)},
-        "host_kernels": list(kernels),
-        "targets": sorted({t.name for t in region_targets.values()}),
-        "libraries": sorted({lib for t in region_targets.values() for lib in t.libraries}),
-        "regions": [{"symbol": s, "target": region_targets[s].name,
+        "host_kernels": list(b.kernels),
+        "targets": sorted({t.name for t in targets}),
+        "libraries": sorted({lib for t in targets for lib in t.libraries}),
+        "regions": [{"symbol": s, "target": b.region_targets[s].name,
                      "artifact": "c" if isinstance(a, CSourceArtifact) else a.kind,
-                     "inputs": [{"shape": list(t.shape), "dtype": t.dtype} for t in types[s][0]],
-                     "outputs": [{"shape": list(t.shape), "dtype": t.dtype} for t in types[s][1]]}
-                    for s, a in artifacts.items()],
+                     "inputs": [{"shape": list(t.shape), "dtype": t.dtype} for t in b.types[s][0]],
+                     "outputs": [{"shape": list(t.shape), "dtype": t.dtype} for t in b.types[s][1]]}
+                    for s, a in b.artifacts.items()],
     }
-    if executor == "aot":
-        metadata["run_function"] = run_fn
-    return BuildResult(mod=mod, program=prog, host_c=host_c, artifacts=artifacts, region_targets=region_targets,
-                       graph_json=gjson, params=params, params_blob=params_blob, metadata=metadata,
-                       toolchain=cfg_tc, opt=opt, config=cfg, constants=pool)
-
-
-def _pool_region_constants(pool, target_name: str, artifact: CSourceArtifact) -> None:
-    """A C-source region's large constants join the pool under the names its source declares."""
-    for name, array in artifact.constants.items():
-        if not (isinstance(name, str) and is_identifier(name) and name.startswith(artifact.symbol)):
-            raise ByocError(f"codegen of target {target_name!r} returned constant {name!r} for region "
-                            f"{artifact.symbol}; constant names are global C symbols and must start with the "
-                            "region's symbol")
-        if not isinstance(array, np.ndarray):
-            raise ByocError(f"codegen of target {target_name!r}: constant {name!r} of region {artifact.symbol} "
-                            f"is a {type(array).__name__}; give a numpy array")
-        try:
-            pool.add_array(name, array, f"constant of region {artifact.symbol}")
-        except ValueError as exc:
-            raise ByocError(f"codegen of target {target_name!r}, region {artifact.symbol}: {exc}") from None
+    if b.executor == "aot":
+        metadata["run_function"] = b.run_fn
+    return metadata

@@ -21,8 +21,8 @@ from .memory_plan import graph_storage
 from .program import Program
 
 
-def graph_json(prog: Program, compact: bool = False) -> str:
-    """The graph.json text; `compact` drops the whitespace (the copy embedded in C)."""
+def graph_json(prog: Program) -> dict:
+    """graph.json as a dict; `graph_text` writes it (build() builds it once and writes it twice)."""
     nodes: list[dict] = []
     entry: dict[int, tuple[int, int]] = {}        # tensor id -> (node id, output index)
     for t in prog.inputs + prog.consts:
@@ -59,4 +59,9 @@ def graph_json(prog: Program, compact: bool = False) -> str:
         },
         "node_row_ptr": row_ptr,
     }
+    return graph
+
+
+def graph_text(graph: dict, compact: bool = False) -> str:
+    """The graph.json text; `compact` drops the whitespace (the copy embedded in C)."""
     return json.dumps(graph, separators=(",", ":")) if compact else json.dumps(graph, indent=2)

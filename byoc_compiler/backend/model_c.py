@@ -200,6 +200,52 @@ def blob_section(regions: Sequence[BlobRegion], interface: str, pool=None) -> st
     return "".join(out)
 
 
+def instance_functions(free_field: str, destroy_first: str, create_body: str, pre_init: str) -> str:
+    """byoc_instance_destroy and byoc_instance_create of either executor: the instance is calloc'ed,
+    `create_body` (C statements) fills it, destroying it runs `destroy_first` then frees `inst->free_field`."""
+    return ("static void byoc_instance_destroy(void* instance) {\n"
+            "  ByocInstance* inst = (ByocInstance*)instance;\n"
+            "  if (inst == NULL) return;\n"
+            + destroy_first
+            + f"  free(inst->{free_field});\n  free(inst);\n}}\n"
+            + "static int32_t byoc_instance_create(void** out_instance) {\n"
+            + constants_once(pre_init)
+            + "  ByocInstance* inst = (ByocInstance*)calloc(1, sizeof(ByocInstance));\n"
+              "  *out_instance = NULL;\n"
+              "  if (inst == NULL) {\n    byoc_set_last_error(\"model: out of memory for an instance\");\n"
+              "    return -1;\n  }\n"
+            + create_body
+            + "  inst->ready = 1;\n  *out_instance = inst;\n  return 0;\n}\n")
+
+
+def modules_create(has_blobs: bool) -> str:
+    """The create step of an instance with blob regions: its own target modules."""
+    return ("  if (byoc_modules_create(inst) != 0) {\n    byoc_instance_destroy(inst);\n"
+            "    return -1;\n  }\n") if has_blobs else ""
+
+
+def modules_destroy(has_blobs: bool) -> str:
+    return "  byoc_modules_destroy(inst);\n" if has_blobs else ""
+
+
+def aligned_block(field: str, nbytes: int, what: str, cast: str = "") -> str:
+    """The create step allocating `inst->field` (64-byte aligned, `nbytes`), counted in inst->allocated."""
+    if not nbytes:
+        return ""
+    return (f"  inst->{field} = {cast}byoc_aligned_alloc({nbytes}, &inst->{field}_raw);\n"
+            f"  if (inst->{field} == NULL) {{\n"
+            f"    byoc_set_last_error(\"model: out of memory for {what}\");\n"
+            "    byoc_instance_destroy(inst);\n    return -1;\n  }\n"
+            f"  inst->allocated += UINT64_C({nbytes});\n")
+
+
+# byoc_instance_run's first lines in both executors: a run on an instance that is not ready is an error.
+RUN_GUARD = ("  ByocInstance* const inst = (ByocInstance*)instance;\n"
+             "  if (inst == NULL || !inst->ready) {\n"
+             "    byoc_set_last_error(\"byoc_instance_run: the instance was not created (or failed to)\");\n"
+             "    return -1;\n  }\n")
+
+
 def constants_once(pre_init: str) -> str:
     """constants="params": the first instance created copies constants.bin in (they are shared, read-only)."""
     if not pre_init:

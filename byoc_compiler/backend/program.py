@@ -102,66 +102,83 @@ def inline_composites(mod: IRModule) -> tuple[IRModule, bool]:
 
 
 def lower_main(mod: IRModule, mod_name: str) -> Program:
-    """The Program of a type-checked module whose main has no composite calls left."""
+    """The Program of a type-checked module whose main has no composite calls left: inputs, then one
+    tensor per value and one step per call in post order, then the host kernels' names."""
+    lowering = _Lowering(mod)
     main = mod["main"]
-    prog = Program()
-    values: dict[int, list[int]] = {}
-
-    input_names = _unique_names([p.name_hint for p in main.params])
-    for param, name in zip(main.params, input_names):
-        ty = param.checked_type or param.type_annotation
-        if not isinstance(ty, TensorType):
-            raise ByocError(f"build: input {param.name_hint!r} of main has type {ty}; inputs must be tensors")
-        values[id(param)] = [prog.new_tensor(ty, "input", name)]
-        prog.inputs.append(values[id(param)][0])
-
-    region_symbols: dict[str, str] = {}          # global name -> C symbol
-    for name, func in mod.items():
-        if name != "main" and func.attrs.get("Compiler"):
-            region_symbols[name] = str(func.attrs.get("global_symbol", name))
-    host_calls: list[Call] = []
+    lowering.inputs(main.params)
     for node in post_order(main.body):
+        lowering.visit(node)
+    prog = lowering.prog
+    prog.outputs = list(lowering.values[id(main.body)])
+    _name_host_kernels(prog, set(lowering.region_symbols.values()), mod_name)
+    return prog
+
+
+class _Lowering:
+    """main's values -> tensors, its calls -> steps (one method per kind of node)."""
+
+    def __init__(self, mod: IRModule):
+        self.mod, self.prog = mod, Program()
+        self.values: dict[int, list[int]] = {}          # id(node) -> its tensors (a tuple has several)
+        self.region_symbols = {name: str(func.attrs.get("global_symbol", name))   # global name -> C symbol
+                               for name, func in mod.items() if name != "main" and func.attrs.get("Compiler")}
+
+    def inputs(self, params) -> None:
+        for param, name in zip(params, _unique_names([p.name_hint for p in params])):
+            ty = param.checked_type or param.type_annotation
+            if not isinstance(ty, TensorType):
+                raise ByocError(f"build: input {param.name_hint!r} of main has type {ty}; inputs must be tensors")
+            self.values[id(param)] = [self.prog.new_tensor(ty, "input", name)]
+            self.prog.inputs.append(self.values[id(param)][0])
+
+    def visit(self, node) -> None:
         if isinstance(node, Var):
-            if id(node) not in values:
+            if id(node) not in self.values:
                 raise ByocError(f"build: variable {node.name_hint!r} is used in main but is not one of its parameters")
         elif isinstance(node, Constant):
-            name = f"p{len(prog.consts)}"
-            tid = prog.new_tensor(TensorType(node.data.shape, str(node.data.dtype)), "const", name, node.data)
-            prog.consts.append(tid)
-            values[id(node)] = [tid]
+            name = f"p{len(self.prog.consts)}"
+            tid = self.prog.new_tensor(TensorType(node.data.shape, str(node.data.dtype)), "const", name, node.data)
+            self.prog.consts.append(tid)
+            self.values[id(node)] = [tid]
         elif isinstance(node, (Tuple, TupleGetItem)):
-            values[id(node)] = flat_value(node, values)
+            self.values[id(node)] = flat_value(node, self.values)
         elif isinstance(node, Call):
-            ins = [t for a in node.args for t in values[id(a)]]
-            outs = [prog.new_tensor(ty, "temp") for ty in flatten_type(node.checked_type)]
-            values[id(node)] = outs
-            if isinstance(node.op, Op):
-                prog.steps.append(Step("", "host", ins, outs, node, op_name=node.op.name))
-                host_calls.append(node)
-            elif isinstance(node.op, GlobalVar):
-                gname = node.op.name_hint
-                if gname not in region_symbols:
-                    raise ByocError(f"build: main calls @{gname}, which is not an external function (no Compiler "
-                                    "attribute); only calls of ops and of partitioned regions can be built")
-                func = mod[gname]
-                symbol = region_symbols[gname]
-                known = prog.regions.setdefault(symbol, (gname, func))
-                if known[0] != gname:
-                    raise ByocError(f"build: external functions @{known[0]} and @{gname} share the global_symbol "
-                                    f"{symbol!r}; every region needs its own symbol")
-                prog.steps.append(Step(symbol, "region", ins, outs, node, target=str(func.attrs["Compiler"])))
-            else:
-                raise ByocError(f"build: cannot build a call of {type(node.op).__name__} in main")
+            self.call(node)
         elif isinstance(node, Function):
             raise ByocError("build: main contains a nested function that is not a composite call; "
                             "only ops, tuples and calls of external functions can be built")
         elif isinstance(node, GlobalVar):
             raise ByocError(f"build: @{node.name_hint} is used as a value in main; only calls of it can be built")
-    prog.outputs = list(values[id(main.body)])
 
-    # One kernel per distinct (op, attrs, tensor types): repeated layers share their host kernel, so a
-    # deep chain of identical ops does not make a source file as long as the chain.
-    taken = set(region_symbols.values())
+    def call(self, node: Call) -> None:
+        ins = [t for a in node.args for t in self.values[id(a)]]
+        outs = [self.prog.new_tensor(ty, "temp") for ty in flatten_type(node.checked_type)]
+        self.values[id(node)] = outs
+        if isinstance(node.op, Op):
+            self.prog.steps.append(Step("", "host", ins, outs, node, op_name=node.op.name))
+        elif isinstance(node.op, GlobalVar):
+            self.region_call(node, ins, outs)
+        else:
+            raise ByocError(f"build: cannot build a call of {type(node.op).__name__} in main")
+
+    def region_call(self, node: Call, ins: list[int], outs: list[int]) -> None:
+        gname = node.op.name_hint
+        if gname not in self.region_symbols:
+            raise ByocError(f"build: main calls @{gname}, which is not an external function (no Compiler "
+                            "attribute); only calls of ops and of partitioned regions can be built")
+        func, symbol = self.mod[gname], self.region_symbols[gname]
+        known = self.prog.regions.setdefault(symbol, (gname, func))
+        if known[0] != gname:
+            raise ByocError(f"build: external functions @{known[0]} and @{gname} share the global_symbol "
+                            f"{symbol!r}; every region needs its own symbol")
+        self.prog.steps.append(Step(symbol, "region", ins, outs, node, target=str(func.attrs["Compiler"])))
+
+
+def _name_host_kernels(prog: Program, taken: set[str], mod_name: str) -> None:
+    """One kernel per distinct (op, attrs, tensor types): repeated layers share their host kernel, so a
+    deep chain of identical ops does not make a source file as long as the chain. Names are
+    tvmgen_<mod>_fused_<op>[_n], distinct from the regions' symbols."""
     base = f"tvmgen_{mod_name}_fused"
     counters: dict[str, int] = {}
     by_key: dict[tuple, str] = {}
@@ -178,7 +195,6 @@ def lower_main(mod: IRModule, mod_name: str) -> Program:
             by_key[key] = unique_identifiers([wanted], taken)[0]
             taken.add(by_key[key])
         step.symbol = by_key[key]
-    return prog
 
 
 def _unique_names(names: list[str]) -> list[str]:
