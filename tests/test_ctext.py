@@ -255,10 +255,11 @@ def test_no_other_module_writes_float_literals():
     root = Path(__file__).resolve().parent.parent
     offenders = []
     for path in list((root / "byoc_compiler").rglob("*.py")) + list((root / "targets").rglob("*.py")):
-        if "ctext" in path.parts or "testing" in path.parts:
-            continue
+        rel = path.relative_to(root)
+        if rel.parts[:2] == ("byoc_compiler", "ctext") or rel.parts[:2] == ("byoc_compiler", "text"):
+            continue            # the writer itself; the Relay text format (not C) has its own tensor literals
         text = path.read_text()
-        for pattern in (r'"%\.9g', r"INT64_C\(\{", r"def \w*_literal\(", r"\}f\"", r"\.hex\(\)"):
+        for pattern in (r'"%\.9g', r"(?<!U)INT64_C\(\{", r"def \w*_literal\(", r"\}f\"", r"\.hex\(\)"):
             if re.search(pattern, text):
-                offenders.append(f"{path.relative_to(root)}: {pattern}")
+                offenders.append(f"{rel}: {pattern}")
     assert not offenders, offenders
