@@ -298,3 +298,22 @@ def test_tiny_quantized_models_in_ccompiler(name, fmt, per_channel, toolchain, e
                                                 ("clang", "aot")])
 def test_realsize_quantized_models_in_ccompiler(name, toolchain, executor, tmp_path_factory):
     _check_quantized_model(name, "qdq", True, toolchain, executor, tmp_path_factory.getbasetemp() / "int8-models")
+
+
+@pytest.mark.parametrize("out_dtype", ["uint8", "int8"])
+def test_quantize_kernels_equal_numpy(ck, out_dtype):
+    """Ties, NaN, infinities and out-of-range values, per channel, on every int8 kernel."""
+    x = np.concatenate([np.arange(-300, 300, 0.5, dtype=np.float32), [np.nan, np.inf, -np.inf, 1e30, -0.0]])
+    x = np.tile(x.astype(np.float32), 2).reshape(1, 2, -1)
+    scale = np.asarray([0.5, 2.0], np.float32)
+    zp = np.asarray([3, -1] if out_dtype == "int8" else [3, 200], np.int32)
+    lo, hi = Q.TYPE_RANGE[out_dtype]
+    with np.errstate(invalid="ignore"):
+        v = np.rint(x / scale.reshape(1, 2, 1)) + zp.reshape(1, 2, 1).astype(np.float32)
+    want = np.where(np.isnan(v), 0, np.clip(v, lo, hi)).astype(out_dtype)
+    for kernel in _kernels(ck):
+        assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
+        out = np.zeros(x.shape, out_dtype)
+        assert ck.ck_quantize(ctypes.c_int64(1), ctypes.c_int64(2), ctypes.c_int64(x.shape[2]), _ptr(x), _ptr(scale),
+                              _ptr(zp), ctypes.c_int32(out_dtype == "int8"), _ptr(out)) == 0
+        np.testing.assert_array_equal(out, want, err_msg=kernel)

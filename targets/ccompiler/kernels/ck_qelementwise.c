@@ -17,6 +17,33 @@
 
 static float ck_clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
+#if defined(CK_QADD_DISPATCH)
+#define CK_Q_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/* AVX-512 where the CPU has it, unless the portable int8 kernel was forced (tests) */
+static int ck_q_use_avx512(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && strcmp(ck_qgemm_kernel_name(), "portable-8x32") != 0;
+}
+
+/* ck_quantize's loop, 16 lanes at a time: the same float32 division, rounding and clamp */
+CK_Q_AVX512 static int64_t ck_quantize_avx512(int64_t n, const float *in, float scale, float zp, int32_t out_signed,
+                                               uint8_t *out) {
+  const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zp);
+  const __m512 lo = _mm512_set1_ps(out_signed ? -128.0f : 0.0f), hi = _mm512_set1_ps(out_signed ? 127.0f : 255.0f);
+  int64_t i;
+  for (i = 0; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_div_ps(_mm512_loadu_ps(in + i), s);
+    v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v); /* NaN -> 0 */
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    _mm_storeu_si128((__m128i *)(void *)(out + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+  }
+  return i;
+}
+#endif
+
 /* ---- quantize / dequantize -------------------------------------------------------------------- */
 
 int32_t ck_quantize(int64_t outer, int64_t channels, int64_t inner, const float *in, const float *scale,
@@ -29,7 +56,11 @@ int32_t ck_quantize(int64_t outer, int64_t channels, int64_t inner, const float 
     for (c = 0; c < channels; ++c) {
       const float s = scale[c], zp = (float)zero_point[c];
       const int64_t base = (o * channels + c) * inner;
-      for (i = 0; i < inner; ++i) {
+      i = 0;
+#if defined(CK_QADD_DISPATCH)
+      if (ck_q_use_avx512()) i = ck_quantize_avx512(inner, in + base, s, zp, out_signed, (uint8_t *)out + base);
+#endif
+      for (; i < inner; ++i) {
         const float q = in[base + i] / s; /* stored: float32 even where float math runs wider */
         const float v = nearbyintf(q) + zp;
         const int32_t r = v != v ? 0 : (int32_t)ck_clampf(v, lo, hi); /* NaN -> 0 */
@@ -103,7 +134,7 @@ static void ck_qadd_portable(const ck_qadd_params *p, int64_t begin, int64_t n, 
 
 #if defined(CK_QADD_DISPATCH)
 /* rounding 0 only: 16 lanes of the portable loop's float32 steps (fmadd is fmaf, one rounding) */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static int64_t ck_qadd_avx512(const ck_qadd_params *p,
+CK_Q_AVX512 static int64_t ck_qadd_avx512(const ck_qadd_params *p,
                                                                                    int64_t n, const void *lhs,
                                                                                    const void *rhs, void *out) {
   const __m512 ra = _mm512_set1_ps(p->ratio_a), rb = _mm512_set1_ps(p->ratio_b), fixed = _mm512_set1_ps(p->fixed);
@@ -122,12 +153,6 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static int64_t ck_qadd_avx5
   }
   return i;
 }
-
-static int ck_qadd_has_avx512(void) {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl");
-}
 #endif
 
 int32_t ck_qadd(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out) {
@@ -136,7 +161,7 @@ int32_t ck_qadd(const ck_qadd_params *p, int64_t n, const void *lhs, const void 
       (p->rounding == 1 && (p->shift < 1 || p->shift > 62)))
     return CK_EBADPARAM;
 #if defined(CK_QADD_DISPATCH)
-  if (p->rounding == 0 && strcmp(ck_qgemm_kernel_name(), "portable-8x32") != 0 && ck_qadd_has_avx512())
+  if (p->rounding == 0 && ck_q_use_avx512())
     done = ck_qadd_avx512(p, n, lhs, rhs, out);
 #endif
   ck_qadd_portable(p, done, n, lhs, rhs, out);
