@@ -14,7 +14,10 @@ getrusage(RUSAGE_CHILDREN).ru_maxrss in a wrapper process per build), and run ti
 median over --repeat runs, alternated --rounds times with onnxruntime's median over as many runs of
 the same ONNX model on the same inputs, at 1 and at 2 intra-op threads. Reported: medians of the
 rounds, and the ratios run / onnxruntime (< 1: faster than onnxruntime). `--check` also compares the
-outputs with the float64 reference (the margin of `scons check`). `--breakdown` (dnnl) also prints
+outputs with the float64 reference (the margin of `scons check`). `--clock cpu` times CPU time instead
+of wall time on both sides (the runner's `--profile` thread CPU time, onnxruntime's calling thread at 1
+thread; no 2-thread column): on a loaded machine a fresh runner process waits behind the others longer
+than the long-lived Python process running onnxruntime, which inflates wall-clock ratios. `--breakdown` (dnnl) also prints
 oneDNN's own time of every primitive summed per category against onnxruntime's profile of its
 kernels, at 1 and 2 threads, and the convolutions where byoc loses most (bench/breakdown.py).
 
@@ -93,12 +96,13 @@ class Row:
     peak_build_mb: float
     run_ms: float
     ort1_ms: float
-    ort2_ms: float
+    ort2_ms: float | None
     margin: float | None = None
     run2_ms: float | None = None       # threaded targets: the run at 2 threads (run_ms is at 1)
     ort_equal: float | None = None     # int8 models: fraction of output elements equal to onnxruntime's
     ort_max_lsb: float | None = None   # ... and the largest difference in output steps
     breakdown: str | None = None       # --breakdown: per-primitive tables (bench/breakdown.py)
+    clock: str = "wall"                # "cpu": run_ms and ort1_ms are CPU times; no ort2_ms
 
     @property
     def ratio1(self) -> float:
@@ -106,6 +110,8 @@ class Row:
 
     @property
     def ratio2(self) -> float:
+        if self.ort2_ms is None:
+            return float("nan")
         return (self.run2_ms if self.run2_ms is not None else self.run_ms) / self.ort2_ms
 
 
@@ -139,13 +145,23 @@ def _ort_session(model_bytes: bytes, threads: int, profile_prefix: str | None = 
     return onnxruntime.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
 
 
-def _median_ms(fn, repeat: int) -> float:
+def _median_ms(fn, repeat: int, clock=time.perf_counter) -> float:
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append((time.perf_counter() - start) * 1e3)
+        times.append((clock() - start) * 1e3)
     return statistics.median(times)
+
+
+def _runner_cpu_ms(runner: Path, arrays: list, workdir: Path, repeat: int) -> tuple[list, float]:
+    """(outputs, median thread CPU ms of a run): the runner's --profile timing."""
+    import re
+
+    from byoc_compiler.check import run_runner_proc
+
+    outputs, proc = run_runner_proc(runner, [], arrays, workdir, repeat, extra_args=("--profile",))
+    return outputs, float(re.search(r"median_cpu_ms=([0-9.eE+-]+)", proc.stdout).group(1))
 
 
 def _breakdown(model: str, runner: Path, workdir: Path, arrays: list, inputs: dict, threads: list[int],
@@ -170,7 +186,7 @@ def _breakdown(model: str, runner: Path, workdir: Path, arrays: list, inputs: di
 
 
 def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, check: bool,
-            breakdown: bool = False) -> Row:
+            breakdown: bool = False, clock: str = "wall") -> Row:
     from byoc_compiler.check import deterministic_inputs, run_runner_timed
     from byoc_compiler.frontend import load_model
 
@@ -193,7 +209,10 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
         mod = load_model(spec)
         inputs = deterministic_inputs(mod)
         order = [p.name_hint for p in mod["main"].params]
-        sessions = {n: _ort_session(_onnx_bytes(model), n) for n in (1, 2)}
+        cpu = clock == "cpu"
+        if cpu and target in THREADED_TARGETS:
+            sys.exit(f"--clock cpu times one thread; target {target} runs threads of its own: use the wall clock")
+        sessions = {n: _ort_session(_onnx_bytes(model), n) for n in ((1,) if cpu else (1, 2))}
         for s in sessions.values():        # warm-up: first runs allocate and pick kernels
             s.run(None, inputs)
         runs, runs2, ort = [], [], {1: [], 2: []}
@@ -205,8 +224,12 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
                 if threads is not None:
                     os.environ["OMP_NUM_THREADS"] = str(threads)
                 try:
-                    outputs, ms = run_runner_timed(project / runner, [], [inputs[n] for n in order],
-                                                   project / "run", repeat=repeat)
+                    if cpu:
+                        outputs, ms = _runner_cpu_ms(project / runner, [inputs[n] for n in order], project / "run",
+                                                     repeat)
+                    else:
+                        outputs, ms = run_runner_timed(project / runner, [], [inputs[n] for n in order],
+                                                       project / "run", repeat=repeat)
                 finally:
                     if threads is not None:
                         if saved is None:
@@ -214,8 +237,9 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
                         else:
                             os.environ["OMP_NUM_THREADS"] = saved
                 into.append(ms)
-            for n, s in sessions.items():
-                ort[n].append(_median_ms(lambda s=s: s.run(None, inputs), repeat))
+            for n, s in sessions.items():   # 1 thread: onnxruntime computes on the calling thread
+                ort[n].append(_median_ms(lambda s=s: s.run(None, inputs), repeat,
+                                         time.thread_time if cpu else time.perf_counter))
         agreement = _int8_agreement(model, outputs, sessions[1].run(None, inputs))
         text = None
         if breakdown:
@@ -232,7 +256,7 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
             margin = compare_with_bounds(outputs, expected_outputs(mod, inputs)).margin
     med = statistics.median
     return Row(label, target, toolchain, full_s, null_s, c_bytes, max(full_mb, null_mb), med(runs), med(ort[1]),
-               med(ort[2]), margin, med(runs2) if runs2 else None, *agreement, text)
+               med(ort[2]) if ort[2] else None, margin, med(runs2) if runs2 else None, *agreement, text, clock=clock)
 
 
 def _int8_agreement(model: str, outputs, want) -> tuple[float | None, float | None]:
@@ -257,7 +281,8 @@ def table(rows: list[Row]) -> str:
         cells = [r.model, r.target, r.toolchain, f"{r.full_build_s:.1f}", f"{r.null_build_s:.2f}",
                  _size(r.generated_c_bytes), f"{r.peak_build_mb:.0f}",
                  f"{r.run_ms:.1f}" + (f" / {r.run2_ms:.1f} (1T / 2T)" if r.run2_ms is not None else ""), f"{r.ort1_ms:.1f}",
-                 f"{r.ort2_ms:.1f}", f"{r.ratio1:.2f}", f"{r.ratio2:.2f}"]
+                 "-" if r.ort2_ms is None else f"{r.ort2_ms:.1f}", f"{r.ratio1:.2f}",
+                 "-" if r.ort2_ms is None else f"{r.ratio2:.2f}"]
         if int8:
             cells += ["-", "-"] if r.ort_equal is None else [f"{r.ort_equal:.4%}", f"{r.ort_max_lsb:.0f}"]
         if r.margin is not None:
@@ -290,6 +315,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, help="runs per round on each side (default 10)")
     parser.add_argument("--check", action="store_true", help="also print the check's margin (float64 reference)")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: CPU time of the computing thread on both sides (1 thread; for a loaded machine)")
     parser.add_argument("--breakdown", action="store_true",
                         help="also print where the time goes: oneDNN's per-primitive times against onnxruntime's "
                              "profile, per category and per convolution (dnnl target; bench/breakdown.py)")
@@ -306,11 +333,13 @@ def main() -> None:
     rows = []
     for model in models:
         for target in targets:
-            rows.append(measure(model, target, args.toolchain, args.rounds, args.repeat, args.check, args.breakdown))
+            rows.append(measure(model, target, args.toolchain, args.rounds, args.repeat, args.check, args.breakdown,
+                                args.clock))
             print(f"measured {model} / {target}", file=sys.stderr, flush=True)
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; medians of "
-          f"{args.rounds} alternated rounds of {args.repeat} runs; build: aot, unpacked, -O3")
+          f"{args.rounds} alternated rounds of {args.repeat} runs; build: aot, unpacked, -O3"
+          + ("; CPU time of the computing thread (--clock cpu)" if args.clock == "cpu" else ""))
     print(table(rows))
     for r in rows:
         if r.breakdown:
