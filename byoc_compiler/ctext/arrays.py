@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from .dtypes import c_type
-from .literals import bare, element_literals, int_literal
+from .literals import element_literals
 
 
 def const_array(name: str, array, per_line: int = 8) -> str:
@@ -29,12 +29,17 @@ def byte_array(name: str, data: bytes, per_line: int = 24) -> str:
     return f"static const unsigned char {name}[{len(body)}] = {{\n" + ",\n".join(rows) + "\n};\n"
 
 
-def int64_array(name: str, values: Sequence[int], const: bool = True) -> str:
-    """`static const int64_t name[n] = {a, b};` on one line (shapes, offsets); `const=False` for a
-    DLTensor's shape, which C types as `int64_t*`. Callers write NULL instead of an empty one."""
-    items = [bare(int_literal(v)) for v in values] or ["0"]
+def line_array(name: str, dtype: str, values, const: bool = True) -> str:
+    """`static const T name[n] = {a, b};` on one line (shapes, offsets, per-channel parameters), each item
+    exact in `dtype`; `const=False` for a DLTensor's shape, which C types as `int64_t*`."""
+    items = element_literals(np.asarray(list(values), dtype=dtype)) or ["0"]
     qualifier = "static const" if const else "static"
-    return f"{qualifier} int64_t {name}[{len(items)}] = {{{', '.join(items)}}};"
+    return f"{qualifier} {c_type(dtype)} {name}[{len(items)}] = {{{', '.join(items)}}};"
+
+
+def int64_array(name: str, values: Sequence[int], const: bool = True) -> str:
+    """`line_array` of int64 (shapes, offsets); callers write NULL instead of an empty shape."""
+    return line_array(name, "int64", [int(v) for v in values], const)
 
 
 def shape_text(shape: Sequence[int]) -> str:

@@ -6,14 +6,13 @@ position itself, with no table.
 """
 from __future__ import annotations
 
-from ...ctext import double_literal, float_literal, int_literal as L
+from ...ctext import float_literal, int_literal as L, line_array
 from ...op.image import axis_taps
 from .cwriter import contiguous_strides, size_of
 
 
-def _array(ctype: str, name: str, values) -> str:
-    values = list(values)
-    return f"  static const {ctype} {name}[{max(1, len(values))}] = {{{', '.join(values) or '0'}}};"
+def _array(dtype: str, name: str, values) -> str:
+    return "  " + line_array(name, dtype, values)
 
 
 def _resize(ctx) -> str:
@@ -31,12 +30,12 @@ def _resize(ctx) -> str:
             continue
         n = index.shape[1]
         resized.append((a, n))
-        lines.append(_array("int64_t", f"index{a}", (L(int(i) * own[a]) for i in index.ravel())))
-        lines.append(_array("double", f"weight{a}", (double_literal(float(w)) for w in weight.ravel())))
+        lines.append(_array("int64", f"index{a}", (int(i) * own[a] for i in index.ravel())))
+        lines.append(_array("float64", f"weight{a}", weight.ravel()))
         terms.append(f"index{a}[o{a} * {n} + t{a}]")
         weights.append(f"weight{a}[o{a} * {n} + t{a}]")
         if outside.any():
-            lines.append(_array("uint8_t", f"outside{a}", ("1" if v else "0" for v in outside)))
+            lines.append(_array("bool", f"outside{a}", outside))
             extrapolate.append(f"outside{a}[o{a}]")
     pad = "  "
     for a, d in enumerate(out.shape):

@@ -5,7 +5,7 @@ window positions outside the input are skipped, never read.
 """
 from __future__ import annotations
 
-from ...ctext import c_type, double_literal, int_literal as L
+from ...ctext import c_type, double_literal, int64_array, int_literal as L
 from .cwriter import (axis_split, broadcast_strides, contiguous_strides, Conv2d, conv_window, flat_loop, indent_block,
                       loop_nest, size_of)
 
@@ -253,13 +253,13 @@ def _batch_matmul(ctx) -> str:
         own = operand.shape[:-2]
         flat = np.arange(size_of(own), dtype=np.int64).reshape(own) if own else np.zeros((), np.int64)
         full = np.broadcast_to(flat, batch).ravel() * (operand.shape[-1] * operand.shape[-2])
-        offsets.append(", ".join(L(int(v)) for v in full))
+        offsets.append(full)
     a_at = (lambda i: f"x[({i}) * {L(m)} + m]") if ta else (lambda i: f"x[m * {L(k)} + {i}]")
     b_at = (lambda i: f"w[n * {L(k)} + {i}]") if tb else (lambda i: f"w[({i}) * {L(n)} + n]")
     inner = flat_loop(m, flat_loop(n, f"""{_dot(a_at, b_at, k)}
 y[m * {L(n)} + n] = ({t})((acc[0] + acc[1]) + (acc[2] + acc[3]));""", var="n", indent=0), var="m", indent=0)
-    return f"""  static const int64_t a_offset[{count}] = {{{offsets[0]}}};
-  static const int64_t b_offset[{count}] = {{{offsets[1]}}};
+    return f"""  {int64_array("a_offset", offsets[0])}
+  {int64_array("b_offset", offsets[1])}
 """ + flat_loop(count, f"""const {t}* x = in0 + a_offset[bi];
 const {t}* w = in1 + b_offset[bi];
 {t}* y = out0 + bi * {L(m * n)};

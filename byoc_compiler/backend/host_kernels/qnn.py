@@ -7,7 +7,7 @@ in int64 (no overflow, whatever K) and wrap to int32 like the reference.
 """
 from __future__ import annotations
 
-from ...ctext import c_type, float_literal, int_literal as L
+from ...ctext import c_type, float_literal, int_literal as L, line_array
 from ...op.qnn import add_float32_params, add_multipliers, concat_requant, mul_multiplier, requantize_ratios
 from ...op.qnn_math import fixed_point
 from .cwriter import (axis_split, broadcast_strides, contiguous_strides, Conv2d, conv_window, flat_loop, loop_nest,
@@ -31,9 +31,8 @@ HELPERS = {
 }
 
 
-def _array(name: str, ctype: str, values) -> str:
-    items = ", ".join(values)
-    return f"  static const {ctype} {name}[{len(values)}] = {{{items}}};"
+def _array(name: str, dtype: str, values) -> str:
+    return "  " + line_array(name, dtype, values)
 
 
 def _channel_index(ctx, shape, axis: int, count: int) -> tuple[str, int, int]:
@@ -55,8 +54,8 @@ def _quantize(ctx) -> str:
     n = max(len(scales), len(zps))
     ch, _, _ = _channel_index(ctx, x.shape, _axis(ctx, x), n)
     lo, hi = _RANGE[out.dtype]
-    pre = [_array("scale", "float", [float_literal(s) for s in (scales * n if len(scales) == 1 else scales)]),
-           _array("zp", "float", [f"{int(z)}.0f" for z in (zps * n if len(zps) == 1 else zps)])]
+    pre = [_array("scale", "float32", scales * n if len(scales) == 1 else scales),
+           _array("zp", "float32", [int(z) for z in (zps * n if len(zps) == 1 else zps)])]
     body = (f"const int64_t c = {ch};\n"
             f"float v = nearbyintf(in0[i] / scale[c]) + zp[c];   /* float32 division, ties to even */\n"
             f"if (isnan(v)) v = 0.0f;\n"
@@ -70,8 +69,8 @@ def _dequantize(ctx) -> str:
     scales, zps = ctx.attrs.scale, ctx.attrs.zero_point
     n = max(len(scales), len(zps))
     ch, _, _ = _channel_index(ctx, x.shape, _axis(ctx, x), n)
-    pre = [_array("scale", "float", [float_literal(s) for s in (scales * n if len(scales) == 1 else scales)]),
-           _array("zp", "int64_t", [L(int(z)) for z in (zps * n if len(zps) == 1 else zps)])]
+    pre = [_array("scale", "float32", scales * n if len(scales) == 1 else scales),
+           _array("zp", "int64", [int(z) for z in (zps * n if len(zps) == 1 else zps)])]
     body = f"const int64_t c = {ch};\nout0[i] = (float)((int64_t)in0[i] - zp[c]) * scale[c];"
     return "\n".join(pre) + "\n" + flat_loop(size_of(x.shape), body)
 
@@ -105,16 +104,14 @@ def _requantize(ctx) -> str:
         ctx.use("byoc_clamp64")
         lo, hi = _RANGE[out.dtype]
         rs = list(ratios) * (n if len(ratios) == 1 else 1)
-        pre = [_array("ratio", "float", [float_literal(r) for r in rs]),
-               _array("izp", "int64_t", [L(z) for z in izp]), _array("ozp", "int64_t", [L(z) for z in ozp])]
+        pre = [_array("ratio", "float32", rs), _array("izp", "int64", izp), _array("ozp", "int64", ozp)]
         body = (f"const int64_t c = {ch};\n"
                 f"const float v = nearbyintf((float)((int64_t)in0[i] - izp[c]) * ratio[c]);   /* ties to even */\n"
                 f"const int64_t q = v >= 9.0e18f ? INT64_MAX : v <= -9.0e18f ? INT64_MIN + 1 : (int64_t)v;\n"
                 f"out0[i] = ({c_type(out.dtype)})byoc_clamp64(q + ozp[c], {lo}, {hi});")
         return "\n".join(pre) + "\n" + flat_loop(size_of(x.shape), body)
-    pre = [_array("mult", "int64_t", [L(p[0][0]) for p in pairs]),
-           _array("shift", "int32_t", [str(p[1]) for p in pairs]),
-           _array("izp", "int64_t", [L(z) for z in izp]), _array("ozp", "int64_t", [L(z) for z in ozp])]
+    pre = [_array("mult", "int64", [p[0][0] for p in pairs]), _array("shift", "int32", [p[1] for p in pairs]),
+           _array("izp", "int64", izp), _array("ozp", "int64", ozp)]
     body = (f"const int64_t c = {ch};\n"
             f"out0[i] = {requant_step(ctx, '(int64_t)in0[i] - izp[c]', 'mult[c]', 'shift[c]', 'ozp[c]', out.dtype)};")
     return "\n".join(pre) + "\n" + flat_loop(size_of(x.shape), body)
@@ -130,7 +127,7 @@ def _conv2d(ctx) -> str:
     K * 255 * 255 < 2**31, larger K accumulates in int64 per output instead."""
     g = Conv2d.of(ctx)
     kzp = ctx.attrs.kernel_zero_point
-    kzp = _array("kzp", "int32_t", [str(int(z)) for z in list(kzp) * (g.o if len(kzp) == 1 else 1)])
+    kzp = _array("kzp", "int32", [int(z) for z in list(kzp) * (g.o if len(kzp) == 1 else 1)])
     wide = g.cg * g.kh * g.kw * 255 * 255 >= 2 ** 31
     return kzp + "\n" + (_conv2d_wide(ctx, g) if wide else _conv2d_rows(ctx, g))
 
@@ -160,7 +157,7 @@ def _conv2d_rows(ctx, g: Conv2d) -> str:
               const int64_t base = iy * {L(g.w)} + shift;   /* base + ox * sw >= 0 for ox >= lo */
               int32_t* yr = y + oy * {L(g.ow)};
               for (int64_t ox = lo; ox < hi; ++ox)
-                yr[ox] += ((int32_t)x[base + ox * {L(g.sw)}] - {int(ctx.attrs.input_zero_point)}) * wv;
+                yr[ox] += ((int32_t)x[base + ox * {L(g.sw)}] - {L(ctx.attrs.input_zero_point)}) * wv;
             }}
           }}
         }}
@@ -172,7 +169,7 @@ def _conv2d_rows(ctx, g: Conv2d) -> str:
 def _conv2d_wide(ctx, g: Conv2d) -> str:
     window = conv_window(g, f"""\
 const int32_t xv = (int32_t)in0[((b * {L(g.c)} + first_channel + ic) * {L(g.h)} + iy) * {L(g.w)} + ix]
-                   - {int(ctx.attrs.input_zero_point)};
+                   - {L(ctx.attrs.input_zero_point)};
 const int32_t wv = (int32_t)in1[((oc * {L(g.cg)} + ic) * {L(g.kh)} + ky) * {L(g.kw)} + kx] - kzp[oc];
 acc += (int64_t)(xv * wv);""", indent=6)
     return f"""  for (int64_t b = 0; b < {L(g.n)}; ++b) {{
@@ -195,12 +192,12 @@ def _int_gemm(ctx, m: int, k: int, n: int, x_zp: int, w_zps, w_at: str) -> str:
     """out0[r, c] = sum_j (in0[r, j] - x_zp) * (in1 at `w_at` - w_zps[c]), for dense (weight [n, k])
     and matmul (weight [k, n]) alike; `w_at` is the weight's offset in terms of c and j."""
     wzp = list(w_zps) * (n if len(w_zps) == 1 else 1)
-    return f"""{_array("wzp", "int32_t", [str(int(z)) for z in wzp])}
+    return f"""{_array("wzp", "int32", [int(z) for z in wzp])}
   for (int64_t r = 0; r < {L(m)}; ++r) {{
     for (int64_t c = 0; c < {L(n)}; ++c) {{
       int64_t acc = 0;
       for (int64_t j = 0; j < {L(k)}; ++j)
-        acc += (int64_t)(((int32_t)in0[r * {L(k)} + j] - {int(x_zp)}) *
+        acc += (int64_t)(((int32_t)in0[r * {L(k)} + j] - {L(x_zp)}) *
                          ((int32_t)in1[{w_at}] - wzp[c]));
       out0[r * {L(n)} + c] = {_wrap32(ctx, "acc")};
     }}
@@ -228,8 +225,8 @@ def _binary(ctx, expr_of) -> str:
     a = ctx.attrs
 
     def body(off):
-        return (f"const int64_t a = (int64_t)in0[{off['in0']}] - {int(a.lhs_zero_point)};\n"
-                f"const int64_t b = (int64_t)in1[{off['in1']}] - {int(a.rhs_zero_point)};\n"
+        return (f"const int64_t a = (int64_t)in0[{off['in0']}] - {L(a.lhs_zero_point)};\n"
+                f"const int64_t b = (int64_t)in1[{off['in1']}] - {L(a.rhs_zero_point)};\n"
                 f"out0[{off['out0']}] = {expr_of('a', 'b')};")
     return loop_nest(out.shape, strides, body)
 

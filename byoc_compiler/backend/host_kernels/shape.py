@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ctext import c_type, float_literal, int_literal as L
+from ...ctext import c_type, float_literal, int64_array, int_literal as L
 from .cwriter import axis_split, contiguous_strides, flat_loop, loop_nest, size_of
 
 
@@ -98,8 +98,7 @@ def _pad(ctx) -> str:
             source = np.pad(np.arange(dim), (before, after), mode="constant", constant_values=-1)
         else:
             source = np.pad(np.arange(dim), (before, after), mode=mode)
-        values = ", ".join(str(int(v)) for v in source)
-        lines.append(f"  static const int64_t source{axis}[{len(source)}] = {{{values}}};")
+        lines.append("  " + int64_array(f"source{axis}", source))
     own = contiguous_strides(data.shape)
     if data.dtype == "float32":
         fill = float_literal(ctx.attrs.pad_value)
