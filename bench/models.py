@@ -180,7 +180,7 @@ def _breakdown(model: str, runner: Path, workdir: Path, arrays: list, inputs: di
         ours = breakdown.dnnl_runs(runner, ["--out", str(workdir / "bd_out"), *files], n, repeat)
         theirs = breakdown.ort_runs(lambda profile_prefix, n=n: _ort_session(_onnx_bytes(model), n, profile_prefix),
                                     inputs, repeat)
-        parts.append(f"{Path(model).stem}, {n} thread{'s' if n > 1 else ''} (medians of {repeat} runs; "
+        parts.append(f"{Path(model).stem}, {n} thread{'s' if n > 1 else ''} ({repeat} runs; "
                      f"each side's own timing of its kernels):\n\n{breakdown.table(ours, theirs)}")
     return "\n\n".join(parts)
 
