@@ -24,7 +24,7 @@ The groups:
   calling conventions of a region), `c_type`; names: `is_identifier`, `sanitize_identifier`,
   `unique_identifiers`, `c_string` (a string literal), `comment`; literals that read back bit-exact:
   `literal(value, dtype)`, `float_literal`, `double_literal`, `half_literal`, `int_literal`, `element_literals`
-  (an initializer list's items); arrays: `const_array`, `int64_array`, `shape_text`, `wrap_list` (since 1.2);
+  (an initializer list's items); arrays: `const_array`, `line_array` (one line, any dtype), `int64_array`, `shape_text`, `wrap_list` (since 1.2);
 - workspaces: `plan_offsets` (an arena by lifetimes), `peak_live_bytes`, `align_up`, `WORKSPACE_ALIGNMENT`
   (what the caller aligns a region's workspace to, and plan_offsets' default; since 1.1);
 - constants: `is_large`, `extern_declaration` (large constants are linked as bytes, not C text);
@@ -41,7 +41,7 @@ from .backend.constants import extern_declaration, is_large
 from .backend.memory_plan import ALIGNMENT as WORKSPACE_ALIGNMENT
 from .backend.memory_plan import align_up, peak_live_bytes, plan_offsets
 from .ctext import (c_string, c_type, comment, const_array, core_signature, double_literal, element_literals,
-                    entry_points, float_literal, half_literal, int64_array, int_literal, is_identifier, literal,
+                    entry_points, float_literal, half_literal, int64_array, int_literal, is_identifier, line_array, literal,
                     sanitize_identifier, shape_text, unique_identifiers, wrap_list)
 from .op.batch_matmul import matmul_dims
 from .op.pool import pool_out_size
@@ -63,7 +63,7 @@ API_VERSION = (1, 2)
 # What changed, newest first (a minor version adds names; a major one may remove or change them):
 CHANGELOG = {
     (1, 2): "C text writers from byoc_compiler.ctext: literal, float_literal, double_literal, half_literal, "
-            "int_literal, element_literals, const_array, int64_array, shape_text, wrap_list, c_string, comment",
+            "int_literal, element_literals, const_array, line_array, int64_array, shape_text, wrap_list, c_string, comment",
     (1, 1): "WORKSPACE_ALIGNMENT; requantize_ratios, add_float32_params, add_multipliers",
     (1, 0): "the first versioned vendor API",
 }
@@ -78,7 +78,7 @@ __all__ = [
     "CSourceArtifact", "BlobArtifact",
     "entry_points", "core_signature", "c_type", "is_identifier", "sanitize_identifier", "unique_identifiers",
     "c_string", "comment", "literal", "float_literal", "double_literal", "half_literal", "int_literal",
-    "element_literals", "const_array", "int64_array", "shape_text", "wrap_list",
+    "element_literals", "const_array", "line_array", "int64_array", "shape_text", "wrap_list",
     "plan_offsets", "peak_live_bytes", "align_up", "WORKSPACE_ALIGNMENT",
     "is_large", "extern_declaration",
     "partition_for", "runtime_source_dir", "runtime_include_flags", "standalone_library",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from byoc_compiler.vendor import ByocError, float_literal, int64_array, int_literal
+from byoc_compiler.vendor import ByocError, float_literal, int64_array, int_literal, line_array
 
 from . import kernels
 
@@ -211,7 +211,7 @@ def _transpose(step):
     if not ndim:
         return _copy(step)
     decls = [int64_array("in_shape", x.type.shape),
-             f"static const int32_t axes[{ndim}] = {{{', '.join(str(a) for a in axes)}}};"]
+             line_array("axes", "int32", axes)]
     return decls, f"ck_transpose({ndim}, in_shape, axes, {x.ptr}, {step.outs[0].ptr})"
 
 

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from byoc_compiler.vendor import (ByocError, TensorType, add_float32_params, add_multipliers, float_literal, int_literal,
-                                  is_constant, is_op, requantize_ratios, wildcard)
+                                  is_constant, is_op, line_array, requantize_ratios, wildcard)
 
 from . import kernels, qkernels
 
@@ -216,8 +216,7 @@ def _split(shape, axis: int, n: int) -> tuple[int, int, int]:
 def _scale_decls(scales, zero_points, n: int) -> list[str]:
     s = np.broadcast_to(np.asarray(scales, np.float32), (n,))
     z = np.broadcast_to(np.asarray(zero_points, np.int64), (n,))
-    return [f"static const float scale[{n}] = {{{', '.join(float_literal(v) for v in s)}}};",
-            f"static const int32_t zero_point[{n}] = {{{', '.join(str(int(v)) for v in z)}}};"]
+    return [line_array("scale", "float32", s), line_array("zero_point", "int32", z)]
 
 
 def _quantize(step):

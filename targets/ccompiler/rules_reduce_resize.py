@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from byoc_compiler.vendor import ByocError, double_literal, float_literal, int64_array
+from byoc_compiler.vendor import ByocError, float_literal, int64_array, line_array
 
 from . import kernels
 
@@ -34,8 +34,7 @@ def _reduce(step):
     op = kernels.REDUCE_OPS[step.op]
     if not ndim:
         return [], f"ck_reduce({op}, 0, NULL, NULL, {x.ptr}, {step.outs[0].ptr})"
-    flags = ", ".join("1" if a in axes else "0" for a in range(ndim))
-    decls = [int64_array("shape", x.type.shape), f"static const int32_t reduce[{ndim}] = {{{flags}}};"]
+    decls = [int64_array("shape", x.type.shape), line_array("reduce", "int32", [int(a in axes) for a in range(ndim)])]
     return decls, f"ck_reduce({op}, {ndim}, shape, reduce, {x.ptr}, {step.outs[0].ptr})"
 
 
@@ -45,7 +44,7 @@ def _double_array(name: str, values) -> str:
     bad = [v for v in values if not math.isfinite(float(v))]
     if bad:
         raise ByocError(f"image.resize: {bad[0]} is not a finite scale or roi value")
-    return f"static const double {name}[{len(values)}] = {{{', '.join(double_literal(v) for v in values)}}};"
+    return line_array(name, "float64", values)
 
 
 def _resize(step):
