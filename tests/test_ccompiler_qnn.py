@@ -51,7 +51,7 @@ class QDenseParams(ctypes.Structure):
     _fields_ = [("batch", ctypes.c_int64), ("units", ctypes.c_int64), ("depth", ctypes.c_int64), ("q", QParams)]
 
 
-@pytest.fixture(scope="module", params=["gcc-O3", "clang-O0"])
+@pytest.fixture(scope="module", params=["gcc-O3", pytest.param("clang-O0", marks=pytest.mark.int8)])
 def ck(request, tmp_path_factory):
     cc, opt = request.param.split("-")
     needs.programs(cc)
@@ -228,7 +228,20 @@ def _int8_dense():
     return Function([data], make_call("qnn.dequantize", z, scale=[0.07], zero_point=[-1]))
 
 
-GRAPHS = [("cnn-uint8", _cnn, (1, 3, 12, 12)), ("dense-int8", _int8_dense, (2, 5, 40))]
+def _activations():
+    """relu / clip fused after a requantize (composites) and on their own, int8."""
+    data = _var("data", (1, 4, 8, 8), "float32")
+    x = make_call("qnn.quantize", data, scale=[0.02], zero_point=[-3], out_dtype="int8")
+    a = make_call("nn.relu", _chain(x, (8, 4, 3, 3), -3, out_dtype="int8", padding=(1, 1, 1, 1)))
+    b = make_call("clip", _chain(a, (8, 8, 1, 1), -3, out_dtype="int8", bias=False), a_min=-20.5, a_max=90.7)
+    c = make_call("qnn.add", a, b, lhs_scale=[0.02], lhs_zero_point=-3, rhs_scale=[0.02], rhs_zero_point=-3,
+                  output_scale=[0.03], output_zero_point=4)
+    d = make_call("clip", make_call("nn.relu", c), a_min=-7.9, a_max=60.2)
+    return Function([data], make_call("qnn.dequantize", d, scale=[0.03], zero_point=[4]))
+
+
+GRAPHS = [("cnn-uint8", _cnn, (1, 3, 12, 12)), ("dense-int8", _int8_dense, (2, 5, 40)),
+          ("relu-clip-int8", _activations, (1, 4, 8, 8))]
 
 
 @pytest.mark.parametrize("name,make,shape", GRAPHS, ids=[g[0] for g in GRAPHS])

@@ -21,16 +21,17 @@ from byoc_compiler.vendor import (ByocError, TensorType, add_float32_params, add
                                   is_constant, is_op, line_array, requantize_ratios, wildcard)
 
 from . import kernels, qkernels
+from .qkernels import TYPE_RANGE
 
 Q8 = qkernels.Q_DTYPES
 
+# The chains, longest first: (pattern name, producer op, with the int32 bias add, activation after the
+# requantize: None, "nn.relu" or "clip" on the int8/uint8 result, fused into the output clamp).
+CHAINS = [(f"qnn_{kind}{'_bias' if bias else ''}_requantize{'_' + act.split('.')[-1] if act else ''}",
+           f"qnn.{kind}", bias, act)
+          for kind in ("conv2d", "dense") for bias in (True, False) for act in ("nn.relu", "clip", None)]
 # composite name -> the rule (a step of the codegen, not an op) that emits its chain
-COMPOSITES = {
-    "ccompiler.qnn_conv2d_bias_requantize": "qnn_conv2d",
-    "ccompiler.qnn_conv2d_requantize": "qnn_conv2d",
-    "ccompiler.qnn_dense_bias_requantize": "qnn_dense",
-    "ccompiler.qnn_dense_requantize": "qnn_dense",
-}
+COMPOSITES = {f"ccompiler.{name}": f"qnn_{producer.split('.')[1]}" for name, producer, _, _ in CHAINS}
 
 
 # ---- the op table -------------------------------------------------------------------------------
@@ -40,11 +41,28 @@ def _dtype(expr) -> str:
 
 
 def _chain(root):
-    """(producer, bias constant or None, requantize) of a matched chain rooted at the requantize."""
+    """(producer, bias constant or None, requantize, activation call or None) of a matched chain."""
+    act = None
+    if getattr(root.op, "name", "") in ("nn.relu", "clip"):
+        act, root = root, root.args[0]
     inner = root.args[0]
     if getattr(inner.op, "name", "") == "add":
-        return inner.args[0], inner.args[1], root
-    return inner, None, root
+        return inner.args[0], inner.args[1], root, act
+    return inner, None, root, act
+
+
+def _activation_bounds(act, dtype: str) -> tuple[int, int] | str:
+    """The integer clamp a relu or clip on `dtype` values computes (clip: float bounds, truncated as the
+    reference casts its float64 result back), or why it is not one."""
+    lo, hi = TYPE_RANGE[dtype]
+    if act is None:
+        return lo, hi
+    if act.op.name == "nn.relu":
+        return max(lo, 0), hi
+    a_min, a_max = float(act.attrs["a_min"]), float(act.attrs["a_max"])
+    if not (np.isfinite(a_min) and np.isfinite(a_max) and lo <= a_min <= a_max <= hi):
+        return f"clip bounds ({a_min}, {a_max}) are not an order within {dtype}'s range"
+    return int(np.trunc(a_min)), int(np.trunc(a_max))
 
 
 def _channel_vector_reason(shape, ndim: int, axis: int) -> str | None:
@@ -55,7 +73,7 @@ def _channel_vector_reason(shape, ndim: int, axis: int) -> str | None:
 
 
 def _chain_reason(root) -> str | None:
-    producer, bias, rq = _chain(root)
+    producer, bias, rq, act = _chain(root)
     data, weight = producer.args
     a = producer.attrs
     ndim = producer.checked_type.ndim
@@ -74,6 +92,9 @@ def _chain_reason(root) -> str | None:
         return f"requantize rounding {r['rounding']!r} (the kernels round the float32 way)"
     if r["out_dtype"] not in Q8:
         return f"requantize to {r['out_dtype']}"
+    bounds = _activation_bounds(act, r["out_dtype"])
+    if isinstance(bounds, str):
+        return bounds
     if len(set(int(z) for z in r["output_zero_point"])) != 1:
         return "per-channel output zero points"
     per_channel = any(len(r[n]) > 1 for n in ("input_scale", "input_zero_point", "output_scale"))
@@ -126,15 +147,20 @@ def declare(target) -> None:
             core = is_op("add")(core, is_constant())
         return is_op("qnn.requantize")(core)
 
-    target.pattern("qnn_conv2d_bias_requantize", chain("qnn.conv2d", True), check=_chain_reason)
-    target.pattern("qnn_conv2d_requantize", chain("qnn.conv2d", False), check=_chain_reason)
-    target.pattern("qnn_dense_bias_requantize", chain("qnn.dense", True), check=_chain_reason)
-    target.pattern("qnn_dense_requantize", chain("qnn.dense", False), check=_chain_reason)
+    for name, producer, bias, act in CHAINS:
+        pattern = chain(producer, bias)
+        target.pattern(name, is_op(act)(pattern) if act else pattern, check=_chain_reason)
     target.supports("qnn.add", predicate=_same_shape_q8)
     target.supports("qnn.quantize", predicate=_q8_out)
     target.supports("qnn.dequantize", predicate=_q8_in)
-    for op in ("nn.max_pool2d", "reshape", "nn.batch_flatten"):
+    for op in ("nn.max_pool2d", "reshape", "nn.batch_flatten", "nn.relu"):
         target.supports(op, predicate=_with_q8(target.ops.get(op)))
+    target.supports("clip", predicate=_with_q8(target.ops.get("clip"), _clip_reason))
+
+
+def _clip_reason(call) -> str | None:
+    bounds = _activation_bounds(call, _dtype(call))
+    return bounds if isinstance(bounds, str) else None
 
 
 # ---- lowering a chain composite into one step ------------------------------------------------------
@@ -142,7 +168,7 @@ def declare(target) -> None:
 def lower_composite(lowering, call, name: str, func, args) -> list:
     """The chain of composite `name` as one qnn_conv2d / qnn_dense step of `lowering`."""
     by_param = {id(p): a for p, a in zip(func.params, args)}
-    producer, bias, rq = _chain(func.body)
+    producer, bias, rq, act = _chain(func.body)
     data = by_param[id(producer.args[0])][0]
     weight = by_param[id(producer.args[1])][0]
     bias_value = by_param[id(bias)][0] if bias is not None else None
@@ -153,7 +179,9 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
     out_type = call.checked_type
     units = int(w.shape[0])
     ratios = np.broadcast_to(np.asarray(requantize_ratios(rq.attrs), np.float32), (units,))
-    q = qkernels.qparams(data.type.dtype, out_type.dtype, a["input_zero_point"], r["output_zero_point"][0])
+    out_min, out_max = _activation_bounds(act, out_type.dtype)
+    q = qkernels.qparams(data.type.dtype, out_type.dtype, a["input_zero_point"], r["output_zero_point"][0], out_min,
+                         out_max)
     if producer.op.name == "qnn.conv2d":
         conv = kernels.conv2d_params(data.type.shape, w.shape, a["strides"], a["padding"], a["dilation"], a["groups"])
         depthwise = qkernels.is_depthwise(conv)
@@ -180,7 +208,8 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
            lowering.derived_constant(folded, f"bias of the {shape} weight, input zero point folded in"),
            lowering.derived_constant(np.ascontiguousarray(ratios), "requantize factors per output channel")]
     out_types = [TensorType(tuple(out_type.shape), out_type.dtype)]
-    title = f"{name} [{producer.op.name}{' + add' if bias is not None else ''} + qnn.requantize]"
+    title = (f"{name} [{producer.op.name}{' + add' if bias is not None else ''} + qnn.requantize"
+             f"{' + ' + act.op.name if act is not None else ''}]")
     return lowering.op(COMPOSITES[name], attrs, ins, out_types, title)
 
 
@@ -264,6 +293,17 @@ def _qmax_pool2d(step):
             f"ck_qmax_pool2d(&params, {signed}, {step.ins[0].ptr}, {step.outs[0].ptr})")
 
 
+def _qclamp(step):
+    """nn.relu / clip on int8 or uint8: ck_qclamp with the reference's integer bounds."""
+    lo, hi = TYPE_RANGE[step.outs[0].type.dtype]
+    if step.op == "nn.relu":
+        lo = max(lo, 0)
+    else:
+        lo, hi = int(np.trunc(step.attrs["a_min"])), int(np.trunc(step.attrs["a_max"]))
+    return [], (f"ck_qclamp({int_literal(step.outs[0].type.size)}, {int(step.outs[0].type.dtype == 'int8')}, "
+                f"{step.ins[0].ptr}, {step.outs[0].ptr}, {lo}, {hi})")
+
+
 def _qcopy(step):
     signed = step.outs[0].type.dtype == "int8"
     lo, hi = qkernels.TYPE_RANGE[step.outs[0].type.dtype]
@@ -290,4 +330,6 @@ def rules(Rule, float_rules: dict) -> dict:
         "qnn.add": Rule(_qadd),
         "nn.max_pool2d": by_dtype("nn.max_pool2d", _qmax_pool2d),
         "copy": by_dtype("copy", _qcopy),
+        "nn.relu": by_dtype("nn.relu", _qclamp),
+        "clip": by_dtype("clip", _qclamp),
     }
