@@ -8,6 +8,7 @@ rules, the partition): tests/test_ccompiler_reduce_resize.py.
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import os
 import platform
@@ -147,6 +148,19 @@ def test_reduce_rejects_bad_parameters(lib):
 
 # ---- resize -----------------------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
+def _input(shape: tuple, seed: int) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    x.flags.writeable = False
+    return x
+
+
+@functools.lru_cache(maxsize=None)
+def onnx_expected(shape: tuple, seed: int, scales: tuple, mode, coord, nearest, roi=None, extrapolation=0.0):
+    """onnx_resize of _input(shape, seed), once per session (every build compares with the same result)."""
+    return onnx_resize(_input(shape, seed), scales, mode, coord, nearest, roi, extrapolation)
+
+
 def onnx_resize(x, scales, mode, coord, nearest, roi=None, extrapolation=0.0):
     """ONNX's reference implementation of Resize-19 with scales (float32 in the graph, as ONNX has them)."""
     from onnx import TensorProto, helper
@@ -189,10 +203,10 @@ GEOMETRIES = [("up-2x", (1, 2, 3, 4), (1, 1, 2, 2)), ("down-0.5", (1, 1, 6, 8), 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=[g[0] for g in GEOMETRIES])
 def test_resize_nearest_against_onnx(lib, coord, geometry):
     _, shape, scales = geometry
-    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    x = _input(shape, 3)
     roi = ROI if coord == "tf_crop_and_resize" else None
     for nearest in NEAREST:
-        want = onnx_resize(x, scales, "nearest", coord, nearest, roi, extrapolation=9.0)
+        want = onnx_expected(shape, 3, scales, "nearest", coord, nearest, roi, extrapolation=9.0)
         np.testing.assert_array_equal(resize(lib, x, want.shape, scales, "nearest", coord, nearest, roi, 9.0), want,
                                       err_msg=nearest)
 
@@ -202,13 +216,13 @@ def test_resize_nearest_against_onnx(lib, coord, geometry):
                          ids=lambda g: g[0] if isinstance(g, tuple) else str(g))
 def test_resize_linear_against_onnx(lib, geometry):
     _, shape, scales = geometry
-    x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    x = _input(shape, 4)
     for coord in COORDS:
         roi = None
         if coord == "tf_crop_and_resize":
-            roi = [(-0.125, 0.0, 0.125)[i % 3] for i in range(len(shape))] + [(0.875, 1.125)[i % 2]
-                                                                             for i in range(len(shape))]
-        want = onnx_resize(x, scales, "linear", coord, "round_prefer_floor", roi, extrapolation=-4.0)
+            roi = tuple([(-0.125, 0.0, 0.125)[i % 3] for i in range(len(shape))] + [(0.875, 1.125)[i % 2]
+                                                                                   for i in range(len(shape))])
+        want = onnx_expected(shape, 4, scales, "linear", coord, "round_prefer_floor", roi, extrapolation=-4.0)
         got = resize(lib, x, want.shape, scales, "linear", coord, "round_prefer_floor", roi, -4.0)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=coord)
 
