@@ -13,6 +13,8 @@ import os
 import sys
 from importlib import import_module
 
+from .errors import ByocError
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "targets": ("byoc_compiler.cli.targets", "list the known targets: enabled, flag, ops, patterns, codegen"),
     "partition": ("byoc_compiler.cli.partition", "partition a model for targets; print, summarize, draw it"),
@@ -36,8 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .errors import ByocError
-
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

@@ -16,6 +16,10 @@ import numpy as np
 
 from .columns import columns
 from .errors import ByocError
+from .toolchain import run_command
+
+# The testing helpers (the reference interpreter, which loads every op and pass) are imported inside the
+# functions that check: build() imports this module only to run a runner, and stays light.
 
 
 @dataclass
@@ -114,8 +118,6 @@ def run_runner_timed(runner, run_prefix, arrays, workdir: Path, repeat: int = 1,
 def run_runner_proc(runner, run_prefix, arrays, workdir: Path, repeat: int = 1, timeout: float = 600.0,
                     what: str | None = None, extra_args=()):
     """run_runner_timed, returning (outputs, the finished process) so callers can read what it printed."""
-    from .toolchain import run_command
-
     workdir.mkdir(parents=True, exist_ok=True)
     files = []
     for i, value in enumerate(arrays):

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 from typing import Sequence
 
 from .errors import ByocError
+from .runtime import dlpack_include_dir
 
 # The warnings every generated source and the runtime must pass cleanly (tests turn them on).
 WARNING_FLAGS = ("-Wall", "-Wextra", "-Werror")
@@ -122,8 +124,6 @@ def run_command(argv: Sequence[str], what: str, cwd=None, timeout: float | None 
 
 
 def _quote(argv: Sequence[str]) -> str:
-    import shlex
-
     return " ".join(shlex.quote(str(a)) for a in argv)
 
 
@@ -132,8 +132,6 @@ def scons_flags(tc, opt: str = "-O2", werror: bool = True) -> dict[str, list[str
 
     Libraries (`-lm`) go to LIBS so SCons puts them after the objects, as static linking needs.
     """
-    from .runtime import dlpack_include_dir
-
     ccflags = [*tc.cflags, *([opt] if opt else []), *(WARNING_FLAGS if werror else ()),
                "-idirafter", os.fspath(dlpack_include_dir())]
     libs = [f[2:] for f in _with_libm(tc.ldflags) if f.startswith("-l")]

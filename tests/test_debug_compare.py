@@ -178,7 +178,7 @@ def test_region_fed_wrong_inputs_is_not_wrong_by_itself():
         _, dumped = run_dumped(lib, inputs)
         refs, env = step_references(lib, inputs)
         k = next(i for i, s in enumerate(lib.program.steps) if s.symbol == "tvmgen_default_ccompiler_main_1")
-        from byoc_compiler.debug.compare import worst_error
+        from byoc_compiler.debug.error import worst_error
 
         assert worst_error(list(zip(dumped[k].outputs, refs[k]))).beyond      # wrong in the full run
         d = diagnose_region(lib, lib.program.steps[k], k, step_inputs(lib, env, lib.program.steps[k]), refs[k],

@@ -7,6 +7,8 @@ place only when complete.
 """
 from __future__ import annotations
 
+import atexit
+import hashlib
 import json
 import os
 import re
@@ -18,10 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ByocError
-from .. import toolchain as tcmod
+from .. import runtime, toolchain as tcmod
 from ..check import run_runner_timed
+from ..errors import ByocError
+from ..ir.printer import astext_with_sidecar
 from .artifact import BlobArtifact, CSourceArtifact
+from .constants import PARAMS_FILE
 
 HOST_SOURCE = "src/host.c"
 MODEL_TEXT = "model.txt"
@@ -29,8 +33,6 @@ MODEL_SIDECAR = "model.txt.bin"
 
 
 def _runtime():
-    from .. import runtime
-
     return runtime
 
 
@@ -119,10 +121,6 @@ class BuildResult:
 
     def model_text_with_sidecar(self) -> tuple[str, bytes]:
         """(model.txt, model.txt.bin): constants of at least 1 KiB kept out of line, by offset into the .bin."""
-        from ..ir.printer import astext_with_sidecar
-
-        from .constants import PARAMS_FILE
-
         def in_constants_bin(array):
             found = self.constants.locate(array)
             return None if found is None else (PARAMS_FILE, found[0], self.constants.order)
@@ -399,8 +397,6 @@ def _compile_cached(argv: list[str], src: Path, obj: Path, generated: bool, what
     if generated:
         tcmod.run_command(argv, what)
         return
-    import hashlib
-
     key_argv = [a for a in argv if a != os.fspath(obj)]
     key = hashlib.sha256(("\0".join(key_argv) + "\0").encode() + Path(src).read_bytes()).hexdigest()
     cached = _OBJECT_CACHE.get(key)
@@ -408,8 +404,6 @@ def _compile_cached(argv: list[str], src: Path, obj: Path, generated: bool, what
         tcmod.run_command(argv, what)
         if _OBJECT_CACHE_DIR is None:
             _OBJECT_CACHE_DIR = tempfile.mkdtemp(prefix="byoc-objects-")
-            import atexit
-
             atexit.register(shutil.rmtree, _OBJECT_CACHE_DIR, True)
         cached = Path(_OBJECT_CACHE_DIR) / f"{key}.o"
         shutil.copyfile(obj, cached)

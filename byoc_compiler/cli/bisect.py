@@ -8,6 +8,9 @@ from pathlib import Path
 
 from .build_args import add_build_arguments, inputs_of, load, targets_of
 
+# What a command needs is imported inside its functions: `byoc --help` imports every command module
+# (__main__.py), and stays fast.
+
 
 def add_arguments(parser) -> None:
     add_build_arguments(parser)

@@ -2,7 +2,13 @@
 interface, opt, inputs. Defaults come from config.toml's [build] table."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from ..errors import ByocError
+
+# What a command needs is imported inside its functions: `byoc --help` imports every command module
+# (__main__.py), and stays fast.
 
 
 def add_build_arguments(parser, target_required: bool = True) -> None:
@@ -35,8 +41,6 @@ def load(args):
 
     if args.config:
         # The whole command reads this config (the target registry too), as `scons config=` does.
-        import os
-
         from ..spec import reload_targets
 
         os.environ["BYOC_CONFIG"] = str(Path(args.config).resolve())
@@ -57,7 +61,6 @@ def inputs_of(args, mod) -> dict:
     import numpy as np
 
     from ..check import deterministic_inputs
-    from ..errors import ByocError
 
     if args.inputs is None:
         return deterministic_inputs(mod, args.seed)

@@ -1,6 +1,11 @@
 """`byoc config [FILE]`: check a config.toml and show what it enables."""
 from __future__ import annotations
 
+from ..errors import ByocError
+
+# What a command needs is imported inside its functions: `byoc --help` imports every command module
+# (__main__.py), and stays fast.
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("file", nargs="?", help="the config file (default: $BYOC_CONFIG, ./config.toml, the repo's)")
@@ -34,7 +39,6 @@ def problems(config) -> list[str]:
 def run(args) -> int:
     from ..config import ConfigError, load_config
     from ..toolchain import check_toolchain
-    from ..errors import ByocError
 
     config = load_config(args.file)
     found = problems(config)

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import ByocError
+
+# What a command needs is imported inside its functions: `byoc --help` imports every command module
+# (__main__.py), and stays fast.
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("model", help="a zoo model name or a model file (.txt/.relay text IR, .onnx)")
@@ -25,8 +30,6 @@ def add_arguments(parser) -> None:
 
 def parse_shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
     """`--shape x=1,3,224,224` options -> {"x": (1, 3, 224, 224)}."""
-    from ..errors import ByocError
-
     shapes = {}
     for item in items:
         name, sep, dims = item.rpartition("=")
@@ -46,7 +49,6 @@ def run(args) -> int:
     from ..partition import partition_for, summarize
 
     mod = load_model(args.model, shape=parse_shapes(args.shape))
-    from ..errors import ByocError
     from ..partition import PIPELINE
 
     wanted = set(args.print_after)

@@ -5,6 +5,9 @@ import sys
 
 from ..columns import columns
 
+# What a command needs is imported inside its functions: `byoc --help` imports every command module
+# (__main__.py), and stays fast.
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("--ops", action="store_true", help="list every supported op and pattern")

@@ -5,6 +5,11 @@
 """
 from __future__ import annotations
 
+from ..errors import ByocError
+
+# What a command needs is imported inside its functions: `byoc --help` imports every command module
+# (__main__.py), and stays fast.
+
 
 def add_arguments(parser) -> None:
     sub = parser.add_subparsers(dest="zoo_command", metavar="ACTION", required=True)
@@ -16,7 +21,6 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from .. import zoo
-    from ..errors import ByocError
 
     if args.zoo_command == "list":
         rows = [("model", "built as", "about")]

@@ -21,9 +21,20 @@ from pathlib import Path
 
 import numpy as np
 
+from ..backend.build import build
+from ..check import deterministic_inputs
 from ..errors import ByocError
 from ..ir.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from ..ir.visitor import post_order
+from ..op.registry import get_op_def
+from ..partition import partition_for
+from ..testing import run_reference
+from ..testing.random_graph import Data, Input, Recipe, Step, _compact, save_reproducer, shrink, value_types
+from ..testing.reference import node_values
+from ..transform.infer_type import infer_type
+from .compare import compare_build
+from .error import worst_error
+from .nodes import ModelNodes
 
 
 def _hashable(value):
@@ -37,10 +48,6 @@ def _hashable(value):
 def recipe_of(mod):
     """(Recipe, {tag: node}, {id(node): [value indices]}) of a module's main (type-checked here); every
     value is tagged with its position, and a node of a tuple type stands for several values."""
-    from ..op.registry import get_op_def
-    from ..testing.random_graph import Data, Input, Recipe, Step
-    from ..transform.infer_type import infer_type
-
     mod = infer_type(mod)
     func = mod["main"]
     values: list = []
@@ -86,8 +93,6 @@ def recipe_of(mod):
 
 def restrict(recipe, outputs, keep_steps=None):
     """The recipe computing `outputs` (value indices); steps not in `keep_steps` (if given) become inputs."""
-    from ..testing.random_graph import Input, Step, _compact, value_types
-
     types = value_types(recipe)
     values = list(recipe.values)
     if keep_steps is not None:
@@ -120,8 +125,6 @@ class _Judge:
         self.problem = ""
 
     def inputs_of(self, recipe) -> dict:
-        from ..testing.random_graph import Input
-
         return {v.name: self.tag_values[v.tag] for v in recipe.values if isinstance(v, Input)}
 
     def fails(self, recipe) -> bool:
@@ -135,12 +138,6 @@ class _Judge:
         return verdict
 
     def _fails(self, recipe) -> bool:
-        from ..backend.build import build
-        from ..check import deterministic_inputs
-        from ..partition import partition_for
-        from ..testing import run_reference
-        from .compare import worst_error
-
         if recipe.op_steps == 0:
             return False
         try:
@@ -160,13 +157,6 @@ class _Judge:
 def bisect_failure(mod, targets, options: dict, inputs: dict, outdir, name: str = "repro",
                    max_tries: int = 60, report=None) -> BisectResult:
     """Shrink a model whose build fails the check to a small failing subgraph and write it to `outdir`."""
-    from ..backend.build import build
-    from ..partition import partition_for
-    from ..testing.random_graph import Input, save_reproducer, shrink
-    from ..testing.reference import node_values
-    from .compare import compare_build
-    from .nodes import ModelNodes
-
     recipe, tag_nodes, node_index = recipe_of(mod)
     _, env = node_values(mod, inputs)
     tag_values = {}
@@ -217,8 +207,6 @@ def bisect_failure(mod, targets, options: dict, inputs: dict, outdir, name: str 
 
 def _between(recipe, output: int, stops: set) -> set:
     """Steps `output` depends on without going through `stops` (which become inputs)."""
-    from ..testing.random_graph import Step
-
     keep, stack = set(), [output]
     while stack:
         i = stack.pop()

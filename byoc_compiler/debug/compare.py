@@ -19,71 +19,23 @@ first one off.
 """
 from __future__ import annotations
 
-import math
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
+from ..backend.build import build
+from ..check import run_runner_proc
 from ..columns import columns
 from ..errors import ByocError
+from ..ir.expr import Call, Constant, Function, GlobalVar, Tuple, Var
+from ..ir.module import IRModule
+from ..ir.types import TensorType
+from ..ir.visitor import post_order
+from ..runtime.dump import read_dump
+from ..testing.reference import node_values
+from ..transform import InferType
+from .error import Error, error_of, worst
 from .nodes import ModelNodes, describe_call, flatten_value, step_inputs, step_references
-
-
-# ---- error statistics ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Error:
-    max_abs: float
-    max_rel: float
-    margin: float                  # share of the tolerance used by the worst element (> 1: beyond)
-    worst: tuple = ()              # index of that element
-    got: float = 0.0
-    want: float = 0.0
-    note: str = ""                 # a shape/dtype mismatch or a missing value
-
-    @property
-    def beyond(self) -> bool:
-        return not self.margin <= 1.0
-
-
-def error_of(got: np.ndarray, want: np.ndarray, tolerances=None, allowed=None) -> Error:
-    """How far `got` is from `want`: with `allowed` (per element, e.g. testing.tolerance.allowed_error of the
-    float64 reference's error estimate, as `scons check` judges outputs), margin = |got - want| / allowed;
-    otherwise under per-dtype rtol/atol (check.default_tolerances)."""
-    from ..check import default_tolerances
-
-    got = np.asarray(got)
-    got = got.astype(got.dtype.newbyteorder("="), copy=False)
-    want = np.asarray(want)
-    if got.shape != want.shape or (allowed is None and got.dtype != want.dtype):
-        return Error(math.inf, math.inf, math.inf,
-                     note=f"got {got.dtype}{list(got.shape)}, expected {want.dtype}{list(want.shape)}")
-    if want.size == 0:
-        return Error(0.0, 0.0, 0.0)
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    diff = np.abs(g - w)
-    both_nan = np.isnan(g) & np.isnan(w)
-    diff = np.where(both_nan, 0.0, np.where(np.isnan(diff), np.inf, diff))
-    if allowed is None:
-        rtol, atol = (tolerances or default_tolerances)(want.dtype)
-        allowed = atol + rtol * np.abs(w)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(diff == 0, 0.0, diff / np.asarray(allowed, np.float64))
-        share = np.where(np.isnan(share), np.inf, share)
-        rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(w), np.finfo(np.float32).tiny))
-    idx = np.unravel_index(int(np.argmax(share)), want.shape)
-    return Error(float(diff.max()), float(rel.max()), float(share[idx]), tuple(int(i) for i in idx),
-                 float(g[idx]), float(w[idx]))
-
-
-def worst_error(pairs, tolerances=None) -> Error:
-    """The error of the worst (largest margin) of several (got, want) pairs."""
-    return _worst([error_of(g, w, tolerances) for g, w in pairs])
-
-
-def _worst(errors) -> Error:
-    return max(errors, key=lambda e: e.margin) if errors else Error(0.0, 0.0, 0.0)
 
 
 # ---- rows ------------------------------------------------------------------------------------------
@@ -188,9 +140,6 @@ class CompareReport:
 
 def _region_ops(func) -> str:
     """The ops of a region in graph order, composites by their short name: `conv2d_bias_relu x2, add, nn.relu`."""
-    from ..ir.expr import Call, Function
-    from ..ir.visitor import post_order
-
     names = []
     for n in post_order(func.body):
         if isinstance(n, Call):
@@ -207,9 +156,6 @@ def _region_ops(func) -> str:
 # ---- running ---------------------------------------------------------------------------------------
 def run_dumped(lib, inputs, runner=None, run_prefix=None, timeout: float = 600.0):
     """Run `lib`'s runner once on `inputs` with --dump; (outputs, [DumpedStep])."""
-    from ..check import run_runner_proc
-    from ..runtime.dump import read_dump
-
     runner = runner or lib.runner()
     run_prefix = lib.toolchain.run if run_prefix is None else run_prefix
     arrays = [inputs[i["name"]] for i in lib.metadata["inputs"]] if isinstance(inputs, dict) else list(inputs)
@@ -247,7 +193,7 @@ def compare_build(lib, unpartitioned, inputs: dict, *, model: str = "model", tar
             what = _region_ops(lib.program.regions[step.symbol][1])
             names = [nodes.name_of(w) for w in want]
         node = ", ".join(names)
-        err = _worst([nodes.error(g, n, w) for g, n, w in zip(got.outputs, names, want)])
+        err = worst([nodes.error(g, n, w) for g, n, w in zip(got.outputs, names, want)])
         shape = ", ".join("x".join(map(str, w.shape)) or "scalar" for w in want)
         rows.append(Row(len(rows), where, tgt, what, node, shape, err))
         if first is None and err.beyond:
@@ -272,12 +218,6 @@ def region_module(lib, step, expose: bool = False):
 
     With `expose`, the region returns every intermediate tensor of its body too (ops and composite
     calls, in graph order), so a run shows each one; returns (module, the exposed nodes)."""
-    from ..ir.expr import Call, Function, GlobalVar, Tuple, Var
-    from ..ir.module import IRModule
-    from ..ir.types import TensorType
-    from ..ir.visitor import post_order
-    from ..transform import InferType
-
     gname, func = lib.program.regions[step.symbol]
     exposed = []
     if expose:
@@ -291,8 +231,6 @@ def region_module(lib, step, expose: bool = False):
 
 
 def _run_alone(lib, mod, arrays):
-    from ..backend.build import build
-
     sub = build(mod, toolchain=lib.toolchain.name, executor=lib.executor, interface=lib.interface,
                 opt=lib.opt, config=lib.config)
     return sub.run_runner(list(arrays))
@@ -305,9 +243,6 @@ def diagnose_region(lib, step, index: int, ref_inputs, ref_outputs, nodes: Model
     answers both (its last values are the region's outputs). Only when that build is impossible (a
     codegen without multi-output regions) or shows the region right (exposing values changed what the
     codegen does) is the region built again exactly as it is."""
-    from ..ir.expr import Constant
-    from ..testing.reference import node_values
-
     d = RegionDiagnosis(index, step.symbol, step.target, None)
     gname, func = lib.program.regions[step.symbol]
     mod, exposed = region_module(lib, step, expose=True)
@@ -340,7 +275,7 @@ def diagnose_region(lib, step, index: int, ref_inputs, ref_outputs, nodes: Model
     except ByocError as exc:
         d.note = str(exc).splitlines()[0]
         return d
-    d.by_itself = _worst([nodes.error(g, nodes.name_of(w), w) for g, w in zip(got, ref_outputs)]).beyond
+    d.by_itself = worst([nodes.error(g, nodes.name_of(w), w) for g, w in zip(got, ref_outputs)]).beyond
     if d.by_itself and len(exposed) == 1:       # one op (or composite): it is the one
         d.op = describe_call(exposed[0])
         d.op_node = nodes.name_of(ref_outputs[0], d.op if "(" not in d.op else None)

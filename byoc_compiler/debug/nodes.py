@@ -22,6 +22,10 @@ import numpy as np
 
 from ..ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from ..ir.visitor import post_order
+from ..testing.error_bound import node_errors
+from ..testing.reference import node_values
+from ..testing.tolerance import allowed_error
+from .error import error_of
 
 
 def flatten_value(value) -> list[np.ndarray]:
@@ -76,8 +80,6 @@ class ModelNodes:
 
     @classmethod
     def of(cls, mod, inputs) -> "ModelNodes":
-        from ..testing.reference import node_values
-
         func, env = node_values(mod, inputs)
         names = value_names(func)
         by_print: dict = {}
@@ -92,18 +94,13 @@ class ModelNodes:
             by_print.setdefault(fingerprint(value), []).append((names.get(id(node), "?"), what))
             by_shape.setdefault((value.dtype.str, value.shape), []).append((names.get(id(node), "?"), what, value))
         by_name = {name: node for node in post_order(func.body) if (name := names.get(id(node)))}
-        from ..testing.error_bound import node_errors
-
         _, errors = node_errors(mod, inputs)
         bounds = {names[k]: v for k, v in errors.items() if k in names}
         return cls(func, env, names, by_print, by_name, by_shape, bounds)
 
     def error(self, got: np.ndarray, name: str, want32: np.ndarray):
-        """compare.Error of `got` as the value of node `name`: against its float64 reference with the
+        """error.Error of `got` as the value of node `name`: against its float64 reference with the
         check's allowance (testing.tolerance.allowed_error); rtol/atol against `want32` for unknown nodes."""
-        from ..testing.tolerance import allowed_error
-        from .compare import error_of
-
         bound = (self.bounds or {}).get(name)
         if bound is None or np.shape(bound[0]) != np.shape(got):
             return error_of(got, want32)
@@ -135,8 +132,6 @@ class ModelNodes:
         return found[-1][0]
 
     def _closest(self, value: np.ndarray, op: str | None) -> str:
-        from .compare import error_of
-
         candidates = self.by_shape.get((value.dtype.str, value.shape), [])
         if op is not None and any(w == op for _, w, _ in candidates):
             candidates = [c for c in candidates if c[1] == op]
@@ -154,8 +149,6 @@ class ModelNodes:
 def step_references(lib, inputs) -> tuple[list[list[np.ndarray]], dict]:
     """Reference outputs of every step of `lib` (a BuildResult) on `inputs`, in step order, and the
     value of every node of the build's main by id (for step_inputs)."""
-    from ..testing.reference import node_values
-
     _, env = node_values(lib.mod, inputs)
     return [flatten_value(env[id(step.call)]) for step in lib.program.steps], env
 

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import re
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..check import run_runner_proc
 from ..columns import columns
 from ..errors import ByocError
+from ..ir.expr import Call, Op, Tuple, TupleGetItem
+from ..ir.visitor import post_order
 from .compare import _region_ops
-from .nodes import ModelNodes, describe_call, step_references
+from .nodes import ModelNodes, describe_call, step_inputs, step_references
 
 
 @dataclass
@@ -80,8 +84,6 @@ def _share(part: float, whole: float) -> str:
 # ---- FLOPs --------------------------------------------------------------------------------------
 def call_flops(call) -> int:
     """2 x multiply-adds of a conv2d / dense / matmul call (0 for other ops)."""
-    from ..ir.expr import Op
-
     if not isinstance(call.op, Op):
         return 0
     name = call.op.name
@@ -106,9 +108,6 @@ def _prod(shape) -> int:
 
 
 def step_flops(lib, step) -> int:
-    from ..ir.expr import Call
-    from ..ir.visitor import post_order
-
     if step.kind == "host":
         return call_flops(step.call)
     func = lib.program.regions[step.symbol][1]
@@ -141,8 +140,6 @@ def label_of(lib) -> str:
 
 def profile_build(lib, inputs, repeat: int = 21, runner=None, timeout: float = 1800.0, clock: str = "wall") -> Profile:
     """Run `lib`'s runner with --profile over `repeat` timed runs (after one warm-up run); times in `clock`."""
-    from ..check import run_runner_proc
-
     if repeat < 1:
         raise ByocError(f"profile: repeat must be at least 1, got {repeat}")
     runner = runner or lib.runner()
@@ -169,9 +166,6 @@ def step_nodes(lib, inputs, nodes: ModelNodes) -> list[set[str]]:
     """For every step of `lib`, the unpartitioned nodes it computes: every node between the nodes its
     inputs are and the nodes its outputs are (a region: every op inside it, whatever passes such as
     FoldBatchNorm did to them on the way)."""
-    from ..ir.expr import Call, Tuple, TupleGetItem
-    from .nodes import step_inputs
-
     refs, env = step_references(lib, inputs)
     out = []
     for step, want in zip(lib.program.steps, refs):
@@ -268,8 +262,6 @@ def side_by_side(profiles: list, unpartitioned, inputs) -> SideBySide:
 
 def _ops_text(ops: list[str]) -> str:
     """`nn.conv2d`, or the most frequent ops of a group: `nn.conv2d x52, nn.batch_norm x52, ... (170 ops)`."""
-    from collections import Counter
-
     calls = [o for o in ops if o not in ("TupleGetItem", "Tuple")] or ops
     if len(calls) == 1:
         return calls[0]
@@ -279,9 +271,6 @@ def _ops_text(ops: list[str]) -> str:
 
 
 def _graph_nodes(nodes: ModelNodes):
-    from ..ir.expr import Call, Tuple, TupleGetItem
-    from ..ir.visitor import post_order
-
     return [n for n in post_order(nodes.func.body) if isinstance(n, (Call, Tuple, TupleGetItem))]
 
 

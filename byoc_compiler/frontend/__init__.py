@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ByocError
+from ..text import parse
 
 TEXT_SUFFIXES = (".txt", ".relay", ".ir")
 ONNX_SUFFIXES = (".onnx",)
@@ -19,14 +20,14 @@ class ModelSpecError(ByocError):
 
 def from_onnx(model, shape=None, **kwargs):
     """Import an ONNX model (path, bytes or ModelProto) as an IRModule; see frontend/onnx."""
-    from .onnx import from_onnx as _from_onnx
+    from .onnx import from_onnx as _from_onnx   # loads the onnx package: only for ONNX models
 
     return _from_onnx(model, shape=shape, **kwargs)
 
 
 def check_model_spec(spec: str) -> str | None:
     """None when `spec` names a model load_model can read, else one sentence saying what is wrong."""
-    from .. import zoo
+    from .. import zoo   # the zoo imports this package (its ONNX-built models)
 
     path = Path(spec)
     if path.suffix in TEXT_SUFFIXES + ONNX_SUFFIXES:
@@ -42,7 +43,7 @@ def load_model(spec: str, shape=None):
 
     shape -- ONNX only: input name -> static shape, for inputs with dynamic dimensions.
     """
-    from .. import zoo
+    from .. import zoo   # the zoo imports this package (its ONNX-built models)
 
     problem = check_model_spec(spec)
     if problem:
@@ -51,8 +52,6 @@ def load_model(spec: str, shape=None):
     if shape and path.suffix not in ONNX_SUFFIXES:
         raise ModelSpecError(f"input shapes can only be given for ONNX models; {spec} has its shapes in it")
     if path.suffix in TEXT_SUFFIXES:
-        from ..text import parse
-
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:

@@ -48,7 +48,7 @@ class Expr:
         return ()
 
     def __repr__(self) -> str:
-        from .printer import astext
+        from .printer import astext   # the printer imports this module
 
         try:
             return astext(self)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping
 
+from .analysis import free_vars
 from .expr import Function, GlobalVar
 
 
@@ -22,8 +23,6 @@ class IRModule:
     def from_expr(cls, expr, name: str = "main") -> "IRModule":
         """Wrap a Function, or an expression whose free vars become parameters, as a module."""
         if not isinstance(expr, Function):
-            from .analysis import free_vars
-
             expr = Function(free_vars(expr), expr)
         return cls({name: expr})
 
@@ -79,7 +78,7 @@ class IRModule:
         return self["main"]
 
     def astext(self) -> str:
-        from .printer import astext
+        from .printer import astext   # the printer imports this module
 
         return astext(self)
 

@@ -62,8 +62,10 @@ import re
 import numpy as np
 
 from . import op_table
+from .analysis import free_vars
 from .expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from .module import IRModule
+from .structural import canonical_attr_value
 from .types import Type
 from .visitor import post_order
 
@@ -174,8 +176,6 @@ def _default_attrs(op_name: str) -> dict:
 def _same_value(a, b) -> bool:
     # Bit-level comparison (-0.0 is not 0.0), the same notion structural_equal uses, so that leaving a
     # default out never changes what the parser reads back.
-    from .structural import canonical_attr_value
-
     return canonical_attr_value(a) == canonical_attr_value(b)
 
 
@@ -337,8 +337,6 @@ class _Printer:
         if isinstance(expr, Function):
             text = self._function("fn ", expr, "")
             return text + "\n" + self._metadata()
-        from .analysis import free_vars
-
         lines = []
         for var in free_vars(expr):
             text = self._name_var(var)

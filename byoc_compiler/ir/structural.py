@@ -21,6 +21,7 @@ iterative; a 100,000-node chain is fine.
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import struct
 from typing import Any
@@ -225,9 +226,7 @@ def assert_structural_equal(a, b, map_free_vars: bool = False) -> None:
     problem = _compare(a, b, map_free_vars)
     if problem is None:
         return
-    import difflib
-
-    from .printer import astext
+    from .printer import astext   # the printer imports this module
 
     lhs, rhs = astext(a).splitlines(), astext(b).splitlines()
     diff = list(difflib.unified_diff(lhs, rhs, "lhs", "rhs", lineterm="", n=2))

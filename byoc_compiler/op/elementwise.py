@@ -7,14 +7,15 @@ every comparison.
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 
 from ..ir.expr import Call
-from .attr_forms import dtype_name
-from .registry import Attr, float_result, get_op_def, make_call, register
 from ..ir.types import DTYPES
+from .attr_forms import dtype_name
 from .cast_rule import cast_array
+from .registry import Attr, float_result, get_op_def, make_call, register
 from .typecheck import ARITH, FLOAT, FLOATS, broadcast_shapes, same_dtype, tensor_arg, tensor_type
 
 __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
@@ -89,7 +90,6 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
-    import math
     return np.vectorize(math.erf, otypes=[np.float64])(x) if x.size else x
 
 

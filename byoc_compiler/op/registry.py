@@ -8,6 +8,7 @@ one registration.
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -219,8 +220,6 @@ def get_op_def(name: str) -> OpDef:
     try:
         return _REGISTRY[name]
     except KeyError:
-        import difflib
-
         close = difflib.get_close_matches(name, _REGISTRY, n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise OpError(f"unknown op {name!r}.{hint} Known ops: `python -m byoc_compiler ops`") from None

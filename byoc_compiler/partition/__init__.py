@@ -15,6 +15,12 @@ import weakref
 
 from ..errors import ByocError
 from ..ir.module import IRModule
+from ..spec import get_targets
+from ..transform import (AnnotateTarget, FoldBatchNorm, FoldConstant, InferType, MergeCompilerRegions, MergeComposite,
+                         PartitionGraph)
+from ..transform.named_pass import NamedPass
+from .invariants import check_partitioned, check_regions
+from .report import summarize_module
 
 __all__ = ["partition_for", "summarize", "pipeline", "PartitionError", "PIPELINE"]
 
@@ -35,10 +41,6 @@ class PartitionError(ByocError):
 
 def pipeline(targets, mod_name: str = "default", bind_constants: bool = True) -> list:
     """The passes of partition_for, in order, for `targets` (Target objects, priority order)."""
-    from ..transform import (AnnotateTarget, FoldBatchNorm, FoldConstant, InferType, MergeComposite,
-                             MergeCompilerRegions, PartitionGraph)
-    from ..transform.named_pass import NamedPass
-
     patterns = [p for t in targets for p in t.patterns]
     return [NamedPass("InferType", InferType()), FoldConstant(), FoldBatchNorm(), MergeComposite(patterns),
             AnnotateTarget(targets), MergeCompilerRegions(), PartitionGraph(mod_name, bind_constants),
@@ -55,9 +57,6 @@ def partition_for(targets, mod: IRModule, strict: bool = False, mod_name: str = 
     summary. `summarize(result)` gives the summary. `trace(pass_name, mod)`, if given, is called
     after every pass, e.g. `trace=lambda name, m: print(f"// after {name}\n{m}")`.
     """
-    from ..spec import get_targets
-    from .report import summarize_module
-
     if isinstance(targets, IRModule):
         raise TypeError("partition_for(targets, mod): the targets come first, e.g. "
                         "partition_for(['ccompiler'], mod)")
@@ -90,8 +89,6 @@ def _collector_paused():
 
 
 def _run(passes, mod, trace=None):
-    from .invariants import check_partitioned, check_regions
-
     typed_input = None
     for step in passes:
         mod = step(mod)
@@ -110,9 +107,6 @@ def summarize(mod: IRModule, targets=None):
     """The PartitionReport of a module returned by partition_for (or computed for `targets`)."""
     if targets is None and mod in _REPORTS:
         return _REPORTS[mod]
-    from ..spec import get_targets
-    from .report import summarize_module
-
     if targets is None:
         targets = list(dict.fromkeys(str(f.attrs["Compiler"]) for f in mod.functions.values()
                                      if "Compiler" in f.attrs))

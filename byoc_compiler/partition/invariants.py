@@ -11,12 +11,11 @@ from ..ir.expr import Call, GlobalVar
 from ..ir.module import IRModule
 from ..ir.visitor import post_order
 from ..transform.annotations import ATTR, graph_nodes, read
+from ..transform.partition_graph import PartitionInvariantError, contracted_order, propose
 
 
 def check_regions(mod: IRModule, pass_name: str) -> None:
     """Every annotated region of main can become one call: contracting each leaves the graph acyclic."""
-    from ..transform.partition_graph import contracted_order, propose
-
     main = mod["main"]
     nodes = graph_nodes(main)
     ann = read(main, nodes)
@@ -28,8 +27,6 @@ def check_regions(mod: IRModule, pass_name: str) -> None:
 
 
 def check_partitioned(before: IRModule, after: IRModule, pass_name: str) -> None:
-    from ..transform.partition_graph import PartitionInvariantError
-
     def fail(problem: str):
         raise PartitionInvariantError(pass_name, problem)
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
+from ..ir.expr import Expr
+from ..op.registry import get_op_def
+
 
 class Pattern:
     """Base of every pattern; gives the combinators."""
@@ -43,13 +46,13 @@ class Pattern:
         return TypePattern(self, shape=tuple(int(d) for d in shape))
 
     def match(self, expr) -> bool:
-        from .matcher import match
+        from .matcher import match   # the matcher imports this module (the pattern classes)
 
         return match(self, expr) is not None
 
     def find(self, expr):
         """The `Match` of this pattern rooted at `expr`, or None."""
-        from .matcher import match
+        from .matcher import match   # the matcher imports this module (the pattern classes)
 
         return match(self, expr)
 
@@ -174,8 +177,6 @@ class TypePattern(Pattern):
 def _as_pattern(value: Any) -> Pattern:
     if isinstance(value, Pattern):
         return value
-    from ..ir.expr import Expr
-
     if isinstance(value, Expr):
         return ExprPattern(value)
     raise TypeError(f"expected a Pattern or an expression, got {type(value).__name__}")
@@ -190,8 +191,6 @@ def wildcard() -> WildcardPattern:
 
 def is_op(name: str) -> OpPattern:
     """The op `name` (checked against the op registry): `is_op("nn.relu")(wildcard())`."""
-    from ..op.registry import get_op_def
-
     get_op_def(name)  # an unknown op name fails here, with a did-you-mean
     return OpPattern(name)
 

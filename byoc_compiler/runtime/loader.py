@@ -1,7 +1,9 @@
 """Load a built model shared library and run it from Python (ctypes on byoc_model_desc)."""
 import ctypes
+import platform
 import re
 import statistics
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -11,6 +13,7 @@ import numpy as np
 
 from ..errors import ByocError
 from .dtypes import from_dl
+from .dump import write_dump
 
 
 class _DLDataType(ctypes.Structure):
@@ -106,9 +109,6 @@ _HOST_MACHINES = {"x86_64": 62, "amd64": 62, "aarch64": 183, "arm64": 183, "s390
 
 def _describe_file(path: Path) -> str | None:
     """Why `path` cannot be dlopen'ed here, if its header says so: another CPU's ELF, or not ELF at all."""
-    import platform
-    import struct
-
     with open(path, "rb") as f:
         head = f.read(20)
     if head[:4] != b"\x7fELF":
@@ -305,8 +305,6 @@ class Module:
             self._ran = True
             return
         steps = self.run_observed()
-        from .dump import write_dump
-
         write_dump(dump, steps, self.name, self.executor)
 
     def run_observed(self) -> list:

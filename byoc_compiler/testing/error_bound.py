@@ -32,8 +32,11 @@ import numpy as np
 
 from ..ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
+from ..ir.types import TensorType
 from ..ir.visitor import post_order
 from ..op.registry import get_op_def
+from ..transform.infer_type import infer_type
+from .reference import _bind_inputs, run_reference
 
 U = 2.0 ** -24      # unit roundoff of float32
 SAMPLES = 4         # simulated float32 computations whose spread is the error estimate
@@ -309,8 +312,6 @@ def _flatten(value) -> list:
 
 def _rounds_to_integers(func: Function) -> bool:
     """Does any call of `func` turn float values into integer ones?"""
-    from ..ir.types import TensorType
-
     def is_float(ty) -> bool:
         return isinstance(ty, TensorType) and np.dtype(ty.dtype).kind == "f"
 
@@ -325,10 +326,6 @@ def _rounds_to_integers(func: Function) -> bool:
 def reference_with_errors(mod: IRModule | Function, inputs: Mapping[str, Any] | Sequence[Any],
                           seed: int = 0) -> list[Bounded]:
     """The outputs of `mod["main"]` on `inputs` in float64, each with its error estimate (see above)."""
-    from ..ir.types import TensorType
-    from ..transform.infer_type import infer_type
-    from .reference import _bind_inputs
-
     if isinstance(mod, Function):
         mod = IRModule({"main": mod})
     mod = infer_type(mod)
@@ -345,8 +342,6 @@ def reference_with_errors(mod: IRModule | Function, inputs: Mapping[str, Any] | 
         # A float -> integer boundary (quantize, a cast to int): float64 can round a value to the other
         # integer than float32 does, so such models keep the float32 reference as the value compared
         # with (integers exactly, as before); the float outputs keep the error estimate.
-        from .reference import run_reference
-
         values = run_reference(mod, inputs)
     per_sample = [_flatten(sample) for sample in samples]
     out = []
@@ -362,9 +357,6 @@ def node_errors(mod: IRModule | Function, inputs: Mapping[str, Any] | Sequence[A
     """Like reference_with_errors, for every tensor-valued node of main (by id) instead of the outputs only:
     (float64 value, error estimate). Returns the type-checked main whose nodes the ids refer to. Used by
     the per-step compare (debug/compare.py) so intermediate values are judged as the check judges outputs."""
-    from ..transform.infer_type import infer_type
-    from .reference import _bind_inputs
-
     if isinstance(mod, Function):
         mod = IRModule({"main": mod})
     mod = infer_type(mod)

@@ -24,6 +24,13 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import onnx
+import onnxruntime
+from onnx import numpy_helper
+from onnxruntime import quantization
+
+from .. import zoo
+from ..zoo.onnx_graph import GraphBuilder
 
 FORMATS = ("qdq", "qop")
 # Bump when the recipe below changes in a way the digest's inputs do not show.
@@ -34,8 +41,6 @@ def tiny_cnn():
     """A small ONNX CNN covering the quantized ops of both zoo architectures on 1x3x16x16: conv + batch
     norm + relu, max pool, depthwise conv + relu6, a 1x1 conv with a residual add, global average pool
     and a Gemm classifier (10 classes)."""
-    from ..zoo.onnx_graph import GraphBuilder
-
     b = GraphBuilder("tiny_cnn", seed=7)
     x = b.input("data", (1, 3, 16, 16))
     h = b.relu(b.batch_norm(b.conv(x, 8, 3)))
@@ -52,8 +57,6 @@ EXTRA_MODELS = {"tiny_cnn": tiny_cnn}
 
 def float_model(name: str):
     """The float onnx.ModelProto quantized for `name`: a zoo ONNX model or one of EXTRA_MODELS."""
-    from .. import zoo
-
     return EXTRA_MODELS[name]() if name in EXTRA_MODELS else zoo.onnx_model(name)
 
 
@@ -66,9 +69,6 @@ def cache_dir() -> Path:
 
 
 def _digest(model_bytes: bytes, fmt: str, per_channel: bool) -> str:
-    import onnx
-    import onnxruntime
-
     h = hashlib.sha256(model_bytes)
     h.update(f"\0{fmt}\0{per_channel}\0{RECIPE}\0ort {onnxruntime.__version__}\0onnx {onnx.__version__}".encode())
     return h.hexdigest()[:16]
@@ -94,8 +94,6 @@ def quantized_zoo_model(name: str, fmt: str = "qdq", per_channel: bool = True, d
 
 
 def _quantize(model, model_bytes: bytes, fmt: str, per_channel: bool, work: Path, out: Path) -> None:
-    from onnxruntime import quantization
-
     inp = model.graph.input[0]
     shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
     rng = np.random.default_rng(0)
@@ -118,8 +116,6 @@ def _quantize(model, model_bytes: bytes, fmt: str, per_channel: bool, work: Path
 
 def sample_input(path) -> tuple[str, np.ndarray]:
     """(input name, a seeded standard-normal input) of a one-input model."""
-    import onnx
-
     model = onnx.load(str(path), load_external_data=False)
     inp = model.graph.input[0]
     shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
@@ -129,9 +125,6 @@ def sample_input(path) -> tuple[str, np.ndarray]:
 def output_step(path) -> float:
     """The scale of the last DequantizeLinear of the model: one LSB of its int8 result in the float output
     (0.0 when the model has none)."""
-    import onnx
-    from onnx import numpy_helper
-
     model = onnx.load(str(path))
     inits = {t.name: t for t in model.graph.initializer}
     for node in reversed(model.graph.node):

@@ -18,6 +18,7 @@ a text-IR model plus its recipe.
 """
 from __future__ import annotations
 
+import base64
 import json
 import math
 from dataclasses import dataclass, field, replace
@@ -26,9 +27,12 @@ from typing import Callable
 
 import numpy as np
 
-from ..ir.expr import Constant, Function, TupleGetItem, Var
+from ..ir.expr import Constant, Function, Tuple as TupleExpr, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType
+from ..op.registry import get_op_def, make_call
+from ..text import parse
+from ..transform.infer_type import infer_type
 
 # Dimension sizes drawn for new tensors: 1-element, odd, small primes; large primes for short ranks.
 SMALL_DIMS = (1, 2, 3, 4, 5, 7, 8, 13)
@@ -85,12 +89,8 @@ class Recipe:
     seed: int = 0
 
     def to_module(self) -> IRModule:
-        from ..transform.infer_type import infer_type
-
         exprs, params = _to_exprs(self.values)
         outs = [exprs[i] for i in self.outputs]
-        from ..ir.expr import Tuple as TupleExpr
-
         body = outs[0] if len(outs) == 1 else TupleExpr(outs)
         return infer_type(IRModule({"main": Function(params, body)}))
 
@@ -101,8 +101,6 @@ class Recipe:
         def encode(v):
             fields = {k: getattr(v, k) for k in v.__dataclass_fields__}
             if isinstance(v, Data):
-                import base64
-
                 fields["raw"] = base64.b64encode(v.raw).decode()
             return {"kind": type(v).__name__, **fields}
 
@@ -130,9 +128,6 @@ def _const_array(c: Const) -> np.ndarray:
 
 
 def _to_exprs(values) -> tuple[list, list[Var]]:
-    from ..ir.expr import Tuple as TupleExpr
-    from ..op.registry import get_op_def, make_call
-
     exprs, params = [], []
     for v in values:
         if isinstance(v, Input):
@@ -188,8 +183,6 @@ class _Builder:
 
     def step(self, op: str, args, bound: float, field_: int | None = None, **attrs) -> int | None:
         """Append `op(args, **attrs)` if it type-checks and stays in range; its index, else None."""
-        from ..op.registry import get_op_def
-
         opdef = get_op_def(op)
         try:
             normalized = opdef.normalize_attrs(attrs)
@@ -845,11 +838,7 @@ def _compact(recipe: Recipe) -> Recipe:
 
 def value_types(recipe: Recipe) -> list:
     """The type of every value of `recipe`, in order."""
-    from ..transform.infer_type import infer_type
-
     exprs, params = _to_exprs(recipe.values)
-    from ..ir.expr import Tuple as TupleExpr
-
     infer_type(IRModule({"main": Function(params, TupleExpr(exprs))}))
     return [e.checked_type for e in exprs]
 
@@ -917,8 +906,6 @@ def save_reproducer(recipe: Recipe, directory, name: str, note: str = "") -> Pat
 
 
 def _comments_parse(text: str) -> bool:
-    from ..text import parse
-
     try:
         parse(text)
         return True

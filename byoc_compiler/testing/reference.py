@@ -16,6 +16,7 @@ from ..ir.module import IRModule
 from ..ir.types import TensorType, Type
 from ..ir.visitor import post_order
 from ..op.registry import get_op_def
+from ..transform.infer_type import infer_type
 
 
 def _flatten(value: Any) -> list[np.ndarray]:
@@ -128,8 +129,6 @@ def run_reference(mod: IRModule | Function, inputs: Mapping[str, Any] | Sequence
     overrides -- call node -> fn(args, attrs, ref) computing that call instead of its op's reference
     (what a kernel with a known defect would give: the tolerance tests inject bugs this way).
     """
-    from ..transform.infer_type import infer_type
-
     if isinstance(mod, Function):
         mod = IRModule({"main": mod})
     mod = infer_type(mod)
@@ -146,8 +145,6 @@ def node_values(mod: IRModule | Function, inputs: Mapping[str, Any] | Sequence[A
     Returns the type-checked function whose nodes the ids refer to. Values of calls inside other
     functions (regions, composites) are not included: run those functions with node_values too.
     Tuple-valued nodes hold tuples."""
-    from ..transform.infer_type import infer_type
-
     if isinstance(mod, Function):
         mod = IRModule({"main": mod})
     mod = infer_type(mod)

@@ -39,6 +39,9 @@ from typing import Iterable
 
 import numpy as np
 
+from ..ir.analysis import op_counts
+from ..op.registry import get_op_def
+
 DEFAULT_FLOAT32 = (1e-4, 1e-5)
 EXACT = (0.0, 0.0)
 
@@ -73,9 +76,6 @@ def tolerance_for_dtype(dtype) -> tuple[float, float]:
 
 def op_families(mod) -> set[str]:
     """The op families used anywhere in a module (every function, composite bodies included)."""
-    from ..ir.analysis import op_counts
-    from ..op.registry import get_op_def
-
     families: set[str] = set()
     for func in mod.functions.values():
         for name in op_counts(func):

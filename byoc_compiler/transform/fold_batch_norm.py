@@ -27,6 +27,7 @@ from ..ir.expr import Call, Constant, Expr, Function, Op, TupleGetItem
 from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator, post_order
+from ..op.nn import bias_add
 from .named_pass import NamedPass, rewrite_bodies, typed
 
 
@@ -177,8 +178,6 @@ class _Folder(ExprMutator):
         data = self.lookup(anchor.args[0])
         out = Call(anchor.op, (data, new_weight), anchor.attrs, anchor.span)
         if any(op != "multiply" for op in chain.folded):
-            from ..op.nn import bias_add
-
             out = bias_add(out, Constant(chain.shift.astype(weight.dtype)), axis=chain.axis)
             out.span = original.span
         return out

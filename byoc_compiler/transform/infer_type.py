@@ -10,10 +10,10 @@ Iterative over each graph (post_order), so 100,000-node chains type-check.
 """
 from __future__ import annotations
 
-
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from ..errors import ByocError
+from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
+from ..ir.printer import _Printer
 from ..ir.types import TupleType, Type
 from ..ir.visitor import post_order
 from ..op.registry import OpError, OpTypeError, get_op_def
@@ -48,8 +48,6 @@ def _locate(call: Expr, fname: str, func: Function | None) -> str:
         return f"at {call.span}"
     if func is not None:
         try:  # the printer numbers values the way the user sees them; any failure just loses detail
-            from ..ir.printer import _Printer
-
             printer = _Printer(False)
             printer._start_def()
             text = printer._function(f"def @{fname}", func, "")

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..spec import CompositePattern
 from ..ir.analysis import users as users_of
 from ..ir.expr import Call, Expr, Function, Op, Var
 from ..ir.module import IRModule
 from ..ir.visitor import ExprMutator, post_order
-from .named_pass import NamedPass
 from ..pattern import Match
 from ..pattern.matcher import root_op_names
+from ..spec import CompositePattern
+from .named_pass import NamedPass, typed
 
 
 def _entries(patterns: Iterable) -> list[CompositePattern]:
@@ -126,8 +126,6 @@ class _Rewriter(ExprMutator):
 def merge_composite(mod: IRModule, patterns) -> IRModule:
     """`mod` with every match of `patterns` (CompositePattern entries or (name, pattern[, check]) rows,
     in priority order) replaced by a composite call."""
-    from .named_pass import typed
-
     entries = _entries(patterns)
     if not entries:
         return mod

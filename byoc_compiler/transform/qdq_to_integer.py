@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.expr import Call, Constant, Op, Tuple
+from ..ir.expr import Call, Constant, Function, Op, Tuple
 from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator
 from ..op.qnn import global_avg_pool_int
 from ..op.registry import make_call
+from .infer_type import infer_type
 from .named_pass import NamedPass
 
 _Q8 = ("int8", "uint8")
@@ -215,15 +216,12 @@ def _global_avg_pool(orig, new, out):
 
 
 def qdq_to_integer(mod: IRModule, binary: bool = False) -> IRModule:
-    from .infer_type import infer_type
-
     typed = infer_type(mod)
     out = IRModule()
     changed = False
     for name, func in typed.items():
         body = _Rewriter(binary).visit(func.body)
         changed |= body is not func.body
-        from ..ir.expr import Function
         out = out.with_function(name, func if body is func.body else
                                 Function(func.params, body, None, func.attrs, func.span))
     return infer_type(out) if changed else typed

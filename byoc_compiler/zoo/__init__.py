@@ -16,14 +16,22 @@ Two kinds of models, both with fixed-seed float32 weights (nothing is downloaded
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from .. import op
+from ..errors import ByocError
+from ..frontend import from_onnx
 from ..ir.expr import Constant, Expr, Function, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TensorType
+from ..transform.infer_type import infer_type
+from .bert import bert_tiny
+from .efficientnet import efficientnet_lite
+from .mobilenet import mobilenetv2
+from .resnet import resnet50
 
 
 class _Weights:
@@ -119,43 +127,23 @@ _MODELS: dict[str, Callable[[], Function]] = {
 }
 
 
-def _resnet50(**kw):
-    from .resnet import resnet50    # imported on use: `import byoc_compiler.zoo` does not need onnx
-    return resnet50(**kw)
-
-
-def _mobilenetv2(**kw):
-    from .mobilenet import mobilenetv2
-    return mobilenetv2(**kw)
-
-
-def _efficientnet_lite(**kw):
-    from .efficientnet import efficientnet_lite
-    return efficientnet_lite(**kw)
-
-
-def _bert_tiny(**kw):
-    from .bert import bert_tiny
-    return bert_tiny(**kw)
-
-
 # name -> (builder of the onnx.ModelProto, one line for `zoo list`). The full-size models are the
 # papers' ImageNet configurations; the _tiny variants keep every layer of the architecture at 1/8
 # (ResNet) or 1/4 (MobileNetV2) of the width and 64x64 input, small enough for qemu-user lanes.
 ONNX_MODELS: dict[str, tuple[Callable[[], object], str]] = {
-    "resnet50": (_resnet50, "ResNet-50 v1, 224x224, 1000 classes, 25.6 M weights"),
-    "mobilenetv2": (_mobilenetv2, "MobileNetV2 1.0, 224x224, 1000 classes, 3.5 M weights"),
-    "resnet50_tiny": (functools.partial(_resnet50, width=8, resolution=64, classes=100),
+    "resnet50": (resnet50, "ResNet-50 v1, 224x224, 1000 classes, 25.6 M weights"),
+    "mobilenetv2": (mobilenetv2, "MobileNetV2 1.0, 224x224, 1000 classes, 3.5 M weights"),
+    "resnet50_tiny": (functools.partial(resnet50, width=8, resolution=64, classes=100),
                       "ResNet-50 v1 at 1/8 width, 64x64, 100 classes, 0.4 M weights"),
-    "mobilenetv2_tiny": (functools.partial(_mobilenetv2, width=0.25, resolution=64, classes=100,
+    "mobilenetv2_tiny": (functools.partial(mobilenetv2, width=0.25, resolution=64, classes=100,
                                            last_channels=320),
                          "MobileNetV2 0.25, 64x64, 100 classes, last conv 320 wide, 0.2 M weights"),
-    "efficientnet_lite": (_efficientnet_lite, "EfficientNet-lite-style CNN (HardSwish, squeeze-excite gates), "
+    "efficientnet_lite": (efficientnet_lite, "EfficientNet-lite-style CNN (HardSwish, squeeze-excite gates), "
                                               "224x224, 1000 classes"),
-    "efficientnet_lite_tiny": (functools.partial(_efficientnet_lite, width=0.25, resolution=64, classes=100,
+    "efficientnet_lite_tiny": (functools.partial(efficientnet_lite, width=0.25, resolution=64, classes=100,
                                                  head=320),
                                "EfficientNet-lite-style at 0.25 width, 64x64, 100 classes"),
-    "bert_tiny": (_bert_tiny, "BERT-tiny-like encoder: 2 layers, hidden 128, 2 heads, sequence 128"),
+    "bert_tiny": (bert_tiny, "BERT-tiny-like encoder: 2 layers, hidden 128, 2 heads, sequence 128"),
 }
 
 # The real-size models at full size (benchmarks, the realsize test marker).
@@ -206,9 +194,8 @@ def onnx_model(name: str):
         raise _unknown(name) if name not in _MODELS else ValueError(
             f"zoo model {name!r} is built in the IR, not as ONNX; ONNX-built models: {', '.join(ONNX_MODELS)}")
     try:
-        import onnx
+        import onnx   # optional: only the ONNX-built models need it
     except ImportError:
-        from ..errors import ByocError
         raise ByocError(f"zoo model {name!r} is built as an ONNX graph and needs the onnx package: "
                         "pip install onnx") from None
     model = onnx.ModelProto()
@@ -218,18 +205,12 @@ def onnx_model(name: str):
 
 def export_onnx(name: str, path) -> None:
     """Write zoo model `name` as an ONNX file (what onnxruntime and `scons model=PATH` read)."""
-    from pathlib import Path
-
     Path(path).write_bytes(onnx_model(name).SerializeToString())
 
 
 def get(name: str) -> IRModule:
     """A fresh, type-checked module of zoo model `name`."""
-    from ..transform.infer_type import infer_type
-
     if name in ONNX_MODELS:
-        from ..frontend import from_onnx
-
         return infer_type(from_onnx(onnx_model(name)))
     return infer_type(IRModule({"main": _builder(name)()}))
 
@@ -237,7 +218,7 @@ def get(name: str) -> IRModule:
 def input_types(name: str) -> dict[str, TensorType]:
     """Input name -> TensorType of the model's main, without building the weights of an IR model."""
     if name in ONNX_MODELS:
-        from onnx import helper
+        from onnx import helper   # optional: only the ONNX-built models need it
 
         graph = onnx_model(name).graph
         inits = {t.name for t in graph.initializer}

@@ -15,6 +15,7 @@ A model module (resnet.py, mobilenet.py, ...) writes nodes with these helpers an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import erf, exp, pi, sqrt
 
 import numpy as np
 
@@ -37,8 +38,6 @@ class Tensor:
 
 def _rectified(mean: float, var: float) -> tuple[float, float]:
     """Mean and variance of max(X, 0) for X ~ N(mean, var): the rectified Gaussian."""
-    from math import erf, exp, pi, sqrt
-
     std = sqrt(max(var, 1e-30))
     z = mean / std
     cdf, pdf = 0.5 * (1.0 + erf(z / sqrt(2.0))), exp(-0.5 * z * z) / sqrt(2.0 * pi)
@@ -155,7 +154,7 @@ class GraphBuilder:
 
     def model(self, output: Tensor, output_name: str = "logits", opset: int = OPSET):
         """The checked onnx.ModelProto; `output` (made by the last node) is renamed `output_name`."""
-        import onnx
+        import onnx   # the zoo's ONNX models need the onnx package; the small models do not
         from onnx import numpy_helper
 
         helper = self._helper

@@ -5,7 +5,10 @@ window positions outside the input are skipped, never read.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ...ctext import c_type, double_literal, int64_array, int_literal as L
+from ...op.batch_matmul import matmul_dims
 from .cwriter import (axis_split, broadcast_strides, contiguous_strides, Conv2d, conv_window, flat_loop, indent_block,
                       loop_nest, size_of)
 
@@ -236,10 +239,6 @@ def _lrn(ctx) -> str:
 
 
 def _batch_matmul(ctx) -> str:
-    import numpy as np
-
-    from ...op.batch_matmul import matmul_dims
-
     a, b = ctx.inputs
     t = c_type(a.dtype)
     ta, tb = ctx.attrs.transpose_a, ctx.attrs.transpose_b

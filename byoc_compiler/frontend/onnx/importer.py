@@ -17,6 +17,7 @@ import onnx.numpy_helper
 from ...ir.expr import Constant, Expr, Function, Tuple, Var
 from ...ir.module import IRModule
 from ...ir.types import DTYPES, TensorType, shape_problem
+from ...transform.qdq_to_integer import qdq_to_integer
 from .context import Context, Node, NodeError
 from .errors import NodeProblem, OnnxImportError, OnnxUnsupportedError
 from .loader import default_opset, describe_source, load_model_proto
@@ -125,7 +126,6 @@ class _GraphImporter:
         names = tuple(o.name for o in self.graph.output)
         mod = IRModule({"main": Function(params, body, attrs={"output_names": names})})
         if any(n.op_type == "DequantizeLinear" for n in self.graph.node):
-            from ...transform.qdq_to_integer import qdq_to_integer   # QDQ format: integer ops where they exist
             mod = qdq_to_integer(mod)
         return mod
 

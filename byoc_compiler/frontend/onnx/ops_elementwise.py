@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir.types import DTYPES
 from .context import Context, Node, NodeError
+from .importer import onnx_dtype, onnx_type_name
 from .table import converter
 
 # ONNX op -> (IR op, since_versions). Definitions 7+ broadcast numpy-style (6 and older had a
@@ -127,8 +129,6 @@ def _scalar(ctx: Context, bound, x):
 
 
 def _cast(node: Node, ctx: Context):
-    from ...ir.types import DTYPES
-    from .importer import onnx_dtype, onnx_type_name   # the element-type table lives with the input handling
     to = node.attrs.get("to")
     dtype = onnx_dtype(to)
     if dtype is None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...op.qnn import global_avg_pool_int
 from .context import Context, Node, NodeError
+from .importer import onnx_dtype
 from .ops_nn import _ints_attr, padding
 from .table import MS_TABLE, Converter, converter
 
@@ -50,7 +51,6 @@ def _quantize(node: Node, ctx: Context):
         raise NodeError(f"QuantizeLinear of a {ctx.dtype(x)} input is not supported (float32 is)")
     scales, zps, dtype = _qparams(node, ctx, 1, 2, "y")
     if node.attr("output_dtype", 0):
-        from .importer import onnx_dtype
         dtype = onnx_dtype(node.attr("output_dtype")) or dtype
     return [ctx.call("qnn.quantize", x, scale=scales, zero_point=zps, axis=int(node.attr("axis", 1)),
                      out_dtype=dtype)]
