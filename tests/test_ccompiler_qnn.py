@@ -330,3 +330,24 @@ def test_quantize_kernels_equal_numpy(ck, out_dtype):
         assert ck.ck_quantize(ctypes.c_int64(1), ctypes.c_int64(2), ctypes.c_int64(x.shape[2]), _ptr(x), _ptr(scale),
                               _ptr(zp), ctypes.c_int32(out_dtype == "int8"), _ptr(out)) == 0
         np.testing.assert_array_equal(out, want, err_msg=kernel)
+
+
+class PoolParams(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int32 if name in K.POOL2D_INT32_FIELDS else ctypes.c_int64)
+                for name in K.POOL2D_PARAM_FIELDS]
+
+
+POOLS = [("3x3-s2-pad", (1, 2, 9, 70), (3, 3), (2, 2), (1, 1, 1, 1)), ("2x2-s1", (2, 3, 5, 41), (2, 2), (1, 1), (0,) * 4),
+         ("3x3-s3-ragged", (1, 1, 7, 52), (3, 3), (3, 3), (1, 0, 0, 1))]
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+@pytest.mark.parametrize("name,shape,pool,strides,padding", POOLS, ids=[p[0] for p in POOLS])
+def test_qmax_pool2d_equals_loops(ck, dtype, name, shape, pool, strides, padding):
+    from byoc_compiler.testing.loops import pool2d_loops
+    x = _draw(shape, dtype)
+    want = pool2d_loops(x.astype(np.float64), "max", pool, strides, padding, (1, 1), False, False).astype(dtype)
+    p = PoolParams(**K.pool2d_params(shape, pool, strides, padding, (1, 1), False, False))
+    out = np.zeros(want.shape, dtype)
+    assert ck.ck_qmax_pool2d(ctypes.byref(p), ctypes.c_int32(dtype == "int8"), _ptr(x), _ptr(out)) == 0
+    np.testing.assert_array_equal(out, want)
