@@ -31,15 +31,18 @@ from typing import Any
 
 import numpy as np
 
-from ..config import EXECUTORS, INTERFACES, OPT_LEVELS
+from ..config import Config, EXECUTORS, INTERFACES, OPT_LEVELS, load_config
 from ..ctext import c_string, core_signature, identifier_part, is_identifier
 from ..errors import ByocError
 from ..ir.module import IRModule
+from ..runtime.params import save_params
+from ..transform import InferType
 from . import aot as aot_gen
 from . import constants as constmod
 from . import graph_c
 from .artifact import BlobArtifact, CSourceArtifact
 from .graph_json import graph_json, graph_text
+from .host_kernels import emit_kernel
 from .memory_plan import aot_arena, graph_storage, instance_bytes
 from .model_c import HEADER, BlobRegion, blob_section, descriptor, instance_struct
 from .program import Program, inline_composites, lower_main
@@ -125,8 +128,6 @@ class _Build:
 
 def validate(b: _Build) -> None:
     """The request names an executor, interface, toolchain and opt level that exist, and a module with main."""
-    from ..config import Config, load_config
-
     b.cfg = b.config if isinstance(b.config, Config) else load_config(b.config)
     problems = [f"{what} {value!r}" for what, value, known in (("executor", b.executor, EXECUTORS),
                                                                ("interface", b.interface, INTERFACES),
@@ -150,9 +151,6 @@ def validate(b: _Build) -> None:
 
 def lower(b: _Build) -> None:
     """main -> Program, with its step types, params blob and graph.json."""
-    from ..runtime.params import save_params
-    from ..transform import InferType
-
     mod = InferType()(b.mod)
     mod, changed = inline_composites(mod)
     b.mod = InferType()(mod) if changed else mod
@@ -221,8 +219,6 @@ STAGES = (("validate", validate), ("lower", lower), ("codegen", codegen), ("host
 
 def _host_kernels(prog: Program) -> dict:
     """One generated kernel per distinct host step symbol."""
-    from .host_kernels import emit_kernel
-
     kernels = {}
     for step in prog.steps:
         if step.kind == "host" and step.symbol not in kernels:

@@ -12,12 +12,11 @@ import numpy as np
 from ..ctext import is_identifier
 from ..errors import ByocError
 from .artifact import BlobArtifact, CSourceArtifact
+from .target import require_codegen
 
 
 def region_codegen(target_name: str, func, symbol: str):
     """(target, artifact) of one region, checked: the right type, the right symbol, C that defines it."""
-    from .target import require_codegen
-
     target = require_codegen(target_name)
     try:
         artifact = target.codegen(func, symbol)
