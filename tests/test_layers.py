@@ -54,3 +54,49 @@ def test_a_planted_violation_is_caught(tmp_path, path, line, message):
     result = lint_imports(root)
     assert result.returncode != 0
     assert message in " ".join(result.stdout.split()), result.stdout
+
+
+# ---- imports inside functions ------------------------------------------------------------------------
+def local_imports_without_reason(package: Path) -> list[str]:
+    """Imports inside a function with no reason: none on their line, on the line above (a comment, or an
+    import of the same block that has one), nor a module note saying what it imports inside functions."""
+    import ast
+
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        if any(line.startswith("#") and "imported inside" in line for line in lines):
+            continue
+        explained: set[int] = set()
+
+        def visit(node, in_function):
+            for child in ast.iter_child_nodes(node):
+                if in_function and isinstance(child, (ast.Import, ast.ImportFrom)):
+                    above = lines[child.lineno - 2].strip() if child.lineno > 1 else ""
+                    if ("#" in lines[child.lineno - 1] or above.startswith("#")
+                            or child.lineno - 1 in explained):
+                        explained.update(range(child.lineno, child.end_lineno + 1))
+                    else:
+                        found.append(f"{path.relative_to(package.parent).as_posix()}:{child.lineno}: "
+                                     f"{lines[child.lineno - 1].strip()}")
+                visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+        visit(ast.parse(text), False)
+    return found
+
+
+def test_function_local_imports_say_why():
+    """A module-level import unless a cycle or start-up time needs it inside a function, and then the
+    comment says which (docs/architecture.md)."""
+    missing = local_imports_without_reason(ROOT / "byoc_compiler")
+    assert not missing, "imports inside functions without a reason (move them to the top, or say why):\n" + \
+        "\n".join(missing)
+
+
+def test_a_local_import_without_reason_is_caught(tmp_path):
+    package = tmp_path / "byoc_compiler"
+    package.mkdir()
+    (package / "planted.py").write_text("def f():\n    import json   # start-up: only f needs it\n    import csv\n\n"
+                                        "    return json, csv\n\n\ndef g():\n    import re\n    return re\n")
+    assert local_imports_without_reason(package) == ["byoc_compiler/planted.py:9: import re"]
