@@ -57,6 +57,19 @@ def test_agreement_measure_fails_on_a_two_step_difference():
         assert_int8_equal(want + np.float32(0.5) * (np.arange(2000) % 500 == 0), want, 0.5)
 
 
+def test_quantized_models_are_reproducible_and_cached_by_content(tmp_path):
+    """Two quantizations of the same model are the same bytes (so a cache by content is sound); a second
+    request is the cached file, not a new quantization; another form is another file."""
+    first = quantized_zoo_model("tiny_cnn", "qdq", True, tmp_path / "a")
+    again = quantized_zoo_model("tiny_cnn", "qdq", True, tmp_path / "b")
+    assert first.name == again.name and first.read_bytes() == again.read_bytes()
+    stamp = first.stat().st_mtime_ns
+    assert quantized_zoo_model("tiny_cnn", "qdq", True, tmp_path / "a") == first
+    assert first.stat().st_mtime_ns == stamp
+    other = quantized_zoo_model("tiny_cnn", "qdq", False, tmp_path / "a")
+    assert other != first and sorted(p.name for p in (tmp_path / "a").iterdir()) == sorted([first.name, other.name])
+
+
 COMBOS = [(fmt, pc) for fmt in ("qdq", "qop") for pc in (True, False)]
 TINY = ["resnet50_tiny", "mobilenetv2_tiny"]
 
