@@ -1,4 +1,6 @@
-"""The import contracts of .importlinter hold, and the check can fail: a planted upward import breaks it."""
+"""The import contracts of .importlinter hold, and the check can fail: a planted upward import breaks it.
+Imports inside functions say why."""
+import ast
 import os
 import shutil
 import subprocess
@@ -60,8 +62,6 @@ def test_a_planted_violation_is_caught(tmp_path, path, line, message):
 def local_imports_without_reason(package: Path) -> list[str]:
     """Imports inside a function with no reason: none on their line, on the line above (a comment, or an
     import of the same block that has one), nor a module note saying what it imports inside functions."""
-    import ast
-
     found = []
     for path in sorted(package.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
