@@ -268,22 +268,23 @@ def test_resize_rejects_bad_parameters(lib):
 
 # ---- the same tests under sanitizers -------------------------------------------------------------
 
-@pytest.mark.skipif(bool(SANITIZE), reason="this is the run under sanitizers")
-@pytest.mark.parametrize("cc", list(ASAN_RUNTIMES))
-def test_under_sanitizers(cc):
-    """This file again, against -fsanitize=address,undefined builds (the ASan runtime preloaded into Python);
-    any finding aborts the run."""
-    needs.programs(cc)
-    runtime = subprocess.run([cc, f"-print-file-name={ASAN_RUNTIMES[cc]}"], capture_output=True,
-                             text=True).stdout.strip()
-    if not os.path.isabs(runtime) or not os.path.exists(runtime):
-        needs.missing(f"{cc} has no {ASAN_RUNTIMES[cc]}")
-    env = dict(os.environ, BYOC_CK_SANITIZE=cc, LD_PRELOAD=runtime,
-               ASAN_OPTIONS="detect_leaks=0:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
-               PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist",
-                           "-p", "no:benchmark", "-o", "addopts=", __file__], capture_output=True, text=True, env=env,
-                          cwd=Path(__file__).resolve().parent.parent)
-    tail = (proc.stdout + proc.stderr)[-4000:]
-    assert proc.returncode == 0, tail
-    assert "passed" in proc.stdout and "ERROR: AddressSanitizer" not in tail and "runtime error" not in tail, tail
+# (defined only outside the sanitized run, which must not start itself again)
+if not SANITIZE:
+    @pytest.mark.parametrize("cc", list(ASAN_RUNTIMES))
+    def test_under_sanitizers(cc):
+        """This file again, against -fsanitize=address,undefined builds (the ASan runtime preloaded into Python);
+        any finding aborts the run."""
+        needs.programs(cc)
+        runtime = subprocess.run([cc, f"-print-file-name={ASAN_RUNTIMES[cc]}"], capture_output=True,
+                                 text=True).stdout.strip()
+        if not os.path.isabs(runtime) or not os.path.exists(runtime):
+            needs.missing(f"{cc} has no {ASAN_RUNTIMES[cc]}")
+        env = dict(os.environ, BYOC_CK_SANITIZE=cc, LD_PRELOAD=runtime,
+                   ASAN_OPTIONS="detect_leaks=0:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
+                   PYTHONDONTWRITEBYTECODE="1")
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist",
+                               "-p", "no:benchmark", "-o", "addopts=", __file__], capture_output=True, text=True, env=env,
+                              cwd=Path(__file__).resolve().parent.parent)
+        tail = (proc.stdout + proc.stderr)[-4000:]
+        assert proc.returncode == 0, tail
+        assert "passed" in proc.stdout and "ERROR: AddressSanitizer" not in tail and "runtime error" not in tail, tail
