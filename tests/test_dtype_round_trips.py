@@ -55,18 +55,21 @@ def _params_blob(order: str):
     return path
 
 
-# Builds shared by the runner paths of one dtype: (executor, interface, constants mode, toolchain).
-GRAPH = ("graph", "packed", "linked", "gcc")
-AOT_PARAMS = ("aot", "unpacked", "params", "clang")
-S390X = ("aot", "packed", "linked", "s390x-gcc")
+# Builds shared by the runner paths of one dtype: (executor, interface, constants mode, toolchain, the
+# constant as a C literal or as raw bytes in the CPU's order: linked with .incbin, or in the params file).
+GRAPH = ("graph", "packed", "linked", "gcc", "literal")
+AOT_PARAMS = ("aot", "unpacked", "params", "clang", "bytes")
+S390X = ("aot", "packed", "linked", "s390x-gcc", "bytes")
 
 
 @functools.lru_cache(maxsize=None)
 def _built(dtype: str, how: tuple):
-    executor, interface, constants, toolchain = how
+    executor, interface, constants, toolchain, form = how
     mod, c = _model(dtype, 24)      # 24 elements: the constant is a parameter, not an inline literal
     lib = build(mod, toolchain=toolchain, executor=executor, interface=interface, constants=constants,
-                large_constant_bytes=1 if constants == "params" else None)
+                large_constant_bytes=1 if form == "bytes" else None)
+    if constants == "linked":          # the form asked for is the form built
+        assert bool(lib.constant_files()) == (form == "bytes"), lib.constant_files().keys()
     return lib, c
 
 
