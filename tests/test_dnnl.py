@@ -84,6 +84,16 @@ def _block(summand_after=None):
     return model(out, x)
 
 
+def _downsample_block():
+    """ResNet's first block of a stage: relu(a strided 1x1 conv's shortcut + the main branch, whose first
+    conv is a strided 1x1 too)."""
+    x = x4(h=9, w=9)
+    y = _conv_bias(x, 4, 16, 3)
+    shortcut = op.nn.bias_add(op.nn.conv2d(y, const(32, 16, 1, 1), strides=(2, 2)), const(32))
+    branch = op.nn.relu(op.nn.bias_add(op.nn.conv2d(y, const(8, 16, 1, 1), strides=(2, 2)), const(8)))
+    return model(op.nn.relu(op.add(_conv_bias(branch, 8, 32, 1, relu=False), shortcut)), x)
+
+
 def _dense():
     x = var("x", 3, 16)
     return model(op.nn.relu(op.nn.bias_add(op.nn.dense(x, const(8, 16)), const(8))), x)
@@ -118,6 +128,13 @@ CASES = [
     ("conv2d-bias-add-relu", _residual, {"nn.conv2d", "add", "nn.relu"}),
     ("conv2d-bias-clip", lambda: _unary(lambda x: op.clip(op.nn.bias_add(op.nn.conv2d(x, const(4, 4, 1, 1)), const(4)),
                                                            0.0, 6.0)), {"nn.conv2d", "clip"}),
+    # strided 1x1 convs read a compact copy of the pixels they use: from a region input (an alias of the
+    # caller's bytes), from a conv's output (oneDNN's layout), odd sizes, unequal strides, into a residual
+    ("conv2d-1x1-strided-input", lambda: _unary(lambda x: op.nn.conv2d(x, const(6, 4, 1, 1), strides=(2, 3))),
+     {"nn.conv2d"}),
+    ("conv2d-1x1-strided-after-conv", lambda: _unary(lambda x: op.nn.bias_add(op.nn.conv2d(
+        _conv_bias(x, 4, 16, 3), const(32, 16, 1, 1), strides=(2, 2)), const(32))), {"nn.conv2d"}),
+    ("downsample-block", _downsample_block, {"nn.conv2d", "add", "nn.relu"}),
     ("block-sum-in-place", _block, {"nn.conv2d", "add", "nn.relu"}),
     ("block-summand-also-output", lambda: _block(summand_after="output"), {"nn.conv2d", "add"}),
     ("block-summand-read-later", lambda: _block(summand_after="multiply"), {"nn.conv2d", "add", "multiply"}),

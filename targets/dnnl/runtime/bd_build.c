@@ -115,6 +115,9 @@ static int32_t value_as(BdModule* m, int32_t id, const dnnl_memory_desc_t* want,
   return reorder(m, v->mem, *out, v->kind == BD_CONST, node);
 }
 
+static int32_t view_of(BdModule* m, int32_t id, dnnl_memory_t base, const dnnl_memory_desc_t* md, dnnl_memory_t* out,
+                       int32_t node);
+
 /* The value of `id` row-major, seen with dims `dims`/`tag` (same bytes): for views and plain-only ops.
  * A region input's bytes are the caller's, so its view is an alias whose handle each run sets. */
 static int32_t value_view(BdModule* m, int32_t id, int32_t ndim, const dnnl_dims_t dims, dnnl_format_tag_t tag,
@@ -125,9 +128,17 @@ static int32_t value_view(BdModule* m, int32_t id, int32_t ndim, const dnnl_dims
   CHECK(dnnl_memory_desc_init_by_tag(&plain, v->ndim, v->shape, dnnl_f32, plain_tag(v->ndim)), node, "memory_desc_init");
   if (value_as(m, id, &plain, &mem, node) != 0) return -1;
   CHECK(dnnl_memory_desc_init_by_tag(out_md, ndim, dims, dnnl_f32, tag), node, "memory_desc_init");
-  if (mem == v->mem && v->kind == BD_INPUT) {
+  return view_of(m, id, mem, out_md, out, node);
+}
+
+/* A memory object `md` over the bytes of `base`, node `id`'s memory or a buffer made from it. A region
+ * input's bytes are the caller's: its view is an alias whose handle each run sets. */
+static int32_t view_of(BdModule* m, int32_t id, dnnl_memory_t base, const dnnl_memory_desc_t* md, dnnl_memory_t* out,
+                       int32_t node) {
+  BdNode* v = &m->nodes[id];
+  if (base == v->mem && v->kind == BD_INPUT) {
     BdAlias* al;
-    if (bd_new_memory(m, out_md, DNNL_MEMORY_NONE, out, node) != 0) return -1;
+    if (bd_new_memory(m, md, DNNL_MEMORY_NONE, out, node) != 0) return -1;
     if (m->num_aliases == m->cap_aliases) {
       int32_t cap = m->cap_aliases ? m->cap_aliases * 2 : 8;
       BdAlias* grown = (BdAlias*)realloc(m->aliases, (size_t)cap * sizeof(*grown));
@@ -140,7 +151,7 @@ static int32_t value_view(BdModule* m, int32_t id, int32_t ndim, const dnnl_dims
     al->input = v->mem;
     return 0;
   }
-  return bd_view(m, mem, out_md, out, node);
+  return bd_view(m, base, md, out, node);
 }
 
 /* Creates the primitive of pd, its scratchpad memory (data set once all are known), adds the step,
@@ -278,11 +289,53 @@ static int32_t conv_dst(BdModule* m, int32_t id, dnnl_primitive_desc_t pd, dnnl_
   return 0;
 }
 
+/* Whether conv `id` is a strided 1x1 convolution without padding (ResNet's downsampling) over a value
+ * in a layout without inner blocks (nhwc as oneDNN picks it here, nchw): such a conv reads one pixel
+ * in stride^2, and oneDNN's 1x1 kernels run up to 1.5x slower on the strided input than on a compact
+ * copy of the pixels they read (ResNet-50's 512-channel 28x28 -> 14x14 convs, oneDNN 2.6, AVX-512);
+ * the copy costs microseconds. If so, `view` is those pixels in place: the input's strides times the
+ * conv's, which oneDNN must accept as a layout (it refuses views whose rows it deems to overlap).
+ * NCHW only: NHWC convs read their input where it is. */
+static int subsampled_1x1(const BdModule* m, int32_t id, const BdNode* w, dnnl_memory_desc_t* view) {
+  const BdNode* n = &m->nodes[id];
+  const dnnl_memory_desc_t* x = &m->nodes[n->inputs[0]].md;
+  const BdAttrs* a = &n->a;
+  dnnl_dims_t dims = {0}, strides = {0};
+  int i;
+  if (a->nhwc || a->groups != 1 || w->shape[2] != 1 || w->shape[3] != 1) return 0;
+  if (a->strides[0] == 1 && a->strides[1] == 1) return 0;
+  for (i = 0; i < 4; ++i) {
+    if (a->padding[i] != 0) return 0;
+  }
+  if (x->format_kind != dnnl_blocked || x->format_desc.blocking.inner_nblks != 0 || x->ndims != 4 || x->offset0 != 0) {
+    return 0;
+  }
+  for (i = 0; i < 4; ++i) {
+    dims[i] = i < 2 ? x->dims[i] : n->shape[i];
+    strides[i] = x->format_desc.blocking.strides[i] * (i < 2 ? 1 : a->strides[i - 2]);
+  }
+  return dnnl_memory_desc_init_by_strides(view, 4, dims, dnnl_f32, strides) == dnnl_success;
+}
+
+/* The source of a subsampled conv: `view_md` over its input's bytes, reordered each run into the
+ * layout the conv asked for. */
+static int32_t bind_subsampled(BdModule* m, int32_t id, dnnl_primitive_desc_t pd, const dnnl_memory_desc_t* view_md,
+                               dnnl_exec_arg_t* args, int32_t* nargs) {
+  const BdNode* n = &m->nodes[id];
+  dnnl_memory_t view, compact;
+  if (view_of(m, n->inputs[0], m->nodes[n->inputs[0]].mem, view_md, &view, id) != 0) return -1;
+  if (bd_activation(m, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &compact, id) != 0) return -1;
+  if (reorder(m, view, compact, 0, id) != 0) return -1;
+  args[*nargs].arg = DNNL_ARG_SRC;
+  args[(*nargs)++].memory = compact;
+  return 0;
+}
+
 static int32_t build_conv(BdModule* m, int32_t id) {
   BdNode* n = &m->nodes[id];
   const BdNode *x = &m->nodes[n->inputs[0]], *w = &m->nodes[n->inputs[1]];
   const BdAttrs* a = &n->a;
-  dnnl_memory_desc_t src_md, w_md, b_md, dst_md;
+  dnnl_memory_desc_t src_md, w_md, b_md, dst_md, sub_md;
   dnnl_convolution_desc_t d;
   dnnl_primitive_desc_t pd;
   dnnl_exec_arg_t args[BD_MAX_ARGS];
@@ -291,6 +344,7 @@ static int32_t build_conv(BdModule* m, int32_t id) {
   int64_t o = a->nhwc ? w->shape[3] : w->shape[0];
   dnnl_dims_t src_dims = {0}, dst_dims = {0}, w_dims = {0}, strides = {0}, dil = {0}, pl = {0}, pr = {0}, bias_dims = {0};
   dnnl_memory_t dst = NULL, wmem;
+  int subsample;
   src_dims[0] = x->shape[0];
   src_dims[1] = a->nhwc ? x->shape[3] : x->shape[1];
   src_dims[2] = a->nhwc ? x->shape[1] : x->shape[2];
@@ -307,6 +361,13 @@ static int32_t build_conv(BdModule* m, int32_t id) {
   pl[1] = a->padding[1];
   pr[0] = a->padding[2];
   pr[1] = a->padding[3];
+  subsample = subsampled_1x1(m, id, w, &sub_md);
+  if (subsample) {
+    /* the conv reads a compact copy of every stride-th pixel (made each run) with unit strides */
+    src_dims[2] = dst_dims[2];
+    src_dims[3] = dst_dims[3];
+    strides[0] = strides[1] = 1;
+  }
   if (a->nhwc) {
     /* NHWC values stay row-major NHWC: the primitive reads and writes them where they are */
     CHECK(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, dnnl_nhwc), id, "memory_desc_init");
@@ -341,6 +402,8 @@ static int32_t build_conv(BdModule* m, int32_t id) {
     if (value_view(m, n->inputs[0], 4, src_dims, dnnl_nhwc, &view, &view_md, id) != 0) goto fail;
     args[nargs].arg = DNNL_ARG_SRC;
     args[nargs++].memory = view;
+  } else if (subsample) {
+    if (bind_subsampled(m, id, pd, &sub_md, args, &nargs) != 0) goto fail;
   } else if (bind_arg(m, id, pd, dnnl_query_src_md, 0, n->inputs[0], DNNL_ARG_SRC, args, &nargs) != 0) {
     goto fail;
   }
