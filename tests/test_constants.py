@@ -143,7 +143,7 @@ def _bad_name_codegen(func, symbol):
 
 def test_region_constant_names_must_start_with_the_symbol():
     pool = constmod.ConstantPool()
-    from byoc_compiler.backend.build import _pool_region_constants
+    from byoc_compiler.backend.region_codegen import pool_region_constants as _pool_region_constants
 
     with pytest.raises(ByocError, match="must start with the region's symbol"):
         _pool_region_constants(pool, "mynpu", _bad_name_codegen(None, "region_0"))

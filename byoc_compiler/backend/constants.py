@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import re
 import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ctext import c_type
+from ..ctext import c_type, comment_text, shape_text
 
 LARGE_CONSTANT_BYTES = 1024
 ALIGNMENT = 64
@@ -85,19 +84,10 @@ def byte_order(arch: str) -> str:
     return ">" if arch in BIG_ENDIAN_ARCHES else "<"
 
 
-def _note(text: str) -> str:
-    """Text safe inside a /* */ comment of C or of the preprocessed assembly."""
-    return re.sub(r"[^A-Za-z0-9_ .,:;=+\-()\[\]%#<>@']", "_", str(text))
-
-
-def _shape_text(shape) -> str:
-    return "[" + ", ".join(str(int(d)) for d in shape) + "]"
-
-
 def extern_declaration(cname: str, array: np.ndarray) -> str:
     """The declaration a C file uses for a pooled array, with a comment naming its shape, dtype and size."""
     array = np.asarray(array)
-    return (f"/* {cname}: constant {_shape_text(array.shape)} {array.dtype}, {array.nbytes} bytes, "
+    return (f"/* {cname}: constant {shape_text(array.shape)} {array.dtype}, {array.nbytes} bytes, "
             f"in {BIN_NAME} */\n"
             f"extern const {c_type(str(array.dtype))} {cname}[{max(1, array.size)}];\n")
 
@@ -145,7 +135,7 @@ class ConstantPool:
             raw = array.astype(np.uint8).tobytes(order="C")
         else:
             raw = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder(self.order)).tobytes(order="C")
-        self._add(symbol, raw, f"{_shape_text(array.shape)} {array.dtype}" + (f", {note}" if note else ""))
+        self._add(symbol, raw, f"{shape_text(array.shape)} {array.dtype}" + (f", {note}" if note else ""))
         self.entries[-1].source = array
 
     def add_bytes(self, symbol: str, data: bytes, note: str = "") -> None:
@@ -159,7 +149,7 @@ class ConstantPool:
         if self.entries:
             last = self.entries[-1]
             offset = -(-(last.offset + len(last.data)) // ALIGNMENT) * ALIGNMENT
-        self.entries.append(_Entry(symbol, data, _note(note), offset))
+        self.entries.append(_Entry(symbol, data, comment_text(note), offset))
 
     def binary(self) -> bytes:
         """byoc_constants.bin: every entry at its (64-byte aligned) offset, zero padding between."""
@@ -273,6 +263,6 @@ def c_bytes(pool: ConstantPool | None, cname: str, data: bytes, literal, what: s
     """C text for a byte blob (a params blob, a target's blob): extern when large, else `literal(cname, data)`."""
     if pool is not None and is_large(data):
         pool.add_bytes(cname, data, what)
-        return (f"/* {cname}: {_note(what)}, {len(data)} bytes, in {BIN_NAME} */\n"
+        return (f"/* {cname}: {comment_text(what)}, {len(data)} bytes, in {BIN_NAME} */\n"
                 f"extern const unsigned char {cname}[{len(data)}];\n")
     return literal(cname, data)
