@@ -276,7 +276,9 @@ def _lsb(path) -> float:
 
 
 def _check_quantized_model(name, fmt, per_channel, toolchain, executor, directory):
+    from byoc_compiler.config import load_config
     from byoc_compiler.frontend import from_onnx
+    needs.toolchain(load_config().toolchains[toolchain])
     from byoc_compiler.testing.quantize import quantized_zoo_model, sample_input
     path = quantized_zoo_model(name, fmt, per_channel, directory)
     inp, x = sample_input(path)
@@ -297,6 +299,10 @@ TINY_CASES += [pytest.param(n, f, pc, tc, ex, marks=pytest.mark.int8,
                for n in ("resnet50_tiny", "mobilenetv2_tiny") for f in ("qdq", "qop") for pc in (True, False)
                for tc, ex in (("gcc", "graph"), ("clang", "aot"))
                if (n, f, pc, tc, ex) != ("resnet50_tiny", "qdq", True, "gcc", "graph")]
+# foreign CPUs under qemu-user: the portable int8 kernel, big-endian s390x included
+TINY_CASES += [pytest.param(n, "qdq", True, tc, ex, marks=pytest.mark.int8, id=f"{n}-qdq-per_channel-{tc}-{ex}")
+               for n, tc, ex in (("resnet50_tiny", "aarch64-gcc", "graph"), ("mobilenetv2_tiny", "armhf-gcc", "aot"),
+                                 ("mobilenetv2_tiny", "riscv64-gcc", "graph"), ("resnet50_tiny", "s390x-gcc", "aot"))]
 
 
 @pytest.mark.parametrize("name,fmt,per_channel,toolchain,executor", TINY_CASES)
