@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
 import subprocess
 from fractions import Fraction
 
@@ -21,7 +20,9 @@ from hypothesis import strategies as st
 from byoc_compiler import ctext
 from byoc_compiler.ctext.literals import SHORTEST_UP_TO
 
-COMPILERS = [cc for cc in ("gcc", "clang") if shutil.which(cc)]
+import needs
+
+COMPILERS = ("gcc", "clang")
 
 # format -> (numpy float type, matching unsigned int type, C suffix)
 FLOATS = {"float32": (np.float32, np.uint32, "f"), "float64": (np.float64, np.uint64, "")}
@@ -83,6 +84,15 @@ def test_bulk_float32_arrays_read_back():
     array = rng.integers(0, 2 ** 32, SHORTEST_UP_TO + 1, dtype=np.uint64).astype(np.uint32).view(np.float32)
     for text, x in zip(ctext.element_literals(array), array):
         _check_float(text, x, "float32")
+
+
+@pytest.mark.literals
+@settings(max_examples=20000, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(0, 2 ** 64 - 1))
+def test_many_bit_patterns_read_back(bits32, bits64):
+    x, y = _from_bits(bits32, "float32"), _from_bits(bits64, "float64")
+    _check_float(ctext.float_literal(x), x, "float32")
+    _check_float(ctext.double_literal(y), y, "float64")
 
 
 def test_negative_numbers_are_parenthesized_only_in_expressions():
@@ -167,15 +177,33 @@ def _bits(array: np.ndarray) -> list[int]:
     return [int(u) for u in np.ascontiguousarray(array).view(utype)]
 
 
-@pytest.mark.skipif(not COMPILERS, reason="no C compiler on PATH")
-@pytest.mark.parametrize("cc", COMPILERS)
-def test_compilers_read_every_literal_bit_exact(tmp_path, cc):
-    tables = {"f32_short": _float_table("float32", 600, 1),
-              "f32_bulk": _float_table("float32", SHORTEST_UP_TO + 200, 2),
-              "f64": _float_table("float64", 600, 4),
-              "f16": np.random.default_rng(5).integers(0, 2 ** 16, 300, dtype=np.uint16).view(np.float16),
+def _tables(n: int) -> dict:
+    tables = {"f32_short": _float_table("float32", min(n, SHORTEST_UP_TO - 20), 1),
+              "f32_bulk": _float_table("float32", SHORTEST_UP_TO + n, 2),
+              "f64": _float_table("float64", n, 4),
+              "f16": np.random.default_rng(5).integers(0, 2 ** 16, n // 2, dtype=np.uint16).view(np.float16),
               "flags": np.array([True, False, True])}
     tables.update({f"i_{dtype}": _int_table(dtype) for dtype in INT_DTYPES})
+    return tables
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_compilers_read_every_literal_bit_exact(tmp_path, cc):
+    _compile_and_compare(tmp_path, cc, _tables(600))
+
+
+@pytest.mark.literals
+@pytest.mark.parametrize("cc", COMPILERS)
+def test_compilers_read_many_literals_bit_exact(tmp_path, cc):
+    """Every float16 bit pattern, every 97th float32 subnormal, 200k random float32 and 100k float64 patterns."""
+    tables = _tables(200000)
+    tables["f16"] = np.arange(2 ** 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    tables["f32_subnormal"] = np.arange(0, 2 ** 23, 97, dtype=np.uint32).view(np.float32)
+    _compile_and_compare(tmp_path, cc, tables)
+
+
+def _compile_and_compare(tmp_path, cc: str, tables: dict) -> None:
+    needs.programs(cc)
     source = tmp_path / "literals.c"
     source.write_text(_program(tables))
     exe = tmp_path / "literals"
