@@ -274,6 +274,33 @@ def test_constant_conv_weights_are_packed_at_codegen(out_channels, groups, prepa
         assert f"[{weight.size}]" not in code
 
 
+def test_residual_adds_ride_on_the_conv_epilogue():
+    """conv2d + bias -> add(., shortcut) [-> relu] is one ck_conv2d_prepacked_add (fuse_residual.py): with an
+    identity shortcut, with a projection conv (the later conv of the two takes the add), without a relu;
+    a conv output read twice and an add that broadcasts stay separate calls. Results: test_ccompiler_e2e."""
+    def conv(x, o, i, k, seed, stride=1):
+        weight = np.random.default_rng(seed).standard_normal((o, i, k, k)).astype(np.float32)
+        return op.nn.bias_add(op.nn.conv2d(x, const(weight), strides=(stride, stride), padding=(k // 2,) * 2),
+                              const(np.ones(o, np.float32)))
+    x, s = _var("x", (1, 24, 14, 14)), _var("s", (1, 48, 1, 1))
+    y = op.nn.relu(op.add(conv(x, 24, 24, 1, 1), x))
+    z = op.nn.relu(op.add(conv(op.nn.relu(conv(y, 48, 24, 3, 2, 2)), 48, 48, 1, 3), conv(y, 48, 24, 1, 4, 2)))
+    w = op.add(z, conv(z, 48, 48, 1, 5))
+    o = conv(w, 48, 48, 3, 6)
+    part = partition_for(["ccompiler"], IRModule.from_expr(Function([x, s], Tuple([op.add(o, w), op.nn.relu(o),
+                                                                                   op.add(conv(o, 48, 48, 1, 7), s)]))))
+    code = _core(_code(ccompiler_codegen(part["tvmgen_default_ccompiler_main_0"], "tvmgen_default_ccompiler_main_0")))
+    calls = _CALL.findall(code.split("{", 1)[1])
+    assert calls.count("ck_conv2d_prepacked_add") == 3 and calls.count("ck_binary") == 2, calls
+    assert code.count("CK_ACT_RELU, ") == 3, code  # the two block-end relus fused, plus the inner conv's own
+    assert "] + add + nn.relu(" in code and "] + add(" in code
+    # the projection: one of its two convs is plain, its output the residual of the other (computed second)
+    plain = re.findall(r"ck_conv2d_prepacked\(&params, \w+, \w+, \w+, CK_ACT_NONE, (t\d+),", code)
+    assert any(re.search(rf"ck_conv2d_prepacked_add\(&params, \w+, \w+, \w+, {t}, CK_ACT_RELU,", code)
+               for t in plain), code
+    assert calls.count("ck_unary") == 1   # relu(o): o has two readers
+
+
 def test_channel_shuffle_is_one_block_transpose():
     """ShuffleNet's reshape -> transpose -> reshape between two convs: the reshapes are views, the
     transpose the one copy (contiguous H*W planes), nothing else moves data."""

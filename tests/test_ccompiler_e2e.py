@@ -196,6 +196,27 @@ def channel_shuffle():
     return _partitioned([x], op.nn.conv2d(h, _w((8, 2, 3, 3), 32), padding=(1, 1), groups=4))
 
 
+def _conv_bias(x, o, i, k, seed, stride=1):
+    # weights ~ 1/sqrt(fan-in): activations stay O(1) through the blocks, so float32 rounding stays small
+    w = _w((o, i, k, k), seed, 1.0 / np.sqrt(i * k * k))
+    return op.nn.bias_add(op.nn.conv2d(x, w, strides=(stride, stride), padding=(k // 2,) * 2), _w((o,), seed + 1))
+
+
+def residual_blocks():
+    # ResNet's block ends as one ck_conv2d_prepacked_add each (fuse_residual.py): an identity shortcut + relu,
+    # a projection shortcut (two convs into one add: the later takes it) onto a 7x7 plane (pixel-major
+    # tiles) + relu, MobileNetV2's add without relu; and a conv output read twice, which keeps its add.
+    x = _var("x", (1, 24, 14, 14))
+    h = op.nn.relu(_conv_bias(x, 24, 24, 3, 40))
+    y = op.nn.relu(op.add(_conv_bias(h, 24, 24, 1, 42), x))
+    p = _conv_bias(y, 48, 24, 1, 44, stride=2)
+    q = _conv_bias(op.nn.relu(_conv_bias(y, 48, 24, 3, 46, stride=2)), 48, 48, 1, 48)
+    z = op.nn.relu(op.add(q, p))
+    w = op.add(z, _conv_bias(z, 48, 48, 1, 50))
+    o = _conv_bias(w, 48, 48, 3, 52)
+    return _partitioned([x], Tuple([op.add(o, w), op.nn.relu(o)]))
+
+
 def shape_ops():
     x, y = _var("x", (2, 3, 4), ), _var("y", (2, 3, 2))
     t = op.transpose(x)
@@ -241,7 +262,8 @@ def region_outputs_copied():
 
 
 CONSTRUCTS = (broadcast_binary, unary_chain, matmul_flags, pools, conv_variants, shape_ops, dense_unfused,
-              batch_norm_tuple, constants_as_arguments, region_outputs_copied, mobilenet_block, channel_shuffle)
+              batch_norm_tuple, constants_as_arguments, region_outputs_copied, mobilenet_block, channel_shuffle,
+              residual_blocks)
 _MODULES = {f"construct:{f.__name__}": functools.lru_cache(maxsize=None)(f) for f in CONSTRUCTS}
 _MODULES.update({f"zoo:{n}": functools.partial(lambda n: (partition_for(["ccompiler"], zoo.get(n)), None), n)
                  for n in zoo.names()})

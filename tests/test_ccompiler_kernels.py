@@ -394,6 +394,42 @@ def test_conv2d_random_geometries(ck, seed):
               err_msg=f"data {xs} weight {ws} strides {strides} padding {pads} dilation {dilation} groups {groups}")
 
 
+# ck_conv2d_prepacked_add: a residual add (and activation) in the epilogue of full tiles (in registers),
+# edge tiles, the pixel-major path, a reduction over several K blocks (partial sums in out first), groups.
+RESIDUAL_CONVS = [
+    ("edge-tiles", (1, 4, 9, 11), (6, 4, 3, 3), (1, 1), (1, 1, 1, 1), 1),
+    ("full-tiles-k>KC", (1, 30, 10, 16), (17, 30, 3, 3), (1, 1), (1, 1, 1, 1), 1),  # K = 270
+    ("1x1-pointwise", (2, 8, 8, 8), (24, 8, 1, 1), (1, 1), (0, 0, 0, 0), 1),
+    ("pixel-major-7x7-k>KC", (1, 40, 7, 7), (47, 40, 3, 3), (1, 1), (1, 1, 1, 1), 1),
+    ("groups2-stride2", (1, 8, 11, 13), (12, 4, 3, 3), (2, 2), (1, 1, 1, 1), 2),
+]
+
+
+@pytest.mark.parametrize("case", RESIDUAL_CONVS, ids=[c[0] for c in RESIDUAL_CONVS])
+@pytest.mark.parametrize("name,with_bias,act", EPILOGUES, ids=[e[0] for e in EPILOGUES])
+def test_conv2d_prepacked_add_residual(ck, case, name, with_bias, act):
+    _, xs, ws, strides, padding, groups = case
+    x, w, b = 4 * rand(*xs), rand(*ws), rand(ws[0])
+    conv = conv2d_einsum(x, w, strides, padding, (1, 1), groups) + (b[None, :, None, None] if with_bias else 0)
+    residual = 3 * rand(*conv.shape)
+    values = K.conv2d_params(x.shape, w.shape, strides, padding, (1, 1), groups)
+    p = ConvParams(**values)
+    packed = ck.pack_conv2d_weight(values, w)
+    out = np.full(conv.shape, np.nan, np.float32)
+    owner, ws_ptr = workspace(ck.ck_conv2d_workspace_bytes(ctypes.byref(p)))
+    bias = b if with_bias else None
+    assert ck.ck_conv2d_prepacked_add(ctypes.byref(p), fptr(x), fptr(packed), fptr(bias), fptr(residual), i32(act),
+                                      fptr(out), ws_ptr) == 0
+    close(out, activate(conv + residual, act))
+    # the same bits as the unfused calls: conv2d (+ bias), then add, then the activation
+    plain = np.full(conv.shape, np.nan, np.float32)
+    assert ck.ck_conv2d_prepacked(ctypes.byref(p), fptr(x), fptr(packed), fptr(bias), i32(0), fptr(plain),
+                                  ws_ptr) == 0
+    np.testing.assert_array_equal(out, activate(plain + residual, act))
+    assert ck.ck_conv2d_prepacked_add(ctypes.byref(p), fptr(x), fptr(packed), fptr(bias), None, i32(act),
+                                      fptr(out), ws_ptr) != 0, "a NULL residual is refused"
+
+
 @pytest.mark.parametrize("groups,ws", [(1, (6, 4, 3, 3)), (1, (17, 4, 3, 3)), (4, (8, 1, 3, 3))],
                          ids=["gemm-edge-tiles", "gemm-full-tiles", "depthwise"])
 @pytest.mark.parametrize("name,with_bias,act", EPILOGUES, ids=[e[0] for e in EPILOGUES])

@@ -16,6 +16,7 @@ from targets.examplejson import codegen as ej_codegen
 NOT_OPS = {
     "copy": None,                      # region outputs that are inputs, constants or repeated values
     "conv2d_prepacked": "nn.conv2d",   # nn.conv2d whose constant weight was packed at codegen time
+    "conv2d_prepacked_add": "nn.conv2d",  # conv2d_prepacked with a residual add (+ relu) fused (fuse_residual.py)
 }
 
 

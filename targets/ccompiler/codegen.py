@@ -13,8 +13,9 @@ written by the vendor API's C text writers (byoc_compiler.ctext), like the host'
 
 Passes: `_Lowering` walks the region into steps over abstract buffers (reshape is a view, a
 composite whose body is a fusable chain is one fused call, any other composite is its body op by
-op); `_assign_outputs` lets results be computed straight into the output arrays;
-`_run_in_place` lets elementwise-like kernels overwrite a dead input; `_plan` packs what is left
+op); `_assign_outputs` lets results be computed straight into the output arrays; `_prepack_weights`
+packs constant conv2d weights; `fuse_residual_adds` (fuse_residual.py) moves a residual add (and the relu
+after it) into the preceding conv's epilogue; `_run_in_place` lets elementwise-like kernels overwrite a dead input; `_plan` packs what is left
 into one workspace by lifetime (backend.memory_plan; sizes from the tensor types and the kernels' size
 formulas, nothing allocated at run time); `_render` writes the text. The workspace is not the region's
 own: its size is the artifact's workspace_bytes and the model instance that calls the region passes it,
@@ -31,6 +32,7 @@ from byoc_compiler.vendor import (ByocError, Call, Constant, CSourceArtifact, Fu
 
 from . import kernels
 from . import rules_qnn
+from .fuse_residual import fuse_residual_adds
 from .rules import FUSIONS, PASS_THROUGH, RULES, VIEWS, conv2d_params as _conv2d_params
 
 ALIGNMENT = WORKSPACE_ALIGNMENT   # every workspace buffer starts on a cache line, as the workspace does
@@ -454,6 +456,7 @@ def ccompiler_codegen(func: Function, symbol: str) -> CSourceArtifact:
     out_types = [v.type for v in results]
     _assign_outputs(lowering, results)
     _prepack_weights(lowering)
+    fuse_residual_adds(lowering, _Step)
     _run_in_place(lowering)
     workspace = _plan(lowering)
     _name_buffers(lowering, symbol)

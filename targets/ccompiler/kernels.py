@@ -78,6 +78,9 @@ FUNCTIONS: dict[str, KernelFunction] = {f.name: f for f in (
         "conv2d weight -> the micro-kernels' packed layout (pack_conv2d_weight mirrors it)"),
     _fn("ck_conv2d_prepacked", "const ck_conv2d_params *p, const float *data, const float *packed_weight, "
         "const float *bias, int32_t activation, float *out, void *workspace", "ck_conv2d on a packed weight"),
+    _fn("ck_conv2d_prepacked_add", "const ck_conv2d_params *p, const float *data, const float *packed_weight, "
+        "const float *bias, const float *residual, int32_t activation, float *out, void *workspace",
+        "activation(ck_conv2d_prepacked + residual): a residual add (+ relu) in the conv's epilogue"),
     _fn("ck_binary", "int32_t op, const float *lhs, int32_t lhs_ndim, const int64_t *lhs_shape, "
         "const float *rhs, int32_t rhs_ndim, const int64_t *rhs_shape, float *out, int32_t out_ndim, "
         "const int64_t *out_shape", "binary op with numpy broadcasting"),

@@ -167,6 +167,16 @@ def _conv2d(step):
                    f"{step.scratch_ptr})")
 
 
+def _conv2d_add(step):
+    """conv2d_prepacked + bias, a residual add and maybe a relu (fuse_residual.py): ins data, weight, bias, residual."""
+    params = kernels.c_struct_initializer(kernels.CONV2D_PARAM_FIELDS, _conv2d_params(step))
+    data, weight, bias, residual = step.ins
+    act = kernels.ACTIVATIONS[step.activation]
+    decls = [f"static const ck_conv2d_params params = {params};"]
+    return decls, (f"ck_conv2d_prepacked_add(&params, {data.ptr}, {weight.ptr}, {bias.ptr}, {residual.ptr}, {act}, "
+                   f"{step.outs[0].ptr}, {step.scratch_ptr})")
+
+
 conv2d_params = _conv2d_params
 
 
@@ -247,6 +257,9 @@ RULES: dict[str, Rule] = {
     # not an op: nn.conv2d on a constant weight the codegen packed (codegen._prepack_weights)
     "conv2d_prepacked": Rule(_conv2d, lambda step: kernels.conv2d_workspace_bytes(_conv2d_params(step)),
                              lambda step: "ck_conv2d_workspace_bytes(&params)"),
+    # not an op either: conv2d_prepacked with a residual add (and relu) in its epilogue (fuse_residual.py)
+    "conv2d_prepacked_add": Rule(_conv2d_add, lambda step: kernels.conv2d_workspace_bytes(_conv2d_params(step)),
+                                 lambda step: "ck_conv2d_workspace_bytes(&params)"),
     "nn.max_pool2d": Rule(_pool("ck_max_pool2d")),
     "nn.avg_pool2d": Rule(_pool("ck_avg_pool2d")),
     "nn.global_avg_pool2d": Rule(_global_avg_pool2d),

@@ -95,6 +95,12 @@ int32_t ck_conv2d_pack_weight(const ck_conv2d_params *p, const float *weight, fl
 /* ck_conv2d with the weight packed by ck_conv2d_pack_weight (same scratch). */
 int32_t ck_conv2d_prepacked(const ck_conv2d_params *p, const float *data, const float *packed_weight,
                             const float *bias, int32_t activation, float *out, void *workspace);
+/* out = activation(conv2d + bias + residual): a residual connection's add (and the relu after it) in the
+ * convolution's epilogue, while each output tile is still in registers. residual has out's shape and
+ * must not overlap out (partial sums of a long reduction land in out first); same scratch. */
+int32_t ck_conv2d_prepacked_add(const ck_conv2d_params *p, const float *data, const float *packed_weight,
+                                const float *bias, const float *residual, int32_t activation, float *out,
+                                void *workspace);
 
 /* ---- elementwise (ck_elementwise.c) ----------------------------------------------------------- */
 typedef enum {

@@ -197,16 +197,16 @@ int32_t ck_conv2d_pack_weight(const ck_conv2d_params *p, const float *weight, fl
 }
 
 static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const float *weight,
-                             const float *packed, const float *bias, int32_t activation, float *out,
-                             void *workspace);
+                             const float *packed, const float *bias, const float *residual, int32_t activation,
+                             float *out, void *workspace);
 
 /* One group on pixel-major tiles: per K block, the pixel slivers of B (im2col or the input) are packed,
  * then every 24-channel sliver of the packed weight (read where it lies) meets every pixel sliver, into
  * C' [pixels][channels] in the workspace; at the end C' goes to out [channels][pixels], transposed in
  * blocks of 16 channels, with the bias and the activation. */
 static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixels, int64_t kdim,
-                                const float *packed, const float *bias, int32_t activation, float *out,
-                                void *workspace, ck_pm_fn tile) {
+                                const float *packed, const float *bias, const float *residual, int32_t activation,
+                                float *out, void *workspace, ck_pm_fn tile) {
   const int64_t m24 = ck_round_up(og, CK_M_QUANTUM), pm_pixels = ck_round_up(pixels, CK_PM_MR);
   float *slivers = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
   float *result = slivers + pm_pixels * (kdim < CK_KC ? kdim : CK_KC);
@@ -228,6 +228,8 @@ static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixe
     for (j = 0; j < pixels; ++j) {
       const float *restrict r = result + j * m24 + o0;
       for (o = 0; o < oc; ++o) out[(o0 + o) * pixels + j] = r[o] + (bias != NULL ? bias[o0 + o] : 0.0f);
+      if (residual != NULL)
+        for (o = 0; o < oc; ++o) out[(o0 + o) * pixels + j] += residual[(o0 + o) * pixels + j];
     }
     for (o = 0; o < oc; ++o) ck_activate(activation, pixels, out + (o0 + o) * pixels);
   }
@@ -236,19 +238,26 @@ static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixe
 int32_t ck_conv2d(const ck_conv2d_params *p, const float *data, const float *weight,
                   const float *bias, int32_t activation, float *out, void *workspace) {
   if (weight == NULL) return CK_EBADPARAM;
-  return ck_conv2d_any(p, data, weight, NULL, bias, activation, out, workspace);
+  return ck_conv2d_any(p, data, weight, NULL, bias, NULL, activation, out, workspace);
 }
 
 int32_t ck_conv2d_prepacked(const ck_conv2d_params *p, const float *data, const float *packed_weight,
                             const float *bias, int32_t activation, float *out, void *workspace) {
   if (packed_weight == NULL || ck_conv2d_packed_weight_bytes(p) == 0) return CK_EBADPARAM;
-  return ck_conv2d_any(p, data, NULL, packed_weight, bias, activation, out, workspace);
+  return ck_conv2d_any(p, data, NULL, packed_weight, bias, NULL, activation, out, workspace);
+}
+
+int32_t ck_conv2d_prepacked_add(const ck_conv2d_params *p, const float *data, const float *packed_weight,
+                                const float *bias, const float *residual, int32_t activation, float *out,
+                                void *workspace) {
+  if (packed_weight == NULL || residual == NULL || ck_conv2d_packed_weight_bytes(p) == 0) return CK_EBADPARAM;
+  return ck_conv2d_any(p, data, NULL, packed_weight, bias, residual, activation, out, workspace);
 }
 
 /* weight (OIHW) or packed (ck_conv2d_pack_weight) */
 static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const float *weight,
-                             const float *packed, const float *bias, int32_t activation, float *out,
-                             void *workspace) {
+                             const float *packed, const float *bias, const float *residual, int32_t activation,
+                             float *out, void *workspace) {
   int64_t oh, ow, cg, og, kdim, pixels, n, g;
   ck_dw3x3_row_fn row_fn;
   ck_pm_fn pm_tile;
@@ -275,6 +284,8 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
       const float *w_g = weight != NULL ? weight + g * og * kdim : NULL;
       const float *packed_g = packed != NULL ? packed + g * ck_packed_group_floats(p) : NULL;
       float *out_g = out + (n * p->out_channels + g * og) * pixels;
+      /* (never with one input channel per group: those weights are not packed) */
+      const float *residual_g = residual != NULL ? residual + (n * p->out_channels + g * og) * pixels : NULL;
       if (cg == 1) {
         int64_t o;
         if (padded != NULL) ck_pad_plane(p, in_g, padded);
@@ -320,12 +331,12 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
           source.conv = &view;
         }
         if (pm_tile != NULL) {
-          ck_conv_pixel_major(&source, og, pixels, kdim, packed_g, epilogue.bias, activation, out_g, workspace,
-                              pm_tile);
+          ck_conv_pixel_major(&source, og, pixels, kdim, packed_g, epilogue.bias, residual_g, activation, out_g,
+                              workspace, pm_tile);
           continue;
         }
         status = ck_gemm_core(og, pixels, kdim, w_g, kdim, 1, packed_g, &source, out_g, pixels, &epilogue,
-                              workspace);
+                              residual_g, workspace);
         if (status != CK_OK) return status;
       }
     }

@@ -204,9 +204,10 @@ void ck_activate(int32_t activation, int64_t n, float *out) {
   }
 }
 
-/* Bias and activation on a finished tile of C (after its last K block). */
+/* Bias, residual (a tile of the same layout as C, or NULL) and activation on a finished tile of C
+ * (after its last K block). */
 static void ck_epilogue_tile(float *restrict c, int64_t ldc, int64_t mr, int64_t nr, const ck_epilogue *ep,
-                             int64_t row0, int64_t col0) {
+                             int64_t row0, int64_t col0, const float *restrict residual) {
   int64_t i, j;
   for (i = 0; i < mr; ++i) {
     float *restrict cr = c + i * ldc;
@@ -219,6 +220,8 @@ static void ck_epilogue_tile(float *restrict c, int64_t ldc, int64_t mr, int64_t
         for (j = 0; j < nr; ++j) cr[j] += bias[j];
       }
     }
+    if (residual != NULL)
+      for (j = 0; j < nr; ++j) cr[j] += residual[i * ldc + j];
     ck_activate(ep->activation, nr, cr);
   }
 }
@@ -226,7 +229,7 @@ static void ck_epilogue_tile(float *restrict c, int64_t ldc, int64_t mr, int64_t
 /* C[row0.., col0..] (+)= tile within bounds, then the epilogue once the last K block is in. */
 static void ck_store_tile(const float *restrict tile, int64_t tile_ld, float *restrict c, int64_t ldc,
                           int64_t mr, int64_t nr, int accumulate, const ck_epilogue *last, int64_t row0,
-                          int64_t col0) {
+                          int64_t col0, const float *residual) {
   int64_t i, j;
   for (i = 0; i < mr; ++i) {
     float *restrict cr = c + i * ldc;
@@ -237,15 +240,17 @@ static void ck_store_tile(const float *restrict tile, int64_t tile_ld, float *re
       for (j = 0; j < nr; ++j) cr[j] = tr[j];
     }
   }
-  if (last != NULL) ck_epilogue_tile(c, ldc, mr, nr, last, row0, col0);
+  if (last != NULL) ck_epilogue_tile(c, ldc, mr, nr, last, row0, col0, residual);
 }
 
 /* C = epilogue(0) when K == 0. */
-static void ck_fill_epilogue_only(int64_t m, int64_t n, float *c, int64_t ldc, const ck_epilogue *ep) {
+static void ck_fill_epilogue_only(int64_t m, int64_t n, float *c, int64_t ldc, const ck_epilogue *ep,
+                                  const float *residual) {
+  static const ck_epilogue none = {NULL, 0, CK_ACT_NONE};
   int64_t i, j;
   for (i = 0; i < m; ++i)
     for (j = 0; j < n; ++j) c[i * ldc + j] = 0.0f;
-  if (ep != NULL) ck_epilogue_tile(c, ldc, m, n, ep, 0, 0);
+  if (ep != NULL || residual != NULL) ck_epilogue_tile(c, ldc, m, n, ep != NULL ? ep : &none, 0, 0, residual);
 }
 
 /* ---- M == 1 (batch-1 dense, vector-matrix): no packing, memory-bound anyway ---------------- */
@@ -280,7 +285,8 @@ void ck_pack_b(const ck_b_source *b, int64_t pc, int64_t kc, int64_t j0, int64_t
 
 int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,
                      int64_t a_col_stride, const float *a_packed, const ck_b_source *b, float *c, int64_t ldc,
-                     const ck_epilogue *epilogue, void *workspace) {
+                     const ck_epilogue *epilogue, const float *residual, void *workspace) {
+  static const ck_epilogue none = {NULL, 0, CK_ACT_NONE};
   const ck_micro_kernel *kernel;
   int64_t mr_full, nr_full;
   float *pack_a, *pack_b;
@@ -288,8 +294,9 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
   int64_t jc, pc, ic, jr, ir;
   if (m < 0 || n < 0 || k < 0 || ldc < n || b == NULL) return CK_EBADPARAM;
   if (m == 0 || n == 0) return CK_OK;
+  if (residual != NULL && epilogue == NULL) epilogue = &none; /* the residual rides on the epilogue */
   if (k == 0) {
-    ck_fill_epilogue_only(m, n, c, ldc, epilogue);
+    ck_fill_epilogue_only(m, n, c, ldc, epilogue, residual);
     return CK_OK;
   }
   if (m == 1 && b->conv == NULL && a_packed == NULL) {
@@ -301,7 +308,7 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
     else
       done = 0;
     if (done) {
-      if (epilogue != NULL) ck_epilogue_tile(c, n, 1, n, epilogue, 0, 0);
+      if (epilogue != NULL) ck_epilogue_tile(c, n, 1, n, epilogue, 0, 0, residual);
       return CK_OK;
     }
   }
@@ -341,17 +348,18 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
             const int64_t mr = ck_min(mr_full, mc - ir);
             const int64_t row0 = ic + ir, col0 = jc + jr;
             float *c_tile = c + row0 * ldc + col0;
+            const float *r_tile = last != NULL && residual != NULL ? residual + row0 * ldc + col0 : NULL;
             const float *ap = a_block + (ir / as) * as * kc + ir % as; /* sliver of row ir, row in it */
             if (mr == mr_full && nr == sliver) {
               /* the epilogue in registers, unless the bias runs along columns (dense) */
               const int in_kernel = last != NULL && (last->bias == NULL || last->bias_per_row);
               run(kc, ap, as, pack_b + jr * kc, c_tile, ldc, accumulate,
-                  in_kernel && last->bias != NULL ? last->bias + row0 : NULL,
+                  in_kernel && last->bias != NULL ? last->bias + row0 : NULL, in_kernel ? r_tile : NULL,
                   in_kernel ? last->activation : CK_ACT_NONE);
-              if (last != NULL && !in_kernel) ck_epilogue_tile(c_tile, ldc, mr, nr, last, row0, col0);
+              if (last != NULL && !in_kernel) ck_epilogue_tile(c_tile, ldc, mr, nr, last, row0, col0, r_tile);
             } else { /* edge tile: through a local tile, stored within bounds */
-              run(kc, ap, as, pack_b + jr * kc, tile, sliver, 0, NULL, CK_ACT_NONE);
-              ck_store_tile(tile, sliver, c_tile, ldc, mr, nr, accumulate, last, row0, col0);
+              run(kc, ap, as, pack_b + jr * kc, tile, sliver, 0, NULL, NULL, CK_ACT_NONE);
+              ck_store_tile(tile, sliver, c_tile, ldc, mr, nr, accumulate, last, row0, col0, r_tile);
             }
           }
         }
@@ -370,5 +378,5 @@ int32_t ck_gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_s
   source.col_stride = b_col_stride;
   source.conv = NULL;
   if (a == NULL || b == NULL || c == NULL) return CK_EBADPARAM;
-  return ck_gemm_core(m, n, k, a, a_row_stride, a_col_stride, NULL, &source, c, ldc, epilogue, workspace);
+  return ck_gemm_core(m, n, k, a, a_row_stride, a_col_stride, NULL, &source, c, ldc, epilogue, NULL, workspace);
 }

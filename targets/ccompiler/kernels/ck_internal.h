@@ -71,10 +71,11 @@ typedef struct {
 /* C[mr][nr] (+ C when accumulate) = sum over kc of the packed slivers' outer products
  * (A sliver: mr floats per k, `as` floats apart, as >= mr; B sliver kc x nr; C row stride ldc, unit
  * column stride). as == mr for slivers packed per call, CK_M_QUANTUM for weights packed ahead.
- * Then, before the store, + row_bias[i] per row (unless NULL) and the activation (conv2d's fused
- * epilogue on the tile still in registers). */
+ * Then, before the store, + row_bias[i] per row (unless NULL), + residual[i * ldc + j] (unless NULL: a
+ * tile of the same shape and row stride as C) and the activation (conv2d's fused epilogue on the tile
+ * still in registers). */
 typedef void (*ck_micro_fn)(int64_t kc, const float *ap, int64_t as, const float *bp, float *c, int64_t ldc,
-                            int accumulate, const float *row_bias, int32_t activation);
+                            int accumulate, const float *row_bias, const float *residual, int32_t activation);
 /* c[j] = a . b[j * cs .. j * cs + k) for j < n: batch-1 dense, rows of the weight read once. */
 typedef void (*ck_gemv_dot_fn)(int64_t n, int64_t k, const float *a, const float *b, int64_t cs, float *c);
 /* One output row of a 3x3 depthwise convolution, all taps inside the input:
@@ -107,10 +108,12 @@ typedef struct {
 /* The kernel in use (chosen on first call). */
 const ck_micro_kernel *ck_micro_kernel_current(void);
 
-/* a_packed: NULL, or A already packed by ck_pack_a_ahead (then a and its strides are unused). */
+/* a_packed: NULL, or A already packed by ck_pack_a_ahead (then a and its strides are unused).
+ * residual: NULL, or an m x n matrix (row stride ldc, not aliasing c) added after the epilogue's bias,
+ * before its activation. */
 int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,
                      int64_t a_col_stride, const float *a_packed, const ck_b_source *b, float *c, int64_t ldc,
-                     const ck_epilogue *epilogue, void *workspace);
+                     const ck_epilogue *epilogue, const float *residual, void *workspace);
 
 /* A [m, k] (row-major, row stride lda) packed once for every micro-kernel: per K block of CK_KC
  * (the last one shorter), CK_M_QUANTUM-row slivers, each kc x CK_M_QUANTUM (k-major, zero rows past

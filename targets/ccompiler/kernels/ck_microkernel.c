@@ -62,7 +62,7 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
 #define CK_DEFINE_MICRO_KERNEL(NAME, MR, VF)                                                        \
   static void NAME(int64_t kc, const float *restrict ap, int64_t as, const float *restrict bp,       \
                    float *restrict c, int64_t ldc, int accumulate, const float *restrict row_bias,  \
-                   int32_t activation) {                                                           \
+                   const float *restrict residual, int32_t activation) {                           \
     typedef float vec __attribute__((vector_size((VF) * sizeof(float))));                          \
     typedef int32_t ivec __attribute__((vector_size((VF) * sizeof(float))));                       \
     vec acc[MR][2];                                                                                 \
@@ -92,6 +92,13 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
         CK_SPLAT(vec, VF, bi, row_bias[i]);                                                         \
         acc[i][0] = acc[i][0] + bi;                                                                 \
         acc[i][1] = acc[i][1] + bi;                                                                 \
+      }                                                                                             \
+      if (residual != NULL) {                                                                       \
+        vec r0, r1;                                                                                 \
+        memcpy(&r0, residual + i * ldc, sizeof r0);                                                 \
+        memcpy(&r1, residual + i * ldc + (VF), sizeof r1);                                          \
+        acc[i][0] = acc[i][0] + r0;                                                                 \
+        acc[i][1] = acc[i][1] + r1;                                                                 \
       }                                                                                             \
       if (activation != CK_ACT_NONE) {                                                              \
         int h;                                                                                      \
@@ -222,7 +229,7 @@ static int ck_cpu_has_avx512(void) {
 #else /* not gcc/clang: portable C with fixed trip counts */
 static void ck_micro_baseline(int64_t kc, const float *restrict ap, int64_t as, const float *restrict bp,
                               float *restrict c, int64_t ldc, int accumulate, const float *restrict row_bias,
-                              int32_t activation) {
+                              const float *restrict residual, int32_t activation) {
   float acc[CK_MR][CK_NR];
   int64_t p;
   int i, j;
@@ -235,6 +242,7 @@ static void ck_micro_baseline(int64_t kc, const float *restrict ap, int64_t as, 
     for (j = 0; j < CK_NR; ++j) {
       c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
       if (row_bias != NULL) c[i * ldc + j] += row_bias[i];
+      if (residual != NULL) c[i * ldc + j] += residual[i * ldc + j];
     }
     ck_activate(activation, CK_NR, c + i * ldc);
   }
