@@ -757,6 +757,54 @@ def test_copy(ck):
     np.testing.assert_array_equal(out, x)
 
 
+# ---- transformer rows: softmax, layer norm, gelu (ck_transformer.c) ---------------------------------
+# n straddles the 8 and 4 lanes of the row loops; in place is how the codegen calls them.
+ROW_SHAPES = [(1, 1), (3, 7), (2, 8), (5, 13), (4, 128), (2, 301)]
+
+
+def _softmax64(x):
+    x = x.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("in_place", [False, True], ids=["out", "in-place"])
+@pytest.mark.parametrize("rows,n", ROW_SHAPES, ids=[f"{r}x{n}" for r, n in ROW_SHAPES])
+def test_softmax_layer_norm_gelu_rows(ck, rows, n, in_place):
+    x = 4 * rand(rows, n)
+    gamma, beta = rand(n), rand(n)
+    cases = [
+        ("softmax", lambda src, dst: ck.ck_softmax_rows(i64(rows), i64(n), fptr(src), fptr(dst)), _softmax64(x)),
+        ("layer_norm", lambda src, dst: ck.ck_layer_norm_rows(i64(rows), i64(n), fptr(src), fptr(gamma), fptr(beta),
+                                                             ctypes.c_float(1e-5), fptr(dst)),
+         (x - x.astype(np.float64).mean(-1, keepdims=True)) / np.sqrt(x.astype(np.float64).var(-1, keepdims=True)
+                                                                      + 1e-5) * gamma + beta),
+        ("gelu", lambda src, dst: ck.ck_gelu(i64(x.size), fptr(src), fptr(dst), i32(0)),
+         np.array([0.5 * v * (1 + __import__("math").erf(v / 2 ** 0.5)) for v in x.astype(np.float64).ravel()]
+                  ).reshape(x.shape)),
+    ]
+    for name, call, want in cases:
+        src = x.copy()
+        dst = src if in_place else np.full_like(x, np.nan)
+        assert call(src, dst) == 0, name
+        close(dst, want, rtol=2e-5, atol=2e-6, err_msg=name)
+
+
+def test_softmax_rows_with_nan_and_infinity(ck):
+    """As numpy: a NaN anywhere makes its row NaN, and so does +inf (inf - inf is NaN); -inf entries give 0;
+    the other rows are untouched by them."""
+    x = np.array([[1.0, np.nan, 2.0, 0.5, 0.1, 0.2, 0.3, 0.4, 0.9],
+                  [1.0, np.inf, 2.0, 0.5, 0.1, 0.2, 0.3, 0.4, 0.9],
+                  [1.0, -np.inf, 2.0, 0.5, 0.1, 0.2, 0.3, 0.4, np.nan],
+                  [1.0, -np.inf, 2.0, 0.5, 0.1, 0.2, 0.3, 0.4, 0.9]], np.float32)
+    out = np.zeros_like(x)
+    assert ck.ck_softmax_rows(i64(4), i64(9), fptr(x), fptr(out)) == 0
+    want = _softmax64(x)
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+    close(np.nan_to_num(out), np.nan_to_num(want), rtol=2e-5, atol=2e-6)
+
+
 # ---- the description module ------------------------------------------------------------------------
 
 def test_description_matches_header():

@@ -7,13 +7,6 @@
  */
 #include "ck_internal.h"
 
-/* gcc keeps a float compare in a loop as a branch (it might trap) unless told FP traps are not
- * observed; the values are the same either way, and the loops vectorize. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define CK_NO_TRAPS __attribute__((optimize("no-trapping-math")))
-#else
-#define CK_NO_TRAPS
-#endif
 
 static inline CK_NO_TRAPS float ck_unit_clamp(float v) {
   v = v < 0.0f ? 0.0f : v;

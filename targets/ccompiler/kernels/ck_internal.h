@@ -45,6 +45,14 @@
 #define CK_CONTRACT
 #endif
 
+/* GCC keeps a float compare in a loop as a branch (it might trap) unless told FP traps are not
+ * observed; the values are the same either way, and loops with compare-and-select vectorize. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define CK_NO_TRAPS __attribute__((optimize("no-trapping-math")))
+#else
+#define CK_NO_TRAPS
+#endif
+
 /* fmaf is one instruction only where the hardware has FMA; elsewhere it is a slow libm call. */
 #if defined(__FMA__) || defined(__aarch64__)
 #include <math.h>

@@ -76,25 +76,86 @@ static inline float ck_erf(float x) {
   }
 }
 
+/* Largest of x[0 .. n), n >= 1, in eight lanes (a NaN never wins a compare: *has_nan says whether
+ * there is one). Compare-and-select on lanes vectorizes; `if (x > top) top = x` does not. */
+static CK_NO_TRAPS float ck_row_max(const float *x, int64_t n, int32_t *has_nan) {
+  float lanes[8];
+  int32_t nan = 0;
+  int64_t i = 0;
+  int l;
+  for (l = 0; l < 8; ++l) lanes[l] = x[0];
+  for (; i + 8 <= n; i += 8) {
+    for (l = 0; l < 8; ++l) {
+      lanes[l] = x[i + l] > lanes[l] ? x[i + l] : lanes[l];
+      nan |= x[i + l] != x[i + l];
+    }
+  }
+  for (; i < n; ++i) {
+    lanes[0] = x[i] > lanes[0] ? x[i] : lanes[0];
+    nan |= x[i] != x[i];
+  }
+  for (l = 1; l < 8; ++l) lanes[0] = lanes[l] > lanes[0] ? lanes[l] : lanes[0];
+  *has_nan = nan;
+  return lanes[0];
+}
+
+/* sum of x[0 .. n) in double, four lanes (an explicit order the compiler may vectorize). */
+static double ck_row_sum(const float *x, int64_t n) {
+  double s[4] = {0.0, 0.0, 0.0, 0.0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s[0] += (double)x[i];
+    s[1] += (double)x[i + 1];
+    s[2] += (double)x[i + 2];
+    s[3] += (double)x[i + 3];
+  }
+  for (; i < n; ++i) s[0] += (double)x[i];
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/* sum of (x[i] - mean)^2 in double, four lanes. */
+static double ck_row_squares(const float *x, int64_t n, double mean) {
+  double s[4] = {0.0, 0.0, 0.0, 0.0};
+  int64_t i = 0;
+  int l;
+  for (; i + 4 <= n; i += 4) {
+    for (l = 0; l < 4; ++l) {
+      const double d = (double)x[i + l] - mean;
+      s[l] += d * d;
+    }
+  }
+  for (; i < n; ++i) s[0] += ((double)x[i] - mean) * ((double)x[i] - mean);
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/* y = exp(x - top), x and y distinct or the same row: a loop per case (with one pointer for the
+ * second), as the compiler's run-time overlap check sends y == x to its scalar loop. */
+static void ck_exp_shifted(const float *x, float *y, int64_t n, float top) {
+  int64_t i;
+  if (x == y) {
+    for (i = 0; i < n; ++i) y[i] = ck_exp_nonpositive(ck_floor_at_minus_87(y[i] - top));
+  } else {
+    const float *restrict xs = x;
+    float *restrict ys = y;
+    for (i = 0; i < n; ++i) ys[i] = ck_exp_nonpositive(ck_floor_at_minus_87(xs[i] - top));
+  }
+}
+
 int32_t ck_softmax_rows(int64_t rows, int64_t n, const float *in, float *out) {
   int64_t r, i;
   if (in == NULL || out == NULL || rows < 0 || n < 1) return CK_EBADPARAM;
   for (r = 0; r < rows; ++r) {
     const float *x = in + r * n;
     float *y = out + r * n;
-    float top = x[0];
-    double total = 0.0;
+    int32_t has_nan;
+    const float top = ck_row_max(x, n, &has_nan);
     float scale;
-    for (i = 1; i < n; ++i) {
-      if (x[i] > top || x[i] != x[i]) top = x[i];
-    }
-    if (top != top || top == INFINITY) {   /* NaN or +inf in the row: libm's expf gives the reference's NaNs */
-      for (i = 0; i < n; ++i) y[i] = expf(x[i] - top);
+    if (has_nan || top == INFINITY) {   /* NaN or +inf in the row: libm's expf gives the reference's NaNs */
+      for (i = 0; i < n; ++i) y[i] = expf(x[i] - (has_nan ? NAN : top));
     } else {
-      for (i = 0; i < n; ++i) y[i] = ck_exp_nonpositive(ck_floor_at_minus_87(x[i] - top));
+      ck_exp_shifted(x, y, n, top);
     }
-    for (i = 0; i < n; ++i) total += (double)y[i];
-    scale = (float)(1.0 / total);
+    scale = (float)(1.0 / ck_row_sum(y, n));
     for (i = 0; i < n; ++i) y[i] *= scale;
   }
   return CK_OK;
@@ -107,33 +168,36 @@ int32_t ck_layer_norm_rows(int64_t rows, int64_t n, const float *in, const float
   for (r = 0; r < rows; ++r) {
     const float *x = in + r * n;
     float *y = out + r * n;
-    double total = 0.0, squares = 0.0;
-    float mean, inv;
-    for (i = 0; i < n; ++i) total += (double)x[i];
-    mean = (float)(total / (double)n);
-    for (i = 0; i < n; ++i) {
-      const double d = (double)x[i] - (double)mean;
-      squares += d * d;
+    const float mean = (float)(ck_row_sum(x, n) / (double)n);
+    const float inv = (float)(1.0 / sqrt(ck_row_squares(x, n, (double)mean) / (double)n + (double)epsilon));
+    if (x == y) {
+      for (i = 0; i < n; ++i) y[i] = (y[i] - mean) * inv * gamma[i] + beta[i];
+    } else {
+      const float *restrict xs = x;
+      float *restrict ys = y;
+      for (i = 0; i < n; ++i) ys[i] = (xs[i] - mean) * inv * gamma[i] + beta[i];
     }
-    inv = (float)(1.0 / sqrt(squares / (double)n + (double)epsilon));
-    for (i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * gamma[i] + beta[i];
   }
   return CK_OK;
 }
+
+static float ck_gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+
+static float ck_gelu_erf(float x) { return 0.5f * x * (1.0f + ck_erf(x * 0.70710678118654752f)); }
 
 int32_t ck_gelu(int64_t n, const float *in, float *out, int32_t approximate) {
   int64_t i;
   if (in == NULL || out == NULL || n < 0) return CK_EBADPARAM;
   if (approximate) {
-    for (i = 0; i < n; ++i) {
-      const float x = in[i];
-      out[i] = 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-    }
+    for (i = 0; i < n; ++i) out[i] = ck_gelu_tanh(in[i]);
+  } else if (in == out) {            /* in place (the codegen's usual call): one pointer, see ck_exp_shifted */
+    for (i = 0; i < n; ++i) out[i] = ck_gelu_erf(out[i]);
   } else {
-    for (i = 0; i < n; ++i) {
-      const float x = in[i];
-      out[i] = 0.5f * x * (1.0f + ck_erf(x * 0.70710678118654752f));
-    }
+    const float *restrict x = in;
+    float *restrict y = out;
+    for (i = 0; i < n; ++i) y[i] = ck_gelu_erf(x[i]);
   }
   return CK_OK;
 }
