@@ -11,7 +11,7 @@ Both sides are summed per category (CATEGORIES: convolution, pooling, dense, lay
 elementwise): the median over runs of each run's sum, and the sum of each primitive's fastest run
 (on a loaded machine other processes land in random primitives; the fastest run of each estimates
 the unloaded machine). Convolutions are matched layer by layer by their shapes (input channels,
-output channels, input and output height, kernel height) and order, fastest runs compared.
+output channels, output height, kernel height) and order, fastest runs compared.
 """
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ def _category(kind: str, side: int) -> str:
 class Prim:
     kind: str      # oneDNN primitive kind or onnxruntime op type
     what: str      # implementation (oneDNN) or node name (onnxruntime)
-    conv: tuple | None  # (ic, oc, ih, oh, kh) of a convolution
+    conv: tuple | None  # (ic, oc, oh, kh) of a convolution (not ih: byoc runs some strided 1x1 convs on a
+                        # compact copy of the pixels they read, so its input height is the output's)
     ms: float
 
 
@@ -66,7 +67,7 @@ def _verbose_lines(runner: Path, args: list[str], threads: int, repeat: int) -> 
         if len(f) < 6 or not f[0].endswith("_verbose") or f[1] != "exec":
             continue
         found = _CONV.search(line) if f[3] == "convolution" else None
-        conv = tuple(int(g) for g in found.groups()) if found else None
+        conv = tuple(int(g) for i, g in enumerate(found.groups()) if i != 2) if found else None
         prims.append(Prim(f[3], f[4], conv, float(f[-1])))
     return prims
 
@@ -105,7 +106,7 @@ def ort_runs(session_factory, inputs: dict, repeat: int) -> list[list[Prim]]:
         conv = None
         if "Conv" in args.get("op_name", "") and len(shapes) >= 2 and len(shapes[0]) == 4 and outs:
             x, w = shapes[0], shapes[1]
-            conv = (x[1], w[0], x[2], outs[0][2], w[2])
+            conv = (x[1], w[0], outs[0][2], w[2])
         runs[k].append(Prim(args.get("op_name", "?"), e["name"][:-len("_kernel_time")], conv, e["dur"] / 1e3))
     return [r for r in runs[1:] if r][:repeat]
 
@@ -164,7 +165,7 @@ def table(byoc: list[list[Prim]], ort: list[list[Prim]], worst: int = 8) -> str:
         diffs = sorted(common, key=lambda k: theirs[k] - ours[k])[:worst]
         lines += ["", f"convolutions matched by shape: {len(common)} of {len(ours)} (byoc) and {len(theirs)} (onnxruntime); "
                   "fastest run of each; where byoc loses most:", "",
-                  "| conv (ic, oc, ih, oh, kh, #) | byoc ms | onnxruntime ms | difference ms |", "| --- | --- | --- | --- |"]
+                  "| conv (ic, oc, oh, kh, #) | byoc ms | onnxruntime ms | difference ms |", "| --- | --- | --- | --- |"]
         for k in diffs:
             lines.append(f"| {k} | {ours[k]:.3f} | {theirs[k]:.3f} | {ours[k] - theirs[k]:+.3f} |")
         lines.append(f"| all matched | {sum(ours[k] for k in common):.2f} | {sum(theirs[k] for k in common):.2f} | "
