@@ -2,7 +2,8 @@
 
     python bench/kernels.py [--repeat 9] [--cc gcc] [--out bench/RESULTS-kernels.md]
 
-Layers are ResNet-50's. The library is built twice with the flags a user gets: `-O3` (the
+Layers are ResNet-50's; conv2d is timed as generated models call it, on a weight packed ahead
+(ck_conv2d_prepacked). The library is built twice with the flags a user gets: `-O3` (the
 portable x86-64 baseline: SSE2) and `-O3 -march=native`. The peer is numpy's matmul
 (OpenBLAS or whatever numpy links, pinned to one thread); for conv2d it is im2col + matmul in
 numpy, timed both as the matmul alone and as the whole thing (im2col copy + matmul). Figures
@@ -43,6 +44,8 @@ CONV_LAYERS = [
     ("conv3 3x3/2 128->128 @56", (1, 128, 56, 56), 128, 3, 2, 1),
     ("conv4 3x3 256->256 @14", (1, 256, 14, 14), 256, 3, 1, 1),
     ("conv4 1x1/2 512->1024 @28", (1, 512, 28, 28), 1024, 1, 2, 0),
+    ("conv5 3x3 512->512 @7", (1, 512, 7, 7), 512, 3, 1, 1),       # 7x7 planes: pixel-major tiles
+    ("conv5 1x1 512->2048 @7", (1, 512, 7, 7), 2048, 1, 1, 0),
 ]
 # (name, batch, in features, out features)
 DENSE_LAYERS = [("fc 2048->1000 batch 1", 1, 2048, 1000), ("fc 2048->1000 batch 32", 32, 2048, 1000)]
@@ -126,6 +129,7 @@ def conv_row(libs, layer, repeat):
     cols = im2col(np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad))), k, s, oh, ow)
     want = (w2 @ cols).reshape(1, o, oh, ow)
     params = ConvParams(**values)
+    packed = K.pack_conv2d_weight(values, wt)  # as the codegen does: generated models call ck_conv2d_prepacked
     calls = {"numpy_matmul": lambda: w2 @ cols, "numpy_whole": numpy_whole}
     outputs = {}
     for label, variant in libs.items():
@@ -133,8 +137,8 @@ def conv_row(libs, layer, repeat):
         ws = np.empty(lib.ck_conv2d_workspace_bytes(ctypes.byref(params)) + 64, np.uint8)
         out = outputs[label] = np.empty((n, o, oh, ow), np.float32)
         calls[label] = variant.timed(
-            lambda lib=lib, ws=ws, out=out: lib.ck_conv2d(ctypes.byref(params), ptr(x), ptr(wt), None, 0, ptr(out),
-                                                          ctypes.c_void_p(ws.ctypes.data)))
+            lambda lib=lib, ws=ws, out=out: lib.ck_conv2d_prepacked(ctypes.byref(params), ptr(x), ptr(packed), None, 0,
+                                                                    ptr(out), ctypes.c_void_p(ws.ctypes.data)))
     seconds = interleaved_medians(calls, repeat)
     for label, out in outputs.items():
         np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-2 * np.sqrt(c * k * k), err_msg=label)
