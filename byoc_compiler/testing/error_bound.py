@@ -36,7 +36,7 @@ from ..ir.types import TensorType
 from ..ir.visitor import post_order
 from ..op.registry import get_op_def
 from ..transform.infer_type import infer_type
-from .reference import _bind_inputs, run_reference
+from .reference import _bind_inputs, release_operands, run_reference, use_counts
 
 U = 2.0 ** -24      # unit roundoff of float32
 SAMPLES = 4         # simulated float32 computations whose spread is the error estimate
@@ -93,10 +93,14 @@ class _Evaluator:
         self.rng = rng
 
     def run(self, func: Function, args: list, errors: list, record: dict | None = None):
-        """`record`, when given, receives (value, error samples) of every node of `func` by id."""
+        """`record`, when given, receives (value, error samples) of every node of `func` by id. Without it
+        a node's value and samples are dropped once its last user ran: a deep model holds only what is
+        live (five float64 copies of every intermediate would not fit in memory for ResNet-50)."""
         vals: dict[int, Any] = {id(p): a for p, a in zip(func.params, args)}
         errs: dict[int, Any] = {id(p): e for p, e in zip(func.params, errors)}
-        for node in post_order(func.body):
+        order = post_order(func.body)
+        users = use_counts(order) if record is None else None
+        for node in order:
             if id(node) in vals:
                 continue
             cls = type(node)
@@ -118,6 +122,8 @@ class _Evaluator:
                 raise ValueError(f"%{node.name_hint} is free: it is not a parameter")
             else:
                 raise ValueError(f"cannot evaluate a {cls.__name__}")
+            if users is not None:
+                release_operands(node, users, (vals, errs), keep=id(func.body))
         if record is not None:
             record.update({k: (v, errs[k]) for k, v in vals.items() if k in errs})
         return vals[id(func.body)], errs[id(func.body)]

@@ -70,17 +70,51 @@ def _bind_inputs(func: Function, inputs: Mapping[str, Any] | Sequence[Any]) -> l
     return out
 
 
+def _operands(node) -> list:
+    cls = type(node)
+    if cls is Call:
+        return list(node.args)
+    if cls is Tuple:
+        return list(node.fields)
+    if cls is TupleGetItem:
+        return [node.tuple_value]
+    return []
+
+
+def use_counts(order: list) -> dict[int, int]:
+    """How many operand slots of the nodes in `order` (a post order) read each node, by id."""
+    counts: dict[int, int] = {}
+    for node in order:
+        for operand in _operands(node):
+            counts[id(operand)] = counts.get(id(operand), 0) + 1
+    return counts
+
+
+def release_operands(node, users: dict[int, int], envs: tuple, keep: int) -> None:
+    """`node` ran: its operands lose one use each; one without users left (except `keep`, the result)
+    leaves every dict of `envs`, so an interpreter holds only the values still to be read."""
+    for operand in _operands(node):
+        key = id(operand)
+        users[key] -= 1
+        if users[key] == 0 and key != keep:
+            for env in envs:
+                env.pop(key, None)
+
+
 class _Interpreter:
     def __init__(self, mod: IRModule, overrides: Mapping[int, Any] | None = None):
         self.mod = mod
         self.overrides = overrides or {}
 
     def run(self, func: Function, args: list[Any], where: str, env: dict | None = None) -> Any:
-        """The value of `func` on `args`; `env`, when given, is filled with every node's value by id."""
+        """The value of `func` on `args`; `env`, when given, is filled with every node's value by id.
+        Without it a value is dropped once its last user ran (only live values are held)."""
+        order = post_order(func.body)
+        users = use_counts(order) if env is None else None
         if env is None:
             env = {}
         env.update({id(p): a for p, a in zip(func.params, args)})
-        for node in post_order(func.body):
+        for node in order:
             if id(node) in env:
                 continue
             cls = type(node)
@@ -99,6 +133,8 @@ class _Interpreter:
             else:
                 raise ValueError(f"cannot evaluate a {cls.__name__} in {where}")
             env[id(node)] = value
+            if users is not None:
+                release_operands(node, users, (env,), keep=id(func.body))
         return env[id(func.body)]
 
     def call(self, call: Call, args: list[Any], where: str) -> Any:
