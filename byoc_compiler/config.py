@@ -29,7 +29,7 @@ BUILTIN_BACKENDS = {
 }
 EXECUTORS = ("graph", "aot")
 INTERFACES = ("packed", "unpacked")
-CONSTANTS = ("linked", "params")   # large constants: linked into the binary, or loaded at init (backend/constants.py)
+CONSTANTS = ("linked", "params", "auto")   # large constants: linked, loaded at init, or by size (backend/constants.py)
 # `opt` is one optimization flag (or none); other flags belong in a toolchain's cflags.
 OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz", "-Og", "-Ofast", "")
 

@@ -32,8 +32,9 @@ def make_variables(config, config_path: str) -> Variables:
                                INTERFACES))
     variables.Add(EnumVariable("opt", "optimisation flag for generated code (empty: none)", config.build.opt,
                                OPT_LEVELS))
-    variables.Add(EnumVariable("constants", "large constants: linked into the binary, or loaded at init from "
-                               "constants.bin (params)", config.build.constants, CONSTANTS))
+    variables.Add(EnumVariable("constants", "large constants: linked into the binary, loaded at init from "
+                               "constants.bin (params), or auto (params from 64 MiB of them)", config.build.constants,
+                               CONSTANTS))
     variables.Add("config", "the config file", config_path)
     variables.Add("cache", "a CacheDir shared between builds (empty: none)", "")
     variables.Add(BoolVariable("verbose", "print full compiler command lines", False))

@@ -62,7 +62,9 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
     raw bytes in the toolchain CPU's byte order and linked with the assembler's .incbin
     (src/byoc_constants.S + .bin), never through the C parser. constants="params" keeps them out of
     the binary instead: the same bytes are constants.bin, which the model's init is given
-    (runner --constants FILE, runtime.load(path, constants=...), byoc_set_constants).
+    (runner --constants FILE, runtime.load(path, constants=...), byoc_set_constants; both find a
+    constants.bin beside the runner or library by themselves). constants="auto" is "params" for a model
+    with at least constants.AUTO_PARAMS_BYTES (64 MiB) of large constants, else "linked".
     """
     if constants not in constmod.MODES:
         raise ByocError(f"build: constants must be one of {', '.join(repr(m) for m in constmod.MODES)} "
@@ -166,6 +168,8 @@ def lower(b: _Build) -> None:
 
 def codegen(b: _Build) -> None:
     """Each region through its target's codegen; C regions' large constants join the pool."""
+    if b.constants_mode == "auto":       # by the model's size (constants.auto_mode)
+        b.constants_mode = constmod.auto_mode(b.mod)
     b.pool = constmod.ConstantPool(constmod.byte_order(b.tc.arch), b.constants_mode)
     for symbol, (gname, func) in b.prog.regions.items():
         if not is_identifier(symbol):

@@ -47,7 +47,11 @@ BIN_FILE = f"src/{BIN_NAME}"
 ASM_FILE = f"src/{ASM_NAME}"
 # constants="params": the same bytes, loaded at init instead of linked (top level of the export directory).
 PARAMS_FILE = "constants.bin"
-MODES = ("linked", "params")
+MODES = ("linked", "params", "auto")
+# constants="auto": a model whose large constants add up to this much keeps them in constants.bin (TVM's
+# default, params beside the library): linking them too would put one more copy of the weights in the
+# object, the library and every binary, for a model of this size the bulk of the build directory.
+AUTO_PARAMS_BYTES = 64 << 20
 
 # CPUs of config.toml's `arch` whose byte order is big-endian (every other one is little-endian).
 BIG_ENDIAN_ARCHES = frozenset({"s390x", "s390", "ppc", "ppc64", "powerpc", "powerpc64", "mips", "mips64",
@@ -77,6 +81,20 @@ def is_large(data) -> bool:
     limit = _THRESHOLD.get()
     nbytes = data.nbytes if isinstance(data, np.ndarray) else len(data)
     return limit is not None and nbytes >= limit and nbytes > 0
+
+
+def auto_mode(mod) -> str:
+    """What constants="auto" means for `mod`: "params" when its large constants (every function, composites
+    included) add up to AUTO_PARAMS_BYTES or more, else "linked"."""
+    from ..ir.expr import Constant
+    from ..ir.visitor import post_order
+
+    total = 0
+    for func in mod.functions.values():
+        for node in post_order(func.body, into_functions=True):
+            if isinstance(node, Constant) and is_large(node.data):
+                total += node.data.nbytes
+    return "params" if total >= AUTO_PARAMS_BYTES else "linked"
 
 
 def byte_order(arch: str) -> str:

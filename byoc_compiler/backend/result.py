@@ -25,7 +25,7 @@ from ..check import run_runner_timed
 from ..errors import ByocError
 from ..ir.printer import astext_with_sidecar
 from .artifact import BlobArtifact, CSourceArtifact
-from .constants import PARAMS_FILE
+from .constants import AUTO_PARAMS_BYTES, PARAMS_FILE
 
 HOST_SOURCE = "src/host.c"
 MODEL_TEXT = "model.txt"
@@ -134,7 +134,10 @@ class BuildResult:
         """Relative path -> content of everything `export` writes (text as str, binary as bytes).
 
         model_text="sidecar" (default) writes model.txt with its large constants in model.txt.bin;
-        "inline" writes the all-in-one model.txt (base64 constants in the text)."""
+        "inline" writes the all-in-one model.txt (base64 constants in the text); "auto" (SCons build
+        directories) is "sidecar" unless model.txt.bin would hold AUTO_PARAMS_BYTES (64 MiB) or more: then
+        model.txt would be one more copy of the weights (those in constants.bin are referred to, not copied,
+        but a target's packed weights are not the IR's) and is not written; metadata.json says so."""
         out: dict[str, str | bytes] = dict(self.sources())
         out.update(self.constant_files())
         for rel, data in self.blobs().items():
@@ -144,15 +147,21 @@ class BuildResult:
                 out[str(Path(rel).with_suffix(".txt"))] = text
         out["graph.json"] = self.graph_json
         out["params.bin"] = self.params_blob
+        meta = dict(self.metadata)
         if model_text == "inline":
             out[MODEL_TEXT] = self.model_text()
-        elif model_text == "sidecar":
-            out[MODEL_TEXT], sidecar = self.model_text_with_sidecar()
-            if sidecar:
-                out[MODEL_SIDECAR] = sidecar
+        elif model_text in ("sidecar", "auto"):
+            text, sidecar = self.model_text_with_sidecar()
+            if model_text == "auto" and len(sidecar) >= AUTO_PARAMS_BYTES:
+                meta["model_text"] = (f"not written: model.txt.bin would be another {len(sidecar)} bytes of weights; "
+                                      "BuildResult.export(dir) writes it, `python -m byoc_compiler partition MODEL "
+                                      "-t TARGET --print` prints the IR")
+            else:
+                out[MODEL_TEXT] = text
+                if sidecar:
+                    out[MODEL_SIDECAR] = sidecar
         else:
-            raise ByocError(f"export: model_text must be 'sidecar' or 'inline', got {model_text!r}")
-        meta = dict(self.metadata)
+            raise ByocError(f"export: model_text must be 'sidecar', 'inline' or 'auto', got {model_text!r}")
         meta["files"] = sorted(list(out) + ["metadata.json"])
         out["metadata.json"] = json.dumps(meta, indent=2) + "\n"
         return out

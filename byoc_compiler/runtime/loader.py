@@ -205,6 +205,8 @@ class Module:
         with _OPEN_LOCK:
             self._lock = _LIBRARY_LOCKS.setdefault(self.path, threading.Lock())
             first = _OPEN.get(self.path, 0) == 0
+            if constants is None and (self.path.parent / "constants.bin").is_file():
+                constants = self.path.parent / "constants.bin"   # a params build's, beside its library
             if first:
                 self._give_constants(constants)   # constants="params" builds copy them at the first create/init
             try:
@@ -381,5 +383,6 @@ class Module:
 def load(path, constants=None) -> Module:
     """Load a model library built by byoc_compiler (export_library) and initialize it.
 
-    constants: for a build with constants="params", its constants.bin (a path or the bytes)."""
+    constants: for a build with constants="params", its constants.bin (a path or the bytes); by default the
+    constants.bin beside the library, when there is one."""
     return Module(path, constants)

@@ -5,7 +5,7 @@
  * --memory: after init prints "workspace_bytes=R allocated_bytes=A": what the build reported and what the
  * model's instance allocated (its descriptor's allocated_bytes query).
  * --constants FILE: the build's constants.bin, for a model built with constants="params" (given to the
- * model with byoc_set_constants before its init).
+ * model with byoc_set_constants before its init). Without it, a constants.bin beside the runner is given.
  * --dump DIR: the first run writes every step's outputs to DIR/stepNNNNN_outK.npy and DIR/index.json.
  * --profile: times every step of every run (after one untimed warm-up run) and prints, per step, the
  * median wall time, the median start within the run and the median thread CPU time (docs/debugging.md). */
@@ -202,6 +202,18 @@ static void profile_exit(void* ctx, int32_t step, const char* name, int32_t num_
   if (step + 1 > p->steps) p->steps = step + 1;
 }
 
+/* DIR/name for the directory the runner was started from (argv0's), when that file exists; else NULL. */
+static const char* beside_runner(const char* argv0, const char* name, char* buf, size_t size) {
+  const char* slash = strrchr(argv0, '/');
+  int dir_len = slash == NULL ? 1 : (int)(slash - argv0);
+  FILE* f;
+  if (snprintf(buf, size, "%.*s/%s", dir_len, slash == NULL ? "." : argv0, name) >= (int)size) return NULL;
+  f = fopen(buf, "rb");
+  if (f == NULL) return NULL;
+  fclose(f);
+  return buf;
+}
+
 static double median_of(double* v, long n) {
   qsort(v, (size_t)n, sizeof(double), cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -364,6 +376,7 @@ int main(int argc, char** argv) {
       goto done;
     }
   }
+  if (constants_path == NULL) constants_path = beside_runner(argv[0], "constants.bin", path, sizeof(path));
   if (constants_path != NULL) {
     if (read_file(constants_path, &constants, &constants_len) != 0) {
       rc = fail("--constants");
@@ -376,6 +389,9 @@ int main(int argc, char** argv) {
     goto done;
   }
   inited = 1;
+  free(constants); /* init copied them */
+  constants = NULL;
+  byoc_set_constants(NULL, 0);
   if (memory) {
     printf("workspace_bytes=%llu allocated_bytes=", (unsigned long long)desc->workspace_bytes);
     if (desc->allocated_bytes != NULL) {

@@ -61,8 +61,8 @@ def _check_action(target, source, env):
     request = _codegen.CodegenRequest.from_env(env)
     tc = _codegen.load_config(request.config).toolchain(request.toolchain)
     mod = _codegen.load_unpartitioned(request.model_spec)
-    constants = Path(request.outdir) / "constants.bin"      # constants="params" builds: init needs it
-    runner_args = ["--constants", str(constants)] if request.constants == "params" and constants.exists() else []
+    constants = Path(request.outdir) / "constants.bin"      # params builds ("params", or "auto" when large)
+    runner_args = ["--constants", str(constants)] if request.constants != "linked" and constants.exists() else []
     result = check_runner(Path(str(source[0])), list(tc.run), request.model_name, mod,
                           toolchain=request.toolchain, executor=request.executor,
                           interface=request.interface, target=request.target, runner_args=runner_args)
@@ -141,17 +141,26 @@ def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, in
     # Targets' system libraries (oneDNN's -ldnnl) come before the toolchain's own (-lm).
     libs, lib_dirs = _codegen.link_libraries(request)
     link = {"LIBS": libs + list(tc_env["LIBS"]), "LIBPATH": lib_dirs}
-    runner = tc_env.Program(str(outdir / "runner"), model_objs + runtime_objs + runner_objs, **link)
-    outputs = list(runner)
     from byoc_compiler.toolchain import can_load_here
     if can_load_here(tc):
-        outputs += tc_env.SharedLibrary(str(outdir / f"lib{request.model_name}.so"), model_objs + runtime_objs,
-                                        SHLIBPREFIX="", SHLIBSUFFIX=".so", **link)
+        # The runner links the model's library (found beside it: rpath $ORIGIN) instead of a second copy of
+        # the model's objects, so a model's linked weights are in the build directory once more, not twice.
+        library = tc_env.SharedLibrary(str(outdir / f"lib{request.model_name}.so"), model_objs + runtime_objs,
+                                       SHLIBPREFIX="", SHLIBSUFFIX=".so", **link)
+        origin = ["-Wl,-rpath,\\$$ORIGIN"]       # SCons makes $$ a $, the shell's backslash keeps it literal
+        runner = tc_env.Program(str(outdir / "runner"), runner_objs, LIBS=[request.model_name] + link["LIBS"],
+                                LIBPATH=[str(outdir)] + lib_dirs, LINKFLAGS=tc_env["LINKFLAGS"] + origin)
+        return list(runner) + list(library), _check(env, request, outdir, runner)
+    runner = tc_env.Program(str(outdir / "runner"), model_objs + runtime_objs + runner_objs, **link)
+    return list(runner), _check(env, request, outdir, runner)
+
+
+def _check(env, request, outdir: Path, runner):
     check_env = env.Clone()
     request.to_env(check_env)
     check = check_env.ByocCheck(str(outdir / "check.json"), runner)
     env.AlwaysBuild(check)
-    return outputs, check
+    return check
 
 
 def _shared_objects(env, tc_env, objdir: Path, sources, runner_only):

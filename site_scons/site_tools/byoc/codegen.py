@@ -110,8 +110,10 @@ def build_result(request: CodegenRequest):
     return _build(request)
 
 
+# model.txt in a build directory: with its sidecar, unless that would be one more copy of a big model's weights
+MODEL_TEXT = "auto"
 PLAN_FILE = ".byoc-plan.json"
-PLAN_VERSION = 2     # 2: the plan holds the libraries targets link
+PLAN_VERSION = 3     # 2: the plan holds the libraries targets link; 3: model.txt "auto"
 
 
 def planned_files(request: CodegenRequest) -> list[str]:
@@ -165,7 +167,7 @@ def _compute_plan(request: CodegenRequest) -> dict:
                 shared.append([str(path), [str(i) for i in incs]])
     runner_only = ({os.path.realpath(p) for p in runtime.runtime_sources(request.executor, runner=True)}
                    - {os.path.realpath(p) for p in runtime.runtime_sources(request.executor)})
-    return {"files": sorted(result.files()), "generated": generated, "shared": shared,
+    return {"files": sorted(result.files(MODEL_TEXT)), "generated": generated, "shared": shared,
             "runner_only": sorted(runner_only), "libraries": [list(x) for x in result.link_libraries()]}
 
 
@@ -235,7 +237,7 @@ def link_libraries(request: CodegenRequest) -> tuple[list[str], list[str]]:
 
 
 def write_outputs(request: CodegenRequest, targets: list[str]) -> None:
-    files = _build(request).files()
+    files = _build(request).files(MODEL_TEXT)
     outdir = Path(request.outdir)
     for target in targets:
         rel = Path(target).relative_to(outdir).as_posix()
