@@ -13,7 +13,9 @@ each with wall and CPU seconds and the peak memory of the largest process; bytes
 the linked constants and of the build directory against the weights' bytes. Peer: the same model
 through the Python API (partition_for + build + export_runner), timed in the same run.
 
-    python bench/build_times.py --model r50.onnx --toolchains gcc [--constants params]
+    python bench/build_times.py --model r50.onnx --toolchains gcc [--constants linked|params|auto]
+
+It also lists the largest files of the build directory (where the copies of the weights are).
 """
 from __future__ import annotations
 
@@ -140,6 +142,7 @@ def model_main(args) -> None:
         gen_c = _tree_bytes(out / "src", "*.c") + _tree_bytes(out / "src", "*.h")
         linked = _tree_bytes(out / "src", "*.bin") + _tree_bytes(out, "constants.bin")
         build_dir = _tree_bytes(out)
+        largest = sorted((p.stat().st_size, p.relative_to(out).as_posix()) for p in out.rglob("*") if p.is_file())[-6:]
         edit = _run_measured(project, common) if weights is not None else None
 
         import byoc_compiler
@@ -175,6 +178,7 @@ def model_main(args) -> None:
     print(f"generated C: {gen_c / 1e6:.2f} MB; large constants (.bin): {linked / 1e6:.1f} MB; build directory: "
           f"{build_dir / 1e6:.1f} MB" + (f" = {build_dir / weights:.2f}x the weights' {weights / 1e6:.1f} MB"
                                           if weights else ""))
+    print("largest files: " + ", ".join(f"{rel} {size / 1e6:.1f} MB" for size, rel in reversed(largest)))
 
 
 def main() -> None:
@@ -184,8 +188,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("-j", type=int, default=2, help="SCons parallel jobs")
     parser.add_argument("--model", help="a real-size model file: measure its build (see the module docstring)")
-    parser.add_argument("--constants", default="linked", choices=("linked", "params"),
-                        help="with --model: large constants linked into the binaries, or loaded at init")
+    parser.add_argument("--constants", default="auto", choices=("linked", "params", "auto"),
+                        help="with --model: large constants linked into the binaries, loaded at init, or "
+                             "auto (params from 64 MiB of them; config.toml's default)")
     args = parser.parse_args()
     if args.model:
         return model_main(args)

@@ -7,7 +7,9 @@ and an ExampleJSON blob.
 """
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -224,3 +226,34 @@ def test_params_mode_export_refers_model_text_to_constants_bin(tmp_path):
         assert not (out / "model.txt.bin").exists()
         assert '"file": "constants.bin"' in (out / "model.txt").read_text()
         assert load_model(str(out / "model.txt")).astext() == lib.model_text()     # bit-exact, both byte orders
+
+
+def test_auto_mode_keeps_a_big_models_weights_beside_it(tmp_path, monkeypatch):
+    """constants="auto": linked below AUTO_PARAMS_BYTES, params from it (here lowered to 1 KiB so a small
+    model counts as big); the runner finds constants.bin beside itself, model.txt of SCons's "auto" is not
+    another copy of the weights."""
+    from byoc_compiler.backend import result as resmod
+    from byoc_compiler.testing.reference import run_reference
+
+    mod = partition_for("ccompiler", _model())
+    assert build(mod, constants="auto").metadata["large_constants"]["mode"] == "linked"
+    monkeypatch.setattr(constmod, "AUTO_PARAMS_BYTES", 1024)
+    monkeypatch.setattr(resmod, "AUTO_PARAMS_BYTES", 1024)
+    lib = build(mod, constants="auto")
+    assert lib.metadata["large_constants"]["mode"] == "params"
+    files = lib.files("auto")      # ccompiler's dense weights are the IR's: model.txt refers to constants.bin
+    assert "constants.bin" in files and "model.txt" in files and "model.txt.bin" not in files
+    # the host's graph params travel as one blob in constants.bin: model.txt would need its own copy
+    host = build(_model(), executor="graph", constants="auto")
+    meta = json.loads(host.files("auto")["metadata.json"])
+    assert "model.txt" not in host.files("auto") and "not written" in meta["model_text"]
+    assert {"model.txt", "model.txt.bin"} <= set(host.files("sidecar"))
+    out = lib.export(tmp_path / "out")
+    runner = lib.export_runner(out / "runner")
+    x = np.random.default_rng(0).standard_normal(lib.metadata["inputs"][0]["shape"]).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    proc = subprocess.run([str(runner), str(tmp_path / "x.npy"), "--out", str(tmp_path)], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    want = run_reference(_model(), [x])[0]
+    np.testing.assert_allclose(np.load(tmp_path / "out0.npy"), want, rtol=1e-4, atol=1e-4)
