@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ctext import c_type, comment_text, shape_text
+from ..ir.expr import Constant
+from ..ir.visitor import post_order
 
 LARGE_CONSTANT_BYTES = 1024
 ALIGNMENT = 64
@@ -86,9 +88,6 @@ def is_large(data) -> bool:
 def auto_mode(mod) -> str:
     """What constants="auto" means for `mod`: "params" when its large constants (every function, composites
     included) add up to AUTO_PARAMS_BYTES or more, else "linked"."""
-    from ..ir.expr import Constant
-    from ..ir.visitor import post_order
-
     total = 0
     for func in mod.functions.values():
         for node in post_order(func.body, into_functions=True):
