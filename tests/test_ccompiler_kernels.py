@@ -270,6 +270,9 @@ def test_every_micro_kernel_that_runs_here(ck):
     want_dense = x.astype(np.float64) @ w.astype(np.float64).T
     want_gemv = x1.astype(np.float64) @ w[:, :77].astype(np.float64).T
     want_conv = np.clip(conv2d_einsum(cx, cw, (1, 2), (1, 0, 2, 1), (1, 1), 1) + cb[None, :, None, None], 0, 6)
+    rx, rw, rb = rand(1, 6, 8, 8), rand(24, 6, 3, 3), rand(24)  # 24 x 64: full tiles of every kernel
+    rr = rand(1, 24, 8, 8)
+    want_residual = np.maximum(conv2d_einsum(rx, rw, (1, 1), (1, 1, 1, 1), (1, 1), 1) + rb[None, :, None, None] + rr, 0)
     ran = []
     try:
         for name in names:
@@ -279,6 +282,7 @@ def test_every_micro_kernel_that_runs_here(ck):
             close(ck.dense(x, w), want_dense)
             close(ck.dense(x1, np.ascontiguousarray(w[:, :77])), want_gemv)
             close(ck.conv2d(cx, cw, (1, 2), (1, 0, 2, 1), (1, 1), 1, cb, 2), want_conv)
+            close(conv2d_add(ck, rx, rw, rb, rr, 1), want_residual)  # residual in the full tiles' registers
             ran.append(name)
     finally:
         assert ck.ck_gemm_use_kernel(default) == 0
@@ -392,6 +396,18 @@ def test_conv2d_random_geometries(ck, seed):
         want = np.maximum(conv2d_einsum(x, w, strides, pads, dilation, groups) + b[None, :, None, None], 0)
         close(ck.conv2d(x, w, strides, pads, dilation, groups, b, 1), want,
               err_msg=f"data {xs} weight {ws} strides {strides} padding {pads} dilation {dilation} groups {groups}")
+
+
+def conv2d_add(ck, x, w, b, residual, act, strides=(1, 1), padding=(1, 1, 1, 1), groups=1):
+    """ck_conv2d_prepacked_add on the weight packed ahead (checked against the numpy mirror)."""
+    values = K.conv2d_params(x.shape, w.shape, strides, padding, (1, 1), groups)
+    p = ConvParams(**values)
+    packed = ck.pack_conv2d_weight(values, w)
+    out = np.full(residual.shape, np.nan, np.float32)
+    owner, ws_ptr = workspace(ck.ck_conv2d_workspace_bytes(ctypes.byref(p)))
+    assert ck.ck_conv2d_prepacked_add(ctypes.byref(p), fptr(x), fptr(packed), fptr(b), fptr(residual), i32(act),
+                                      fptr(out), ws_ptr) == 0
+    return out
 
 
 # ck_conv2d_prepacked_add: a residual add (and activation) in the epilogue of full tiles (in registers),
