@@ -248,24 +248,27 @@ def _scale_decls(scales, zero_points, n: int) -> list[str]:
     return [line_array("scale", "float32", s), line_array("zero_point", "int32", z)]
 
 
-def _quantize(step):
+def _per_channel(step, signed_tensor):
+    """The scale/zero-point arrays and (outer, channels, inner, signed) of a quantize or dequantize step;
+    `signed_tensor` is its int8/uint8 side."""
     a = step.attrs
     n = max(len(a["scale"]), len(a["zero_point"]))
     outer, channels, inner = _split(step.ins[0].type.shape, int(a["axis"]), n)
-    signed = int(step.outs[0].type.dtype == "int8")
-    return (_scale_decls(a["scale"], a["zero_point"], channels),
-            f"ck_quantize({int_literal(outer)}, {channels}, {int_literal(inner)}, {step.ins[0].ptr}, scale, "
-            f"zero_point, {signed}, {step.outs[0].ptr})")
+    signed = int(signed_tensor.type.dtype == "int8")
+    sizes = (int_literal(outer), channels, int_literal(inner), signed)
+    return _scale_decls(a["scale"], a["zero_point"], channels), sizes
+
+
+def _quantize(step):
+    decls, (outer, channels, inner, signed) = _per_channel(step, step.outs[0])
+    return (decls, f"ck_quantize({outer}, {channels}, {inner}, {step.ins[0].ptr}, scale, "
+                   f"zero_point, {signed}, {step.outs[0].ptr})")
 
 
 def _dequantize(step):
-    a = step.attrs
-    n = max(len(a["scale"]), len(a["zero_point"]))
-    outer, channels, inner = _split(step.ins[0].type.shape, int(a["axis"]), n)
-    signed = int(step.ins[0].type.dtype == "int8")
-    return (_scale_decls(a["scale"], a["zero_point"], channels),
-            f"ck_dequantize({int_literal(outer)}, {channels}, {int_literal(inner)}, {step.ins[0].ptr}, {signed}, "
-            f"scale, zero_point, {step.outs[0].ptr})")
+    decls, (outer, channels, inner, signed) = _per_channel(step, step.ins[0])
+    return (decls, f"ck_dequantize({outer}, {channels}, {inner}, {step.ins[0].ptr}, {signed}, "
+                   f"scale, zero_point, {step.outs[0].ptr})")
 
 
 def _qadd(step):
