@@ -61,6 +61,21 @@
 #define CK_FMA(a, b, c) ((a) * (b) + (c))
 #endif
 
+/* sum of x[0 .. n) in double, four lanes: an explicit order the compiler may vectorize without
+ * reassociating (reductions and the transformer rows share it, so both round alike). */
+static inline double ck_sum_f64(const float *x, int64_t n) {
+  double s[4] = {0.0, 0.0, 0.0, 0.0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s[0] += (double)x[i];
+    s[1] += (double)x[i + 1];
+    s[2] += (double)x[i + 2];
+    s[3] += (double)x[i + 3];
+  }
+  for (; i < n; ++i) s[0] += (double)x[i];
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
 /* B[k, n] read through an implicit im2col of one image and one group of a conv2d. */
 typedef struct {
   const float *data; /* [channels_in_group, height, width] */

@@ -147,6 +147,25 @@ static void ck_qfused_portable(int64_t steps, const int8_t *a, const uint8_t *b,
     acc##I##0 = _mm512_dpbusd_epi32(acc##I##0, b0, _mm512_set1_epi32(w_));      \
     if (wide) acc##I##1 = _mm512_dpbusd_epi32(acc##I##1, b1, _mm512_set1_epi32(w_)); \
   } while (0)
+/* The 8 x 32 tile's k-loop: declares the 16 accumulators acc<row><half> (registers, hence a macro: both
+ * callers keep them live into their own store or epilogue) and runs `steps` packed k-steps over a, b. */
+#define CK_VNNI_ACCUMULATE()                                                                         \
+  __m512i acc00 = _mm512_setzero_si512(), acc01 = acc00, acc10 = acc00, acc11 = acc00, acc20 = acc00, \
+          acc21 = acc00, acc30 = acc00, acc31 = acc00, acc40 = acc00, acc41 = acc00, acc50 = acc00,   \
+          acc51 = acc00, acc60 = acc00, acc61 = acc00, acc70 = acc00, acc71 = acc00;                  \
+  int64_t s_;                                                                                        \
+  for (s_ = 0; s_ < steps; ++s_, a += 4 * CK_QMR, b += 4 * CK_QNR) {                                 \
+    const __m512i b0 = _mm512_loadu_si512((const void *)b);                                          \
+    const __m512i b1 = wide ? _mm512_loadu_si512((const void *)(b + 64)) : b0;                       \
+    CK_VNNI_ROW(0);                                                                                  \
+    CK_VNNI_ROW(1);                                                                                  \
+    CK_VNNI_ROW(2);                                                                                  \
+    CK_VNNI_ROW(3);                                                                                  \
+    CK_VNNI_ROW(4);                                                                                  \
+    CK_VNNI_ROW(5);                                                                                  \
+    CK_VNNI_ROW(6);                                                                                  \
+    CK_VNNI_ROW(7);                                                                                  \
+  }
 #define CK_VNNI_STORE(I)                                                                 \
   do {                                                                                   \
     _mm512_storeu_si512((void *)(acc + (I) * CK_QNR), acc##I##0);                        \
@@ -156,22 +175,7 @@ static void ck_qfused_portable(int64_t steps, const int8_t *a, const uint8_t *b,
 CK_VNNI_TARGET static void ck_qtile_vnni(int64_t steps, const int8_t *a, const uint8_t *b, int64_t cols,
                                          int32_t *acc) {
   const int wide = cols > 16;
-  __m512i acc00 = _mm512_setzero_si512(), acc01 = acc00, acc10 = acc00, acc11 = acc00, acc20 = acc00,
-          acc21 = acc00, acc30 = acc00, acc31 = acc00, acc40 = acc00, acc41 = acc00, acc50 = acc00,
-          acc51 = acc00, acc60 = acc00, acc61 = acc00, acc70 = acc00, acc71 = acc00;
-  int64_t s;
-  for (s = 0; s < steps; ++s, a += 4 * CK_QMR, b += 4 * CK_QNR) {
-    const __m512i b0 = _mm512_loadu_si512((const void *)b);
-    const __m512i b1 = wide ? _mm512_loadu_si512((const void *)(b + 64)) : b0;
-    CK_VNNI_ROW(0);
-    CK_VNNI_ROW(1);
-    CK_VNNI_ROW(2);
-    CK_VNNI_ROW(3);
-    CK_VNNI_ROW(4);
-    CK_VNNI_ROW(5);
-    CK_VNNI_ROW(6);
-    CK_VNNI_ROW(7);
-  }
+  CK_VNNI_ACCUMULATE();
   CK_VNNI_STORE(0);
   CK_VNNI_STORE(1);
   CK_VNNI_STORE(2);
@@ -232,22 +236,7 @@ CK_VNNI_TARGET static void ck_qfused_vnni(int64_t steps, const int8_t *a, const 
   const __mmask16 mask0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1u);
   const __mmask16 mask1 = cols >= 32 ? (__mmask16)0xFFFF : (__mmask16)(cols > 16 ? (1u << (cols - 16)) - 1u : 0u);
   ck_qepilogue e;
-  __m512i acc00 = _mm512_setzero_si512(), acc01 = acc00, acc10 = acc00, acc11 = acc00, acc20 = acc00,
-          acc21 = acc00, acc30 = acc00, acc31 = acc00, acc40 = acc00, acc41 = acc00, acc50 = acc00,
-          acc51 = acc00, acc60 = acc00, acc61 = acc00, acc70 = acc00, acc71 = acc00;
-  int64_t s;
-  for (s = 0; s < steps; ++s, a += 4 * CK_QMR, b += 4 * CK_QNR) {
-    const __m512i b0 = _mm512_loadu_si512((const void *)b);
-    const __m512i b1 = wide ? _mm512_loadu_si512((const void *)(b + 64)) : b0;
-    CK_VNNI_ROW(0);
-    CK_VNNI_ROW(1);
-    CK_VNNI_ROW(2);
-    CK_VNNI_ROW(3);
-    CK_VNNI_ROW(4);
-    CK_VNNI_ROW(5);
-    CK_VNNI_ROW(6);
-    CK_VNNI_ROW(7);
-  }
+  CK_VNNI_ACCUMULATE();
   e.zp = _mm512_set1_epi32(q->output_zero_point);
   e.lo = _mm512_set1_ps((float)(q->out_min - q->output_zero_point));
   e.hi = _mm512_set1_ps((float)(q->out_max - q->output_zero_point));

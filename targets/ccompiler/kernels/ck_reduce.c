@@ -56,17 +56,8 @@ static double reduce_run(int32_t op, const float *x, int64_t n, double acc) {
   int64_t i = 0;
   switch (op) {
     case CK_REDUCE_SUM:
-    case CK_REDUCE_MEAN: {
-      double s[4] = {0.0, 0.0, 0.0, 0.0};   /* four lanes: the loop vectorizes without reassociation */
-      for (; i + 4 <= n; i += 4) {
-        s[0] += (double)x[i];
-        s[1] += (double)x[i + 1];
-        s[2] += (double)x[i + 2];
-        s[3] += (double)x[i + 3];
-      }
-      for (; i < n; ++i) s[0] += (double)x[i];
-      return acc + ((s[0] + s[1]) + (s[2] + s[3]));
-    }
+    case CK_REDUCE_MEAN:
+      return acc + ck_sum_f64(x, n);
     case CK_REDUCE_PROD:
       for (; i < n; ++i) acc *= (double)x[i];
       return acc;

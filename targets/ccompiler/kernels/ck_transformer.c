@@ -99,20 +99,6 @@ static CK_NO_TRAPS float ck_row_max(const float *x, int64_t n, int32_t *has_nan)
   return lanes[0];
 }
 
-/* sum of x[0 .. n) in double, four lanes (an explicit order the compiler may vectorize). */
-static double ck_row_sum(const float *x, int64_t n) {
-  double s[4] = {0.0, 0.0, 0.0, 0.0};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s[0] += (double)x[i];
-    s[1] += (double)x[i + 1];
-    s[2] += (double)x[i + 2];
-    s[3] += (double)x[i + 3];
-  }
-  for (; i < n; ++i) s[0] += (double)x[i];
-  return (s[0] + s[1]) + (s[2] + s[3]);
-}
-
 /* sum of (x[i] - mean)^2 in double, four lanes. */
 static double ck_row_squares(const float *x, int64_t n, double mean) {
   double s[4] = {0.0, 0.0, 0.0, 0.0};
@@ -155,7 +141,7 @@ int32_t ck_softmax_rows(int64_t rows, int64_t n, const float *in, float *out) {
     } else {
       ck_exp_shifted(x, y, n, top);
     }
-    scale = (float)(1.0 / ck_row_sum(y, n));
+    scale = (float)(1.0 / ck_sum_f64(y, n));
     for (i = 0; i < n; ++i) y[i] *= scale;
   }
   return CK_OK;
@@ -168,7 +154,7 @@ int32_t ck_layer_norm_rows(int64_t rows, int64_t n, const float *in, const float
   for (r = 0; r < rows; ++r) {
     const float *x = in + r * n;
     float *y = out + r * n;
-    const float mean = (float)(ck_row_sum(x, n) / (double)n);
+    const float mean = (float)(ck_sum_f64(x, n) / (double)n);
     const float inv = (float)(1.0 / sqrt(ck_row_squares(x, n, (double)mean) / (double)n + (double)epsilon));
     if (x == y) {
       for (i = 0; i < n; ++i) y[i] = (y[i] - mean) * inv * gamma[i] + beta[i];
