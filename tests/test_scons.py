@@ -6,6 +6,7 @@ that the test can edit a target's codegen and count what SCons rebuilds.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -152,6 +153,23 @@ def test_editing_a_target_codegen_rebuilds_only_its_objects(built_project):
     assert objects == ["build/mini/gcc/model/obj/src/mini/tvmgen_default_mini_main_0.o",
                        "build/mini/gcc/model/obj/src/mini/tvmgen_default_mini_main_1.o"], rebuilt.stdout
     assert "1 passed, 0 failed" in rebuilt.stdout
+
+
+def test_a_same_size_same_second_generator_edit_regenerates(tmp_path):
+    """An edit that keeps the file's size and timestamp (an undo and a quick re-edit in the same second)
+    still regenerates: the Python generator sources are compared by content (site_scons/byoc_decider.py)."""
+    project = make_project(tmp_path)
+    assert scons(project, "target=mini").returncode == 0
+    codegen = project / "mini_target" / "codegen.py"
+    before = codegen.stat()
+    codegen.write_text(codegen.read_text().replace('VERSION = "v1"', 'VERSION = "v3"'))
+    os.utime(codegen, ns=(before.st_atime_ns, before.st_mtime_ns))     # what the last build saw
+    assert codegen.stat().st_size == before.st_size
+    rebuilt = scons(project, "target=mini")
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    assert "byoc codegen" in rebuilt.stdout, rebuilt.stdout
+    assert "v3" in (project / "build" / "mini" / "gcc" / "model" / "src" / "mini"
+                    / "tvmgen_default_mini_main_0.c").read_text()
 
 
 def test_editing_the_model_file_rebuilds_it(tmp_path):
