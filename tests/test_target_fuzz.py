@@ -3,7 +3,7 @@ create a module from arbitrary bytes and, when the graph is small, build and run
 
 - test_regressions_and_seeds: every saved input (targets/<name>/fuzz/regressions/) and every seed runs clean
   through the harness built with gcc -fsanitize=address,undefined.
-- test_bounded_fuzz_run (marked `fuzz`; examplejson 60 s, dnnl 15 s, BYOC_FUZZ_SECONDS to change): libFuzzer
+- test_bounded_fuzz_run (marked `fuzz`; examplejson 20 s, dnnl 15 s, BYOC_FUZZ_SECONDS to change): libFuzzer
   when clang's -fsanitize=fuzzer links here, else the deterministic mutation loop of byoc/fuzz_main.h under
   ASan/UBSan. A crash fails the test naming the saved input: copy it into fuzz/regressions/ once fixed.
 """
@@ -81,7 +81,7 @@ class TargetFuzz:
 
 
 TARGETS = [
-    TargetFuzz("examplejson", _examplejson, _examplejson_corpus, 60, "20261121",
+    TargetFuzz("examplejson", _examplejson, _examplejson_corpus, 20, "20261121",
                ("-timeout=10", "-rss_limit_mb=2048",
                 f"-dict={ROOT / 'targets' / 'examplejson' / 'fuzz' / 'examplejson.dict'}")),
     # each execution may JIT oneDNN primitives: a shorter run
