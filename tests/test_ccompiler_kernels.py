@@ -359,6 +359,12 @@ CONV_MEDIUM = [
     ("pixel-major-7x7-k>KC-o47", (1, 40, 7, 7), (47, 40, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # K = 360
     ("pixel-major-1x1-7x7-k300", (2, 300, 7, 7), (24, 300, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
     ("pixel-major-1x1-stride2", (1, 20, 13, 13), (48, 20, 1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1),
+    # 1x1 stride 2 on 32-pixel slivers: whole slivers gathered through per-sliver offsets (the second
+    # K block starting at channel 256), a 26-pixel tail sliver through the general packing
+    ("1x1-stride2-gather-k>KC", (1, 300, 17, 19), (30, 300, 1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1),
+    # padding rows at the top and bottom: the slivers touching them are packed the general way, the
+    # ones in between gathered
+    ("1x1-stride2-padded-rows", (1, 6, 20, 21), (10, 6, 1, 1), (2, 2), (1, 0, 2, 0), (1, 1), 1),
     ("pixel-major-5x5-not-7s", (1, 8, 5, 5), (24, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # 25 pixels
     ("pixel-major-groups2", (1, 16, 7, 7), (48, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2),
 ]
