@@ -274,6 +274,39 @@ def test_constant_conv_weights_are_packed_at_codegen(out_channels, groups, prepa
         assert f"[{weight.size}]" not in code
 
 
+GEMM_PREPACK = [  # (what, rows of data, weight [N, K], packed at codegen)
+    ("batch-1-reads-the-weight", (1, 64), (90, 64), False),
+    ("batch-2", (2, 64), (90, 64), True),
+    ("rows-of-3d-data", (1, 7, 37), (60, 37), True),
+    ("padding-too-costly", (8, 64), (13, 64), False),   # 13 columns would take 32
+]
+
+
+@pytest.mark.parametrize("data_shape,weight_shape,prepacked", [c[1:] for c in GEMM_PREPACK],
+                         ids=[c[0] for c in GEMM_PREPACK])
+def test_constant_dense_weights_are_packed_for_more_than_one_row(data_shape, weight_shape, prepacked):
+    x = _var("x", data_shape)
+    weight = np.random.default_rng(5).standard_normal(weight_shape).astype(np.float32)
+    part = partition_for(["ccompiler"], IRModule.from_expr(Function([x], op.nn.dense(x, const(weight)))))
+    code = _code(ccompiler_codegen(part["tvmgen_default_ccompiler_main_0"], "tvmgen_default_ccompiler_main_0"))
+    assert ("ck_dense_prepacked(" in code) == prepacked, code
+    assert ("ck_dense(" in code) != prepacked
+    if prepacked:  # the packed array replaces the weight, sized by the kernel library's formula
+        assert "packed for ck_dense_prepacked" in code and "ck_gemm_prepacked_workspace_bytes(" in code
+        assert f"[{kernels.gemm_packed_b_floats(*weight_shape)}]" in code
+        assert f"[{weight.size}]" not in code
+
+
+def test_bert_tiny_packs_every_constant_weight_at_codegen():
+    """bert_tiny's twelve projections (128 rows of batch x sequence) call ck_dense_prepacked on weights packed
+    here, never the per-call packing ck_dense; its four batch_matmuls multiply activations (nothing constant)."""
+    (code,) = [_code(ccompiler_codegen(f, s)) for s, f in _regions(partition_for(["ccompiler"], zoo.get("bert_tiny")))]
+    calls = _kernel_calls(_core(code))
+    assert calls.count("ck_dense_prepacked") == 12 and "ck_dense" not in calls, calls
+    assert code.count("packed for ck_dense_prepacked") == 12
+    assert calls.count("ck_batch_matmul") == 4 and "ck_batch_matmul_prepacked" not in calls
+
+
 def test_residual_adds_ride_on_the_conv_epilogue():
     """conv2d + bias -> add(., shortcut) [-> relu] is one ck_conv2d_prepacked_add (fuse_residual.py): with an
     identity shortcut, with a projection conv (the later conv of the two takes the add), without a relu;

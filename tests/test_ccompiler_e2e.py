@@ -12,7 +12,8 @@ tolerances from testing.tolerance). Everything compiles with -Wall -Wextra -Werr
   several regions, broadcasting constants, bias_add on any axis, views, multiple outputs;
 - one run of every zoo model and of the constructs under gcc's ASan+UBSan;
 - the zoo's conv/dense/pool model and its multi-output model on the cross toolchains of config.toml
-  under qemu-user (aarch64, armhf, riscv64, and big-endian s390x), skipped where not installed.
+  under qemu-user (aarch64, armhf, riscv64, and big-endian s390x), skipped where not installed; weights
+  packed at codegen (conv2d; dense, matmul, batch_matmul) on s390x and aarch64.
 Builds are cached per session so each is compiled once.
 """
 import functools
@@ -101,6 +102,20 @@ def test_cross_toolchains_under_qemu(toolchain, name):
     executor, interface = ("aot", "packed") if name == "small_cnn" else ("graph", "unpacked")
     lib = _built(f"zoo:{name}", toolchain, executor, interface, "-O2")
     _check(lib, zoo.get(name), zoo.inputs(name), f"{name} on {toolchain}")
+
+
+@pytest.mark.parametrize("toolchain", ["s390x-gcc", "aarch64-gcc"])
+def test_prepacked_gemm_weights_under_qemu(toolchain):
+    """Dense/matmul/batch_matmul weights packed at codegen in 32-column slivers (big-endian s390x: their
+    bytes), read by the portable kernels of a foreign CPU (NEON 6x16, or the 4x8 plain C of s390x)."""
+    from byoc_compiler.config import load_config
+
+    needs.toolchain(load_config().toolchains[toolchain])
+    lib = _built("construct:prepacked_gemms", toolchain, "graph", "packed", "-O2")
+    code = lib.get_source("ccompiler")
+    assert all(f"ck_{g}_prepacked(" in code for g in ("dense", "matmul", "batch_matmul")), code
+    ref = _MODULES["construct:prepacked_gemms"]()[1]
+    _check(lib, ref, _inputs(ref), f"prepacked_gemms on {toolchain}")
 
 
 @pytest.mark.parametrize("toolchain", ["s390x-gcc", "aarch64-gcc"])
@@ -232,6 +247,25 @@ def dense_unfused():
     return _partitioned([x], op.nn.bias_add(h, _w((6,), 10), axis=-1))
 
 
+def prepacked_gemms():
+    # constant weights packed at codegen (prepack.py) for more than one row: an mlp at batch 8 (dense + bias
+    # + relu, the 10-class layer's padding too costly to pack), dense on 3-D data, matmul with a constant
+    # B either way round, batch_matmul with constant B matrices broadcast over A's batch; N = 80 ends in
+    # a half-width sliver, 57 in a partial one; and batch 1, which reads the weights as they are
+    x, one = _var("x", (8, 32)), _var("one", (1, 32))
+    h = x
+    for k, n, seed in ((32, 64, 60), (64, 32, 62)):
+        h = op.nn.relu(op.nn.bias_add(op.nn.dense(h, _w((n, k), seed, k ** -0.5)), _w((n,), seed + 1)))
+    logits = op.nn.bias_add(op.nn.dense(h, _w((10, 32), 64, 0.2)), _w((10,), 65))
+    seq = op.nn.dense(op.reshape(h, (2, 4, 32)), _w((80, 32), 66, 0.2))
+    mm = op.nn.matmul(h, _w((32, 57), 67, 0.2))
+    mm_t = op.nn.matmul(h, _w((80, 32), 68, 0.2), transpose_a=False, transpose_b=True)
+    bmm = op.nn.batch_matmul(op.reshape(h, (2, 2, 2, 32)), _w((2, 1, 32, 57), 69, 0.2))
+    bmm_t = op.nn.batch_matmul(op.reshape(h, (2, 4, 32)), _w((1, 80, 32), 70, 0.2), transpose_b=True)
+    single = op.nn.dense(one, _w((64, 32), 71, 0.2))
+    return _partitioned([x, one], Tuple([logits, seq, mm, mm_t, bmm, bmm_t, single]))
+
+
 def batch_norm_tuple():
     x = _var("x", (2, 3, 4, 4))
     bn = op.nn.batch_norm(x, _w((3,), 11), _w((3,), 12), _w((3,), 13), const(np.array([0.5, 1.5, 2.0], np.float32)),
@@ -263,7 +297,7 @@ def region_outputs_copied():
 
 CONSTRUCTS = (broadcast_binary, unary_chain, matmul_flags, pools, conv_variants, shape_ops, dense_unfused,
               batch_norm_tuple, constants_as_arguments, region_outputs_copied, mobilenet_block, channel_shuffle,
-              residual_blocks)
+              residual_blocks, prepacked_gemms)
 _MODULES = {f"construct:{f.__name__}": functools.lru_cache(maxsize=None)(f) for f in CONSTRUCTS}
 _MODULES.update({f"zoo:{n}": functools.partial(lambda n: (partition_for(["ccompiler"], zoo.get(n)), None), n)
                  for n in zoo.names()})

@@ -69,6 +69,11 @@ class CkLib:
         for name in ("ck_gemm_workspace_bytes", "ck_dense_workspace_bytes", "ck_matmul_workspace_bytes"):
             getattr(self.lib, name).restype = ctypes.c_size_t
             getattr(self.lib, name).argtypes = [i64, i64, i64]
+        for name in ("ck_gemm_prepacked_workspace_bytes",):
+            getattr(self.lib, name).restype = ctypes.c_size_t
+            getattr(self.lib, name).argtypes = [i64, i64, i64]
+        self.lib.ck_gemm_packed_b_bytes.restype = ctypes.c_size_t
+        self.lib.ck_gemm_packed_b_bytes.argtypes = [i64, i64]
         for name in ("ck_conv2d_workspace_bytes", "ck_conv2d_packed_weight_bytes"):
             getattr(self.lib, name).restype = ctypes.c_size_t
             getattr(self.lib, name).argtypes = [ctypes.POINTER(ConvParams)]
@@ -96,6 +101,39 @@ class CkLib:
         out = np.full((m, n), np.nan, np.float32)
         owner, ws = workspace(self.lib.ck_matmul_workspace_bytes(m, n, k))
         assert self.lib.ck_matmul(i64(m), i64(n), i64(k), fptr(a), i32(ta), fptr(b), i32(tb), fptr(out), ws) == 0
+        return out
+
+    # -- on a B packed ahead (the codegen's numpy packer, pack_gemm_b) ---------------------------
+    def packed_b(self, b):
+        """K.pack_gemm_b(b) for B [k, n], its size checked against the C's formula."""
+        k, n = b.shape
+        packed = K.pack_gemm_b(b)
+        assert self.lib.ck_gemm_packed_b_bytes(n, k) == 4 * packed.size == 4 * K.gemm_packed_b_floats(n, k)
+        return packed
+
+    def prepacked_workspace(self, m, n, k):
+        nbytes = self.lib.ck_gemm_prepacked_workspace_bytes(m, n, k)
+        assert nbytes == K.gemm_prepacked_workspace_bytes(m, n, k), "Python mirror of the workspace size"
+        return workspace(nbytes)
+
+    def dense_prepacked(self, x, w, bias=None, act=0):
+        m, k = x.shape
+        n = w.shape[0]
+        packed = self.packed_b(w.T)
+        out = np.full((m, n), np.nan, np.float32)
+        owner, ws = self.prepacked_workspace(m, n, k)
+        assert self.lib.ck_dense_prepacked(i64(m), i64(n), i64(k), fptr(x), fptr(packed), fptr(bias), i32(act),
+                                           fptr(out), ws) == 0
+        return out
+
+    def matmul_prepacked(self, a, b, ta, tb):
+        m, k = a.shape[::-1] if ta else a.shape
+        n = b.shape[0] if tb else b.shape[1]
+        packed = self.packed_b(b.T if tb else b)
+        out = np.full((m, n), np.nan, np.float32)
+        owner, ws = self.prepacked_workspace(m, n, k)
+        assert self.lib.ck_matmul_prepacked(i64(m), i64(n), i64(k), fptr(a), i32(ta), fptr(packed), fptr(out),
+                                            ws) == 0
         return out
 
     # -- conv2d ----------------------------------------------------------------------------------
@@ -218,6 +256,72 @@ def test_matmul_transpose_flags(ck, m, n, k, ta, tb):
     close(ck.matmul(a, b, ta, tb), want)
 
 
+# Weights packed ahead (ck_dense_prepacked & co., packed by the codegen's numpy mirror): batch 1, 2, 7, 64 rows
+# against N below a sliver (5), odd N and K (13 x 37), N ending in a narrow sliver (45: the half-width
+# kernel reads part of a packed row) over two K blocks (259), N across the NC block (1031).
+PREPACKED_NK = [(13, 37), (5, 300), (45, 259), (1031, 17)]
+PREPACKED = [(m, n, k) for m in (1, 2, 7, 64) for n, k in PREPACKED_NK]
+PREPACKED_EPILOGUES = [("plain", False, 0), ("bias", True, 0), ("bias-relu", True, 1), ("relu6", False, 2)]
+
+
+@pytest.mark.parametrize("m,n,k", PREPACKED, ids=[f"m{m}-n{n}-k{k}" for m, n, k in PREPACKED])
+@pytest.mark.parametrize("name,with_bias,act", PREPACKED_EPILOGUES, ids=[e[0] for e in PREPACKED_EPILOGUES])
+def test_dense_prepacked(ck, m, n, k, name, with_bias, act):
+    x, w, b = rand(m, k), rand(n, k), rand(n)
+    want = activate(x.astype(np.float64) @ w.astype(np.float64).T + (b if with_bias else 0), act)
+    close(ck.dense_prepacked(x, w, b if with_bias else None, act), want, atol=1e-4 * max(1, k) ** 0.5)
+
+
+@pytest.mark.parametrize("n,k", PREPACKED_NK, ids=[f"n{n}-k{k}" for n, k in PREPACKED_NK])
+def test_gemm_pack_b_in_c_lays_out_as_the_mirror(ck, n, k):
+    """ck_gemm_pack_b (for callers without the codegen) writes the layout the kernels read, bit for bit
+    the codegen's (whose layout test_dense_prepacked checks by results)."""
+    w = rand(n, k)
+    packed = np.full(ck.ck_gemm_packed_b_bytes(n, k) // 4, np.nan, np.float32)
+    assert ck.ck_gemm_pack_b(i64(n), i64(k), fptr(w), i64(1), i64(k), fptr(packed)) == 0
+    np.testing.assert_array_equal(packed, K.pack_gemm_b(w.T))
+    assert ck.ck_gemm_pack_b(i64(n), i64(k), fptr(w), i64(1), i64(k), None) != 0
+
+
+@pytest.mark.parametrize("m,n,k,ta,tb", MATMUL, ids=[f"m{m}-n{n}-k{k}-ta{ta}-tb{tb}" for m, n, k, ta, tb in MATMUL])
+def test_matmul_prepacked_transpose_flags(ck, m, n, k, ta, tb):
+    a = rand(k, m) if ta else rand(m, k)
+    b = rand(n, k) if tb else rand(k, n)
+    want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    close(ck.matmul_prepacked(a, b, ta, tb), want)
+
+
+@pytest.mark.parametrize("ta", (0, 1), ids=["a", "a-transposed"])
+def test_batch_matmul_prepacked_broadcast_offsets(ck, ta):
+    """Four products over a [2, 2] batch: A per element, B's two packed matrices broadcast along the first
+    batch axis (offsets in packed floats)."""
+    m, n, k = 7, 45, 37
+    a = rand(4, k, m) if ta else rand(4, m, k)
+    b = rand(2, k, n)
+    packed = np.concatenate([ck.packed_b(b[j]) for j in range(2)])
+    step = K.gemm_packed_b_floats(n, k)
+    a_offsets, b_offsets = [i * m * k for i in range(4)], [0, step, 0, step]
+    out = np.full((4, m, n), np.nan, np.float32)
+    owner, ws = ck.prepacked_workspace(m, n, k)
+    assert ck.ck_batch_matmul_prepacked(i64(4), i64(m), i64(n), i64(k), fptr(a), i64_array(a_offsets), i32(ta),
+                                        fptr(packed), i64_array(b_offsets), fptr(out), ws) == 0
+    ops = a.transpose(0, 2, 1) if ta else a
+    want = np.stack([ops[i].astype(np.float64) @ b[i % 2].astype(np.float64) for i in range(4)])
+    close(out, want)
+
+
+def test_prepacked_rejects_bad_params(ck):
+    x, packed = rand(4, 4), K.pack_gemm_b(rand(4, 4))
+    out = np.zeros((4, 4), np.float32)
+    owner, ws = ck.prepacked_workspace(4, 4, 4)
+    args = (i64(4), i64(4), i64(4), fptr(x))
+    assert ck.ck_dense_prepacked(*args, None, None, i32(0), fptr(out), ws) != 0, "no weight"
+    assert ck.ck_dense_prepacked(*args, fptr(packed), None, i32(9), fptr(out), ws) != 0, "activation 9"
+    assert ck.ck_dense_prepacked(*args, fptr(packed), None, i32(0), fptr(out), None) != 0, "no workspace"
+    assert ck.ck_matmul_prepacked(*args, i32(0), fptr(packed), None, ws) != 0, "no output"
+    assert ck.ck_batch_matmul_prepacked(i64(1), *args, None, i32(0), fptr(packed), None, fptr(out), ws) != 0
+
+
 def test_gemm_strided_operands_with_ldc(ck):
     """The core itself: A and B read through arbitrary element strides, C with a row pitch."""
     a_store, b_store = rand(30, 50), rand(60, 40)
@@ -281,6 +385,10 @@ def test_every_micro_kernel_that_runs_here(ck):
             assert ck.ck_gemm_kernel_name().decode() == name
             close(ck.dense(x, w), want_dense)
             close(ck.dense(x1, np.ascontiguousarray(w[:, :77])), want_gemv)
+            close(ck.dense_prepacked(x, w), want_dense)  # 32-column packed rows read 8, 16 or 32 at a time
+            x37, w37 = np.ascontiguousarray(x[:, :37]), np.ascontiguousarray(w[:5, :37])
+            close(ck.dense_prepacked(x37, w37),  # 5 columns: the half-width kernel
+                  x37.astype(np.float64) @ w37.astype(np.float64).T)
             close(ck.conv2d(cx, cw, (1, 2), (1, 0, 2, 1), (1, 1), 1, cb, 2), want_conv)
             close(conv2d_add(ck, rx, rw, rb, rr, 1), want_residual)  # residual in the full tiles' registers
             ran.append(name)
@@ -293,6 +401,8 @@ def test_every_micro_kernel_that_runs_here(ck):
                          ids=lambda v: str(v))
 def test_gemm_workspace_mirror(ck, m, n, k):
     assert ck.ck_gemm_workspace_bytes(m, n, k) == K.gemm_workspace_bytes(m, n, k)
+    assert ck.ck_gemm_prepacked_workspace_bytes(m, n, k) == K.gemm_prepacked_workspace_bytes(m, n, k)
+    assert ck.ck_gemm_packed_b_bytes(n, k) == 4 * K.gemm_packed_b_floats(n, k)
 
 
 # ---- conv2d -----------------------------------------------------------------------------------------

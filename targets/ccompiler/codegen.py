@@ -14,7 +14,7 @@ written by the vendor API's C text writers (byoc_compiler.ctext), like the host'
 Passes: `_Lowering` walks the region into steps over abstract buffers (reshape is a view, a
 composite whose body is a fusable chain is one fused call, any other composite is its body op by
 op); `_assign_outputs` lets results be computed straight into the output arrays; `_prepack_weights`
-packs constant conv2d weights; `fuse_residual_adds` (fuse_residual.py) moves a residual add (and the relu
+packs constant weights of conv2d, and of dense/matmul/batch_matmul with more than one row (prepack.py); `fuse_residual_adds` (fuse_residual.py) moves a residual add (and the relu
 after it) into the preceding conv's epilogue; `_run_in_place` lets elementwise-like kernels overwrite a dead input; `_plan` packs what is left
 into one workspace by lifetime (backend.memory_plan; sizes from the tensor types and the kernels' size
 formulas, nothing allocated at run time); `_render` writes the text. The workspace is not the region's
@@ -33,7 +33,8 @@ from byoc_compiler.vendor import (ByocError, Call, Constant, CSourceArtifact, Fu
 from . import kernels
 from . import rules_qnn
 from .fuse_residual import fuse_residual_adds
-from .rules import FUSIONS, PASS_THROUGH, RULES, VIEWS, conv2d_params as _conv2d_params
+from .prepack import PREPACK
+from .rules import FUSIONS, PASS_THROUGH, RULES, VIEWS
 
 ALIGNMENT = WORKSPACE_ALIGNMENT   # every workspace buffer starts on a cache line, as the workspace does
 WORKSPACE = "region_workspace"
@@ -237,28 +238,24 @@ def _match_fusion(name: str, func: Function):
 
 
 def _prepack_weights(lowering: _Lowering) -> None:
-    """Constant conv2d weights -> the kernel library's packed layout, once, here at codegen time (not
-    on every call, nor at init: nothing to allocate or to run before the first inference). The layout
-    is the same for every CPU the library dispatches to (kernels.pack_conv2d_weight mirrors
-    ck_conv2d_pack_weight); the step calls ck_conv2d_prepacked. A raw weight nothing else reads is
-    dropped, so the packed copy replaces it. The layout pads each group's output channels to a
-    multiple of 24; where that would add more than a quarter to the weight (few output channels per
-    group) the weight stays as it is and is packed per call (a small cost next to the conv's work)."""
+    """Constant weights -> the kernel library's packed layouts, once, here at codegen time (not on every
+    call, nor at init: nothing to allocate or to run before the first inference), as the table in
+    prepack.py says (which ops, when it pays, the numpy packers mirroring the library's). The layouts
+    are the same for every CPU the library dispatches to; the step becomes the table's *_prepacked op.
+    A raw weight nothing else reads is dropped, so the packed copy replaces it."""
     packed: dict[tuple, _Buffer] = {}
     for step in lowering.steps:
-        if step.op != "nn.conv2d" or step.ins[1].buffer.kind != "const":
+        rule = PREPACK.get(step.op)
+        if rule is None or step.ins[rule.weight].buffer.kind != "const" or not rule.when(step):
             continue
-        params = _conv2d_params(step)
-        if not 0 < kernels.conv2d_packed_weight_bytes(params) <= 1.25 * step.ins[1].buffer.nbytes:
-            continue
-        weight = step.ins[1]
-        key = (id(weight.buffer), tuple(sorted(params.items())))
+        weight = step.ins[rule.weight]
+        key = (id(weight.buffer), step.op, rule.key(step))
         if key not in packed:
-            data = kernels.pack_conv2d_weight(params, weight.buffer.data)
-            note = f"conv2d weight {shape_text(weight.type.shape)} packed for ck_conv2d_prepacked"
+            data = rule.pack(step, weight.buffer.data)
+            note = f"{step.op.removeprefix('nn.')} weight {shape_text(weight.type.shape)} packed for {rule.function}"
             packed[key] = _Buffer("const", data.nbytes, data=data, note=note, source=weight.buffer)
-        step.op = "conv2d_prepacked"
-        step.ins[1] = _Value(weight.type, packed[key])
+        step.op = rule.op
+        step.ins[rule.weight] = _Value(weight.type, packed[key])
     _drop_unused_constants(lowering, packed)
 
 

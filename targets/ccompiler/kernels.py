@@ -69,6 +69,18 @@ FUNCTIONS: dict[str, KernelFunction] = {f.name: f for f in (
     _fn("ck_matmul_workspace_bytes", "int64_t m, int64_t n, int64_t k", "scratch of ck_matmul", "size_t"),
     _fn("ck_matmul", "int64_t m, int64_t n, int64_t k, const float *a, int32_t transpose_a, const float *b, "
         "int32_t transpose_b, float *out, void *workspace", "nn.matmul"),
+    _fn("ck_gemm_packed_b_bytes", "int64_t n, int64_t k", "size of a packed B (dense/matmul weight)", "size_t"),
+    _fn("ck_gemm_pack_b", "int64_t n, int64_t k, const float *b, int64_t b_row_stride, int64_t b_col_stride, "
+        "float *packed", "B[K, N] -> the micro-kernels' packed layout (pack_gemm_b mirrors it)"),
+    _fn("ck_gemm_prepacked_workspace_bytes", "int64_t m, int64_t n, int64_t k", "scratch of the *_prepacked gemms",
+        "size_t"),
+    _fn("ck_dense_prepacked", "int64_t m, int64_t n, int64_t k, const float *data, const float *packed_weight, "
+        "const float *bias, int32_t activation, float *out, void *workspace", "ck_dense on a packed weight"),
+    _fn("ck_matmul_prepacked", "int64_t m, int64_t n, int64_t k, const float *a, int32_t transpose_a, "
+        "const float *packed_b, float *out, void *workspace", "ck_matmul on a packed op(b)"),
+    _fn("ck_batch_matmul_prepacked", "int64_t batch, int64_t m, int64_t n, int64_t k, const float *a, "
+        "const int64_t *a_offsets, int32_t transpose_a, const float *packed_b, const int64_t *b_offsets, "
+        "float *out, void *workspace", "ck_batch_matmul on packed B matrices"),
     _fn("ck_conv2d_output_hw", "const ck_conv2d_params *p, int64_t *out_h, int64_t *out_w", "conv2d output size"),
     _fn("ck_conv2d_workspace_bytes", "const ck_conv2d_params *p", "scratch of ck_conv2d", "size_t"),
     _fn("ck_conv2d", "const ck_conv2d_params *p, const float *data, const float *weight, const float *bias, "
@@ -217,6 +229,32 @@ def gemm_workspace_bytes(m: int, n: int, k: int) -> int:
 
 
 dense_workspace_bytes = matmul_workspace_bytes = batch_matmul_workspace_bytes = gemm_workspace_bytes
+
+
+def gemm_prepacked_workspace_bytes(m: int, n: int, k: int) -> int:
+    """Bytes of scratch ck_dense_prepacked / ck_matmul_prepacked / ck_batch_matmul_prepacked need: A's
+    slivers only, B is read where it lies."""
+    if m <= 0 or n <= 0 or k <= 0:
+        return 0
+    return _ALIGN + 4 * min(_MC, _round_up(m, _M_QUANTUM)) * min(_KC, k)
+
+
+def gemm_packed_b_floats(n: int, k: int) -> int:
+    """Floats of ck_gemm_pack_b's layout of one B[k, n] (ck_gemm_packed_b_bytes / 4)."""
+    return _round_up(n, _N_QUANTUM) * k if n > 0 and k > 0 else 0
+
+
+def pack_gemm_b(b: np.ndarray) -> np.ndarray:
+    """ck_gemm_pack_b in numpy, so the codegen packs constant dense/matmul weights once, at codegen time:
+    B [k, n] (any view: a dense weight [n, k] is passed as weight.T) -> per K block of _KC, _N_QUANTUM-column
+    slivers stored k-major, zero columns past n. Every micro-kernel (8 to 32 columns wide) reads it."""
+    k, n = b.shape
+    n32 = _round_up(n, _N_QUANTUM)
+    padded = np.zeros((k, n32), b.dtype)
+    padded[:, :n] = b
+    out = [padded[pc:pc + _KC].reshape(-1, n32 // _N_QUANTUM, _N_QUANTUM).transpose(1, 0, 2).reshape(-1)
+           for pc in range(0, k, _KC)]                  # [kc, n32] -> slivers [n32 / 32, kc, 32]
+    return np.concatenate(out) if out else np.zeros(0, b.dtype)
 
 
 def conv2d_output_hw(p: dict[str, int]) -> tuple[int, int]:

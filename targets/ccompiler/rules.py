@@ -127,8 +127,10 @@ def _dense(step):
     data, weight = step.ins[0], step.ins[1]
     bias = step.ins[2].ptr if len(step.ins) > 2 else "NULL"
     act = kernels.ACTIVATIONS[step.activation]
-    return [], (f"ck_dense({int_literal(m)}, {int_literal(n)}, {int_literal(k)}, {data.ptr}, {weight.ptr}, {bias}, "
-                f"{act}, {step.outs[0].ptr}, {step.scratch_ptr})")
+    # dense_prepacked: the weight input is the packed constant (its value keeps the [N, K] type)
+    function = "ck_dense_prepacked" if step.op == "dense_prepacked" else "ck_dense"
+    return [], (f"{function}({int_literal(m)}, {int_literal(n)}, {int_literal(k)}, {data.ptr}, {weight.ptr}, "
+                f"{bias}, {act}, {step.outs[0].ptr}, {step.scratch_ptr})")
 
 
 def _matmul_mnk(step) -> tuple[int, int, int]:
@@ -141,6 +143,9 @@ def _matmul_mnk(step) -> tuple[int, int, int]:
 def _matmul(step):
     m, n, k = _matmul_mnk(step)
     a, b = step.ins
+    if step.op == "matmul_prepacked":  # op(b) packed: the transpose is in the layout
+        return [], (f"ck_matmul_prepacked({int_literal(m)}, {int_literal(n)}, {int_literal(k)}, {a.ptr}, "
+                    f"{int(bool(step.attrs['transpose_a']))}, {b.ptr}, {step.outs[0].ptr}, {step.scratch_ptr})")
     return [], (f"ck_matmul({int_literal(m)}, {int_literal(n)}, {int_literal(k)}, {a.ptr}, "
                 f"{int(bool(step.attrs['transpose_a']))}, {b.ptr}, {int(bool(step.attrs['transpose_b']))}, "
                 f"{step.outs[0].ptr}, {step.scratch_ptr})")
@@ -178,6 +183,7 @@ def _conv2d_add(step):
 
 
 conv2d_params = _conv2d_params
+matmul_mnk = _matmul_mnk
 
 
 # ---- pools ---------------------------------------------------------------------------------------
@@ -252,9 +258,14 @@ RULES: dict[str, Rule] = {
                      _gemm_query("ck_dense_workspace_bytes", _dense_mnk)),
     "nn.matmul": Rule(_matmul, _gemm_scratch(kernels.matmul_workspace_bytes, _matmul_mnk),
                       _gemm_query("ck_matmul_workspace_bytes", _matmul_mnk)),
+    # not ops: nn.dense / nn.matmul on a constant weight the codegen packed (prepack.py)
+    "dense_prepacked": Rule(_dense, _gemm_scratch(kernels.gemm_prepacked_workspace_bytes, _dense_mnk),
+                            _gemm_query("ck_gemm_prepacked_workspace_bytes", _dense_mnk)),
+    "matmul_prepacked": Rule(_matmul, _gemm_scratch(kernels.gemm_prepacked_workspace_bytes, _matmul_mnk),
+                             _gemm_query("ck_gemm_prepacked_workspace_bytes", _matmul_mnk)),
     "nn.conv2d": Rule(_conv2d, lambda step: kernels.conv2d_workspace_bytes(_conv2d_params(step)),
                       lambda step: "ck_conv2d_workspace_bytes(&params)"),
-    # not an op: nn.conv2d on a constant weight the codegen packed (codegen._prepack_weights)
+    # not an op: nn.conv2d on a constant weight the codegen packed (prepack.py)
     "conv2d_prepacked": Rule(_conv2d, lambda step: kernels.conv2d_workspace_bytes(_conv2d_params(step)),
                              lambda step: "ck_conv2d_workspace_bytes(&params)"),
     # not an op either: conv2d_prepacked with a residual add (and relu) in its epilogue (fuse_residual.py)

@@ -25,21 +25,28 @@ def batch_matmul_dims(step):
     return matmul_dims(a.type.shape, b.type.shape, step.attrs["transpose_a"], step.attrs["transpose_b"])
 
 
-def _offsets(shape, batch) -> list[int]:
-    """Where each batch element's matrix starts in an operand whose batch dims broadcast to `batch`."""
+def _offsets(shape, batch, matrix: int | None = None) -> list[int]:
+    """Where each batch element's matrix starts in an operand whose batch dims broadcast to `batch`
+    (matrices of `matrix` floats; default: the last two dims)."""
     own = tuple(shape[:-2])
+    matrix = int(shape[-1]) * int(shape[-2]) if matrix is None else matrix
     flat = np.arange(_prod(own), dtype=np.int64).reshape(own) if own else np.zeros((), np.int64)
-    return [int(v) * int(shape[-1]) * int(shape[-2]) for v in np.broadcast_to(flat, batch).ravel()]
+    return [int(v) * matrix for v in np.broadcast_to(flat, batch).ravel()]
 
 
 def _batch_matmul(step):
     a, b = step.ins
     batch, m, k, n = batch_matmul_dims(step)
+    prepacked = step.op == "batch_matmul_prepacked"   # B's matrices packed one after the other (prepack.py)
+    matrix = kernels.gemm_packed_b_floats(n, k) if prepacked else None
     decls = [int64_array("a_offsets", _offsets(a.type.shape, batch) or [0]),
-             int64_array("b_offsets", _offsets(b.type.shape, batch) or [0])]
-    return decls, (f"ck_batch_matmul({int_literal(_prod(batch))}, {int_literal(m)}, {int_literal(n)}, "
-                   f"{int_literal(k)}, {a.ptr}, a_offsets, {int(bool(step.attrs['transpose_a']))}, {b.ptr}, "
-                   f"b_offsets, {int(bool(step.attrs['transpose_b']))}, {step.outs[0].ptr}, {step.scratch_ptr})")
+             int64_array("b_offsets", _offsets(b.type.shape, batch, matrix) or [0])]
+    head = (f"({int_literal(_prod(batch))}, {int_literal(m)}, {int_literal(n)}, {int_literal(k)}, {a.ptr}, a_offsets, "
+            f"{int(bool(step.attrs['transpose_a']))}, {b.ptr}, b_offsets")
+    if prepacked:
+        return decls, f"ck_batch_matmul_prepacked{head}, {step.outs[0].ptr}, {step.scratch_ptr})"
+    return decls, (f"ck_batch_matmul{head}, {int(bool(step.attrs['transpose_b']))}, {step.outs[0].ptr}, "
+                   f"{step.scratch_ptr})")
 
 
 def _mnk(step):
@@ -76,6 +83,11 @@ def rules(Rule) -> dict:
         "nn.batch_matmul": Rule(_batch_matmul, lambda step: kernels.batch_matmul_workspace_bytes(*_mnk(step)),
                                 lambda step: "ck_batch_matmul_workspace_bytes("
                                              + ", ".join(int_literal(v) for v in _mnk(step)) + ")"),
+        # not an op: nn.batch_matmul on a constant B the codegen packed (prepack.py)
+        "batch_matmul_prepacked": Rule(_batch_matmul,
+                                       lambda step: kernels.gemm_prepacked_workspace_bytes(*_mnk(step)),
+                                       lambda step: "ck_gemm_prepacked_workspace_bytes("
+                                                    + ", ".join(int_literal(v) for v in _mnk(step)) + ")"),
         "nn.softmax": Rule(_softmax, inplace=(0,)),
         "nn.layer_norm": Rule(_layer_norm, inplace=(0,)),
         "nn.gelu": Rule(_gelu, inplace=(0,)),

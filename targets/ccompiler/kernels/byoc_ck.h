@@ -67,6 +67,29 @@ size_t ck_matmul_workspace_bytes(int64_t m, int64_t n, int64_t k);
 int32_t ck_matmul(int64_t m, int64_t n, int64_t k, const float *a, int32_t transpose_a,
                   const float *b, int32_t transpose_b, float *out, void *workspace);
 
+/* A constant B operand (a dense weight, a matmul's or batch_matmul's constant right-hand side) packed
+ * once (at codegen time or at init) instead of on every call, in a layout every micro-kernel of every
+ * CPU reads where it lies: per K block of 256 (the last one shorter), 32-column slivers of B[K, N],
+ * each stored k-major (32 floats per k, zeros past column N); the block at k offset pc starts at
+ * pc * round_up(N, 32). B is read with element strides: a dense weight [N, K] is B with row stride 1
+ * and column stride K. */
+size_t ck_gemm_packed_b_bytes(int64_t n, int64_t k);
+int32_t ck_gemm_pack_b(int64_t n, int64_t k, const float *b, int64_t b_row_stride, int64_t b_col_stride,
+                       float *packed);
+/* Scratch of the three calls below (the rows of A packed per call; nothing for B). */
+size_t ck_gemm_prepacked_workspace_bytes(int64_t m, int64_t n, int64_t k);
+/* ck_dense with the weight packed by ck_gemm_pack_b(n, k, weight, 1, k, packed_weight). */
+int32_t ck_dense_prepacked(int64_t m, int64_t n, int64_t k, const float *data, const float *packed_weight,
+                           const float *bias, int32_t activation, float *out, void *workspace);
+/* ck_matmul with op(b) packed by ck_gemm_pack_b (b_row_stride, b_col_stride: 1, k when transpose_b, else n, 1). */
+int32_t ck_matmul_prepacked(int64_t m, int64_t n, int64_t k, const float *a, int32_t transpose_a,
+                            const float *packed_b, float *out, void *workspace);
+/* ck_batch_matmul (ck_transformer.h) with each distinct B_b packed by ck_gemm_pack_b; b_offsets count
+ * floats of the packed blob (multiples of ck_gemm_packed_b_bytes(n, k) / 4). */
+int32_t ck_batch_matmul_prepacked(int64_t batch, int64_t m, int64_t n, int64_t k, const float *a,
+                                  const int64_t *a_offsets, int32_t transpose_a, const float *packed_b,
+                                  const int64_t *b_offsets, float *out, void *workspace);
+
 /* ---- conv2d (ck_conv2d.c) ---------------------------------------------------------------------
  * NCHW data [batch, channels, height, width], OIHW weight [out_channels, channels/groups, kh, kw].
  * Output [batch, out_channels, out_h, out_w] with out = (in + pads - dilation*(k-1) - 1)/stride + 1. */

@@ -309,6 +309,7 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
         epilogue.bias_per_row = 1;
         epilogue.activation = activation;
         source.conv = NULL;
+        source.packed = NULL;
         if (ck_is_pointwise(p)) {
           source.base = in_g;
           source.row_stride = p->height * p->width;

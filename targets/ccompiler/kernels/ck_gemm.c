@@ -5,7 +5,8 @@
  * block of B streams past it), a register-tiled MR x NR micro-kernel
  * (ck_microkernel.c; MR, NR from the kernel chosen for this CPU) runs over the packed data with
  * unit-stride loads only. Edge slivers are zero-padded when packed, so the micro-kernel never
- * branches; only the store of an edge tile is bounded.
+ * branches; only the store of an edge tile is bounded. A constant B (dense/matmul weights) can be
+ * packed once ahead of time (ck_gemm_pack_b) in 32-column slivers every kernel reads in place.
  */
 #include <stdint.h>
 #include <string.h>
@@ -97,6 +98,32 @@ static void ck_pack_b_strided(int64_t kc, int64_t nc, const float *b, int64_t rs
         for (j = nr; j < nr_full; ++j) dst[p * nr_full + j] = 0.0f;
     dst += kc * nr_full;
   }
+}
+
+void ck_pack_b_ahead(int64_t n, int64_t k, const float *b, int64_t rs, int64_t cs, float *packed) {
+  const int64_t n32 = ck_round_up(n, CK_N_QUANTUM);
+  int64_t pc;
+  for (pc = 0; pc < k; pc += CK_KC) {
+    const int64_t kc = ck_min(CK_KC, k - pc);
+    ck_pack_b_strided(kc, n, b + pc * rs, rs, cs, CK_N_QUANTUM, packed + pc * n32);
+  }
+}
+
+size_t ck_gemm_packed_b_bytes(int64_t n, int64_t k) {
+  if (n <= 0 || k <= 0) return 0;
+  return sizeof(float) * (size_t)(ck_round_up(n, CK_N_QUANTUM) * k);
+}
+
+int32_t ck_gemm_pack_b(int64_t n, int64_t k, const float *b, int64_t b_row_stride, int64_t b_col_stride,
+                       float *packed) {
+  if (n <= 0 || k <= 0 || b == NULL || packed == NULL) return CK_EBADPARAM;
+  ck_pack_b_ahead(n, k, b, b_row_stride, b_col_stride, packed);
+  return CK_OK;
+}
+
+size_t ck_gemm_prepacked_workspace_bytes(int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  return (size_t)CK_ALIGN + sizeof(float) * (size_t)(ck_min(CK_MC, ck_round_up(m, CK_M_QUANTUM)) * ck_min(CK_KC, k));
 }
 
 /* dst[0 .. n) = src[0 .. n) for the short runs of the im2col packing (n <= a sliver): fixed-size
@@ -322,6 +349,7 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
   static const ck_epilogue none = {NULL, 0, CK_ACT_NONE};
   const ck_micro_kernel *kernel;
   int64_t mr_full, nr_full;
+  const int64_t n32 = ck_round_up(n, CK_N_QUANTUM); /* row length of a K block of a packed B */
   float *pack_a, *pack_b;
   float tile[CK_MR_MAX * CK_NR_MAX];
   int64_t jc, pc, ic, jr, ir;
@@ -332,7 +360,7 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
     ck_fill_epilogue_only(m, n, c, ldc, epilogue, residual);
     return CK_OK;
   }
-  if (m == 1 && b->conv == NULL && a_packed == NULL) {
+  if (m == 1 && b->conv == NULL && b->packed == NULL && a_packed == NULL) {
     int done = 1;
     if (b->row_stride == 1 && a_col_stride == 1)
       ck_micro_kernel_current()->gemv_dot(n, k, a, b->base, b->col_stride, c);
@@ -350,7 +378,7 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
   mr_full = kernel->mr;
   nr_full = kernel->nr;
   pack_a = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
-  pack_b = pack_a + ck_min(CK_MC, ck_round_up(m, CK_M_QUANTUM)) * ck_min(CK_KC, k);
+  pack_b = pack_a + ck_min(CK_MC, ck_round_up(m, CK_M_QUANTUM)) * ck_min(CK_KC, k); /* unused when packed */
 
   for (jc = 0; jc < n; jc += CK_NC) {
     const int64_t nc = ck_min(CK_NC, n - jc);
@@ -362,8 +390,10 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
       const int64_t kc = ck_min(CK_KC, k - pc);
       const int accumulate = pc > 0;
       const ck_epilogue *last = pc + kc == k ? epilogue : NULL;
-      ck_pack_b(b, pc, kc, jc, nc_main, n, nr_full, pack_b);
-      if (use_half) ck_pack_b(b, pc, kc, jc + nc_main, tail, n, nr_full / 2, pack_b + nc_main * kc);
+      if (b->packed == NULL) {
+        ck_pack_b(b, pc, kc, jc, nc_main, n, nr_full, pack_b);
+        if (use_half) ck_pack_b(b, pc, kc, jc + nc_main, tail, n, nr_full / 2, pack_b + nc_main * kc);
+      }
       for (ic = 0; ic < m; ic += CK_MC) {
         const int64_t mc = ck_min(CK_MC, m - ic);
         /* A's slivers: packed now (mr apart), or ahead of time (CK_M_QUANTUM apart, ic a multiple of it) */
@@ -383,6 +413,14 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
             const int64_t sliver = half ? nr_full / 2 : nr_full;
             const ck_micro_fn run = half ? kernel->run_half : kernel->run;
             const int64_t nr = ck_min(sliver, nc - jr);
+            /* this sliver of B: packed just now (sliver floats per k), or ahead of time, inside the
+             * 32-column sliver that holds column jc + jr (CK_N_QUANTUM floats per k; jc is a multiple
+             * of it, so are the K blocks' starts) */
+            const float *bp = b->packed == NULL
+                                  ? pack_b + jr * kc
+                                  : b->packed + pc * n32 + (jc + jr) / CK_N_QUANTUM * CK_N_QUANTUM * kc +
+                                        (jc + jr) % CK_N_QUANTUM;
+            const int64_t bs = b->packed == NULL ? sliver : CK_N_QUANTUM;
             const int64_t row0 = ic + ir, col0 = jc + jr;
             float *c_tile = c + row0 * ldc + col0;
             const float *r_tile = last != NULL && residual != NULL ? residual + row0 * ldc + col0 : NULL;
@@ -390,12 +428,12 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
             if (mr == mr_full && nr == sliver) {
               /* the epilogue in registers, unless the bias runs along columns (dense) */
               const int in_kernel = last != NULL && (last->bias == NULL || last->bias_per_row);
-              run(kc, ap, as, pack_b + jr * kc, c_tile, ldc, accumulate,
+              run(kc, ap, as, bp, bs, c_tile, ldc, accumulate,
                   in_kernel && last->bias != NULL ? last->bias + row0 : NULL, in_kernel ? r_tile : NULL,
                   in_kernel ? last->activation : CK_ACT_NONE);
               if (last != NULL && !in_kernel) ck_epilogue_tile(c_tile, ldc, mr, nr, last, row0, col0, r_tile);
             } else { /* edge tile: through a local tile, stored within bounds */
-              run(kc, ap, as, pack_b + jr * kc, tile, sliver, 0, NULL, NULL, CK_ACT_NONE);
+              run(kc, ap, as, bp, bs, tile, sliver, 0, NULL, NULL, CK_ACT_NONE);
               ck_store_tile(tile, sliver, c_tile, ldc, mr, nr, accumulate, last, row0, col0, r_tile);
             }
           }
@@ -414,6 +452,7 @@ int32_t ck_gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_s
   source.row_stride = b_row_stride;
   source.col_stride = b_col_stride;
   source.conv = NULL;
+  source.packed = NULL;
   if (a == NULL || b == NULL || c == NULL) return CK_EBADPARAM;
   return ck_gemm_core(m, n, k, a, a_row_stride, a_col_stride, NULL, &source, c, ldc, epilogue, NULL, workspace);
 }

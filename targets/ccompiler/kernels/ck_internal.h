@@ -84,21 +84,27 @@ typedef struct {
   int64_t out_w;
 } ck_conv_view;
 
-/* The B operand of the gemm core: a strided matrix, or a conv view when conv != NULL. */
+/* The B operand of the gemm core: a strided matrix, a conv view when conv != NULL, or B already
+ * packed (packed != NULL, by ck_gemm_pack_b: a constant weight packed once) whose slivers the
+ * micro-kernels read where they lie, with no copy. */
 typedef struct {
   const float *base;
   int64_t row_stride, col_stride;
   const ck_conv_view *conv;
+  const float *packed;
 } ck_b_source;
 
 /* C[mr][nr] (+ C when accumulate) = sum over kc of the packed slivers' outer products
- * (A sliver: mr floats per k, `as` floats apart, as >= mr; B sliver kc x nr; C row stride ldc, unit
- * column stride). as == mr for slivers packed per call, CK_M_QUANTUM for weights packed ahead.
+ * (A sliver: mr floats per k, `as` floats apart, as >= mr; B sliver: nr floats per k, `bs` floats
+ * apart, bs >= nr; C row stride ldc, unit column stride). as == mr and bs == nr for slivers packed
+ * per call; as == CK_M_QUANTUM for weights packed ahead as A (conv2d), bs == CK_N_QUANTUM for B
+ * packed ahead (dense/matmul weights: a kernel narrower than 32 reads part of each packed row).
  * Then, before the store, + row_bias[i] per row (unless NULL), + residual[i * ldc + j] (unless NULL: a
  * tile of the same shape and row stride as C) and the activation (conv2d's fused epilogue on the tile
  * still in registers). */
-typedef void (*ck_micro_fn)(int64_t kc, const float *ap, int64_t as, const float *bp, float *c, int64_t ldc,
-                            int accumulate, const float *row_bias, const float *residual, int32_t activation);
+typedef void (*ck_micro_fn)(int64_t kc, const float *ap, int64_t as, const float *bp, int64_t bs, float *c,
+                            int64_t ldc, int accumulate, const float *row_bias, const float *residual,
+                            int32_t activation);
 /* c[j] = a . b[j * cs .. j * cs + k) for j < n: batch-1 dense, rows of the weight read once. */
 typedef void (*ck_gemv_dot_fn)(int64_t n, int64_t k, const float *a, const float *b, int64_t cs, float *c);
 /* One output row of a 3x3 depthwise convolution, all taps inside the input:
@@ -143,7 +149,13 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
  * m). Block at k offset pc starts at pc * round_up(m, CK_M_QUANTUM); round_up(m, 24) * k floats. */
 void ck_pack_a_ahead(int64_t m, int64_t k, const float *a, int64_t lda, float *packed);
 
-/* B[pc .. pc+kc, j0 .. j0+nc] of either source -> nr-wide slivers (kc x nr, k-major), zero columns
+/* B[k, n] (element strides rs, cs) packed once for every micro-kernel: per K block of CK_KC (the last
+ * one shorter), CK_N_QUANTUM-column slivers, each kc x CK_N_QUANTUM (k-major, zero columns past n).
+ * Block at k offset pc starts at pc * round_up(n, CK_N_QUANTUM); round_up(n, 32) * k floats. The
+ * mirror image of ck_pack_a_ahead; ck_gemm_pack_b (byoc_ck.h) is its checked public face. */
+void ck_pack_b_ahead(int64_t n, int64_t k, const float *b, int64_t rs, int64_t cs, float *packed);
+
+/* B[pc .. pc+kc, j0 .. j0+nc] of a strided or conv source (not a packed one) -> nr-wide slivers (kc x nr, k-major), zero columns
  * past n_total and past the last sliver's end. */
 void ck_pack_b(const ck_b_source *b, int64_t pc, int64_t kc, int64_t j0, int64_t nc, int64_t n_total, int64_t nr,
                float *dst);

@@ -61,7 +61,8 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
 
 #define CK_DEFINE_MICRO_KERNEL(NAME, MR, VF)                                                        \
   static void NAME(int64_t kc, const float *restrict ap, int64_t as, const float *restrict bp,       \
-                   float *restrict c, int64_t ldc, int accumulate, const float *restrict row_bias,  \
+                   int64_t bs, float *restrict c, int64_t ldc, int accumulate,                      \
+                   const float *restrict row_bias,                                                  \
                    const float *restrict residual, int32_t activation) {                           \
     typedef float vec __attribute__((vector_size((VF) * sizeof(float))));                          \
     typedef int32_t ivec __attribute__((vector_size((VF) * sizeof(float))));                       \
@@ -71,8 +72,8 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
     for (i = 0; i < (MR); ++i) acc[i][0] = acc[i][1] = (vec){0};                                    \
     for (p = 0; p < kc; ++p) {                                                                      \
       vec b0, b1;                                                                                   \
-      memcpy(&b0, bp + p * 2 * (VF), sizeof b0);                                                    \
-      memcpy(&b1, bp + p * 2 * (VF) + (VF), sizeof b1);                                             \
+      memcpy(&b0, bp + p * bs, sizeof b0);                                                          \
+      memcpy(&b1, bp + p * bs + (VF), sizeof b1);                                                   \
       for (i = 0; i < (MR); ++i) {                                                                  \
         CK_SPLAT(vec, VF, ai, ap[p * as + i]);                                                      \
         acc[i][0] = acc[i][0] + ai * b0;                                                            \
@@ -228,8 +229,8 @@ static int ck_cpu_has_avx512(void) {
 
 #else /* not gcc/clang: portable C with fixed trip counts */
 static void ck_micro_baseline(int64_t kc, const float *restrict ap, int64_t as, const float *restrict bp,
-                              float *restrict c, int64_t ldc, int accumulate, const float *restrict row_bias,
-                              const float *restrict residual, int32_t activation) {
+                              int64_t bs, float *restrict c, int64_t ldc, int accumulate,
+                              const float *restrict row_bias, const float *restrict residual, int32_t activation) {
   float acc[CK_MR][CK_NR];
   int64_t p;
   int i, j;
@@ -237,7 +238,7 @@ static void ck_micro_baseline(int64_t kc, const float *restrict ap, int64_t as, 
     for (j = 0; j < CK_NR; ++j) acc[i][j] = 0.0f;
   for (p = 0; p < kc; ++p)
     for (i = 0; i < CK_MR; ++i)
-      for (j = 0; j < CK_NR; ++j) acc[i][j] += ap[p * as + i] * bp[p * CK_NR + j];
+      for (j = 0; j < CK_NR; ++j) acc[i][j] += ap[p * as + i] * bp[p * bs + j];
   for (i = 0; i < CK_MR; ++i) {
     for (j = 0; j < CK_NR; ++j) {
       c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
