@@ -8,6 +8,7 @@ import pytest
 from byoc_compiler.pattern.matcher import op_names
 
 from targets import ccompiler, examplejson
+from targets.ccompiler import prepack as cc_prepack
 from targets.ccompiler import rules as cc_rules
 from targets.ccompiler import rules_qnn as cc_rules_qnn
 from targets.examplejson import codegen as ej_codegen
@@ -17,6 +18,9 @@ NOT_OPS = {
     "copy": None,                      # region outputs that are inputs, constants or repeated values
     "conv2d_prepacked": "nn.conv2d",   # nn.conv2d whose constant weight was packed at codegen time
     "conv2d_prepacked_add": "nn.conv2d",  # conv2d_prepacked with a residual add (+ relu) fused (fuse_residual.py)
+    "dense_prepacked": "nn.dense",     # the same for a constant dense weight (prepack.py), and matmul's B
+    "matmul_prepacked": "nn.matmul",
+    "batch_matmul_prepacked": "nn.batch_matmul",
 }
 
 
@@ -58,6 +62,9 @@ AGREEMENTS = [
     pytest.param(lambda: {f.op for f in cc_rules.FUSIONS.values()} - set(cc_rules.RULES),
                  id="ccompiler-fusion-emitted-by-missing-rule"),
     pytest.param(lambda: set(cc_rules.PASS_THROUGH) - set(cc_rules.RULES), id="ccompiler-pass-through-without-rule"),
+    pytest.param(lambda: {op for op, p in cc_prepack.PREPACK.items()
+                          if op not in cc_rules.RULES or p.op not in cc_rules.RULES or NOT_OPS.get(p.op) != op},
+                 id="ccompiler-prepack-without-rule"),
     pytest.param(lambda: set(examplejson.target.ops) ^ set(ej_codegen.ATTRS), id="examplejson-ops-vs-attrs"),
     pytest.param(lambda: set(ej_codegen.ATTRS) ^ _ej_runtime_ops(), id="examplejson-attrs-vs-c-runtime"),
 ]
