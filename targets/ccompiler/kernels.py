@@ -267,7 +267,8 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
     """Bytes of scratch ck_conv2d needs: with one input channel per group (direct kernels) 0, or for
     windows of at most 64 taps (no dilation, stride_w 1 or 2: the 3x3 row kernels and ck_depthwise.c)
     a zero-bordered copy of one input plane and as much again for the flat pass over narrow stride-1
-    planes."""
+    planes; otherwise the gemm's packing buffers (or the pixel-major ones), and for windows wider than
+    one pixel a zero-bordered copy of one group's input planes after them."""
     per_group_in = p["channels"] // p["groups"]
     if per_group_in == 1:
         bordered = (p["dilation_h"], p["dilation_w"]) == (1, 1) and p["kernel_h"] * p["kernel_w"] <= 64 and \
@@ -279,7 +280,10 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
     gemm = gemm_workspace_bytes(og, pixels, kdim)
     if _pixel_major_pays(og, pixels):
         pm_pixels = _round_up(pixels, _PM_MR)
-        return max(gemm, _ALIGN + 4 * (pm_pixels * min(_KC, kdim) + pm_pixels * _round_up(og, _M_QUANTUM)))
+        gemm = max(gemm, _ALIGN + 4 * (pm_pixels * min(_KC, kdim) + pm_pixels * _round_up(og, _M_QUANTUM)))
+    if p["kernel_h"] * p["kernel_w"] > 1:  # + a zero-bordered copy of one group's input (the im2col's source)
+        padded = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
+        gemm += _ALIGN + 4 * per_group_in * padded
     return gemm
 
 

@@ -71,21 +71,54 @@ static int64_t ck_pixel_major_floats(int64_t og, int64_t pixels, int64_t kdim) {
   return pm_pixels * (kdim < CK_KC ? kdim : CK_KC) + pm_pixels * ck_round_up(og, CK_M_QUANTUM);
 }
 
-size_t ck_conv2d_workspace_bytes(const ck_conv2d_params *p) {
-  int64_t oh, ow, cg, og, kdim;
-  size_t gemm;
-  if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return 0;
-  cg = p->channels / p->groups;
-  if (cg == 1) /* direct kernels; the 3x3 and ck_depthwise.c ones read a zero-bordered copy of the plane */
-    return ck_uses_padded_plane(p) ? CK_ALIGN + 2 * sizeof(float) * (size_t)ck_padded_plane_floats(p) : 0;
-  og = p->out_channels / p->groups;
-  kdim = cg * p->kernel_h * p->kernel_w;
-  gemm = ck_gemm_workspace_bytes(og, oh * ow, kdim);
+/* Windows wider than one pixel pack their im2col from a zero-bordered copy of the group's input, made
+ * once per call at the end of the workspace (ck_pack_b_conv_padded): a copy of the input is a ninth of
+ * a 3x3 im2col, and the packing then needs no bounds per row. */
+static int ck_im2col_bordered(const ck_conv2d_params *p) {
+  return p->channels != p->groups && p->kernel_h * p->kernel_w > 1;
+}
+
+/* Workspace bytes of the gemm (or pixel-major) part, before the bordered copy. */
+static size_t ck_conv_gemm_bytes(const ck_conv2d_params *p, int64_t oh, int64_t ow) {
+  const int64_t cg = p->channels / p->groups, og = p->out_channels / p->groups;
+  const int64_t kdim = cg * p->kernel_h * p->kernel_w;
+  const size_t gemm = ck_gemm_workspace_bytes(og, oh * ow, kdim);
   if (ck_pixel_major_pays(og, oh * ow)) {
     const size_t pm = CK_ALIGN + sizeof(float) * (size_t)ck_pixel_major_floats(og, oh * ow, kdim);
     if (pm > gemm) return pm;
   }
   return gemm;
+}
+
+size_t ck_conv2d_workspace_bytes(const ck_conv2d_params *p) {
+  int64_t oh, ow;
+  size_t bytes;
+  if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return 0;
+  if (p->channels == p->groups) /* direct kernels; the 3x3 and ck_depthwise.c ones read a zero-bordered copy of the plane */
+    return ck_uses_padded_plane(p) ? CK_ALIGN + 2 * sizeof(float) * (size_t)ck_padded_plane_floats(p) : 0;
+  bytes = ck_conv_gemm_bytes(p, oh, ow);
+  if (ck_im2col_bordered(p))
+    bytes += CK_ALIGN + sizeof(float) * (size_t)(p->channels / p->groups * ck_padded_plane_floats(p));
+  return bytes;
+}
+
+/* The cg input planes of one group into the zero-bordered copy. */
+static void ck_border_group(const ck_conv2d_params *p, int64_t cg, const float *in, float *restrict out) {
+  const int64_t pw = p->width + p->pad_left + p->pad_right, w = p->width;
+  const int64_t plane = ck_padded_plane_floats(p);
+  int64_t c, y;
+  for (c = 0; c < cg; ++c) {
+    float *restrict dst = out + c * plane;
+    const float *restrict src = in + c * p->height * w;
+    memset(dst, 0, sizeof(float) * (size_t)(p->pad_top * pw));
+    for (y = 0; y < p->height; ++y) {
+      float *restrict row = dst + (p->pad_top + y) * pw;
+      memset(row, 0, sizeof(float) * (size_t)p->pad_left);
+      memcpy(row + p->pad_left, src + y * w, sizeof(float) * (size_t)w);
+      memset(row + p->pad_left + w, 0, sizeof(float) * (size_t)p->pad_right);
+    }
+    memset(dst + (p->pad_top + p->height) * pw, 0, sizeof(float) * (size_t)(p->pad_bottom * pw));
+  }
 }
 
 /* One output plane of a one-input-channel convolution: rows of the output accumulate
@@ -261,7 +294,7 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
   int64_t oh, ow, cg, og, kdim, pixels, n, g;
   ck_dw3x3_row_fn row_fn;
   ck_pm_fn pm_tile;
-  float *padded = NULL;
+  float *padded = NULL, *bordered = NULL;
   if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return CK_EBADPARAM;
   if (data == NULL || out == NULL) return CK_EBADPARAM;
   if (!CK_VALID_ACTIVATION(activation)) return CK_EBADPARAM;
@@ -274,6 +307,10 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
   pm_tile = cg != 1 && packed != NULL && ck_pixel_major_pays(og, pixels) ? ck_micro_kernel_current()->pixel_major
                                                                          : NULL;
   if ((cg != 1 || ck_uses_padded_plane(p)) && workspace == NULL) return CK_EBADPARAM;
+  if (ck_im2col_bordered(p)) {
+    const uintptr_t end = (uintptr_t)workspace + ck_conv_gemm_bytes(p, oh, ow);
+    bordered = (float *)(void *)((end + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
+  }
   if (ck_uses_padded_plane(p)) {
     padded = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
     memset(padded, 0, sizeof(float) * (size_t)ck_padded_plane_floats(p));
@@ -327,6 +364,13 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
           view.dilation_h = p->dilation_h;
           view.dilation_w = p->dilation_w;
           view.out_w = ow;
+          view.padded = NULL;
+          view.padded_w = p->width + p->pad_left + p->pad_right;
+          view.padded_plane = ck_padded_plane_floats(p);
+          if (bordered != NULL) {
+            ck_border_group(p, cg, in_g, bordered);
+            view.padded = bordered;
+          }
           source.base = NULL;
           source.row_stride = source.col_stride = 0;
           source.conv = &view;

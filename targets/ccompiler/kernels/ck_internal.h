@@ -82,6 +82,11 @@ typedef struct {
   int64_t height, width, kernel_h, kernel_w;
   int64_t stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
   int64_t out_w;
+  /* NULL, or a zero-bordered copy of data ([channels_in_group, padded_h, padded_w] with the padding
+   * inside, padded_plane = padded_h * padded_w floats apart): then every tap of every pixel lies in
+   * it and the packing reads it without bounds checks. */
+  const float *padded;
+  int64_t padded_w, padded_plane;
 } ck_conv_view;
 
 /* The B operand of the gemm core: a strided matrix, a conv view when conv != NULL, or B already
