@@ -1,9 +1,9 @@
 """Speed of the ccompiler kernel library's conv2d and dense against numpy float32 matmul, one thread.
 
-    python bench/kernels.py [--repeat 9] [--cc gcc] [--out bench/RESULTS-kernels.md]
+    python bench/kernels.py [--repeat 9] [--cc gcc] [--out bench/RESULTS-kernels.md] [--layers fc]
 
-Layers are ResNet-50's; conv2d is timed as generated models call it, on a weight packed ahead
-(ck_conv2d_prepacked). The library is built twice with the flags a user gets: `-O3` (the
+Layers are ResNet-50's (and bert_tiny's dense layers); conv2d is timed as generated models call it, on
+a weight packed ahead (ck_conv2d_prepacked), dense both ways (ck_dense, ck_dense_prepacked). The library is built twice with the flags a user gets: `-O3` (the
 portable x86-64 baseline: SSE2) and `-O3 -march=native`. The peer is numpy's matmul
 (OpenBLAS or whatever numpy links, pinned to one thread); for conv2d it is im2col + matmul in
 numpy, timed both as the matmul alone and as the whole thing (im2col copy + matmul). Figures
@@ -47,8 +47,22 @@ CONV_LAYERS = [
     ("conv5 3x3 512->512 @7", (1, 512, 7, 7), 512, 3, 1, 1),       # 7x7 planes: pixel-major tiles
     ("conv5 1x1 512->2048 @7", (1, 512, 7, 7), 2048, 1, 1, 0),
 ]
-# (name, batch, in features, out features)
-DENSE_LAYERS = [("fc 2048->1000 batch 1", 1, 2048, 1000), ("fc 2048->1000 batch 32", 32, 2048, 1000)]
+# (name, batch, in features, out features, weight packed ahead): batch 1 reads the weight as it is (ck_dense,
+# what the codegen emits); more rows run ck_dense_prepacked on a weight packed at codegen (prepack.py), each
+# next to the same call packing the weight per call (ck_dense), and batch 1 on a packed weight too (why the
+# codegen does not pack for one row). bert_tiny: 128 rows (sequence) through its projections and MLP.
+DENSE_LAYERS = [
+    ("fc 2048->1000 batch 1", 1, 2048, 1000, False),
+    ("fc 2048->1000 batch 1, packed ahead", 1, 2048, 1000, True),
+    ("fc 2048->1000 batch 32, packed per call", 32, 2048, 1000, False),
+    ("fc 2048->1000 batch 32, packed ahead", 32, 2048, 1000, True),
+    ("bert_tiny 128->128 x128 rows, packed per call", 128, 128, 128, False),
+    ("bert_tiny 128->128 x128 rows, packed ahead", 128, 128, 128, True),
+    ("bert_tiny 128->512 x128 rows, packed per call", 128, 128, 512, False),
+    ("bert_tiny 128->512 x128 rows, packed ahead", 128, 128, 512, True),
+    ("bert_tiny 512->128 x128 rows, packed per call", 128, 512, 128, False),
+    ("bert_tiny 512->128 x128 rows, packed ahead", 128, 512, 128, True),
+]
 
 
 class ConvParams(ctypes.Structure):
@@ -78,8 +92,9 @@ def build(cc: str, flags: list[str], out: Path) -> ctypes.CDLL:
     subprocess.run(cmd, check=True)
     lib = ctypes.CDLL(str(out))
     lib.ck_conv2d_workspace_bytes.restype = ctypes.c_size_t
-    lib.ck_dense_workspace_bytes.restype = ctypes.c_size_t
-    lib.ck_dense_workspace_bytes.argtypes = [ctypes.c_int64] * 3
+    for name in ("ck_dense_workspace_bytes", "ck_gemm_prepacked_workspace_bytes"):
+        getattr(lib, name).restype = ctypes.c_size_t
+        getattr(lib, name).argtypes = [ctypes.c_int64] * 3
     lib.ck_gemm_kernel_name.restype = ctypes.c_char_p
     lib.ck_gemm_kernel_at.restype = ctypes.c_char_p
     return lib
@@ -148,22 +163,25 @@ def conv_row(libs, layer, repeat):
 
 
 def dense_row(libs, layer, repeat):
-    name, m, kdim, n = layer
+    name, m, kdim, n, ahead = layer
     rng = np.random.default_rng(0)
     x = rng.standard_normal((m, kdim), dtype=np.float32)
     wt = rng.standard_normal((n, kdim), dtype=np.float32)
+    packed = K.pack_gemm_b(wt.T)  # as the codegen does for more than one row
     flops = 2.0 * m * n * kdim
     want = x @ wt.T
     calls = {"numpy_matmul": lambda: x @ wt.T}
     outputs = {}
     for label, variant in libs.items():
         lib = variant.lib
-        ws = np.empty(lib.ck_dense_workspace_bytes(m, n, kdim) + 64, np.uint8)
+        fn, weight = (lib.ck_dense_prepacked, packed) if ahead else (lib.ck_dense, wt)
+        size = lib.ck_gemm_prepacked_workspace_bytes if ahead else lib.ck_dense_workspace_bytes
+        ws = np.empty(size(m, n, kdim) + 64, np.uint8)
         out = outputs[label] = np.empty((m, n), np.float32)
         calls[label] = variant.timed(
-            lambda lib=lib, ws=ws, out=out: lib.ck_dense(ctypes.c_int64(m), ctypes.c_int64(n), ctypes.c_int64(kdim),
-                                                         ptr(x), ptr(wt), None, 0, ptr(out),
-                                                         ctypes.c_void_p(ws.ctypes.data)))
+            lambda fn=fn, weight=weight, ws=ws, out=out: fn(ctypes.c_int64(m), ctypes.c_int64(n), ctypes.c_int64(kdim),
+                                                            ptr(x), ptr(weight), None, 0, ptr(out),
+                                                            ctypes.c_void_p(ws.ctypes.data)))
     seconds = interleaved_medians(calls, repeat)
     for label, out in outputs.items():
         np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-2 * np.sqrt(kdim), err_msg=label)
@@ -213,7 +231,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--cc", default="gcc")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "RESULTS-kernels.md")
+    ap.add_argument("--layers", help="only the rows whose name contains this text (e.g. fc, bert_tiny, conv4)")
     args = ap.parse_args(argv)
+    chosen = [layer for layer in CONV_LAYERS + DENSE_LAYERS if args.layers is None or args.layers in layer[0]]
     with tempfile.TemporaryDirectory() as tmp:
         plain = build(args.cc, ["-O3"], Path(tmp) / "libck-O3.so")
         native = build(args.cc, ["-O3", "-march=native"], Path(tmp) / "libck-native.so")
@@ -224,14 +244,15 @@ def main(argv=None) -> int:
         libs = {f"-O3 ({auto})": Variant(plain), "-O3 -march=native": Variant(native)}
         if kernels[-1] != auto:
             libs[f"-O3 forced {kernels[-1]}"] = Variant(plain, kernels[-1])
-        rows = [conv_row(libs, layer, args.repeat) for layer in CONV_LAYERS]
-        rows += [dense_row(libs, layer, args.repeat) for layer in DENSE_LAYERS]
+        rows = [conv_row(libs, layer, args.repeat) for layer in CONV_LAYERS if layer in chosen]
+        rows += [dense_row(libs, layer, args.repeat) for layer in DENSE_LAYERS if layer in chosen]
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     cc_version = subprocess.run([args.cc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     text = "\n".join([
         "# ccompiler kernel library vs numpy (GFLOP/s, single thread)",
         "",
-        f"Command: `python bench/kernels.py --repeat {args.repeat} --cc {args.cc}` — medians of {args.repeat} runs "
+        f"Command: `python bench/kernels.py --repeat {args.repeat} --cc {args.cc}"
+        f"{f' --layers {args.layers}' if args.layers else ''}` — medians of {args.repeat} runs "
         "(thread CPU time, the columns of a row taking turns).",
         f"CPU: {cpu_model()} ({os.cpu_count()} cores, load average {load} at the end of the run); compiler:",
         f"{cc_version}; numpy {np.__version__} with {blas_name()}, one thread.",
@@ -239,7 +260,9 @@ def main(argv=None) -> int:
         "in brackets), built with `-O3 -march=native`, and the `-O3` build forced onto the kernel the compiler",
         "flags alone allow (`baseline`, x86-64: SSE2) — what a build without run-time dispatch would get.",
         "numpy matmul times only `W[O, C*k*k] @ cols` on a precomputed im2col; numpy im2col+matmul times the",
-        "patch copy too (for dense both are `x @ W.T`). Ratios above 1 mean the library is faster.",
+        "patch copy too (for dense both are `x @ W.T`). Ratios above 1 mean the library is faster. Dense rows",
+        "\"packed ahead\" call ck_dense_prepacked on a weight packed once (what generated models call for more than",
+        "one row), \"packed per call\" ck_dense, which packs the weight on every call.",
         "",
         table(rows, list(libs)),
         "",
