@@ -9,27 +9,21 @@ test_whole_suite_under_sanitizers reruns this file against ASan+UBSan builds (gc
 from __future__ import annotations
 
 import ctypes
-import os
-import platform
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import needs
+import sanitizer_rerun
+from sanitizer_rerun import ASAN_RUNTIMES, BUILDS, SANITIZE
 
 from byoc_compiler.testing.loops import conv2d_loops, pool2d_loops, pool_out_size
 
 from targets.ccompiler import kernels as K
 
-SANITIZE = os.environ.get("BYOC_CK_SANITIZE", "")  # "gcc" or "clang": this run is the sanitizer rerun
 WARNINGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared"]
-SANITIZER_FLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                   "-fno-omit-frame-pointer"]
-BUILDS = {f"{SANITIZE}-asan-ubsan": (SANITIZE, SANITIZER_FLAGS)} if SANITIZE else {
-    f"{cc}{opt}": (cc, [opt]) for cc in ("gcc", "clang") for opt in ("-O0", "-O3")}
 
 f32p = ctypes.POINTER(ctypes.c_float)
 i64 = ctypes.c_int64
@@ -593,8 +587,13 @@ DEPTHWISE_3X3 = [
 def test_depthwise_3x3_on_every_kernel(ck, case):
     """Every instruction set's row kernel against loops, with bias and relu6."""
     _, xs, mult, strides, padding = case
+    depthwise_on_every_kernel(ck, xs, (3, 3), mult, strides, padding)
+
+
+def depthwise_on_every_kernel(ck, xs, window, mult, strides, padding):
+    """A depthwise conv (bias, relu6) with each instruction set's kernel this CPU runs, against loops."""
     c = xs[1]
-    x, w, b = 3 * rand(*xs), rand(c * mult, 1, 3, 3), rand(c * mult)
+    x, w, b = 3 * rand(*xs), rand(c * mult, 1, *window), rand(c * mult)
     want = np.clip(conv2d_loops(x, w, strides, padding, (1, 1), c) + b[None, :, None, None], 0, 6)
     default = ck.ck_gemm_kernel_name()
     try:
@@ -626,17 +625,8 @@ DEPTHWISE_ANY = [
 def test_depthwise_any_window_on_every_kernel(ck, case):
     """Every instruction set's ck_depthwise.c loop against loops, with bias and relu6; the scratch it asks
     for matches the Python mirror (the workspace helper allocates exactly that)."""
-    _, xs, (kh, kw), mult, strides, padding = case
-    c = xs[1]
-    x, w, b = 3 * rand(*xs), rand(c * mult, 1, kh, kw), rand(c * mult)
-    want = np.clip(conv2d_loops(x, w, strides, padding, (1, 1), c) + b[None, :, None, None], 0, 6)
-    default = ck.ck_gemm_kernel_name()
-    try:
-        for name in kernel_names(ck):
-            if ck.ck_gemm_use_kernel(name.encode()) == 0:
-                close(ck.conv2d(x, w, strides, padding, (1, 1), c, b, 2), want, err_msg=name)
-    finally:
-        assert ck.ck_gemm_use_kernel(default) == 0
+    _, xs, window, mult, strides, padding = case
+    depthwise_on_every_kernel(ck, xs, window, mult, strides, padding)
 
 
 BAD_CONV = [("groups-not-dividing", dict(groups=3)), ("zero-stride", dict(stride_h=0)),
@@ -1011,26 +1001,9 @@ def test_compiles_without_warnings(cc, opt, tmp_path):
 
 # ---- sanitizers ---------------------------------------------------------------------------------
 
-# The sanitizer runtime a compiler links into -fsanitize=address code, to preload into Python.
-ASAN_RUNTIMES = {"gcc": "libasan.so", "clang": f"libclang_rt.asan-{platform.machine()}.so"}
-
-
 @pytest.mark.skipif(bool(SANITIZE), reason="this is the run under sanitizers")
 @pytest.mark.parametrize("cc", list(ASAN_RUNTIMES))
 def test_whole_suite_under_sanitizers(cc):
     """This file again, against a -fsanitize=address,undefined build (the ASan runtime preloaded into
     Python); any finding aborts the run."""
-    needs.programs(cc)
-    runtime = subprocess.run([cc, f"-print-file-name={ASAN_RUNTIMES[cc]}"], capture_output=True,
-                             text=True).stdout.strip()
-    if not os.path.isabs(runtime) or not os.path.exists(runtime):
-        needs.missing(f"{cc} has no {ASAN_RUNTIMES[cc]}")
-    env = dict(os.environ, BYOC_CK_SANITIZE=cc, LD_PRELOAD=runtime,
-               ASAN_OPTIONS="detect_leaks=0:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
-               PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist",
-                           "-p", "no:benchmark", "-o", "addopts=", __file__], capture_output=True, text=True, env=env,
-                          cwd=Path(__file__).resolve().parent.parent)
-    tail = (proc.stdout + proc.stderr)[-4000:]
-    assert proc.returncode == 0, tail
-    assert "passed" in proc.stdout and "ERROR: AddressSanitizer" not in tail and "runtime error" not in tail, tail
+    sanitizer_rerun.rerun(cc, __file__)

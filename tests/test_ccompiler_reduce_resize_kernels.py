@@ -10,26 +10,18 @@ from __future__ import annotations
 import ctypes
 import functools
 import itertools
-import os
-import platform
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import needs
+import sanitizer_rerun
+from sanitizer_rerun import ASAN_RUNTIMES, BUILDS, SANITIZE
 
 from targets.ccompiler import kernels as K
 
 SOURCES = [K.KERNEL_DIR / "ck_reduce.c", K.KERNEL_DIR / "ck_resize.c"]
-SANITIZE = os.environ.get("BYOC_CK_SANITIZE", "")  # "gcc" or "clang": this run is the sanitizer rerun
-SANITIZER_FLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                   "-fno-omit-frame-pointer"]
-BUILDS = {f"{SANITIZE}-asan-ubsan": (SANITIZE, SANITIZER_FLAGS)} if SANITIZE else {
-    f"{cc}{opt}": (cc, [opt]) for cc in ("gcc", "clang") for opt in ("-O0", "-O3")}
-ASAN_RUNTIMES = {"gcc": "libasan.so", "clang": f"libclang_rt.asan-{platform.machine()}.so"}
 
 f32p = ctypes.POINTER(ctypes.c_float)
 i64p = ctypes.POINTER(ctypes.c_int64)
@@ -274,17 +266,4 @@ if not SANITIZE:
     def test_under_sanitizers(cc):
         """This file again, against -fsanitize=address,undefined builds (the ASan runtime preloaded into Python);
         any finding aborts the run."""
-        needs.programs(cc)
-        runtime = subprocess.run([cc, f"-print-file-name={ASAN_RUNTIMES[cc]}"], capture_output=True,
-                                 text=True).stdout.strip()
-        if not os.path.isabs(runtime) or not os.path.exists(runtime):
-            needs.missing(f"{cc} has no {ASAN_RUNTIMES[cc]}")
-        env = dict(os.environ, BYOC_CK_SANITIZE=cc, LD_PRELOAD=runtime,
-                   ASAN_OPTIONS="detect_leaks=0:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
-                   PYTHONDONTWRITEBYTECODE="1")
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist",
-                               "-p", "no:benchmark", "-o", "addopts=", __file__], capture_output=True, text=True, env=env,
-                              cwd=Path(__file__).resolve().parent.parent)
-        tail = (proc.stdout + proc.stderr)[-4000:]
-        assert proc.returncode == 0, tail
-        assert "passed" in proc.stdout and "ERROR: AddressSanitizer" not in tail and "runtime error" not in tail, tail
+        sanitizer_rerun.rerun(cc, __file__)

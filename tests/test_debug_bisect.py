@@ -2,7 +2,6 @@
 alone and passes once the bug is removed; the reproducer is a text-IR model `scons model=` takes."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -74,19 +73,9 @@ def test_bisect_cli_and_scons_reproduce(tmp_path):
     # reproducer then fails `scons model=... check` with the bug and passes with the fix.
     import toy_target
 
-    text = (ROOT / "config.toml").read_text()
-    text = text.replace("[backends]", "[backends]\nUSE_SLIP = true", 1)
-    text = text.replace("[targets]", '[targets]\nslip = { module = "slip_target", flag = "USE_SLIP" }', 1)
-    config = tmp_path / "config.toml"
-    config.write_text(text)
-
-    def env_for(add_end: str, where: str):
-        package = toy_target.write_package(tmp_path / where / "slip_target", "slip", "USE_SLIP", add_end)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(package.parent), str(ROOT), env.get("PYTHONPATH", "")])
-        return env
-
-    broken, fixed = env_for("n - 1", "broken"), env_for("n", "fixed")
+    config = toy_target.write_slip_config(tmp_path)
+    broken = toy_target.write_slip_target(tmp_path / "broken", "n - 1")
+    fixed = toy_target.write_slip_target(tmp_path / "fixed", "n")
     out = tmp_path / "repro"
     proc = subprocess.run([sys.executable, "-m", "byoc_compiler", "bisect", "byoc_guide", "-t", "slip",
                            "--config", str(config), "--out", str(out)], capture_output=True, text=True,

@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -198,14 +197,8 @@ def test_scons_check_names_the_first_diverging_region(tmp_path):
     # The matrix's toy target with its add loop one element short: byoc_guide is (a + b - c) * d.
     import toy_target
 
-    text = (ROOT / "config.toml").read_text()
-    text = text.replace("[backends]", "[backends]\nUSE_SLIP = true", 1)
-    text = text.replace("[targets]", '[targets]\nslip = { module = "slip_target", flag = "USE_SLIP" }', 1)
-    config = tmp_path / "config.toml"
-    config.write_text(text)
-    package = toy_target.write_package(tmp_path / "pkgs" / "slip_target", "slip", "USE_SLIP", "n - 1")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(package.parent), str(ROOT), env.get("PYTHONPATH", "")])
+    config = toy_target.write_slip_config(tmp_path)
+    env = toy_target.write_slip_target(tmp_path, "n - 1")
     argv = [sys.executable, "-m", "SCons", "-Q", "-C", str(ROOT), "target=slip", "model=byoc_guide",
             "toolchain=gcc", f"config={config}", f"build_root={tmp_path / 'build'}", "check"]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -37,24 +36,6 @@ sys.exit(proc.returncode)
 """
 
 
-def write_config(tmp_path: Path, extra_toolchains: str = "") -> Path:
-    """The repository's config.toml plus the `slip` target (and extra toolchains)."""
-    text = (h.ROOT / "config.toml").read_text()
-    text = text.replace("[backends]", "[backends]\nUSE_SLIP = true", 1)
-    text = text.replace("[targets]", '[targets]\nslip = { module = "slip_target", flag = "USE_SLIP" }', 1)
-    path = tmp_path / "config.toml"
-    path.write_text(text + "\n" + extra_toolchains)
-    return path
-
-
-def write_target(tmp_path: Path, add_end: str, **bug) -> dict:
-    """The `slip` target package under tmp_path; the environment that makes SCons find it."""
-    package = toy_target.write_package(tmp_path / "pkgs" / "slip_target", "slip", "USE_SLIP", add_end, **bug)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(package.parent), str(h.ROOT), env.get("PYTHONPATH", "")])
-    return env
-
-
 def run(tmp_path, case, config_path, env):
     config = h.load_config(config_path)
     problem = h.toolchain_problem(config, case.toolchain)
@@ -67,8 +48,8 @@ def run(tmp_path, case, config_path, env):
 def test_off_by_one_kernel_is_caught(tmp_path, add_end, passes):
     # byoc_guide is (a + b - c) * d on 10x10: the slip target takes add and multiply.
     case = h.Case("byoc_guide", "slip", "gcc", "graph", "packed", "-O0")
-    config_path = write_config(tmp_path)
-    outcome = run(tmp_path, case, config_path, write_target(tmp_path, add_end))
+    config_path = toy_target.write_slip_config(tmp_path)
+    outcome = run(tmp_path, case, config_path, toy_target.write_slip_target(tmp_path, add_end))
     assert outcome.passed is passes, outcome.message
     if not passes:
         # The skipped element is the last one: the report names it, both values and the build command.
@@ -90,8 +71,8 @@ SMALL_BUGS = {
 @pytest.mark.parametrize("bug", list(SMALL_BUGS))
 def test_small_numeric_slips_are_caught(tmp_path, bug):
     case = h.Case("byoc_guide", "slip", "gcc", "graph", "packed", "-O0")
-    config_path = write_config(tmp_path)
-    outcome = run(tmp_path, case, config_path, write_target(tmp_path, "n", **SMALL_BUGS[bug]))
+    config_path = toy_target.write_slip_config(tmp_path)
+    outcome = run(tmp_path, case, config_path, toy_target.write_slip_target(tmp_path, "n", **SMALL_BUGS[bug]))
     assert not outcome.passed, f"{bug} passed the check (margin {outcome.margin})"
     assert outcome.margin > 5, outcome.message       # not by a hair
     assert "margin" in outcome.message and "x the float32 error estimate" in outcome.message
@@ -119,7 +100,7 @@ def test_byte_order_slip_in_npy_is_caught(tmp_path, base, slip):
         ldflags = {ldflags!r}
         run = {prefix!r}
         """).replace("'", '"')
-    config_path = write_config(tmp_path, toolchain)
+    config_path = toy_target.write_slip_config(tmp_path, toolchain)
     case = h.Case("byoc_guide", "host", "under-test", "aot", "unpacked", "-O0")
     outcome = run(tmp_path, case, config_path, dict(os.environ))
     assert outcome.passed is not slip, outcome.message
@@ -128,7 +109,7 @@ def test_byte_order_slip_in_npy_is_caught(tmp_path, base, slip):
 
 
 def test_missing_toolchain_is_skipped_with_how_to_install_it(tmp_path):
-    config_path = write_config(tmp_path, textwrap.dedent("""\
+    config_path = toy_target.write_slip_config(tmp_path, textwrap.dedent("""\
         [toolchains.absent-gcc]
         cc = "byoc-no-such-gcc"
         arch = "mips"
@@ -152,9 +133,9 @@ def test_failing_random_graph_shrinks_to_a_small_reproducer(tmp_path):
     recipe = next(r for r in (random_recipe(s, steps=10, ops=("add", "multiply", "nn.relu", "tanh", "negative"),
                                             int_inputs=False) for s in range(500))
                   if adds_same_shapes(r) >= 1 and r.op_steps >= 8)
-    config_path = write_config(tmp_path)
+    config_path = toy_target.write_slip_config(tmp_path)
     config = h.load_config(config_path)
-    env = write_target(tmp_path, "n - 1")
+    env = toy_target.write_slip_target(tmp_path, "n - 1")
     case = h.Case("random0", "slip", "gcc", "graph", "packed", "-O0")
     tries = iter(range(1000))
 

@@ -1,11 +1,15 @@
 """A tiny elementwise C target (add, multiply of same-shaped float32 tensors) that tests write to disk.
 
 Used where a test needs a target of its own to edit or to break: the SCons tests edit its
-codegen and count what rebuilds; the matrix tests inject an off-by-one into its add loop.
+codegen and count what rebuilds; the matrix and debug tests inject an off-by-one into its add loop
+(write_slip_config + write_slip_target: the target as `slip`, enabled in a copy of config.toml).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
 
 INIT = """\
 from byoc_compiler.vendor import Target
@@ -67,3 +71,21 @@ def write_package(package: Path, name: str, flag: str, add_end: str = "n", add_e
     (package / "__init__.py").write_text(INIT.format(name=name, flag=flag))
     (package / "codegen.py").write_text(CODEGEN.format(add_end=add_end, add_expr=add_expr, after_add=after_add))
     return package
+
+
+def write_slip_config(directory: Path, extra_toolchains: str = "") -> Path:
+    """The repository's config.toml plus the `slip` target (and extra toolchains), written in `directory`."""
+    text = (ROOT / "config.toml").read_text()
+    text = text.replace("[backends]", "[backends]\nUSE_SLIP = true", 1)
+    text = text.replace("[targets]", '[targets]\nslip = { module = "slip_target", flag = "USE_SLIP" }', 1)
+    path = directory / "config.toml"
+    path.write_text(text + "\n" + extra_toolchains)
+    return path
+
+
+def write_slip_target(directory: Path, add_end: str = "n", **bug) -> dict:
+    """The `slip` target package under `directory`/pkgs; the environment in which SCons and the CLI find it."""
+    package = write_package(directory / "pkgs" / "slip_target", "slip", "USE_SLIP", add_end, **bug)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(package.parent), str(ROOT), env.get("PYTHONPATH", "")])
+    return env

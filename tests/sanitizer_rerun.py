@@ -1,0 +1,44 @@
+"""Rerunning a ctypes kernel test file against ASan+UBSan builds of its C sources.
+
+A kernel test file compiles its C sources once per session for each entry of BUILDS and loads them with
+ctypes. Its rerun test calls `rerun(cc, __file__)`: the same file again in a child pytest with
+BYOC_CK_SANITIZE=cc (so BUILDS is the one sanitized build) and the compiler's ASan runtime preloaded into
+Python (a sanitized shared library cannot be loaded into an unsanitized process otherwise). Any finding
+aborts the child run and fails the rerun test with the tail of its output.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import needs
+
+SANITIZE = os.environ.get("BYOC_CK_SANITIZE", "")  # "gcc" or "clang": this run is the sanitizer rerun
+SANITIZER_FLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                   "-fno-omit-frame-pointer"]
+# The builds a kernel test file runs against: gcc and clang at -O0 and -O3, or in the rerun the sanitized one.
+BUILDS = {f"{SANITIZE}-asan-ubsan": (SANITIZE, SANITIZER_FLAGS)} if SANITIZE else {
+    f"{cc}{opt}": (cc, [opt]) for cc in ("gcc", "clang") for opt in ("-O0", "-O3")}
+# The sanitizer runtime a compiler links into -fsanitize=address code, to preload into Python.
+ASAN_RUNTIMES = {"gcc": "libasan.so", "clang": f"libclang_rt.asan-{platform.machine()}.so"}
+
+
+def rerun(cc: str, test_file: str) -> None:
+    """Run `test_file` again under a `cc` ASan+UBSan build; fail with the output's tail on any finding."""
+    needs.programs(cc)
+    runtime = subprocess.run([cc, f"-print-file-name={ASAN_RUNTIMES[cc]}"], capture_output=True,
+                             text=True).stdout.strip()
+    if not os.path.isabs(runtime) or not os.path.exists(runtime):
+        needs.missing(f"{cc} has no {ASAN_RUNTIMES[cc]}")
+    env = dict(os.environ, BYOC_CK_SANITIZE=cc, LD_PRELOAD=runtime,
+               ASAN_OPTIONS="detect_leaks=0:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
+               PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "-p", "no:benchmark", "-o", "addopts=", test_file], capture_output=True, text=True, env=env,
+                          cwd=Path(__file__).resolve().parent.parent)
+    tail = (proc.stdout + proc.stderr)[-4000:]
+    assert proc.returncode == 0, tail
+    assert "passed" in proc.stdout and "ERROR: AddressSanitizer" not in tail and "runtime error" not in tail, tail
