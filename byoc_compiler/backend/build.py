@@ -43,7 +43,7 @@ from . import graph_c
 from .artifact import BlobArtifact, CSourceArtifact
 from .graph_json import graph_json, graph_text
 from .host_kernels import emit_kernel
-from .memory_plan import aot_arena, graph_storage, instance_bytes
+from .memory_plan import StoragePlan, aot_arena, graph_storage, instance_bytes
 from .model_c import HEADER, BlobRegion, blob_section, descriptor, instance_struct
 from .program import Program, inline_composites, lower_main
 from .region_codegen import pool_region_constants, region_codegen
@@ -103,6 +103,7 @@ class _Build:
     types: dict = field(default_factory=dict)        # step symbol -> (input types, output types)
     params: dict = field(default_factory=dict)
     params_blob: bytes = b""
+    storage: StoragePlan | None = None               # graph.json's storage ids and the graph executor's slots
     graph: dict = field(default_factory=dict)        # graph.json, built once: a file and the embedded copy
     # codegen
     pool: Any = None
@@ -163,7 +164,8 @@ def lower(b: _Build) -> None:
                for s in prog.steps}
     b.params = {prog.tensors[t].name: np.array(prog.tensors[t].data) for t in prog.consts}
     b.params_blob = save_params(b.params)
-    b.graph = graph_json(prog)
+    b.storage = graph_storage(prog)
+    b.graph = graph_json(prog, b.storage)
 
 
 def codegen(b: _Build) -> None:
@@ -260,7 +262,7 @@ def _executor_source(b: _Build, blob_index: dict[str, int]) -> str:
                                                         region_workspace, blob_index, b.pool, b.pre_init)
         return text
     # graph storage plus the regions' workspace: what one instance allocates
-    b.workspace = instance_bytes(graph_storage(prog).temp_bytes,
+    b.workspace = instance_bytes(b.storage.temp_bytes,
                                  max([region_workspace.get(s.symbol, 0) for s in prog.steps] + [0]))
     b.run_fn = graph_c.RUN_FUNCTION
     return graph_c.graph_executor_source(prog, graph_text(b.graph, compact=True).encode(), b.params_blob, b.types,

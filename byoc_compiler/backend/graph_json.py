@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import json
 
-from .memory_plan import graph_storage
+from .memory_plan import StoragePlan
 from .program import Program
 
 
-def graph_json(prog: Program) -> dict:
-    """graph.json as a dict; `graph_text` writes it (build() builds it once and writes it twice)."""
+def graph_json(prog: Program, storage: StoragePlan) -> dict:
+    """graph.json as a dict, its storage ids from `storage` (memory_plan.graph_storage(prog), which build()
+    also sizes the graph executor's workspace by); `graph_text` writes it (build() builds it once and writes
+    it twice)."""
     nodes: list[dict] = []
     entry: dict[int, tuple[int, int]] = {}        # tensor id -> (node id, output index)
     for t in prog.inputs + prog.consts:
@@ -47,7 +49,7 @@ def graph_json(prog: Program) -> dict:
     for t, (nid, i) in entry.items():
         by_entry[row_ptr[nid] + i] = t
     order = [by_entry[e] for e in range(row_ptr[-1])]
-    sid = graph_storage(prog).storage_id
+    sid = storage.storage_id
     graph = {
         "nodes": nodes,
         "arg_nodes": arg_nodes,
