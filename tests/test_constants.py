@@ -25,16 +25,18 @@ from byoc_compiler.ir import Function, IRModule, Var, const
 from byoc_compiler.ir.types import TensorType
 
 
-def _model():
-    """dense(x, W) + b, then multiply by a large constant vector: 4 KiB and 8 KiB weights, a small bias."""
+def _model(rows: int = 2):
+    """dense(x, W) + b, then multiply by a large constant vector: 4 KiB and 8 KiB weights, a small bias.
+    With more than one row ccompiler links the dense weights packed (targets/ccompiler/prepack.py), with one
+    as the IR has them."""
     rng = np.random.default_rng(7)
-    x = Var("x", TensorType((2, 64), "float32"))
+    x = Var("x", TensorType((rows, 64), "float32"))
     w = rng.standard_normal((32, 64)).astype(np.float32)
     w[0, :4] = [-0.0, np.finfo(np.float32).tiny, 1e-45, np.finfo(np.float32).max / 1e6]
     b = rng.standard_normal(32).astype(np.float32)
     scale = rng.standard_normal((2, 32)).astype(np.float32) * 0 + rng.standard_normal(32).astype(np.float32)
     y = op.nn.bias_add(op.nn.dense(x, const(w)), const(b))
-    y = op.multiply(y, const(np.tile(scale, (16, 1))[:2]))
+    y = op.multiply(y, const(np.tile(scale, (16, 1))[:rows]))
     z = op.add(op.nn.dense(y, const(rng.standard_normal((64, 32)).astype(np.float32))), const(np.float32(0.5)))
     return IRModule.from_expr(Function([x], z))
 
@@ -219,11 +221,13 @@ def test_bad_constants_mode_is_one_clear_error():
 
 
 def test_params_mode_export_refers_model_text_to_constants_bin(tmp_path):
-    """model.txt of a params build refers to constants.bin for the weights: no second copy of them."""
+    """model.txt of a params build refers to constants.bin for the weights: no second copy of them (one row:
+    the region links the IR's dense weights as they are)."""
     from byoc_compiler.frontend import load_model
 
     for toolchain in ("gcc", "s390x-gcc"):
-        lib = build(partition_for("ccompiler", _model()), toolchain=toolchain, executor="aot", constants="params")
+        lib = build(partition_for("ccompiler", _model(rows=1)), toolchain=toolchain, executor="aot",
+                    constants="params")
         out = lib.export(tmp_path / toolchain)
         assert not (out / "model.txt.bin").exists()
         assert '"file": "constants.bin"' in (out / "model.txt").read_text()
@@ -237,7 +241,7 @@ def test_auto_mode_keeps_a_big_models_weights_beside_it(tmp_path, monkeypatch):
     from byoc_compiler.backend import result as resmod
     from byoc_compiler.testing.reference import run_reference
 
-    mod = partition_for("ccompiler", _model())
+    mod = partition_for("ccompiler", _model(rows=1))
     assert build(mod, constants="auto").metadata["large_constants"]["mode"] == "linked"
     monkeypatch.setattr(constmod, "AUTO_PARAMS_BYTES", 1024)
     monkeypatch.setattr(resmod, "AUTO_PARAMS_BYTES", 1024)
@@ -257,5 +261,5 @@ def test_auto_mode_keeps_a_big_models_weights_beside_it(tmp_path, monkeypatch):
     proc = subprocess.run([str(runner), str(tmp_path / "x.npy"), "--out", str(tmp_path)], capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr
-    want = run_reference(_model(), [x])[0]
+    want = run_reference(_model(rows=1), [x])[0]
     np.testing.assert_allclose(np.load(tmp_path / "out0.npy"), want, rtol=1e-4, atol=1e-4)
