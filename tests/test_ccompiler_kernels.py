@@ -927,6 +927,27 @@ def test_softmax_rows_with_nan_and_infinity(ck):
     close(np.nan_to_num(out), np.nan_to_num(want), rtol=2e-5, atol=2e-6)
 
 
+@pytest.mark.parametrize("in_place", [False, True], ids=["out", "in-place"])
+def test_softmax_rows_masked_attention_gives_exact_zeros(ck, in_place):
+    """Attention scores with a causal mask (-inf above the diagonal) and padding masked by -1e9: as numpy
+    float64, every masked position is exactly 0 (not exp(-87) ~ 1e-38), the rest close; a row masked
+    entirely is NaN as in numpy (-inf - -inf)."""
+    rows, n = 37, 37                      # 37: the 8-lane loop and its tail
+    x = 4 * rand(rows, n)
+    x[np.triu_indices(rows, 1)] = -np.inf
+    x[:, 30:] = -1e9
+    x[-1] = -np.inf
+    want = _softmax64(x)
+    src = x.copy()
+    out = src if in_place else np.full_like(x, np.nan)
+    assert ck.ck_softmax_rows(i64(rows), i64(n), fptr(src), fptr(out)) == 0
+    masked = np.isneginf(x[:-1]) | (x[:-1] == -1e9)
+    assert (want[:-1][masked] == 0).all()   # the reference's zeros are exact too
+    assert (out[:-1][masked] == 0).all(), out[:-1][masked].max()
+    close(out[:-1], want[:-1], rtol=2e-5, atol=2e-6)
+    assert np.isnan(out[-1]).all() and np.isnan(want[-1]).all()
+
+
 # ---- the description module ------------------------------------------------------------------------
 
 def test_description_matches_header():

@@ -27,7 +27,7 @@ int32_t ck_batch_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, const fl
   return CK_OK;
 }
 
-/* exp(x) for x in [-87, 0], written so that the loop around it vectorizes (a libm call per element
+/* exp(x) for x in [-88, 0], written so that the loop around it vectorizes (a libm call per element
  * does not): x = k ln2 + r with |r| <= ln2/2, exp(r) by its Taylor series to r^7 (relative error
  * below 2e-8 there), times 2^k made from the exponent bits. */
 static inline float ck_exp_nonpositive(float x) {
@@ -45,12 +45,14 @@ static inline float ck_exp_nonpositive(float x) {
   return p * scale;
 }
 
-/* max(v, -87) for v <= 0 (or -inf), branch-free: non-positive floats' magnitudes order like their bit
- * patterns as integers, so the cap is an integer min on |v|. */
-static inline float ck_floor_at_minus_87(float v) {
+/* max(v, -88) for v <= 0 (or -inf), branch-free: non-positive floats' magnitudes order like their bit
+ * patterns as integers, so the cap is an integer min on |v|. At -88 ck_exp_nonpositive's k is -127,
+ * whose 2^k bits are all zero: exp of anything below is exactly 0 (a -inf, a masked attention position,
+ * weighs nothing, as in the reference) at no cost in the loop; above, k >= -126 keeps 2^k a float. */
+static inline float ck_floor_at_minus_88(float v) {
   float a = -v;
   int32_t bits;
-  const int32_t cap = 0x42ae0000;      /* 87.0f */
+  const int32_t cap = 0x42b00000;      /* 88.0f */
   memcpy(&bits, &a, sizeof bits);
   bits = bits < cap ? bits : cap;
   memcpy(&a, &bits, sizeof a);
@@ -119,11 +121,11 @@ static double ck_row_squares(const float *x, int64_t n, double mean) {
 static void ck_exp_shifted(const float *x, float *y, int64_t n, float top) {
   int64_t i;
   if (x == y) {
-    for (i = 0; i < n; ++i) y[i] = ck_exp_nonpositive(ck_floor_at_minus_87(y[i] - top));
+    for (i = 0; i < n; ++i) y[i] = ck_exp_nonpositive(ck_floor_at_minus_88(y[i] - top));
   } else {
     const float *restrict xs = x;
     float *restrict ys = y;
-    for (i = 0; i < n; ++i) ys[i] = ck_exp_nonpositive(ck_floor_at_minus_87(xs[i] - top));
+    for (i = 0; i < n; ++i) ys[i] = ck_exp_nonpositive(ck_floor_at_minus_88(xs[i] - top));
   }
 }
 
@@ -136,7 +138,8 @@ int32_t ck_softmax_rows(int64_t rows, int64_t n, const float *in, float *out) {
     int32_t has_nan;
     const float top = ck_row_max(x, n, &has_nan);
     float scale;
-    if (has_nan || top == INFINITY) {   /* NaN or +inf in the row: libm's expf gives the reference's NaNs */
+    /* NaN or +inf in the row, or every entry -inf (-inf - -inf): libm's expf gives the reference's NaNs */
+    if (has_nan || top == INFINITY || top == -INFINITY) {
       for (i = 0; i < n; ++i) y[i] = expf(x[i] - (has_nan ? NAN : top));
     } else {
       ck_exp_shifted(x, y, n, top);
