@@ -231,7 +231,8 @@ def activate(want, act):
     return {0: want, 1: np.maximum(want, 0), 2: np.clip(want, 0, 6)}[act]
 
 
-@pytest.mark.parametrize("m,n,k", [(1, 9, 20), (7, 45, 300), (17, 70, 300)], ids=["gemv", "edge-tiles", "full-tiles"])
+@pytest.mark.parametrize("m,n,k", [(1, 9, 20), (2, 37, 45), (7, 45, 300), (17, 70, 300)],
+                         ids=["gemv", "gemv-two-rows", "edge-tiles", "full-tiles"])
 @pytest.mark.parametrize("name,with_bias,act", EPILOGUES, ids=[e[0] for e in EPILOGUES])
 def test_dense_fused_epilogue(ck, m, n, k, name, with_bias, act):
     x, w, b = rand(m, k), rand(n, k), rand(n)
@@ -239,7 +240,8 @@ def test_dense_fused_epilogue(ck, m, n, k, name, with_bias, act):
     close(ck.dense(x, w, b if with_bias else None, act), want)
 
 
-MATMUL = [(m, n, k, ta, tb) for (m, n, k) in [(1, 5, 3), (9, 1, 40), (33, 70, 19)] for ta in (0, 1) for tb in (0, 1)]
+MATMUL = [(m, n, k, ta, tb) for (m, n, k) in [(1, 5, 3), (2, 37, 45), (9, 1, 40), (33, 70, 19)] for ta in (0, 1)
+          for tb in (0, 1)]
 
 
 @pytest.mark.parametrize("m,n,k,ta,tb", MATMUL, ids=[f"m{m}-n{n}-k{k}-ta{ta}-tb{tb}" for m, n, k, ta, tb in MATMUL])
