@@ -248,3 +248,31 @@ def test_editing_a_kernel_c_file_recompiles_only_its_object(tmp_path):
         edited.stdout
     assert "byoc plan" not in edited.stdout and "byoc codegen" not in edited.stdout
     assert "1 passed, 0 failed" in edited.stdout
+
+
+def test_toolchains_share_one_constants_file_and_clean_removes_it(tmp_path):
+    """gcc's and clang's constants.bin are one file of the build root's store (site_tools/byoc/store.py): one
+    inode, the weights' bytes; a weights edit makes a new entry (the old one goes) and checks; `scons -c`
+    leaves no store."""
+    import numpy as np
+
+    project = make_project(tmp_path)
+    args = ["target=host", "executor=aot", "constants=params", "toolchain=gcc,clang"]
+    built = {}
+    for seed in (5, 6):
+        (project / "model.txt").write_text(_weights_model(seed))
+        result = scons(project, *args, "check")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "2 passed, 0 failed" in result.stdout
+        files = [project / "build" / "host" / tc / "model" / "constants.bin" for tc in ("gcc", "clang")]
+        assert os.stat(files[0]).st_ino == os.stat(files[1]).st_ino and os.stat(files[0]).st_nlink == 3
+        [entry] = (project / "build" / ".constants").iterdir()
+        w = np.random.default_rng(seed).standard_normal((32, 64)).astype(np.float32)    # _weights_model's W
+        assert entry.read_bytes() == w.astype("<f4").tobytes()
+        built[seed] = entry.name
+    assert built[5] != built[6]
+    again = scons(project, *args)
+    assert again.returncode == 0 and "byoc codegen" not in again.stdout and compiled_objects(again.stdout) == []
+    cleaned = scons(project, *args, "-c")
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert not (project / "build" / ".constants").exists() and not list((project / "build").rglob("*.bin"))

@@ -113,6 +113,7 @@ def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, in
         sys.exit(2)
     request = _codegen.CodegenRequest(spec, target, toolchain, executor, interface, opt, str(config), str(outdir),
                                       constants)
+    _sweep_store_after_clean(env, build_root)
     cg_env = env.Clone()
     request.to_env(cg_env)
     generated = cg_env.ByocCodegen(str(outdir), [Value(request.signature())] + _codegen.model_files(spec))
@@ -177,6 +178,21 @@ def _shared_objects(env, tc_env, objdir: Path, sources, runner_only):
     return model_objs, runner_objs
 
 
+def _sweep_store_after_clean(env, build_root: str) -> None:
+    """`scons -c` removes the build directories' constants.bin (targets SCons knows); the store's entries
+    they linked (site_tools/byoc/store.py) are not targets: once SCons is done, remove every entry no
+    build directory links any more, and the store when that empties it."""
+    if not env.GetOption("clean") or env.GetOption("no_exec") or build_root in _SWEPT_ROOTS:
+        return
+    _SWEPT_ROOTS.add(build_root)
+    import atexit
+
+    from . import store
+
+    atexit.register(store.sweep, env.Dir(build_root).abspath, True)
+
+
+_SWEPT_ROOTS: set = set()
 _RUNTIME_CACHE: dict = {}
 _MODEL_DIRS: dict = {}  # build directory -> the model spec that builds there
 

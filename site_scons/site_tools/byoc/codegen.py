@@ -18,8 +18,11 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from byoc_compiler.backend.constants import BIN_FILE, PARAMS_FILE
 from byoc_compiler.config import load_config as _load_config
 from byoc_compiler.errors import ByocError
+
+from . import store as _store
 
 import byoc_compiler
 
@@ -236,12 +239,25 @@ def link_libraries(request: CodegenRequest) -> tuple[list[str], list[str]]:
     return list(libs), list(dirs)
 
 
+# The large-constant blobs: written once per content into the build root's store (store.py) and hard-linked
+# into each build directory (gcc's and clang's are the same bytes).
+STORED_FILES = (PARAMS_FILE, BIN_FILE)
+
+
+def build_root(request: CodegenRequest) -> Path:
+    """The build root of a request (its outdir is <build root>/<target>/<toolchain>/<model>)."""
+    return Path(request.outdir).parents[2]
+
+
 def write_outputs(request: CodegenRequest, targets: list[str]) -> None:
     files = _build(request).files(MODEL_TEXT)
     outdir = Path(request.outdir)
     for target in targets:
         rel = Path(target).relative_to(outdir).as_posix()
         data = files[rel]
+        if rel in STORED_FILES and isinstance(data, bytes):
+            _store.place(data, target, build_root(request))
+            continue
         Path(target).parent.mkdir(parents=True, exist_ok=True)
         Path(target).write_bytes(data if isinstance(data, bytes) else data.encode())
 
