@@ -473,6 +473,11 @@ CONV_MEDIUM = [
     ("1x1-stride2-padded-rows", (1, 6, 20, 21), (10, 6, 1, 1), (2, 2), (1, 0, 2, 0), (1, 1), 1),
     ("pixel-major-5x5-not-7s", (1, 8, 5, 5), (24, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # 25 pixels
     ("pixel-major-groups2", (1, 16, 7, 7), (48, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2),
+    # rows of whole 7-pixel slivers at stride_w 1: the tiles read the zero-bordered input in place through
+    # one offset per tap (no im2col packing): 14x14 output with stride_h 2 and K = 270 (two K blocks),
+    # and a dilated window over 11x14
+    ("pixel-major-by-offsets-stride-h2-k>KC", (1, 30, 27, 14), (24, 30, 3, 3), (2, 1), (1, 1, 1, 1), (1, 1), 1),
+    ("pixel-major-by-offsets-dilated", (1, 6, 11, 14), (48, 6, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 1),
 ]
 
 

@@ -278,7 +278,8 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
     oh, ow = conv2d_output_hw(p)
     og, kdim, pixels = p["out_channels"] // p["groups"], per_group_in * p["kernel_h"] * p["kernel_w"], oh * ow
     gemm = gemm_workspace_bytes(og, pixels, kdim)
-    if _pixel_major_pays(og, pixels):
+    by_offsets = p["kernel_h"] * p["kernel_w"] > 1 and p["stride_w"] == 1 and ow % _PM_MR == 0
+    if _pixel_major_pays(og, pixels, by_offsets):
         pm_pixels = _round_up(pixels, _PM_MR)
         gemm = max(gemm, _ALIGN + 4 * (pm_pixels * min(_KC, kdim) + pm_pixels * _round_up(og, _M_QUANTUM)))
     if p["kernel_h"] * p["kernel_w"] > 1:  # + a zero-bordered copy of one group's input (the im2col's source)
@@ -287,12 +288,13 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
     return gemm
 
 
-def _pixel_major_pays(og: int, pixels: int) -> bool:
-    """ck_conv2d.c's choice of 7-pixel x 24-channel tiles for small output planes (by padded work)."""
+def _pixel_major_pays(og: int, pixels: int, by_offsets: bool) -> bool:
+    """ck_conv2d.c's choice of 7-pixel x 24-channel tiles for small output planes (by padded work; no
+    10% bias towards the channel-major tiles when the pixel-major ones read the bordered input in place)."""
     tail = pixels % 32
     cm = pixels if tail == 0 else pixels - tail + (16 if tail <= 16 else 32)
     return pixels <= _PM_MAX_PIXELS and \
-        100 * _round_up(pixels, _PM_MR) * _round_up(og, _M_QUANTUM) < 90 * cm * _round_up(og, 8)
+        100 * _round_up(pixels, _PM_MR) * _round_up(og, _M_QUANTUM) < (100 if by_offsets else 90) * cm * _round_up(og, 8)
 
 
 def conv2d_packed_weight_bytes(p: dict[str, int]) -> int:

@@ -56,13 +56,14 @@ static int64_t ck_round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 /* Pixel-major tiles pay where the plane is small and 32-pixel slivers (and a 16-pixel half one for a
  * short tail) would compute many padding pixels, e.g. 49 -> 64; seven-pixel tiles and 24-channel slivers
  * pad less. Decided from the shape alone (the workspace must not depend on the CPU). */
-static int ck_pixel_major_pays(int64_t og, int64_t pixels) {
+static int ck_pixel_major_pays(int64_t og, int64_t pixels, int by_offsets) {
   const int64_t tail = pixels % 32;
   const int64_t cm = tail == 0 ? pixels : tail <= 16 ? pixels - tail + 16 : pixels - tail + 32;
   const int64_t pm_pixels = ck_round_up(pixels, CK_PM_MR), pm_channels = ck_round_up(og, CK_M_QUANTUM);
   const int64_t cm_channels = ck_round_up(og, 8);
-  /* padded work of each, compared with 10% in favour of the channel-major tiles (no transposed store) */
-  return pixels <= CK_PM_MAX_PIXELS && 100 * pm_pixels * pm_channels < 90 * cm * cm_channels;
+  /* padded work of each, compared with 10% in favour of the channel-major tiles (no transposed store),
+   * unless the pixel-major tiles skip the im2col packing (by_offsets) */
+  return pixels <= CK_PM_MAX_PIXELS && 100 * pm_pixels * pm_channels < (by_offsets ? 100 : 90) * cm * cm_channels;
 }
 
 /* Scratch of the pixel-major path: one K block of pixel slivers and the pixels x channels result. */
@@ -78,12 +79,19 @@ static int ck_im2col_bordered(const ck_conv2d_params *p) {
   return p->channels != p->groups && p->kernel_h * p->kernel_w > 1;
 }
 
+/* Pixel-major tiles read the bordered copy where it lies, through one offset per tap (no im2col packing),
+ * when a window wider than one pixel moves by one column and the output rows are whole 7-pixel slivers
+ * (7x7, 14x14, 28x28 planes): a sliver's seven pixels are then neighbours in one row of the copy. */
+static int ck_pm_by_offsets(const ck_conv2d_params *p, int64_t ow) {
+  return ck_im2col_bordered(p) && p->stride_w == 1 && ow % CK_PM_MR == 0;
+}
+
 /* Workspace bytes of the gemm (or pixel-major) part, before the bordered copy. */
 static size_t ck_conv_gemm_bytes(const ck_conv2d_params *p, int64_t oh, int64_t ow) {
   const int64_t cg = p->channels / p->groups, og = p->out_channels / p->groups;
   const int64_t kdim = cg * p->kernel_h * p->kernel_w;
   const size_t gemm = ck_gemm_workspace_bytes(og, oh * ow, kdim);
-  if (ck_pixel_major_pays(og, oh * ow)) {
+  if (ck_pixel_major_pays(og, oh * ow, ck_pm_by_offsets(p, ow))) {
     const size_t pm = CK_ALIGN + sizeof(float) * (size_t)ck_pixel_major_floats(og, oh * ow, kdim);
     if (pm > gemm) return pm;
   }
@@ -246,14 +254,34 @@ static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixe
   int64_t pc, cs, s, o0, o, j;
   /* a 1x1 stride-1 input is read as it lies when its plane is whole slivers (no row past the end) */
   const int direct = src->conv == NULL && pixels == pm_pixels;
+  const ck_conv_view *v = src->conv;
+  /* the bordered copy read as it lies (ck_pm_by_offsets; the copy exists for exactly those windows) */
+  const int by_offsets = v != NULL && v->padded != NULL && v->stride_w == 1 && v->out_w % CK_PM_MR == 0;
+  int64_t aoff[CK_KC];
   for (pc = 0; pc < kdim; pc += CK_KC) {
     const int64_t kc = kdim - pc < CK_KC ? kdim - pc : CK_KC;
     const float *a = direct ? src->base + pc * src->row_stride : slivers;
     const int64_t as = direct ? src->row_stride : CK_PM_MR, step = direct ? 1 : kc;
-    if (!direct) ck_pack_b(src, pc, kc, 0, pixels, pixels, CK_PM_MR, slivers);
+    if (by_offsets) {
+      const int64_t taps = v->kernel_h * v->kernel_w;
+      for (o = 0; o < kc; ++o) { /* tap pc + o: (channel, kh, kw) */
+        const int64_t t = (pc + o) % taps;
+        aoff[o] = (pc + o) / taps * v->padded_plane + t / v->kernel_w * v->dilation_h * v->padded_w +
+                  t % v->kernel_w * v->dilation_w;
+      }
+    } else if (!direct) {
+      ck_pack_b(src, pc, kc, 0, pixels, pixels, CK_PM_MR, slivers);
+    }
     for (cs = 0; cs < m24; cs += CK_M_QUANTUM) {
       const float *w = packed + pc * m24 + cs * kc;
-      for (s = 0; s < pm_pixels; s += CK_PM_MR) tile(kc, a + s * step, as, w, result + s * m24 + cs, m24, pc > 0);
+      if (by_offsets) {
+        for (s = 0; s < pm_pixels; s += CK_PM_MR) /* pixel s: output row s / out_w, column s % out_w */
+          tile(kc, v->padded + s / v->out_w * v->stride_h * v->padded_w + s % v->out_w, 0, aoff, w,
+               result + s * m24 + cs, m24, pc > 0);
+      } else {
+        for (s = 0; s < pm_pixels; s += CK_PM_MR)
+          tile(kc, a + s * step, as, NULL, w, result + s * m24 + cs, m24, pc > 0);
+      }
     }
   }
   for (o0 = 0; o0 < og; o0 += 16) {
@@ -304,8 +332,9 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
   pixels = oh * ow;
   row_fn = ck_is_dw3x3(p) ? ck_micro_kernel_current()->dw3x3_row : NULL;
   /* pixel-major tiles read the weight as packed: prepacked weights only */
-  pm_tile = cg != 1 && packed != NULL && ck_pixel_major_pays(og, pixels) ? ck_micro_kernel_current()->pixel_major
-                                                                         : NULL;
+  pm_tile = cg != 1 && packed != NULL && ck_pixel_major_pays(og, pixels, ck_pm_by_offsets(p, ow))
+                ? ck_micro_kernel_current()->pixel_major
+                : NULL;
   if ((cg != 1 || ck_uses_padded_plane(p)) && workspace == NULL) return CK_EBADPARAM;
   if (ck_im2col_bordered(p)) {
     const uintptr_t end = (uintptr_t)workspace + ck_conv_gemm_bytes(p, oh, ow);

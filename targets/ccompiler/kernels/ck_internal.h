@@ -119,15 +119,17 @@ typedef void (*ck_gemv_dot_fn)(int64_t n, int64_t k, const float *a, const float
 typedef void (*ck_dw3x3_row_fn)(int64_t n, int64_t odd, const float *r0, const float *r1, const float *r2,
                                 const float *w, float bias, int32_t activation, float *out);
 /* Pixel-major tile, for convolutions whose output planes are small (7x7, 14x14): C'[i][j] (+ C' when
- * accumulate) = sum over kc of ap[p * as + i] * wp[p * CK_M_QUANTUM + j] for CK_PM_MR pixels i and
+ * accumulate) = sum over kc of a_p[i] * wp[p * CK_M_QUANTUM + j] for CK_PM_MR pixels i and
  * the CK_M_QUANTUM output channels j of one sliver of a packed conv2d weight (ck_pack_a_ahead) read as
- * it is; ap: packed pixel slivers (as == CK_PM_MR) or a 1x1 convolution's input itself (as: the plane);
+ * it is; a_p = ap + p * as when aoff == NULL: packed pixel slivers (as == CK_PM_MR) or a 1x1 convolution's
+ * input itself (as: the plane); else a_p = ap + aoff[p]: seven neighbouring pixels of one row of the
+ * zero-bordered input copy, aoff[p] the offset of tap p (channel, kh, kw) in it (no packing at all);
  * C' is pixels x channels, row stride ldc. Seven pixels tile 7x7, 14x14, 28x28... planes exactly,
  * where 32-pixel slivers waste up to a quarter of the work. */
 #define CK_PM_MR 7
 #define CK_PM_MAX_PIXELS 1024 /* larger planes: the channel-major tiles */
-typedef void (*ck_pm_fn)(int64_t kc, const float *ap, int64_t as, const float *wp, float *c, int64_t ldc,
-                         int accumulate);
+typedef void (*ck_pm_fn)(int64_t kc, const float *ap, int64_t as, const int64_t *aoff, const float *wp, float *c,
+                         int64_t ldc, int accumulate);
 typedef struct {
   const char *name;
   int32_t mr, nr;

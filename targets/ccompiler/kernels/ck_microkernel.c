@@ -122,22 +122,29 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
 
 /* The pixel-major tile (ck_pm_fn): MR pixel rows x NV vectors of VF channels (NV * VF == CK_M_QUANTUM,
  * one packed weight sliver read with unit stride), the pixel values broadcast. */
+#define CK_PM_STEP(VEC, MR, VF, NV, AT)                                                                \
+  {                                                                                                 \
+    VEC w[NV];                                                                                      \
+    const float *restrict a_ = (AT);                                                                \
+    for (v = 0; v < (NV); ++v) memcpy(&w[v], wp + p * (NV) * (VF) + v * (VF), sizeof w[v]);         \
+    for (i = 0; i < (MR); ++i) {                                                                    \
+      CK_SPLAT(VEC, VF, ai, a_[i]);                                                                 \
+      for (v = 0; v < (NV); ++v) acc[i][v] = acc[i][v] + ai * w[v];                                 \
+    }                                                                                               \
+  }
 #define CK_DEFINE_PM_KERNEL(NAME, MR, VF, NV)                                                        \
-  static void NAME(int64_t kc, const float *restrict ap, int64_t as, const float *restrict wp,       \
-                   float *restrict c, int64_t ldc, int accumulate) {                               \
+  static void NAME(int64_t kc, const float *restrict ap, int64_t as, const int64_t *restrict aoff,   \
+                   const float *restrict wp, float *restrict c, int64_t ldc, int accumulate) {     \
     typedef float vec __attribute__((vector_size((VF) * sizeof(float))));                          \
     vec acc[MR][NV];                                                                                \
     int64_t p;                                                                                      \
     int i, v;                                                                                       \
     for (i = 0; i < (MR); ++i)                                                                      \
       for (v = 0; v < (NV); ++v) acc[i][v] = (vec){0};                                              \
-    for (p = 0; p < kc; ++p) {                                                                      \
-      vec w[NV];                                                                                    \
-      for (v = 0; v < (NV); ++v) memcpy(&w[v], wp + p * (NV) * (VF) + v * (VF), sizeof w[v]);       \
-      for (i = 0; i < (MR); ++i) {                                                                  \
-        CK_SPLAT(vec, VF, ai, ap[p * as + i]);                                                      \
-        for (v = 0; v < (NV); ++v) acc[i][v] = acc[i][v] + ai * w[v];                               \
-      }                                                                                             \
+    if (aoff == NULL) {                                                                             \
+      for (p = 0; p < kc; ++p) CK_PM_STEP(vec, MR, VF, NV, ap + p * as)                              \
+    } else {                                                                                        \
+      for (p = 0; p < kc; ++p) CK_PM_STEP(vec, MR, VF, NV, ap + aoff[p])                             \
     }                                                                                               \
     for (i = 0; i < (MR); ++i) {                                                                    \
       for (v = 0; v < (NV); ++v) {                                                                  \
