@@ -2,6 +2,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 for path in (ROOT, ROOT / "tests"):  # `targets.*`, and the tests' shared helpers (needs, toy_target) from anywhere
     if str(path) not in sys.path:
@@ -42,3 +44,20 @@ def pytest_collection_modifyitems(config, items):
         if heavy:
             config.hook.pytest_deselected(items=heavy)
             items[:] = [item for item in items if not item.get_closest_marker(marker)]
+
+
+# Bounded fuzz runs (marker `fuzz`; tests/test_fuzz.py, tests/test_target_fuzz.py): the default run gives each
+# target a short smoke run (the harness builds with libFuzzer, starts from its seeds and mutates without a
+# finding; the seeds and every saved finding also replay in the unmarked regression tests). Naming the
+# marker (`pytest -m fuzz`) gives each target its long budget; BYOC_FUZZ_SECONDS wins over both (docs/matrix.md).
+FUZZ_SMOKE_SECONDS = 5
+
+
+@pytest.fixture
+def fuzz_seconds(request):
+    """budget(long_seconds) -> how many seconds this run fuzzes a target."""
+    def budget(long_seconds: int) -> int:
+        if os.environ.get("BYOC_FUZZ_SECONDS"):
+            return int(float(os.environ["BYOC_FUZZ_SECONDS"]))
+        return long_seconds if "fuzz" in (request.config.getoption("markexpr") or "") else FUZZ_SMOKE_SECONDS
+    return budget

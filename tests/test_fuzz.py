@@ -4,7 +4,8 @@ runs for a short bounded time (CI's share of the campaigns bench/fuzz.py runs fo
 - test_c_seeds_and_regressions: each C target built standalone with gcc -fsanitize=address,undefined runs
   its seed corpus and every saved input under tests/fuzz/regressions/<target>/.
 - test_python_regressions: each saved input goes through the same function atheris fuzzes.
-- test_short_fuzz_run (marked `fuzz`): libFuzzer / atheris for BYOC_FUZZ_SECONDS (default 20) seconds each;
+- test_short_fuzz_run (marked `fuzz`): libFuzzer / atheris for 5 s each in the default run, 20 s with
+  `-m fuzz`, BYOC_FUZZ_SECONDS if set (tests/conftest.py: fuzz_seconds);
   a finding fails the test naming the saved input (fix it, then copy the input into regressions/).
   The targets' own harnesses (examplejson, dnnl) run in tests/test_target_fuzz.py.
 """
@@ -44,10 +45,10 @@ def test_python_regressions(name):
 
 @pytest.mark.fuzz
 @pytest.mark.parametrize("target", SHORT, ids=lambda t: t.name)
-def test_short_fuzz_run(target, tmp_path):
+def test_short_fuzz_run(target, tmp_path, fuzz_seconds):
     if target.is_c:
         needs.programs("clang", hint="libFuzzer comes with clang (bash scripts/setup.sh)")
-    seconds = float(os.environ.get("BYOC_FUZZ_SECONDS", "20"))
+    seconds = fuzz_seconds(20)
     result = campaign.run(target, tmp_path, seconds)
     print(f"{target.name}: {result.executions} executions in {seconds:.0f} s, corpus {result.corpus}")
     assert not result.findings, (

@@ -3,7 +3,8 @@ create a module from arbitrary bytes and, when the graph is small, build and run
 
 - test_regressions_and_seeds: every saved input (targets/<name>/fuzz/regressions/) and every seed runs clean
   through the harness built with gcc -fsanitize=address,undefined.
-- test_bounded_fuzz_run (marked `fuzz`; examplejson 20 s, dnnl 15 s, BYOC_FUZZ_SECONDS to change): libFuzzer
+- test_bounded_fuzz_run (marked `fuzz`; 5 s each in the default run, with `-m fuzz` examplejson 20 s and dnnl
+  15 s, BYOC_FUZZ_SECONDS if set: tests/conftest.py's fuzz_seconds): libFuzzer
   when clang's -fsanitize=fuzzer links here, else the deterministic mutation loop of byoc/fuzz_main.h under
   ASan/UBSan. A crash fails the test naming the saved input: copy it into fuzz/regressions/ once fixed.
 """
@@ -70,7 +71,7 @@ class TargetFuzz:
     name: str
     build: Callable[[], tuple]              # () -> (compile flags, runtime sources, link flags)
     corpus: Callable[[Path], list[Path]]    # writes the seeds into a folder
-    seconds: int                            # the bounded run's default length
+    seconds: int                            # the bounded run's length with `-m fuzz` (default run: 5 s)
     seed: str                               # of the mutation loop
     libfuzzer_flags: tuple
     missing: Callable[[], "str | None"] = lambda: None   # a system library the target needs, absent here
@@ -137,8 +138,8 @@ def _libfuzzer(target: TargetFuzz, tmp: Path):
 
 
 @pytest.mark.fuzz
-def test_bounded_fuzz_run(target, tmp_path, corpus, standalone):
-    seconds = int(os.environ.get("BYOC_FUZZ_SECONDS", str(target.seconds)))
+def test_bounded_fuzz_run(target, tmp_path, corpus, standalone, fuzz_seconds):
+    seconds = fuzz_seconds(target.seconds)
     work = tmp_path / "corpus"
     work.mkdir()
     for p in corpus:
