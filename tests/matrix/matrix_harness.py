@@ -455,8 +455,10 @@ def default_cases(config) -> list[Case]:
     """The default run: the pairwise covering set, every model x target set under a sanitizer, the
     reduced real architectures on qemu lanes and a few quantized-model lanes."""
     cases = pairwise_cases(config)
-    ids = {c.id for c in cases}
-    cases += [c for c in sanitizer_cases(config) if c.id not in ids]
+    # A model and target set the pairwise set already runs under a sanitizer is not run under one again
+    # (the sanitizer lane would differ only in executor, interface or opt level, pairs the covering set has).
+    sanitized = {(c.model, c.target_set) for c in cases if config.toolchains[c.toolchain].sanitizer}
+    cases += [c for c in sanitizer_cases(config) if (c.model, c.target_set) not in sanitized]
     return cases + reduced_model_cases(config) + quantized_cases(config, "default")
 
 

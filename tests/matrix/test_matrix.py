@@ -6,6 +6,7 @@ by toolchain or target. See docs/matrix.md.
 """
 from __future__ import annotations
 
+import itertools
 import shutil
 
 import pytest
@@ -29,6 +30,9 @@ def test_default_run_covers_every_pair(matrix_config):
     cases = h.default_cases(matrix_config)
     assert h.covers_all_pairs(cases, matrix_config) == []
     assert len({c.id for c in cases}) == len(cases)
+    if any(tc.sanitizer for tc in matrix_config.toolchains.values()):   # every model x target set sanitized once
+        sanitized = {(c.model, c.target_set) for c in cases if matrix_config.toolchain(c.toolchain).sanitizer}
+        assert sanitized >= set(itertools.product(h.model_names(), h.SANITIZER_TARGET_SETS))
 
 
 def test_reduced_real_architectures_run_on_qemu_lanes(matrix_config):
