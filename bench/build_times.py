@@ -7,13 +7,16 @@ which compiles the same sources without dependency tracking, timed in the same r
 
     python bench/build_times.py [--target ccompiler] [--toolchains gcc,clang] [--repeat 3] [-j 2]
 
-With --model FILE (a real-size model, e.g. `python -m byoc_compiler zoo export resnet50 r50.onnx`):
-full build, then the check alone, null build, a weights-only edit (ONNX initializers perturbed, same shapes),
-each with wall and CPU seconds and the peak memory of the largest process; bytes of generated C, of
-the linked constants and of the build directory against the weights' bytes. Peer: the same model
-through the Python API (partition_for + build + export_runner), timed in the same run.
+With --model FILE (a real-size model, e.g. `python -m byoc_compiler zoo export resnet50 resnet50.onnx`):
+`scons target=T toolchain=TOOLCHAINS model=FILE` as a user types it (default toolchains gcc,clang, like
+config.toml): full build, then the check alone, null build, a weights-only edit (ONNX initializers
+perturbed, same shapes), each with wall and CPU seconds and the peak memory of the largest process;
+bytes of generated C, of the linked constants, of the first toolchain's build directory and of the whole
+build root (like `du`: a file hard-linked from several directories, the store's constants.bin, counts
+once) against the weights' bytes. Peer: the same model through the Python API (partition_for + build +
+export_runner, first toolchain), timed in the same run.
 
-    python bench/build_times.py --model r50.onnx --toolchains gcc [--constants linked|params|auto]
+    python bench/build_times.py --model resnet50.onnx [--toolchains gcc,clang] [--constants linked|params|auto]
 
 It also lists the largest files of the build directory (where the copies of the weights are).
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -99,11 +103,25 @@ def _run_measured(project: Path, args: list[str]) -> dict:
         sys.exit(f"scons {' '.join(args)} failed:\n{out[-3000:]}\n{proc.stderr[-3000:]}")
     compiled = sum(line.startswith(("compile ", "assemble ")) for line in out.splitlines())
     return {"wall": float(wall), "cpu": float(cpu), "rss": int(rss) * 1024, "compiled": compiled,
-            "planned": "byoc plan" in out, "passed": "1 passed, 0 failed" in out or "check" not in args}
+            "planned": "byoc plan" in out, "passed": re.search(r"\b[1-9]\d* passed, 0 failed", out) is not None or "check" not in args}
 
 
 def _tree_bytes(path: Path, pattern: str = "*") -> int:
     return sum(p.stat().st_size for p in path.rglob(pattern) if p.is_file())
+
+
+def _du_bytes(path: Path) -> tuple[int, int]:
+    """(bytes of the files under path, each inode counted once as `du` does; the same summed per path)."""
+    seen, unique, per_path = set(), 0, 0
+    for p in path.rglob("*"):
+        st = p.lstat()
+        if not p.is_file() or p.is_symlink():
+            continue
+        per_path += st.st_size
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            unique += st.st_size
+    return unique, per_path
 
 
 def _perturbed_onnx(src: Path, dest: Path) -> int:
@@ -132,7 +150,7 @@ def model_main(args) -> None:
         project = copy_project(Path(tmp))
         model = project / src.name
         shutil.copy(src, model)
-        common = [f"target={args.target}", f"toolchain={toolchain}", f"model={model.name}", f"-j{args.j}",
+        common = [f"target={args.target}", f"toolchain={args.toolchains}", f"model={model.name}", f"-j{args.j}",
                   f"constants={args.constants}"]
         full = _run_measured(project, common)
         check = _run_measured(project, common + ["check"])          # the build is up to date: the check alone
@@ -142,8 +160,11 @@ def model_main(args) -> None:
         gen_c = _tree_bytes(out / "src", "*.c") + _tree_bytes(out / "src", "*.h")
         linked = _tree_bytes(out / "src", "*.bin") + _tree_bytes(out, "constants.bin")
         build_dir = _tree_bytes(out)
+        root_du, root_per_path = _du_bytes(project / "build")
         largest = sorted((p.stat().st_size, p.relative_to(out).as_posix()) for p in out.rglob("*") if p.is_file())[-6:]
         edit = _run_measured(project, common) if weights is not None else None
+        edited_du = _du_bytes(project / "build")[0] if edit is not None else None
+        store_entries = len(list((project / "build" / ".constants").glob("*.bin")))
 
         import byoc_compiler
         from byoc_compiler.frontend import load_model
@@ -155,7 +176,7 @@ def model_main(args) -> None:
         peer = time.perf_counter() - start
     med = statistics.median
     null_wall, null_cpu = med(n["wall"] for n in nulls), med(n["cpu"] for n in nulls)
-    print(f"model {src.name}, target {args.target}, toolchain {toolchain}, constants={args.constants}, -j{args.j} "
+    print(f"model {src.name}, target {args.target}, toolchain {args.toolchains}, constants={args.constants}, -j{args.j} "
           f"(load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: wall times are inflated by other work)")
     rows.append(("scons full build", f"{full['wall']:.1f} s", f"{full['cpu']:.1f} s",
@@ -175,9 +196,14 @@ def model_main(args) -> None:
     print(f"{'step':<34}{'wall':>9}{'cpu':>9}{'peak RSS':>10}  notes")
     for name, wall, cpu, rss, note in rows:
         print(f"{name:<34}{wall:>9}{cpu:>9}{rss:>10}  {note}")
-    print(f"generated C: {gen_c / 1e6:.2f} MB; large constants (.bin): {linked / 1e6:.1f} MB; build directory: "
-          f"{build_dir / 1e6:.1f} MB" + (f" = {build_dir / weights:.2f}x the weights' {weights / 1e6:.1f} MB"
-                                          if weights else ""))
+    ratio = (lambda n: f" = {n / weights:.2f}x the weights" if weights else "")
+    print(f"generated C ({toolchain}): {gen_c / 1e6:.2f} MB; large constants (.bin): {linked / 1e6:.1f} MB; "
+          f"{toolchain}'s build directory: {build_dir / 1e6:.1f} MB{ratio(build_dir)}"
+          + (f" ({weights / 1e6:.1f} MB)" if weights else ""))
+    print(f"build root ({args.toolchains}), each inode once like du: {root_du / 1e6:.1f} MB{ratio(root_du)}; "
+          f"summed per path: {root_per_path / 1e6:.1f} MB{ratio(root_per_path)}"
+          + (f"; after the weights edit: {edited_du / 1e6:.1f} MB{ratio(edited_du)}, {store_entries} store "
+             "entr" + ("y" if store_entries == 1 else "ies") if edited_du is not None else ""))
     print("largest files: " + ", ".join(f"{rel} {size / 1e6:.1f} MB" for size, rel in reversed(largest)))
 
 
