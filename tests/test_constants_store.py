@@ -115,6 +115,17 @@ def test_an_interrupted_entry_write_leaves_no_entry(tmp_path, monkeypatch):
     assert not (root / "t" / "tc" / "m" / "constants.bin").exists()
 
 
+def test_a_killed_builds_temp_file_goes_with_the_next_placement(tmp_path):
+    """A build killed mid-write (SIGKILL: no cleanup) leaves a temp name, never an entry; the next build,
+    under the lock no other writer holds, removes it."""
+    root = tmp_path / "build"
+    (root / store.STORE_DIR).mkdir(parents=True)
+    stale = root / store.STORE_DIR / f".{'0' * 64}.bin.12345.678.tmp"
+    stale.write_bytes(b"half")
+    store.place(b"w" * 64, root / "t" / "tc" / "m" / "constants.bin", root)
+    assert not stale.exists() and len(entries(root)) == 1
+
+
 def test_sweep_after_clean_removes_the_store(tmp_path):
     root = tmp_path / "build"
     dests = [root / "t" / tc / "m" / "constants.bin" for tc in ("gcc", "clang")]

@@ -18,7 +18,7 @@ and is removed, under a lock (`<build root>/.constants.lock`), whenever a build 
 removed the old files of the directories it rebuilds, so their old entries dropped a link) and when
 `scons -c` ends; the store directory goes when that empties it (and after `scons -c`, the lock file).
 Placing (write the entry, link it) holds the same lock, so no entry is seen between its creation and
-its first link.
+its first link, and a temp file seen under the lock is a killed build's: the sweep removes it too.
 """
 from __future__ import annotations
 
@@ -119,6 +119,10 @@ def _link_or_copy(entry: Path, dest: Path) -> str:
 
 def _sweep_locked(store: Path) -> list[Path]:
     removed = []
+    # Entries are written only under the lock, so a temp file seen under it is a killed build's.
+    for stale in store.glob(".*.tmp") if store.is_dir() else ():
+        with contextlib.suppress(OSError):
+            stale.unlink()
     for entry in _entries(store):
         try:
             if entry.stat().st_nlink == 1:
@@ -127,7 +131,7 @@ def _sweep_locked(store: Path) -> list[Path]:
         except FileNotFoundError:
             pass
     with contextlib.suppress(OSError):
-        store.rmdir()            # only when empty (temp files of a killed build keep it: harmless)
+        store.rmdir()            # only when empty
     return removed
 
 
