@@ -31,7 +31,7 @@ def test_graph_json_is_built_once_and_embedded_as_written(monkeypatch, interface
     real = graph_json_module.graph_json
     for module in [m for name, m in sys.modules.items() if name.startswith("byoc_compiler")]:
         if getattr(module, "graph_json", None) is real:      # every module that could build one
-            monkeypatch.setattr(module, "graph_json", lambda prog: calls.append(prog) or real(prog))
+            monkeypatch.setattr(module, "graph_json", lambda prog, *rest: calls.append(prog) or real(prog, *rest))
     lib = build(zoo.get("multi_output"), executor="graph", interface=interface, large_constant_bytes=None)
     assert len(calls) == 1
     assert _embedded_graph(lib.get_source()) == json.loads(lib.graph_json)

@@ -244,12 +244,17 @@ MATMUL = [(m, n, k, ta, tb) for (m, n, k) in [(1, 5, 3), (2, 37, 45), (9, 1, 40)
           for tb in (0, 1)]
 
 
+# ck_matmul packs B per call; ck_matmul_prepacked reads B packed ahead by the codegen's mirror.
+MATMUL_ENTRIES = ("matmul", "matmul_prepacked")
+
+
+@pytest.mark.parametrize("entry", MATMUL_ENTRIES)
 @pytest.mark.parametrize("m,n,k,ta,tb", MATMUL, ids=[f"m{m}-n{n}-k{k}-ta{ta}-tb{tb}" for m, n, k, ta, tb in MATMUL])
-def test_matmul_transpose_flags(ck, m, n, k, ta, tb):
+def test_matmul_transpose_flags(ck, entry, m, n, k, ta, tb):
     a = rand(k, m) if ta else rand(m, k)
     b = rand(n, k) if tb else rand(k, n)
     want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
-    close(ck.matmul(a, b, ta, tb), want)
+    close(getattr(ck, entry)(a, b, ta, tb), want)
 
 
 # Weights packed ahead (ck_dense_prepacked & co., packed by the codegen's numpy mirror): batch 1, 2, 7, 64 rows
@@ -277,14 +282,6 @@ def test_gemm_pack_b_in_c_lays_out_as_the_mirror(ck, n, k):
     assert ck.ck_gemm_pack_b(i64(n), i64(k), fptr(w), i64(1), i64(k), fptr(packed)) == 0
     np.testing.assert_array_equal(packed, K.pack_gemm_b(w.T))
     assert ck.ck_gemm_pack_b(i64(n), i64(k), fptr(w), i64(1), i64(k), None) != 0
-
-
-@pytest.mark.parametrize("m,n,k,ta,tb", MATMUL, ids=[f"m{m}-n{n}-k{k}-ta{ta}-tb{tb}" for m, n, k, ta, tb in MATMUL])
-def test_matmul_prepacked_transpose_flags(ck, m, n, k, ta, tb):
-    a = rand(k, m) if ta else rand(m, k)
-    b = rand(n, k) if tb else rand(k, n)
-    want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
-    close(ck.matmul_prepacked(a, b, ta, tb), want)
 
 
 @pytest.mark.parametrize("ta", (0, 1), ids=["a", "a-transposed"])

@@ -3,14 +3,23 @@
 
 size_t ck_dense_workspace_bytes(int64_t m, int64_t n, int64_t k) { return ck_gemm_workspace_bytes(m, n, k); }
 
+/* Both nn.dense entries check the same arguments and fuse the same epilogue: a bias per output column,
+   then the activation. */
+static int32_t ck_dense_setup(const float *data, const float *weight, const float *out, const float *bias,
+                              int32_t activation, ck_epilogue *epilogue) {
+  if (data == NULL || weight == NULL || out == NULL) return CK_EBADPARAM;
+  if (!CK_VALID_ACTIVATION(activation)) return CK_EBADPARAM;
+  epilogue->bias = bias;
+  epilogue->bias_per_row = 0;
+  epilogue->activation = activation;
+  return CK_OK;
+}
+
 int32_t ck_dense(int64_t m, int64_t n, int64_t k, const float *data, const float *weight,
                  const float *bias, int32_t activation, float *out, void *workspace) {
   ck_epilogue epilogue;
-  if (data == NULL || weight == NULL || out == NULL) return CK_EBADPARAM;
-  if (!CK_VALID_ACTIVATION(activation)) return CK_EBADPARAM;
-  epilogue.bias = bias;
-  epilogue.bias_per_row = 0;
-  epilogue.activation = activation;
+  int32_t status = ck_dense_setup(data, weight, out, bias, activation, &epilogue);
+  if (status != CK_OK) return status;
   /* B[k, n] = weight[n, k]: row stride 1, column stride K. */
   return ck_gemm(m, n, k, data, k, 1, weight, 1, k, out, n, &epilogue, workspace);
 }
@@ -39,11 +48,8 @@ static int32_t ck_gemm_on_packed_b(int64_t m, int64_t n, int64_t k, const float 
 int32_t ck_dense_prepacked(int64_t m, int64_t n, int64_t k, const float *data, const float *packed_weight,
                            const float *bias, int32_t activation, float *out, void *workspace) {
   ck_epilogue epilogue;
-  if (data == NULL || packed_weight == NULL || out == NULL) return CK_EBADPARAM;
-  if (!CK_VALID_ACTIVATION(activation)) return CK_EBADPARAM;
-  epilogue.bias = bias;
-  epilogue.bias_per_row = 0;
-  epilogue.activation = activation;
+  int32_t status = ck_dense_setup(data, packed_weight, out, bias, activation, &epilogue);
+  if (status != CK_OK) return status;
   return ck_gemm_on_packed_b(m, n, k, data, k, 1, packed_weight, out, &epilogue, workspace);
 }
 
