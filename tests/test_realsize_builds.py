@@ -3,7 +3,7 @@
 Each case builds the partitioned model (Python API, the runner), runs it on the check's deterministic
 inputs and compares with the float64 reference of the unpartitioned model, as `scons check` does
 (testing/tolerance.compare_with_bounds). The default run builds MobileNetV2 (3.5 M weights) once
-for ccompiler and once for dnnl on gcc: a full ResNet-50 build takes minutes. Every
+for each target (ccompiler, examplejson, dnnl) on gcc: a full ResNet-50 build takes minutes. Every
 other configuration is marked `realsize` (`pytest --realsize`, docs/matrix.md).
 """
 from __future__ import annotations
@@ -31,7 +31,8 @@ CASES = [
     ("resnet50", "dnnl,ccompiler", "clang", "aot", "unpacked"),
 ]
 # The default run: one real-size case per target that has one here (the rest: pytest --realsize).
-DEFAULT = {CASES[0], ("mobilenetv2", "dnnl", "gcc", "aot", "unpacked")}
+DEFAULT = {CASES[0], ("mobilenetv2", "examplejson", "gcc", "graph", "packed"),
+           ("mobilenetv2", "dnnl", "gcc", "aot", "unpacked")}
 
 
 def _id(case) -> str:
