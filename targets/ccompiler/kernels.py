@@ -9,12 +9,19 @@ tests/test_ccompiler_kernels.py checks every mirror against the C.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from byoc_compiler.vendor import matmul_dims
+
+
+def element_count(dims) -> int:
+    """Elements of a shape whose dims may be numpy integers: a Python int, for C literals and sizes."""
+    return math.prod(int(d) for d in dims)
+
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 INCLUDE_DIR = KERNEL_DIR

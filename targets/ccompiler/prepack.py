@@ -46,13 +46,6 @@ class Prepack:
     function: str = ""            # the kernel the note names
 
 
-def _prod(dims) -> int:
-    n = 1
-    for d in dims:
-        n *= int(d)
-    return n
-
-
 def _fits(packed_bytes: int, step, index: int) -> bool:
     return 0 < packed_bytes <= MAX_GROWTH * step.ins[index].buffer.nbytes
 
@@ -71,7 +64,7 @@ def _conv2d_pack(step, weight):
 
 def _dense_when(step) -> bool:
     data, weight = step.ins[0], step.ins[1]
-    rows = _prod(data.type.shape[:-1])
+    rows = kernels.element_count(data.type.shape[:-1])
     n, k = (int(d) for d in weight.type.shape)
     return rows > 1 and _fits(4 * kernels.gemm_packed_b_floats(n, k), step, 1)
 
@@ -96,7 +89,7 @@ def _matmul_pack(step, b):
 
 def _batch_matmul_when(step) -> bool:
     _, m, k, n = batch_matmul_dims(step)
-    matrices = _prod(step.ins[1].type.shape[:-2])
+    matrices = kernels.element_count(step.ins[1].type.shape[:-2])
     return m > 1 and _fits(4 * matrices * kernels.gemm_packed_b_floats(n, k), step, 1)
 
 

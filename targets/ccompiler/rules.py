@@ -33,13 +33,6 @@ class Rule:
     inplace: tuple[int, ...] = ()
 
 
-def _prod(dims) -> int:
-    n = 1
-    for d in dims:
-        n *= int(d)
-    return n
-
-
 def _axis(axis: int, ndim: int, what: str) -> int:
     axis = int(axis)
     if not -ndim <= axis < max(ndim, 1):
@@ -94,7 +87,7 @@ def _unary(step):
 
 def _channel_split(shape, axis: int) -> tuple[int, int, int]:
     """(outer, channels, inner) of a tensor viewed around `axis`."""
-    return _prod(shape[:axis]), int(shape[axis]), _prod(shape[axis + 1:])
+    return kernels.element_count(shape[:axis]), int(shape[axis]), kernels.element_count(shape[axis + 1:])
 
 
 def _bias_add(step):
@@ -119,7 +112,7 @@ def _batch_norm(step):
 def _dense_mnk(step) -> tuple[int, int, int]:
     data, weight = step.ins[0], step.ins[1]
     k = int(data.type.shape[-1]) if data.type.ndim else 1
-    return _prod(data.type.shape[:-1]), int(weight.type.shape[0]), k
+    return kernels.element_count(data.type.shape[:-1]), int(weight.type.shape[0]), k
 
 
 def _dense(step):
@@ -234,7 +227,7 @@ def _transpose(step):
 def _concatenate(step):
     out = step.outs[0]
     axis = _axis(step.attrs["axis"], out.type.ndim, "concatenate")
-    outer, inner = _prod(out.type.shape[:axis]), _prod(out.type.shape[axis + 1:])
+    outer, inner = kernels.element_count(out.type.shape[:axis]), kernels.element_count(out.type.shape[axis + 1:])
     n = len(step.ins)
     decls = [f"const float* const inputs[{n}] = {{{', '.join(t.ptr for t in step.ins)}}};",
              int64_array("sizes", [t.type.shape[axis] for t in step.ins])]

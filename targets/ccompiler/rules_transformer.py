@@ -13,13 +13,6 @@ from byoc_compiler.vendor import float_literal, int64_array, int_literal, matmul
 from . import kernels
 
 
-def _prod(dims) -> int:
-    n = 1
-    for d in dims:
-        n *= int(d)
-    return n
-
-
 def batch_matmul_dims(step):
     a, b = step.ins
     return matmul_dims(a.type.shape, b.type.shape, step.attrs["transpose_a"], step.attrs["transpose_b"])
@@ -30,7 +23,7 @@ def _offsets(shape, batch, matrix: int | None = None) -> list[int]:
     (matrices of `matrix` floats; default: the last two dims)."""
     own = tuple(shape[:-2])
     matrix = int(shape[-1]) * int(shape[-2]) if matrix is None else matrix
-    flat = np.arange(_prod(own), dtype=np.int64).reshape(own) if own else np.zeros((), np.int64)
+    flat = np.arange(kernels.element_count(own), dtype=np.int64).reshape(own) if own else np.zeros((), np.int64)
     return [int(v) * matrix for v in np.broadcast_to(flat, batch).ravel()]
 
 
@@ -41,7 +34,8 @@ def _batch_matmul(step):
     matrix = kernels.gemm_packed_b_floats(n, k) if prepacked else None
     decls = [int64_array("a_offsets", _offsets(a.type.shape, batch) or [0]),
              int64_array("b_offsets", _offsets(b.type.shape, batch, matrix) or [0])]
-    head = (f"({int_literal(_prod(batch))}, {int_literal(m)}, {int_literal(n)}, {int_literal(k)}, {a.ptr}, a_offsets, "
+    count = kernels.element_count(batch)
+    head = (f"({int_literal(count)}, {int_literal(m)}, {int_literal(n)}, {int_literal(k)}, {a.ptr}, a_offsets, "
             f"{int(bool(step.attrs['transpose_a']))}, {b.ptr}, b_offsets")
     if prepacked:
         return decls, f"ck_batch_matmul_prepacked{head}, {step.outs[0].ptr}, {step.scratch_ptr})"
@@ -56,7 +50,7 @@ def _mnk(step):
 
 def _rows(step):
     shape = step.ins[0].type.shape
-    return _prod(shape[:-1]), int(shape[-1])
+    return kernels.element_count(shape[:-1]), int(shape[-1])
 
 
 def _softmax(step):
