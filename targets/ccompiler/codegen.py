@@ -14,8 +14,9 @@ written by the vendor API's C text writers (byoc_compiler.ctext), like the host'
 Passes: `_Lowering` walks the region into steps over abstract buffers (reshape is a view, a
 composite whose body is a fusable chain is one fused call, any other composite is its body op by
 op); `_assign_outputs` lets results be computed straight into the output arrays; `_prepack_weights`
-packs constant weights of conv2d, and of dense/matmul/batch_matmul with more than one row (prepack.py); `fuse_residual_adds` (fuse_residual.py) moves a residual add (and the relu
-after it) into the preceding conv's epilogue; `_run_in_place` lets elementwise-like kernels overwrite a dead input; `_plan` packs what is left
+packs constant weights of conv2d, and of dense/matmul/batch_matmul with more than one row (prepack.py);
+`fuse_residual_adds` (fuse_residual.py) moves a residual add (and the relu after it) into the preceding
+conv's epilogue; `_run_in_place` lets elementwise-like kernels overwrite a dead input; `_plan` packs what is left
 into one workspace by lifetime (backend.memory_plan; sizes from the tensor types and the kernels' size
 formulas, nothing allocated at run time); `_render` writes the text. The workspace is not the region's
 own: its size is the artifact's workspace_bytes and the model instance that calls the region passes it,

@@ -17,6 +17,7 @@ Pseudo-builder
 """
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 from pathlib import Path
@@ -27,6 +28,7 @@ import SCons.Errors
 from SCons.Script import Value
 
 from . import codegen as _codegen
+from . import store as _store
 
 
 def _codegen_emitter(target, source, env):
@@ -185,11 +187,7 @@ def _sweep_store_after_clean(env, build_root: str) -> None:
     if not env.GetOption("clean") or env.GetOption("no_exec") or build_root in _SWEPT_ROOTS:
         return
     _SWEPT_ROOTS.add(build_root)
-    import atexit
-
-    from . import store
-
-    atexit.register(store.sweep, env.Dir(build_root).abspath, True)
+    atexit.register(_store.sweep, env.Dir(build_root).abspath, True)
 
 
 _SWEPT_ROOTS: set = set()

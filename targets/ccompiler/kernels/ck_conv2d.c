@@ -102,7 +102,9 @@ size_t ck_conv2d_workspace_bytes(const ck_conv2d_params *p) {
   int64_t oh, ow;
   size_t bytes;
   if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return 0;
-  if (p->channels == p->groups) /* direct kernels; the 3x3 and ck_depthwise.c ones read a zero-bordered copy of the plane */
+  /* one input channel per group: direct kernels; the 3x3 and ck_depthwise.c ones read a zero-bordered
+   * copy of the plane */
+  if (p->channels == p->groups)
     return ck_uses_padded_plane(p) ? CK_ALIGN + 2 * sizeof(float) * (size_t)ck_padded_plane_floats(p) : 0;
   bytes = ck_conv_gemm_bytes(p, oh, ow);
   if (ck_im2col_bordered(p))

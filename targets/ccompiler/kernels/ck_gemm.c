@@ -141,10 +141,6 @@ static void ck_copy_short(float *restrict dst, const float *restrict src, int64_
   }
 }
 
-/* Implicit im2col: row k = (channel, kh, kw), column n = (oh, ow) of the output. The nr pixels
- * of a sliver split into runs on one output line each (a new run where ow wraps, and one for the
- * columns past n); per row of the sliver and run, the input columns inside the image form one
- * range, so each run is zeros, a (strided) copy, zeros: no branch per element. */
 /* A 1x1 window: every row of a sliver reads the same nr pixels of the next input plane. When all of them
  * lie inside the image (always, unless padded), the sliver is a gather through the nr offsets computed
  * once per sliver, not the per-row runs below (a stride-2 1x1 conv spent a fifth of its time on those).
@@ -221,6 +217,10 @@ static void ck_pack_b_conv_padded(int64_t p0, int64_t kc, int64_t j0_all, int64_
   }
 }
 
+/* Implicit im2col: row k = (channel, kh, kw), column n = (oh, ow) of the output. The nr pixels
+ * of a sliver split into runs on one output line each (a new run where ow wraps, and one for the
+ * columns past n); per row of the sliver and run, the input columns inside the image form one
+ * range, so each run is zeros, a (strided) copy, zeros: no branch per element. */
 static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, int64_t n_total,
                            const ck_conv_view *v, int64_t nr_full, float *restrict dst) {
   const int64_t taps = v->kernel_h * v->kernel_w;

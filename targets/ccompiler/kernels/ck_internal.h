@@ -162,8 +162,8 @@ void ck_pack_a_ahead(int64_t m, int64_t k, const float *a, int64_t lda, float *p
  * mirror image of ck_pack_a_ahead; ck_gemm_pack_b (byoc_ck.h) is its checked public face. */
 void ck_pack_b_ahead(int64_t n, int64_t k, const float *b, int64_t rs, int64_t cs, float *packed);
 
-/* B[pc .. pc+kc, j0 .. j0+nc] of a strided or conv source (not a packed one) -> nr-wide slivers (kc x nr, k-major), zero columns
- * past n_total and past the last sliver's end. */
+/* B[pc .. pc+kc, j0 .. j0+nc] of a strided or conv source (not a packed one) -> nr-wide slivers
+ * (kc x nr, k-major), zero columns past n_total and past the last sliver's end. */
 void ck_pack_b(const ck_b_source *b, int64_t pc, int64_t kc, int64_t j0, int64_t nc, int64_t n_total, int64_t nr,
                float *dst);
 
