@@ -32,6 +32,7 @@ from .bert import bert_tiny
 from .efficientnet import efficientnet_lite
 from .mobilenet import mobilenetv2
 from .resnet import resnet50
+from .tiny import zoo_rows as _tiny_rows
 
 
 class _Weights:
@@ -144,6 +145,8 @@ ONNX_MODELS: dict[str, tuple[Callable[[], object], str]] = {
                                                  head=320),
                                "EfficientNet-lite-style at 0.25 width, 64x64, 100 classes"),
     "bert_tiny": (bert_tiny, "BERT-tiny-like encoder: 2 layers, hidden 128, 2 heads, sequence 128"),
+    # microcontroller models (tiny/): MLPerf Tiny's shapes, float32 and int8 QDQ from one generator
+    **_tiny_rows(),
 }
 
 # The real-size models at full size (benchmarks, the realsize test marker).

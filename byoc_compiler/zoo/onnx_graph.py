@@ -154,20 +154,25 @@ class GraphBuilder:
 
     def model(self, output: Tensor, output_name: str = "logits", opset: int = OPSET):
         """The checked onnx.ModelProto; `output` (made by the last node) is renamed `output_name`."""
-        import onnx   # the zoo's ONNX models need the onnx package; the small models do not
-        from onnx import numpy_helper
-
-        helper = self._helper
         last = self.nodes[-1]
         assert list(last.output) == [output.name], "the model's output must be the last node's"
         last.output[0] = output_name
-        graph = helper.make_graph(
-            self.nodes, self.name,
-            [helper.make_tensor_value_info(t.name, onnx.TensorProto.FLOAT, t.shape) for t in self.inputs],
-            [helper.make_tensor_value_info(output_name, onnx.TensorProto.FLOAT, output.shape)],
-            [numpy_helper.from_array(v, k) for k, v in self.initializers.items()])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                                  producer_name="byoc_compiler.zoo")
-        model.ir_version = min(model.ir_version, 8)     # readable by older onnxruntime releases too
-        onnx.checker.check_model(model)
-        return model
+        return checked_model(self.name, self.nodes, [(t.name, t.shape) for t in self.inputs],
+                             [(output_name, output.shape)], self.initializers, opset)
+
+
+def checked_model(name: str, nodes, inputs, outputs, initializers: dict, opset: int = OPSET,
+                  producer: str = "byoc_compiler.zoo"):
+    """The checked onnx.ModelProto of a graph with float32 inputs and outputs given as (name, shape)."""
+    import onnx   # the zoo's ONNX models need the onnx package; the small models do not
+    from onnx import helper, numpy_helper
+
+    def values(pairs):
+        return [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, shape) for n, shape in pairs]
+
+    graph = helper.make_graph(nodes, name, values(inputs), values(outputs),
+                              [numpy_helper.from_array(v, k) for k, v in initializers.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name=producer)
+    model.ir_version = min(model.ir_version, 8)     # readable by older onnxruntime releases too
+    onnx.checker.check_model(model)
+    return model

@@ -1,0 +1,62 @@
+"""The zoo's microcontroller models: one generator, one Spec per model, written as ONNX and .tflite.
+
+Each model is a Spec (spec.py: layers in NHWC with seeded float weights, models.py: the
+architectures) and its QuantizedSpec (quant.py: int8 activations, per-channel int8 weights, int32
+biases, chosen once), written by onnx_form.py as a float32 ONNX model and an int8 QDQ ONNX model,
+from the same numbers; so byoc, onnxruntime and TensorFlow Lite Micro run the same model.
+
+Zoo names: `<model>` is the float32 twin, `<model>_int8` the quantized model (zoo.ONNX_MODELS
+lists them with the rest of the ONNX-built zoo).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+from . import models
+from .onnx_form import onnx_model as _write_onnx
+from .quant import QuantizedSpec, quantize
+from .spec import Spec
+
+# name -> (spec builder, one line for `zoo list`)
+MODELS: dict[str, tuple[Callable[[], Spec], str]] = {
+    "ds_cnn": (models.ds_cnn, "MLPerf Tiny DS-CNN keyword spotting: 49x10 MFCC, 4 depthwise-separable blocks, "
+                              "12 classes"),
+    "resnet8": (models.resnet8, "MLPerf Tiny ResNet-8: 32x32x3, three residual stacks (16, 32, 64), 10 classes"),
+    "mobilenet_v1_025": (functools.partial(models.mobilenet_v1, 0.25, 96, 2),
+                         "MLPerf Tiny MobileNet v1 0.25 (visual wake words): 96x96x3, 2 classes"),
+    "fc_autoencoder": (models.fc_autoencoder, "MLPerf Tiny FC autoencoder (anomaly detection): 640 -> 8 -> 640"),
+    "concat_cnn": (models.concat_cnn, "Inception/DenseNet-style CNN: branches concatenated with differing "
+                                      "scales, 32x32x3, 10 classes"),
+}
+
+
+def _check(name: str) -> None:
+    if name not in MODELS:
+        raise ValueError(f"unknown microcontroller model {name!r}; known: {', '.join(MODELS)}")
+
+
+@functools.lru_cache(maxsize=8)
+def spec(name: str) -> Spec:
+    _check(name)
+    return MODELS[name][0]()
+
+
+@functools.lru_cache(maxsize=8)
+def quantized(name: str) -> QuantizedSpec:
+    return quantize(spec(name))
+
+
+def onnx_model(name: str, int8: bool):
+    """The onnx.ModelProto of model `name`: the QDQ int8 model, or its float32 twin."""
+    return _write_onnx(spec(name), quantized(name) if int8 else None)
+
+
+def zoo_rows() -> dict[str, tuple[Callable[[], object], str]]:
+    """Rows for zoo.ONNX_MODELS: `<model>` (float32) and `<model>_int8` (QDQ) of every model."""
+    rows = {}
+    for name, (_, about) in MODELS.items():
+        rows[name] = (functools.partial(onnx_model, name, False), f"{about}; float32")
+        rows[f"{name}_int8"] = (functools.partial(onnx_model, name, True),
+                                f"{about}; int8 QDQ, per-channel weights")
+    return rows

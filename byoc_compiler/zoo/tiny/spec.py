@@ -1,0 +1,147 @@
+"""One format-neutral description of a microcontroller-sized model: layers in NHWC with seeded float weights.
+
+A `Spec` is what the writers (onnx_form.py, tflite_form.py) translate; the quantization (quant.py)
+is derived from it once, so the ONNX and the .tflite file of a model carry the same weights and the
+same quantization parameters. Layouts follow TFLite, whose conventions are the stricter ones:
+activations NHWC, conv weights (O, kh, kw, I), depthwise weights (1, kh, kw, C), fully connected
+weights (O, I). Padding is explicit (top, left, bottom, right), computed as TensorFlow's "same"
+(the extra row or column at the bottom and right), so both formats pad the same pixels.
+
+Weights are He-normal with small biases, then scaled layer by layer so every layer's output has RMS 1
+on a seeded input (evaluate.normalized; the logits more, so a softmax's outputs spread): the role a
+trained conv + folded batch norm plays, so int8 steps mean something in every layer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# op -> what it is (docs for readers of a spec; the writers and the evaluator cover exactly these)
+OPS = {
+    "conv": "2-D convolution, weight (O, kh, kw, I), bias (O,), fused activation",
+    "depthwise": "depthwise 2-D convolution (multiplier 1), weight (1, kh, kw, C), bias (C,), fused activation",
+    "fc": "fully connected on (N, K), weight (O, K), bias (O,), fused activation",
+    "add": "elementwise sum of two tensors of one shape, fused activation",
+    "avg_pool": "average pool, VALID, kernel and stride",
+    "max_pool": "max pool, VALID or SAME, kernel and stride",
+    "flatten": "(N, 1, 1, C) -> (N, C)",
+    "concat": "concatenation on the channel (last) axis",
+    "softmax": "softmax on the last axis",
+}
+ACTIVATIONS = ("none", "relu", "relu6")
+
+
+@dataclass(frozen=True)
+class Layer:
+    op: str
+    inputs: tuple[str, ...]
+    output: str
+    shape: tuple[int, ...]                         # the output's shape (NHWC, or (N, K))
+    attrs: dict = field(default_factory=dict)      # kernel, stride, pads, act
+    weight: np.ndarray | None = None
+    bias: np.ndarray | None = None
+
+
+@dataclass
+class Spec:
+    name: str
+    input: str
+    input_shape: tuple[int, ...]
+    layers: list[Layer] = field(default_factory=list)
+
+    @property
+    def output(self) -> str:
+        return self.layers[-1].output
+
+    def shape(self, tensor: str) -> tuple[int, ...]:
+        if tensor == self.input:
+            return self.input_shape
+        return next(layer.shape for layer in self.layers if layer.output == tensor)
+
+
+def same_pads(size: int, kernel: int, stride: int) -> tuple[int, int]:
+    """TensorFlow's SAME padding of one spatial axis: (before, after), the odd pixel after."""
+    out = -(-size // stride)
+    total = max((out - 1) * stride + kernel - size, 0)
+    return total // 2, total - total // 2
+
+
+class SpecBuilder:
+    """Appends layers to a Spec; weights are drawn from one seeded generator in the order layers are added
+    and scaled by `finish` (evaluate.normalized)."""
+
+    def __init__(self, name: str, input_shape, seed: int, input_name: str = "input"):
+        self.spec = Spec(name, input_name, tuple(input_shape))
+        self.rng = np.random.default_rng(seed)
+        self._count = 0
+
+    def finish(self) -> Spec:
+        from .evaluate import normalized   # evaluate imports this module's types
+
+        return normalized(self.spec)
+
+    def _add(self, op: str, inputs, shape, weight=None, bias=None, **attrs) -> str:
+        self._count += 1
+        out = f"{op}{self._count}"
+        self.spec.layers.append(Layer(op, tuple(inputs), out, tuple(shape), attrs, weight, bias))
+        return out
+
+    def _he(self, shape, fan_in: int) -> np.ndarray:
+        return (self.rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+
+    def _bias(self, n: int) -> np.ndarray:
+        return (self.rng.standard_normal(n) * 0.1).astype(np.float32)
+
+    def _window(self, x: str, kernel, stride: int, same: bool):
+        _, h, w, c = self.spec.shape(x)
+        kh, kw = kernel
+        if same:
+            (top, bottom), (left, right) = same_pads(h, kh, stride), same_pads(w, kw, stride)
+        else:
+            top = bottom = left = right = 0
+        oh, ow = (h + top + bottom - kh) // stride + 1, (w + left + right - kw) // stride + 1
+        return (oh, ow, c), dict(kernel=(kh, kw), stride=stride, pads=(top, left, bottom, right))
+
+    def conv(self, x: str, channels: int, kernel, stride: int = 1, act: str = "relu", same: bool = True) -> str:
+        kernel = (kernel, kernel) if isinstance(kernel, int) else tuple(kernel)
+        (oh, ow, c), attrs = self._window(x, kernel, stride, same)
+        weight = self._he((channels, *kernel, c), c * kernel[0] * kernel[1])
+        return self._add("conv", [x], (1, oh, ow, channels), weight, self._bias(channels), act=act, **attrs)
+
+    def depthwise(self, x: str, kernel: int = 3, stride: int = 1, act: str = "relu") -> str:
+        (oh, ow, c), attrs = self._window(x, (kernel, kernel), stride, True)
+        weight = self._he((1, kernel, kernel, c), kernel * kernel)
+        return self._add("depthwise", [x], (1, oh, ow, c), weight, self._bias(c), act=act, **attrs)
+
+    def fc(self, x: str, units: int, act: str = "none", rms: float = 1.0) -> str:
+        """Fully connected; `rms`: the scale of its output (evaluate.normalized), e.g. logits' spread."""
+        k = self.spec.shape(x)[-1]
+        weight = self._he((units, k), k)
+        return self._add("fc", [x], (1, units), weight, self._bias(units), act=act, rms=rms)
+
+    def add(self, a: str, b: str, act: str = "none") -> str:
+        return self._add("add", [a, b], self.spec.shape(a), act=act)
+
+    def pool(self, x: str, kind: str, kernel=None, stride: int | None = None, same: bool = False) -> str:
+        """Average or max pool, VALID (max pool also SAME: padding never wins the max); without a kernel,
+        over the whole plane (the global pool)."""
+        _, h, w, c = self.spec.shape(x)
+        if same and kind != "max":    # TFLite and ONNX count padded pixels differently in an average
+            raise ValueError("only max pools take SAME padding here")
+        kernel = (h, w) if kernel is None else ((kernel, kernel) if isinstance(kernel, int) else tuple(kernel))
+        (oh, ow, _), attrs = self._window(x, kernel, stride or kernel[0], same)
+        return self._add(f"{kind}_pool", [x], (1, oh, ow, c), **attrs)
+
+    def flatten(self, x: str) -> str:
+        n, h, w, c = self.spec.shape(x)
+        if (h, w) != (1, 1):    # NHWC and NCHW flatten alike only without a plane: keeps both forms one model
+            raise ValueError(f"flatten of {x} {self.spec.shape(x)}: only a 1x1 plane flattens the same in NCHW")
+        return self._add("flatten", [x], (n, c))
+
+    def concat(self, parts) -> str:
+        shapes = [self.spec.shape(p) for p in parts]
+        return self._add("concat", parts, (*shapes[0][:-1], sum(s[-1] for s in shapes)))
+
+    def softmax(self, x: str) -> str:
+        return self._add("softmax", [x], self.spec.shape(x))

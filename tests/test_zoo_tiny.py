@@ -1,0 +1,151 @@
+"""The zoo's microcontroller models (byoc_compiler/zoo/tiny): MLPerf Tiny's shapes, float32 and int8 QDQ.
+
+- architecture: layer counts and parameter counts worked out by hand from the MLPerf Tiny reference
+  models (batch norm folded), the input and output shapes;
+- quantization conventions (TFLite's): per-channel symmetric int8 weights, int32 biases at input scale
+  x weight scale, softmax output 1/256 with zero point -128, pools keeping their input's parameters;
+- the int8 models import as integer ops and equal onnxruntime's integer session (QDQ fused into
+  QLinearConv/QGemm/..., `session.qdqisint8allowed=1`) on every element of several seeded inputs; the
+  float twins equal onnxruntime's float session within float32 rounding;
+- builds: host-only and wholly in ccompiler equal byoc's integer reference bit for bit. By default one
+  host build and two ccompiler builds (a few seconds); every model on both behind the `int8` marker.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+import onnxruntime as ort  # noqa: E402 - a test dependency (pyproject's test extras), never optional
+
+import byoc_compiler as byoc
+from byoc_compiler import zoo
+from byoc_compiler.ir import Call, Op, post_order
+from byoc_compiler.testing.reference import run_reference
+from byoc_compiler.zoo import tiny
+
+MLPERF = ["ds_cnn", "resnet8", "mobilenet_v1_025", "fc_autoencoder"]
+MODELS = MLPERF + ["concat_cnn"]
+SEEDS = range(4)
+
+
+def _session(name: str, int8_kernels: bool = True):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    if int8_kernels:     # int8 (not uint8) QDQ fused into onnxruntime's integer kernels on x86 too
+        options.add_session_config_entry("session.qdqisint8allowed", "1")
+    return ort.InferenceSession(zoo.onnx_model(name).SerializeToString(), options,
+                                providers=["CPUExecutionProvider"])
+
+
+def _ops(mod) -> set[str]:
+    return {n.op.name for n in post_order(mod["main"].body) if isinstance(n, Call) and isinstance(n.op, Op)}
+
+
+# (model, weighted layers by op, parameters): parameters counted by hand from the reference models with
+# batch norm folded into the conv biases:
+# - DS-CNN: conv 10*4*1*64+64 = 2624, 4 depthwise 3*3*64+64 = 640, 4 pointwise 64*64+64 = 4160, fc 780;
+# - ResNet-8: conv 448; stack 1: 2 * 2320; stack 2: 4640 + 9248 + shortcut 544; stack 3: 18496 + 36928
+#   + shortcut 2112; fc 650;
+# - MobileNet v1 0.25: conv 224; depthwise + pointwise 80+144, 160+544, 320+1056, 320+2112, 640+4160,
+#   640+8320, 5 * (1280+16512), 1280+33024, 2560+65792; fc 514;
+# - autoencoder: 82048 + 3 * 16512 + 1032 + 1152 + 3 * 16512 + 82560.
+ARCHITECTURE = [
+    ("ds_cnn", {"conv": 5, "depthwise": 4, "fc": 1}, 22604, (1, 49, 10, 1), (1, 12)),
+    ("resnet8", {"conv": 9, "fc": 1}, 77706, (1, 32, 32, 3), (1, 10)),
+    ("mobilenet_v1_025", {"conv": 14, "depthwise": 13, "fc": 1}, 210850, (1, 96, 96, 3), (1, 2)),
+    ("fc_autoencoder", {"fc": 10}, 265864, (1, 640), (1, 640)),
+]
+
+
+@pytest.mark.parametrize("name,weighted,parameters,in_shape,out_shape", ARCHITECTURE, ids=[a[0] for a in ARCHITECTURE])
+def test_architecture(name, weighted, parameters, in_shape, out_shape):
+    spec = tiny.spec(name)
+    layers = [layer for layer in spec.layers if layer.weight is not None]
+    assert {op: sum(layer.op == op for layer in layers) for op in weighted} == weighted
+    assert len(layers) == sum(weighted.values())
+    assert sum(layer.weight.size + layer.bias.size for layer in layers) == parameters
+    assert (spec.input_shape, spec.layers[-1].shape) == (in_shape, out_shape)
+
+
+def test_names_and_twins():
+    for name in MODELS:
+        assert {name, f"{name}_int8"} <= set(zoo.onnx_names())
+        float_inits = {t.name for t in zoo.onnx_model(name).graph.initializer}
+        assert not any(n.endswith("_quantized") for n in float_inits)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_quantization_follows_tflite_conventions(name):
+    q = tiny.quantized(name)
+    for layer in q.spec.layers:
+        scale, zp = q.act[layer.output]
+        assert scale.dtype == np.float32 and -128 <= zp <= 127
+        if layer.op == "softmax":
+            assert (float(scale), zp) == (1 / 256, -128)
+        if layer.op in ("avg_pool", "max_pool", "flatten"):
+            assert q.act[layer.output] == q.act[layer.inputs[0]]
+        if layer.attrs.get("act") in ("relu", "relu6"):
+            assert zp == -128                          # a relu's range starts at zero
+        if layer.weight is None:
+            continue
+        w, scales = q.weight[layer.output]
+        axis = 3 if layer.op == "depthwise" else 0
+        assert w.dtype == np.int8 and w.min() >= -127 and scales.shape == (layer.weight.shape[axis],)
+        assert np.all(np.abs(w).max(axis=tuple(a for a in range(w.ndim) if a != axis)) == 127)
+        bias_scale = np.float32(q.act[layer.inputs[0]][0]) * scales
+        np.testing.assert_allclose(q.bias[layer.output] * bias_scale.astype(np.float64), layer.bias,
+                                   atol=float(bias_scale.max()) / 2 * 1.0001)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_int8_model_equals_onnxruntime_integer_session(name):
+    mod = zoo.get(f"{name}_int8")
+    ops = _ops(mod)
+    assert ("qnn.dense" in ops) and {"nn.conv2d", "nn.dense"}.isdisjoint(ops)
+    session = _session(f"{name}_int8")
+    for seed in SEEDS:
+        x = zoo.inputs(f"{name}_int8", seed)
+        np.testing.assert_array_equal(run_reference(mod, x)[0], session.run(None, x)[0], err_msg=f"seed {seed}")
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_float_twin_equals_onnxruntime(name):
+    mod, session = zoo.get(name), _session(name, int8_kernels=False)
+    for seed in SEEDS:
+        x = zoo.inputs(name, seed)
+        want = session.run(None, x)[0]
+        np.testing.assert_allclose(run_reference(mod, x)[0], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_the_int8_model_is_close_to_its_float_twin():
+    """The quantization means something: the int8 DS-CNN's probabilities are within a few steps of the
+    float model's and pick the same class."""
+    x = zoo.inputs("ds_cnn", 0)
+    f, q = _session("ds_cnn", False).run(None, x)[0], _session("ds_cnn_int8").run(None, x)[0]
+    assert np.abs(f - q).max() <= 4 / 256 and f.argmax() == q.argmax()
+
+
+def test_models_are_deterministic():
+    for name in ("ds_cnn_int8", "resnet8"):
+        assert zoo.ONNX_MODELS[name][0]().SerializeToString() == zoo.ONNX_MODELS[name][0]().SerializeToString()
+
+
+# (model, target): the default run builds three, the `int8` marker every model on both
+BUILDS = [(n, t) for n in MODELS for t in ("host", "ccompiler")]
+DEFAULT_BUILDS = {("ds_cnn", "host"), ("resnet8", "ccompiler"), ("mobilenet_v1_025", "ccompiler")}
+
+
+@pytest.mark.parametrize("name,target", [pytest.param(*b, id=f"{b[0]}_int8-{b[1]}",
+                                                      marks=[] if b in DEFAULT_BUILDS else [pytest.mark.int8])
+                                         for b in BUILDS])
+def test_int8_build_equals_reference(name, target):
+    mod = zoo.get(f"{name}_int8")
+    x = zoo.inputs(f"{name}_int8", 1)
+    if target == "ccompiler":
+        mod = byoc.partition_for("ccompiler", mod)
+        summary = byoc.partition.summarize(mod)
+        assert summary.host_op_count == 0, summary.table()
+    (got,) = byoc.build(mod, toolchain="gcc", executor="aot", interface="unpacked").run_runner(list(x.values()))
+    np.testing.assert_array_equal(got, run_reference(zoo.get(f"{name}_int8"), x)[0])
+    assert onnx.checker.check_model(zoo.onnx_model(f"{name}_int8")) is None
