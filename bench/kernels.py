@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from targets.ccompiler import kernels as K  # noqa: E402
+from byoc_compiler.contrib.ccompiler import kernels as K  # noqa: E402
 
 f32p = ctypes.POINTER(ctypes.c_float)
 

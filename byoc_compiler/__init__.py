@@ -5,8 +5,6 @@ cheap and a module that is not needed is never imported.
 """
 from importlib import import_module
 
-__version__ = "0.1.0"
-
 _LAZY = {
     "ir": ("byoc_compiler.ir", None),
     "op": ("byoc_compiler.op", None),
@@ -25,6 +23,8 @@ _LAZY = {
 
 
 def __getattr__(name):
+    if name == "__version__":
+        return _version()
     try:
         module_name, attr = _LAZY[name]
     except KeyError:
@@ -33,6 +33,16 @@ def __getattr__(name):
     value = module if attr is None else getattr(module, attr)
     globals()[name] = value
     return value
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's, through the package metadata)."""
+    from importlib import metadata   # start-up: only `__version__` reads the metadata
+
+    try:
+        return metadata.version("byoc_compiler")
+    except metadata.PackageNotFoundError:   # a checkout used without `pip install`
+        return "0+unknown"
 
 
 def __dir__():

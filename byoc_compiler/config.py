@@ -1,7 +1,16 @@
-"""config.toml: which targets exist, build defaults, and toolchains as data.
+"""byoc's settings: which targets are enabled, build defaults, and toolchains as data.
 
-The file is edited by hand, so every mistake gets one message naming the file,
-the key and what is allowed. Read with tomli (tomllib is only in 3.11+).
+Where they come from (docs/build.md, "Where settings come from"), lowest first:
+- the packaged defaults, `defaults.toml` next to this module (the built-in targets' flags, the build
+  defaults, the toolchain table);
+- the user's file: BYOC_CONFIG (or a path given explicitly) if set, else the first found from the working
+  directory upward, as pytest finds its rootdir: a `byoc.toml`, a `pyproject.toml` with a [tool.byoc] table,
+  or a `config.toml` whose tables are byoc's (the repository's is one; Cargo and others use the name too).
+The user's tables merge over the defaults: [backends], [build] and [targets] key by key, and a
+[toolchains.NAME] table replaces the packaged one of that name whole.
+
+The files are edited by hand, so every mistake gets one message naming the file, the key and what is
+allowed. Read with tomli (tomllib is only in 3.11+).
 """
 from __future__ import annotations
 
@@ -17,16 +26,12 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as _toml
 
 from .errors import ByocError
+from .plugins import BUILTIN_FLAGS, TargetSource, flag_for, installed_targets
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CONFIG = REPO_ROOT / "config.toml"
+PACKAGED_DEFAULTS = Path(__file__).resolve().parent / "defaults.toml"
+# The user's file, in the order looked for in each directory from the working one upward.
+USER_FILES = ("byoc.toml", "pyproject.toml", "config.toml")
 
-# The built-in flags and the target package each one enables.
-BUILTIN_BACKENDS = {
-    "USE_CODEGENC": ("ccompiler", "targets.ccompiler"),
-    "USE_EXAMPLEJSON": ("examplejson", "targets.examplejson"),
-    "USE_DNNL": ("dnnl", "targets.dnnl"),
-}
 EXECUTORS = ("graph", "aot")
 INTERFACES = ("packed", "unpacked")
 CONSTANTS = ("linked", "params", "auto")   # large constants: linked, loaded at init, or by size (backend/constants.py)
@@ -67,20 +72,43 @@ class BuildDefaults:
 
 @dataclass(frozen=True)
 class Config:
-    path: Path
+    path: Path                                      # the user's file, or the packaged defaults when there is none
     backends: dict[str, bool]                       # flag -> enabled
-    extra_targets: dict[str, tuple[str, str]]       # target name -> (module, flag)
+    extra_targets: dict[str, tuple[str, str]]       # target name -> (module, flag), from [targets]
     build: BuildDefaults
     toolchains: dict[str, ToolchainConfig] = field(default_factory=dict)
+    sources: tuple[Path, ...] = ()                  # the files read, lowest first (packaged defaults, user's)
+    installed: tuple[TargetSource, ...] = ()        # entry points of the group byoc.targets
+
+    def target_sources(self) -> dict[str, list[TargetSource]]:
+        """target name -> where it is declared: entry points (byoc's own first), then [targets]. More than
+        one source for a name is a collision (`target_collisions`)."""
+        out: dict[str, list[TargetSource]] = {}
+        for source in self.installed:
+            out.setdefault(source.name, []).append(source)
+        for name, (module, flag) in self.extra_targets.items():
+            out.setdefault(name, []).append(TargetSource(name, module, origin=f"{self.path.name} [targets]"))
+        return out
+
+    def target_flag(self, name: str) -> str:
+        extra = self.extra_targets.get(name)
+        return extra[1] if extra else flag_for(name)
 
     def target_modules(self) -> dict[str, tuple[str, str, bool]]:
-        """target name -> (module path, flag, enabled), built-ins first then [targets]."""
+        """target name -> (declaration module, flag, enabled) of every target declared once."""
         out = {}
-        for flag, (name, module) in BUILTIN_BACKENDS.items():
-            out[name] = (module, flag, self.backends.get(flag, False))
-        for name, (module, flag) in self.extra_targets.items():
-            out[name] = (module, flag, self.backends.get(flag, True))
+        for name, sources in self.target_sources().items():
+            if len(sources) == 1:
+                flag = self.target_flag(name)
+                out[name] = (sources[0].module, flag, self.backends.get(flag, True))
         return out
+
+    def target_collisions(self) -> dict[str, str]:
+        """target name -> the sentence naming every package or file that declares it."""
+        return {name: f"the name {name!r} is declared by more than one package: "
+                      + ", ".join(f"{s.origin} ({s.module})" for s in sources)
+                      + "; uninstall one of them (or rename its entry point)"
+                for name, sources in self.target_sources().items() if len(sources) > 1}
 
     def toolchain(self, name: str) -> ToolchainConfig:
         try:
@@ -88,7 +116,11 @@ class Config:
         except KeyError:
             raise ConfigError(
                 f"unknown toolchain {name!r}{_did_you_mean(name, self.toolchains)}; toolchains defined in "
-                f"{self.path}: {', '.join(self.toolchains) or 'none'}") from None
+                f"{_files_text(self.sources or (self.path,))}: {', '.join(self.toolchains) or 'none'}") from None
+
+
+def _files_text(paths) -> str:
+    return " and ".join(str(p) for p in paths)
 
 
 def _did_you_mean(word: str, choices) -> str:
@@ -97,14 +129,44 @@ def _did_you_mean(word: str, choices) -> str:
 
 
 def find_config_path(path: str | os.PathLike | None = None) -> Path:
-    """Explicit path, else $BYOC_CONFIG, else ./config.toml, else the repository's default."""
+    """The user's settings file (explicit path, else $BYOC_CONFIG, else found from the working directory
+    upward), or the packaged defaults when there is none."""
+    return find_user_file(path) or PACKAGED_DEFAULTS
+
+
+def find_user_file(path: str | os.PathLike | None = None, start: Path | None = None) -> Path | None:
+    """Explicit path, else $BYOC_CONFIG, else the first of USER_FILES that is byoc's, in the working
+    directory or the nearest directory above it; None when there is none."""
     if path is not None:
         return Path(path)
     env = os.environ.get("BYOC_CONFIG")
     if env:
         return Path(env)
-    local = Path.cwd() / "config.toml"
-    return local if local.is_file() else DEFAULT_CONFIG
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        for name in USER_FILES:
+            candidate = folder / name
+            if candidate.is_file() and candidate != PACKAGED_DEFAULTS and _is_byoc_file(candidate):
+                return candidate
+    return None
+
+
+def _is_byoc_file(path: Path) -> bool:
+    """byoc.toml always; pyproject.toml with [tool.byoc]; config.toml whose top-level tables are all byoc's
+    (a [build] alone only with byoc's keys: Cargo has a [build] table too). Invalid TOML in a config.toml
+    is claimed, so that its error is reported rather than the file skipped."""
+    if path.name == "byoc.toml":
+        return True
+    try:
+        raw = _toml.loads(path.read_text(encoding="utf-8"))
+    except (_toml.TOMLDecodeError, UnicodeDecodeError, OSError):
+        return path.name == "config.toml"
+    if path.name == "pyproject.toml":
+        return isinstance(raw.get("tool", {}).get("byoc"), dict)
+    if not raw or not set(raw) <= set(_SECTIONS):
+        return False
+    build = raw.get("build", {})
+    return bool(set(raw) - {"build"}) or (isinstance(build, dict) and set(build) <= set(_BUILD_KEYS))
 
 
 _SECTIONS = ("backends", "targets", "build", "toolchains")
@@ -130,21 +192,52 @@ def _check_type(where: str, value: Any, expected: type, path: Path) -> None:
 
 
 def load_config(path: str | os.PathLike | None = None) -> Config:
-    path = find_config_path(path)
+    """The packaged defaults with the user's settings (see find_user_file) merged over them."""
+    user = find_user_file(path)
+    raw = _read_toml(PACKAGED_DEFAULTS)
+    if user is not None and user.resolve() != PACKAGED_DEFAULTS:
+        raw = merge_settings(raw, _read_user_file(user))
+    where = user or PACKAGED_DEFAULTS
+    sources = (PACKAGED_DEFAULTS,) + ((user,) if user is not None and user.resolve() != PACKAGED_DEFAULTS else ())
+    _check_keys("", raw, _SECTIONS, where)
+    installed = tuple(installed_targets())
+    extra = _extra_targets(raw.get("targets", {}), where)     # checked in this order: the first error is reported
+    backends = _backends(raw.get("backends", {}), extra, installed, where)
+    toolchains = _toolchains(raw.get("toolchains", {}), where)
+    build = _build_defaults(raw.get("build", {}), toolchains, where)
+    return Config(path=where, backends=backends, extra_targets=extra, build=build, toolchains=toolchains,
+                  sources=sources, installed=installed)
+
+
+def merge_settings(base: dict, over: dict) -> dict:
+    """`over`'s tables merged into `base`'s key by key; a key's value (a build setting, a flag, a whole
+    [toolchains.NAME] table) replaces the one in `base`."""
+    out = {key: dict(value) if isinstance(value, dict) else value for key, value in base.items()}
+    for section, table in over.items():
+        if isinstance(table, dict) and isinstance(out.get(section), dict):
+            out[section].update(table)
+        else:
+            out[section] = table
+    return out
+
+
+def _read_user_file(path: Path) -> dict:
     raw = _read_toml(path)
-    _check_keys("", raw, _SECTIONS, path)
-    extra = _extra_targets(raw.get("targets", {}), path)     # checked in this order: the first error is reported
-    backends = _backends(raw.get("backends", {}), extra, path)
-    toolchains = _toolchains(raw.get("toolchains", {}), path)
-    build = _build_defaults(raw.get("build", {}), toolchains, path)
-    return Config(path=path, backends=backends, extra_targets=extra, build=build, toolchains=toolchains)
+    if path.name != "pyproject.toml":
+        return raw
+    table = raw.get("tool", {}).get("byoc")
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path} has no [tool.byoc] table; add one (its tables are [tool.byoc.build], "
+                          f"[tool.byoc.backends], ...) or name a byoc.toml")
+    return table
 
 
 def _read_toml(path: Path) -> dict:
     try:
         return _toml.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"config file {path} not found; copy the repository's config.toml or set BYOC_CONFIG") from None
+        raise ConfigError(f"config file {path} not found; name an existing file (BYOC_CONFIG, --config, config=) "
+                          f"or unset BYOC_CONFIG to use the settings found from the working directory") from None
     except IsADirectoryError:
         raise ConfigError(f"config path {path} is a directory; name the config.toml file in it") from None
     except (_toml.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -152,27 +245,26 @@ def _read_toml(path: Path) -> dict:
 
 
 def _extra_targets(extra_raw: dict, path: Path) -> dict[str, tuple[str, str]]:
-    """[targets]: name -> (module, flag) of the targets beyond the built-in ones."""
+    """[targets]: name -> (module, flag) of targets named by module path (beyond the installed ones)."""
     extra: dict[str, tuple[str, str]] = {}
-    builtin = {target: (flag, module) for flag, (target, module) in BUILTIN_BACKENDS.items()}
     for name, spec in extra_raw.items():
         if not isinstance(spec, dict) or not isinstance(spec.get("module"), str):
             raise ConfigError(f"{path}: [targets] {name} must be a table like "
                               f'{name} = {{ module = "pkg.module", flag = "USE_{name.upper()}" }}')
         _check_keys(f"targets.{name}.", spec, ("module", "flag"), path)
-        if name in builtin:
-            flag, module = builtin[name]
+        if name in BUILTIN_FLAGS:
             raise ConfigError(f"{path}: [targets] {name} = {{ module = {spec['module']!r} }} has the name of the "
-                              f"built-in target {name!r} ({flag} -> {module}); rename the [targets] entry")
-        extra[name] = (spec["module"], spec.get("flag", f"USE_{name.upper()}"))
+                              f"built-in target {name!r} ({BUILTIN_FLAGS[name]}); rename the [targets] entry")
+        extra[name] = (spec["module"], spec.get("flag", flag_for(name)))
     return extra
 
 
-def _backends(backends_raw: dict, extra: dict[str, tuple[str, str]], path: Path) -> dict[str, bool]:
+def _backends(backends_raw: dict, extra: dict[str, tuple[str, str]], installed, path: Path) -> dict[str, bool]:
     """[backends]: flag -> enabled, every built-in flag present (off unless set)."""
-    known_flags = list(BUILTIN_BACKENDS) + [flag for _, flag in extra.values()]
+    known_flags = list(dict.fromkeys([*BUILTIN_FLAGS.values(), *(s.flag for s in installed),
+                                      *(flag for _, flag in extra.values())]))
     _check_keys("backends.", backends_raw, known_flags, path)
-    backends = {flag: False for flag in BUILTIN_BACKENDS}
+    backends = {flag: False for flag in BUILTIN_FLAGS.values()}
     for flag, value in backends_raw.items():
         _check_type(f"backends.{flag}", value, bool, path)
         backends[flag] = value

@@ -46,7 +46,7 @@ from .ctext import (c_string, c_type, comment, const_array, core_signature, doub
 from .op.batch_matmul import matmul_dims
 from .op.pool import pool_out_size
 from .op.qnn import add_float32_params, add_multipliers, requantize_ratios
-from .spec import SystemLibrary, Target, TargetError, all_of, dtypes_only, float32_only, rank_at_most
+from .spec import VENDOR_API_VERSION, SystemLibrary, Target, TargetError, all_of, dtypes_only, float32_only, rank_at_most
 from .errors import ByocError
 from .partition import partition_for
 from .runtime.sources import include_flags as runtime_include_flags
@@ -58,10 +58,12 @@ from .ir.types import TensorType, TupleType, flatten_type
 from .ir.visitor import ExprVisitor, post_order
 from .pattern import is_constant, is_op, is_tuple, is_tuple_get_item, is_var, wildcard
 
-API_VERSION = (1, 2)
+API_VERSION = VENDOR_API_VERSION
 
 # What changed, newest first (a minor version adds names; a major one may remove or change them):
 CHANGELOG = {
+    (1, 3): "Target(..., vendor_api=(major, minor)): the API version a target was written for; byoc refuses a "
+            "target of another major version (or of a newer minor one) with a message naming both",
     (1, 2): "C text writers from byoc_compiler.ctext: literal, float_literal, double_literal, half_literal, "
             "int_literal, element_literals, const_array, line_array, int64_array, shape_text, wrap_list, c_string, comment",
     (1, 1): "WORKSPACE_ALIGNMENT; requantize_ratios, add_float32_params, add_multipliers",

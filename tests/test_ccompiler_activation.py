@@ -16,7 +16,7 @@ import needs
 from byoc_compiler import partition_for, zoo
 from byoc_compiler.ir import post_order
 
-from targets.ccompiler import kernels as K
+from byoc_compiler.contrib.ccompiler import kernels as K
 
 SANITIZERS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
 BUILDS = {f"{cc}{opt}": (cc, [opt]) for cc in ("gcc", "clang") for opt in ("-O0", "-O3")}

@@ -20,8 +20,8 @@ from byoc_compiler.ir import Function, IRModule, Tuple, TupleGetItem, Var, const
 from byoc_compiler.ir.types import TensorType
 from byoc_compiler.transform import InferType
 
-from targets.ccompiler import kernels
-from targets.ccompiler.codegen import ALIGNMENT, ccompiler_codegen
+from byoc_compiler.contrib.ccompiler import kernels
+from byoc_compiler.contrib.ccompiler.codegen import ALIGNMENT, ccompiler_codegen
 
 GOLDEN = Path(__file__).parent / "golden" / "ccompiler"
 F32 = "float32"

@@ -21,7 +21,7 @@ from sanitizer_rerun import ASAN_RUNTIMES, BUILDS, SANITIZE
 
 from byoc_compiler.testing.loops import conv2d_loops, pool2d_loops, pool_out_size
 
-from targets.ccompiler import kernels as K
+from byoc_compiler.contrib.ccompiler import kernels as K
 
 WARNINGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared"]
 

@@ -27,8 +27,8 @@ from byoc_compiler.op.registry import make_call
 from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.transform import InferType
 
-from targets.ccompiler import kernels as K
-from targets.ccompiler import qkernels as Q
+from byoc_compiler.contrib.ccompiler import kernels as K
+from byoc_compiler.contrib.ccompiler import qkernels as Q
 
 RNG = np.random.default_rng(2026)
 

@@ -168,7 +168,7 @@ def test_resize_outside_the_library_stays_on_the_host(case):
 def test_table_covers_every_mode():
     """Every coordinate mode and nearest mode the importer maps is in the table with a C spelling."""
     from byoc_compiler.op.image import COORDINATE_MODES, NEAREST_MODES
-    from targets.ccompiler import kernels
+    from byoc_compiler.contrib.ccompiler import kernels
 
     assert {c[4] for c in RESIZE} == set(COORDINATE_MODES) == set(kernels.COORDINATE_MODES)
     assert {c[5] for c in RESIZE if c[3] == "nearest"} == set(NEAREST_MODES) == set(kernels.NEAREST_MODES)

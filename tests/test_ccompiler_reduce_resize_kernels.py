@@ -19,7 +19,7 @@ import needs
 import sanitizer_rerun
 from sanitizer_rerun import ASAN_RUNTIMES, BUILDS, SANITIZE
 
-from targets.ccompiler import kernels as K
+from byoc_compiler.contrib.ccompiler import kernels as K
 
 SOURCES = [K.KERNEL_DIR / "ck_reduce.c", K.KERNEL_DIR / "ck_resize.c"]
 

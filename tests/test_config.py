@@ -35,10 +35,11 @@ def write(tmp_path, text):
 
 def test_good_config_reads_flags_defaults_and_toolchains(tmp_path):
     config = load_config(write(tmp_path, GOOD))
-    assert config.backends == {"USE_CODEGENC": True, "USE_EXAMPLEJSON": False, "USE_DNNL": False}
+    # USE_DNNL is not set: the packaged default (on) holds
+    assert config.backends == {"USE_CODEGENC": True, "USE_EXAMPLEJSON": False, "USE_DNNL": True}
     assert config.build.executor == "aot" and config.build.interface == "packed"
     assert config.toolchains["gcc"].cflags == ("-std=c99",)
-    assert config.target_modules()["ccompiler"] == ("targets.ccompiler", "USE_CODEGENC", True)
+    assert config.target_modules()["ccompiler"] == ("byoc_compiler.contrib.ccompiler", "USE_CODEGENC", True)
     assert config.target_modules()["examplejson"][2] is False
 
 
@@ -81,7 +82,7 @@ def test_bad_config_names_file_key_and_fix(tmp_path, edit, message):
 
 # (id, what is at the path, what the one error says)
 UNREADABLE = [
-    ("missing", None, "not found; copy the repository's config.toml or set BYOC_CONFIG"),
+    ("missing", None, "not found; name an existing file"),
     ("directory", "dir", "is a directory; name the config.toml file in it"),
     ("not-utf8", b"\xff\xfe\x00", "not valid TOML"),
 ]
@@ -112,3 +113,84 @@ def test_cli_config_command_lists_toolchains(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "toolchain gcc" in proc.stdout and "target ccompiler" in proc.stdout
+
+
+# ---- where settings come from: packaged defaults, then the user's file found from the working directory up ----
+CARGO = '[build]\njobs = 4\ntarget = "x86_64-unknown-linux-gnu"\n'
+BYOC_BUILD = '[build]\nexecutor = "aot"\n'
+PYPROJECT = '[project]\nname = "app"\n\n[tool.byoc.build]\nexecutor = "aot"\n'
+
+# (id, {relative path: text}, the file expected to be read (None: the packaged defaults alone))
+DISCOVERY = [
+    pytest.param({"byoc.toml": BYOC_BUILD}, "byoc.toml", id="byoc-toml"),
+    pytest.param({"pyproject.toml": PYPROJECT}, "pyproject.toml", id="pyproject-tool-byoc"),
+    pytest.param({"config.toml": BYOC_BUILD}, "config.toml", id="config-toml-of-byoc"),
+    pytest.param({"config.toml": CARGO}, None, id="config-toml-of-cargo-is-not-ours"),
+    pytest.param({"pyproject.toml": '[project]\nname = "app"\n'}, None, id="pyproject-without-tool-byoc"),
+    pytest.param({"../byoc.toml": BYOC_BUILD}, "../byoc.toml", id="found-in-a-parent"),
+    pytest.param({"byoc.toml": BYOC_BUILD, "config.toml": "[build]\nexecutor = 'graph'\n"}, "byoc.toml",
+                 id="byoc-toml-before-config-toml"),
+    pytest.param({"config.toml": CARGO, "../byoc.toml": BYOC_BUILD}, "../byoc.toml", id="skips-a-foreign-file"),
+]
+
+
+@pytest.mark.parametrize("files, expected", DISCOVERY)
+def test_user_settings_are_found_from_the_working_directory_upward(tmp_path, monkeypatch, files, expected):
+    from byoc_compiler.config import PACKAGED_DEFAULTS
+
+    work = tmp_path / "project" / "sub"
+    work.mkdir(parents=True)
+    for rel, text in files.items():
+        (work / rel).write_text(text)
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("BYOC_CONFIG", raising=False)
+    config = load_config()
+    if expected is None:
+        assert config.sources == (PACKAGED_DEFAULTS,) and config.build.executor == "graph"
+    else:
+        assert config.sources == (PACKAGED_DEFAULTS, (work / expected).resolve())
+        assert config.build.executor == "aot"      # the user's setting, merged over the packaged "graph"
+
+
+def test_byoc_config_environment_variable_overrides_discovery(tmp_path, monkeypatch):
+    (tmp_path / "byoc.toml").write_text(BYOC_BUILD)
+    other = tmp_path / "elsewhere.toml"
+    other.write_text('[build]\ninterface = "unpacked"\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BYOC_CONFIG", str(other))
+    config = load_config()
+    assert config.path == other
+    assert config.build.interface == "unpacked" and config.build.executor == "graph"
+
+
+def test_settings_merge_key_by_key_and_a_toolchain_table_whole(tmp_path):
+    import tomllib
+
+    from byoc_compiler.config import PACKAGED_DEFAULTS
+
+    packaged = tomllib.loads(PACKAGED_DEFAULTS.read_text())
+    path = write(tmp_path, '[backends]\nUSE_DNNL = false\n\n[toolchains.gcc]\ncc = "gcc-13"\narch = "x86_64"\n\n'
+                           '[toolchains.mine]\ncc = "cc"\narch = "x86_64"\n')
+    config = load_config(path)
+    assert config.backends["USE_DNNL"] is False
+    assert config.backends["USE_CODEGENC"] is packaged["backends"]["USE_CODEGENC"]
+    assert config.toolchains["gcc"].cc == "gcc-13" and config.toolchains["gcc"].cflags == ()   # replaced whole
+    assert config.toolchains["clang"].cflags == tuple(packaged["toolchains"]["clang"]["cflags"])
+    assert "mine" in config.toolchains
+    assert config.build.models == tuple(packaged["build"]["models"])
+
+
+def test_pyproject_named_without_tool_byoc_says_so(tmp_path):
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[project]\nname = "app"\n')
+    with pytest.raises(ConfigError, match=r"has no \[tool\.byoc\] table"):
+        load_config(path)
+
+
+def test_cli_config_prints_the_files_it_read(tmp_path):
+    (tmp_path / "byoc.toml").write_text(BYOC_BUILD)
+    proc = subprocess.run([sys.executable, "-m", "byoc_compiler", "config"], capture_output=True, text=True,
+                          cwd=tmp_path, env={k: v for k, v in __import__("os").environ.items() if k != "BYOC_CONFIG"})
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"read packaged defaults .*byoc_compiler[/\\]defaults\.toml", proc.stdout)
+    assert f"read settings          {tmp_path / 'byoc.toml'}" in proc.stdout

@@ -235,7 +235,7 @@ W = RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)
 
 
 def test_hand_written_graph_runs():
-    from targets.dnnl.loader import DnnlModule
+    from byoc_compiler.contrib.dnnl.loader import DnnlModule
 
     x = RNG.standard_normal((1, 2, 4, 4)).astype(np.float32)
     (out,) = DnnlModule(_graph(GOOD_NODES, [2]), {"w": W}).run(x)
@@ -286,7 +286,7 @@ def test_nhwc_block_runs_in_its_layout(summand_also_output):
     """NHWC convolutions read and write row-major NHWC where the values are: three convolutions and the
     output's copy are the steps of a run; the summand's copy into dst is a step only when the summand
     is read after the sum (here: it is also an output, so its bytes must survive)."""
-    from targets.dnnl.loader import DnnlModule
+    from byoc_compiler.contrib.dnnl.loader import DnnlModule
 
     text, consts = _nhwc_graph(summand_also_output)
     x = RNG.standard_normal((1, 5, 6, 4)).astype(np.float32)
@@ -303,7 +303,7 @@ def test_nhwc_block_runs_in_its_layout(summand_also_output):
 
 
 def test_nhwc_strided_conv_without_bias():
-    from targets.dnnl.loader import DnnlModule
+    from byoc_compiler.contrib.dnnl.loader import DnnlModule
 
     w = RNG.standard_normal((3, 3, 3, 5)).astype(np.float32)
     nodes = [{"id": 0, "op": "input", "name": "input0", "shape": [2, 9, 8, 3], "dtype": "float32"},
@@ -347,7 +347,7 @@ MALFORMED = [
 
 @pytest.mark.parametrize("text, constants, fragments", [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
 def test_malformed_graph_fails_at_init_naming_the_node(text, constants, fragments):
-    from targets.dnnl.loader import DnnlModule
+    from byoc_compiler.contrib.dnnl.loader import DnnlModule
 
     with pytest.raises(ByocError) as info:
         DnnlModule(text, constants, symbol="r")

@@ -16,7 +16,7 @@ from byoc_compiler.ir.expr import Constant, Function, Tuple, Var
 from byoc_compiler.ir.module import IRModule
 from byoc_compiler.ir.types import TensorType
 from byoc_compiler.transform import InferType
-from targets.examplejson.codegen import examplejson_codegen, subgraph_text
+from byoc_compiler.contrib.examplejson.codegen import examplejson_codegen, subgraph_text
 
 GOLDEN = Path(__file__).parent / "golden" / "examplejson"
 DATA = re.compile(r"data: (\S+)")

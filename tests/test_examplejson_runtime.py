@@ -11,8 +11,8 @@ from byoc_compiler.ir.module import IRModule
 from byoc_compiler.ir.types import TensorType
 from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.transform import InferType
-from targets.examplejson.codegen import subgraph_text
-from targets.examplejson.loader import ExampleJsonModule
+from byoc_compiler.contrib.examplejson.codegen import subgraph_text
+from byoc_compiler.contrib.examplejson.loader import ExampleJsonModule
 
 # The guide's text, exactly as the guide writes it (its second example uses `sub`).
 GUIDE_SMALL = """subgraph_0
@@ -209,8 +209,8 @@ def test_ej_check_tool(tmp_path):
     import subprocess
 
     from byoc_compiler.runtime import include_flags
-    from targets.examplejson.codegen import RUNTIME_DIR
-    from targets.examplejson.loader import runtime_sources
+    from byoc_compiler.contrib.examplejson.codegen import RUNTIME_DIR
+    from byoc_compiler.contrib.examplejson.loader import runtime_sources
 
     exe = tmp_path / "ej_check"
     subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{RUNTIME_DIR}", *include_flags(),

@@ -29,21 +29,21 @@ ENV = {**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_O
 
 def _examplejson():
     from byoc_compiler.runtime import include_flags
-    from targets.examplejson.codegen import RUNTIME_DIR
-    from targets.examplejson.loader import runtime_sources
+    from byoc_compiler.contrib.examplejson.codegen import RUNTIME_DIR
+    from byoc_compiler.contrib.examplejson.loader import runtime_sources
 
     # small tensors keep each execution fast; the size limit's own checks are exercised all the same
     return [f"-I{RUNTIME_DIR}", *include_flags(), "-DEJ_MAX_BYTES=((uint64_t)1<<24)"], runtime_sources(), []
 
 
 def _examplejson_corpus(out: Path) -> list[Path]:
-    from targets.examplejson.fuzz.make_corpus import write_corpus
+    from byoc_compiler.contrib.examplejson.fuzz.make_corpus import write_corpus
 
     return write_corpus(out)
 
 
 def _dnnl():
-    from targets.dnnl.loader import include_flags, runtime_sources
+    from byoc_compiler.contrib.dnnl.loader import include_flags, runtime_sources
 
     return include_flags(), runtime_sources(), ["-ldnnl"]
 
@@ -55,7 +55,7 @@ def _dnnl_missing():
 
 
 def _dnnl_corpus(out: Path) -> list[Path]:
-    from targets.dnnl.fuzz.make_corpus import write_corpus
+    from byoc_compiler.contrib.dnnl.fuzz.make_corpus import write_corpus
 
     paths = write_corpus(out)
     # malformed variants of a real graph: truncations

@@ -7,11 +7,11 @@ import pytest
 
 from byoc_compiler.pattern.matcher import op_names
 
-from targets import ccompiler, examplejson
-from targets.ccompiler import prepack as cc_prepack
-from targets.ccompiler import rules as cc_rules
-from targets.ccompiler import rules_qnn as cc_rules_qnn
-from targets.examplejson import codegen as ej_codegen
+from byoc_compiler.contrib import ccompiler, examplejson
+from byoc_compiler.contrib.ccompiler import prepack as cc_prepack
+from byoc_compiler.contrib.ccompiler import rules as cc_rules
+from byoc_compiler.contrib.ccompiler import rules_qnn as cc_rules_qnn
+from byoc_compiler.contrib.examplejson import codegen as ej_codegen
 
 # ccompiler rules for steps its codegen makes itself, not Relay ops: each names the op it stands in for.
 NOT_OPS = {

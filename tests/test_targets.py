@@ -226,7 +226,7 @@ def test_broken_plugin_is_listed_not_fatal(tmp_path, monkeypatch, fresh_registry
 
 
 def test_partition_for_target_spelling():
-    from targets.ccompiler import partition_for_ccompiler
+    from byoc_compiler.contrib.ccompiler import partition_for_ccompiler
 
     mod = partition_for_ccompiler(byoc_compiler.zoo.get("mlp"))
     assert {f.attrs["Compiler"] for f in mod.functions.values() if "Compiler" in f.attrs} == {"ccompiler"}

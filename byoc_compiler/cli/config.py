@@ -1,4 +1,4 @@
-"""`byoc config [FILE]`: check a config.toml and show what it enables."""
+"""`byoc config [FILE]`: check the settings, say which files they were read from, show what they enable."""
 from __future__ import annotations
 
 from ..errors import ByocError
@@ -8,7 +8,8 @@ from ..errors import ByocError
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("file", nargs="?", help="the config file (default: $BYOC_CONFIG, ./config.toml, the repo's)")
+    parser.add_argument("file", nargs="?", help="the settings file (default: $BYOC_CONFIG, else byoc.toml, pyproject.toml's "
+                        "[tool.byoc] or a config.toml of byoc's tables, from here upward)")
 
 
 def problems(config) -> list[str]:
@@ -20,14 +21,16 @@ def problems(config) -> list[str]:
     if not enabled:
         flags = ", ".join(flag for _, flag, _ in config.target_modules().values())
         out.append(f"no target is enabled; set one of {flags} = true in [backends]")
+    for name, message in config.target_collisions().items():
+        out.append(message)
     for name, (module, flag) in enabled.items():
-        entry = _import_target(name, module, flag, True)
+        entry = _import_target(name, module, flag, True, config.target_sources()[name][0].attr)
         if entry.error:
             out.append(f"target {name!r} is enabled ({flag} = true) but cannot be loaded: {entry.error}; "
                        f"create the package {module}, or set {flag} = false")
     if not config.toolchains:
         out.append("no toolchain is defined; add a [toolchains.gcc] table with cc and arch "
-                   "(see the repository's config.toml)")
+                   "(see the packaged byoc_compiler/defaults.toml)")
     else:
         for name in config.build.toolchains:
             if name not in config.toolchains:
@@ -45,6 +48,10 @@ def run(args) -> int:
     if found:
         raise ConfigError(f"{config.path}: " + "; ".join(found))
     print(f"{config.path}: ok")
+    for label, path in zip(("packaged defaults", "settings"), config.sources):
+        print(f"  read {label:<17} {path}")
+    if len(config.sources) == 1:
+        print("  (no byoc.toml, [tool.byoc] in pyproject.toml or byoc config.toml here or above; BYOC_CONFIG unset)")
     for name, (module, flag, enabled) in config.target_modules().items():
         print(f"  target {name:<12} {'enabled ' if enabled else 'disabled'}  {flag} -> {module}")
     for name, tc in config.toolchains.items():

@@ -1,4 +1,5 @@
-"""`byoc targets`: every known target, whether it is enabled and by which flag, what it takes."""
+"""`byoc targets`: every known target, whether it is enabled and by which flag, what it takes, and which
+package (distribution and version) or settings file declares it."""
 from __future__ import annotations
 
 import sys
@@ -17,10 +18,11 @@ def run(args) -> int:
     from ..spec import targets
 
     rows = targets()
-    header = ("target", "enabled", "flag", "module", "ops", "patterns", "codegen", "state")
+    header = ("target", "enabled", "flag", "from", "module", "ops", "patterns", "codegen", "state")
     table = [header]
     for t in rows:
-        table.append((t.name, "yes" if t.enabled else "no", t.flag or "-", t.module or "-", str(len(t.ops)),
+        table.append((t.name, "yes" if t.enabled else "no", t.flag or "-", t.origin or "-", t.module or "-",
+                      str(len(t.ops)),
                       str(len(t.patterns)), "yes" if t.has_codegen else ("error" if t.error else "no"),
                       _state(t)))
     print(columns(table, rule=False))

@@ -1,26 +1,39 @@
-"""The registry of targets: imports the packages config.toml knows about (enabled or not, so that
-`byoc targets` can list them) and answers `get_target(name)` with one sentence naming the fix when the
-name is unknown, disabled or broken. The core never imports a target by name except here, through the
-config.
+"""The registry of targets: knows every declared target (the entry points of the group `byoc.targets`,
+byoc's own included, and the modules named in the settings' [targets]) without importing any, and imports
+a target's declaration module only when it is asked for, so partitioning for one target imports no other
+target's code. `byoc targets` imports them all to list them. Answers `get_target(name)` with one sentence
+naming the fix when the name is unknown, disabled or broken; a broken or colliding package is reported
+for its own name and never stops the others.
 """
 from __future__ import annotations
 
 import difflib
 import importlib
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import ConfigError, load_config
-from .target import CompositePattern, Target, TargetError
+from .target import VENDOR_API_VERSION, CompositePattern, Target, TargetError
+
 
 @dataclass
 class _Entry:
-    target: Target | None
+    name: str
     module: str
     flag: str | None
     enabled: bool
+    origin: str = ""                 # "byoc_compiler 0.2.0", "byoc-mynpu 1.0", "[targets] of config.toml"
+    attr: str = "target"
+    target: Target | None = None
     error: str | None = None
+    loaded: bool = False
+
+    def load(self) -> "_Entry":
+        """Import the declaration module (once); a failure becomes `error`, never an exception."""
+        if not self.loaded:
+            self.loaded = True
+            self.target, self.error = _load_declaration(self.name, self.module, self.attr, self.flag, self.origin)
+        return self
 
 
 @dataclass(frozen=True)
@@ -38,6 +51,7 @@ class TargetInfo:
     error: str | None = None
     missing: str | None = None      # a system library it needs that is not installed (names the package)
     archs: tuple[str, ...] | None = None
+    origin: str = ""                # the distribution and version that declares it, or the settings file
 
 
 class _Registry:
@@ -47,52 +61,76 @@ class _Registry:
         self.config_path: Path | None = None
 
     def discover(self) -> dict[str, _Entry]:
+        """Every declared target by name, none imported yet."""
         if self.discovered is None:
             config = load_config()
             self.config_path = config.path
+            collisions = config.target_collisions()
             entries: dict[str, _Entry] = {}
-            for name, (module, flag, enabled) in config.target_modules().items():
-                entries[name] = _import_target(name, module, flag, enabled)
+            for name, sources in config.target_sources().items():
+                flag = config.target_flag(name)
+                source = sources[0]
+                entry = _Entry(name, source.module, flag, config.backends.get(flag, True), source.origin, source.attr)
+                if name in collisions:
+                    entry.module = ", ".join(s.module for s in sources)
+                    entry.error, entry.loaded = collisions[name], True
+                entries[name] = entry
             self.discovered = entries
         return self.discovered
 
     def entries(self) -> dict[str, _Entry]:
         out = dict(self.discover())
         for name, target in self.explicit.items():
-            out[name] = _Entry(target, target.module or "<registered>", target.flag, True)
+            out[name] = _Entry(name, target.module or "<registered>", target.flag, True, "register_target()",
+                               target=target, loaded=True)
         return out
 
 
 _REGISTRY = _Registry()
 
 
-def _ensure_repo_on_path() -> None:
-    # `targets` lives next to the package; make it importable when byoc runs from elsewhere.
-    root = str(Path(__file__).resolve().parents[2])
-    if (Path(root) / "targets").is_dir() and root not in sys.path:
-        sys.path.append(root)
+def _import_target(name: str, module: str, flag: str, enabled: bool, attr: str = "target") -> _Entry:
+    """The entry of one target, its declaration module imported (`byoc config` checks enabled ones so)."""
+    return _Entry(name, module, flag, enabled, attr=attr).load()
 
 
-def _import_target(name: str, module: str, flag: str, enabled: bool) -> _Entry:
-    _ensure_repo_on_path()
+def _load_declaration(name: str, module: str, attr: str, flag: str | None, origin: str):
+    """(target, None) or (None, the reason it cannot be used)."""
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name and module.startswith(exc.name):
-            return _Entry(None, module, flag, enabled, f"module {module} not found")
-        return _Entry(None, module, flag, enabled, f"importing {module} failed: {exc}")
+            return None, f"module {module} not found"
+        return None, f"importing {module} failed: {exc}"
     except Exception as exc:  # plugin code: report it in the listing instead of breaking every target
-        return _Entry(None, module, flag, enabled, f"importing {module} failed: {type(exc).__name__}: {exc}")
-    target = getattr(mod, "target", None)
+        return None, f"importing {module} failed: {type(exc).__name__}: {exc}"
+    target = getattr(mod, attr, None)
     if not isinstance(target, Target):
-        return _Entry(None, module, flag, enabled, f"{module} defines no `target = Target(...)`")
+        return None, f"{module} defines no `{attr} = Target(...)`"
     if target.name != name:
-        return _Entry(None, module, flag, enabled,
-                      f"{module} declares target {target.name!r} but config.toml calls it {name!r}")
+        where = origin if origin.endswith("[targets]") or not origin else f"the entry point of {origin}"
+        return None, f"{module} declares target {target.name!r} but {where or 'byoc'} calls it {name!r}"
+    problem = _api_problem(target, origin or module)
+    if problem:
+        return None, problem
     target.module = module
     if target.flag is None:
         target.flag = flag
-    return _Entry(target, module, flag, enabled)
+    return target, None
+
+
+def _api_problem(target: Target, origin: str) -> str | None:
+    """Why a target declared for another vendor API cannot load here (a major version differs, or it needs
+    names of a newer minor one), else None."""
+    wanted = target.vendor_api
+    if wanted is None or (wanted[0] == VENDOR_API_VERSION[0] and wanted[1] <= VENDOR_API_VERSION[1]):
+        return None
+    have = ".".join(map(str, VENDOR_API_VERSION))
+    want = ".".join(map(str, wanted))
+    fix = (f"install a release of {origin} built for vendor API {VENDOR_API_VERSION[0]}.x"
+           if wanted[0] != VENDOR_API_VERSION[0] else f"upgrade byoc_compiler to one with vendor API {want} or later")
+    return (f"target {target.name!r} ({origin}) was built for byoc's vendor API {want}, and this byoc provides "
+            f"vendor API {have}; {fix}")
 
 
 def register_target(target: Target) -> Target:
@@ -106,18 +144,19 @@ def register_target(target: Target) -> Target:
         module, flag, where = configured
         raise TargetError(
             f"register_target(Target({target.name!r})) clashes with the target {target.name!r} that {where} "
-            f"defines (module {module}, flag {flag}); give the new target another name")
+            f"declares (module {module}, flag {flag}); give the new target another name")
     _REGISTRY.explicit[target.name] = target
     return target
 
 
 def _configured_targets() -> dict[str, tuple[str, str, str]]:
-    """name -> (module, flag, which file defines it) for every built-in and [targets] entry."""
+    """name -> (module, flag, what declares it) for every entry point and [targets] entry."""
     try:
         config = load_config()
     except ConfigError:
         return {}  # a broken config.toml is reported by whatever reads it next, with its own message
-    return {name: (module, flag, str(config.path)) for name, (module, flag, _) in config.target_modules().items()}
+    return {name: (sources[0].module, config.target_flag(name), sources[0].origin)
+            for name, sources in config.target_sources().items()}
 
 
 def unregister_target(name: str) -> None:
@@ -147,6 +186,7 @@ def get_target(name: str, enabled_only: bool = True) -> Target:
     if enabled_only and not entry.enabled:
         raise TargetError(f"target {name!r} is disabled: set {entry.flag} = true in [backends] of "
                           f"{_config_path_text()}")
+    entry.load()
     if entry.target is None:
         raise TargetError(f"target {name!r} could not be loaded: {entry.error}")
     return entry.target
@@ -172,12 +212,13 @@ def targets() -> list[TargetInfo]:
     """Every known target: name, enabled, flag, module, supported ops, patterns, has_codegen."""
     rows = []
     for name, entry in _REGISTRY.entries().items():
-        t = entry.target
+        t = entry.load().target
         rows.append(TargetInfo(
             name=name, enabled=entry.enabled, flag=entry.flag, module=entry.module,
             ops=tuple(t.ops) if t else (), patterns=tuple(p.composite for p in t.patterns) if t else (),
-            has_codegen=bool(t and t.codegen is not None), description=t.description if t else "",
-            error=entry.error, missing=t.missing() if t else None, archs=t.archs if t else None))
+            has_codegen=bool(t and t.has_codegen), description=t.description if t else "",
+            error=entry.error, missing=t.missing() if t else None, archs=t.archs if t else None,
+            origin=entry.origin))
     return rows
 
 
@@ -185,6 +226,6 @@ def find_composite(composite: str) -> CompositePattern | None:
     """The pattern entry of a `Composite` attr such as "dnnl.conv2d_bias_relu", if its target is known."""
     target_name, _, pattern_name = composite.partition(".")
     entry = _REGISTRY.entries().get(target_name)
-    if entry is None or entry.target is None:
+    if entry is None or entry.load().target is None:
         return None
     return next((p for p in entry.target.patterns if p.name == pattern_name), None)

@@ -27,6 +27,10 @@ from ..ir.types import flatten_type
 from ..op.registry import get_op_def
 from .system_library import SystemLibrary
 
+# The vendor API's version (byoc_compiler.vendor re-exports it as API_VERSION and keeps its changelog). It sits
+# here, with the declarations, because the registry refuses a target declared for another major version.
+VENDOR_API_VERSION = (1, 3)
+
 # A predicate looks at one typed call and returns None (accepted) or the reason it is not.
 Predicate = Callable[[Any], "str | None"]
 
@@ -77,10 +81,16 @@ class CompositePattern:
 class Target:
     """A BYOC backend: the ops and patterns it takes, its codegen and runtime sources."""
 
-    def __init__(self, name: str, flag: str | None = None, description: str = ""):
+    def __init__(self, name: str, flag: str | None = None, description: str = "",
+                 vendor_api: tuple[int, int] | None = None):
         if not name or not all(c.isalnum() or c in "_-" for c in name):
             raise TargetError(f"target name {name!r} must be letters, digits, '_' or '-'")
+        if vendor_api is not None and not (isinstance(vendor_api, tuple) and len(vendor_api) == 2
+                                           and all(isinstance(v, int) for v in vendor_api)):
+            raise TargetError(f"target {name!r}: vendor_api must be (major, minor), the vendor API version it was "
+                              f"written for, e.g. vendor_api={VENDOR_API_VERSION!r}; got {vendor_api!r}")
         self.name = name
+        self.vendor_api = vendor_api     # the byoc_compiler.vendor API_VERSION it was written for (None: unstated)
         self.flag = flag
         self.description = description
         self.ops: dict[str, Predicate | None] = {}
@@ -133,6 +143,10 @@ class Target:
         return self
 
     # --- questions ------------------------------------------------------------------------------
+    @property
+    def has_codegen(self) -> bool:
+        return self.codegen is not None
+
     def missing(self) -> str | None:
         """None if every system library it requires is installed here, else one sentence naming the package."""
         for lib in self.system_libraries:

@@ -32,8 +32,8 @@ def _byoc_runtime():
 
 
 def _examplejson_runtime():
-    from targets.examplejson.codegen import RUNTIME_DIR
-    from targets.examplejson.loader import runtime_sources
+    from byoc_compiler.contrib.examplejson.codegen import RUNTIME_DIR
+    from byoc_compiler.contrib.examplejson.loader import runtime_sources
     from byoc_compiler.runtime import include_flags
 
     # small tensors keep each execution fast; the size limit's own checks are exercised all the same
@@ -41,7 +41,7 @@ def _examplejson_runtime():
 
 
 def _examplejson_seeds():
-    from targets.examplejson.fuzz.make_corpus import texts
+    from byoc_compiler.contrib.examplejson.fuzz.make_corpus import texts
 
     return [t.encode() for t in texts()]
 

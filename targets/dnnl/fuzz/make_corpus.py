@@ -1,7 +1,7 @@
 """Seeds for the dnnl fuzz target: the JSON graphs of the zoo's models and of a few one-op graphs, with
 symbol "fuzz" (the harness asks for that function).
 
-    python -m targets.dnnl.fuzz.make_corpus OUT_DIR
+    python -m byoc_compiler.contrib.dnnl.fuzz.make_corpus OUT_DIR
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Writes the seed corpus of the ExampleJSON fuzz target: the guide's texts, every zoo model's regions
 (partitioned for examplejson alone and with ccompiler), and one small text per op.
 
-    python -m targets.examplejson.fuzz.make_corpus OUT_DIR
+    python -m byoc_compiler.contrib.examplejson.fuzz.make_corpus OUT_DIR
 """
 from __future__ import annotations
 
@@ -52,5 +52,5 @@ def write_corpus(directory) -> list[Path]:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m targets.examplejson.fuzz.make_corpus OUT_DIR")
+        sys.exit("usage: python -m byoc_compiler.contrib.examplejson.fuzz.make_corpus OUT_DIR")
     print("\n".join(str(p) for p in write_corpus(sys.argv[1])))
