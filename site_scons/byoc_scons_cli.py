@@ -26,7 +26,7 @@ def make_variables(config, config_path: str) -> Variables:
     variables.Add("target", "BYOC target to build for (host = no partitioning)", "", )
     variables.Add(ListVariable("toolchain", "toolchains from config.toml", list(config.build.toolchains),
                                list(config.toolchains)))
-    variables.Add("model", "comma-separated zoo names or model files (.txt, .onnx)", ",".join(config.build.models))
+    variables.Add("model", "comma-separated zoo names or model files (.txt, .onnx, .tflite)", ",".join(config.build.models))
     variables.Add(EnumVariable("executor", "how the model runs", config.build.executor, EXECUTORS))
     variables.Add(EnumVariable("interface", "calling convention of generated functions", config.build.interface,
                                INTERFACES))

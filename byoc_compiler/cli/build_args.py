@@ -12,7 +12,7 @@ from ..errors import ByocError
 
 
 def add_build_arguments(parser, target_required: bool = True) -> None:
-    parser.add_argument("model", help="a zoo model name or a model file (.txt/.relay text IR, .onnx)")
+    parser.add_argument("model", help="a zoo model name or a model file (.txt/.relay text IR, .onnx, .tflite)")
     parser.add_argument("--target", "-t", action="append", required=target_required,
                         help="a target, highest priority first (repeat for several); `host` for no partitioning")
     parser.add_argument("--toolchain", help="a toolchain of config.toml (default: the first of [build].toolchains)")

@@ -11,7 +11,7 @@ from ..errors import ByocError
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("model", help="a zoo model name or a model file (.txt/.relay text IR, .onnx)")
+    parser.add_argument("model", help="a zoo model name or a model file (.txt/.relay text IR, .onnx, .tflite)")
     parser.add_argument("--target", "-t", action="append", required=True,
                         help="a target, highest priority first; repeat for several")
     parser.add_argument("--print", action="store_true", dest="print_ir", help="print the partitioned module")

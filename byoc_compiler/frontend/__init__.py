@@ -1,4 +1,4 @@
-"""Where models come from: the zoo, Relay text files, ONNX files.
+"""Where models come from: the zoo, Relay text files, ONNX files, TFLite files.
 
 `load_model(spec)` is the one entry every tool uses (CLI, SCons, the test
 matrix), so a model that loads in one loads in all.
@@ -12,6 +12,7 @@ from ..text import parse
 
 TEXT_SUFFIXES = (".txt", ".relay", ".ir")
 ONNX_SUFFIXES = (".onnx",)
+TFLITE_SUFFIXES = (".tflite",)
 
 
 class ModelSpecError(ByocError):
@@ -25,21 +26,29 @@ def from_onnx(model, shape=None, **kwargs):
     return _from_onnx(model, shape=shape, **kwargs)
 
 
+def from_tflite(model):
+    """Import a TFLite model (path or bytes) as an IRModule; see frontend/tflite."""
+    from .tflite import from_tflite as _from_tflite   # loads the tflite schema package: only for TFLite models
+
+    return _from_tflite(model)
+
+
 def check_model_spec(spec: str) -> str | None:
     """None when `spec` names a model load_model can read, else one sentence saying what is wrong."""
     from .. import zoo   # the zoo imports this package (its ONNX-built models)
 
     path = Path(spec)
-    if path.suffix in TEXT_SUFFIXES + ONNX_SUFFIXES:
+    if path.suffix in TEXT_SUFFIXES + ONNX_SUFFIXES + TFLITE_SUFFIXES:
         return None if path.is_file() else f"model file {spec} does not exist"
     if spec in zoo.all_names():
         return None
     return (f"unknown model {spec!r}: give a zoo name ({', '.join(zoo.all_names())}) or a model file ending in "
-            f"{', '.join(TEXT_SUFFIXES + ONNX_SUFFIXES)}")
+            f"{', '.join(TEXT_SUFFIXES + ONNX_SUFFIXES + TFLITE_SUFFIXES)}")
 
 
 def load_model(spec: str, shape=None):
-    """An IRModule from a zoo name, a text-IR file (.txt/.relay/.ir) or an ONNX file (.onnx).
+    """An IRModule from a zoo name, a text-IR file (.txt/.relay/.ir), an ONNX file (.onnx) or a TFLite file
+    (.tflite).
 
     shape -- ONNX only: input name -> static shape, for inputs with dynamic dimensions.
     """
@@ -61,4 +70,6 @@ def load_model(spec: str, shape=None):
         return parse(text, source_name=str(path), files=lambda name: (path.parent / name).read_bytes())
     if path.suffix in ONNX_SUFFIXES:
         return from_onnx(str(path), shape=shape)
+    if path.suffix in TFLITE_SUFFIXES:
+        return from_tflite(str(path))
     return zoo.get(spec)

@@ -7,7 +7,8 @@ ceil mode   ceil((size + pad - k) / stride) + 1, minus one when the last window
             no input element). Checked against onnxruntime in tests/test_ops.py.
 A window may then hang over the trailing padding; positions past the padding
 are never counted. avg_pool2d divides by the number of input elements in the
-window, or with count_include_pad by the positions inside input + padding.
+window, or with count_include_pad by the positions inside input + padding; on
+integers it rounds half to even, or half away from zero with rounding="tflite".
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 from .attr_forms import all_non_negative, all_positive, padding4, pair
 from .conv import strided_window
 from .registry import Attr, OpTypeError, float_result, register
+from .tflite_math import average_pool_divide
 from .typecheck import FLOAT, shape_text, tensor_arg, tensor_type
 
 
@@ -85,6 +87,9 @@ def _avg_pool_ref(args, attrs):
     for window, in_input, in_padding in _windows(x, attrs, 0.0):
         total = total + window
         count = count + (in_padding if attrs.count_include_pad else in_input)
+    if args[0].dtype.kind in "iu" and attrs.rounding == "tflite":   # TFLite's: ties away from zero
+        return average_pool_divide(total.astype(np.int64), np.maximum(count, 1.0).astype(np.int64)).astype(
+            args[0].dtype)
     if args[0].dtype.kind in "iu":   # integer data: the integer mean, rounded half to even (exact sums)
         return divide_round_even(total.astype(np.int64), np.maximum(count, 1.0).astype(np.int64)).astype(args[0].dtype)
     return float_result(total / np.maximum(count, 1.0), args[0])
@@ -111,8 +116,11 @@ def _pool_attrs(*extra: Attr) -> tuple[Attr, ...]:
 
 register("nn.max_pool2d", ("data",), _pool_attrs(), infer=_infer_pool("nn.max_pool2d"), ref=_max_pool_ref,
          family="nn", doc="2-D max pooling; padding never wins")
-register("nn.avg_pool2d", ("data",), _pool_attrs(Attr("count_include_pad", "bool", False)),
-         infer=_infer_pool("nn.avg_pool2d"), ref=_avg_pool_ref, family="nn", doc="2-D average pooling")
+register("nn.avg_pool2d", ("data",), _pool_attrs(Attr("count_include_pad", "bool", False),
+                                                 Attr("rounding", "str", "half_even", choices=("half_even", "tflite"))),
+         infer=_infer_pool("nn.avg_pool2d"), ref=_avg_pool_ref, family="nn",
+         doc="2-D average pooling; int8/uint8: the integer mean rounded half to even, or with rounding='tflite' "
+             "half away from zero (TFLite's kernels)")
 
 
 def _infer_global_pool(types, attrs):

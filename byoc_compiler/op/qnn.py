@@ -15,11 +15,14 @@ from .conv import CONV2D_ATTRS, _infer_conv2d, conv2d_float64
 from ..ir.attrs import Attrs
 from ..ir.expr import Constant
 from .registry import Attr, OpTypeError, get_op_def, register
+from . import tflite_math
 from .qnn_math import (QUANT_DTYPES, along, fixed_point, requantize_array, requantize_float32, round_shift, saturate,
                        scale_ratio)
 from .typecheck import broadcast_shapes, normalize_axis, same_dtype, shape_text, tensor_arg, tensor_type
 
 Q8 = ("int8", "uint8")
+# which arithmetic a quantized op follows: onnxruntime's ("float32"), integer-only ("fixed_point"), TFLite's
+REQUANTIZE_ROUNDINGS = ("float32", "fixed_point", "tflite", "tflite_single")
 QIN = ("int8", "uint8", "int16", "uint16", "int32")
 
 
@@ -69,7 +72,12 @@ def _quantize_ref(args, attrs):
     s = along(attrs.scale, ax, x.ndim, np.float32)
     zp = along(attrs.zero_point, ax, x.ndim, np.float32)
     with np.errstate(all="ignore"):
-        v = np.rint(x / s) + zp                      # float32 division, ties to even (ONNX QuantizeLinear)
+        q = x / s                                    # float32 division
+        if attrs.rounding == "tflite":               # TFLite's TfLiteRound: ties away from zero
+            t = np.trunc(q)
+            v = t + np.where(np.abs(q - t) >= 0.5, np.sign(q), 0) + zp
+        else:
+            v = np.rint(q) + zp                      # ties to even (ONNX QuantizeLinear)
     info = np.iinfo(attrs.out_dtype)
     v = np.where(np.isnan(v), 0.0, np.clip(v, info.min, info.max))
     return v.astype(attrs.out_dtype)
@@ -77,9 +85,11 @@ def _quantize_ref(args, attrs):
 
 register("qnn.quantize", ("data",),
          (_scale("scale"), _zero_point("zero_point"), Attr("axis", "int", 1),
-          Attr("out_dtype", "str", "int8", choices=QUANT_DTYPES)),
+          Attr("out_dtype", "str", "int8", choices=QUANT_DTYPES),
+          Attr("rounding", "str", "half_even", choices=("half_even", "tflite"))),
          infer=_infer_quantize, ref=_quantize_ref, family="qnn",
-         doc="saturate(round_half_even(data / scale) + zero_point), float32 -> out_dtype (NaN -> 0)")
+         doc="saturate(round_half_even(data / scale) + zero_point), float32 -> out_dtype (NaN -> 0); "
+             "rounding='tflite': ties away from zero (TFLite's QUANTIZE)")
 
 
 def _infer_dequantize(types, attrs):
@@ -121,9 +131,21 @@ def _infer_requantize(types, attrs):
     return tensor_type(data.shape, attrs.out_dtype)
 
 
+def tflite_requantize_reals(attrs) -> list[float]:
+    """Per output channel: input_scale / output_scale in double (TFLite computes its factors in double)."""
+    n = max(len(attrs.input_scale), len(attrs.output_scale))
+    ins = list(attrs.input_scale) * (n if len(attrs.input_scale) == 1 else 1)
+    outs = list(attrs.output_scale) * (n if len(attrs.output_scale) == 1 else 1)
+    return [a / b for a, b in zip(ins, outs)]
+
+
 def _requantize_ref(args, attrs):
     x = args[0]
     ax = attrs.axis % x.ndim if x.ndim else 0
+    if attrs.rounding in ("tflite", "tflite_single"):
+        d = x.astype(np.int64) - along(attrs.input_zero_point, ax, x.ndim, np.int64)
+        return tflite_math.requantize(d, tflite_requantize_reals(attrs), attrs.output_zero_point, ax,
+                                      attrs.out_dtype, single_rounding=attrs.rounding == "tflite_single")
     if attrs.rounding == "fixed_point":
         return requantize_array(x, requantize_ratios(attrs), attrs.input_zero_point, attrs.output_zero_point, ax,
                                 attrs.out_dtype)
@@ -135,11 +157,12 @@ register("qnn.requantize", ("data",),
          (_scale("input_scale"), _zero_point("input_zero_point"), _scale("output_scale"),
           _zero_point("output_zero_point"), Attr("axis", "int", 1),
           Attr("out_dtype", "str", "int8", choices=QUANT_DTYPES),
-          Attr("rounding", "str", "float32", choices=("float32", "fixed_point"))),
+          Attr("rounding", "str", "float32", choices=REQUANTIZE_ROUNDINGS)),
          infer=_infer_requantize, ref=_requantize_ref, family="qnn",
          doc="saturate(round((data - input_zero_point) * input_scale / output_scale) + output_zero_point), "
              "ties to even; rounding='float32': the product in float32 (onnxruntime's kernels), "
-             "'fixed_point': a 31-bit multiplier and shift in integers")
+             "'fixed_point': a 31-bit multiplier and shift in integers; 'tflite' / 'tflite_single': TFLite's "
+             "MultiplyByQuantizedMultiplier (double / single rounding, factor in double, op/tflite_math.py)")
 
 
 # ---- conv2d / dense / matmul: int8 x int8 -> int32 -----------------------------------------------------
@@ -266,7 +289,15 @@ def add_float32_params(attrs) -> tuple[float, float, float]:
     return float(ra), float(rb), float(fixed)
 
 
+def tflite_add_params(attrs, dtype: str) -> dict:
+    return tflite_math.add_params(attrs.lhs_scale[0], attrs.rhs_scale[0], attrs.output_scale[0], dtype)
+
+
 def _qadd_ref(args, attrs):
+    if attrs.rounding == "tflite":
+        dtype = str(args[0].dtype)
+        return tflite_math.add(args[0], args[1], attrs.lhs_zero_point, attrs.rhs_zero_point,
+                               attrs.output_zero_point, tflite_add_params(attrs, dtype), dtype)
     if attrs.rounding == "float32":
         ra, rb, fixed = (np.float32(v) for v in add_float32_params(attrs))
         t = fma32(args[1].astype(np.float32), rb, fixed)       # fmaf(b, rb, fixed)
@@ -278,20 +309,35 @@ def _qadd_ref(args, attrs):
     return saturate(round_shift(a * ma + b * mb, s) + attrs.output_zero_point, str(args[0].dtype))
 
 
+def tflite_mul_multiplier(attrs) -> tuple[int, int]:
+    """TFLite MUL's (M, e): lhs_scale * rhs_scale / output_scale in double."""
+    return tflite_math.quantize_multiplier(attrs.lhs_scale[0] * attrs.rhs_scale[0] / attrs.output_scale[0])
+
+
 def _qmul_ref(args, attrs):
+    if attrs.rounding == "tflite":
+        m, e = tflite_mul_multiplier(attrs)
+        a = args[0].astype(np.int64) - attrs.lhs_zero_point
+        b = args[1].astype(np.int64) - attrs.rhs_zero_point
+        v = tflite_math.multiply_by_quantized_multiplier(a * b, m, e) + attrs.output_zero_point
+        return saturate(v, str(args[0].dtype))
     (m,), s = mul_multiplier(attrs)
     a = args[0].astype(np.int64) - attrs.lhs_zero_point
     b = args[1].astype(np.int64) - attrs.rhs_zero_point
     return saturate(round_shift(a * b * m, s) + attrs.output_zero_point, str(args[0].dtype))
 
 
-register("qnn.add", ("lhs", "rhs"), _BIN_ATTRS + (Attr("rounding", "str", "float32", choices=("float32", "fixed_point")),),
+register("qnn.add", ("lhs", "rhs"), _BIN_ATTRS + (Attr("rounding", "str", "float32",
+                                                      choices=("float32", "fixed_point", "tflite")),),
          infer=_infer_qbinary("qnn.add"), ref=_qadd_ref, family="qnn",
          doc="saturate(round((lhs - zl) * sl/so + (rhs - zr) * sr/so) + zo), ties to even; rounding='float32': "
              "fma(lhs, rl, fma(rhs, rr, zo - (rl*zl + rr*zr))) in float32 (onnxruntime's x86 QLinearAdd), "
-             "'fixed_point': integers")
-register("qnn.mul", ("lhs", "rhs"), _BIN_ATTRS, infer=_infer_qbinary("qnn.mul"), ref=_qmul_ref, family="qnn",
-         doc="saturate(round((lhs - zl) * (rhs - zr) * sl*sr/so) + zo), fixed-point, ties to even")
+             "'fixed_point': integers; 'tflite': TFLite's ADD (inputs shifted left by 20, three multipliers)")
+register("qnn.mul", ("lhs", "rhs"), _BIN_ATTRS + (Attr("rounding", "str", "fixed_point",
+                                                      choices=("fixed_point", "tflite")),),
+         infer=_infer_qbinary("qnn.mul"), ref=_qmul_ref, family="qnn",
+         doc="saturate(round((lhs - zl) * (rhs - zr) * sl*sr/so) + zo), fixed-point, ties to even; "
+             "rounding='tflite': TFLite's MUL (the factor in double, MultiplyByQuantizedMultiplier)")
 
 
 def _infer_qconcat(types, attrs):

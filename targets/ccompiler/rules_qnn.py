@@ -113,6 +113,8 @@ def _same_shape_q8(call) -> str | None:
         return "not int8/uint8"
     if len({tuple(t.shape) for t in types}) != 1:
         return "operands of different shapes (no broadcasting in the int8 kernel)"
+    if call.attrs.get("rounding", "float32") not in ("float32", "fixed_point"):
+        return f"rounding {call.attrs['rounding']!r} (the kernel rounds the float32 or fixed_point way)"
     if call.attrs.get("rounding", "float32") == "fixed_point":
         (ma, mb), shift = add_multipliers(call.attrs)
         if not 1 <= shift <= 62:
@@ -127,6 +129,8 @@ def _q8_in(call) -> str | None:
 def _q8_out(call) -> str | None:
     if _dtype(call.args[0]) != "float32" or call.attrs["out_dtype"] not in Q8:
         return "float32 -> int8/uint8 only"
+    if call.attrs.get("rounding", "half_even") != "half_even":
+        return f"rounding {call.attrs['rounding']!r} (the kernel rounds half to even)"
     return None
 
 

@@ -16,7 +16,7 @@ from ...errors import ByocError
 from ...ir.attrs import Attrs
 from ...ir.expr import Call, Op, Tuple
 from ...ir.types import TensorType, Type, flatten_type
-from . import elementwise, image, nn, qnn, reduce, shape, slicing
+from . import elementwise, image, nn, qnn, reduce, shape, slicing, tflite_qnn
 from .cwriter import HELPER_DEPS, HELPERS, helper_definition
 
 Rule = Callable[["KernelContext"], str]
@@ -25,6 +25,8 @@ Rule = Callable[["KernelContext"], str]
 RULES: dict[str, Rule] = {**elementwise.RULES, **nn.RULES, **shape.RULES, **qnn.RULES, **reduce.RULES,
                           **slicing.RULES, **image.RULES}
 HELPERS.update(qnn.HELPERS)
+HELPERS.update(tflite_qnn.HELPERS)
+HELPER_DEPS.update(tflite_qnn.HELPER_DEPS)
 
 # Order matters only for readability of the generated file.
 _HEADER_ORDER = ("stdint.h", "stddef.h", "string.h", "math.h", "byoc/runtime.h")

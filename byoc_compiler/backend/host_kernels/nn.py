@@ -136,12 +136,16 @@ def _avg_pool2d(ctx) -> str:
     dtype = ctx.inputs[0].dtype
     if dtype != "float32":   # int8/uint8: integer mean, ties to even (op/pool.py divide_round_even)
         t = c_type(dtype)
+        if ctx.attrs.rounding == "tflite":   # TFLite's: ties away from zero (C division truncates)
+            rounded = "int64_t q = total > 0 ? (total + cnt / 2) / cnt : (total - cnt / 2) / cnt;\n"
+        else:
+            rounded = ("const int64_t a = total < 0 ? -total : total;\n"
+                       "  int64_t q = a / cnt;\n  const int64_t r = a - q * cnt;\n"
+                       "  if (2 * r > cnt || (2 * r == cnt && (q & 1))) ++q;\n  if (total < 0) q = -q;\n")
         finish = (f"(void)in_padded;\n(void)in_input;\n{{\n"
                   f"  const int64_t cnt = {count} > 0 ? {count} : 1;\n"
-                  f"  const int64_t a = total < 0 ? -total : total;\n"
-                  f"  int64_t q = a / cnt;\n  const int64_t r = a - q * cnt;\n"
-                  f"  if (2 * r > cnt || (2 * r == cnt && (q & 1))) ++q;\n"
-                  f"  y[oy * {L(ctx.outputs[0].shape[3])} + ox] = ({t})(total < 0 ? -q : q);\n}}")
+                  f"  {rounded}"
+                  f"  y[oy * {L(ctx.outputs[0].shape[3])} + ox] = ({t})q;\n}}")
         return _pool_loops(ctx, "int64_t total = 0;\nint64_t in_padded = 0;\nint64_t in_input = 0;",
                            "total += (int64_t)v;\nin_input += 1;", finish, t)
     return _pool_loops(ctx, "double total = 0.0;\nint64_t in_padded = 0;\nint64_t in_input = 0;",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ...ctext import c_type, float_literal, int_literal as L, line_array
 from ...op.qnn import add_float32_params, add_multipliers, concat_requant, mul_multiplier, requantize_ratios
 from ...op.qnn_math import fixed_point
+from . import tflite_qnn
 from .cwriter import (axis_split, broadcast_strides, contiguous_strides, Conv2d, conv_window, flat_loop, loop_nest,
                       size_of)
 
@@ -56,8 +57,9 @@ def _quantize(ctx) -> str:
     lo, hi = _RANGE[out.dtype]
     pre = [_array("scale", "float32", scales * n if len(scales) == 1 else scales),
            _array("zp", "float32", [int(z) for z in (zps * n if len(zps) == 1 else zps)])]
+    rounder = "roundf" if ctx.attrs.rounding == "tflite" else "nearbyintf"   # ties away from zero / to even
     body = (f"const int64_t c = {ch};\n"
-            f"float v = nearbyintf(in0[i] / scale[c]) + zp[c];   /* float32 division, ties to even */\n"
+            f"float v = {rounder}(in0[i] / scale[c]) + zp[c];   /* float32 division */\n"
             f"if (isnan(v)) v = 0.0f;\n"
             f"v = v < (float){lo} ? (float){lo} : v > (float){hi} ? (float){hi} : v;\n"
             f"out0[i] = ({c_type(out.dtype)})v;")
@@ -99,6 +101,8 @@ def _requantize(ctx) -> str:
     izp = list(a.input_zero_point) * (n if len(a.input_zero_point) == 1 else 1)
     ozp = list(a.output_zero_point) * (n if len(a.output_zero_point) == 1 else 1)
     ch, _, _ = _channel_index(ctx, x.shape, _axis(ctx, x), n)
+    if a.rounding in ("tflite", "tflite_single"):
+        return tflite_qnn.requantize(ctx, ch, n)
     if a.rounding == "float32":
         ctx.need("math.h")
         ctx.use("byoc_clamp64")
@@ -237,6 +241,8 @@ def _saturated(ctx, value: str, shift: int, dtype: str) -> str:
 
 def _add(ctx) -> str:
     dtype = ctx.outputs[0].dtype
+    if ctx.attrs.rounding == "tflite":
+        return tflite_qnn.add(ctx, _binary)
     if ctx.attrs.rounding == "float32":
         # fmaf rounds once, as the reference (op/qnn.py add_float32_params) and onnxruntime's kernel
         ctx.need("math.h")
@@ -257,6 +263,8 @@ def _add(ctx) -> str:
 
 
 def _mul(ctx) -> str:
+    if ctx.attrs.rounding == "tflite":
+        return tflite_qnn.mul(ctx, _binary)
     (m,), s = mul_multiplier(ctx.attrs)
     dtype = ctx.outputs[0].dtype
     return _binary(ctx, lambda a, b: _saturated(ctx, f"{a} * {b} * {L(m)}", s, dtype))

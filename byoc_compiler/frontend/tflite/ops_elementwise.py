@@ -1,0 +1,153 @@
+"""Converters of elementwise operators: arithmetic, activations, quantize and dequantize.
+
+They keep the layout of their operands (an NCHW activation stays NCHW; a constant operand is
+broadcast and permuted to match at import time).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.expr import Constant
+from ..graph_context import NodeError
+from .ops_nn import float_path
+from .qparams import INT_TYPES, activation_range, fused_activation, per_tensor, same_quant
+from .table import converter
+from .values import Value
+
+_FLOAT_BINARY = {"ADD": "add", "SUB": "subtract", "MUL": "multiply", "DIV": "divide", "MAXIMUM": "maximum",
+                 "MINIMUM": "minimum"}
+
+
+def _binary_operands(cx, op):
+    exprs, layout = cx.like([cx.value(op, 0), cx.value(op, 1)])
+    return exprs, layout
+
+
+def _qbinary(cx, op, exprs, dtype: str):
+    (ls, lz), (rs, rz) = (per_tensor(cx.quant(op.inputs[i], f"input {i}"), f"input {i}") for i in (0, 1))
+    out_q = cx.quant(op.outputs[0], "the output")
+    os_, oz = per_tensor(out_q, "the output")
+    name = {"ADD": "qnn.add", "MUL": "qnn.mul"}[op.name]
+    lhs, rhs = exprs
+    y = cx.call(name, lhs, rhs, lhs_scale=[ls], lhs_zero_point=lz, rhs_scale=[rs], rhs_zero_point=rz,
+                output_scale=[os_], output_zero_point=oz, rounding="tflite")
+    return fused_activation(cx, op, y, out_q, dtype)
+
+
+@converter("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")
+def _binary(op, cx):
+    dtype = cx.info(op.inputs[0]).dtype
+    exprs, layout = _binary_operands(cx, op)
+    if dtype in ("float32", "int32"):
+        if op.name == "SQUARED_DIFFERENCE":
+            d = cx.call("subtract", *exprs)
+            y = cx.call("multiply", d, d)
+        else:
+            y = cx.call(_FLOAT_BINARY[op.name], *exprs)
+        return [Value(fused_activation(cx, op, y, None, "float32"), layout)]
+    if dtype not in ("int8", "uint8"):
+        raise NodeError(f"input type {cx.info(op.inputs[0]).type_name} is not supported")
+    if op.name in ("ADD", "MUL"):
+        return [Value(_qbinary(cx, op, exprs, dtype), layout)]
+    if op.name in ("MAXIMUM", "MINIMUM") and all(same_quant(cx.info(i).quant, cx.info(op.outputs[0]).quant)
+                                                 for i in op.inputs):
+        return [Value(cx.call(_FLOAT_BINARY[op.name], *exprs), layout)]
+    raise NodeError(f"{op.name} on {dtype} is not supported yet (ADD, MUL, and MAXIMUM/MINIMUM with one "
+                    "quantization are)")
+
+
+_CLAMPS = {"RELU": "RELU", "RELU6": "RELU6", "RELU_N1_TO_1": "RELU_N1_TO_1"}
+
+
+@converter("RELU", "RELU6", "RELU_N1_TO_1")
+def _relu(op, cx):
+    v = cx.value(op, 0)
+    dtype = cx.info(op.inputs[0]).dtype
+    if dtype == "float32":
+        bounds = {"RELU": None, "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}[op.name]
+        y = cx.call("nn.relu", v.expr) if bounds is None else cx.call("clip", v.expr, a_min=bounds[0], a_max=bounds[1])
+        return [Value(y, v.layout, v.nhwc)]
+    if dtype not in ("int8", "uint8"):
+        raise NodeError(f"input type {cx.info(op.inputs[0]).type_name} is not supported")
+    in_q, out_q = cx.quant(op.inputs[0], "the input"), cx.quant(op.outputs[0], "the output")
+    x = v.expr
+    if not same_quant(in_q, out_q):
+        # TFLite's ReluQuantized: the factor in/out scale in float32, then MultiplyByQuantizedMultiplier
+        (s, z), (os_, oz) = per_tensor(in_q, "the input"), per_tensor(out_q, "the output")
+        x = cx.call("qnn.requantize", x, input_scale=[float(np.float32(s) / np.float32(os_))],
+                    input_zero_point=[z], output_scale=[1.0], output_zero_point=[oz], out_dtype=dtype,
+                    rounding="tflite")
+    lo, hi = activation_range(_CLAMPS[op.name], out_q, dtype)
+    return [Value(cx.call("clip", x, a_min=float(lo), a_max=float(hi)), v.layout, v.nhwc)]
+
+
+def _unary(name: str, **attrs):
+    def convert(op, cx):
+        return float_path(cx, op, lambda x, _: cx.call(name, x, **attrs))
+    return convert
+
+
+converter("HARD_SWISH")(_unary("nn.hard_swish"))
+converter("EXP")(_unary("exp"))
+converter("SQRT")(_unary("sqrt"))
+
+
+@converter("GELU")
+def _gelu(op, cx):
+    approximate = "tanh" if op.options.get("approximate") else "none"
+    return float_path(cx, op, lambda x, _: cx.call("nn.gelu", x, approximate=approximate))
+
+
+@converter("LEAKY_RELU")
+def _leaky_relu(op, cx):
+    alpha = float(np.float32(op.options.get("alpha", 0.2)))
+    return float_path(cx, op, lambda x, _: cx.call("nn.leaky_relu", x, alpha=alpha))
+
+
+@converter("RSQRT")
+def _rsqrt(op, cx):
+    return float_path(cx, op, lambda x, _: cx.call("divide", Constant(np.float32(1.0)), cx.call("sqrt", x)))
+
+
+@converter("QUANTIZE")
+def _quantize(op, cx):
+    v = cx.value(op, 0)
+    src, dst = cx.info(op.inputs[0]).dtype, cx.info(op.outputs[0]).dtype
+    if dst not in INT_TYPES:
+        raise NodeError(f"quantizing to {cx.info(op.outputs[0]).type_name} is not supported")
+    os_, oz = per_tensor(cx.quant(op.outputs[0], "the output"), "the output")
+    if src == "float32":
+        y = cx.call("qnn.quantize", v.expr, scale=[os_], zero_point=[oz], out_dtype=dst, rounding="tflite")
+    elif src in INT_TYPES:
+        s, z = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
+        y = cx.call("qnn.requantize", v.expr, input_scale=[s], input_zero_point=[z], output_scale=[os_],
+                    output_zero_point=[oz], out_dtype=dst, rounding="tflite")
+    else:
+        raise NodeError(f"quantizing {cx.info(op.inputs[0]).type_name} is not supported")
+    return [Value(y, v.layout, v.nhwc)]
+
+
+@converter("DEQUANTIZE")
+def _dequantize(op, cx):
+    info = cx.info(op.inputs[0])
+    if info.type_name == "FLOAT16":
+        raise NodeError("float16 weights dequantized to float32 (a float16-quantized model): convert the model "
+                        "with float32 weights")
+    if info.dtype not in INT_TYPES:
+        raise NodeError(f"dequantizing {info.type_name} is not supported")
+    v = cx.value(op, 0)
+    q = cx.quant(op.inputs[0], "the input")
+    axis = q.axis if len(q.scale) > 1 else 0
+    if v.layout != "plain" and len(q.scale) > 1:   # per-channel axes are TFLite's
+        v = Value(cx.plain(v))
+    y = cx.call("qnn.dequantize", v.expr, scale=list(q.scale), zero_point=list(q.zero_point), axis=axis)
+    return [Value(y, v.layout, v.nhwc)]
+
+
+@converter("CAST")
+def _cast(op, cx):
+    v = cx.value(op, 0)
+    dst = cx.info(op.outputs[0]).dtype
+    if dst is None:
+        raise NodeError(f"cast to {cx.info(op.outputs[0]).type_name} is not supported")
+    return [Value(cx.call("cast", v.expr, dtype=dst), v.layout, v.nhwc)]

@@ -1,0 +1,207 @@
+"""Converters of TFLite's layers: convolutions, fully connected, pooling, softmax and the S-shaped activations.
+
+Quantized layers are the integer ops with TFLite's arithmetic (qnn.conv2d/qnn.dense summing exact
+int32 products, then qnn.requantize rounding="tflite" with the factor input scale x weight scale /
+output scale in double, then the fused activation's clamp).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.expr import Constant
+from ..graph_context import NodeError
+from .qparams import INT_TYPES, fused_activation, per_tensor, requantize, same_quant
+from .schema import enum_names
+from .table import converter
+from .values import Value
+
+
+def same_padding(size: int, kernel: int, stride: int, dilation: int) -> tuple[int, int]:
+    """TFLite's SAME padding (before, after): the output is ceil(size / stride), the extra pad after."""
+    out = -(-size // stride)
+    total = max((out - 1) * stride + (kernel - 1) * dilation + 1 - size, 0)
+    return total // 2, total - total // 2
+
+
+def _padding(op, h: int, w: int, kh: int, kw: int, sh: int, sw: int, dh: int = 1, dw: int = 1) -> tuple:
+    kind = enum_names("Padding").get(op.options.get("padding", 0), "?")
+    if kind == "VALID":
+        return (0, 0, 0, 0)
+    if kind != "SAME":
+        raise NodeError(f"padding {kind} is not supported")
+    top, bottom = same_padding(h, kh, sh, dh)
+    left, right = same_padding(w, kw, sw, dw)
+    return (top, left, bottom, right)
+
+
+def _check_int_dtype(cx, op, dtype: str) -> None:
+    if dtype == "int16":
+        raise NodeError("int16 activations (16x8 quantization) are not supported yet")
+    if dtype not in ("float32", "int8", "uint8"):
+        raise NodeError(f"input type {cx.info(op.inputs[0]).type_name} is not supported")
+
+
+def _weight_scales(cx, op, axis_ok: int) -> list[float]:
+    wq = cx.quant(op.inputs[1], "the filter")
+    if any(int(z) != 0 for z in wq.zero_point) and cx.info(op.inputs[1]).dtype == "int8":
+        raise NodeError("int8 weights with a non-zero zero point (TFLite's int8 weights are symmetric)")
+    if len(wq.scale) > 1 and wq.axis != axis_ok:
+        raise NodeError(f"weights quantized along dimension {wq.axis}; TFLite uses dimension {axis_ok}")
+    return list(wq.scale)
+
+
+def _bias(cx, op, y, position: int, shape_of_one):
+    if not cx.has_input(op, position):
+        return y
+    bias = cx.const(op, position, "bias")
+    return cx.call("add", y, Constant(np.ascontiguousarray(bias.reshape(shape_of_one))))
+
+
+def _conv_weight(cx, op, in_channels: int) -> tuple[np.ndarray, int]:
+    w = cx.const(op, 1, "filter")
+    if w.ndim != 4:
+        raise NodeError(f"the filter has shape {list(w.shape)}; expected 4-D")
+    if op.name == "CONV_2D":                       # OHWI -> OIHW
+        if w.shape[3] == 0 or in_channels % w.shape[3]:
+            raise NodeError(f"filter {list(w.shape)} does not fit {in_channels} input channels")
+        return np.ascontiguousarray(w.transpose(0, 3, 1, 2)), in_channels // w.shape[3]
+    if w.shape[0] != 1 or in_channels == 0 or w.shape[3] % in_channels:   # depthwise: 1HW(C*M) -> (C*M)1HW
+        raise NodeError(f"depthwise filter {list(w.shape)} does not fit {in_channels} input channels")
+    return np.ascontiguousarray(w[0].transpose(2, 0, 1)[:, None]), in_channels
+
+
+@converter("CONV_2D", "DEPTHWISE_CONV_2D")
+def _conv(op, cx):
+    dtype = cx.info(op.inputs[0]).dtype
+    _check_int_dtype(cx, op, dtype)
+    x = cx.nchw(cx.value(op, 0))
+    _, c, h, w = cx.shape(x)
+    weight, groups = _conv_weight(cx, op, c)
+    o = op.options
+    sh, sw = o.get("stride_h", 1), o.get("stride_w", 1)
+    dh, dw = o.get("dilation_h_factor", 1), o.get("dilation_w_factor", 1)
+    kh, kw = weight.shape[2:]
+    attrs = dict(strides=(sh, sw), dilation=(dh, dw), groups=groups, padding=_padding(op, h, w, kh, kw, sh, sw, dh, dw),
+                 channels=weight.shape[0], kernel_size=(kh, kw))
+    bias_shape = (1, weight.shape[0], 1, 1)
+    if dtype == "float32":
+        y = _bias(cx, op, cx.call("nn.conv2d", x, Constant(weight), **attrs), 2, bias_shape)
+        return [Value(fused_activation(cx, op, y, None, dtype), "nchw")]
+    x_scale, x_zp = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
+    out_q = cx.quant(op.outputs[0], "the output")
+    w_scales = _weight_scales(cx, op, 0 if op.name == "CONV_2D" else 3)
+    acc = cx.call("qnn.conv2d", x, Constant(weight), input_zero_point=x_zp, kernel_zero_point=[0], **attrs)
+    acc = _bias(cx, op, acc, 2, bias_shape)
+    y = requantize(cx, acc, [x_scale * s for s in w_scales], out_q, 1, dtype)
+    return [Value(fused_activation(cx, op, y, out_q, dtype), "nchw")]
+
+
+def _fc_input(cx, op, k: int, weight: np.ndarray):
+    """(input expression, weight) with the weight's columns permuted when the input is an NCHW flatten."""
+    v = cx.value(op, 0)
+    if v.layout == "flat_nchw" and v.nhwc[1] * v.nhwc[2] * v.nhwc[3] == k:
+        _, h, w, c = v.nhwc
+        order = np.arange(h * w * c).reshape(h, w, c).transpose(2, 0, 1).ravel()
+        return v.expr, np.ascontiguousarray(weight[:, order])
+    x = cx.plain(v)
+    shape = cx.shape(x)
+    if not shape or shape[-1] != k:
+        total = int(np.prod(shape))
+        if k == 0 or total % k:
+            raise NodeError(f"input of shape {list(shape)} cannot be flattened to rows of {k}")
+        x = cx.call("reshape", x, newshape=(total // k, k))
+    return x, weight
+
+
+@converter("FULLY_CONNECTED")
+def _fully_connected(op, cx):
+    dtype = cx.info(op.inputs[0]).dtype
+    _check_int_dtype(cx, op, dtype)
+    if op.options.get("weights_format", 0) != 0:
+        raise NodeError("shuffled weights (weights_format SHUFFLED4x16INT8) are not supported")
+    if op.options.get("asymmetric_quantize_inputs"):
+        raise NodeError("asymmetric_quantize_inputs (a dynamic-range quantized model) is not supported")
+    weight = cx.const(op, 1, "weights")
+    if weight.ndim != 2:
+        raise NodeError(f"weights of shape {list(weight.shape)}; expected (units, depth)")
+    x, weight = _fc_input(cx, op, weight.shape[1], weight)
+    nd = len(cx.shape(x))
+    if dtype == "float32":
+        y = _bias(cx, op, cx.call("nn.dense", x, Constant(weight)), 2, (weight.shape[0],))
+        y = fused_activation(cx, op, y, None, dtype)
+    else:
+        x_scale, x_zp = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
+        out_q = cx.quant(op.outputs[0], "the output")
+        w_scales = _weight_scales(cx, op, 0)
+        acc = cx.call("qnn.dense", x, Constant(weight), input_zero_point=x_zp, kernel_zero_point=[0])
+        acc = _bias(cx, op, acc, 2, (weight.shape[0],))
+        # per tensor, TFLite multiplies the two scales in float32 before going to double
+        products = [float(np.float32(x_scale) * np.float32(w_scales[0]))] if len(w_scales) == 1 else \
+            [x_scale * s for s in w_scales]
+        y = fused_activation(cx, op, requantize(cx, acc, products, out_q, nd - 1, dtype), out_q, dtype)
+    out_shape = cx.info(op.outputs[0]).shape
+    if tuple(cx.shape(y)) != tuple(out_shape) and int(np.prod(out_shape)) == int(np.prod(cx.shape(y))):
+        y = cx.call("reshape", y, newshape=tuple(out_shape))
+    return [Value(y)]
+
+
+@converter("AVERAGE_POOL_2D", "MAX_POOL_2D")
+def _pool(op, cx):
+    dtype = cx.info(op.inputs[0]).dtype
+    _check_int_dtype(cx, op, dtype)
+    x = cx.nchw(cx.value(op, 0))
+    _, _, h, w = cx.shape(x)
+    o = op.options
+    kh, kw, sh, sw = o.get("filter_height", 1), o.get("filter_width", 1), o.get("stride_h", 1), o.get("stride_w", 1)
+    attrs = dict(pool_size=(kh, kw), strides=(sh, sw), padding=_padding(op, h, w, kh, kw, sh, sw))
+    out_q = None
+    if dtype in INT_TYPES:
+        out_q = cx.quant(op.outputs[0], "the output")
+        if not same_quant(cx.quant(op.inputs[0], "the input"), out_q):
+            raise NodeError("the input and output quantization differ (TFLite's pools keep them equal)")
+    if op.name == "MAX_POOL_2D":
+        y = cx.call("nn.max_pool2d", x, **attrs)
+    elif dtype in INT_TYPES:
+        y = cx.call("nn.avg_pool2d", x, rounding="tflite", **attrs)
+    else:
+        y = cx.call("nn.avg_pool2d", x, **attrs)
+    return [Value(fused_activation(cx, op, y, out_q, dtype), "nchw")]
+
+
+def float_path(cx, op, fn, layout_ok: bool = True):
+    """An op on int8 data computed in float: dequantize, fn, quantize with TFLite's rounding.
+    (Not TFLite's integer kernel: equal to it except near rounding ties.)"""
+    v = cx.value(op, 0)
+    x = v.expr if layout_ok else cx.plain(v)
+    layout = v.layout if layout_ok else "plain"
+    dtype = cx.info(op.inputs[0]).dtype
+    if dtype == "float32":
+        return [Value(fn(x, layout), layout)]
+    if dtype not in ("int8", "uint8"):
+        raise NodeError(f"input type {cx.info(op.inputs[0]).type_name} is not supported")
+    s, zp = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
+    os_, ozp = per_tensor(cx.quant(op.outputs[0], "the output"), "the output")
+    f = cx.call("qnn.dequantize", x, scale=[s], zero_point=[zp])
+    y = cx.call("qnn.quantize", fn(f, layout), scale=[os_], zero_point=[ozp], out_dtype=dtype, rounding="tflite")
+    return [Value(y, layout)]
+
+
+@converter("SOFTMAX")
+def _softmax(op, cx):
+    beta = float(op.options.get("beta", 1.0))
+
+    def fn(x, layout):
+        if beta != 1.0:
+            x = cx.call("multiply", x, Constant(np.float32(beta)))
+        return cx.call("nn.softmax", x, axis=1 if layout == "nchw" else -1)
+    return float_path(cx, op, fn)
+
+
+@converter("LOGISTIC")
+def _logistic(op, cx):
+    return float_path(cx, op, lambda x, _: cx.call("sigmoid", x))
+
+
+@converter("TANH")
+def _tanh(op, cx):
+    return float_path(cx, op, lambda x, _: cx.call("tanh", x))

@@ -1,0 +1,187 @@
+"""Small .tflite models for the tests (single operators and a small CNN), written with byoc's writer from
+seeded numpy weights, and the two peers that run them: TensorFlow Lite Micro and LiteRT."""
+from __future__ import annotations
+
+import numpy as np
+
+from byoc_compiler.frontend.tflite.writer import TFLiteWriter
+
+
+class Maker:
+    """A writer with seeded data helpers: int8 (quantized) or float32 tensors by one switch."""
+
+    def __init__(self, quantized: bool, seed: int = 0):
+        self.w = TFLiteWriter()
+        self.q = quantized
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, name, shape, scale=None, zp=None):
+        if not self.q:
+            return self.w.tensor(name, shape, "float32")
+        scale = float(self.rng.uniform(0.02, 0.08)) if scale is None else scale
+        zp = int(self.rng.integers(-20, 20)) if zp is None else zp
+        return self.w.tensor(name, shape, "int8", scale=scale, zero_point=zp)
+
+    def weight(self, name, shape, axis=0, per_channel=True):
+        if not self.q:
+            return self.w.tensor(name, shape, "float32", data=self.rng.standard_normal(shape) * 0.3)
+        n = shape[axis] if per_channel else 1
+        scales = self.rng.uniform(0.002, 0.01, n)
+        return self.w.tensor(name, shape, "int8", data=self.rng.integers(-127, 128, shape), scale=scales,
+                             zero_point=0, quantized_dimension=axis)
+
+    def bias(self, name, n, in_scale, weight_index):
+        if not self.q:
+            return self.w.tensor(name, (n,), "float32", data=self.rng.standard_normal(n) * 0.1)
+        wscales = np.asarray(self.w.tensors[weight_index].scale, np.float64)
+        scales = np.float32(in_scale) * wscales
+        return self.w.tensor(name, (n,), "int32", data=self.rng.integers(-2000, 2000, n), scale=list(scales),
+                             zero_point=0)
+
+    def scale(self, index):
+        return self.w.tensors[index].scale[0] if self.q else 1.0
+
+    def ints(self, name, values):
+        values = np.asarray(values, np.int32)
+        return self.w.tensor(name, values.shape, "int32", data=values)
+
+    def finish(self, inputs, outputs):
+        return self.w.finish(inputs, outputs)
+
+
+def conv(quantized, padding="SAME", stride=1, act="RELU", depthwise=False, mult=1, shape=(1, 9, 9, 3), out=4):
+    m = Maker(quantized, seed=1)
+    x = m.act("x", shape)
+    c = shape[3]
+    if depthwise:
+        out = c * mult
+        k = m.weight("k", (1, 3, 3, out), axis=3)
+    else:
+        k = m.weight("k", (out, 3, 3, c), axis=0)
+    b = m.bias("b", out, m.scale(x), k)
+    size = (lambda n: -(-n // stride)) if padding == "SAME" else (lambda n: (n - 3) // stride + 1)
+    y = m.act("y", (1, size(shape[1]), size(shape[2]), out))
+    opts = dict(padding=padding, stride_w=stride, stride_h=stride, fused_activation_function=act)
+    if depthwise:
+        opts["depth_multiplier"] = mult
+    m.w.op("DEPTHWISE_CONV_2D" if depthwise else "CONV_2D", [x, k, b], [y], **opts)
+    return m.finish([x], [y])
+
+
+def fully_connected(quantized, per_channel=False, act="NONE", flatten_from=None):
+    """FC on a [1, 24] input, or after a CONV_2D and a RESHAPE that flattens (H, W, C) (flatten_from)."""
+    m = Maker(quantized, seed=2)
+    if flatten_from:
+        h, w, c = flatten_from
+        x = m.act("x", (1, h, w, 2))
+        k = m.weight("k", (c, 1, 1, 2))
+        b = m.bias("b", c, m.scale(x), k)
+        feat = m.act("feat", (1, h, w, c))
+        m.w.op("CONV_2D", [x, k, b], [feat], padding="VALID", stride_w=1, stride_h=1)
+        flat = m.act("flat", (1, h * w * c), m.scale(feat), m.w.tensors[feat].zero_point[0] if quantized else None)
+        m.w.op("RESHAPE", [feat, m.ints("shape", [1, h * w * c])], [flat], new_shape=[1, h * w * c])
+        inp, depth = x, h * w * c
+    else:
+        inp = flat = m.act("x", (1, 24))
+        depth = 24
+    k2 = m.weight("fc_w", (10, depth), per_channel=per_channel)
+    b2 = m.bias("fc_b", 10, m.scale(flat), k2)
+    y = m.act("y", (1, 10))
+    m.w.op("FULLY_CONNECTED", [flat, k2, b2], [y], fused_activation_function=act)
+    return m.finish([inp], [y])
+
+
+def binary(quantized, op="ADD", act="NONE", broadcast=False):
+    m = Maker(quantized, seed=3)
+    a = m.act("a", (1, 5, 5, 4))
+    b = m.act("b", (1, 1, 1, 4) if broadcast else (1, 5, 5, 4))
+    y = m.act("y", (1, 5, 5, 4))
+    m.w.op(op, [a, b], [y], fused_activation_function=act)
+    return m.finish([a, b], [y])
+
+
+def pool(quantized, op="AVERAGE_POOL_2D", padding="SAME", size=3, stride=2, act="NONE"):
+    m = Maker(quantized, seed=4)
+    x = m.act("x", (1, 10, 10, 3))
+    n = (lambda v: -(-v // stride)) if padding == "SAME" else (lambda v: (v - size) // stride + 1)
+    tq = m.w.tensors[x]
+    y = m.w.tensor("y", (1, n(10), n(10), 3), tq.dtype, scale=tq.scale, zero_point=tq.zero_point)
+    m.w.op(op, [x], [y], padding=padding, stride_w=stride, stride_h=stride, filter_width=size,
+           filter_height=size, fused_activation_function=act)
+    return m.finish([x], [y])
+
+
+def small_cnn(quantized):
+    """conv -> depthwise conv -> conv (stride 2) -> average pool -> reshape -> fully connected."""
+    m = Maker(quantized, seed=5)
+    x = m.act("input", (1, 12, 12, 3))
+    layers = [("CONV_2D", (8, 3, 3, 3), 0, (1, 12, 12, 8), 1), ("DEPTHWISE_CONV_2D", (1, 3, 3, 8), 3, (1, 12, 12, 8), 1),
+              ("CONV_2D", (16, 3, 3, 8), 0, (1, 6, 6, 16), 2)]
+    h = x
+    for i, (name, wshape, axis, oshape, stride) in enumerate(layers):
+        k = m.weight(f"w{i}", wshape, axis=axis)
+        b = m.bias(f"b{i}", oshape[3], m.scale(h), k)
+        y = m.act(f"act{i}", oshape)
+        opts = dict(padding="SAME", stride_w=stride, stride_h=stride, fused_activation_function="RELU6")
+        if name == "DEPTHWISE_CONV_2D":
+            opts["depth_multiplier"] = 1
+        m.w.op(name, [h, k, b], [y], **opts)
+        h = y
+    tq = m.w.tensors[h]
+    pooled = m.w.tensor("pooled", (1, 3, 3, 16), tq.dtype, scale=tq.scale, zero_point=tq.zero_point)
+    m.w.op("AVERAGE_POOL_2D", [h, ], [pooled], padding="VALID", stride_w=2, stride_h=2, filter_width=2,
+           filter_height=2)
+    flat = m.w.tensor("flat", (1, 144), tq.dtype, scale=tq.scale, zero_point=tq.zero_point)
+    m.w.op("RESHAPE", [pooled, m.ints("shape", [1, 144])], [flat], new_shape=[1, 144])
+    k = m.weight("fc_w", (10, 144), per_channel=False)
+    b = m.bias("fc_b", 10, m.scale(flat), k)
+    y = m.act("logits", (1, 10))
+    m.w.op("FULLY_CONNECTED", [flat, k, b], [y])
+    return m.finish([x], [y])
+
+
+def random_inputs(data: bytes, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded inputs for every input of a model imported from `data` (int8 over the full range)."""
+    from byoc_compiler.frontend.tflite.reader import read_model   # the tests' view of the file
+
+    rng = np.random.default_rng(seed)
+    model = read_model(data, "test model")
+    out = {}
+    for index in model.inputs:
+        t = model.tensors[index]
+        if t.dtype == "float32":
+            out[t.name] = rng.standard_normal(t.shape).astype(np.float32)
+        else:
+            info = np.iinfo(t.dtype)
+            out[t.name] = rng.integers(info.min, info.max + 1, t.shape).astype(t.dtype)
+    return out
+
+
+def run_tflm(data: bytes, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """TensorFlow Lite Micro's outputs (inputs in the model's input order)."""
+    from tflite_micro.python.tflite_micro import runtime   # a test extra: loaded only by the tests that use it
+
+    interp = runtime.Interpreter.from_bytes(data)
+    for i, value in enumerate(inputs.values()):
+        interp.set_input(value, i)
+    interp.invoke()
+    return [interp.get_output(i) for i in range(_output_count(data))]
+
+
+def _output_count(data: bytes) -> int:
+    from byoc_compiler.frontend.tflite.reader import read_model   # the tests' view of the file
+
+    return len(read_model(data, "test model").outputs)
+
+
+def run_litert(data: bytes, inputs: dict[str, np.ndarray], reference: bool = True) -> list[np.ndarray]:
+    """LiteRT's outputs, with its reference kernels (BUILTIN_REF) unless reference=False (XNNPACK etc.)."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType   # a test extra
+
+    kind = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
+    interp = Interpreter(model_content=data, experimental_op_resolver_type=kind, num_threads=1)
+    interp.allocate_tensors()
+    for detail, value in zip(interp.get_input_details(), inputs.values()):
+        interp.set_tensor(detail["index"], value)
+    interp.invoke()
+    return [interp.get_tensor(d["index"]) for d in interp.get_output_details()]
