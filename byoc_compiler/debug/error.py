@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..check import default_tolerances
+from ..testing.tolerance import element_shares
 
 
 @dataclass(frozen=True)
@@ -37,16 +38,10 @@ def error_of(got: np.ndarray, want: np.ndarray, tolerances=None, allowed=None) -
     if want.size == 0:
         return Error(0.0, 0.0, 0.0)
     g, w = got.astype(np.float64), want.astype(np.float64)
-    diff = np.abs(g - w)
-    both_nan = np.isnan(g) & np.isnan(w)
-    diff = np.where(both_nan, 0.0, np.where(np.isnan(diff), np.inf, diff))
     if allowed is None:
         rtol, atol = (tolerances or default_tolerances)(want.dtype)
         allowed = atol + rtol * np.abs(w)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(diff == 0, 0.0, diff / np.asarray(allowed, np.float64))
-        share = np.where(np.isnan(share), np.inf, share)
-        rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(w), np.finfo(np.float32).tiny))
+    diff, share, rel = element_shares(g, w, np.asarray(allowed, np.float64))
     idx = np.unravel_index(int(np.argmax(share)), want.shape)
     return Error(float(diff.max()), float(rel.max()), float(share[idx]), tuple(int(i) for i in idx),
                  float(g[idx]), float(w[idx]))

@@ -76,7 +76,7 @@ class ModelNodes:
     by_print: dict                 # fingerprint -> [(name, op description)] in graph order
     by_name: dict = None           # name -> node
     by_shape: dict = None          # (dtype, shape) -> [(name, op description, value)] in graph order
-    bounds: dict = None            # name -> (float64 value, float32 error estimate) (testing/error_bound.py)
+    bounds: dict = None            # name -> (float64 value, error estimate, magnitude shadow) (testing/error_bound.py)
 
     @classmethod
     def of(cls, mod, inputs) -> "ModelNodes":
@@ -104,10 +104,10 @@ class ModelNodes:
         bound = (self.bounds or {}).get(name)
         if bound is None or np.shape(bound[0]) != np.shape(got):
             return error_of(got, want32)
-        value, error = bound
+        value, error, magnitude = bound
         if np.asarray(got).dtype.kind != "f":
             return error_of(got, want32)          # integers are exact either way
-        return error_of(got, value, allowed=allowed_error(error))
+        return error_of(got, value, allowed=allowed_error(error, magnitude, value))
 
     def chain(self, name: str, length: int) -> list[str]:
         """`name` and the nodes before it along first arguments: what a composite of `length` ops covers."""

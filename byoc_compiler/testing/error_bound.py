@@ -37,6 +37,7 @@ from ..ir.visitor import post_order
 from ..op.registry import get_op_def
 from ..transform.infer_type import infer_type
 from .reference import _bind_inputs, release_operands, run_reference, use_counts
+from .shadow import absolute, magnitude
 
 U = 2.0 ** -24      # unit roundoff of float32
 SAMPLES = 4         # simulated float32 computations whose spread is the error estimate
@@ -56,10 +57,12 @@ UNKNOWN_ROUNDING = 8.0      # see _unknown_rounding; an op that sums n products 
 
 @dataclass
 class Bounded:
-    """One model output: the float64 reference (ints: exact), the error estimate, the output's dtype."""
+    """One model output: the float64 reference (ints: exact), the error estimate, the output's dtype, and
+    the magnitude shadow (testing/shadow.py; None: not known, the output-wide floor applies alone)."""
     value: np.ndarray
     error: np.ndarray
     dtype: np.dtype
+    magnitude: np.ndarray | None = None
 
 
 def _is_float(a) -> bool:
@@ -92,12 +95,14 @@ class _Evaluator:
         self.mod = mod
         self.rng = rng
 
-    def run(self, func: Function, args: list, errors: list, record: dict | None = None):
-        """`record`, when given, receives (value, error samples) of every node of `func` by id. Without it
-        a node's value and samples are dropped once its last user ran: a deep model holds only what is
-        live (five float64 copies of every intermediate would not fit in memory for ResNet-50)."""
+    def run(self, func: Function, args: list, errors: list, mags: list, record: dict | None = None):
+        """`record`, when given, receives (value, error samples, shadow) of every node of `func` by id.
+        Without it a node's value, samples and shadow are dropped once its last user ran: a deep model
+        holds only what is live (six float64 copies of every intermediate would not fit in memory for
+        ResNet-50)."""
         vals: dict[int, Any] = {id(p): a for p, a in zip(func.params, args)}
         errs: dict[int, Any] = {id(p): e for p, e in zip(func.params, errors)}
+        shad: dict[int, Any] = {id(p): m for p, m in zip(func.params, mags)}
         order = post_order(func.body)
         users = use_counts(order) if record is None else None
         for node in order:
@@ -105,17 +110,21 @@ class _Evaluator:
                 continue
             cls = type(node)
             if cls is Call:
-                vals[id(node)], errs[id(node)] = self.call(node, [vals[id(a)] for a in node.args],
-                                                           [errs[id(a)] for a in node.args])
+                vals[id(node)], errs[id(node)], shad[id(node)] = self.call(
+                    node, [vals[id(a)] for a in node.args], [errs[id(a)] for a in node.args],
+                    [shad[id(a)] for a in node.args])
             elif cls is Constant:
                 vals[id(node)] = _to64(node.data)
                 errs[id(node)] = [_zeros_like(node.data)] * SAMPLES
+                shad[id(node)] = absolute(vals[id(node)])
             elif cls is Tuple:
                 vals[id(node)] = tuple(vals[id(f)] for f in node.fields)
                 errs[id(node)] = [tuple(errs[id(f)][k] for f in node.fields) for k in range(SAMPLES)]
+                shad[id(node)] = tuple(shad[id(f)] for f in node.fields)
             elif cls is TupleGetItem:
                 vals[id(node)] = vals[id(node.tuple_value)][node.index]
                 errs[id(node)] = [e[node.index] for e in errs[id(node.tuple_value)]]
+                shad[id(node)] = shad[id(node.tuple_value)][node.index]
             elif cls is Function:
                 continue
             elif cls is Var:
@@ -123,28 +132,29 @@ class _Evaluator:
             else:
                 raise ValueError(f"cannot evaluate a {cls.__name__}")
             if users is not None:
-                release_operands(node, users, (vals, errs), keep=id(func.body))
+                release_operands(node, users, (vals, errs, shad), keep=id(func.body))
         if record is not None:
-            record.update({k: (v, errs[k]) for k, v in vals.items() if k in errs})
-        return vals[id(func.body)], errs[id(func.body)]
+            record.update({k: (v, errs[k], shad[k]) for k, v in vals.items() if k in errs})
+        return vals[id(func.body)], errs[id(func.body)], shad[id(func.body)]
 
-    def call(self, call: Call, args: list, errors: list):
+    def call(self, call: Call, args: list, errors: list, mags: list):
         target = call.op
         if isinstance(target, GlobalVar):
-            return self.run(self.mod[target], args, errors)
+            return self.run(self.mod[target], args, errors, mags)
         if isinstance(target, Function):
-            return self.run(target, args, errors)
+            return self.run(target, args, errors, mags)
         if not isinstance(target, Op):
             raise ValueError(f"cannot call a {type(target).__name__}")
         name = target.name
         ref = get_op_def(name).ref
         with np.errstate(all="ignore"):
             if name == "cast":
-                return _cast(ref, args, errors, call.attrs, self.rng)
-            rule = _ACCUMULATIONS.get(name)
-            if rule is not None:
-                return rule(ref, args, errors, call.attrs, self.rng)
-            return _generic(name, ref, args, errors, call.attrs, self.rng)
+                value, samples = _cast(ref, args, errors, call.attrs, self.rng)
+            elif name in _ACCUMULATIONS:
+                value, samples = _ACCUMULATIONS[name](ref, args, errors, call.attrs, self.rng)
+            else:
+                value, samples = _generic(name, ref, args, errors, call.attrs, self.rng)
+        return value, samples, magnitude(name, ref, args, mags, call.attrs, value)
 
 
 def _noise(rng, scale, gaussian: bool):
@@ -329,16 +339,28 @@ def _rounds_to_integers(func: Function) -> bool:
     return False
 
 
-def reference_with_errors(mod: IRModule | Function, inputs: Mapping[str, Any] | Sequence[Any],
-                          seed: int = 0) -> list[Bounded]:
-    """The outputs of `mod["main"]` on `inputs` in float64, each with its error estimate (see above)."""
+def _spread(samples) -> np.ndarray:
+    """The estimate: the root mean square of the samples' errors."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.sqrt(np.mean([np.square(np.asarray(x, np.float64)) for x in samples], axis=0))
+
+
+def _evaluate(mod, inputs, seed, record=None):
     if isinstance(mod, Function):
         mod = IRModule({"main": mod})
     mod = infer_type(mod)
     main = mod["main"]
-    args = _bind_inputs(main, inputs)
-    evaluator = _Evaluator(mod, np.random.default_rng(seed))
-    values, samples = evaluator.run(main, [_to64(a) for a in args], [[_zeros_like(a)] * SAMPLES for a in args])
+    args = [_to64(a) for a in _bind_inputs(main, inputs)]
+    result = _Evaluator(mod, np.random.default_rng(seed)).run(
+        main, args, [[_zeros_like(a)] * SAMPLES for a in args], [absolute(a) for a in args], record)
+    return mod, main, result
+
+
+def reference_with_errors(mod: IRModule | Function, inputs: Mapping[str, Any] | Sequence[Any],
+                          seed: int = 0) -> list[Bounded]:
+    """The outputs of `mod["main"]` on `inputs` in float64, each with its error estimate (see above)."""
+    mod, main, (values, samples, mags) = _evaluate(mod, inputs, seed)
+
     def tensor_types(ty) -> list:
         return [ty] if isinstance(ty, TensorType) else [t for f in ty.fields for t in tensor_types(f)]
 
@@ -351,31 +373,26 @@ def reference_with_errors(mod: IRModule | Function, inputs: Mapping[str, Any] | 
         values = run_reference(mod, inputs)
     per_sample = [_flatten(sample) for sample in samples]
     out = []
-    for i, (value, ty) in enumerate(zip(values, types)):
-        with np.errstate(over="ignore", invalid="ignore"):
-            spread = np.sqrt(np.mean([np.square(np.asarray(s[i], np.float64)) for s in per_sample], axis=0))
-        out.append(Bounded(np.asarray(value), np.broadcast_to(spread, np.shape(value)).copy(), np.dtype(ty.dtype)))
+    for i, (value, ty, mag) in enumerate(zip(values, types, _flatten(mags))):
+        shape = np.shape(value)
+        out.append(Bounded(np.asarray(value), np.broadcast_to(_spread([s[i] for s in per_sample]), shape).copy(),
+                           np.dtype(ty.dtype), np.broadcast_to(np.asarray(mag, np.float64), shape).copy()))
     return out
 
 
 def node_errors(mod: IRModule | Function, inputs: Mapping[str, Any] | Sequence[Any],
-                seed: int = 0) -> tuple[Function, dict[int, tuple[np.ndarray, np.ndarray]]]:
+                seed: int = 0) -> tuple[Function, dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     """Like reference_with_errors, for every tensor-valued node of main (by id) instead of the outputs only:
-    (float64 value, error estimate). Returns the type-checked main whose nodes the ids refer to. Used by
-    the per-step compare (debug/compare.py) so intermediate values are judged as the check judges outputs."""
-    if isinstance(mod, Function):
-        mod = IRModule({"main": mod})
-    mod = infer_type(mod)
-    main = mod["main"]
-    args = _bind_inputs(main, inputs)
+    (float64 value, error estimate, magnitude shadow). Returns the type-checked main whose nodes the ids
+    refer to. Used by the per-step compare (debug/compare.py) so intermediate values are judged as the
+    check judges outputs."""
     record: dict = {}
-    _Evaluator(mod, np.random.default_rng(seed)).run(main, [_to64(a) for a in args],
-                                                     [[_zeros_like(a)] * SAMPLES for a in args], record)
+    _, main, _ = _evaluate(mod, inputs, seed, record)
     out = {}
-    for key, (value, samples) in record.items():
+    for key, (value, samples, mag) in record.items():
         if isinstance(value, tuple):
             continue
-        with np.errstate(over="ignore", invalid="ignore"):
-            spread = np.sqrt(np.mean([np.square(np.asarray(x, np.float64)) for x in samples], axis=0))
-        out[key] = (np.asarray(value), np.broadcast_to(spread, np.shape(value)).copy())
+        shape = np.shape(value)
+        out[key] = (np.asarray(value), np.broadcast_to(_spread(samples), shape).copy(),
+                    np.broadcast_to(np.asarray(mag, np.float64), shape).copy())
     return main, out

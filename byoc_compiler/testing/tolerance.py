@@ -4,15 +4,21 @@ Whole models (`scons check`, the test matrix) are compared with `compare_with_bo
 runs in float64 beside simulated float32 computations (testing/error_bound.py), which give each
 output element sigma, the spread of correct float32 results. An element passes when
 
-    |got - ref64| <= SAFETY * max(sigma, FLOOR * rms(sigma over the output))
+    |got - ref64| <= SAFETY * max(sigma, min(FLOOR * rms(sigma over the output), u * m))
 
 SAFETY = 16. Correct builds measured so far use at most ~2 sigma (onnxruntime, 1 and 2 threads, on
 MobileNetV2 224x224; ccompiler and the host builds less), so 16 leaves a factor 8; injected bugs use
 hundreds to millions (a bias 1e-3 off: >500; one accumulation in float16: >9000; two channels
 swapped: >50000). FLOOR = 0.5 keeps an element whose few samples happened to agree (or a ReLU output
-that the samples all left at 0) from demanding exactness. sigma is 0 where the value is exact
-(integers; data movement of inputs and constants): there the comparison is exact. The check table
-prints the margin: the largest |got - ref| / allowed over the outputs (pass: <= 1).
+that the samples all left at 0) from demanding exactness; m, the element's magnitude shadow
+(testing/shadow.py: the graph on absolute values, sum |a_i| |b_i| for a sum of products), caps that
+floor at one rounding of the magnitudes the element's own computation went through, so large
+elements elsewhere in the output lend a small one nothing. sigma is 0 where the value is exact
+(integers; data movement of inputs and constants): there the comparison is exact. Where sigma is
+not finite but the reference is (a singularity the simulated roundings ran into: sqrt or log at 0,
+a division by ~0) the allowance is SAFETY * FALLBACK * m, FALLBACK = sqrt(u): half of float32's
+digits. A NaN or infinite reference is matched exactly. The check table prints the margin: the
+largest |got - ref| / allowed over the outputs (pass: <= 1).
 
 Single ops and small graphs in unit tests use per-family rtol/atol (below): an element passes when |actual - expected| <= atol + rtol * |expected| (numpy.isclose).
 
@@ -90,6 +96,8 @@ def tolerance_for_module(mod, dtype) -> tuple[float, float]:
 
 SAFETY = 16.0
 FLOOR = 0.5
+U = 2.0 ** -24                  # float32's unit roundoff
+FALLBACK = 2.0 ** -12           # sqrt(U): where the estimate is not finite, half of float32's digits of m
 
 
 @dataclass
@@ -101,14 +109,48 @@ class Comparison:
     detail: str = ""        # the worst element of the first failing output
 
 
-def allowed_error(error: np.ndarray) -> np.ndarray:
-    """Per element: how far a build may be from the float64 reference, given error_bound's estimate."""
+def allowed_error(error: np.ndarray, magnitude: np.ndarray | None = None,
+                  value: np.ndarray | None = None) -> np.ndarray:
+    """Per element: how far a build may be from the float64 reference, given error_bound's estimate
+    `error` and the magnitude shadow m (testing/shadow.py; None: not known).
+
+    SAFETY * max(error, floor), floor = min(FLOOR * rms(finite error over the output), u * m): the
+    output-wide floor keeps an element whose few samples happened to agree from demanding exactness,
+    and u * m (one rounding of the magnitudes the element went through) keeps large neighbours from
+    lending a small element their allowance. Where the estimate is not finite (a singularity: sqrt or
+    log at 0, a division by ~0) the element gets SAFETY * FALLBACK * m (m: |value| where m is not
+    finite either), never an unbounded allowance."""
     error = np.asarray(error, np.float64)
     if error.size == 0:
         return error
+    mag = np.full(error.shape, np.inf) if magnitude is None else np.asarray(magnitude, np.float64)
+    finite = np.isfinite(error)
     with np.errstate(over="ignore", invalid="ignore"):
-        rms = float(np.sqrt(np.mean(np.square(np.nan_to_num(error, nan=0.0, posinf=0.0)))))
-    return SAFETY * np.maximum(np.nan_to_num(error, nan=np.inf), FLOOR * rms)
+        rms = float(np.sqrt(np.mean(np.square(error[finite])))) if finite.any() else 0.0
+        floor = np.minimum(FLOOR * rms, U * mag)
+        scale = np.where(np.isfinite(mag), mag, 0.0 if value is None else np.abs(np.asarray(value, np.float64)))
+        return SAFETY * np.where(finite, np.maximum(error, floor), FALLBACK * np.nan_to_num(scale, posinf=0.0))
+
+
+def element_shares(g, r, allowed):
+    """|g - r| and its share of `allowed`; a NaN or infinite reference is matched exactly (share 0 or inf)."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        special = ~np.isfinite(r)
+        same_special = (np.isnan(g) & np.isnan(r)) | (np.isinf(r) & (g == r))
+        diff = np.where(same_special, 0.0, np.abs(g - r))
+        diff = np.where(np.isnan(diff) | (special & ~same_special), np.inf, diff)   # a NaN where a number is due
+        share = np.where(diff == 0, 0.0, diff / allowed)
+        share = np.where(np.isnan(share) | (special & ~same_special), np.inf, share)
+        rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(r), np.finfo(np.float32).tiny))
+    return diff, share, np.where(np.isnan(rel), np.inf, rel)
+
+
+def _detail(i, idx, got, r, allowed, share, want) -> str:
+    finite = np.isfinite(want.error[idx])
+    how = (f"{SAFETY:g} x the float32 error estimate" if finite else
+           f"the estimate is not finite: {SAFETY:g} x {FALLBACK:.3g} x the magnitude shadow")
+    return (f"output {i}[{', '.join(map(str, idx))}]: got {got[idx]!r}, expected {float(r[idx])!r} "
+            f"(allowed error {float(allowed[idx]):.3g} = {how}; {float(share[idx]):.3g} x allowed)")
 
 
 def compare_with_bounds(actual, expected) -> Comparison:
@@ -125,22 +167,15 @@ def compare_with_bounds(actual, expected) -> Comparison:
         if got.size == 0:
             continue
         g, r = got.astype(np.float64), want.value.astype(np.float64)
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            same_special = (np.isnan(g) & np.isnan(r)) | (np.isinf(r) & (g == r))
-            diff = np.where(same_special, 0.0, np.abs(g - r))
-            diff = np.where(np.isnan(diff), np.inf, diff)          # a NaN where a number is due: infinitely off
-            allowed = allowed_error(want.error) if got.dtype.kind == "f" else np.zeros(got.shape)
-            share = np.where(diff == 0, 0.0, diff / allowed)
-            share = np.where(np.isnan(share), np.inf, share)       # off by inf where any error is allowed
-            rel = np.where(diff == 0, 0.0, diff / np.maximum(np.abs(r), np.finfo(np.float32).tiny))
+        allowed = (allowed_error(want.error, want.magnitude, r) if got.dtype.kind == "f"
+                   else np.zeros(got.shape))
+        diff, share, rel = element_shares(g, r, allowed)
         max_abs, max_rel = max(max_abs, float(diff.max())), max(max_rel, float(rel.max()))
         idx = np.unravel_index(int(np.argmax(share)), share.shape)
         margin = max(margin, float(share[idx]))
         if share[idx] > 1.0 and passed:
             passed = False
-            detail = (f"output {i}[{', '.join(map(str, idx))}]: got {got[idx]!r}, expected {float(r[idx])!r} "
-                      f"(allowed error {float(allowed[idx]):.3g} = {SAFETY:g} x the float32 error estimate; "
-                      f"{float(share[idx]):.3g} x allowed)")
+            detail = _detail(i, idx, got, r, allowed, share, want)
     return Comparison(passed, max_abs, max_rel, margin, detail)
 
 
@@ -149,14 +184,17 @@ def depth_scale(atol: float, reductions: int) -> float:
 
 
 def assert_close(actual, expected, rtol: float, atol: float, what: str = "output") -> None:
-    """Raise AssertionError naming the worst element when `actual` is not within tolerance of `expected`."""
+    """Raise AssertionError naming the worst element when `actual` is not within tolerance of `expected`.
+    Infinities and NaN are matched exactly (rtol * inf would let any value, or the other infinity, pass)."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.shape != expected.shape or actual.dtype != expected.dtype:
         raise AssertionError(f"{what}: got {actual.dtype}{list(actual.shape)}, "
                              f"expected {expected.dtype}{list(expected.shape)}")
     a64, e64 = actual.astype(np.float64), expected.astype(np.float64)
-    bad = ~(np.abs(a64 - e64) <= atol + rtol * np.abs(e64))
-    bad &= ~(np.isnan(a64) & np.isnan(e64))
+    with np.errstate(invalid="ignore", over="ignore"):
+        special = ~np.isfinite(a64) | ~np.isfinite(e64)
+        same = (a64 == e64) | (np.isnan(a64) & np.isnan(e64))
+        bad = np.where(special, ~same, ~(np.abs(a64 - e64) <= atol + rtol * np.abs(e64)))
     if bad.any():
         diff = np.where(bad, np.abs(a64 - e64), -1.0)
         idx = np.unravel_index(int(np.nanargmax(np.nan_to_num(diff, nan=np.inf))), expected.shape)

@@ -1,0 +1,108 @@
+"""The magnitude shadow of a computation: per element, the size of the values it went through.
+
+Beside every value r the error estimate (error_bound.py) carries m >= |r|: the same graph evaluated on
+absolute values, so a sum of products gives sum |a_i| |b_i| where the value gives |sum a_i b_i|. A
+correct float32 build's error at an element is a few roundings of m (first order: each op rounds at
+most its own operands' sizes, and m bounds them all); where the products cancel, m stays as large as
+the products and so does the error it admits. The check uses m twice (testing/tolerance.py): the floor
+of an element is capped at u * m, so small elements are not judged by their large neighbours; and an
+element whose sampled estimate is not finite (sqrt or log at 0, a division by ~0) is allowed a stated
+SAFETY * sqrt(u) * m instead of anything.
+
+Rules, by op:
+* APPLY: the op itself on the operands' shadows — every op that moves data or that is a sum, product,
+  average or maximum of its operands (monotone and positively homogeneous on non-negative inputs), and
+  the odd or increasing unary functions (|f(x)| <= f(m) for |x| <= m);
+* the operand's shadow unchanged (PASS) for 1-Lipschitz elementwise ops (relu, clip, negative, ...);
+* RENAMED: the op with a sign flipped to its absolute form (subtract -> add, min -> max, ...);
+* divide: (m_a + |a / b| m_b) / |b|; batch_norm: the normalization of m_x + |mean| with |gamma|, |beta|;
+* any other op (log, power, softmax, layer_norm, lrn, resize, the qnn ops): |value| + the largest
+  shadow among its operands, since an element may depend on every operand element.
+Integer values are exact and their shadow is |value|.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..op.registry import get_op_def
+
+APPLY = frozenset((
+    "reshape", "transpose", "concatenate", "split", "squeeze", "expand_dims", "nn.batch_flatten", "take",
+    "nn.pad", "nn.dropout", "broadcast_to", "tile", "strided_slice", "where",
+    "add", "multiply", "nn.bias_add", "nn.dense", "nn.matmul", "nn.batch_matmul", "nn.conv2d",
+    "sum", "mean", "prod", "max", "maximum", "nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
+    "nn.relu", "sqrt", "exp", "sigmoid", "tanh", "erf",
+))
+PASS = frozenset(("negative", "abs", "clip", "nn.leaky_relu", "nn.gelu", "nn.hard_sigmoid", "nn.hard_swish",
+                  "cast"))
+RENAMED = {"subtract": "add", "min": "max", "minimum": "maximum"}
+
+
+def absolute(value):
+    """|value| in float64 (tuples element by element): the shadow of an exact input or constant."""
+    if isinstance(value, tuple):
+        return tuple(absolute(v) for v in value)
+    value = np.asarray(value)
+    return np.abs(value.astype(np.float64)) if value.dtype.kind in "fiub" else value
+
+
+def _float_to(arg, shadow):
+    if isinstance(arg, tuple):
+        return tuple(_float_to(a, s) for a, s in zip(arg, shadow))
+    return shadow if isinstance(arg, np.ndarray) and arg.dtype.kind == "f" else arg
+
+
+def _floats_to(args, shadows):
+    """The operands with every float value replaced by its shadow (integer operands keep their value)."""
+    return [_float_to(a, s) for a, s in zip(args, shadows)]
+
+
+def _at_least_value(shadow, value):
+    if isinstance(value, tuple):
+        return tuple(_at_least_value(s, v) for s, v in zip(shadow, value))
+    return np.maximum(absolute(shadow), absolute(value))
+
+
+def _largest(shadows) -> float:
+    out = 0.0
+    for s in shadows:
+        if isinstance(s, tuple):
+            out = max(out, _largest(s))
+        elif np.size(s):
+            out = max(out, float(np.max(s)))
+    return out
+
+
+def _other(value, shadows):
+    if isinstance(value, tuple):
+        return tuple(_other(v, shadows) for v in value)
+    return absolute(value) + _largest(shadows)
+
+
+def _divide(args, shadows, value):
+    with np.errstate(all="ignore"):
+        return (shadows[0] + np.abs(value) * shadows[1]) / np.abs(args[1])
+
+
+def _batch_norm(ref, args, shadows, attrs):
+    x, gamma, beta, mean, var = args
+    out = ref([shadows[0], np.abs(gamma), np.abs(beta), -np.abs(mean), var], attrs)
+    return (np.abs(out[0]), *out[1:])
+
+
+def magnitude(name: str, ref, args: list, shadows: list, attrs, value):
+    """The shadow of `name`'s result `value` from its operands `args` and their shadows (see above)."""
+    with np.errstate(all="ignore"):
+        if name in APPLY:
+            out = ref(_floats_to(args, shadows), attrs)
+        elif name in RENAMED:
+            out = get_op_def(RENAMED[name]).ref(_floats_to(args, shadows), attrs)
+        elif name in PASS:
+            out = shadows[0]
+        elif name == "divide":
+            out = _divide(args, shadows, value)
+        elif name == "nn.batch_norm":
+            out = _batch_norm(ref, args, shadows, attrs)
+        else:
+            out = _other(value, shadows)
+        return _at_least_value(out, value)
