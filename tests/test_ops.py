@@ -451,6 +451,8 @@ BAD_TYPES = [
      [f32(2), f32(2)], ["qnn.mul", "float32"]),
     ("qnn.concatenate-count", lambda a, b: _q("qnn.concatenate", [a, b], input_scales=[1.0], input_zero_points=[0],
                                                output_scale=1.0), [_I8, _I8], ["qnn.concatenate", "input_scales"]),
+    ("qnn.avg_pool2d-float", lambda a: _q("qnn.avg_pool2d", a, input_scale=[1.0], output_scale=[1.0]),
+     [f32(1, 2, 4, 4)], ["qnn.avg_pool2d", "int8 or uint8", "float32"]),
     ("add-broadcast", lambda a, b: op.add(a, b), [f32(2, 3), f32(4, 3)], ["add", "'rhs'", "(2, 3)", "(4, 3)"]),
     ("add-dtype", lambda a, b: op.add(a, b), [f32(2), i32(2)], ["add", "dtype float32", "int32"]),
     ("exp-int", lambda a: op.exp(a), [i32(2)], ["exp", "float32", "int32"]),

@@ -130,6 +130,8 @@ OP_MODELS.update({
                                             rhs_scale=[0.2], rhs_zero_point=-1, output_scale=[0.3])),
     "qnn.concatenate": lambda: _single(lambda x: _q("qnn.concatenate", [_quant(x), _quant(x)], input_scales=[0.1, 0.2],
                                                     input_zero_points=[0, 5], output_scale=0.25, axis=1)),
+    "qnn.avg_pool2d": lambda: _single(lambda x: _q("qnn.avg_pool2d", _quant(x), pool_size=2, strides=1, padding=1,
+                                                   input_scale=[0.1], input_zero_point=1, output_scale=[0.07])),
 })
 
 

@@ -565,7 +565,8 @@ REQUIRED_ONLY = {"clip": {"a_min": 0.0, "a_max": 6.0}, "cast": {"dtype": "int32"
                  "qnn.requantize": {"input_scale": (0.5,), "output_scale": (0.25,)},
                  "qnn.add": {"lhs_scale": (0.5,), "rhs_scale": (0.5,), "output_scale": (1.0,)},
                  "qnn.mul": {"lhs_scale": (0.5,), "rhs_scale": (0.5,), "output_scale": (1.0,)},
-                 "qnn.concatenate": {"input_scales": (0.5, 0.25), "input_zero_points": (0, 1), "output_scale": 0.5}}
+                 "qnn.concatenate": {"input_scales": (0.5, 0.25), "input_zero_points": (0, 1), "output_scale": 0.5},
+                 "qnn.avg_pool2d": {"input_scale": (0.5,), "output_scale": (0.25,)}}
 NON_DEFAULT_ATTRS.update({
     "qnn.quantize": {"scale": (0.5, 0.25), "zero_point": (1, -2), "axis": 0, "out_dtype": "uint8"},
     "qnn.dequantize": {"scale": (0.5, 0.25), "zero_point": (3, 4), "axis": 0},
@@ -579,7 +580,10 @@ NON_DEFAULT_ATTRS.update({
     "qnn.mul": {"lhs_scale": (0.5,), "lhs_zero_point": 1, "rhs_scale": (0.5,), "rhs_zero_point": 2,
                 "output_scale": (1.0,), "output_zero_point": 3},
     "qnn.concatenate": {"input_scales": (0.5, 0.25), "input_zero_points": (0, 1), "output_scale": 0.5,
-                        "output_zero_point": 7, "axis": 1},
+                        "output_zero_point": 7, "axis": 1, "rounding": "fixed_point"},
+    "qnn.avg_pool2d": {"pool_size": (2, 2), "strides": (2, 2), "padding": (1, 1, 1, 1), "ceil_mode": True,
+                       "count_include_pad": True, "input_scale": (0.5,), "input_zero_point": 2, "output_scale": (0.25,),
+                       "output_zero_point": -3},
 })
 
 

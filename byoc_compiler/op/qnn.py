@@ -356,12 +356,32 @@ def concat_requant(attrs) -> list[tuple[float, int]]:
     return [(scale_ratio(s, attrs.output_scale), int(z)) for s, z in zip(attrs.input_scales, attrs.input_zero_points)]
 
 
+def concat_copies(attrs) -> list[bool]:
+    """Per input: whether it is copied unchanged (its scale and zero point are the output's)."""
+    return [float(np.float32(s)) == float(np.float32(attrs.output_scale)) and int(z) == attrs.output_zero_point
+            for s, z in zip(attrs.input_scales, attrs.input_zero_points)]
+
+
+def concat_table(attrs, index: int, dtype: str) -> np.ndarray:
+    """rounding='float32': input `index`'s value v -> output value, for every v of dtype (from its minimum):
+    saturate(round_half_even(float32(float32(v - z) * s) / so) + zo), each step rounded to float32 —
+    dequantize then quantize, onnxruntime's QLinearConcat (a 256-entry table, as it builds one)."""
+    info = np.iinfo(dtype)
+    v = np.arange(info.min, info.max + 1, dtype=np.int64) - int(attrs.input_zero_points[index])
+    real = v.astype(np.float32) * np.float32(attrs.input_scales[index])
+    q = np.rint(real / np.float32(attrs.output_scale)).astype(np.float64) + attrs.output_zero_point
+    return saturate(q, dtype)
+
+
 def _qconcat_ref(args, attrs):
     parts = []
     out_dtype = str(args[0][0].dtype)
-    for x, (ratio, zp) in zip(args[0], concat_requant(attrs)):
-        if ratio == 1.0 and zp == attrs.output_zero_point:
+    lowest = int(np.iinfo(out_dtype).min)
+    for i, (x, (ratio, zp), copy) in enumerate(zip(args[0], concat_requant(attrs), concat_copies(attrs))):
+        if copy:
             parts.append(x)
+        elif attrs.rounding == "float32":
+            parts.append(concat_table(attrs, i, out_dtype)[x.astype(np.int64) - lowest])
         else:
             parts.append(requantize_array(x, [ratio], (zp,), (attrs.output_zero_point,), 0, out_dtype))
     return np.concatenate(parts, axis=attrs.axis)
@@ -369,12 +389,19 @@ def _qconcat_ref(args, attrs):
 
 register("qnn.concatenate", ("data",),
          (Attr("input_scales", "floats", check=_positive_scales), Attr("input_zero_points", "ints"),
-          Attr("output_scale", "float"), Attr("output_zero_point", "int", 0), Attr("axis", "int", 0)),
+          Attr("output_scale", "float"), Attr("output_zero_point", "int", 0), Attr("axis", "int", 0),
+          Attr("rounding", "str", "float32", choices=("float32", "fixed_point"))),
          infer=_infer_qconcat, ref=_qconcat_ref, family="qnn", tuple_input=True,
-         doc="each input requantized to the output scale and zero point, then concatenated")
+         doc="each input requantized to the output scale and zero point, then concatenated; rounding='float32': "
+             "dequantized and quantized again in float32 (onnxruntime's QLinearConcat), 'fixed_point': integers")
 
 
-# ---- builders shared by the ONNX importer and transform.qdq_to_integer ----------------------------------
+def softmax_output_scale(y_scale: float) -> float:
+    """The output step onnxruntime's quantized softmax really uses: it multiplies the probability by
+    floor(1 / y_scale) (256 for the usual 1/256; 263 for a calibrated 0.0038, whose results are then
+    3% low), so byoc quantizes with 1 / floor(1 / y_scale) to land on the same integers."""
+    return float(np.float32(1.0 / np.floor(np.float32(1.0) / np.float32(y_scale))))
+
 
 def global_avg_pool_int(call, x, shape, dtype: str, x_scale: float, x_zp: int, y_scale: float, y_zp: int,
                         y_dtype: str):

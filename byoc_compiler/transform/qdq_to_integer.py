@@ -12,7 +12,9 @@ pass rewrites every `qnn.quantize` whose float producer has an integer form:
 | add of uint8 (any dtype, and multiply, with `binary=True`) | qnn.add (onnxruntime's QLinearAdd rounding), qnn.mul |
 | concatenate                                  | qnn.concatenate                                       |
 | nn.global_avg_pool2d                         | as onnxruntime's QLinearGlobalAveragePool             |
-| nn.max_pool2d, nn.avg_pool2d, nn.relu, data movement, with the same scale and zero point in and out | the op on the integers (relu: clip at the zero point) |
+| nn.avg_pool2d                                | as onnxruntime's QLinearAveragePool: qnn.avg_pool2d (float32 steps), or the global pool's form over a whole unpadded plane |
+| nn.softmax (8-bit in and out)                | float softmax quantized with onnxruntime's step 1 / floor(1 / scale) |
+| nn.max_pool2d, nn.relu, data movement, with the same scale and zero point in and out | the op on the integers (relu: clip at the zero point) |
 
 By default only a uint8 add becomes qnn.add: onnxruntime fuses a QDQ Add into QLinearAdd for uint8
 and leaves int8 Add and Mul in float (dequantize, float32 op, quantize); a deep network amplifies even
@@ -33,7 +35,8 @@ from ..ir.expr import Call, Constant, Function, Op, Tuple
 from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator
-from ..op.qnn import global_avg_pool_int
+from ..op.qnn import global_avg_pool_int, softmax_output_scale
+from ..op.qnn_pool import avg_pool_int
 from ..op.registry import make_call
 from .infer_type import infer_type
 from .named_pass import NamedPass
@@ -41,7 +44,7 @@ from .named_pass import NamedPass
 _Q8 = ("int8", "uint8")
 # ops that only move or select elements: they commute with an affine quantization of unchanged parameters
 _SAME_PARAMS = ("reshape", "squeeze", "expand_dims", "nn.batch_flatten", "transpose", "nn.max_pool2d",
-                "nn.avg_pool2d", "nn.dropout")
+                "nn.dropout")
 
 
 def _is(expr, name: str) -> bool:
@@ -82,7 +85,8 @@ class _Rewriter(ExprMutator):
 
     def __init__(self, binary: bool = False):
         super().__init__()
-        self.rules = (_linear, (lambda o, n, q: _binary(o, n, q, binary)), _concat, _same_params, _global_avg_pool)
+        self.rules = (_linear, (lambda o, n, q: _binary(o, n, q, binary)), _concat, _same_params, _global_avg_pool,
+                      _avg_pool, _softmax)
 
     def rewrite_call(self, original, rebuilt):
         if not _is(original, "qnn.quantize") or not _is(rebuilt, "qnn.quantize"):
@@ -213,6 +217,29 @@ def _global_avg_pool(orig, new, out):
         return None
     return global_avg_pool_int(make_call, x.value, orig.args[0].checked_type.shape, x.dtype, x.scale[0], x.zp[0],
                                out["scale"][0], out["zp"][0], out["dtype"])
+
+
+def _avg_pool(orig, new, out):
+    """As onnxruntime's QLinearAveragePool (its fusion of a QDQ AveragePool): over the whole plane without
+    padding its integer global pool, else the float32 steps of qnn.avg_pool2d."""
+    if not _is(orig, "nn.avg_pool2d"):
+        return None
+    x = _dq(orig.args[0], new.args[0])
+    if x is None or not x.per_tensor or x.dtype != out["dtype"]:
+        return None
+    return avg_pool_int(make_call, x.value, orig.args[0].checked_type.shape, dict(orig.attrs), x.dtype,
+                        (x.scale[0], x.zp[0]), (out["scale"][0], out["zp"][0]))
+
+
+def _softmax(orig, new, out):
+    """onnxruntime fuses a QDQ Softmax into QLinearSoftmax, whose output step is 1 / floor(1 / scale)."""
+    if not _is(orig, "nn.softmax"):
+        return None
+    x = _dq(orig.args[0], new.args[0])
+    scale = softmax_output_scale(out["scale"][0])
+    if x is None or not x.per_tensor or x.dtype != out["dtype"] or scale == out["scale"][0]:
+        return None
+    return make_call("qnn.quantize", new, scale=[scale], zero_point=out["zp"], axis=0, out_dtype=out["dtype"])
 
 
 def qdq_to_integer(mod: IRModule, binary: bool = False) -> IRModule:

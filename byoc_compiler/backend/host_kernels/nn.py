@@ -81,7 +81,7 @@ def _conv2d(ctx) -> str:
   }}"""
 
 
-def _pool_loops(ctx, init: str, step: str, finish: str, ctype: str = "float") -> str:
+def pool_loops(ctx, init: str, step: str, finish: str, ctype: str = "float") -> str:
     """Loops over every output of a 2-D pool; `step` sees `v` (an input element) and `in_pad`
     counting; `finish` writes `y[...]`."""
     n, c, h, w = ctx.inputs[0].shape
@@ -120,13 +120,13 @@ def _max_pool2d(ctx) -> str:
     dtype = ctx.inputs[0].dtype
     if dtype != "float32":   # int8/uint8: padding never wins, every window holds an input element
         t = c_type(dtype)
-        return _pool_loops(ctx, "int32_t best = INT32_MIN;\nint64_t in_padded = 0;",
+        return pool_loops(ctx, "int32_t best = INT32_MIN;\nint64_t in_padded = 0;",
                            "best = (int32_t)v > best ? (int32_t)v : best;",
                            "(void)in_padded;\ny[oy * %s + ox] = (%s)best;" % (L(ctx.outputs[0].shape[3]), t), t)
     ctx.need("math.h")
     select = ctx.use("byoc_select_f32")
     # Padding never wins: only input elements are compared; NaN propagates like numpy's maximum.
-    return _pool_loops(ctx, "float best = -INFINITY;\nint64_t in_padded = 0;",
+    return pool_loops(ctx, "float best = -INFINITY;\nint64_t in_padded = 0;",
                        f"best = {select}((v > best) | (v != v), v, best);",
                        "(void)in_padded;\ny[oy * %s + ox] = best;" % L(ctx.outputs[0].shape[3]))
 
@@ -146,9 +146,9 @@ def _avg_pool2d(ctx) -> str:
                   f"  const int64_t cnt = {count} > 0 ? {count} : 1;\n"
                   f"  {rounded}"
                   f"  y[oy * {L(ctx.outputs[0].shape[3])} + ox] = ({t})q;\n}}")
-        return _pool_loops(ctx, "int64_t total = 0;\nint64_t in_padded = 0;\nint64_t in_input = 0;",
+        return pool_loops(ctx, "int64_t total = 0;\nint64_t in_padded = 0;\nint64_t in_input = 0;",
                            "total += (int64_t)v;\nin_input += 1;", finish, t)
-    return _pool_loops(ctx, "double total = 0.0;\nint64_t in_padded = 0;\nint64_t in_input = 0;",
+    return pool_loops(ctx, "double total = 0.0;\nint64_t in_padded = 0;\nint64_t in_input = 0;",
                        "total += (double)v;\nin_input += 1;",
                        f"(void)in_padded;\n(void)in_input;\n"
                        f"y[oy * {L(ctx.outputs[0].shape[3])} + ox] = "

@@ -7,10 +7,14 @@ in int64 (no overflow, whatever K) and wrap to int32 like the reference.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ...ctext import c_type, float_literal, int_literal as L, line_array
-from ...op.qnn import add_float32_params, add_multipliers, concat_requant, mul_multiplier, requantize_ratios
+from ...op.qnn import (add_float32_params, add_multipliers, concat_copies, concat_requant, concat_table, mul_multiplier,
+                       requantize_ratios)
 from ...op.qnn_math import fixed_point
 from . import tflite_qnn
+from .nn import pool_loops
 from .cwriter import (axis_split, broadcast_strides, contiguous_strides, Conv2d, conv_window, flat_loop, loop_nest,
                       size_of)
 
@@ -270,27 +274,55 @@ def _mul(ctx) -> str:
     return _binary(ctx, lambda a, b: _saturated(ctx, f"{a} * {b} * {L(m)}", s, dtype))
 
 
+def _concat_step(ctx, i: int, zp: int, ratio: float, source: str) -> tuple[list[str], str]:
+    """(declarations, C expression) of input i's element `source` in the output's scale and zero point."""
+    out = ctx.outputs[0]
+    if ctx.attrs.rounding == "float32":    # the reference's table, indexed from the type's minimum
+        table = concat_table(ctx.attrs, i, out.dtype)
+        lowest = int(np.iinfo(out.dtype).min)
+        return [_array(f"table{i}", out.dtype, table)], f"table{i}[(int32_t){source} - ({lowest})]"
+    (m,), s = fixed_point([ratio])
+    return [], requant_step(ctx, f"(int64_t){source} - {zp}", L(m), str(s), str(int(ctx.attrs.output_zero_point)),
+                            out.dtype)
+
+
 def _concatenate(ctx) -> str:
     out = ctx.outputs[0]
     axis = ctx.attrs.axis % out.ndim
     outer, _, inner = axis_split(out.shape, axis)
     row = out.shape[axis] * inner
-    lines, offset = [], 0
-    for i, (t, (ratio, zp)) in enumerate(zip(ctx.inputs, concat_requant(ctx.attrs))):
+    decls, lines, offset = [], [], 0
+    inputs = zip(ctx.inputs, concat_requant(ctx.attrs), concat_copies(ctx.attrs))
+    for i, (t, (ratio, zp), copy) in enumerate(inputs):
         count = t.shape[axis] * inner
         if count:
-            if ratio == 1.0 and zp == ctx.attrs.output_zero_point:
-                step = f"out0[o * {L(row)} + {L(offset)} + j] = in{i}[o * {L(count)} + j];"
-            else:
-                (m,), s = fixed_point([ratio])
-                step = (f"out0[o * {L(row)} + {L(offset)} + j] = "
-                        + requant_step(ctx, f"(int64_t)in{i}[o * {L(count)} + j] - {zp}", L(m), str(s),
-                                       str(int(ctx.attrs.output_zero_point)), out.dtype) + ";")
-            lines.append(flat_loop(count, step, var="j", indent=0))
+            value = f"in{i}[o * {L(count)} + j]"
+            if not copy:
+                table, value = _concat_step(ctx, i, zp, ratio, value)
+                decls += table
+            lines.append(flat_loop(count, f"out0[o * {L(row)} + {L(offset)} + j] = {value};", var="j", indent=0))
         offset += count
     if not lines or outer == 0:
         return ""
-    return flat_loop(outer, "\n".join(lines), var="o")
+    return "\n".join(decls + [flat_loop(outer, "\n".join(lines), var="o")])
+
+
+def _avg_pool2d(ctx) -> str:
+    """onnxruntime's float32 steps (op/qnn_pool.py), each a statement of its own so that no compiler
+    contracts a product and a sum into one rounding."""
+    a, t = ctx.attrs, c_type(ctx.inputs[0].dtype)
+    lo, hi = _RANGE[ctx.inputs[0].dtype]
+    count = L(a.pool_size[0] * a.pool_size[1]) if a.count_include_pad else "in_input"
+    step = (f"const float d = (float)((int32_t)v - {int(a.input_zero_point)}) * {float_literal(a.input_scale[0])};\n"
+            "total += d;\nin_input += 1;")
+    finish = (f"(void)in_padded;\n(void)in_input;\n{{\n"
+              f"  const float mean = total / (float)({count} > 0 ? {count} : 1);\n"
+              f"  const float scaled = mean / {float_literal(a.output_scale[0])};\n"
+              f"  float q = nearbyintf(scaled + {float_literal(float(a.output_zero_point))});\n"
+              f"  q = q < (float){lo} ? (float){lo} : q > (float){hi} ? (float){hi} : q;\n"
+              f"  y[oy * {L(ctx.outputs[0].shape[3])} + ox] = ({t})q;\n}}")
+    ctx.need("math.h")
+    return pool_loops(ctx, "float total = 0.0f;\nint64_t in_padded = 0;\nint64_t in_input = 0;", step, finish, t)
 
 
 RULES = {
@@ -303,4 +335,5 @@ RULES = {
     "qnn.add": _add,
     "qnn.mul": _mul,
     "qnn.concatenate": _concatenate,
+    "qnn.avg_pool2d": _avg_pool2d,
 }

@@ -95,5 +95,5 @@ def supported_ops() -> dict[str, tuple[int, ...]]:
 def _load_converters() -> None:
     # The converter modules register themselves on import; importing them here keeps the table complete
     # whichever module a caller imported first.
-    from . import (ops_compare, ops_elementwise, ops_linalg, ops_math, ops_nn, ops_quant, ops_reduce,  # noqa: F401
-                   ops_resize, ops_slicing, ops_tensor)
+    from . import (ops_compare, ops_elementwise, ops_linalg, ops_math, ops_nn, ops_quant, ops_quant_contrib,  # noqa: F401
+                   ops_reduce, ops_resize, ops_slicing, ops_tensor)

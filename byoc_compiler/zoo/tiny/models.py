@@ -11,8 +11,9 @@ reference Keras models of mlcommons/tiny) and a concat-heavy CNN, batch norm fol
 - FC autoencoder (anomaly detection): 640 inputs; fc 128 + ReLU four times, fc 8 + ReLU, fc 128 +
   ReLU four times, fc 640 (linear).
 - concat CNN: Inception/DenseNet-style blocks whose branches (1x1, 3x3, 3x3 after a 1x1, max pool
-  + 1x1) are concatenated with differing int8 scales, on 32x32x3; the case that makes an int8
-  runtime requantize concat inputs.
+  + 1x1) are concatenated with differing int8 scales, a DenseNet transition (1x1 conv, 2x2 average
+  pool) between them, on 32x32x3; the cases that make an int8 runtime requantize concat inputs and
+  round average pools.
 """
 from __future__ import annotations
 
@@ -68,12 +69,14 @@ def fc_autoencoder() -> Spec:
 def concat_cnn() -> Spec:
     b = SpecBuilder("concat_cnn", (1, 32, 32, 3), seed=33)
     h = b.pool(b.conv(b.spec.input, 16, 3, stride=2), "max", 2)
-    for width in (8, 12):
+    for block, width in enumerate((8, 12)):
         branches = [b.conv(h, width, 1), b.conv(h, width, 3), b.conv(b.conv(h, width // 2, 1), width, 3),
                     b.conv(b.pool(h, "max", 3, 1, same=True), width // 2, 1)]
         h = b.concat(branches)
         dense = b.conv(h, width, 3)
         h = b.concat([h, dense])                        # DenseNet-style: the block's input beside its output
+        if block == 0:                                  # DenseNet's transition: 1x1 conv, 2x2 average pool
+            h = b.pool(b.conv(h, 24, 1), "avg", 2)
     h = b.flatten(b.pool(h, "avg"))
     b.softmax(b.fc(h, 10, rms=3.0))
     return b.finish()

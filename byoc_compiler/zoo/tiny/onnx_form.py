@@ -42,7 +42,8 @@ class _Writer:
         return output
 
     def init(self, name: str, value) -> str:
-        self.inits[name] = np.ascontiguousarray(value)
+        # np.asarray keeps a scalar 0-d (per-tensor parameters must be scalars for onnxruntime's contrib ops)
+        self.inits[name] = np.asarray(value)
         return name
 
     def qdq(self, tensor: str, value: str, dq_name: str) -> str:
