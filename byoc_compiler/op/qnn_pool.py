@@ -54,5 +54,6 @@ def avg_pool_int(call, x, shape, pool: dict, dtype: str, x_params: tuple[float, 
     whole = tuple(pool["pool_size"]) == tuple(shape[2:]) and not any(pool["padding"])
     if whole and tuple(pool["dilation"]) == (1, 1):
         return global_avg_pool_int(call, x, shape, dtype, *x_params, *y_params, dtype)
+    window = {k: v for k, v in pool.items() if k != "rounding"}     # the integer mean's rounding: not used here
     return call("qnn.avg_pool2d", x, input_scale=[x_params[0]], input_zero_point=int(x_params[1]),
-                output_scale=[y_params[0]], output_zero_point=int(y_params[1]), **pool)
+                output_scale=[y_params[0]], output_zero_point=int(y_params[1]), **window)
