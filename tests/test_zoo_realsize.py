@@ -28,11 +28,12 @@ def _ort(name: str, inputs) -> np.ndarray:
 
 
 def test_names_are_documented():
-    assert zoo.onnx_names()[:7] == ["resnet50", "mobilenetv2", "resnet50_tiny", "mobilenetv2_tiny",
-                                    "efficientnet_lite", "efficientnet_lite_tiny", "bert_tiny"]
+    assert zoo.onnx_names()[:9] == ["resnet50", "mobilenetv2", "resnet50_tiny", "mobilenetv2_tiny",
+                                    "efficientnet_lite", "efficientnet_lite_tiny", "bert_tiny", "shufflenet",
+                                    "shufflenet_tiny"]
     tiny = [n for model in ("ds_cnn", "resnet8", "mobilenet_v1_025", "fc_autoencoder", "concat_cnn")
             for n in (model, f"{model}_int8")]
-    assert zoo.onnx_names()[7:] == tiny          # the microcontroller models (tests/test_zoo_tiny.py)
+    assert zoo.onnx_names()[9:] == tiny          # the microcontroller models (tests/test_zoo_tiny.py)
     assert set(zoo.FULL_SIZE) <= set(zoo.onnx_names())
     assert zoo.all_names() == zoo.names() + zoo.onnx_names()
     assert not set(zoo.names()) & set(zoo.onnx_names())
@@ -63,13 +64,29 @@ def test_mobilenetv2_has_17_depthwise_convolutions():
     assert sum(g > 1 for g in groups) == 17
 
 
+def test_shufflenet_has_16_shuffles_between_group_convolutions():
+    graph = zoo.onnx_model("shufflenet").graph
+    ops = [node.op_type for node in graph.node]
+    assert (ops.count("Transpose"), ops.count("Reshape"), ops.count("Concat")) == (16, 32, 3)
+    groups = [a.i for node in graph.node if node.op_type == "Conv" for a in node.attribute if a.name == "group"]
+    # two 1x1 group convs per unit, but the first unit's first conv sees the stem's 24 channels ungrouped
+    assert groups.count(3) == 2 * 16 - 1 and sum(g > 3 for g in groups) == 16
+
+
+def test_shufflenet_under_dnnl_leaves_only_the_shuffle_transposes_on_the_host():
+    from byoc_compiler.partition import partition_for
+
+    part = partition_for(["dnnl"], zoo.get("shufflenet_tiny"))
+    assert dict(op_counts(part["main"].body)) == {"transpose": 16}
+
+
 @pytest.mark.parametrize("name", TINY)
 def test_build_is_deterministic_bits(name):
     first = zoo.ONNX_MODELS[name][0]().SerializeToString()
     assert zoo.ONNX_MODELS[name][0]().SerializeToString() == first
 
 
-@pytest.mark.parametrize("name", [*TINY, "mobilenetv2",
+@pytest.mark.parametrize("name", [*TINY, "mobilenetv2", "shufflenet_tiny",
                                   pytest.param("resnet50", marks=pytest.mark.realsize)])
 def test_reference_matches_onnxruntime_and_activations_are_sane(name):
     inputs = zoo.inputs(name)

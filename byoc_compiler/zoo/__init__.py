@@ -32,6 +32,7 @@ from .bert import bert_tiny
 from .efficientnet import efficientnet_lite
 from .mobilenet import mobilenetv2
 from .resnet import resnet50
+from .shufflenet import shufflenet
 from .tiny import zoo_rows as _tiny_rows
 
 
@@ -145,6 +146,10 @@ ONNX_MODELS: dict[str, tuple[Callable[[], object], str]] = {
                                                  head=320),
                                "EfficientNet-lite-style at 0.25 width, 64x64, 100 classes"),
     "bert_tiny": (bert_tiny, "BERT-tiny-like encoder: 2 layers, hidden 128, 2 heads, sequence 128"),
+    "shufflenet": (shufflenet, "ShuffleNet v1, groups 3, 224x224, 1000 classes: 16 channel shuffles "
+                               "(Reshape-Transpose-Reshape) between group convolutions"),
+    "shufflenet_tiny": (functools.partial(shufflenet, width=0.5, resolution=64, classes=100),
+                        "ShuffleNet v1 at 0.5 width, 64x64, 100 classes"),
     # microcontroller models (tiny/): MLPerf Tiny's shapes, float32 and int8 QDQ from one generator
     **_tiny_rows(),
 }

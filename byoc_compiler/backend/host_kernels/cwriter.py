@@ -71,9 +71,11 @@ HELPERS = {
   const uint32_t u = (uint32_t)(uint64_t)v;
   return u >= 0x80000000u ? (int32_t)(u - 0x80000000u) - INT32_MAX - 1 : (int32_t)u;
 }"""),
-    # min(max(v, 0), 1) that keeps NaN (numpy's clip does).
+    # min(max(v, 0), 1) that keeps NaN (numpy's clip does); two plain selects, which compilers if-convert
+    # and vectorize (a nested conditional stays a branch).
     "byoc_unit_clamp": ((), """static inline double byoc_unit_clamp(double v) {
-  return v < 0.0 ? 0.0 : (v > 1.0 ? 1.0 : v);
+  const double low = v < 0.0 ? 0.0 : v;
+  return low > 1.0 ? 1.0 : low;
 }"""),
     # x * Phi(x): the exact form with erf, or (approximate) the tanh formula; in double, rounded once.
     "byoc_gelu_f32": (("math.h",), """static inline float byoc_gelu_f32(float x, int approximate) {

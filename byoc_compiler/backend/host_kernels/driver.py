@@ -8,6 +8,7 @@ byoc_compiler.ctext, so every kernel serves both calling conventions.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -16,7 +17,7 @@ from ...errors import ByocError
 from ...ir.attrs import Attrs
 from ...ir.expr import Call, Op, Tuple
 from ...ir.types import TensorType, Type, flatten_type
-from . import elementwise, image, nn, qnn, reduce, shape, slicing, tflite_qnn
+from . import elementwise, gemm, image, nn, qnn, reduce, shape, slicing, tflite_qnn
 from .cwriter import HELPER_DEPS, HELPERS, helper_definition
 
 Rule = Callable[["KernelContext"], str]
@@ -27,6 +28,10 @@ RULES: dict[str, Rule] = {**elementwise.RULES, **nn.RULES, **shape.RULES, **qnn.
 HELPERS.update(qnn.HELPERS)
 HELPERS.update(tflite_qnn.HELPERS)
 HELPER_DEPS.update(tflite_qnn.HELPER_DEPS)
+HELPERS.update(gemm.HELPERS)
+HELPER_DEPS.update(gemm.HELPER_DEPS)
+
+_RESTRICT = re.compile(r"\* ((?:in|out)[0-9]+)\b")
 
 # Order matters only for readability of the generated file.
 _HEADER_ORDER = ("stdint.h", "stddef.h", "string.h", "math.h", "byoc/runtime.h")
@@ -141,7 +146,10 @@ def emit_kernel(call: Call, symbol: str) -> KernelSource:
                  + (" -> " if inputs else "-> ")
                  + ", ".join(f"out{i} {_type_text(t)}" for i, t in enumerate(outputs)) + " */")
     lines.append(ctext.core_signature(core, inputs, outputs) + ";")
-    lines.append(ctext.core_signature(core, inputs, outputs) + " {")
+    # The definition's pointers are restrict (kernels are never in place: memory_plan.py), which lets the
+    # compiler vectorize without alias checks; the prototype above stays the ABI's (qualifiers on
+    # parameters do not change a function's type).
+    lines.append(_RESTRICT.sub(r"* restrict \1", ctext.core_signature(core, inputs, outputs)) + " {")
     # A rule may not touch every argument (empty tensors); say so instead of warning.
     lines.extend(f"  (void){p};" for p in params)
     if body:

@@ -30,11 +30,14 @@ def _dense(ctx) -> str:
     k = data.shape[-1]
     m = size_of(data.shape[:-1])
     n = weight.shape[0]
-    dot = _dot(lambda i: f"x[{i}]", lambda i: f"w[{i}]", k)
-    return flat_loop(m, flat_loop(n, f"""const float* x = in0 + m * {L(k)};
-const float* w = in1 + n * {L(k)};
-{dot}
-out0[m * {L(n)} + n] = (float)((acc[0] + acc[1]) + (acc[2] + acc[3]));""", var="n", indent=0), var="m")
+    if m * n == 0:
+        return ""
+    if m <= 2:   # a row or two: one dot product per output (a 4-row tile would waste its other rows)
+        dot = ctx.use("byoc_host_dot")
+        return flat_loop(m, flat_loop(n, f"out0[m * {L(n)} + n] = {dot}({L(k)}, in0 + m * {L(k)}, in1 + n * {L(k)});",
+                                      var="n", indent=0), var="m")
+    # out (m x n) = data (m x k) * weight^T (weight read as k x n: strides 1 and k)
+    return f"  {ctx.use('byoc_host_gemm')}({L(m)}, {L(n)}, {L(k)}, in0, {L(k)}, 1, in1, 1, {L(k)}, out0, {L(n)}, 1);"
 
 
 def _matmul(ctx) -> str:
@@ -42,10 +45,12 @@ def _matmul(ctx) -> str:
     ta, tb = ctx.attrs.transpose_a, ctx.attrs.transpose_b
     m, k = a.shape[::-1] if ta else a.shape
     n = ctx.outputs[0].shape[1]
-    a_at = (lambda i: f"in0[({i}) * {L(m)} + m]") if ta else (lambda i: f"in0[m * {L(k)} + {i}]")
-    b_at = (lambda i: f"in1[n * {L(k)} + {i}]") if tb else (lambda i: f"in1[({i}) * {L(n)} + n]")
-    return flat_loop(m, flat_loop(n, f"""{_dot(a_at, b_at, k)}
-out0[m * {L(n)} + n] = (float)((acc[0] + acc[1]) + (acc[2] + acc[3]));""", var="n", indent=0), var="m")
+    if m * n == 0:
+        return ""
+    sam, sak = (1, m) if ta else (k, 1)
+    sbk, sbn = (1, k) if tb else (n, 1)
+    return (f"  {ctx.use('byoc_host_gemm')}({L(m)}, {L(n)}, {L(k)}, in0, {L(sam)}, {L(sak)}, in1, {L(sbk)}, "
+            f"{L(sbn)}, out0, {L(n)}, 1);")
 
 
 def _bias_add(ctx) -> str:
@@ -60,21 +65,50 @@ def _bias_add(ctx) -> str:
 
 def _conv2d(ctx) -> str:
     g = Conv2d.of(ctx)
-    window = conv_window(g, f"acc += (double)x[iy * {L(g.w)} + ix] * (double)wc[ky * {L(g.kw)} + kx];", indent=6)
-    return f"""  for (int64_t b = 0; b < {L(g.n)}; ++b) {{
-    for (int64_t oc = 0; oc < {L(g.o)}; ++oc) {{
-      const int64_t first_channel = (oc / {L(g.per_group)}) * {L(g.cg)};
-      const float* wk = in1 + oc * {L(g.cg * g.kh * g.kw)};
-      float* y = out0 + (b * {L(g.o)} + oc) * {L(g.oh * g.ow)};
-      for (int64_t oy = 0; oy < {L(g.oh)}; ++oy) {{
-        for (int64_t ox = 0; ox < {L(g.ow)}; ++ox) {{
-          double acc = 0.0;
-          for (int64_t ic = 0; ic < {L(g.cg)}; ++ic) {{
-            const float* x = in0 + (b * {L(g.c)} + first_channel + ic) * {L(g.h * g.w)};
-            const float* wc = wk + ic * {L(g.kh * g.kw)};
-{window}
-          }}
-          y[oy * {L(g.ow)} + ox] = (float)acc;
+    if g.n * g.o * g.oh * g.ow == 0:
+        return ""
+    if g.cg == 1:
+        return _depthwise(g)
+    groups = g.c // g.cg
+    k, pixels = g.cg * g.kh * g.kw, g.oh * g.ow
+    weights = f"in1 + grp * {L(g.per_group * k)}"
+    out = f"out0 + (b * {L(g.o)} + grp * {L(g.per_group)}) * {L(pixels)}"
+    x = f"in0 + (b * {L(g.c)} + grp * {L(g.cg)}) * {L(g.h * g.w)}"
+    if (g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.oh, g.ow) == (1, 1, 1, 1, 0, 0, g.h, g.w):
+        # pointwise: the input planes are B (cg x pixels) as they are
+        call = (f"{ctx.use('byoc_host_gemm')}({L(g.per_group)}, {L(pixels)}, {L(k)}, {weights}, {L(k)}, 1, {x}, "
+                f"{L(pixels)}, 1, {out}, {L(pixels)}, 1);")
+    else:
+        fill = ctx.use("byoc_host_fill_im2col")
+        fields = zip(("h", "w", "kh", "kw", "ow", "sh", "sw", "dh", "dw", "pt", "pl"),
+                     (g.h, g.w, g.kh, g.kw, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl))
+        call = "\n".join(["byoc_host_conv g;", f"g.x = {x};", *(f"g.{f} = {L(v)};" for f, v in fields),
+                          f"byoc_host_gemm_panels({L(g.per_group)}, {L(pixels)}, {L(k)}, {weights}, {L(k)}, 1, {fill}, "
+                          f"&g, {out}, {L(pixels)}, 1);"])
+    return flat_loop(g.n, flat_loop(groups, call, var="grp", indent=0), var="b")
+
+
+def _depthwise(g: Conv2d) -> str:
+    """One input channel per output channel: per output row, each tap adds a scaled input row (a
+    vectorizable axpy at stride 1); the columns whose tap leaves the input are cut off up front."""
+    return f"""  for (int64_t plane = 0; plane < {L(g.n * g.o)}; ++plane) {{
+    const int64_t oc = plane % {L(g.o)};
+    const float* restrict x = in0 + (plane / {L(g.o)} * {L(g.c)} + oc / {L(g.per_group)}) * {L(g.h * g.w)};
+    const float* restrict wk = in1 + oc * {L(g.kh * g.kw)};
+    for (int64_t oy = 0; oy < {L(g.oh)}; ++oy) {{
+      float* restrict y = out0 + plane * {L(g.oh * g.ow)} + oy * {L(g.ow)};
+      for (int64_t ox = 0; ox < {L(g.ow)}; ++ox) y[ox] = 0.0f;
+      for (int64_t ky = 0; ky < {L(g.kh)}; ++ky) {{
+        const int64_t iy = oy * {L(g.sh)} - {L(g.pt)} + ky * {L(g.dh)};
+        if (iy < 0 || iy >= {L(g.h)}) continue;
+        for (int64_t kx = 0; kx < {L(g.kw)}; ++kx) {{
+          const float v = wk[ky * {L(g.kw)} + kx];
+          const float* restrict row = x + iy * {L(g.w)};
+          const int64_t ix0 = kx * {L(g.dw)} - {L(g.pl)};
+          int64_t lo = ix0 >= 0 ? 0 : ({L(g.sw - 1)} - ix0) / {L(g.sw)};
+          int64_t hi = ix0 >= {L(g.w)} ? 0 : ({L(g.w + g.sw - 1)} - ix0) / {L(g.sw)};
+          hi = hi < {L(g.ow)} ? hi : {L(g.ow)};
+          for (int64_t ox = lo; ox < hi; ++ox) y[ox] += v * row[ix0 + ox * {L(g.sw)}];
         }}
       }}
     }}
@@ -168,19 +202,20 @@ def _batch_norm(ctx) -> str:
     ctx.need("string.h")
     data = ctx.inputs[0]
     outer, channels, inner = axis_split(data.shape, ctx.attrs.axis)
-    scale = "\n        v *= (double)in1[ch];" if ctx.attrs.scale else ""
-    center = "\n        v += (double)in2[ch];" if ctx.attrs.center else ""
     copies = "\n".join(f"  memcpy(out{k}, in{k + 2}, {L(channels)} * sizeof(float));" for k in (1, 2)) \
         if channels else ""
+    # Per channel y = x * s + t with s = gamma / sqrt(var + eps), t = beta - mean * s, in double and rounded
+    # once: no division per element, and the inner loop is a plain multiply-add the compiler vectorizes.
+    s = "(double)in1[ch] / deviation" if ctx.attrs.scale else "1.0 / deviation"
+    t = "(double)in2[ch]" if ctx.attrs.center else "0.0"
     loops = "" if size_of(data.shape) == 0 else f"""  for (int64_t o = 0; o < {L(outer)}; ++o) {{
     for (int64_t ch = 0; ch < {L(channels)}; ++ch) {{
-      const double mean = (double)in3[ch];
       const double deviation = sqrt((double)in4[ch] + {double_literal(ctx.attrs.epsilon)});
-      const int64_t base = (o * {L(channels)} + ch) * {L(inner)};
-      for (int64_t i = 0; i < {L(inner)}; ++i) {{
-        double v = ((double)in0[base + i] - mean) / deviation;{scale}{center}
-        out0[base + i] = (float)v;
-      }}
+      const double s = {s};
+      const double t = {t} - (double)in3[ch] * s;
+      const float* restrict x = in0 + (o * {L(channels)} + ch) * {L(inner)};
+      float* restrict y = out0 + (o * {L(channels)} + ch) * {L(inner)};
+      for (int64_t i = 0; i < {L(inner)}; ++i) y[i] = (float)((double)x[i] * s + t);
     }}
   }}"""
     return "\n".join(part for part in (loops, copies) if part)
@@ -257,13 +292,20 @@ def _batch_matmul(ctx) -> str:
         flat = np.arange(size_of(own), dtype=np.int64).reshape(own) if own else np.zeros((), np.int64)
         full = np.broadcast_to(flat, batch).ravel() * (operand.shape[-1] * operand.shape[-2])
         offsets.append(full)
+    arrays = f"""  {int64_array("a_offset", offsets[0])}
+  {int64_array("b_offset", offsets[1])}
+"""
+    if t == "float":
+        sam, sak = (1, m) if ta else (k, 1)
+        sbk, sbn = (1, k) if tb else (n, 1)
+        return arrays + flat_loop(count, f"{ctx.use('byoc_host_gemm')}({L(m)}, {L(n)}, {L(k)}, in0 + a_offset[bi], "
+                                         f"{L(sam)}, {L(sak)}, in1 + b_offset[bi], {L(sbk)}, {L(sbn)}, "
+                                         f"out0 + bi * {L(m * n)}, {L(n)}, 1);", var="bi")
     a_at = (lambda i: f"x[({i}) * {L(m)} + m]") if ta else (lambda i: f"x[m * {L(k)} + {i}]")
     b_at = (lambda i: f"w[n * {L(k)} + {i}]") if tb else (lambda i: f"w[({i}) * {L(n)} + n]")
     inner = flat_loop(m, flat_loop(n, f"""{_dot(a_at, b_at, k)}
 y[m * {L(n)} + n] = ({t})((acc[0] + acc[1]) + (acc[2] + acc[3]));""", var="n", indent=0), var="m", indent=0)
-    return f"""  {int64_array("a_offset", offsets[0])}
-  {int64_array("b_offset", offsets[1])}
-""" + flat_loop(count, f"""const {t}* x = in0 + a_offset[bi];
+    return arrays + flat_loop(count, f"""const {t}* x = in0 + a_offset[bi];
 const {t}* w = in1 + b_offset[bi];
 {t}* y = out0 + bi * {L(m * n)};
 {inner}""", var="bi")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ctext import c_type, float_literal, int64_array, int_literal as L
-from .cwriter import axis_split, contiguous_strides, flat_loop, loop_nest, size_of
+from .cwriter import axis_split, coalesce, contiguous_strides, flat_loop, loop_nest, size_of
 
 
 def _copy(ctx) -> str:
@@ -27,7 +27,34 @@ def _transpose(ctx) -> str:
     axes = tuple(range(data.ndim))[::-1] if axes is None else tuple(a % data.ndim for a in axes)
     own = contiguous_strides(data.shape)
     strides = {"in0": [own[a] for a in axes], "out0": contiguous_strides(out.shape)}
-    return loop_nest(out.shape, strides, lambda off: f"out0[{off['out0']}] = in0[{off['in0']}];")
+    if size_of(out.shape) == 0:
+        return ""
+    dims = coalesce(out.shape, strides)
+    across = [i for i, (_, st) in enumerate(dims[:-1]) if st["in0"] == 1]
+    if not dims or dims[-1][1]["in0"] == 1 or not across:
+        # the innermost loop copies a contiguous run (or the data is that run): nothing to block
+        return loop_nest(out.shape, strides, lambda off: f"out0[{off['out0']}] = in0[{off['in0']}];")
+    return _blocked_transpose(dims, across[0])
+
+
+def _blocked_transpose(dims, j: int, block: int = 16) -> str:
+    """The output's innermost dim reads the input at a stride: walk it and the input's innermost dim (j)
+    in block x block tiles, so the input lines a tile reads stay in cache until all their elements
+    are written (a plain nest would fetch a new input line for every output element)."""
+    (rows, row_st), (cols, col_st) = dims[j], dims[-1]
+    rest = [d for i, d in enumerate(dims[:-1]) if i != j]
+    shape = [e for e, _ in rest]
+    strides = {k: [st[k] for _, st in rest] for k in ("in0", "out0")}
+    tile = f"""for (int64_t r0 = 0; r0 < {L(rows)}; r0 += {block}) {{
+  const int64_t r1 = r0 + {block} < {L(rows)} ? r0 + {block} : {L(rows)};
+  for (int64_t c0 = 0; c0 < {L(cols)}; c0 += {block}) {{
+    const int64_t c1 = c0 + {block} < {L(cols)} ? c0 + {block} : {L(cols)};
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c = c0; c < c1; ++c)
+        out0[@OUT@ + r * {L(row_st["out0"])} + c] = in0[@IN@ + r + c * {L(col_st["in0"])}];
+  }}
+}}"""
+    return loop_nest(shape, strides, lambda off: tile.replace("@OUT@", off["out0"]).replace("@IN@", off["in0"]), prefix="t")
 
 
 def _row_copies(ctx, whole, parts: list[str], whole_name: str, gather: bool) -> str:
