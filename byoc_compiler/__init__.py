@@ -17,7 +17,7 @@ _LAZY = {
     "parse": ("byoc_compiler.text", "parse"),
     "text": ("byoc_compiler.text", None),
     "partition_for": ("byoc_compiler.partition", "partition_for"),
-    "targets": ("byoc_compiler.spec", "targets"),
+    "targets": ("byoc_compiler.target", "targets"),
     "build": ("byoc_compiler.backend.build", "build"),
 }
 

@@ -46,7 +46,7 @@ from .ctext import (c_string, c_type, comment, const_array, core_signature, doub
 from .op.batch_matmul import matmul_dims
 from .op.pool import pool_out_size
 from .op.qnn import add_float32_params, add_multipliers, requantize_ratios
-from .spec import VENDOR_API_VERSION, SystemLibrary, Target, TargetError, all_of, dtypes_only, float32_only, rank_at_most
+from .target import VENDOR_API_VERSION, SystemLibrary, Target, TargetError, all_of, dtypes_only, float32_only, rank_at_most
 from .errors import ByocError
 from .partition import partition_for
 from .runtime.sources import include_flags as runtime_include_flags

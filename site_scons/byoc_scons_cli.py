@@ -87,7 +87,7 @@ def _check_target(target: str, modules, config) -> None:
 def _check_target_builds(names, toolchains, config) -> None:
     """One sentence before anything is built if a target cannot build here: a CPU it does not build for
     (oneDNN on aarch64) or a system library that is not installed (naming the package)."""
-    from byoc_compiler.spec import get_target
+    from byoc_compiler.target import get_target
     from byoc_compiler.errors import ByocError
 
     for name in names:

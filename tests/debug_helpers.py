@@ -82,7 +82,7 @@ class InjectedBug:
     def __enter__(self):
         import dataclasses
 
-        from byoc_compiler.spec import get_target
+        from byoc_compiler.target import get_target
 
         target = get_target("ccompiler")
         self._target, self._codegen = target, target.codegen

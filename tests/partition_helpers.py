@@ -6,7 +6,7 @@ import contextlib
 import numpy as np
 
 from byoc_compiler import op
-from byoc_compiler.spec import Target, register_target, unregister_target
+from byoc_compiler.target import Target, register_target, unregister_target
 from byoc_compiler.ir import IRModule, TensorType, Var, const
 from byoc_compiler.pattern import is_constant, is_op, wildcard
 

@@ -18,7 +18,7 @@ from byoc_compiler import op
 from byoc_compiler import ctext
 from byoc_compiler.backend.artifact import CSourceArtifact
 from byoc_compiler.backend.build import build
-from byoc_compiler.spec import Target, register_target, unregister_target
+from byoc_compiler.target import Target, register_target, unregister_target
 from byoc_compiler.check import compare_outputs, default_tolerances
 from byoc_compiler.errors import ByocError
 from byoc_compiler.frontend import from_onnx

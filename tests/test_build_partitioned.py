@@ -4,7 +4,7 @@ import pytest
 
 from byoc_compiler import zoo
 from byoc_compiler.backend.build import build
-from byoc_compiler.spec import targets
+from byoc_compiler.target import targets
 from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.testing.tolerance import assert_close, tolerance_for_module
 

@@ -10,7 +10,7 @@ from byoc_compiler import op
 from byoc_compiler import ctext
 from byoc_compiler.backend.artifact import BlobArtifact, CSourceArtifact
 from byoc_compiler.backend.build import build
-from byoc_compiler.spec import Target, register_target, unregister_target
+from byoc_compiler.target import Target, register_target, unregister_target
 from byoc_compiler.errors import ByocError
 from byoc_compiler.ir import Call, Function, GlobalVar, IRModule, Var, const
 from byoc_compiler.ir.types import TensorType

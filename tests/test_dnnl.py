@@ -15,7 +15,7 @@ import needs
 
 import byoc_compiler as byoc
 from byoc_compiler import op, testing
-from byoc_compiler.spec import SystemLibrary, Target, get_target, register_target, unregister_target
+from byoc_compiler.target import SystemLibrary, Target, get_target, register_target, unregister_target
 from byoc_compiler.check import deterministic_inputs
 from byoc_compiler.errors import ByocError
 from byoc_compiler.ir import IRModule, TensorType, Var

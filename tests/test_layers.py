@@ -39,8 +39,8 @@ def _copy_of_the_code(tmp_path: Path) -> Path:
 PLANTED = [
     pytest.param("byoc_compiler/ir/analysis.py", "from ..transform import infer_type  # noqa\n",
                  "byoc_compiler.ir is not allowed to import byoc_compiler.transform", id="ir-imports-transform"),
-    pytest.param("byoc_compiler/spec/target.py", "from ..backend import build  # noqa\n",
-                 "byoc_compiler.spec is not allowed to import byoc_compiler.backend", id="spec-imports-backend"),
+    pytest.param("byoc_compiler/target/target.py", "from ..backend import build  # noqa\n",
+                 "byoc_compiler.target is not allowed to import byoc_compiler.backend", id="target-imports-backend"),
     pytest.param("byoc_compiler/ctext/literals.py", "from ..ir import types  # noqa\n",
                  "byoc_compiler.ctext is not allowed to import byoc_compiler.ir", id="ctext-imports-ir"),
     pytest.param("targets/ccompiler/rules.py", "from byoc_compiler.ir.visitor import post_order  # noqa\n",

@@ -113,7 +113,7 @@ def test_names_params_and_attrs_exactly():
 
 
 def test_target_name_is_sanitized_in_symbols_and_params(toy_targets):
-    from byoc_compiler.spec import Target, register_target, unregister_target
+    from byoc_compiler.target import Target, register_target, unregister_target
 
     register_target(Target("my-npu").supports("add"))
     try:

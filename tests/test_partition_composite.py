@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from byoc_compiler import op
-from byoc_compiler.spec import CompositePattern, Target, register_target, unregister_target
+from byoc_compiler.target import CompositePattern, Target, register_target, unregister_target
 from byoc_compiler.ir import Call, Constant, Function, GlobalVar, IRModule, Tuple, TupleGetItem, TensorType, Var
 from byoc_compiler.ir import post_order
 from byoc_compiler.partition import partition_for, summarize

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from byoc_compiler import op, zoo
-from byoc_compiler.spec import get_target
+from byoc_compiler.target import get_target
 from byoc_compiler.ir import Call, Function, IRModule, Tuple, TensorType, Var, post_order
 from byoc_compiler.text import parse
 from byoc_compiler.partition import partition_for, summarize

@@ -53,7 +53,7 @@ def _reference(name):
 def test_realsize_model_builds_runs_and_passes_the_check(case):
     name, targets, toolchain, executor, interface = case
     if "dnnl" in targets.split(","):
-        from byoc_compiler.spec import get_target
+        from byoc_compiler.target import get_target
 
         if get_target("dnnl").missing():      # oneDNN: a system library scripts/setup.sh installs
             import needs

@@ -49,7 +49,7 @@ def _dnnl():
 
 
 def _dnnl_missing():
-    from byoc_compiler.spec import get_target
+    from byoc_compiler.target import get_target
 
     return get_target("dnnl").missing()
 

@@ -6,7 +6,7 @@ import pytest
 import byoc_compiler
 from byoc_compiler import op
 from byoc_compiler.backend.target import require_codegen
-from byoc_compiler.spec import (Target, TargetError, all_of, float32_only, get_target, get_targets, register_target,
+from byoc_compiler.target import (Target, TargetError, all_of, float32_only, get_target, get_targets, register_target,
                                 reload_targets, unregister_target)
 from byoc_compiler.errors import ByocError
 from byoc_compiler.ir import IRModule, TensorType, Var

@@ -1,7 +1,7 @@
-"""The build side of a target: what `build()` asks of a target beyond its spec (byoc_compiler.spec)."""
+"""The build side of a target: what `build()` asks of a target beyond its declaration (byoc_compiler.target)."""
 from __future__ import annotations
 
-from ..spec import Target, TargetError, get_target
+from ..target import Target, TargetError, get_target
 
 
 def require_codegen(name: str) -> Target:

@@ -41,7 +41,7 @@ def load(args):
 
     if args.config:
         # The whole command reads this config (the target registry too), as `scons config=` does.
-        from ..spec import reload_targets
+        from ..target import reload_targets
 
         os.environ["BYOC_CONFIG"] = str(Path(args.config).resolve())
         reload_targets()

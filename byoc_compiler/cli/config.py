@@ -14,7 +14,7 @@ def add_arguments(parser) -> None:
 
 def problems(config) -> list[str]:
     """What would stop scons from building with this config, beyond what load_config already refuses."""
-    from ..spec.registry import _import_target
+    from ..target.registry import _import_target
 
     out = []
     enabled = {name: (module, flag) for name, (module, flag, on) in config.target_modules().items() if on}

@@ -15,7 +15,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..spec import targets
+    from ..target import targets
 
     rows = targets()
     header = ("target", "enabled", "flag", "from", "module", "ops", "patterns", "codegen", "state")

@@ -15,7 +15,7 @@ import weakref
 
 from ..errors import ByocError
 from ..ir.module import IRModule
-from ..spec import get_targets
+from ..target import get_targets
 from ..transform import (AnnotateTarget, FoldBatchNorm, FoldConstant, InferType, MergeCompilerRegions, MergeComposite,
                          PartitionGraph)
 from ..transform.named_pass import NamedPass

@@ -14,7 +14,7 @@ versus A then B, gives the same annotations. They are stored as a side table
 """
 from __future__ import annotations
 
-from ..spec import Target, get_targets
+from ..target import Target, get_targets
 from ..ir.expr import Call, Function, Op, Tuple, TupleGetItem
 from ..ir.module import IRModule
 from ..ir.types import TupleType

@@ -22,7 +22,7 @@ from ..ir.module import IRModule
 from ..ir.visitor import ExprMutator, post_order
 from ..pattern import Match
 from ..pattern.matcher import root_op_names
-from ..spec import CompositePattern
+from ..target import CompositePattern
 from .named_pass import NamedPass, typed
 
 

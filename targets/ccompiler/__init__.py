@@ -1,8 +1,9 @@
 """ccompiler: C source that calls a vendor C kernel library (TVM's CodegenC example), enabled by USE_CODEGENC.
 
-This file is the op table: what the target takes and its composite patterns.
-The codegen is codegen.py (one C file per region, calls into the kernel library of
-kernels/, described by kernels.py); the kernel sources are the target's runtime sources.
+This file is the op table: what the target takes and its composite patterns (the declaration module its
+entry point names). The codegen is codegen.py (one C file per region, calls into the kernel library of
+kernels/, described by kernels.py); build.py, the build side, sets it and the kernel sources, and byoc
+imports it only when a build needs them.
 """
 from functools import partial
 
@@ -93,9 +94,4 @@ rules_qnn.declare(target)
 # TVM's spelling, for readers coming from `tvm.relay.op.contrib.ccompiler`: partition for this target alone.
 partition_for_ccompiler = partial(partition_for, target)
 
-from . import kernels  # noqa: E402  (the op table above is readable without them)
-from .codegen import ccompiler_codegen  # noqa: E402
-
-target.codegen = ccompiler_codegen
-target.runtime_sources = list(kernels.SOURCES)
-target.include_dirs = [kernels.INCLUDE_DIR]
+target.build_side(__name__ + ".build")

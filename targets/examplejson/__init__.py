@@ -1,7 +1,8 @@
 """examplejson: the ExampleJSON graph format of TVM's BYOC guide plus a C runtime, enabled by USE_EXAMPLEJSON.
 
 This file is the op table. The codegen (codegen.py) writes one ExampleJSON subgraph block per
-region (FORMAT.md); the runtime (runtime/*.c) parses it when the model starts and executes it.
+region (FORMAT.md); the runtime (runtime/*.c) parses it when the model starts and executes it. build.py,
+the build side, is imported only when a build needs it.
 """
 from functools import partial
 
@@ -20,8 +21,4 @@ target.supports(
 # TVM's spelling, for readers coming from `tvm.relay.op.contrib.examplejson`: partition for this target alone.
 partition_for_examplejson = partial(partition_for, target)
 
-from .codegen import RUNTIME_DIR, RUNTIME_SOURCES, examplejson_codegen  # noqa: E402
-
-target.codegen = examplejson_codegen
-target.runtime_sources = list(RUNTIME_SOURCES)
-target.include_dirs = [RUNTIME_DIR]
+target.build_side(__name__ + ".build")

@@ -100,7 +100,7 @@ def excluded(target_set: str, toolchain: str, config) -> str | None:
     targets = TARGET_SETS.get(target_set, target_set)
     if targets == "host":
         return None
-    from byoc_compiler.spec import get_target
+    from byoc_compiler.target import get_target
     from byoc_compiler.errors import ByocError
 
     for name in targets.split(","):
@@ -214,7 +214,7 @@ def target_problem(targets: str) -> str | None:
     """Why `targets` (a target= value) cannot build here: disabled, or no codegen yet; None when it can."""
     if targets == "host":
         return None
-    from byoc_compiler.spec import get_target
+    from byoc_compiler.target import get_target
     from byoc_compiler.errors import ByocError
 
     for name in targets.split(","):

@@ -223,7 +223,7 @@ def target_files(request: CodegenRequest) -> list[str]:
 def _target_folders(request: CodegenRequest) -> list[Path]:
     import sys
 
-    from byoc_compiler.spec import get_target
+    from byoc_compiler.target import get_target
 
     out = []
     for name in target_names(request.target):
@@ -268,7 +268,7 @@ def generator_sources(request: CodegenRequest) -> list[str]:
     for name in target_names(request.target):
         import sys
 
-        from byoc_compiler.spec import get_target
+        from byoc_compiler.target import get_target
 
         module_file = Path(sys.modules[get_target(name).module].__file__)
         # A package target owns its folder; a single-module target owns its file.

@@ -1,23 +1,27 @@
 """What a target declares for partitioning: the ops it takes (with predicates that give reasons) and its
-composite patterns. This is the target's *spec*; the passes read it, so it sits below `transform`.
+composite patterns. The passes read it, so it sits below `transform`.
 
-A target is a Python package under `targets/<name>/` (or any module named in config.toml's [targets])
-that creates a module-level `target = Target(...)`:
+A target is a Python package (byoc's own under `targets/<name>/`, installed as
+`byoc_compiler.contrib.<name>`; a vendor's found through an entry point of the group `byoc.targets`, or
+named in the settings' [targets]) whose declaration module creates a module-level `target = Target(...)`:
 
-    target = Target("ccompiler", flag="USE_CODEGENC", description="...")
+    target = Target("ccompiler", flag="USE_CODEGENC", description="...", vendor_api=(1, 3))
     target.supports("add", "nn.relu")
     target.supports("nn.conv2d", predicate=lambda call: None if call.attrs.groups == 1 else "groups != 1")
     target.pattern("conv2d_bias_relu", is_op("nn.relu")(...), check=None)
-    target.codegen = ...          # (func, symbol) -> artifact; set by the target's codegen module
-    target.links("dnnl")          # a vendor library: -ldnnl on every program with a region of this target
-    target.builds_for("x86_64", why="...")      # the CPUs (config.toml `arch`) it can build for
-    target.requires(SystemLibrary("oneDNN", header="dnnl.h", library="dnnl", package="libdnnl-dev"))
+    target.builds_for("x86_64", why="...")      # the CPUs (a toolchain's `arch`) it can build for
+    target.build_side(__name__ + ".build")      # the module that sets the build side, imported when needed
 
-The build side (`codegen`, `runtime_sources`, `include_dirs`, system libraries, CPUs) is plain data on the
-same object: the spec never imports the backend that reads it (backend/target.py); system_library.py only looks for files.
+The build side is plain data on the same object, set by the build-side module (or directly, for a small
+target): `target.codegen` ((func, symbol) -> artifact), `runtime_sources`, `include_dirs`,
+`target.links("dnnl")` (a vendor library: -ldnnl on every program with a region of this target) and
+`target.requires(SystemLibrary("oneDNN", header="dnnl.h", library="dnnl", package="libdnnl-dev"))`.
+Reading any of them first imports that module, so partitioning never loads a codegen. The declaration never
+imports the backend that reads it (backend/target.py); system_library.py only looks for files.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -78,8 +82,31 @@ class CompositePattern:
         return self.refusal(root) is None
 
 
+class _BuildSide:
+    """A build-side attribute of Target: reading it first imports the target's build-side module."""
+
+    def __set_name__(self, owner, name):
+        self.slot = "_" + name
+
+    def __get__(self, target, owner=None):
+        if target is None:
+            return self
+        target.load_build_side()
+        return getattr(target, self.slot)
+
+    def __set__(self, target, value):
+        setattr(target, self.slot, value)
+
+
 class Target:
     """A BYOC backend: the ops and patterns it takes, its codegen and runtime sources."""
+
+    codegen = _BuildSide()
+    runtime_sources = _BuildSide()
+    include_dirs = _BuildSide()
+    libraries = _BuildSide()           # linked as -l<name> into programs with a region of this target
+    library_dirs = _BuildSide()        # -L<dir>
+    system_libraries = _BuildSide()
 
     def __init__(self, name: str, flag: str | None = None, description: str = "",
                  vendor_api: tuple[int, int] | None = None):
@@ -95,15 +122,17 @@ class Target:
         self.description = description
         self.ops: dict[str, Predicate | None] = {}
         self.patterns: list[CompositePattern] = []
-        self.codegen: Callable | None = None
-        self.runtime_sources: list = []
-        self.include_dirs: list = []
-        self.libraries: list[str] = []         # linked as -l<name> into programs with a region of this target
-        self.library_dirs: list = []           # -L<dir>
-        self.archs: tuple[str, ...] | None = None   # CPUs (config.toml `arch`) it builds for; None: any
+        self._codegen: Callable | None = None
+        self._runtime_sources: list = []
+        self._include_dirs: list = []
+        self._libraries: list[str] = []
+        self._library_dirs: list = []
+        self._system_libraries: list[SystemLibrary] = []
+        self.archs: tuple[str, ...] | None = None   # CPUs (a toolchain's `arch`) it builds for; None: any
         self.archs_why = ""
-        self.system_libraries: list[SystemLibrary] = []
         self.module: str | None = None
+        self.build_module: str | None = None   # set by build_side(); imported on first use of the build side
+        self._build_state = "none"             # none -> loading -> loaded
 
     # --- declarations ---------------------------------------------------------------------------
     def supports(self, *ops: str, predicate: Predicate | None = None) -> "Target":
@@ -124,10 +153,30 @@ class Target:
     def links(self, *libraries: str, library_dirs=(), include_dirs=()) -> "Target":
         """System libraries (names without -l/lib) and their directories, for every program with a region of
         this target; include_dirs are added when its runtime sources compile."""
-        self.libraries += [lib for lib in libraries if lib not in self.libraries]
-        self.library_dirs += list(library_dirs)
-        self.include_dirs += list(include_dirs)
+        # the slots, not the attributes: declaring this must not import the build side
+        self._libraries += [lib for lib in libraries if lib not in self._libraries]
+        self._library_dirs += list(library_dirs)
+        self._include_dirs += list(include_dirs)
         return self
+
+    def build_side(self, module: str) -> "Target":
+        """The module that sets this target's build side (codegen, runtime sources, include dirs, system
+        libraries); imported the first time anything reads one of them, so the declaration stays light."""
+        self.build_module = module
+        return self
+
+    def load_build_side(self) -> None:
+        """Import the build-side module once (a no-op while it runs, or without one)."""
+        if self.build_module is None or self._build_state != "none":
+            return
+        self._build_state = "loading"
+        try:
+            importlib.import_module(self.build_module)
+        except Exception as exc:   # plugin code: one sentence with the target's name, not a deep traceback
+            self._build_state = "none"
+            raise TargetError(f"target {self.name!r}: importing its build side {self.build_module} failed: "
+                              f"{type(exc).__name__}: {exc}") from exc
+        self._build_state = "loaded"
 
     def builds_for(self, *archs: str, why: str = "") -> "Target":
         """The CPU architectures (config.toml toolchains' `arch`) this target can build for, and why only those."""
@@ -138,7 +187,7 @@ class Target:
     def requires(self, *libraries: SystemLibrary) -> "Target":
         """System libraries this target needs installed; each is also linked (`links`)."""
         for lib in libraries:
-            self.system_libraries.append(lib)
+            self._system_libraries.append(lib)
             self.links(lib.library, library_dirs=lib.library_dirs, include_dirs=lib.include_dirs)
         return self
 

@@ -213,12 +213,17 @@ def targets() -> list[TargetInfo]:
     rows = []
     for name, entry in _REGISTRY.entries().items():
         t = entry.load().target
+        error, has_codegen, missing = entry.error, False, None
+        if t is not None:
+            try:     # the listing loads the build side too: a broken codegen module shows in its row
+                has_codegen, missing = t.has_codegen, t.missing()
+            except TargetError as exc:
+                error = str(exc)
         rows.append(TargetInfo(
             name=name, enabled=entry.enabled, flag=entry.flag, module=entry.module,
             ops=tuple(t.ops) if t else (), patterns=tuple(p.composite for p in t.patterns) if t else (),
-            has_codegen=bool(t and t.has_codegen), description=t.description if t else "",
-            error=entry.error, missing=t.missing() if t else None, archs=t.archs if t else None,
-            origin=entry.origin))
+            has_codegen=has_codegen, description=t.description if t else "", error=error, missing=missing,
+            archs=t.archs if t else None, origin=entry.origin))
     return rows
 
 
