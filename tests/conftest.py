@@ -1,4 +1,5 @@
 """Shared pytest set-up: the repository root is importable (for `targets.*`) wherever pytest starts."""
+import os
 import sys
 from pathlib import Path
 
@@ -13,11 +14,22 @@ for path in (ROOT, ROOT / "tests"):  # `targets.*`, and the tests' shared helper
 MATRIX = ROOT / "tests" / "matrix"
 if str(MATRIX) not in sys.path:
     sys.path.insert(0, str(MATRIX))
-pytest_plugins = ["matrix_plugin"]
+pytest_plugins = ["matrix_plugin", "skip_policy"]   # skip_policy: in CI, only reviewed skips (skip_allowlist.toml)
+
+# Hypothesis: derandomized in CI (the same examples on every run: a CI failure reproduces, a pass is not
+# luck); `--hypothesis-profile long` (or HYPOTHESIS_PROFILE=long) searches 20x wider, randomized, for a
+# run by hand (docs/matrix.md). A test's own @settings(max_examples=...) still wins over the profile's.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+import needs  # noqa: E402
+
+_hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+_hypothesis_settings.register_profile("long", max_examples=2000, deadline=None)
+_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
+                                  or ("ci" if needs.in_ci() else "default"))
 
 # Quantized models (byoc_compiler.testing.quantize) are cached by content next to the matrix's cache, so
 # every worker and run reuses them; BYOC_QUANTIZED_CACHE set outside wins.
-import os  # noqa: E402
 
 os.environ.setdefault("BYOC_QUANTIZED_CACHE", str(ROOT / "build" / ".quantized-cache"))
 
@@ -25,7 +37,7 @@ os.environ.setdefault("BYOC_QUANTIZED_CACHE", str(ROOT / "build" / ".quantized-c
 # Real-size models (ResNet-50, MobileNetV2 at 224x224) beyond the default run's one case per target:
 # deselected (not skipped) unless --realsize is given or the -m expression names them (docs/matrix.md).
 # The same for every ONNX conformance case through real builds (onnx_conformance_build).
-HEAVY_MARKERS = ("realsize", "int8", "onnx_conformance_build", "literals", "tflite")
+HEAVY_MARKERS = ("realsize", "int8", "onnx_conformance_build", "literals", "tflite", "timing")
 
 
 def pytest_addoption(parser):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import subprocess
 import zlib
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from byoc_compiler.op.registry import all_ops, get_op_def, make_call
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ROOT / "byoc_compiler" / "runtime"
-COMPILERS = [cc for cc in ("gcc", "clang") if shutil.which(cc)]
+COMPILERS = needs.compilers()   # config.toml's [build] toolchains: a missing one skips, or fails in CI
 WARNINGS = ["-std=c99", "-Wall", "-Wextra", "-Werror"]
 F, I32, I64, B = "float32", "int32", "int64", "bool"
 F16, F64, I8, I16, U8, U16 = "float16", "float64", "int8", "int16", "uint8", "uint16"
@@ -489,6 +488,7 @@ def inputs_for(case: Case) -> list[np.ndarray]:
 
 
 def run(cmd, **kw):
+    needs.programs(str(cmd[0]))          # a compiler config.toml lists: skip here, fail in CI
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
     assert proc.returncode == 0, f"{' '.join(map(str, cmd))}\n{proc.stdout}\n{proc.stderr}"
     return proc
@@ -496,6 +496,7 @@ def run(cmd, **kw):
 
 def build_library(cc: str, directory: Path, cases, defines=(), flags=("-O1",)) -> ctypes.CDLL:
     """All kernels of `cases` in ONE C file (as the build concatenates them) + the runtime, as a .so."""
+    needs.programs(cc)
     directory.mkdir(parents=True, exist_ok=True)
     source = directory / "kernels.c"
     source.write_text("\n".join(emit_kernel(typed_call(c), c.symbol).code for c in cases))

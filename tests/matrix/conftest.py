@@ -33,9 +33,14 @@ def reproducer_dir(pytestconfig) -> Path:
 
 @pytest.fixture
 def runnable(pytestconfig, matrix_config):
-    """skip (or, with --require-toolchains, fail) a case that cannot build on this machine."""
+    """skip (or, with --require-toolchains, fail) a case that cannot build on this machine. A target
+    switched off in config.toml is skipped everywhere; one that is enabled but cannot load (an import
+    error, an unknown name, no codegen) fails where toolchains are required (CI), as a missing one does."""
     def check(case: h.Case) -> None:
         problem = h.target_problem(case.targets)
+        if problem and " is disabled: " not in problem and pytestconfig.getoption("require_toolchains"):
+            pytest.fail(f"{problem} (an enabled target must load where toolchains are required, as in CI)",
+                        pytrace=False)
         if problem:
             pytest.skip(problem)
         problem = h.toolchain_problem(matrix_config, case.toolchain)

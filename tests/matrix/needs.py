@@ -15,11 +15,18 @@ import shutil
 
 import pytest
 
+from byoc_compiler.config import load_config
+
 ENV = "BYOC_REQUIRE_TOOLCHAINS"
 
 
 def required() -> bool:
     return os.environ.get(ENV, "") not in ("", "0")
+
+
+def in_ci() -> bool:
+    """CI=true (.ci/run sets it, as CI services do): hypothesis runs derandomized, skips must be reviewed."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def missing(problem: str, required_here: bool | None = None):
@@ -28,6 +35,14 @@ def missing(problem: str, required_here: bool | None = None):
         pytest.fail(f"{problem} ({ENV} is set: every toolchain must be installed; bash scripts/setup.sh)",
                     pytrace=False)
     pytest.skip(problem)
+
+
+def compilers() -> list[str]:
+    """The host compilers of config.toml's [build] toolchains (gcc, clang), whether installed or not: a
+    test parametrized with them calls programs(cc), so a missing one is a visible skip, or a failure
+    under BYOC_REQUIRE_TOOLCHAINS, never a case silently left out of the list."""
+    config = load_config()
+    return [config.toolchain(name).cc for name in config.build.toolchains]
 
 
 def programs(*names: str, hint: str = "bash scripts/setup.sh installs it") -> None:
