@@ -135,8 +135,9 @@ def test_cli_export_writes_the_zoo_model(tmp_path, capsys):
 @pytest.mark.parametrize("args,fragment", [
     (["zoo", "export", "mlp", "x.onnx"], "'mlp' is built in the IR, not as ONNX; models that export: resnet50"),
     (["zoo", "export", "resnet51", "x.onnx"], "'resnet51' is not a zoo model"),
-    (["zoo", "export", "resnet50_tiny", "x.txt"], "must end in .onnx"),
-], ids=["ir-model", "unknown", "suffix"])
+    (["zoo", "export", "resnet50_tiny", "x.txt"], "must end in .onnx or .tflite"),
+    (["zoo", "export", "resnet50_tiny", "x.tflite"], "'resnet50_tiny' has no .tflite form; models with one: ds_cnn_int8"),
+], ids=["ir-model", "unknown", "suffix", "no-tflite-form"])
 def test_cli_export_errors(args, fragment, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(args) == 2

@@ -8,7 +8,10 @@
   QLinearConv/QGemm/..., `session.qdqisint8allowed=1`) on every element of several seeded inputs; the
   float twins equal onnxruntime's float session within float32 rounding;
 - builds: host-only and wholly in ccompiler equal byoc's integer reference bit for bit. By default one
-  host build and two ccompiler builds (a few seconds); every model on both behind the `int8` marker.
+  host build and two ccompiler builds (a few seconds); every model on both behind the `int8` marker;
+- the .tflite form: TensorFlow Lite Micro and LiteRT run it, byoc's import equals TFLM, the float
+  .tflite equals the float ONNX model, the int8 one is within two steps of the QDQ model, and the file
+  carries the Spec's weights and parameters on TFLite's quantized dimensions.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import pytest
 
 import onnxruntime as ort  # noqa: E402 - a test dependency (pyproject's test extras), never optional
 
+import tflite_models as tm
 import byoc_compiler as byoc
 from byoc_compiler import zoo
 from byoc_compiler.ir import Call, Op, post_order
@@ -150,3 +154,105 @@ def test_int8_build_equals_reference(name, target):
     (got,) = byoc.build(mod, toolchain="gcc", executor="aot", interface="unpacked").run_runner(list(x.values()))
     np.testing.assert_array_equal(got, run_reference(zoo.get(f"{name}_int8"), x)[0])
     assert onnx.checker.check_model(zoo.onnx_model(f"{name}_int8")) is None
+
+
+# ---- the .tflite form ---------------------------------------------------------------------------------
+
+def _tflite_inputs(name: str, int8: bool, seed: int) -> dict[str, np.ndarray]:
+    """Seeded normal data, quantized with the model's input parameters for the int8 model (NHWC)."""
+    spec = tiny.spec(name)
+    x = np.random.default_rng(seed).standard_normal(spec.input_shape).astype(np.float32)
+    if not int8:
+        return {"input": x}
+    scale, zp = tiny.quantized(name).act[spec.input]
+    return {"input": np.clip(np.rint(x / scale) + zp, -128, 127).astype(np.int8)}
+
+
+def _nchw(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if x.ndim == 4 else x
+
+
+@pytest.mark.parametrize("name", tiny.TFLITE)
+def test_tflite_int8_runs_in_tflite_micro_and_litert_and_equals_byoc(name):
+    """TensorFlow Lite Micro runs the written model; byoc's import of it equals TFLM on every element; LiteRT's
+    reference kernels load and run it too, equal to TFLM except per-channel FULLY_CONNECTED, where LiteRT's
+    reference kernel rounds differently from TFLM's (the autoencoder: up to 2 steps)."""
+    from byoc_compiler.frontend.tflite import from_tflite
+    data = tiny.tflite_model(name, True)
+    mod = from_tflite(data)
+    for seed in range(2):
+        feeds = _tflite_inputs(name, True, seed)
+        (micro,) = tm.run_tflm(data, feeds)
+        (litert,) = tm.run_litert(data, feeds)
+        assert micro.dtype == np.int8 and micro.shape == tiny.spec(name).layers[-1].shape
+        np.testing.assert_array_equal(run_reference(mod, feeds)[0], micro)
+        gap = np.abs(litert.astype(np.int64) - micro).max()
+        assert gap == 0 or (name == "fc_autoencoder" and gap <= 2), gap
+
+
+@pytest.mark.parametrize("name", tiny.TFLITE)
+def test_tflite_forms_compute_the_onnx_models(name):
+    """The same weights and parameters: the float .tflite equals the float ONNX model (onnxruntime) to
+    float32 rounding, in LiteRT and TFLM; the int8 .tflite's dequantized output is within a few output steps
+    of the int8 QDQ model's (TFLite's fixed-point rescaling against onnxruntime's float32 one, rounding
+    differences a deep net and the softmax amplify: 5 steps measured) and picks the same class."""
+    f_data, q_data = tiny.tflite_model(name, False), tiny.tflite_model(name, True)
+    scale, zp = tiny.quantized(name).act[tiny.spec(name).output]
+    for seed in range(2):
+        x = _tflite_inputs(name, False, seed)["input"]
+        want = _session(name, False).run(None, {"input": _nchw(x)})[0]
+        for runner in (tm.run_litert, tm.run_tflm):
+            np.testing.assert_allclose(runner(f_data, {"input": x})[0], want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+        q_want = _session(f"{name}_int8").run(None, {"input": _nchw(x)})[0]
+        (q_got,) = tm.run_tflm(q_data, _tflite_inputs(name, True, seed))
+        deq = (q_got.astype(np.float64) - zp) * scale
+        assert np.abs(deq - q_want).max() <= 8.0001 * scale
+        assert name == "fc_autoencoder" or deq.argmax() == q_want.argmax()
+
+
+def _tflite_tensors(data: bytes) -> dict:
+    """name -> (type, shape, scales, zero points, quantized dimension, data bytes) read with the schema package."""
+    import tflite
+    model = tflite.Model.GetRootAsModel(data, 0)
+    graph, out = model.Subgraphs(0), {}
+    for i in range(graph.TensorsLength()):
+        t = graph.Tensors(i)
+        q = t.Quantization()
+        buf = model.Buffers(t.Buffer())
+        out[t.Name().decode()] = (t.Type(), tuple(t.ShapeAsNumpy()),
+                                  q.ScaleAsNumpy() if q is not None and q.ScaleLength() else None,
+                                  q.ZeroPointAsNumpy() if q is not None and q.ZeroPointLength() else None,
+                                  q.QuantizedDimension() if q is not None else None,
+                                  buf.DataAsNumpy().tobytes() if buf.DataLength() else b"")
+    return out
+
+
+@pytest.mark.parametrize("name", ["ds_cnn", "mobilenet_v1_025"])
+def test_tflite_carries_the_specs_numbers(name):
+    """Read back with the schema package: every weight's bytes and per-channel scales are the QuantizedSpec's,
+    on TFLite's quantized dimension (0 for conv and fc, 3 for depthwise); biases int32 at input x weight
+    scale; softmax's output 1/256, -128."""
+    tensors, q = _tflite_tensors(tiny.tflite_model(name, True)), tiny.quantized(name)
+    for layer in q.spec.layers:
+        kind, shape, scales, zps, qdim, _ = tensors[layer.output]
+        assert (float(scales[0]), int(zps[0])) == (float(q.act[layer.output][0]), q.act[layer.output][1])
+        if layer.weight is None:
+            continue
+        w, w_scales = q.weight[layer.output]
+        _, w_shape, t_scales, _, t_qdim, raw = tensors[f"{layer.output}_w"]
+        assert w_shape == w.shape and raw == w.tobytes() and t_qdim == (3 if layer.op == "depthwise" else 0)
+        np.testing.assert_array_equal(t_scales, w_scales)
+        _, _, b_scales, _, _, b_raw = tensors[f"{layer.output}_b"]
+        assert b_raw == q.bias[layer.output].astype("<i4").tobytes()
+        np.testing.assert_array_equal(b_scales, np.float32(q.act[layer.inputs[0]][0]) * w_scales)
+    assert [(float(s[0]), int(z[0])) for _, _, s, z, _, _ in [tensors[q.spec.output]]] == [(1 / 256, -128)]
+
+
+def test_tflite_export_writes_the_zoo_bytes(tmp_path):
+    from byoc_compiler.__main__ import main
+    assert zoo.tflite_names()[:2] == ["ds_cnn_int8", "ds_cnn"]
+    assert main(["zoo", "export", "ds_cnn_int8", str(tmp_path / "kws.tflite")]) == 0
+    assert (tmp_path / "kws.tflite").read_bytes() == zoo.tflite_model("ds_cnn_int8") == tiny.tflite_model("ds_cnn", True)
+    assert zoo.tflite_model("ds_cnn") == tiny.tflite_model("ds_cnn", False) != zoo.tflite_model("ds_cnn_int8")
+    with pytest.raises(ValueError, match="'concat_cnn_int8' has no .tflite form"):
+        zoo.tflite_model("concat_cnn_int8")

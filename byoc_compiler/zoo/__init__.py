@@ -33,7 +33,7 @@ from .efficientnet import efficientnet_lite
 from .mobilenet import mobilenetv2
 from .resnet import resnet50
 from .shufflenet import shufflenet
-from .tiny import zoo_rows as _tiny_rows
+from .tiny import TFLITE as _TFLITE_MODELS, tflite_model as _tiny_tflite, zoo_rows as _tiny_rows
 
 
 class _Weights:
@@ -209,6 +209,25 @@ def onnx_model(name: str):
     model = onnx.ModelProto()
     model.ParseFromString(_onnx_model_bytes(name))
     return model
+
+
+def tflite_names() -> list[str]:
+    """The zoo models that also have a .tflite form (the microcontroller models, int8 and float32)."""
+    return [n for m in _TFLITE_MODELS for n in (f"{m}_int8", m)]
+
+
+def tflite_model(name: str) -> bytes:
+    """The .tflite bytes of zoo model `name` (`<model>_int8`: int8 in and out; `<model>`: float32), written
+    from the same weights and quantization parameters as its ONNX form."""
+    if name not in tflite_names():
+        raise _unknown(name) if name not in all_names() else ValueError(
+            f"zoo model {name!r} has no .tflite form; models with one: {', '.join(tflite_names())}")
+    return _tiny_tflite(name.removesuffix("_int8"), name.endswith("_int8"))
+
+
+def export_tflite(name: str, path) -> None:
+    """Write zoo model `name` as a .tflite file (what LiteRT, TensorFlow Lite Micro and `scons model=` read)."""
+    Path(path).write_bytes(tflite_model(name))
 
 
 def export_onnx(name: str, path) -> None:

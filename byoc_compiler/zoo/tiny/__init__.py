@@ -2,8 +2,9 @@
 
 Each model is a Spec (spec.py: layers in NHWC with seeded float weights, models.py: the
 architectures) and its QuantizedSpec (quant.py: int8 activations, per-channel int8 weights, int32
-biases, chosen once), written by onnx_form.py as a float32 ONNX model and an int8 QDQ ONNX model,
-from the same numbers; so byoc, onnxruntime and TensorFlow Lite Micro run the same model.
+biases, chosen once), written by onnx_form.py as a float32 ONNX model and an int8 QDQ ONNX model, and by
+tflite_form.py as .tflite files, from the same numbers; so byoc, onnxruntime, LiteRT and TensorFlow
+Lite Micro run the same model.
 
 Zoo names: `<model>` is the float32 twin, `<model>_int8` the quantized model (zoo.ONNX_MODELS
 lists them with the rest of the ONNX-built zoo).
@@ -15,6 +16,7 @@ from typing import Callable
 
 from . import models
 from .onnx_form import onnx_model as _write_onnx
+from .tflite_form import tflite_model as _write_tflite
 from .quant import QuantizedSpec, quantize
 from .spec import Spec
 
@@ -50,6 +52,20 @@ def quantized(name: str) -> QuantizedSpec:
 def onnx_model(name: str, int8: bool):
     """The onnx.ModelProto of model `name`: the QDQ int8 model, or its float32 twin."""
     return _write_onnx(spec(name), quantized(name) if int8 else None)
+
+
+# models TFLite can express as written (concat_cnn's concatenations rescale their inputs, which TensorFlow
+# Lite Micro's int8 CONCATENATION does not)
+TFLITE = ("ds_cnn", "resnet8", "mobilenet_v1_025", "fc_autoencoder")
+
+
+@functools.lru_cache(maxsize=16)
+def tflite_model(name: str, int8: bool) -> bytes:
+    """The .tflite bytes of model `name`: int8 (int8 input and output), or its float32 twin."""
+    if name not in TFLITE:
+        _check(name)
+        raise ValueError(f"model {name!r} has no .tflite form; models with one: {', '.join(TFLITE)}")
+    return _write_tflite(spec(name), quantized(name) if int8 else None)
 
 
 def zoo_rows() -> dict[str, tuple[Callable[[], object], str]]:
