@@ -187,3 +187,57 @@ def test_qdq_average_pool_is_onnxruntimes_qlinear_average_pool():
     _compare(model, {"x": x}, exact=True)
     ties = x.reshape(1, 8, 8, 2, 8, 2).astype(np.int64).sum(axis=(3, 5)) % 4 == 2
     assert ties.mean() > 0.2                   # the test data has the ties that used to differ
+
+
+# ---- MatMul beyond 2-D, float16 scales ---------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt,pc", [("qdq", True), ("qop", True), ("qop", False)])
+def test_attention_block_matmuls_equal_onnxruntime(fmt, pc):
+    """Quantized by onnxruntime: MatMul of a 3-D input by 2-D weights and 4-D batched MatMul of two activations
+    (QLinearMatMul in QOperator form), Softmax, Reshape/Transpose of int8 data. QOperator: every MatMul an
+    integer qnn.matmul; QDQ: the weight MatMuls integer too. Every element of four inputs equal."""
+    from byoc_compiler.ir import Call, Op, post_order
+    from byoc_compiler.testing.quantize import quantized_zoo_model
+    path = str(quantized_zoo_model("attention_block", fmt, pc))
+    mod = from_onnx(path)
+    ops = [n.op.name for n in post_order(mod["main"].body) if isinstance(n, Call) and isinstance(n.op, Op)]
+    assert ops.count("qnn.matmul") == (8 if fmt == "qop" else 4) and "nn.dense" not in ops
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    for seed in range(4):
+        x = {"x": np.random.default_rng(seed).standard_normal((1, 8, 16)).astype(np.float32)}
+        np.testing.assert_array_equal(run_reference(mod, x)[0], session.run(None, x)[0])
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((2, 5, 7), (7, 3)), ((2, 3, 4, 6), (2, 3, 6, 5)),
+                                             ((3, 4, 6), (1, 6, 2)), ((4, 6), (2, 6, 3))],
+                         ids=["3d-by-2d", "4d-batched", "broadcast-b", "broadcast-a"])
+def test_matmul_integer_beyond_2d_equals_onnxruntime(a_shape, b_shape):
+    inits = {"az": np.array(7, np.uint8), "bz": np.array(-3, np.int8)}
+    node = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
+    model = _model([node], [helper.make_tensor_value_info("a", TensorProto.UINT8, a_shape),
+                            helper.make_tensor_value_info("b", TensorProto.INT8, b_shape)],
+                   helper.make_tensor_value_info("y", TensorProto.INT32, [f"d{i}" for i in range(max(len(a_shape),
+                                                                                                   len(b_shape)))]),
+                   inits)
+    rng = np.random.default_rng(4)
+    feeds = {"a": rng.integers(0, 256, a_shape).astype(np.uint8), "b": rng.integers(-128, 128, b_shape).astype(np.int8)}
+    _compare(model, feeds, exact=True, build_it=a_shape == (2, 3, 4, 6))
+
+
+def test_float16_scales_equal_onnxruntime():
+    """QuantizeLinear of float16 data with a float16 scale and its DequantizeLinear (opset 21): onnxruntime
+    divides and multiplies in float32 and rounds the result to float16; byoc the same, every element."""
+    inits = {"s": np.array(0.05, np.float16), "z": np.array(3, np.int8)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, (4, 64))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, (4, 64))],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    x = (np.random.default_rng(0).standard_normal((4, 64)) * 5).astype(np.float16)
+    got = run_reference(from_onnx(model), {"x": x})[0]
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, _ort(model, {"x": x}))

@@ -396,6 +396,32 @@ register("qnn.concatenate", ("data",),
              "dequantized and quantized again in float32 (onnxruntime's QLinearConcat), 'fixed_point': integers")
 
 
+def qmatmul_nd(call, a, b, a_shape, b_shape, a_zp: int, b_zp: list[int]):
+    """(A - a_zp) @ (B - b_zp) in int32 for A, B of 2 or more dimensions (numpy's matmul broadcasting of
+    the leading ones), as 2-D qnn.matmul calls: with a 2-D B (weights) one call on A's rows flattened;
+    otherwise one call per matrix of the broadcast batch, the results concatenated."""
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    if len(a_shape) < 2 or len(b_shape) < 2:
+        raise ValueError(f"quantized MatMul of a 1-D operand is not supported: {a_shape} and {b_shape}")
+    m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
+    if len(b_shape) == 2:
+        flat = a if len(a_shape) == 2 else call("reshape", a, newshape=(int(np.prod(a_shape[:-1])), k))
+        out = call("qnn.matmul", flat, b, a_zero_point=a_zp, b_zero_point=b_zp)
+        return out if len(a_shape) == 2 else call("reshape", out, newshape=a_shape[:-1] + (n,))
+    batch = tuple(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]))
+    count = int(np.prod(batch))
+    stacks = [call("reshape", call("broadcast_to", x, shape=batch + s[-2:]) if s[:-2] != batch else x,
+                   newshape=(count,) + s[-2:]) for x, s in ((a, a_shape), (b, b_shape))]
+
+    def matrix(x, i, rows, cols):
+        piece = call("strided_slice", x, begin=(i, 0, 0), end=(i + 1, rows, cols), strides=(1, 1, 1))
+        return call("reshape", piece, newshape=(rows, cols))
+    parts = [call("reshape", call("qnn.matmul", matrix(stacks[0], i, m, k), matrix(stacks[1], i, k, n),
+                                  a_zero_point=a_zp, b_zero_point=b_zp), newshape=(1, m, n)) for i in range(count)]
+    joined = parts[0] if count == 1 else call("concatenate", parts, axis=0)
+    return call("reshape", joined, newshape=batch + (m, n))
+
+
 def softmax_output_scale(y_scale: float) -> float:
     """The output step onnxruntime's quantized softmax really uses: it multiplies the probability by
     floor(1 / y_scale) (256 for the usual 1/256; 263 for a calibrated 0.0038, whose results are then

@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 from onnxruntime import quantization
 
 from .. import zoo
-from ..zoo.onnx_graph import GraphBuilder
+from ..zoo.onnx_graph import GraphBuilder, checked_model
 
 FORMATS = ("qdq", "qop")
 # Bump when the recipe below changes in a way the digest's inputs do not show.
@@ -51,8 +51,30 @@ def tiny_cnn():
     return b.model(b.fc(b.global_avg_pool_flatten(b.relu(h)), 10))
 
 
+def attention_block(seq: int = 8, hidden: int = 16, heads: int = 2):
+    """One self-attention block on (1, seq, hidden): Q, K, V and output projections (MatMul of a 3-D input
+    by 2-D weights), heads split by Reshape + Transpose, scores and context by 4-D batched MatMul of two
+    activations, Softmax on the last axis: the quantized MatMuls of an int8 transformer."""
+    rng = np.random.default_rng(11)
+    size = hidden // heads
+    inits = {f"w{n}": (rng.standard_normal((hidden, hidden)) / np.sqrt(hidden)).astype(np.float32) for n in "qkvo"}
+    inits.update(split=np.array([1, seq, heads, size], np.int64), merge=np.array([1, seq, hidden], np.int64))
+    nodes = [helper.make_node("MatMul", ["x", f"w{n}"], [n]) for n in "qkv"]
+    for n in "qkv":
+        nodes += [helper.make_node("Reshape", [n, "split"], [f"{n}_split"]),
+                  helper.make_node("Transpose", [f"{n}_split"], [f"{n}_heads"],
+                                   perm=[0, 2, 3, 1] if n == "k" else [0, 2, 1, 3])]
+    nodes += [helper.make_node("MatMul", ["q_heads", "k_heads"], ["scores"]),
+              helper.make_node("Softmax", ["scores"], ["probs"], axis=-1),
+              helper.make_node("MatMul", ["probs", "v_heads"], ["context"]),
+              helper.make_node("Transpose", ["context"], ["context_t"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["context_t", "merge"], ["merged"]),
+              helper.make_node("MatMul", ["merged", "wo"], ["out"])]
+    return checked_model("attention_block", nodes, [("x", (1, seq, hidden))], [("out", (1, seq, hidden))], inits)
+
+
 # Float models quantized here that are not in the zoo: name -> builder of the onnx.ModelProto.
-EXTRA_MODELS = {"tiny_cnn": tiny_cnn}
+EXTRA_MODELS = {"tiny_cnn": tiny_cnn, "attention_block": attention_block}
 
 
 def float_model(name: str):

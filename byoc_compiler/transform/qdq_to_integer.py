@@ -8,7 +8,7 @@ pass rewrites every `qnn.quantize` whose float producer has an integer form:
 | float op (inputs dequantized)                | integer form                                          |
 | -------------------------------------------- | ----------------------------------------------------- |
 | nn.conv2d (+ nn.bias_add/add of an int32 bias) | qnn.conv2d + add int32 bias + qnn.requantize        |
-| nn.dense / 2-D nn.matmul (+ bias)            | qnn.dense / qnn.matmul + add bias + qnn.requantize    |
+| nn.dense / nn.matmul by a 2-D weight (+ bias) | qnn.dense / qnn.matmul + add bias + qnn.requantize    |
 | add of uint8 (any dtype, and multiply, with `binary=True`) | qnn.add (onnxruntime's QLinearAdd rounding), qnn.mul |
 | concatenate                                  | qnn.concatenate                                       |
 | nn.global_avg_pool2d                         | as onnxruntime's QLinearGlobalAveragePool             |
@@ -35,7 +35,7 @@ from ..ir.expr import Call, Constant, Function, Op, Tuple
 from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator
-from ..op.qnn import global_avg_pool_int, softmax_output_scale
+from ..op.qnn import global_avg_pool_int, qmatmul_nd, softmax_output_scale
 from ..op.qnn_pool import avg_pool_int
 from ..op.registry import make_call
 from .infer_type import infer_type
@@ -129,6 +129,43 @@ def _bias(orig, new) -> tuple[Call, Call, _DQ | None] | None:
     return orig, new, None
 
 
+def _transposed_weight(op_o, op_n) -> _DQ | None:
+    """The (K, N) weight of nn.dense(x, transpose(dequantize(W))): how the importer writes ONNX MatMul by a
+    2-D constant (a dense layer with weight W^T)."""
+    t_o, t_n = op_o.args[1], op_n.args[1]
+    if not (_is(t_o, "transpose") and _is(t_n, "transpose") and tuple(t_o.attrs.axes) == (1, 0)):
+        return None
+    return _dq(t_o.args[0], t_n.args[0])
+
+
+def _product(op_o, op_n):
+    """(integer product, x, w, channels, channel axis) of a conv2d / dense / matmul on dequantized int8
+    operands and a constant weight, or None."""
+    x = _dq(op_o.args[0], op_n.args[0])
+    matmul_weight = _transposed_weight(op_o, op_n) if _is(op_o, "nn.dense") else None
+    w = matmul_weight or _dq(op_o.args[1], op_n.args[1])
+    if x is None or w is None or not x.per_tensor or x.dtype not in _Q8 or w.dtype not in _Q8 or w.constant is None:
+        return None
+    a, per_channel = op_o.attrs, len(w.scale) > 1
+    if _is(op_o, "nn.conv2d"):
+        if per_channel and w.axis % 4 != 0:
+            return None
+        conv = {k: a[k] for k in ("strides", "padding", "dilation", "groups")}
+        acc = make_call("qnn.conv2d", x.value, w.value, input_zero_point=x.zp[0], kernel_zero_point=w.zp, **conv)
+        return acc, x, w, w.constant.shape[0], 1
+    if _is(op_o, "nn.dense") and matmul_weight is None:
+        if per_channel and w.axis % 2 != 0:
+            return None
+        acc = make_call("qnn.dense", x.value, w.value, input_zero_point=x.zp[0], kernel_zero_point=w.zp)
+        return acc, x, w, w.constant.shape[0], -1
+    xt = op_o.args[0].checked_type
+    if (_is(op_o, "nn.matmul") and (a.transpose_a or a.transpose_b)) or xt.ndim < 2 or w.constant.ndim != 2 or \
+            (per_channel and w.axis % 2 != 1):
+        return None
+    acc = qmatmul_nd(make_call, x.value, w.value, xt.shape, w.constant.shape, x.zp[0], w.zp)
+    return acc, x, w, w.constant.shape[1], -1
+
+
 def _linear(orig, new, out):
     found = _bias(orig, new)
     if found is None:
@@ -136,27 +173,10 @@ def _linear(orig, new, out):
     op_o, op_n, bias = found
     if not (_is(op_o, "nn.conv2d") or _is(op_o, "nn.dense") or _is(op_o, "nn.matmul")):
         return None
-    x, w = _dq(op_o.args[0], op_n.args[0]), _dq(op_o.args[1], op_n.args[1])
-    if x is None or w is None or not x.per_tensor or x.dtype not in _Q8 or w.dtype not in _Q8 or w.constant is None:
+    product = _product(op_o, op_n)
+    if product is None:
         return None
-    a = op_o.attrs
-    if _is(op_o, "nn.conv2d"):
-        if len(w.scale) > 1 and w.axis % 4 != 0:
-            return None
-        conv = {k: a[k] for k in ("strides", "padding", "dilation", "groups")}
-        acc = make_call("qnn.conv2d", x.value, w.value, input_zero_point=x.zp[0], kernel_zero_point=w.zp, **conv)
-        channels, channel_axis = w.constant.shape[0], 1
-    elif _is(op_o, "nn.dense"):
-        if len(w.scale) > 1 and w.axis % 2 != 0:
-            return None
-        acc = make_call("qnn.dense", x.value, w.value, input_zero_point=x.zp[0], kernel_zero_point=w.zp)
-        channels, channel_axis = w.constant.shape[0], -1
-    else:
-        xt = op_o.args[0].checked_type
-        if a.transpose_a or a.transpose_b or xt.ndim != 2 or (len(w.scale) > 1 and w.axis % 2 != 1):
-            return None
-        acc = make_call("qnn.matmul", x.value, w.value, a_zero_point=x.zp[0], b_zero_point=w.zp)
-        channels, channel_axis = w.constant.shape[1], -1
+    acc, x, w, channels, channel_axis = product
     if bias is not None:
         b = bias.constant.reshape(-1)
         if b.size != channels:

@@ -1,7 +1,10 @@
 """Quantized ONNX ops: QuantizeLinear/DequantizeLinear (the QDQ format), the QOperator ops QLinearConv,
-QLinearMatMul, ConvInteger, MatMulInteger, and onnxruntime's QLinearAdd/QLinearMul (com.microsoft).
+QLinearMatMul, ConvInteger, MatMulInteger (2-D or batched), and onnxruntime's QLinearAdd/QLinearMul
+(com.microsoft).
 
-Scales and zero points must be constants (they become attributes of the qnn ops). A QLinear op
+Scales and zero points must be constants (they become attributes of the qnn ops). float16 scales are
+taken as the float32 values they are (exactly); a QuantizeLinear of float16 data divides in float32
+and a DequantizeLinear with a float16 scale rounds its float32 product to float16, as onnxruntime does. A QLinear op
 becomes its integer op + int32 bias + qnn.requantize whose input scale is x_scale * w_scale in
 float32, as onnxruntime computes it. DequantizeLinear of a constant is not folded, so that
 transform.qdq_to_integer can still see integer weights.
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...op.qnn import global_avg_pool_int
+from ...op.qnn import global_avg_pool_int, qmatmul_nd
 from .context import Context, Node, NodeError
 from .importer import onnx_dtype
 from .ops_nn import _ints_attr, padding
@@ -25,8 +28,8 @@ def _qparams(node: Node, ctx: Context, scale_index: int, zp_index: int | None, w
     scale = ctx.constant_input(node, scale_index, f"{what} scale")
     if scale is None:
         raise NodeError(f"input {scale_index} ({what} scale) is missing")
-    if scale.dtype != np.float32:
-        raise NodeError(f"{what} scale has dtype {scale.dtype}; only float32 scales are supported")
+    if scale.dtype not in (np.float32, np.float16):
+        raise NodeError(f"{what} scale has dtype {scale.dtype}; float32 and float16 scales are supported")
     zp = ctx.constant_input(node, zp_index, f"{what} zero point") if zp_index is not None else None
     if zp is None:
         zps, dtype = [0] * scale.size, default_dtype
@@ -47,8 +50,10 @@ def _check_block(node: Node) -> None:
 def _quantize(node: Node, ctx: Context):
     _check_block(node)
     x = node.required(0, "x")
-    if ctx.dtype(x) != "float32":
-        raise NodeError(f"QuantizeLinear of a {ctx.dtype(x)} input is not supported (float32 is)")
+    if ctx.dtype(x) not in ("float32", "float16"):
+        raise NodeError(f"QuantizeLinear of a {ctx.dtype(x)} input is not supported (float32 and float16 are)")
+    if ctx.dtype(x) == "float16":    # onnxruntime divides a float16 input by its scale in float32
+        x = ctx.call("cast", x, dtype="float32")
     scales, zps, dtype = _qparams(node, ctx, 1, 2, "y")
     if node.attr("output_dtype", 0):
         dtype = onnx_dtype(node.attr("output_dtype")) or dtype
@@ -61,7 +66,10 @@ def _dequantize(node: Node, ctx: Context):
     _check_block(node)
     x = node.required(0, "x")
     scales, zps, _ = _qparams(node, ctx, 1, 2, "x")
-    return [ctx.call_unfolded("qnn.dequantize", x, scale=scales, zero_point=zps, axis=int(node.attr("axis", 1)))]
+    y = ctx.call_unfolded("qnn.dequantize", x, scale=scales, zero_point=zps, axis=int(node.attr("axis", 1)))
+    if ctx.constant_input(node, 1, "x scale").dtype == np.float16:   # the float32 product, rounded to float16
+        y = ctx.call("cast", y, dtype="float16")
+    return [y]
 
 
 def _conv_attrs(node: Node, ctx: Context, x, w) -> dict:
@@ -120,10 +128,12 @@ def _conv_integer(node: Node, ctx: Context):
                      **_conv_attrs(node, ctx, x, w))]
 
 
-def _matmul_2d(ctx: Context, a, b, azp: int, bzp: list[int]):
-    if len(ctx.shape(a)) != 2 or len(ctx.shape(b)) != 2:
-        raise NodeError(f"only 2-D quantized MatMul is supported, got {ctx.shape(a)} and {ctx.shape(b)}")
-    return ctx.call("qnn.matmul", a, b, a_zero_point=azp, b_zero_point=bzp)
+def _matmul_int(ctx: Context, a, b, azp: int, bzp: list[int]):
+    """Integer MatMul of 2-D or batched operands (op/qnn.py qmatmul_nd: 2-D qnn.matmul calls)."""
+    try:
+        return qmatmul_nd(ctx.call, a, b, ctx.shape(a), ctx.shape(b), azp, bzp)
+    except ValueError as exc:
+        raise NodeError(str(exc)) from None
 
 
 @converter("MatMulInteger", (10,))
@@ -131,7 +141,7 @@ def _matmul_integer(node: Node, ctx: Context):
     a, b = node.required(0, "A"), node.required(1, "B")
     azp = ctx.constant_input(node, 2, "a zero point")
     bzp = ctx.constant_input(node, 3, "b zero point")
-    return [_matmul_2d(ctx, a, b, 0 if azp is None else int(azp.reshape(-1)[0]),
+    return [_matmul_int(ctx, a, b, 0 if azp is None else int(azp.reshape(-1)[0]),
                        [0] if bzp is None else [int(v) for v in bzp.reshape(-1)])]
 
 
@@ -143,7 +153,7 @@ def _qlinear_matmul(node: Node, ctx: Context):
     ys, yzp, ydtype = _qparams(node, ctx, 6, 7, "y")
     if len(azp) != 1 or len(as_) != 1:
         raise NodeError("a scale and zero point must be per-tensor")
-    acc = _matmul_2d(ctx, a, b, azp[0], bzp)
+    acc = _matmul_int(ctx, a, b, azp[0], bzp)
     return [_requantize(ctx, acc, _product_scales(as_, bs), ys, yzp, ydtype, axis=-1)]
 
 
@@ -177,7 +187,7 @@ def _qgemm(node: Node, ctx: Context):
         acc = ctx.call("qnn.dense", a, b, input_zero_point=azp[0], kernel_zero_point=bzp)
         channels = ctx.shape(b)[0]
     else:
-        acc = _matmul_2d(ctx, a, b, azp[0], bzp)
+        acc = _matmul_int(ctx, a, b, azp[0], bzp)
         channels = ctx.shape(b)[1]
     acc = _int_bias(ctx, acc, node.input(6), channels)
     alpha = np.float32(node.attr("alpha", 1.0))
