@@ -449,6 +449,7 @@ BAD_TYPES = [
      [TensorType((2,), "int8"), TensorType((2,), "uint8")], ["qnn.add", "int8", "uint8"]),
     ("qnn.mul-float", lambda a, b: _q("qnn.mul", a, b, lhs_scale=[1.0], rhs_scale=[1.0], output_scale=[1.0]),
      [f32(2), f32(2)], ["qnn.mul", "float32"]),
+    ("qnn.softmax-float", lambda a: _q("qnn.softmax", a, input_scale=0.1), [f32(2, 3)], ["qnn.softmax", "float32"]),
     ("qnn.concatenate-count", lambda a, b: _q("qnn.concatenate", [a, b], input_scales=[1.0], input_zero_points=[0],
                                                output_scale=1.0), [_I8, _I8], ["qnn.concatenate", "input_scales"]),
     ("qnn.avg_pool2d-float", lambda a: _q("qnn.avg_pool2d", a, input_scale=[1.0], output_scale=[1.0]),
@@ -619,7 +620,7 @@ def _sample(attr):
     if attr.kind == "ints":     # the qnn ops' zero points
         return (0,)
     return {"a_min": 0.0, "a_max": 1.0, "dtype": "int32", "newshape": (-1,), "axis": 0,
-            "indices_or_sections": 2, "pad_width": ((0, 0),), "output_scale": 0.5}[attr.name]
+            "indices_or_sections": 2, "pad_width": ((0, 0),), "output_scale": 0.5, "input_scale": 0.5}[attr.name]
 
 
 def test_python_scalars_become_constants():

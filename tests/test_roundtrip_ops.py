@@ -132,6 +132,8 @@ OP_MODELS.update({
                                                     input_zero_points=[0, 5], output_scale=0.25, axis=1)),
     "qnn.avg_pool2d": lambda: _single(lambda x: _q("qnn.avg_pool2d", _quant(x), pool_size=2, strides=1, padding=1,
                                                    input_scale=[0.1], input_zero_point=1, output_scale=[0.07])),
+    "qnn.softmax": lambda: _single(lambda x: _q("qnn.softmax", _q("qnn.quantize", x, scale=[0.1]), input_scale=0.1,
+                                                beta=0.5, axis=1)),
 })
 
 

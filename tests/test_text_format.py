@@ -526,7 +526,7 @@ NON_DEFAULT_ATTRS = {
                   "kernel_size": (3, 3), "out_dtype": "float32"},
     "nn.max_pool2d": {"pool_size": (3, 3), "strides": (2, 2), "dilation": (1, 2), "padding": (1, 1, 1, 1),
                       "ceil_mode": True},
-    "nn.avg_pool2d": {"pool_size": (2, 2), "padding": (0, 1, 0, 1), "count_include_pad": True},
+    "nn.avg_pool2d": {"pool_size": (2, 2), "padding": (0, 1, 0, 1), "count_include_pad": True, "rounding": "tflite"},
     "reshape": {"newshape": (0, -1)},
     "transpose": {"axes": (1, 0)},
     "concatenate": {"axis": -1},
@@ -566,9 +566,11 @@ REQUIRED_ONLY = {"clip": {"a_min": 0.0, "a_max": 6.0}, "cast": {"dtype": "int32"
                  "qnn.add": {"lhs_scale": (0.5,), "rhs_scale": (0.5,), "output_scale": (1.0,)},
                  "qnn.mul": {"lhs_scale": (0.5,), "rhs_scale": (0.5,), "output_scale": (1.0,)},
                  "qnn.concatenate": {"input_scales": (0.5, 0.25), "input_zero_points": (0, 1), "output_scale": 0.5},
-                 "qnn.avg_pool2d": {"input_scale": (0.5,), "output_scale": (0.25,)}}
+                 "qnn.avg_pool2d": {"input_scale": (0.5,), "output_scale": (0.25,)},
+                 "qnn.softmax": {"input_scale": 0.5}}
 NON_DEFAULT_ATTRS.update({
-    "qnn.quantize": {"scale": (0.5, 0.25), "zero_point": (1, -2), "axis": 0, "out_dtype": "uint8"},
+    "qnn.quantize": {"scale": (0.5, 0.25), "zero_point": (1, -2), "axis": 0, "out_dtype": "uint8",
+                     "rounding": "tflite"},
     "qnn.dequantize": {"scale": (0.5, 0.25), "zero_point": (3, 4), "axis": 0},
     "qnn.requantize": {"input_scale": (0.5,), "input_zero_point": (2,), "output_scale": (0.25,),
                        "output_zero_point": (-1,), "axis": 0, "out_dtype": "uint8", "rounding": "fixed_point"},
@@ -578,12 +580,13 @@ NON_DEFAULT_ATTRS.update({
     "qnn.add": {"lhs_scale": (0.5,), "lhs_zero_point": 1, "rhs_scale": (0.5,), "rhs_zero_point": 2,
                 "output_scale": (1.0,), "output_zero_point": 3, "rounding": "fixed_point"},
     "qnn.mul": {"lhs_scale": (0.5,), "lhs_zero_point": 1, "rhs_scale": (0.5,), "rhs_zero_point": 2,
-                "output_scale": (1.0,), "output_zero_point": 3},
+                "output_scale": (1.0,), "output_zero_point": 3, "rounding": "tflite"},
     "qnn.concatenate": {"input_scales": (0.5, 0.25), "input_zero_points": (0, 1), "output_scale": 0.5,
                         "output_zero_point": 7, "axis": 1, "rounding": "fixed_point"},
     "qnn.avg_pool2d": {"pool_size": (2, 2), "strides": (2, 2), "padding": (1, 1, 1, 1), "ceil_mode": True,
                        "count_include_pad": True, "input_scale": (0.5,), "input_zero_point": 2, "output_scale": (0.25,),
                        "output_zero_point": -3},
+    "qnn.softmax": {"input_scale": 0.5, "beta": 0.25, "axis": 0},
 })
 
 

@@ -37,6 +37,11 @@ OPS = {
     "max_pool_same": P(tm.pool, op="MAX_POOL_2D"),
     "max_pool_valid_relu": P(tm.pool, op="MAX_POOL_2D", padding="VALID", act="RELU"),
     "small_cnn": tm.small_cnn,
+    "softmax": P(tm.activation, op="SOFTMAX"),
+    "softmax_beta": P(tm.activation, op="SOFTMAX", shape=(3, 17), beta=0.5),
+    "logistic": P(tm.activation, op="LOGISTIC"),
+    "tanh": P(tm.activation, op="TANH", shape=(4, 64)),
+    "conv_softmax_over_channels": tm.conv_softmax,
 }
 
 

@@ -43,11 +43,15 @@ def test_small_cnn_int8_build_equals_tflite_micro(target, toolchain, executor):
     np.testing.assert_array_equal(got, tm.run_tflm(data, inputs)[0])
 
 
-@pytest.mark.parametrize("case", ["add", "mul", "average_pool_same"])
+HOST_CASES = {"add": lambda: tm.binary(True, act="RELU", broadcast=True), "mul": lambda: tm.binary(True, op="MUL"),
+              "average_pool_same": lambda: tm.pool(True), "conv_softmax": lambda: tm.conv_softmax(True),
+              "logistic": lambda: tm.activation(True, op="LOGISTIC")}
+
+
+@pytest.mark.parametrize("case", sorted(HOST_CASES))
 def test_tflite_arithmetic_host_kernels_equal_tflite_micro(case):
-    """The host C of TFLite's ADD, MUL and average pool rounding (no target takes them)."""
-    make = {"add": lambda: tm.binary(True, act="RELU", broadcast=True), "mul": lambda: tm.binary(True, op="MUL"),
-            "average_pool_same": lambda: tm.pool(True)}[case]
+    """The host C of TFLite's ADD, MUL, average pool rounding, softmax and logistic (no target takes them)."""
+    make = HOST_CASES[case]
     data = make()
     inputs = tm.random_inputs(data, 5)
     (got,) = _built_outputs(data, "host", "gcc", "aot", inputs)

@@ -111,6 +111,30 @@ def pool(quantized, op="AVERAGE_POOL_2D", padding="SAME", size=3, stride=2, act=
     return m.finish([x], [y])
 
 
+def activation(quantized, op="SOFTMAX", shape=(2, 3, 3, 10), beta=1.0):
+    """SOFTMAX, LOGISTIC or TANH with TFLite's fixed int8 output quantization, after a conv (an NCHW input)."""
+    m = Maker(quantized, seed=6)
+    x = m.act("x", shape, scale=0.08 if quantized else None)
+    out_q = {"SOFTMAX": (1 / 256, -128), "LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}[op]
+    y = m.w.tensor("y", shape, "int8", scale=out_q[0], zero_point=out_q[1]) if quantized else m.act("y", shape)
+    opts = {"beta": beta} if op == "SOFTMAX" else {}
+    m.w.op(op, [x], [y], **opts)
+    return m.finish([x], [y])
+
+
+def conv_softmax(quantized):
+    """CONV_2D then SOFTMAX over its channels: the softmax of an activation held NCHW inside byoc."""
+    m = Maker(quantized, seed=7)
+    x = m.act("x", (1, 5, 5, 3))
+    k = m.weight("k", (12, 1, 1, 3))
+    b = m.bias("b", 12, m.scale(x), k)
+    h = m.act("h", (1, 5, 5, 12), scale=0.1 if quantized else None)
+    m.w.op("CONV_2D", [x, k, b], [h], padding="VALID", stride_w=1, stride_h=1)
+    y = m.w.tensor("y", (1, 5, 5, 12), "int8", scale=1 / 256, zero_point=-128) if quantized else m.act("y", (1, 5, 5, 12))
+    m.w.op("SOFTMAX", [h], [y], beta=1.0)
+    return m.finish([x], [y])
+
+
 def small_cnn(quantized):
     """conv -> depthwise conv -> conv (stride 2) -> average pool -> reshape -> fully connected."""
     m = Maker(quantized, seed=5)

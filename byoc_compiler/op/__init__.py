@@ -19,7 +19,7 @@ from .slicing import __all__ as _slicing
 from .image import resize  # noqa: F401 - image.resize
 from . import batch_matmul as _batch_matmul, layer_norm as _layer_norm  # noqa: F401 - register nn ops
 from . import nn
-from . import qnn, qnn_pool  # noqa: F401 - register the qnn.* ops
+from . import qnn, qnn_pool, qnn_tflite  # noqa: F401 - register the qnn.* ops
 from .describe import describe_ops
 from ..ir import op_table as _op_table
 

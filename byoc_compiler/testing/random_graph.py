@@ -738,6 +738,14 @@ def _qconcatenate(b, x):
                   output_scale=0.07, output_zero_point=zp, axis=int(b.rng.integers(0, len(b.shape(x)))))
 
 
+def _qsoftmax(b, x):
+    x = _q8(b, x)
+    if x is None or not b.shape(x) or b.dtype(x) != "int8":
+        return None
+    return b.step("qnn.softmax", [x], 128.0, input_scale=b.choice((0.05, 0.3)),
+                  axis=int(b.rng.integers(0, len(b.shape(x)))))
+
+
 MAKERS: dict[str, Callable] = {
     **{op: _binary(op) for op in ("add", "subtract", "multiply", "divide", "maximum", "minimum")},
     "negative": _unary("negative"), "abs": _unary("abs"), "nn.relu": _unary("nn.relu"),
@@ -761,7 +769,7 @@ MAKERS: dict[str, Callable] = {
     "nn.batch_matmul": _batch_matmul, "nn.layer_norm": _layer_norm, "image.resize": _resize,
     "qnn.quantize": _quantize, "qnn.dequantize": _dequantize, "qnn.requantize": _requantize,
     "qnn.conv2d": _qconv2d, "qnn.dense": _qdense, "qnn.matmul": _qmatmul, "qnn.add": _qbinary("qnn.add"),
-    "qnn.mul": _qbinary("qnn.mul"), "qnn.concatenate": _qconcatenate,
+    "qnn.mul": _qbinary("qnn.mul"), "qnn.concatenate": _qconcatenate, "qnn.softmax": _qsoftmax,
 }
 
 

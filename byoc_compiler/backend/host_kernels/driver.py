@@ -24,7 +24,7 @@ Rule = Callable[["KernelContext"], str]
 
 # op name -> rule. Every op of the registry has exactly one (tests check it).
 RULES: dict[str, Rule] = {**elementwise.RULES, **nn.RULES, **shape.RULES, **qnn.RULES, **reduce.RULES,
-                          **slicing.RULES, **image.RULES}
+                          **slicing.RULES, **image.RULES, **tflite_qnn.RULES}
 HELPERS.update(qnn.HELPERS)
 HELPERS.update(tflite_qnn.HELPERS)
 HELPER_DEPS.update(tflite_qnn.HELPER_DEPS)

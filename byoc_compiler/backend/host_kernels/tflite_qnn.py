@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from ...ctext import c_type, int_literal as L, line_array
 from ...op import tflite_math
+from ...op.tflite_fixedpoint import SOFTMAX_SUM_BITS, softmax_exp_table
 from ...op.qnn import tflite_add_params, tflite_mul_multiplier, tflite_requantize_reals
-from .cwriter import flat_loop, size_of
+from .cwriter import axis_split, flat_loop, size_of
 
 _RANGE = {"int8": ("INT8_MIN", "INT8_MAX"), "uint8": ("0", "UINT8_MAX"), "int16": ("INT16_MIN", "INT16_MAX"),
           "uint16": ("0", "UINT16_MAX"), "int32": ("INT32_MIN", "INT32_MAX")}
@@ -43,8 +44,26 @@ HELPERS = {
   const int32_t shift = 31 - e;
   return byoc_wrap_i32(byoc_floor_shift((int64_t)byoc_wrap_i32(x) * m + (INT64_C(1) << (shift - 1)), shift));
 }"""),
+    # SaturatingRoundingMultiplyByPOT<k>: x * 2**k, saturated to int32
+    "byoc_tfl_sat_shl": ((), """static inline int32_t byoc_tfl_sat_shl(int32_t x, int32_t k) {
+  const int32_t limit = (int32_t)((INT64_C(1) << (31 - k)) - 1);
+  return x > limit ? INT32_MAX : x < -limit ? INT32_MIN : byoc_wrap_i32((int64_t)x * (INT64_C(1) << k));
+}"""),
+    # 1 / (1 + a) for a in [0, 1), Q0.31: three Newton-Raphson steps on 2 / (1 + a) in Q2.29
+    "byoc_tfl_one_over_one_plus_x": ((), """static inline int32_t byoc_tfl_one_over_one_plus_x(int32_t a) {
+  const int64_t total = (int64_t)a + INT32_MAX;
+  const int32_t half = (int32_t)((total + (total >= 0 ? 1 : -1)) / 2);
+  int32_t x = byoc_wrap_i32(INT64_C(1515870810) + byoc_tfl_srdhm(half, -1010580540));
+  for (int i = 0; i < 3; ++i) {
+    const int32_t err = byoc_wrap_i32((INT64_C(1) << 29) - byoc_tfl_srdhm(half, x));
+    x = byoc_wrap_i32((int64_t)x + byoc_tfl_sat_shl(byoc_tfl_srdhm(x, err), 2));
+  }
+  return byoc_tfl_sat_shl(x, 1);
+}"""),
 }
 HELPER_DEPS = {"byoc_tfl_rdbpot": ("byoc_floor_shift",),
+               "byoc_tfl_sat_shl": ("byoc_wrap_i32",),
+               "byoc_tfl_one_over_one_plus_x": ("byoc_tfl_srdhm", "byoc_tfl_sat_shl", "byoc_wrap_i32"),
                "byoc_tfl_mbqm": ("byoc_tfl_srdhm", "byoc_tfl_rdbpot", "byoc_wrap_i32"),
                "byoc_tfl_mbqm_single": ("byoc_floor_shift", "byoc_wrap_i32")}
 
@@ -93,3 +112,33 @@ def mul(ctx, binary) -> str:
     f = ctx.use("byoc_tfl_mbqm")
     return binary(ctx, lambda a, b: _clamped(ctx, f"({f}({a} * {b}, {L(m)}, {e}) + {L(ctx.attrs.output_zero_point)})",
                                               dtype))
+
+
+def softmax(ctx) -> str:
+    """qnn.softmax along one axis: the exps of x - max (0 .. -255) from a table made at code generation (0 where
+    TFLite skips a difference), their sum in Q12.19, its reciprocal, each exp times it (op/tflite_fixedpoint.py)."""
+    x = ctx.inputs[0]
+    outer, extent, inner = axis_split(x.shape, ctx.attrs.axis % x.ndim)
+    if outer * extent * inner == 0:
+        return ""
+    table = [int(v) for v in softmax_exp_table(ctx.attrs.input_scale, ctx.attrs.beta)]
+    for helper in ("byoc_tfl_rdbpot", "byoc_tfl_srdhm", "byoc_tfl_one_over_one_plus_x", "byoc_clamp64"):
+        ctx.use(helper)
+    body = f"""const int64_t base = (o / {L(inner)}) * {L(extent * inner)} + o % {L(inner)};
+int32_t top = INT8_MIN;
+for (int64_t c = 0; c < {L(extent)}; ++c) if (in0[base + c * {L(inner)}] > top) top = in0[base + c * {L(inner)}];
+int32_t sum = 0;
+for (int64_t c = 0; c < {L(extent)}; ++c)
+  sum = byoc_wrap_i32((int64_t)sum + byoc_tfl_rdbpot(exps[top - in0[base + c * {L(inner)}]], {SOFTMAX_SUM_BITS}));
+int32_t clz = 0;
+while (clz < 31 && !(((uint32_t)sum << clz) & 0x80000000u)) ++clz;
+const int32_t scale = byoc_tfl_one_over_one_plus_x(byoc_wrap_i32((int64_t)(((uint32_t)sum << clz) & 0xFFFFFFFFu) - (INT64_C(1) << 31)));
+const int32_t exponent = {SOFTMAX_SUM_BITS} - clz + 23;
+for (int64_t c = 0; c < {L(extent)}; ++c) {{
+  const int32_t e = exps[top - in0[base + c * {L(inner)}]];
+  out0[base + c * {L(inner)}] = (int8_t)byoc_clamp64((int64_t)byoc_tfl_rdbpot(byoc_tfl_srdhm(scale, e), exponent) - 128, INT8_MIN, INT8_MAX);
+}}"""
+    return "  " + line_array("exps", "int32", table) + "\n" + flat_loop(outer * inner, body, var="o")
+
+
+RULES = {"qnn.softmax": softmax}

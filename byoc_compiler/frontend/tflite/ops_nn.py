@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.expr import Constant
+from ...op.tflite_fixedpoint import sigmoid_table
 from ..graph_context import NodeError
 from .qparams import INT_TYPES, fused_activation, per_tensor, requantize, same_quant
 from .schema import enum_names
@@ -186,9 +187,22 @@ def float_path(cx, op, fn, layout_ok: bool = True):
     return [Value(y, layout)]
 
 
+def _fixed_output(cx, op, scale: float, zero_point: int) -> None:
+    q = cx.quant(op.outputs[0], "the output")
+    if len(q.scale) != 1 or np.float32(q.scale[0]) != np.float32(scale) or q.zero_point[0] != zero_point:
+        raise NodeError(f"int8 {op.name} needs the output scale {scale} and zero point {zero_point} (TFLite's "
+                        f"kernels assume them); the model has {list(q.scale)}, {list(q.zero_point)}")
+
+
 @converter("SOFTMAX")
 def _softmax(op, cx):
-    beta = float(op.options.get("beta", 1.0))
+    beta = float(np.float32(op.options.get("beta", 1.0)))
+    if cx.info(op.inputs[0]).dtype == "int8":
+        _fixed_output(cx, op, 1.0 / 256, -128)
+        v = cx.value(op, 0)
+        scale, _ = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
+        axis = 1 if v.layout == "nchw" else -1
+        return [Value(cx.call("qnn.softmax", v.expr, input_scale=scale, beta=beta, axis=axis), v.layout)]
 
     def fn(x, layout):
         if beta != 1.0:
@@ -197,11 +211,25 @@ def _softmax(op, cx):
     return float_path(cx, op, fn)
 
 
+def _sigmoid_lookup(cx, op, kind: str):
+    """int8 LOGISTIC / TANH: TFLite's fixed-point result for each of the 256 inputs, looked up."""
+    v = cx.value(op, 0)
+    _fixed_output(cx, op, *((1.0 / 256, -128) if kind == "logistic" else (1.0 / 128, 0)))
+    scale, zp = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
+    index = cx.call("add", cx.call("cast", v.expr, dtype="int32"), Constant(np.int32(128)))
+    table = Constant(sigmoid_table(kind, scale, zp))
+    return [Value(cx.call("take", table, index, axis=0), v.layout, v.nhwc)]
+
+
 @converter("LOGISTIC")
 def _logistic(op, cx):
+    if cx.info(op.inputs[0]).dtype == "int8":
+        return _sigmoid_lookup(cx, op, "logistic")
     return float_path(cx, op, lambda x, _: cx.call("sigmoid", x))
 
 
 @converter("TANH")
 def _tanh(op, cx):
+    if cx.info(op.inputs[0]).dtype == "int8":
+        return _sigmoid_lookup(cx, op, "tanh")
     return float_path(cx, op, lambda x, _: cx.call("tanh", x))

@@ -1,0 +1,35 @@
+"""qnn.softmax: TFLite's int8 softmax (output scale 1/256, zero point -128), in TFLite's fixed point.
+
+Its reference is op/tflite_fixedpoint.py's `softmax`; the host kernel computes the same steps from the
+same exp table (backend/host_kernels/tflite_qnn.py).
+"""
+from __future__ import annotations
+
+from .registry import Attr, OpTypeError, register
+from .tflite_fixedpoint import softmax
+from .typecheck import normalize_axis, tensor_arg, tensor_type
+
+
+def _infer(types, attrs):
+    data = tensor_arg("qnn.softmax", "data", types[0], ("int8",))
+    if data.ndim == 0:
+        raise OpTypeError("qnn.softmax", "data", "a tensor of rank >= 1", "a scalar")
+    normalize_axis("qnn.softmax", "axis", attrs.axis, data.ndim)
+    return tensor_type(data.shape, "int8")
+
+
+def _ref(args, attrs):
+    x = args[0]
+    return softmax(x, attrs.input_scale, attrs.beta, attrs.axis % x.ndim)
+
+
+def _positive(value) -> str | None:
+    return None if value > 0 else "must be positive"
+
+
+register("qnn.softmax", ("data",),
+         (Attr("input_scale", "float", check=_positive), Attr("beta", "float", 1.0, check=_positive),
+          Attr("axis", "int", -1), Attr("rounding", "str", "tflite", choices=("tflite",))),
+         infer=_infer, ref=_ref, family="qnn",
+         doc="softmax of int8 data along axis, output scale 1/256 and zero point -128, as TFLite's int8 kernel "
+             "computes it (fixed-point exp and reciprocal)")
