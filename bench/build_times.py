@@ -1,7 +1,8 @@
 """SCons build times for the default models: full build, null build, rebuild after editing one target.
 
-Runs in a temporary copy of the project (SConstruct, site_scons, config.toml,
-targets/) so that editing the target's codegen leaves the repository alone.
+Runs in a temporary project (SConstruct, config.toml) with a copy of the checkout it builds with
+(byoc_compiler/, targets/, pyproject.toml; on PYTHONPATH) so that editing the target's codegen leaves the
+repository alone.
 Peer: the same models built through the Python API (`build(...).export_runner`),
 which compiles the same sources without dependency tracking, timed in the same run.
 
@@ -55,11 +56,11 @@ target.codegen = _bench_wrap(target.codegen)
 
 
 def copy_project(dest: Path) -> Path:
-    for name in ("SConstruct", "config.toml"):
+    for name in ("SConstruct", "config.toml", "pyproject.toml"):
         shutil.copy(ROOT / name, dest / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.o", "*.so")
-    shutil.copytree(ROOT / "site_scons", dest / "site_scons", ignore=ignore)
-    shutil.copytree(ROOT / "targets", dest / "targets", ignore=ignore)
+    for name in ("byoc_compiler", "targets"):
+        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
     return dest
 
 
@@ -67,7 +68,7 @@ def timed_scons(project: Path, args: list[str]) -> tuple[float, int]:
     """Wall time of one scons run and how many objects it compiled."""
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=project, capture_output=True,
-                          text=True)
+                          text=True, env={**os.environ, "PYTHONPATH": str(project)})   # the copy's byoc
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"scons {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")

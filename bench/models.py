@@ -6,7 +6,7 @@
     python bench/models.py --set int8                        # quantized ResNet-50 / MobileNetV2: host, ccompiler
     python bench/models.py --models resnet50 --targets dnnl --breakdown   # + where the time goes, per primitive
 
-For each (model, target), in a fresh project directory (links to SConstruct and site_scons):
+For each (model, target), in a fresh project directory (a link to SConstruct):
 full build of the runner (`scons target=T toolchain=gcc model=M executor=aot interface=unpacked
 opt=-O3`), null build (the same command again), bytes of generated C (the model's src/: .c and .h),
 peak build memory (the largest resident set of any process of the build, scons or compiler:
@@ -193,8 +193,7 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
     scons_target = TARGETS[target]
     with tempfile.TemporaryDirectory(prefix="byoc-bench-models-") as tmp:
         project = Path(tmp)
-        for name in ("SConstruct", "site_scons"):
-            (project / name).symlink_to(ROOT / name)
+        (project / "SConstruct").symlink_to(ROOT / "SConstruct")
         spec = str(Path(model).resolve()) if model.endswith(".onnx") else model
         stem = Path(model).stem if model.endswith(".onnx") else model
         label = stem.rsplit("-", 1)[0] if "-int8-" in stem else stem    # a quantized file: without its digest

@@ -1,4 +1,4 @@
-"""The build root's constants store (site_scons/site_tools/byoc/store.py): one file per blob of large
+"""The build root's constants store (byoc_compiler/scons/store.py): one file per blob of large
 constants, hard-linked into every build directory that uses it, swept when no directory does.
 
 The blobs come from the codegen SCons runs (codegen.write_outputs) and are compared with numpy's bytes of
@@ -14,9 +14,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "site_scons"))
-
-from site_tools.byoc import codegen, store  # noqa: E402
+from byoc_compiler.scons import codegen, store  # noqa: E402
 
 WEIGHTS_SHAPE = (32, 64)
 

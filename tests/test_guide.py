@@ -154,10 +154,9 @@ def failing_commands(block: Block, count: int) -> set[int]:
 # --- a project like a clone of the repository --------------------------------------------------------------
 
 def make_project(path: Path) -> Path:
-    """SConstruct, site_scons, config.toml and the matrix harness of the repository; no target of ours."""
+    """SConstruct, config.toml and the matrix harness of the repository; no target of ours."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copy(ROOT / "SConstruct", path / "SConstruct")
-    shutil.copytree(ROOT / "site_scons", path / "site_scons", ignore=ignore)
     shutil.copy(ROOT / "config.toml", path / "config.toml")
     shutil.copy(ROOT / "pyproject.toml", path / "pyproject.toml")      # pytest's rootdir and options
     (path / "tests").mkdir()

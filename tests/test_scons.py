@@ -1,6 +1,6 @@
 """End-to-end tests of the SCons integration, in a temporary copy of a project.
 
-The project has the repository's SConstruct and site_scons, its own config.toml,
+The project has the repository's SConstruct (one line: byoc's SCons build is in the package), its own config.toml,
 a model file, and a small target of its own (`mini`, two elementwise ops) so
 that the test can edit a target's codegen and count what SCons rebuilds.
 """
@@ -58,8 +58,6 @@ ldflags = ["-lm"]
 
 def make_project(path: Path, mini_enabled: bool = True) -> Path:
     shutil.copy(ROOT / "SConstruct", path / "SConstruct")
-    shutil.copytree(ROOT / "site_scons", path / "site_scons",
-                    ignore=shutil.ignore_patterns("__pycache__"))
     (path / "config.toml").write_text(CONFIG.format(mini="true" if mini_enabled else "false"))
     (path / "model.txt").write_text(MODEL)
     toy_target.write_package(path / "mini_target", "mini", "USE_MINI")
@@ -158,7 +156,7 @@ def test_editing_a_target_codegen_rebuilds_only_its_objects(built_project):
 
 def test_a_same_size_same_second_generator_edit_regenerates(tmp_path):
     """An edit that keeps the file's size and timestamp (an undo and a quick re-edit in the same second)
-    still regenerates: the Python generator sources are compared by content (site_scons/byoc_decider.py)."""
+    still regenerates: the Python generator sources are compared by content (byoc_compiler/scons/decider.py)."""
     project = make_project(tmp_path)
     assert scons(project, "target=mini").returncode == 0
     codegen = project / "mini_target" / "codegen.py"
@@ -256,7 +254,7 @@ def test_editing_a_kernel_c_file_recompiles_only_its_object(tmp_path):
 
 
 def test_toolchains_share_one_constants_file_and_clean_removes_it(tmp_path):
-    """gcc's and clang's constants.bin are one file of the build root's store (site_tools/byoc/store.py): one
+    """gcc's and clang's constants.bin are one file of the build root's store (byoc_compiler/scons/store.py): one
     inode, the weights' bytes; a weights edit makes a new entry (the old one goes) and checks; `scons -c`
     leaves no store."""
     import numpy as np

@@ -248,7 +248,7 @@ class Build:
 
 
 def make_project(workdir: Path) -> Path:
-    """A project directory for one case: the repository's SConstruct and site_scons, linked.
+    """A project directory for one case: the repository's SConstruct (byoc's build is in the package), linked.
 
     Every case gets its own project so that builds running at once share no SCons state,
     while paths inside each project are the same for every case (`build/<targets>/<toolchain>/...`):
@@ -257,7 +257,7 @@ def make_project(workdir: Path) -> Path:
     """
     project = workdir / "project"
     project.mkdir(parents=True, exist_ok=True)
-    for name in ("SConstruct", "site_scons"):
+    for name in ("SConstruct",):
         link = project / name
         if not link.exists():
             link.symlink_to(ROOT / name)

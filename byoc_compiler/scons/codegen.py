@@ -10,10 +10,15 @@ the action that writes the files then reuses that BuildResult (memoized per SCon
 """
 from __future__ import annotations
 
+# Modules imported inside functions: byoc_compiler's frontend, build, checker, toolchain and target registry, where a
+# step needs them (SCons reads the build on every run, `scons -h` and null builds included, and stays cheap).
+
 import hashlib
 import json
 import os
 import re
+import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -156,8 +161,6 @@ def plan(request: CodegenRequest) -> dict:
 
 
 def _compute_plan(request: CodegenRequest) -> dict:
-    import tempfile
-
     from byoc_compiler import runtime
 
     result = _build(request)
@@ -221,8 +224,6 @@ def target_files(request: CodegenRequest) -> list[str]:
 
 
 def _target_folders(request: CodegenRequest) -> list[Path]:
-    import sys
-
     from byoc_compiler.target import get_target
 
     out = []
@@ -266,8 +267,6 @@ def generator_sources(request: CodegenRequest) -> list[str]:
     """The Python files whose code decides the generated output: the core and the target's package."""
     paths = list(_core_sources())
     for name in target_names(request.target):
-        import sys
-
         from byoc_compiler.target import get_target
 
         module_file = Path(sys.modules[get_target(name).module].__file__)

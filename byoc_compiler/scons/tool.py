@@ -1,4 +1,4 @@
-"""SCons tool `byoc`: build models for one BYOC target on configured toolchains, and check them.
+"""SCons tool `byoc` (loaded through site_tools/byoc.py): build models for one BYOC target on configured toolchains, and check them.
 
 Thin by design: codegen is byoc_compiler's (called from a Python action), and
 compiling/linking is SCons's own Object/Program/SharedLibrary with flags taken
@@ -16,6 +16,9 @@ Pseudo-builder
   compile and link steps and returns the check node.
 """
 from __future__ import annotations
+
+# Modules imported inside functions: byoc_compiler's frontend, build, checker, toolchain and target registry, where a
+# step needs them (SCons reads the build on every run, `scons -h` and null builds included, and stays cheap).
 
 import atexit
 import os
@@ -182,7 +185,7 @@ def _shared_objects(env, tc_env, objdir: Path, sources, runner_only):
 
 def _sweep_store_after_clean(env, build_root: str) -> None:
     """`scons -c` removes the build directories' constants.bin (targets SCons knows); the store's entries
-    they linked (site_tools/byoc/store.py) are not targets: once SCons is done, remove every entry no
+    they linked (store.py) are not targets: once SCons is done, remove every entry no
     build directory links any more, and the store when that empties it."""
     if not env.GetOption("clean") or env.GetOption("no_exec") or build_root in _SWEPT_ROOTS:
         return

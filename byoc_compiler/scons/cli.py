@@ -5,6 +5,9 @@ variable and what is allowed, before anything is built.
 """
 from __future__ import annotations
 
+# Modules imported inside functions: byoc_compiler's frontend, build, checker, toolchain and target registry, where a
+# step needs them (SCons reads the build on every run, `scons -h` and null builds included, and stays cheap).
+
 import difflib
 import sys
 from dataclasses import dataclass
