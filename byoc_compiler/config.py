@@ -37,6 +37,9 @@ INTERFACES = ("packed", "unpacked")
 CONSTANTS = ("linked", "params", "auto")   # large constants: linked, loaded at init, or by size (backend/constants.py)
 # `opt` is one optimization flag (or none); other flags belong in a toolchain's cflags.
 OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz", "-Og", "-Ofast", "")
+PROFILES = ("hosted", "freestanding")     # runtime profiles: an OS and libc, or bare metal (the caller owns memory)
+POOL_KINDS = ("workspace", "constants", "io")   # what a board's memory pool may hold (backend/memory_plan.py)
+DEFAULT_CONSTANTS_SECTION = ".rodata.byoc_constants"
 
 
 class ConfigError(ByocError):
@@ -53,11 +56,35 @@ class ToolchainConfig:
     run: tuple[str, ...] = ()          # command prefix for its binaries, e.g. qemu-aarch64 -L ...
     sanitizer: bool = False
     apt: tuple[str, ...] = ()          # Debian packages that provide it
+    board: str | None = None           # [boards.<name>]: memory pools, alignment (bare-metal toolchains)
+    profile: str = "hosted"            # runtime profile of its programs (PROFILES)
 
     @property
     def install_hint(self) -> str:
         packages = " ".join(self.apt) if self.apt else self.cc
         return f"apt-get install -y {packages}"
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """One memory pool of a board: `size` bytes that may hold the `kinds` of buffers (POOL_KINDS).
+    size None: unbounded (the one implicit pool of a hosted toolchain)."""
+    name: str
+    size: int | None
+    kinds: tuple[str, ...]
+
+
+# A hosted program's memory: one unbounded pool for everything (malloc'ed workspace, constants in the binary).
+HOSTED_POOLS = (PoolConfig("host", None, POOL_KINDS),)
+
+
+@dataclass(frozen=True)
+class BoardConfig:
+    """A board: memory pools the planner fills (in order), buffer alignment, the constants' section."""
+    name: str
+    pools: tuple[PoolConfig, ...] = HOSTED_POOLS
+    alignment: int = 64
+    constants_section: str = DEFAULT_CONSTANTS_SECTION
 
 
 @dataclass(frozen=True)
@@ -93,6 +120,11 @@ class Config:
     def target_flag(self, name: str) -> str:
         extra = self.extra_targets.get(name)
         return extra[1] if extra else flag_for(name)
+    boards: dict[str, BoardConfig] = field(default_factory=dict)
+
+    def board_of(self, toolchain: ToolchainConfig) -> BoardConfig | None:
+        """The board a toolchain builds for, or None (hosted: one implicit unbounded pool)."""
+        return self.boards[toolchain.board] if toolchain.board is not None else None
 
     def target_modules(self) -> dict[str, tuple[str, str, bool]]:
         """target name -> (declaration module, flag, enabled) of every target declared once."""
@@ -169,11 +201,13 @@ def _is_byoc_file(path: Path) -> bool:
     return bool(set(raw) - {"build"}) or (isinstance(build, dict) and set(build) <= set(_BUILD_KEYS))
 
 
-_SECTIONS = ("backends", "targets", "build", "toolchains")
+_SECTIONS = ("backends", "targets", "build", "toolchains", "boards")
 _BUILD_KEYS = {"toolchains": list, "executor": str, "interface": str, "opt": str, "models": list, "constants": str}
 _TOOLCHAIN_KEYS = {"cc": str, "arch": str, "cflags": list, "ldflags": list, "run": list, "sanitizer": bool,
-                   "apt": list}
-_TYPE_NAMES = {list: "a list of strings", str: "a string", bool: "true or false"}
+                   "apt": list, "board": str, "profile": str}
+_BOARD_KEYS = {"alignment": int, "constants_section": str, "pools": list}
+_POOL_KEYS = {"name": str, "size": int, "kinds": list}
+_TYPE_NAMES = {list: "a list of strings", str: "a string", bool: "true or false", int: "a positive integer"}
 
 
 def _check_keys(where: str, table: dict, allowed, path: Path) -> None:
@@ -184,7 +218,9 @@ def _check_keys(where: str, table: dict, allowed, path: Path) -> None:
 
 
 def _check_type(where: str, value: Any, expected: type, path: Path) -> None:
-    ok = isinstance(value, expected) and not (expected is str and isinstance(value, bool))
+    ok = isinstance(value, expected) and not (expected in (str, int) and isinstance(value, bool))
+    if ok and expected is int:
+        ok = value > 0
     if ok and expected is list:
         ok = all(isinstance(v, str) for v in value)
     if not ok:
@@ -203,10 +239,11 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
     installed = tuple(installed_targets())
     extra = _extra_targets(raw.get("targets", {}), where)     # checked in this order: the first error is reported
     backends = _backends(raw.get("backends", {}), extra, installed, where)
-    toolchains = _toolchains(raw.get("toolchains", {}), where)
+    boards = {name: _board(name, spec, where) for name, spec in raw.get("boards", {}).items()}
+    toolchains = _toolchains(raw.get("toolchains", {}), boards, where)
     build = _build_defaults(raw.get("build", {}), toolchains, where)
     return Config(path=where, backends=backends, extra_targets=extra, build=build, toolchains=toolchains,
-                  sources=sources, installed=installed)
+                  sources=sources, installed=installed, boards=boards)
 
 
 def merge_settings(base: dict, over: dict) -> dict:
@@ -271,7 +308,45 @@ def _backends(backends_raw: dict, extra: dict[str, tuple[str, str]], installed, 
     return backends
 
 
-def _toolchains(toolchains_raw: dict, path: Path) -> dict[str, ToolchainConfig]:
+def _board(name: str, spec, path: Path) -> BoardConfig:
+    """[boards.<name>]: alignment, constants_section and [[boards.<name>.pools]] (name, size, kinds)."""
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{path}: [boards.{name}] must be a table (alignment, pools, constants_section)")
+    _check_keys(f"boards.{name}.", spec, _BOARD_KEYS, path)
+    for key in ("alignment", "constants_section"):
+        if key in spec:
+            _check_type(f"boards.{name}.{key}", spec[key], _BOARD_KEYS[key], path)
+    if not isinstance(spec.get("pools", []), list) or not spec.get("pools", [None]):
+        raise ConfigError(f"{path}: boards.{name}.pools must be a non-empty list of [[boards.{name}.pools]] tables")
+    pools = tuple(_pool(f"boards.{name}.pools[{k}]", p, path) for k, p in enumerate(spec.get("pools", [])))
+    names = [p.name for p in pools]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{path}: boards.{name}.pools names a pool twice ({', '.join(names)})")
+    alignment = spec.get("alignment", 64)
+    if alignment & (alignment - 1):
+        raise ConfigError(f"{path}: boards.{name}.alignment must be a power of two, got {alignment}")
+    section = spec.get("constants_section", DEFAULT_CONSTANTS_SECTION)
+    if not section or not all(c.isalnum() or c in "._" for c in section):
+        raise ConfigError(f"{path}: boards.{name}.constants_section {section!r} must be a section name "
+                          "(letters, digits, '.', '_'), like \".rodata.byoc_constants\"")
+    return BoardConfig(name, pools or HOSTED_POOLS, alignment, section)
+
+
+def _pool(where: str, spec, path: Path) -> PoolConfig:
+    if not isinstance(spec, dict) or any(k not in spec for k in _POOL_KEYS):
+        raise ConfigError(f"{path}: {where} must be a table with name, size (bytes) and kinds "
+                          f"(a list of {', '.join(POOL_KINDS)})")
+    _check_keys(f"{where}.", spec, _POOL_KEYS, path)
+    for key, value in spec.items():
+        _check_type(f"{where}.{key}", value, _POOL_KEYS[key], path)
+    bad = [k for k in spec["kinds"] if k not in POOL_KINDS]
+    if bad or not spec["kinds"]:
+        raise ConfigError(f"{path}: {where}.kinds = {spec['kinds']!r}: each kind must be one of "
+                          f"{', '.join(POOL_KINDS)}")
+    return PoolConfig(spec["name"], spec["size"], tuple(dict.fromkeys(spec["kinds"])))
+
+
+def _toolchains(toolchains_raw: dict, boards: dict[str, BoardConfig], path: Path) -> dict[str, ToolchainConfig]:
     toolchains: dict[str, ToolchainConfig] = {}
     for name, spec in toolchains_raw.items():
         if not isinstance(spec, dict):
@@ -282,10 +357,18 @@ def _toolchains(toolchains_raw: dict, path: Path) -> dict[str, ToolchainConfig]:
         for key in ("cc", "arch"):
             if key not in spec:
                 raise ConfigError(f"{path}: [toolchains.{name}] needs `{key} = \"...\"`")
+        if spec.get("board") is not None and spec["board"] not in boards:
+            raise ConfigError(f"{path}: toolchains.{name}.board names {spec['board']!r}"
+                              f"{_did_you_mean(spec['board'], boards)}, which is not a [boards.*] table; "
+                              f"defined boards: {', '.join(boards) or 'none'}")
+        if spec.get("profile", "hosted") not in PROFILES:
+            raise ConfigError(f"{path}: toolchains.{name}.profile = {spec['profile']!r}; use one of "
+                              f"{', '.join(PROFILES)}")
         toolchains[name] = ToolchainConfig(
             name=name, cc=spec["cc"], arch=spec["arch"], cflags=tuple(spec.get("cflags", ())),
             ldflags=tuple(spec.get("ldflags", ())), run=tuple(spec.get("run", ())),
-            sanitizer=spec.get("sanitizer", False), apt=tuple(spec.get("apt", ())))
+            sanitizer=spec.get("sanitizer", False), apt=tuple(spec.get("apt", ())),
+            board=spec.get("board"), profile=spec.get("profile", "hosted"))
     return toolchains
 
 

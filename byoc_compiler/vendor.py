@@ -9,7 +9,7 @@ new major version, and a new name raises the minor version. Everything else in `
 change in any release. `tests/test_layers.py` checks that in-tree targets import nothing else.
 
 The groups:
-- declaring a target: `Target`, its predicates (`float32_only`, `dtypes_only`, `rank_at_most`, `all_of`),
+- declaring a target: `Target` (with `runs_on`, the runtime profiles its code builds for, since 1.4), its predicates (`float32_only`, `dtypes_only`, `rank_at_most`, `all_of`),
   `SystemLibrary` (a vendor SDK it links, found or named by its Debian package), `TargetError`, `ByocError`;
 - composite patterns: `is_op`, `wildcard`, `is_constant`, `is_var`, `is_tuple`, `is_tuple_get_item`;
 - the IR a codegen reads: `Call`, `Constant`, `Function`, `GlobalVar`, `Op`, `Tuple`, `TupleGetItem`, `Var`,
@@ -28,6 +28,8 @@ The groups:
 - workspaces: `plan_offsets` (an arena by lifetimes), `peak_live_bytes`, `align_up`, `WORKSPACE_ALIGNMENT`
   (what the caller aligns a region's workspace to, and plan_offsets' default; since 1.1);
 - constants: `is_large`, `extern_declaration` (large constants are linked as bytes, not C text);
+  `constant_array` (a small one as a `static const` array in the build's constants section, counted in the
+  board's constants pool; since 1.4);
 - partitioning for one target, TVM's `partition_for_<target>`: `partial(partition_for, target)`;
 - testing a C runtime of your own outside a model: `standalone_library` (your runtime sources plus byoc's
   runtime core as a shared library for ctypes), `runtime_source_dir`, `runtime_include_flags`.
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 from .backend.artifact import BlobArtifact, CSourceArtifact
 from .backend.constants import extern_declaration, is_large
+from .backend.constants import constant_array
 from .backend.memory_plan import ALIGNMENT as WORKSPACE_ALIGNMENT
 from .backend.memory_plan import align_up, peak_live_bytes, plan_offsets
 from .ctext import (c_string, c_type, comment, const_array, core_signature, double_literal, element_literals,
@@ -62,6 +65,8 @@ API_VERSION = VENDOR_API_VERSION
 
 # What changed, newest first (a minor version adds names; a major one may remove or change them):
 CHANGELOG = {
+    (1, 4): "Target.runs_on (the runtime profiles, hosted and/or freestanding, a target's code builds for); "
+            "constant_array; CSourceArtifact.workspace_lower_bound",
     (1, 3): "Target(..., vendor_api=(major, minor)): the API version a target was written for; byoc refuses a "
             "target of another major version (or of a newer minor one) with a message naming both",
     (1, 2): "C text writers from byoc_compiler.ctext: literal, float_literal, double_literal, half_literal, "
@@ -82,6 +87,6 @@ __all__ = [
     "c_string", "comment", "literal", "float_literal", "double_literal", "half_literal", "int_literal",
     "element_literals", "const_array", "line_array", "int64_array", "shape_text", "wrap_list",
     "plan_offsets", "peak_live_bytes", "align_up", "WORKSPACE_ALIGNMENT",
-    "is_large", "extern_declaration",
+    "is_large", "extern_declaration", "constant_array",
     "partition_for", "runtime_source_dir", "runtime_include_flags", "standalone_library",
 ]

@@ -14,7 +14,8 @@ from byoc_compiler.backend.build import STAGES, build
 
 
 def test_the_stages_read_like_the_docs():
-    assert [name for name, _ in STAGES] == ["validate", "lower", "codegen", "host sections", "descriptor"]
+    assert [name for name, _ in STAGES] == ["validate", "lower", "codegen", "host sections", "pools",
+                                                  "descriptor"]
 
 
 def _embedded_graph(host_c: str) -> dict:

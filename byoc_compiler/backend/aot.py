@@ -6,9 +6,10 @@
     static int32_t byoc_instance_run(void* inst, void* const* inputs, void* const* outputs);
     int32_t tvmgen_<mod>_run(void* const* inputs, void* const* outputs);   the default instance
 
-The arena holds the intermediates (offsets planned by liveness, memory_plan.aot_arena) and, after
-them, the workspace of the C-source regions (the largest one: steps run one at a time), which each
-region receives as its last argument (unpacked) or resource_handle (packed). byoc_instance_create
+The arena holds the intermediates and, at each step that calls a C-source region, that region's
+workspace, all placed by lifetime in the board's workspace pools (memory_plan.aot_arena; a region's
+workspace lives during its step only, so it shares bytes with intermediates that are dead then); a
+region receives its workspace as its last argument (unpacked) or resource_handle (packed). byoc_instance_create
 allocates the arena and the instance's target modules; nothing else in the file is written by a run,
 so instances run concurrently. A step writes a model output straight into the caller's output buffer;
 outputs that repeat a tensor or name an input/constant are copied at the end. No allocation on the run
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from ..ctext import c_type, const_array, dltype_init, int64_array, sanitize_identifier
 from .constants import ConstantPool, c_array
-from .memory_plan import AotPlan, instance_bytes
+from .memory_plan import AotPlan
 from .model_c import (ALIGNED_ALLOC, FILL_ARG_HELPER, RUN_GUARD, aligned_block, default_instance, instance_functions,
                       modules_create, modules_destroy, packed_call)
 from .program import Program
@@ -41,23 +42,21 @@ def aot_source(prog: Program, plan: AotPlan, callees: dict[str, str], interface:
     (linked as raw bytes) when one is given."""
     out = [c_array(pool, f"byoc_const_{prog.tensors[t].name}", prog.tensors[t].data, const_array)
            for t in prog.consts]
-    scratch = max([region_workspace.get(s.symbol, 0) for s in prog.steps] + [0])
-    arena_bytes = instance_bytes(plan.arena.total_bytes, scratch)
     if (interface == "packed" and prog.steps) or blob_index:
         out.append(FILL_ARG_HELPER)
     out.append(observer_table(prog))
-    run = _RunWriter(prog, plan, callees, interface, region_workspace, blob_index, arena_bytes - scratch)
+    run = _RunWriter(prog, plan, callees, interface, region_workspace, blob_index)
     out.append(run.function())
-    return "".join(out), arena_bytes
+    return "".join(out), plan.arena.total_bytes
 
 
 class _RunWriter:
     """byoc_instance_run: every step in order over the arena, bracketed by the node observer."""
 
     def __init__(self, prog: Program, plan: AotPlan, callees: dict[str, str], interface: str,
-                 region_workspace: dict[str, int], blob_index: dict[str, int], scratch_offset: int):
+                 region_workspace: dict[str, int], blob_index: dict[str, int]):
         self.prog, self.plan, self.callees, self.interface = prog, plan, callees, interface
-        self.region_workspace, self.blob_index, self.scratch_offset = region_workspace, blob_index, scratch_offset
+        self.region_workspace, self.blob_index = region_workspace, blob_index
 
     def pointer(self, t: int) -> str:
         """The typed C pointer to tensor t: an input, a constant, a model output written directly, the arena."""
@@ -71,10 +70,11 @@ class _RunWriter:
             return f"({ctype}*)outputs[{self.plan.direct_output[t]}]"
         return f"({ctype}*)(void*)(byoc_arena + {self.plan.arena.offsets[t]})"
 
-    def call(self, step) -> str:
-        """The call of one step: a blob region through its module's packed function, else packed or unpacked."""
+    def call(self, i: int, step) -> str:
+        """The call of step i: a blob region through its module's packed function, else packed or unpacked."""
         tensors = step.inputs + step.outputs
-        workspace = f"(void*)(byoc_arena + {self.scratch_offset})" if self.region_workspace.get(step.symbol) else None
+        scratch = self.plan.arena.offsets.get(("scratch", i))
+        workspace = f"(void*)(byoc_arena + {scratch})" if scratch is not None else None
         if step.symbol in self.blob_index:  # the instance's own module, through its packed function
             k = self.blob_index[step.symbol]
             args = [(self.pointer(t), self.prog.tensors[t].type) for t in tensors]
@@ -94,7 +94,7 @@ class _RunWriter:
         return (f"  /* {step.symbol} */\n"
                 f"  if (byoc_node_observer != NULL && byoc_node_observer->enter != NULL) "
                 f"byoc_node_observer->enter(byoc_node_observer->ctx, {i}, \"{step.symbol}\");\n"
-                + self.call(step)
+                + self.call(i, step)
                 + "  if (byoc_node_observer != NULL && byoc_node_observer->exit != NULL) {\n" + fills
                 + f"    byoc_node_observer->exit(byoc_node_observer->ctx, {i}, \"{step.symbol}\", "
                 f"{len(step.outputs)}, &byoc_step_outputs[{first_out}]);\n  }}\n")

@@ -50,6 +50,10 @@ class CSourceArtifact:
     # the caller (ctext.entry_points(..., workspace=True)); every model instance owns its own, so a region
     # keeps no mutable static state and instances run concurrently.
     workspace_bytes: int = 0
+    # The peak of the workspace's simultaneously live buffers, when the target plans it by lifetimes (vendor
+    # plan_offsets, peak_live_bytes): the lower bound the build's memory report counts for the region
+    # (since API 1.4; None: workspace_bytes).
+    workspace_lower_bound: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "sources", dict(self.sources))

@@ -19,6 +19,7 @@ partition pipeline:
                    entry points, the instance struct, blob regions' modules (model_c.py), the executor
                    (graph_c.py: function table + embedded graph.json/params | aot.py: the run function over
                    the instance's arena)
+    pools          what each memory pool of the board holds (pools.py): constants and io fit, the report
     descriptor     constants="params" init, the model descriptor, metadata.json
 
 C text itself comes from byoc_compiler.ctext (literals, names, arrays, entry points); BuildResult
@@ -43,7 +44,8 @@ from . import graph_c
 from .artifact import BlobArtifact, CSourceArtifact
 from .graph_json import graph_json, graph_text
 from .host_kernels import emit_kernel
-from .memory_plan import StoragePlan, aot_arena, graph_storage, instance_bytes
+from . import pools as poolmod
+from .memory_plan import StoragePlan, aot_buffers, graph_storage, instance_bytes, peak_live_bytes
 from .model_c import HEADER, BlobRegion, blob_section, descriptor, instance_struct
 from .program import Program, inline_composites, lower_main
 from .region_codegen import pool_region_constants, region_codegen
@@ -76,7 +78,7 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
         raise ByocError(f"build: large_constant_bytes must be a positive number of bytes or None, "
                         f"got {large_constant_bytes!r}")
     state = _Build(mod, toolchain, executor, interface, opt, mod_name, config, constants)
-    with constmod.threshold(large_constant_bytes):
+    with constmod.threshold(large_constant_bytes), constmod.literal_section(None) as state.literals:
         for _, stage in STAGES:
             stage(state)
     return state.result
@@ -97,6 +99,8 @@ class _Build:
     # validate
     cfg: Any = None
     tc: Any = None
+    memory: Any = None                               # pools.BoardMemory of the toolchain's board
+    literals: Any = None                             # small constants written as C literals (their bytes)
     # lower
     prog: Program | None = None
     c_mod_name: str = ""
@@ -113,7 +117,10 @@ class _Build:
     kernels: dict = field(default_factory=dict)      # host kernel symbol -> KernelSource
     sections: list = field(default_factory=list)     # host.c, in order
     workspace: int = 0
+    aot_plan: Any = None
     run_fn: str = ""
+    # pools
+    pool_uses: list = field(default_factory=list)    # pools.PoolUse per pool of the board
     # descriptor
     result: BuildResult | None = None
 
@@ -125,6 +132,17 @@ class _Build:
     @property
     def region_workspace(self) -> dict[str, int]:
         return {s: int(a.workspace_bytes) for s, a in self.artifacts.items() if isinstance(a, CSourceArtifact)}
+
+    @property
+    def region_lower(self) -> dict[str, int]:
+        """A C region's workspace lower bound (its own peak live bytes when its target reports it)."""
+        return {s: int(a.workspace_bytes if a.workspace_lower_bound is None else a.workspace_lower_bound)
+                for s, a in self.artifacts.items() if isinstance(a, CSourceArtifact)}
+
+    @property
+    def io_bytes(self) -> int:
+        tensors = self.prog.tensors
+        return sum(tensors[t].nbytes for t in self.prog.inputs) + sum(tensors[t].nbytes for t in self.prog.outputs)
 
 
 # ---- the stages ---------------------------------------------------------------------------------------
@@ -150,6 +168,8 @@ def validate(b: _Build) -> None:
     if "main" not in b.mod:
         raise ByocError("build: the module has no `main` function")
     b.tc = b.cfg.toolchains[b.toolchain]
+    b.memory = poolmod.BoardMemory.of(b.cfg.board_of(b.tc))
+    b.literals.section = b.memory.constants_section
 
 
 def lower(b: _Build) -> None:
@@ -172,13 +192,14 @@ def codegen(b: _Build) -> None:
     """Each region through its target's codegen; C regions' large constants join the pool."""
     if b.constants_mode == "auto":       # by the model's size (constants.auto_mode)
         b.constants_mode = constmod.auto_mode(b.mod)
-    b.pool = constmod.ConstantPool(constmod.byte_order(b.tc.arch), b.constants_mode)
+    b.pool = constmod.ConstantPool(constmod.byte_order(b.tc.arch), b.constants_mode,
+                                   b.memory.constants_section or constmod.SECTION)
     for symbol, (gname, func) in b.prog.regions.items():
         if not is_identifier(symbol):
             raise ByocError(f"build: external function @{gname} has global_symbol {symbol!r}, which is not a valid "
                             "C identifier; partition the model again (PartitionGraph makes valid symbols)")
         target, artifact = region_codegen(str(func.attrs["Compiler"]), func, symbol)
-        problem = target.arch_problem(b.tc)      # a foreign CPU is known now; a missing library only matters
+        problem = target.toolchain_problem(b.tc)  # a foreign CPU is known now; a missing library only matters
         if problem:                              # when compiling (get_source works without it)
             raise ByocError(f"build: {problem}")
         b.artifacts[symbol] = artifact
@@ -217,8 +238,20 @@ def describe(b: _Build) -> None:
                            opt=b.opt, config=b.cfg, constants=b.pool)
 
 
+def place_in_pools(b: _Build) -> None:
+    """Constants, io and the workspace against the board's pools; the per-pool report."""
+    if b.aot_plan is not None:
+        lower_bound = b.aot_plan.lower_bound
+    else:   # the graph executor: its storage slots and the regions' workspace in one block
+        _, _, lower, life = aot_buffers(b.prog, b.region_workspace, b.region_lower)
+        lower_bound = peak_live_bytes(lower, life)
+        poolmod.check_workspace(b.memory, b.workspace, b.io_bytes)
+    constants = b.pool.total_bytes + b.literals.nbytes
+    b.pool_uses = poolmod.report(b.memory, b.aot_plan, b.workspace, lower_bound, b.io_bytes, constants)
+
+
 STAGES = (("validate", validate), ("lower", lower), ("codegen", codegen), ("host sections", host_sections),
-          ("descriptor", describe))
+          ("pools", place_in_pools), ("descriptor", describe))
 
 
 # ---- pieces of the stages -----------------------------------------------------------------------------
@@ -258,7 +291,8 @@ def _executor_source(b: _Build, blob_index: dict[str, int]) -> str:
     prog, region_workspace = b.prog, b.region_workspace
     if b.executor == "aot":
         b.run_fn = aot_gen.run_function_name(b.c_mod_name)
-        text, b.workspace = aot_gen.aot_executor_source(prog, aot_arena(prog), b.run_fn, b.interface,
+        b.aot_plan = poolmod.plan_aot(prog, b.memory, region_workspace, b.region_lower, b.io_bytes)
+        text, b.workspace = aot_gen.aot_executor_source(prog, b.aot_plan, b.run_fn, b.interface,
                                                         region_workspace, blob_index, b.pool, b.pre_init)
         return text
     # graph storage plus the regions' workspace: what one instance allocates
@@ -283,6 +317,8 @@ def _metadata(b: _Build, inputs, outputs) -> dict:
         "inputs": _tensor_entries(inputs),
         "outputs": _tensor_entries(outputs),
         "workspace_bytes": int(b.workspace),
+        "board": b.memory.board,
+        "pools": [use.row() for use in b.pool_uses],
         "params": {n: {"shape": list(a.shape), "dtype": str(a.dtype)} for n, a in b.params.items()},
         "large_constants": {"mode": b.constants_mode, "threshold_bytes": constmod.large_constant_bytes(),
                             "byte_order": "big" if pool.order == ">" else "little",

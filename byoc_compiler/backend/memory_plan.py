@@ -24,7 +24,7 @@ instance allocates (intermediates, then the C regions' shared workspace).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Hashable, Mapping
 
 ALIGNMENT = 64   # bytes, a cache line; what the C runtime aligns every block to
@@ -58,6 +58,14 @@ class _Overlaps:
             self.at_step.setdefault(step, []).append(key)
 
 
+class PoolFull(Exception):
+    """A buffer fits in no workspace pool: `key` and its charged `nbytes`."""
+
+    def __init__(self, key, nbytes: int):
+        super().__init__(key, nbytes)
+        self.key, self.nbytes = key, nbytes
+
+
 def _place(sizes: Mapping[Hashable, int], lifetimes: Mapping[Hashable, tuple[int, int]], alignment: int,
            choose: Callable[[int, list], object]) -> dict:
     """The core: key -> position, where `choose(charged bytes, positions of overlapping placed keys)`
@@ -70,27 +78,58 @@ def _place(sizes: Mapping[Hashable, int], lifetimes: Mapping[Hashable, tuple[int
     overlaps = _Overlaps()
     for key in order:
         first, last = lifetimes[key]
-        placed[key] = choose(charged(key), [placed[k] for k in overlaps.of(first, last)])
+        try:
+            placed[key] = choose(charged(key), [placed[k] for k in overlaps.of(first, last)])
+        except PoolFull as full:      # `choose` does not know the key: name it here
+            raise PoolFull(key, full.nbytes) from None
         overlaps.add(key, first, last)
     return placed
+
+
+def _best_gap(size: int, busy: list, start: int = 0) -> tuple[int, int]:
+    """(start, end) of the smallest gap of at least `size` bytes between busy byte ranges, else the end."""
+    best = None            # (gap size, offset)
+    cursor = start
+    for lo, hi in sorted(busy):
+        if lo - cursor >= size and (best is None or lo - cursor < best[0]):
+            best = (lo - cursor, cursor)
+        cursor = max(cursor, hi)
+    offset = best[1] if best is not None else cursor
+    return offset, offset + size
 
 
 def plan_offsets(sizes: Mapping[Hashable, int], lifetimes: Mapping[Hashable, tuple[int, int]],
                  alignment: int = ALIGNMENT) -> ArenaPlan:
     """Arena offsets for every key of `sizes` (bytes) given its lifetime."""
-    def best_gap(size: int, busy: list) -> tuple[int, int]:
-        best = None            # (gap size, offset)
-        cursor = 0
-        for start, end in sorted(busy):
-            if start - cursor >= size and (best is None or start - cursor < best[0]):
-                best = (start - cursor, cursor)
-            cursor = max(cursor, end)
-        offset = best[1] if best is not None else cursor
-        return offset, offset + size
-
-    ranges = _place(sizes, lifetimes, alignment, best_gap)
+    ranges = _place(sizes, lifetimes, alignment, _best_gap)
     total = max((end for _, end in ranges.values()), default=0)
     return ArenaPlan({k: start for k, (start, _) in ranges.items()}, total, alignment)
+
+
+@dataclass(frozen=True)
+class PooledPlan:
+    """Buffers placed in pools: key -> (pool index, offset); per pool its bytes (end of its last buffer)."""
+    placed: dict
+    pool_bytes: tuple
+    alignment: int
+
+
+def plan_in_pools(sizes: Mapping[Hashable, int], lifetimes: Mapping[Hashable, tuple[int, int]],
+                  capacities: list, alignment: int = ALIGNMENT) -> PooledPlan:
+    """The arena planner over several pools (TVM's USMP with workspace pools): each buffer, in _place's
+    order, goes to the first pool (in the order given) with a gap that holds it below that pool's
+    capacity (None: unbounded). Raises PoolFull for the first buffer no pool holds."""
+
+    def first_fit(size: int, busy: list) -> tuple[int, int, int]:
+        for i, cap in enumerate(capacities):
+            start, end = _best_gap(size, [(lo, hi) for p, lo, hi in busy if p == i])
+            if cap is None or end <= cap:
+                return i, start, end
+        raise PoolFull(None, size)
+
+    placed = _place(sizes, lifetimes, alignment, first_fit)
+    ends = [max([end for p, _, end in placed.values() if p == i] + [0]) for i in range(len(capacities))]
+    return PooledPlan({k: (p, start) for k, (p, start, _) in placed.items()}, tuple(ends), alignment)
 
 
 def plan_storage_ids(order: list, sizes: Mapping[Hashable, int],
@@ -135,7 +174,7 @@ def peak_live_bytes(sizes: Mapping[Hashable, int], lifetimes: Mapping[Hashable, 
     """Max over steps of the bytes of tensors live at that step: no arena can be smaller."""
     if not sizes:
         return 0
-    last = max(end for _, end in lifetimes.values())
+    last = max(lifetimes[k][1] for k in sizes)
     return max(sum(align_up(sizes[k], alignment) for k in sizes if lifetimes[k][0] <= t <= lifetimes[k][1])
                for t in range(last + 1))
 
@@ -143,8 +182,58 @@ def peak_live_bytes(sizes: Mapping[Hashable, int], lifetimes: Mapping[Hashable, 
 # ---- a lowered Program (backend/program.py) ---------------------------------------------------------
 @dataclass
 class AotPlan:
+    """AOT's workspace: intermediates and each C region's workspace (key ("scratch", step index), live
+    during its step only), placed by lifetime in the workspace pools. `arena.offsets` are byte offsets in
+    the instance's one block, where the pools lie one after another (pool_base)."""
     arena: ArenaPlan
     direct_output: dict          # temp tensor id -> output index it is written to
+    pool_of: dict = field(default_factory=dict)      # key -> index of its pool (in the capacities given)
+    pool_bytes: tuple = ()       # per pool, the bytes planned in it
+    pool_base: tuple = ()        # per pool, its offset in the instance's block
+    lower_bound: int = 0         # peak of simultaneously live buffers (regions' own lower bounds counted)
+    pool_lower_bound: tuple = ()   # the same over each pool's buffers
+
+
+def aot_buffers(prog, region_workspace: Mapping[str, int] | None = None,
+                region_lower: Mapping[str, int] | None = None):
+    """(direct outputs, sizes, lower-bound sizes, lifetimes) of what AOT's workspace holds: intermediates
+    that are not written straight to an output, and a region's workspace at each step that calls it."""
+    direct: dict[int, int] = {}
+    for k, t in enumerate(prog.outputs):
+        if prog.tensors[t].kind == "temp" and t not in direct:
+            direct[t] = k
+    life = prog.lifetimes()
+    temps = [t for step in prog.steps for t in step.outputs if t not in direct]
+    sizes = {t: prog.tensors[t].nbytes for t in temps}
+    lifetimes = {t: life[t] for t in temps}
+    lower = dict(sizes)
+    for i, step in enumerate(prog.steps):
+        nbytes = (region_workspace or {}).get(step.symbol, 0)
+        if nbytes:
+            sizes[("scratch", i)] = nbytes
+            lower[("scratch", i)] = min(nbytes, (region_lower or {}).get(step.symbol, nbytes))
+            lifetimes[("scratch", i)] = (i, i)
+    return direct, sizes, lower, lifetimes
+
+
+def aot_arena(prog, region_workspace: Mapping[str, int] | None = None, region_lower: Mapping[str, int] | None = None,
+              capacities: list | None = None, alignment: int = ALIGNMENT) -> AotPlan:
+    """AOT: intermediates and the regions' workspaces in the workspace pools (`capacities`, bytes or None
+    for unbounded, in the board's order; default one unbounded pool); a temp that is a model output is
+    written to the caller's buffer. Raises PoolFull when a buffer fits no pool."""
+    direct, sizes, lower, lifetimes = aot_buffers(prog, region_workspace, region_lower)
+    capacities = list(capacities) if capacities is not None else [None]
+    pooled = plan_in_pools(sizes, lifetimes, capacities, alignment)
+    bases, cursor = [], 0
+    for nbytes in pooled.pool_bytes:
+        bases.append(cursor)
+        cursor += align_up(nbytes, alignment)
+    offsets = {k: bases[p] + off for k, (p, off) in pooled.placed.items()}
+    pool_of = {k: p for k, (p, _) in pooled.placed.items()}
+    pool_lb = tuple(peak_live_bytes({k: lower[k] for k in lower if pool_of[k] == i}, lifetimes)
+                    for i in range(len(capacities)))
+    return AotPlan(ArenaPlan(offsets, pooled.pool_bytes[-1] + bases[-1] if sizes else 0, alignment), direct,
+                   pool_of, pooled.pool_bytes, tuple(bases), peak_live_bytes(lower, lifetimes), pool_lb)
 
 
 @dataclass(frozen=True)
@@ -156,18 +245,6 @@ class StoragePlan:
     @property
     def temp_bytes(self) -> int:
         return storage_bytes(self.slot_bytes[self.first_temp:])
-
-
-def aot_arena(prog) -> AotPlan:
-    """AOT: intermediates in one arena; a temp that is a model output is written to the caller's buffer."""
-    direct: dict[int, int] = {}
-    for k, t in enumerate(prog.outputs):
-        if prog.tensors[t].kind == "temp" and t not in direct:
-            direct[t] = k
-    life = prog.lifetimes()
-    temps = [t for step in prog.steps for t in step.outputs if t not in direct]
-    arena = plan_offsets({t: prog.tensors[t].nbytes for t in temps}, {t: life[t] for t in temps})
-    return AotPlan(arena, direct)
 
 
 def graph_storage(prog) -> StoragePlan:

@@ -26,6 +26,7 @@ from ..errors import ByocError
 from ..ir.printer import astext_with_sidecar
 from .artifact import BlobArtifact, CSourceArtifact
 from .constants import AUTO_PARAMS_BYTES, PARAMS_FILE
+from .pools import report_text
 
 HOST_SOURCE = "src/host.c"
 MODEL_TEXT = "model.txt"
@@ -68,6 +69,10 @@ class BuildResult:
     @property
     def workspace_bytes(self) -> int:
         return self.metadata["workspace_bytes"]
+
+    def memory_report(self) -> str:
+        """Per memory pool (the board's, or the hosted toolchain's one): bytes used beside the lower bound."""
+        return report_text(self.metadata["pools"])
 
     def get_source(self, target: str | None = None) -> str:
         """Generated source, compiling nothing: None/"host" -> host C; a target name -> its sources or blob text."""

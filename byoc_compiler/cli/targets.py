@@ -58,4 +58,6 @@ def _state(t) -> str:
         state = "disabled"
     else:
         state = "ready"
-    return state + (f" ({', '.join(t.archs)} only)" if t.archs else "")
+    limits = ([f"{', '.join(t.archs)} only"] if t.archs else []) + \
+        (["hosted only"] if t.profiles is not None and "freestanding" not in t.profiles else [])
+    return state + (f" ({'; '.join(limits)})" if limits else "")

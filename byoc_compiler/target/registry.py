@@ -52,6 +52,7 @@ class TargetInfo:
     missing: str | None = None      # a system library it needs that is not installed (names the package)
     archs: tuple[str, ...] | None = None
     origin: str = ""                # the distribution and version that declares it, or the settings file
+    profiles: tuple[str, ...] | None = None   # runtime profiles it runs on (Target.runs_on); None: not loaded
 
 
 class _Registry:
@@ -223,7 +224,8 @@ def targets() -> list[TargetInfo]:
             name=name, enabled=entry.enabled, flag=entry.flag, module=entry.module,
             ops=tuple(t.ops) if t else (), patterns=tuple(p.composite for p in t.patterns) if t else (),
             has_codegen=has_codegen, description=t.description if t else "", error=error, missing=missing,
-            archs=t.archs if t else None, origin=entry.origin))
+            archs=t.archs if t else None, origin=entry.origin,
+            profiles=t.profiles if t else None))
     return rows
 
 

@@ -10,6 +10,7 @@ named in the settings' [targets]) whose declaration module creates a module-leve
     target.supports("nn.conv2d", predicate=lambda call: None if call.attrs.groups == 1 else "groups != 1")
     target.pattern("conv2d_bias_relu", is_op("nn.relu")(...), check=None)
     target.builds_for("x86_64", why="...")      # the CPUs (a toolchain's `arch`) it can build for
+    target.runs_on("hosted", "freestanding")    # runtime profiles its C builds for (default: hosted only)
     target.build_side(__name__ + ".build")      # the module that sets the build side, imported when needed
 
 The build side is plain data on the same object, set by the build-side module (or directly, for a small
@@ -33,7 +34,7 @@ from .system_library import SystemLibrary
 
 # The vendor API's version (byoc_compiler.vendor re-exports it as API_VERSION and keeps its changelog). It sits
 # here, with the declarations, because the registry refuses a target declared for another major version.
-VENDOR_API_VERSION = (1, 3)
+VENDOR_API_VERSION = (1, 4)
 
 # A predicate looks at one typed call and returns None (accepted) or the reason it is not.
 Predicate = Callable[[Any], "str | None"]
@@ -130,6 +131,11 @@ class Target:
         self._system_libraries: list[SystemLibrary] = []
         self.archs: tuple[str, ...] | None = None   # CPUs (a toolchain's `arch`) it builds for; None: any
         self.archs_why = ""
+        # Runtime profiles (config.PROFILES) its code builds for: "hosted" (an OS and a C library: malloc,
+        # stdio, threads) and/or "freestanding" (bare metal: no allocation, no I/O). A target that does not
+        # say is hosted-only: nothing checked that its runtime avoids malloc or stdio.
+        self.profiles: tuple[str, ...] = ("hosted",)
+        self.profiles_why = ""
         self.module: str | None = None
         self.build_module: str | None = None   # set by build_side(); imported on first use of the build side
         self._build_state = "none"             # none -> loading -> loaded
@@ -184,6 +190,17 @@ class Target:
         self.archs_why = why
         return self
 
+    def runs_on(self, *profiles: str, why: str = "") -> "Target":
+        """The runtime profiles ("hosted", "freestanding") this target's code and runtime build for, and why
+        only those (a freestanding toolchain refuses a hosted-only target)."""
+        bad = [p for p in profiles if p not in ("hosted", "freestanding")]
+        if bad or not profiles:
+            raise TargetError(f"target {self.name!r}: runs_on takes \"hosted\" and/or \"freestanding\", got "
+                              f"{', '.join(map(repr, profiles)) or 'nothing'}")
+        self.profiles = tuple(dict.fromkeys(profiles))
+        self.profiles_why = why
+        return self
+
     def requires(self, *libraries: SystemLibrary) -> "Target":
         """System libraries this target needs installed; each is also linked (`links`)."""
         for lib in libraries:
@@ -212,9 +229,24 @@ class Target:
         return (f"target {self.name!r} builds only for {', '.join(self.archs)}{why}, and toolchain "
                 f"{toolchain.name!r} builds for {toolchain.arch}; choose a toolchain for {', '.join(self.archs)}")
 
+    def profile_problem(self, toolchain) -> str | None:
+        """None if this target runs on the runtime profile of `toolchain` (its `profile`), else why not."""
+        profile = getattr(toolchain, "profile", "hosted")
+        if profile in self.profiles:
+            return None
+        why = f" ({self.profiles_why})" if self.profiles_why else ""
+        return (f"target {self.name!r} runs only on a {' or '.join(self.profiles)} runtime{why}, and toolchain "
+                f"{toolchain.name!r} is {profile}; choose a {' or '.join(self.profiles)} toolchain or leave "
+                f"{self.name!r} out of the targets (the host takes its ops)")
+
+    def toolchain_problem(self, toolchain) -> str | None:
+        """Why this target cannot build for `toolchain`: its CPU or its runtime profile (None: it can)."""
+        return self.arch_problem(toolchain) or self.profile_problem(toolchain)
+
     def problem(self, toolchain=None) -> str | None:
-        """Why this target cannot build here (for `toolchain`, if given): a missing library or a foreign CPU."""
-        return (self.arch_problem(toolchain) if toolchain is not None else None) or self.missing()
+        """Why this target cannot build here (for `toolchain`, if given): a missing library, a foreign CPU or
+        a runtime profile it does not support."""
+        return (self.toolchain_problem(toolchain) if toolchain is not None else None) or self.missing()
 
     def check(self, call) -> str | None:
         """None if this target takes the op call `call`, else the reason it does not."""

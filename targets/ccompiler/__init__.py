@@ -12,6 +12,8 @@ from byoc_compiler.vendor import Target, all_of, float32_only, is_constant, is_o
 from .kernels import MAX_RANK
 
 target = Target("ccompiler", flag="USE_CODEGENC", description="C source calling a vendor C kernel library")
+# Generated C takes its workspace from the caller and the kernels allocate nothing: bare metal too.
+target.runs_on("hosted", "freestanding")
 
 ELEMENTWISE = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "negative", "abs", "exp", "log",
                "sqrt", "tanh", "sigmoid", "nn.relu", "clip", "nn.leaky_relu", "nn.hard_sigmoid", "nn.hard_swish")

@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from byoc_compiler.vendor import (ByocError, Call, Constant, CSourceArtifact, Function, GlobalVar, Op, TensorType, Tuple,
-                                  TupleGetItem, Var, c_type, comment, const_array, core_signature, entry_points,
+                                  TupleGetItem, Var, c_type, comment, constant_array, core_signature, entry_points,
                                   extern_declaration, WORKSPACE_ALIGNMENT, flat_value, flatten_type, is_identifier,
-                                  is_large, plan_offsets, post_order, sanitize_identifier, shape_text, wrap_list)
+                                  is_large, peak_live_bytes, plan_offsets, post_order, sanitize_identifier, shape_text, wrap_list)
 
 from . import kernels
 from . import rules_qnn
@@ -318,8 +318,9 @@ def _run_in_place(lowering: _Lowering) -> None:
                 break
 
 
-def _plan(lowering: _Lowering) -> int:
-    """Workspace offsets for temps and scratch (disjoint lifetimes share bytes); returns its size."""
+def _plan(lowering: _Lowering) -> tuple[int, int]:
+    """Workspace offsets for temps and scratch (disjoint lifetimes share bytes); returns its size and its
+    lower bound (the peak of simultaneously live temps and scratch)."""
     for i, step in enumerate(lowering.steps):
         for v in step.ins:
             if v.buffer.kind == "temp":
@@ -332,13 +333,13 @@ def _plan(lowering: _Lowering) -> int:
     placed = [b for b in lowering.temps if b.kind == "temp" and b.merged is None]
     placed += [s.scratch for s in lowering.steps if s.scratch is not None]
     if not placed:
-        return 0
+        return 0, 0
     sizes = {k: b.nbytes for k, b in enumerate(placed)}
     lifetimes = {k: (b.first, b.last) for k, b in enumerate(placed)}
     plan = plan_offsets(sizes, lifetimes, ALIGNMENT)
     for k, b in enumerate(placed):
         b.offset = plan.offsets[k]
-    return plan.total_bytes
+    return plan.total_bytes, peak_live_bytes(sizes, lifetimes)
 
 
 def _name_buffers(lowering: _Lowering, symbol: str) -> None:
@@ -391,7 +392,7 @@ def _render(symbol: str, core: str, lowering: _Lowering, workspace: int, in_type
             continue
         if not buf.note:
             lines.append(comment(f"{buf.cname}: constant {shape_text(buf.data.shape)} {buf.data.dtype}"))
-        lines += const_array(buf.cname, buf.data).splitlines() + [""]
+        lines += constant_array(buf.cname, buf.data).splitlines() + [""]
     if n_calls:
         lines += ["static int32_t region_failed(const char* what) {",
                   f'  byoc_set_last_error("{symbol}: the kernel library rejected the parameters of %s", what);',
@@ -456,10 +457,10 @@ def ccompiler_codegen(func: Function, symbol: str) -> CSourceArtifact:
     _prepack_weights(lowering)
     fuse_residual_adds(lowering, _Step)
     _run_in_place(lowering)
-    workspace = _plan(lowering)
+    workspace, lower_bound = _plan(lowering)
     _name_buffers(lowering, symbol)
     code = _render(symbol, _core_name(symbol), lowering, workspace, in_types, out_types)
     linked = {b.cname: b.data for b in lowering.consts.values() if is_large(b.data)}
     return CSourceArtifact(symbol, {f"{symbol}.c": code}, include_dirs=(kernels.INCLUDE_DIR,), constants=linked,
-                           workspace_bytes=workspace)
+                           workspace_bytes=workspace, workspace_lower_bound=lower_bound)
 

@@ -17,6 +17,7 @@ from .patterns import declare_patterns
 
 target = Target("dnnl", flag="USE_DNNL", description="JSON graphs executed by oneDNN primitives")
 target.builds_for("x86_64", why="the oneDNN this project links is Debian's x86-64 libdnnl; its JIT emits x86 code")
+target.runs_on("hosted", why="oneDNN is a C++ library that allocates, uses threads and needs an OS")
 
 for op_names, predicate in ops.TABLE:
     target.supports(*op_names, predicate=predicate)

@@ -10,6 +10,8 @@ from byoc_compiler.vendor import Target, float32_only, partition_for
 
 target = Target("examplejson", flag="USE_EXAMPLEJSON",
                 description="ExampleJSON subgraphs executed by a small C runtime")
+target.runs_on("hosted", why="its runtime parses the JSON at init into malloc'ed nodes and formats errors with "
+               "snprintf")
 
 target.supports(
     "add", "subtract", "multiply", "divide", "maximum", "minimum",

@@ -95,7 +95,8 @@ def dimensions(config) -> list[tuple]:
 
 
 def excluded(target_set: str, toolchain: str, config) -> str | None:
-    """Why a target set cannot build with a toolchain at all (a target's CPUs: dnnl is x86-64 only), else None.
+    """Why a target set cannot build with a toolchain at all (a target's CPUs: dnnl is x86-64 only; its runtime
+    profiles: examplejson and dnnl are hosted-only), else None.
     Such pairs are left out of every run and named in the summary, not skipped one by one."""
     targets = TARGET_SETS.get(target_set, target_set)
     if targets == "host":
@@ -105,7 +106,7 @@ def excluded(target_set: str, toolchain: str, config) -> str | None:
 
     for name in targets.split(","):
         try:
-            problem = get_target(name, enabled_only=False).arch_problem(config.toolchain(toolchain))
+            problem = get_target(name, enabled_only=False).toolchain_problem(config.toolchain(toolchain))
         except ByocError:
             return None         # a broken or unknown target: its cases report it
         if problem:
