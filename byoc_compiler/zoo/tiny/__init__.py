@@ -28,6 +28,9 @@ MODELS: dict[str, tuple[Callable[[], Spec], str]] = {
     "mobilenet_v1_025": (functools.partial(models.mobilenet_v1, 0.25, 96, 2),
                          "MLPerf Tiny MobileNet v1 0.25 (visual wake words): 96x96x3, 2 classes"),
     "fc_autoencoder": (models.fc_autoencoder, "MLPerf Tiny FC autoencoder (anomaly detection): 640 -> 8 -> 640"),
+    "mobilenet_v2_035": (models.mobilenet_v2, "MobileNetV2 0.35 at 96x96x3 (TFLite's microcontroller size), "
+                                              "1000 classes"),
+    "micro_cnn": (models.micro_cnn, "two conv + max pool stages on 32x32x3, 10 classes"),
     "concat_cnn": (models.concat_cnn, "Inception/DenseNet-style CNN: branches concatenated with differing "
                                       "scales, 32x32x3, 10 classes"),
 }
@@ -56,7 +59,7 @@ def onnx_model(name: str, int8: bool):
 
 # models TFLite can express as written (concat_cnn's concatenations rescale their inputs, which TensorFlow
 # Lite Micro's int8 CONCATENATION does not)
-TFLITE = ("ds_cnn", "resnet8", "mobilenet_v1_025", "fc_autoencoder")
+TFLITE = ("ds_cnn", "resnet8", "mobilenet_v1_025", "fc_autoencoder", "mobilenet_v2_035", "micro_cnn")
 
 
 @functools.lru_cache(maxsize=16)

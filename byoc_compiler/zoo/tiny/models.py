@@ -10,6 +10,12 @@ reference Keras models of mlcommons/tiny) and a concat-heavy CNN, batch norm fol
   blocks (16 ... 256 channels); average pool 3x3; fc 2; softmax.
 - FC autoencoder (anomaly detection): 640 inputs; fc 128 + ReLU four times, fc 8 + ReLU, fc 128 +
   ReLU four times, fc 640 (linear).
+- MobileNetV2 0.35 at 96x96 (Sandler et al. 2018; the width and resolution TFLite ships for
+  microcontrollers): stem conv 3x3/2 + ReLU6, the paper's 17 inverted residual blocks (expand 1x1 +
+  ReLU6, depthwise 3x3 + ReLU6, linear project 1x1, residual add where stride 1 keeps the channels),
+  conv 1x1 to 1280 + ReLU6, average pool 3x3, fc 1000, softmax.
+- micro CNN: the smallest int8 image classifier: two conv 3x3 + ReLU + max pool 2x2 stages on
+  32x32x3, average pool, fc 10, softmax.
 - concat CNN: Inception/DenseNet-style blocks whose branches (1x1, 3x3, 3x3 after a 1x1, max pool
   + 1x1) are concatenated with differing int8 scales, a DenseNet transition (1x1 conv, 2x2 average
   pool) between them, on 32x32x3; the cases that make an int8 runtime requantize concat inputs and
@@ -17,6 +23,7 @@ reference Keras models of mlcommons/tiny) and a concat-heavy CNN, batch norm fol
 """
 from __future__ import annotations
 
+from ..mobilenet import BLOCKS as MOBILENET_V2_BLOCKS, _divisible
 from .spec import Spec, SpecBuilder
 
 
@@ -79,4 +86,30 @@ def concat_cnn() -> Spec:
             h = b.pool(b.conv(h, 24, 1), "avg", 2)
     h = b.flatten(b.pool(h, "avg"))
     b.softmax(b.fc(h, 10, rms=3.0))
+    return b.finish()
+
+
+def _inverted_residual(b: SpecBuilder, x: str, expansion: int, channels: int, stride: int) -> str:
+    in_channels = b.spec.shape(x)[-1]
+    h = b.conv(x, in_channels * expansion, 1, act="relu6") if expansion != 1 else x
+    h = b.conv(b.depthwise(h, 3, stride, act="relu6"), channels, 1, act="none")
+    return b.add(h, x) if stride == 1 and in_channels == channels else h
+
+
+def mobilenet_v2(alpha: float = 0.35, resolution: int = 96, classes: int = 1000) -> Spec:
+    b = SpecBuilder(f"mobilenet_v2_{alpha}", (1, resolution, resolution, 3), seed=235)
+    h = b.conv(b.spec.input, _divisible(32 * alpha), 3, stride=2, act="relu6")
+    for expansion, channels, repeats, stride in MOBILENET_V2_BLOCKS:
+        for i in range(repeats):
+            h = _inverted_residual(b, h, expansion, _divisible(channels * alpha), stride if i == 0 else 1)
+    h = b.conv(h, 1280, 1, act="relu6")
+    b.softmax(b.fc(b.flatten(b.pool(h, "avg")), classes, rms=3.0))
+    return b.finish()
+
+
+def micro_cnn() -> Spec:
+    b = SpecBuilder("micro_cnn", (1, 32, 32, 3), seed=32)
+    h = b.pool(b.conv(b.spec.input, 8, 3), "max", 2)
+    h = b.pool(b.conv(h, 16, 3), "max", 2)
+    b.softmax(b.fc(b.flatten(b.pool(h, "avg")), 10, rms=3.0))
     return b.finish()
