@@ -58,7 +58,8 @@ _CONV = re.compile(r"ic(\d+)oc(\d+)_ih(\d+)oh(\d+)kh(\d+)")
 
 
 def _verbose_lines(runner: Path, args: list[str], threads: int, repeat: int) -> list[Prim]:
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), BYOC_NUM_THREADS=str(threads), ONEDNN_VERBOSE="1",
+               DNNL_VERBOSE="1")
     proc = subprocess.run([str(runner), "--repeat", str(repeat), *args], capture_output=True, text=True, env=env,
                           timeout=1800, check=True)
     prims = []

@@ -88,7 +88,7 @@ class Variant:
 
 def build(cc: str, flags: list[str], out: Path) -> ctypes.CDLL:
     cmd = [cc, "-std=c99", "-fPIC", "-shared", *flags, "-I", str(K.INCLUDE_DIR), *map(str, K.SOURCES),
-           "-o", str(out), *K.LDFLAGS]
+           *K.standalone_args(), "-o", str(out), *K.LDFLAGS]
     subprocess.run(cmd, check=True)
     lib = ctypes.CDLL(str(out))
     lib.ck_conv2d_workspace_bytes.restype = ctypes.c_size_t

@@ -34,6 +34,7 @@ takes seconds per run).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -73,9 +74,40 @@ TARGETS: dict[str, str] = {
     "host": "host",
     "dnnl": "dnnl",
 }
-# Targets whose runtime runs threads (oneDNN: OpenMP in Debian's build): their runner is timed with
-# OMP_NUM_THREADS=1 against onnxruntime's 1 thread and with OMP_NUM_THREADS=2 against its 2 threads.
-THREADED_TARGETS = {"dnnl"}
+# Every runner is timed at 1 thread against onnxruntime's 1 intra-op thread and at 2 against its 2: the
+# runtime's pool (runner --threads N) and, for oneDNN's OpenMP, BYOC_NUM_THREADS / OMP_NUM_THREADS = N.
+THREADED_TARGETS = {"dnnl"}     # their breakdown reads oneDNN's per-primitive timing
+
+
+@contextlib.contextmanager
+def _thread_count(threads: int | None):
+    """BYOC_NUM_THREADS and OMP_NUM_THREADS set to `threads` inside the block (None: left alone)."""
+    names = ("BYOC_NUM_THREADS", "OMP_NUM_THREADS")
+    saved = {n: os.environ.get(n) for n in names}
+    if threads is not None:
+        os.environ.update({n: str(threads) for n in names})
+    try:
+        yield
+    finally:
+        for n, v in saved.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
+
+
+def isa_path() -> str:
+    """The micro-kernel ccompiler's library picks on this CPU (its run-time dispatch), e.g. avx512_8x32."""
+    import ctypes  # noqa: PLC0415  (only this report loads a library)
+    from targets.ccompiler import kernels as K  # noqa: PLC0415  (the bench's sys.path is set above)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "libck.so"
+        subprocess.run(["gcc", "-std=c99", "-O1", "-fPIC", "-shared", "-I", str(K.INCLUDE_DIR),
+                        *map(str, K.SOURCES), *K.standalone_args(), "-o", str(out), *K.LDFLAGS], check=True)
+        lib = ctypes.CDLL(str(out))
+        lib.ck_gemm_kernel_name.restype = ctypes.c_char_p
+        return lib.ck_gemm_kernel_name().decode()
 
 # One build measured in a wrapper process, so that RUSAGE_CHILDREN covers that build alone.
 _WRAPPER = ("import resource, subprocess, sys, time\n"
@@ -209,32 +241,22 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
         inputs = deterministic_inputs(mod)
         order = [p.name_hint for p in mod["main"].params]
         cpu = clock == "cpu"
-        if cpu and target in THREADED_TARGETS:
-            sys.exit(f"--clock cpu times one thread; target {target} runs threads of its own: use the wall clock")
         sessions = {n: _ort_session(_onnx_bytes(model), n) for n in ((1,) if cpu else (1, 2))}
         for s in sessions.values():        # warm-up: first runs allocate and pick kernels
             s.run(None, inputs)
         runs, runs2, ort = [], [], {1: [], 2: []}
         outputs = None
-        threaded = target in THREADED_TARGETS
+        counts = (1,) if cpu else (1, 2)
         for _ in range(rounds):            # alternated, so that load changes hit every side alike
-            for threads, into in (((1, runs), (2, runs2)) if threaded else ((None, runs),)):
-                saved = os.environ.get("OMP_NUM_THREADS")
-                if threads is not None:
-                    os.environ["OMP_NUM_THREADS"] = str(threads)
-                try:
+            for threads, into in zip(counts, (runs, runs2)):
+                with _thread_count(threads):
                     if cpu:
                         outputs, ms = _runner_cpu_ms(project / runner, [inputs[n] for n in order], project / "run",
                                                      repeat)
                     else:
                         outputs, ms = run_runner_timed(project / runner, [], [inputs[n] for n in order],
-                                                       project / "run", repeat=repeat)
-                finally:
-                    if threads is not None:
-                        if saved is None:
-                            os.environ.pop("OMP_NUM_THREADS", None)
-                        else:
-                            os.environ["OMP_NUM_THREADS"] = saved
+                                                       project / "run", repeat=repeat,
+                                                       extra_args=["--threads", str(threads)])
                 into.append(ms)
             for n, s in sessions.items():   # 1 thread: onnxruntime computes on the calling thread
                 ort[n].append(_median_ms(lambda s=s: s.run(None, inputs), repeat,
@@ -270,7 +292,7 @@ def _int8_agreement(model: str, outputs, want) -> tuple[float | None, float | No
 
 def table(rows: list[Row]) -> str:
     header = ("model", "target", "toolchain", "full build s", "null build s", "generated C", "peak build MB",
-              "run ms", "ort 1T ms", "ort 2T ms", "run/ort 1T", "run/ort 2T")
+              "run ms", "ort 1T ms", "ort 2T ms", "run/ort 1T", "run/ort 2T", "run 1T/2T", "ort 1T/2T")
     int8 = any(r.ort_equal is not None for r in rows)
     if int8:
         header += ("= ort", "max LSB")
@@ -281,7 +303,9 @@ def table(rows: list[Row]) -> str:
                  _size(r.generated_c_bytes), f"{r.peak_build_mb:.0f}",
                  f"{r.run_ms:.1f}" + (f" / {r.run2_ms:.1f} (1T / 2T)" if r.run2_ms is not None else ""), f"{r.ort1_ms:.1f}",
                  "-" if r.ort2_ms is None else f"{r.ort2_ms:.1f}", f"{r.ratio1:.2f}",
-                 "-" if r.ort2_ms is None else f"{r.ratio2:.2f}"]
+                 "-" if r.ort2_ms is None else f"{r.ratio2:.2f}",
+                 "-" if r.run2_ms is None else f"{r.run_ms / r.run2_ms:.2f}",
+                 "-" if r.ort2_ms is None else f"{r.ort1_ms / r.ort2_ms:.2f}"]
         if int8:
             cells += ["-", "-"] if r.ort_equal is None else [f"{r.ort_equal:.4%}", f"{r.ort_max_lsb:.0f}"]
         if r.margin is not None:
@@ -338,7 +362,8 @@ def main() -> None:
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; medians of "
           f"{args.rounds} alternated rounds of {args.repeat} runs; build: aot, unpacked, -O3"
-          + ("; CPU time of the computing thread (--clock cpu)" if args.clock == "cpu" else ""))
+          + ("; CPU time of the computing thread (--clock cpu)" if args.clock == "cpu" else "")
+          + f"; ccompiler's ISA path on this CPU: {isa_path()}")
     print(table(rows))
     for r in rows:
         if r.breakdown:

@@ -25,6 +25,10 @@ The groups:
   `unique_identifiers`, `c_string` (a string literal), `comment`; literals that read back bit-exact:
   `literal(value, dtype)`, `float_literal`, `double_literal`, `half_literal`, `int_literal`, `element_literals`
   (an initializer list's items); arrays: `const_array`, `line_array` (one line, any dtype), `int64_array`, `shape_text`, `wrap_list` (since 1.2);
+- threads (since 1.5): `build_max_threads()` (inside a codegen: how many threads' scratch to plan, the
+  build option max_threads) and `PARALLEL_HEADER` ("byoc/parallel.h": a C-source target's kernels include
+  it -- the runtime's include directory is on every compile of a model -- for `byoc_parallel_for` and
+  `byoc_parallel_chunks`, docs/runtime-abi.md);
 - workspaces: `plan_offsets` (an arena by lifetimes), `peak_live_bytes`, `align_up`, `WORKSPACE_ALIGNMENT`
   (what the caller aligns a region's workspace to, and plan_offsets' default; since 1.1);
 - constants: `is_large`, `extern_declaration` (large constants are linked as bytes, not C text);
@@ -42,6 +46,7 @@ from .backend.artifact import BlobArtifact, CSourceArtifact
 from .backend.constants import extern_declaration, is_large
 from .backend.constants import constant_array
 from .backend.memory_plan import ALIGNMENT as WORKSPACE_ALIGNMENT
+from .backend.threads import build_max_threads
 from .backend.memory_plan import align_up, peak_live_bytes, plan_offsets
 from .ctext import (c_string, c_type, comment, const_array, core_signature, double_literal, element_literals,
                     entry_points, float_literal, half_literal, int64_array, int_literal, is_identifier, line_array, literal,
@@ -63,8 +68,12 @@ from .pattern import is_constant, is_op, is_tuple, is_tuple_get_item, is_var, wi
 
 API_VERSION = VENDOR_API_VERSION
 
+PARALLEL_HEADER = "byoc/parallel.h"
+
 # What changed, newest first (a minor version adds names; a major one may remove or change them):
 CHANGELOG = {
+    (1, 5): "threads: build_max_threads (per-thread scratch to plan), PARALLEL_HEADER (byoc/parallel.h: "
+            "byoc_parallel_for, byoc_parallel_chunks)",
     (1, 4): "Target.runs_on (the runtime profiles, hosted and/or freestanding, a target's code builds for); "
             "constant_array; CSourceArtifact.workspace_lower_bound",
     (1, 3): "Target(..., vendor_api=(major, minor)): the API version a target was written for; byoc refuses a "
@@ -86,6 +95,7 @@ __all__ = [
     "entry_points", "core_signature", "c_type", "is_identifier", "sanitize_identifier", "unique_identifiers",
     "c_string", "comment", "literal", "float_literal", "double_literal", "half_literal", "int_literal",
     "element_literals", "const_array", "line_array", "int64_array", "shape_text", "wrap_list",
+    "build_max_threads", "PARALLEL_HEADER",
     "plan_offsets", "peak_live_bytes", "align_up", "WORKSPACE_ALIGNMENT",
     "is_large", "extern_declaration", "constant_array",
     "partition_for", "runtime_source_dir", "runtime_include_flags", "standalone_library",

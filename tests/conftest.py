@@ -37,7 +37,7 @@ os.environ.setdefault("BYOC_QUANTIZED_CACHE", str(ROOT / "build" / ".quantized-c
 # Real-size models (ResNet-50, MobileNetV2 at 224x224) beyond the default run's one case per target:
 # deselected (not skipped) unless --realsize is given or the -m expression names them (docs/matrix.md).
 # The same for every ONNX conformance case through real builds (onnx_conformance_build).
-HEAVY_MARKERS = ("realsize", "int8", "onnx_conformance_build", "literals", "tflite", "timing")
+HEAVY_MARKERS = ("realsize", "int8", "onnx_conformance_build", "literals", "tflite", "timing", "threads")
 
 
 def pytest_addoption(parser):

@@ -187,7 +187,7 @@ class CkLib:
 
 def _compile(cc: str, flags: list[str], out: Path) -> Path:
     needs.programs(cc)
-    cmd = [cc, *WARNINGS, *flags, "-I", str(K.INCLUDE_DIR), *map(str, K.SOURCES), "-o", str(out), *K.LDFLAGS]
+    cmd = [cc, *WARNINGS, *flags, "-I", str(K.INCLUDE_DIR), *map(str, K.SOURCES), *K.standalone_args(), "-o", str(out), *K.LDFLAGS]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
     return out
@@ -1018,8 +1018,8 @@ WARNING_BUILDS = [("gcc", "-O1"), ("gcc", "-O2"), ("clang", "-O2"), ("gcc", "-O2
 def test_compiles_without_warnings(cc, opt, tmp_path):
     needs.programs(cc)
     for source in K.SOURCES:
-        cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", *opt.split(), "-I", str(K.INCLUDE_DIR), "-c",
-               str(source), "-o", str(tmp_path / (source.stem + ".o"))]
+        cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", *opt.split(), "-I", str(K.INCLUDE_DIR),
+               *K.standalone_args()[:3], "-c", str(source), "-o", str(tmp_path / (source.stem + ".o"))]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
 

@@ -57,7 +57,7 @@ def ck(request, tmp_path_factory):
     needs.programs(cc)
     out = tmp_path_factory.mktemp("ckq") / f"libck-{request.param}.so"
     cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-{opt}", "-I", str(K.INCLUDE_DIR),
-           *map(str, K.SOURCES), "-o", str(out), *K.LDFLAGS]
+           *map(str, K.SOURCES), *K.standalone_args(), "-o", str(out), *K.LDFLAGS]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     lib = ctypes.CDLL(str(out))

@@ -39,7 +39,7 @@ def lib(request, tmp_path_factory):
     needs.programs(cc)
     out = tmp_path_factory.mktemp("ck") / f"libck-reduce-resize-{request.param}.so"
     cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", *flags, "-I", str(K.INCLUDE_DIR),
-           *map(str, SOURCES), "-o", str(out), "-lm"]
+           *map(str, SOURCES), *K.standalone_args(), "-o", str(out), "-lm"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
     so = ctypes.CDLL(str(out))

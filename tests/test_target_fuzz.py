@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 # Target libraries (libdnnl) are not instrumented; leaks are still checked (LeakSanitizer sees every malloc).
 ENV = {**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS": "print_stacktrace=1",
-       "OMP_NUM_THREADS": "1"}
+       "OMP_NUM_THREADS": "1", "BYOC_NUM_THREADS": "1"}
 
 
 def _examplejson():

@@ -15,6 +15,7 @@ import pytest
 import needs
 from byoc_compiler import partition_for, runtime, zoo
 from byoc_compiler.backend.build import build
+from parallel_models import every_parallel_path
 from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.testing.tolerance import assert_close, tolerance_for_module
 
@@ -122,16 +123,41 @@ def test_concurrent_runs_under_thread_sanitizer(tmp_path):
     config.write_text((ROOT / "config.toml").read_text() + TSAN_TOOLCHAIN)
     libs = [_build(*m, toolchain="gcc-tsan", config=str(config)).export_library(
         tmp_path / f"{m[0]}-{m[2]}-{m[3]}.so", werror=True) for m in MODELS]
+    # + a model whose every kernel splits its work on the pool (tests/parallel_models.py)
+    libs.append(build(every_parallel_path()[0], toolchain="gcc-tsan", executor="aot", interface="unpacked",
+                      config=str(config)).export_library(tmp_path / "parallel.so", werror=True))
     driver = tmp_path / "concurrent_runs"
     from byoc_compiler.runtime import source_dir
 
     compile_cmd = ["gcc", "-std=c99", "-g", "-O1", "-Wall", "-Wextra", "-Werror", "-fsanitize=thread", *include_flags(),
-                   str(HERE / "threads" / "concurrent_runs.c"), str(source_dir() / "runtime.c"), "-o", str(driver),
+                   str(HERE / "threads" / "concurrent_runs.c"), str(source_dir() / "runtime.c"),
+                   str(source_dir() / "parallel.c"), "-o", str(driver),
                    "-pthread", "-ldl", "-lm"]
     proc = subprocess.run(compile_cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    env = {**os.environ, "TSAN_OPTIONS": "halt_on_error=1:exitcode=66:second_deadlock_stack=1"}
+    # three threads per pool: above this machine's core count; every library has a pool of its own
+    env = {**os.environ, "TSAN_OPTIONS": "halt_on_error=1:exitcode=66:second_deadlock_stack=1",
+           "BYOC_NUM_THREADS": "3"}
     proc = subprocess.run([driver, "20", *map(str, libs)], capture_output=True, text=True, env=env, timeout=900)
     assert "ThreadSanitizer" not in proc.stderr, proc.stderr[-6000:]
     assert proc.returncode == 0, proc.stderr[-4000:]
-    assert f"8 instances of {len(MODELS)} models, 20 runs each: all equal to the runs alone" in proc.stdout
+    assert f"{2 * len(libs)} instances of {len(libs)} models, 20 runs each: all equal to the runs alone" in proc.stdout
+
+
+def test_thread_pool_alone_under_thread_sanitizer(tmp_path):
+    """The pool itself (tests/threads/pool_stress.c): two callers at once, nested calls, chunks on slots,
+    1, 2, 3 and 8 threads (above the core count), a fork after the pool started: zero reports."""
+    needs.programs("gcc")
+    from byoc_compiler.runtime import include_flags, source_dir
+
+    driver = tmp_path / "pool_stress"
+    compile_cmd = ["gcc", "-std=c99", "-g", "-O1", "-Wall", "-Wextra", "-Werror", "-fsanitize=thread",
+                   *include_flags(), str(HERE / "threads" / "pool_stress.c"), str(source_dir() / "parallel.c"),
+                   str(source_dir() / "runtime.c"), "-o", str(driver), "-pthread"]
+    proc = subprocess.run(compile_cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    # die_after_fork=0: the child only runs the pool's own threads, which it starts afresh
+    env = {**os.environ, "TSAN_OPTIONS": "halt_on_error=1:exitcode=66:die_after_fork=0"}
+    proc = subprocess.run([driver], capture_output=True, text=True, env=env, timeout=300)
+    assert "ThreadSanitizer" not in proc.stderr, proc.stderr[-6000:]
+    assert proc.returncode == 0 and "pool_stress: ok" in proc.stdout, proc.stderr[-4000:]

@@ -41,6 +41,7 @@ from ..transform import InferType
 from . import aot as aot_gen
 from . import constants as constmod
 from . import graph_c
+from . import threads as threadsmod
 from .artifact import BlobArtifact, CSourceArtifact
 from .graph_json import graph_json, graph_text
 from .host_kernels import emit_kernel
@@ -56,7 +57,8 @@ _DEFAULT = object()
 
 def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interface: str = "packed",
           opt: str = "-O2", mod_name: str = "default", config=None,
-          large_constant_bytes=_DEFAULT, constants: str = "linked") -> BuildResult:
+          large_constant_bytes=_DEFAULT, constants: str = "linked",
+          max_threads: int = threadsmod.DEFAULT_MAX_THREADS) -> BuildResult:
     """Generate everything a model needs to run; compiles nothing (see BuildResult).
 
     Constants (weights, the params blob, target blobs) of at least `large_constant_bytes` bytes
@@ -67,7 +69,10 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
     (runner --constants FILE, runtime.load(path, constants=...), byoc_set_constants; both find a
     constants.bin beside the runner or library by themselves). constants="auto" is "params" for a model
     with at least constants.AUTO_PARAMS_BYTES (64 MiB) of large constants, else "linked".
+    max_threads: how many threads' scratch the workspace holds (backend/threads.py); a run may use more
+    threads, but kernels with per-thread scratch then use at most this many.
     """
+    threadsmod.check_max_threads(max_threads)
     if constants not in constmod.MODES:
         raise ByocError(f"build: constants must be one of {', '.join(repr(m) for m in constmod.MODES)} "
                         f"(linked into the binary, or loaded at init from constants.bin), got {constants!r}")
@@ -77,7 +82,7 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
                                              or isinstance(large_constant_bytes, bool) or large_constant_bytes < 1):
         raise ByocError(f"build: large_constant_bytes must be a positive number of bytes or None, "
                         f"got {large_constant_bytes!r}")
-    state = _Build(mod, toolchain, executor, interface, opt, mod_name, config, constants)
+    state = _Build(mod, toolchain, executor, interface, opt, mod_name, config, constants, max_threads)
     with constmod.threshold(large_constant_bytes), constmod.literal_section(None) as state.literals:
         for _, stage in STAGES:
             stage(state)
@@ -96,6 +101,7 @@ class _Build:
     mod_name: str
     config: Any
     constants_mode: str
+    max_threads: int
     # validate
     cfg: Any = None
     tc: Any = None
@@ -168,6 +174,8 @@ def validate(b: _Build) -> None:
     if "main" not in b.mod:
         raise ByocError("build: the module has no `main` function")
     b.tc = b.cfg.toolchains[b.toolchain]
+    if b.tc.profile == "freestanding":       # no threads there: one slot of per-thread scratch (byoc/parallel.h)
+        b.max_threads = 1
     b.memory = poolmod.BoardMemory.of(b.cfg.board_of(b.tc))
     b.literals.section = b.memory.constants_section
 
@@ -198,7 +206,8 @@ def codegen(b: _Build) -> None:
         if not is_identifier(symbol):
             raise ByocError(f"build: external function @{gname} has global_symbol {symbol!r}, which is not a valid "
                             "C identifier; partition the model again (PartitionGraph makes valid symbols)")
-        target, artifact = region_codegen(str(func.attrs["Compiler"]), func, symbol)
+        with threadsmod.planned_for(b.max_threads):
+            target, artifact = region_codegen(str(func.attrs["Compiler"]), func, symbol)
         problem = target.toolchain_problem(b.tc)  # a foreign CPU is known now; a missing library only matters
         if problem:                              # when compiling (get_source works without it)
             raise ByocError(f"build: {problem}")
@@ -235,7 +244,7 @@ def describe(b: _Build) -> None:
     b.result = BuildResult(mod=b.mod, program=prog, host_c="".join(b.sections), artifacts=b.artifacts,
                            region_targets=b.region_targets, graph_json=graph_text(b.graph), params=b.params,
                            params_blob=b.params_blob, metadata=_metadata(b, inputs, outputs), toolchain=b.tc,
-                           opt=b.opt, config=b.cfg, constants=b.pool)
+                           opt=b.opt, config=b.cfg, constants=b.pool, max_threads=b.max_threads)
 
 
 def place_in_pools(b: _Build) -> None:
@@ -313,7 +322,8 @@ def _metadata(b: _Build, inputs, outputs) -> dict:
         "mod_name": b.mod_name, "executor": b.executor, "interface": b.interface, "toolchain": b.toolchain,
         "arch": tc.arch,
         "flags": {"cc": tc.cc, "cflags": list(tc.cflags), "opt": b.opt, "ldflags": list(tc.ldflags),
-                  "defines": ["BYOC_UNPACKED_API"] if b.interface == "unpacked" else []},
+                  "defines": (["BYOC_UNPACKED_API"] if b.interface == "unpacked" else [])
+                  + [threadsmod.define(b.max_threads)]},
         "inputs": _tensor_entries(inputs),
         "outputs": _tensor_entries(outputs),
         "workspace_bytes": int(b.workspace),

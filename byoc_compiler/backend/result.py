@@ -27,6 +27,7 @@ from ..ir.printer import astext_with_sidecar
 from .artifact import BlobArtifact, CSourceArtifact
 from .constants import AUTO_PARAMS_BYTES, PARAMS_FILE
 from .pools import report_text
+from . import threads as threadsmod
 
 HOST_SOURCE = "src/host.c"
 MODEL_TEXT = "model.txt"
@@ -39,7 +40,8 @@ def _runtime():
 
 class BuildResult:
     def __init__(self, *, mod, program, host_c: str, artifacts: dict, region_targets: dict, graph_json: str,
-                 params: dict, params_blob: bytes, metadata: dict, toolchain, opt: str, config, constants=None):
+                 params: dict, params_blob: bytes, metadata: dict, toolchain, opt: str, config, constants=None,
+                 max_threads: int = threadsmod.DEFAULT_MAX_THREADS):
         self.mod = mod
         self.program = program
         self.host_c = host_c
@@ -53,6 +55,7 @@ class BuildResult:
         self.opt = opt
         self.config = config
         self.constants = constants             # backend.constants.ConstantPool: large constants, linked
+        self.max_threads = max_threads         # per-thread scratch planned for this many (backend/threads.py)
         self.last_run_ms: float | None = None
         self._workdir: str | None = None
         self._built: dict[tuple, Path] = {}
@@ -202,7 +205,8 @@ class BuildResult:
         """Write generated sources under srcdir; (source, include dirs, defines) for everything to compile."""
         rt = _runtime()
         base_includes = [rt.include_dir()]
-        defines = ["BYOC_UNPACKED_API"] if self.interface == "unpacked" else []
+        threads = [threadsmod.define(self.max_threads)]    # every unit: the C size formulas agree with codegen's
+        defines = (["BYOC_UNPACKED_API"] if self.interface == "unpacked" else []) + threads
         units: list[tuple[Path, list, list]] = []
         for rel, (text, symbol) in self._sources_with_owner().items():
             path = srcdir / rel
@@ -225,7 +229,7 @@ class BuildResult:
         runtime_files = list(rt.runtime_sources(self.executor, runner=runner))
         for f in runtime_files:
             seen.add(os.path.realpath(f))
-            units.append((Path(f), base_includes, []))
+            units.append((Path(f), base_includes, threads))
         for symbol, artifact in self.artifacts.items():
             target = self.region_targets[symbol]
             files = list(target.runtime_sources)
@@ -236,7 +240,7 @@ class BuildResult:
                 real = os.path.realpath(f)
                 if real not in seen:
                     seen.add(real)
-                    units.append((Path(f), incs, []))
+                    units.append((Path(f), incs, threads))
         return units
 
     def link_libraries(self) -> tuple[list[str], list[str]]:
@@ -369,16 +373,20 @@ class BuildResult:
         path = self.constants_file()
         return ["--constants", str(path)] if path is not None else []
 
-    def load(self, werror: bool = False):
+    def load(self, werror: bool = False, threads: int | None = None):
         """The model loaded into this process (byoc_compiler.runtime.load of `library()`)."""
-        return _runtime().load(self.library(werror), constants=self.constants_file())
+        return _runtime().load(self.library(werror), constants=self.constants_file(), threads=threads)
 
-    def run_runner(self, inputs, repeat: int = 1, werror: bool = False, timeout: float = 600) -> list[np.ndarray]:
+    def run_runner(self, inputs, repeat: int = 1, werror: bool = False, timeout: float = 600,
+                   threads: int | None = None) -> list[np.ndarray]:
         """Run the runner on `inputs` (list in input order, or dict by name); returns the outputs.
 
         Runs under the toolchain's `run` prefix (qemu-user for foreign CPUs); with repeat > 1 the
-        runner's median time is kept in `self.last_run_ms`.
+        runner's median time is kept in `self.last_run_ms`. threads: `runner --threads N` (default: the
+        runner's, BYOC_NUM_THREADS or the usable cores).
         """
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ByocError(f"run_runner: threads must be a whole number >= 1, got {threads!r}")
         exe = self.runner(werror)
         info = self.metadata["inputs"]
         if isinstance(inputs, dict):
@@ -393,7 +401,8 @@ class BuildResult:
         try:
             outputs, self.last_run_ms = run_runner_timed(
                 exe, self.toolchain.run, inputs, rundir, repeat, timeout,
-                what=f"running the model with toolchain {self.toolchain.name!r}", extra_args=self.runner_args())
+                what=f"running the model with toolchain {self.toolchain.name!r}",
+                extra_args=self.runner_args() + ([] if threads is None else ["--threads", str(threads)]))
             return outputs
         finally:
             shutil.rmtree(rundir, ignore_errors=True)

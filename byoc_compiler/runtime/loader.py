@@ -170,10 +170,12 @@ _LIBRARY_LOCKS: dict = {}
 class Module:
     """A loaded model. set_input / run / get_output, shapes and dtypes checked before any C call."""
 
-    def __init__(self, path, constants=None):
+    def __init__(self, path, constants=None, threads=None):
         self.path = Path(path).resolve()
         self._lib = _open_library(self.path, str(path))
         self._read_desc(str(path))
+        if threads is not None:
+            set_num_threads(self._lib, threads, str(path))
         self._instance = None
         self._open_instance(constants)
         self._closed = False
@@ -380,9 +382,22 @@ class Module:
                 f"inputs={[t.name for t in self._inputs]} outputs={len(self._outputs)}>")
 
 
-def load(path, constants=None) -> Module:
+def set_num_threads(lib: ctypes.CDLL, threads, shown: str) -> None:
+    """The library's pool size (byoc_set_num_threads): one per library, so the last load's count holds."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"{shown!r}: threads must be a whole number of threads >= 1, got {threads!r}")
+    if not hasattr(lib, "byoc_set_num_threads"):
+        raise ModelLoadError(f"{shown!r}: the library has no thread pool (byoc_set_num_threads); "
+                             "rebuild it with this version of byoc")
+    lib.byoc_set_num_threads.argtypes = [ctypes.c_int32]
+    lib.byoc_set_num_threads(threads)
+
+
+def load(path, constants=None, threads=None) -> Module:
     """Load a model library built by byoc_compiler (export_library) and initialize it.
 
     constants: for a build with constants="params", its constants.bin (a path or the bytes); by default the
-    constants.bin beside the library, when there is one."""
-    return Module(path, constants)
+    constants.bin beside the library, when there is one.
+    threads: threads a run may use (the runtime's pool, byoc_set_num_threads; one count per library, shared
+    by its instances); by default BYOC_NUM_THREADS, else the cores this process may run on."""
+    return Module(path, constants, threads)

@@ -5,7 +5,7 @@ from ..errors import ByocError
 
 _HERE = Path(__file__).resolve().parent
 
-_CORE = ("runtime.c",)
+_CORE = ("runtime.c", "parallel.c")
 _GRAPH = ("graph_executor.c", "json.c", "params.c")
 _RUNNER = ("npy.c", "runner.c")
 EXECUTORS = ("graph", "aot")

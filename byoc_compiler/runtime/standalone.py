@@ -21,7 +21,8 @@ def _compiled(name: str, sources: tuple[str, ...], include_dirs: tuple[str, ...]
     atexit.register(shutil.rmtree, workdir, True)
     out = Path(workdir) / f"lib{name}.so"
     argv = [cc, "-std=c99", "-O1", "-fPIC", "-shared", *WARNING_FLAGS, *(f"-I{d}" for d in include_dirs),
-            *include_flags(), *sources, os.fspath(source_dir() / "runtime.c"), "-o", os.fspath(out),
+            *include_flags(), *sources, os.fspath(source_dir() / "runtime.c"),
+            os.fspath(source_dir() / "parallel.c"), "-o", os.fspath(out),
             *(f"-l{lib}" for lib in libraries), "-lm"]
     run_command(argv, f"compiling the {name} runtime with {cc}")
     return out

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from byoc_compiler.vendor import matmul_dims
+from byoc_compiler.vendor import build_max_threads, matmul_dims, runtime_include_flags, runtime_source_dir
 
 
 def element_count(dims) -> int:
@@ -33,6 +33,14 @@ SOURCES = tuple(KERNEL_DIR / name for name in (
 HEADERS = (KERNEL_DIR / HEADER, KERNEL_DIR / "ck_internal.h", KERNEL_DIR / "ck_transformer.h",
            KERNEL_DIR / "ck_reduce.h", KERNEL_DIR / "ck_resize.h", KERNEL_DIR / "ck_qnn.h", KERNEL_DIR / "ck_qinternal.h",
            KERNEL_DIR / "ck_activation.h", KERNEL_DIR / "ck_depthwise.h")
+
+
+def standalone_args() -> list[str]:
+    """Compiler arguments that build the library outside a model (tests, bench/kernels.py): the runtime's
+    headers and the sources it calls (the thread pool of byoc/parallel.h and the last error)."""
+    return [*runtime_include_flags(), str(runtime_source_dir() / "parallel.c"), str(runtime_source_dir() / "runtime.c")]
+
+
 # Link flags the library needs (expf, sqrtf, ...).
 LDFLAGS = ("-lm",)
 
@@ -219,7 +227,9 @@ def pool2d_params(data_shape, pool_size, strides, padding, dilation, ceil_mode, 
 
 
 # ---- size formulas, mirrored from the C (ck_internal.h, ck_gemm.c, ck_conv2d.c) ----------------
-_M_QUANTUM, _N_QUANTUM, _MC, _KC, _NC, _ALIGN = 24, 32, 96, 256, 1024, 64
+_M_QUANTUM, _N_QUANTUM, _MC, _KC, _ALIGN = 24, 32, 96, 256, 64
+_N_CHUNK, _MIN_TASKS = 128, 8     # ck_gemm.c's split of C into tasks
+_DW_TASK_GROUPS = 4               # ck_conv2d.c's split of one-channel groups into tasks
 _PM_MR, _PM_MAX_PIXELS = 7, 1024  # pixel-major tiles (CK_PM_MR, CK_PM_MAX_PIXELS)
 
 
@@ -227,12 +237,29 @@ def _round_up(x: int, q: int) -> int:
     return (x + q - 1) // q * q
 
 
+def gemm_tasks(m: int, n: int) -> int:
+    """ck_gemm_split_of: column chunks of _N_CHUNK, and row groups of whole _MC blocks when there are fewer
+    than _MIN_TASKS chunks (the shape alone decides: results do not depend on the thread count)."""
+    blocks = -(-m // _MC)
+    chunks = -(-n // _N_CHUNK)
+    groups = 1 if chunks >= _MIN_TASKS else min(blocks, -(-_MIN_TASKS // chunks))
+    per_group = -(-blocks // groups)
+    return chunks * -(-blocks // per_group)
+
+
+def _gemm_slots(m: int, n: int) -> int:
+    """Per-thread scratch slots of one gemm: the build's max_threads, at most one per task."""
+    return min(build_max_threads(), gemm_tasks(m, n))
+
+
 def gemm_workspace_bytes(m: int, n: int, k: int) -> int:
-    """Bytes of scratch ck_gemm / ck_dense / ck_matmul need (independent of CPU and flags)."""
+    """Bytes of scratch ck_gemm / ck_dense / ck_matmul need (independent of CPU and flags): per slot,
+    A's block and B's panel."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0
     kc = min(_KC, k)
-    return _ALIGN + 4 * (min(_MC, _round_up(m, _M_QUANTUM)) * kc + kc * min(_NC, _round_up(n, _N_QUANTUM)))
+    slot = _ALIGN + 4 * (min(_MC, _round_up(m, _M_QUANTUM)) * kc + kc * min(_N_CHUNK, _round_up(n, _N_QUANTUM)))
+    return _gemm_slots(m, n) * slot
 
 
 dense_workspace_bytes = matmul_workspace_bytes = batch_matmul_workspace_bytes = gemm_workspace_bytes
@@ -243,7 +270,7 @@ def gemm_prepacked_workspace_bytes(m: int, n: int, k: int) -> int:
     slivers only, B is read where it lies."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0
-    return _ALIGN + 4 * min(_MC, _round_up(m, _M_QUANTUM)) * min(_KC, k)
+    return _gemm_slots(m, n) * (_ALIGN + 4 * min(_MC, _round_up(m, _M_QUANTUM)) * min(_KC, k))
 
 
 def gemm_packed_b_floats(n: int, k: int) -> int:
@@ -281,7 +308,9 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
         bordered = (p["dilation_h"], p["dilation_w"]) == (1, 1) and p["kernel_h"] * p["kernel_w"] <= 64 and \
             p["stride_w"] in (1, 2)
         padded = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
-        return _ALIGN + 2 * 4 * padded if bordered else 0
+        # one bordered plane and flat row per thread: tasks of _DW_TASK_GROUPS groups (ck_dw_slots)
+        slots = min(build_max_threads(), -(-p["batch"] * p["groups"] // _DW_TASK_GROUPS))
+        return slots * (_ALIGN + 2 * 4 * padded) if bordered else 0
     oh, ow = conv2d_output_hw(p)
     og, kdim, pixels = p["out_channels"] // p["groups"], per_group_in * p["kernel_h"] * p["kernel_w"], oh * ow
     gemm = gemm_workspace_bytes(og, pixels, kdim)

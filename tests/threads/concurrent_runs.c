@@ -6,7 +6,9 @@
  * instance run alone, then create two more instances. Then one thread per instance (two per library,
  * all started together) runs its instance ITERATIONS times and compares each result byte for byte with
  * the reference. Exit 0 when every run matched; 1 with a message otherwise. ThreadSanitizer reports any
- * data race between instances of one model or between different models. */
+ * data race between instances of one model or between different models, and in the thread pool every
+ * library runs (BYOC_NUM_THREADS sets its size). At the end every library is closed while its pool's
+ * workers still live (they must be joined before the library's code is unmapped). */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <pthread.h>
@@ -75,8 +77,8 @@ static void* work(void* arg) {
   return NULL;
 }
 
-static int load(const char* path, Model* m, int salt) {
-  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+static int load(const char* path, Model* m, int salt, void** handle) {
+  void* lib = *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   const ByocModelDesc* (*get_desc)(void);
   void* alone = NULL;
   int32_t k;
@@ -109,6 +111,7 @@ static int load(const char* path, Model* m, int salt) {
 
 int main(int argc, char** argv) {
   Model models[MAX_LIBS];
+  void* handles[MAX_LIBS];
   Worker workers[2 * MAX_LIBS];
   pthread_t threads[2 * MAX_LIBS];
   int n_libs = argc - 2, i, n = 0, failed = 0;
@@ -121,7 +124,7 @@ int main(int argc, char** argv) {
   memset(models, 0, sizeof(models));
   memset(workers, 0, sizeof(workers));
   for (i = 0; i < n_libs; ++i) {
-    if (load(argv[2 + i], &models[i], i) != 0) return 1;
+    if (load(argv[2 + i], &models[i], i, &handles[i]) != 0) return 1;
     for (k = 0; k < 2; ++k, ++n) {
       int32_t o;
       workers[n].model = &models[i];
@@ -146,6 +149,14 @@ int main(int argc, char** argv) {
     for (o = 0; o < workers[i].model->desc->num_outputs; ++o) free(workers[i].outputs[o]);
   }
   pthread_barrier_destroy(&g_start);
+  for (i = 0; i < n_libs; ++i) {
+    for (k = 0; k < models[i].desc->num_inputs; ++k) free(models[i].inputs[k]);
+    for (k = 0; k < models[i].desc->num_outputs; ++k) free(models[i].expected[k]);
+    if (dlclose(handles[i]) != 0) {
+      fprintf(stderr, "concurrent_runs: dlclose: %s\n", dlerror());
+      failed = 1;
+    }
+  }
   if (!failed) printf("%d instances of %d models, %ld runs each: all equal to the runs alone\n", n, n_libs,
                       iterations);
   return failed;

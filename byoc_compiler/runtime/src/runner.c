@@ -1,7 +1,8 @@
 /* Standalone runner: links with one model (which defines byoc_model_desc), reads inputs from .npy,
  * runs (optionally repeatedly, printing the median time), writes outputs as .npy.
  *   runner [--repeat N] [--out DIR] [--inputs DIR | in0.npy in1.npy ...] [--graph FILE] [--params FILE]
- *          [--dump DIR] [--profile] [--constants FILE] [--memory]
+ *          [--dump DIR] [--profile] [--constants FILE] [--memory] [--threads N]
+ * --threads N: threads a run may use (the runtime's pool; default BYOC_NUM_THREADS, else the usable cores).
  * --memory: after init prints "workspace_bytes=R allocated_bytes=A": what the build reported and what the
  * model's instance allocated (its descriptor's allocated_bytes query).
  * --constants FILE: the build's constants.bin, for a model built with constants="params" (given to the
@@ -17,6 +18,7 @@
 #include <time.h>
 
 #include "byoc/graph_executor.h"
+#include "byoc/parallel.h"
 #include "byoc/runtime.h"
 #include "npy.h"
 
@@ -24,7 +26,7 @@
 
 static const char* g_usage =
     "usage: runner [--repeat N] [--out DIR] [--inputs DIR | in0.npy in1.npy ...] [--graph FILE] [--params FILE]\n"
-    "              [--dump DIR] [--profile] [--constants FILE] [--memory]\n";
+    "              [--dump DIR] [--profile] [--constants FILE] [--memory] [--threads N]\n";
 
 static int fail_usage(const char* why, const char* arg) {
   fprintf(stderr, "runner: %s%s%s\n%s", why, arg ? ": " : "", arg ? arg : "", g_usage);
@@ -263,7 +265,7 @@ int main(int argc, char** argv) {
       memory = 1;
     } else if (strcmp(a, "--repeat") == 0 || strcmp(a, "--out") == 0 || strcmp(a, "--inputs") == 0 ||
                strcmp(a, "--graph") == 0 || strcmp(a, "--params") == 0 || strcmp(a, "--dump") == 0 ||
-               strcmp(a, "--constants") == 0) {
+               strcmp(a, "--constants") == 0 || strcmp(a, "--threads") == 0) {
       if (i + 1 >= argc) {
         free(files);
         return fail_usage("missing value after", a);
@@ -276,6 +278,16 @@ int main(int argc, char** argv) {
           free(files);
           return fail_usage("--repeat needs an integer in 1..1000000, got", argv[i + 1]);
         }
+      } else if (strcmp(a, "--threads") == 0) {
+        char* end;
+        long threads;
+        errno = 0;
+        threads = strtol(argv[i + 1], &end, 10);
+        if (errno != 0 || *end != '\0' || end == argv[i + 1] || threads < 1 || threads > 256) {
+          free(files);
+          return fail_usage("--threads needs an integer in 1..256, got", argv[i + 1]);
+        }
+        byoc_set_num_threads((int32_t)threads);
       } else if (strcmp(a, "--out") == 0) {
         out_dir = argv[i + 1];
       } else if (strcmp(a, "--inputs") == 0) {

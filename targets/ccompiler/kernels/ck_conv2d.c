@@ -86,6 +86,23 @@ static int ck_pm_by_offsets(const ck_conv2d_params *p, int64_t ow) {
   return ck_im2col_bordered(p) && p->stride_w == 1 && ow % CK_PM_MR == 0;
 }
 
+/* One input channel per group: tasks of CK_DW_TASK_GROUPS groups (of every image), each thread with its
+ * own zero-bordered plane and flat row in its slot of the workspace. */
+#define CK_DW_TASK_GROUPS 4
+
+static int64_t ck_dw_tasks(const ck_conv2d_params *p) {
+  return (p->batch * p->groups + CK_DW_TASK_GROUPS - 1) / CK_DW_TASK_GROUPS;
+}
+
+static int64_t ck_dw_slots(const ck_conv2d_params *p) {
+  const int64_t tasks = ck_dw_tasks(p);
+  return tasks < BYOC_MAX_THREADS ? tasks : BYOC_MAX_THREADS;
+}
+
+static size_t ck_dw_slot_bytes(const ck_conv2d_params *p) {
+  return CK_ALIGN + 2 * sizeof(float) * (size_t)ck_padded_plane_floats(p);
+}
+
 /* Workspace bytes of the gemm (or pixel-major) part, before the bordered copy. */
 static size_t ck_conv_gemm_bytes(const ck_conv2d_params *p, int64_t oh, int64_t ow) {
   const int64_t cg = p->channels / p->groups, og = p->out_channels / p->groups;
@@ -105,7 +122,7 @@ size_t ck_conv2d_workspace_bytes(const ck_conv2d_params *p) {
   /* one input channel per group: direct kernels; the 3x3 and ck_depthwise.c ones read a zero-bordered
    * copy of the plane */
   if (p->channels == p->groups)
-    return ck_uses_padded_plane(p) ? CK_ALIGN + 2 * sizeof(float) * (size_t)ck_padded_plane_floats(p) : 0;
+    return ck_uses_padded_plane(p) ? (size_t)ck_dw_slots(p) * ck_dw_slot_bytes(p) : 0;
   bytes = ck_conv_gemm_bytes(p, oh, ow);
   if (ck_im2col_bordered(p))
     bytes += CK_ALIGN + sizeof(float) * (size_t)(p->channels / p->groups * ck_padded_plane_floats(p));
@@ -246,56 +263,134 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
 /* One group on pixel-major tiles: per K block, the pixel slivers of B (im2col or the input) are packed,
  * then every 24-channel sliver of the packed weight (read where it lies) meets every pixel sliver, into
  * C' [pixels][channels] in the workspace; at the end C' goes to out [channels][pixels], transposed in
- * blocks of 16 channels, with the bias and the activation. */
+ * blocks of 16 channels, with the bias and the activation.
+ * In parallel: tasks of CK_PM_TASK_CHANNELS channels (two weight slivers; the split depends on og alone),
+ * each reading its own part of the weight (the large operand of these small planes) and writing its own
+ * columns of C' and rows of out. Reading the bordered input in place (by_offsets) needs no packing, so a
+ * task runs every K block of its channels in one go; otherwise each K block is packed first, then its
+ * tasks run. */
+#define CK_PM_TASK_CHANNELS 48
+
+typedef struct {
+  const ck_b_source *src;
+  int64_t og, pixels, kdim, m24, pm_pixels;
+  const float *packed, *bias, *residual;
+  int32_t activation;
+  float *out, *slivers, *result;
+  ck_pm_fn tile;
+  int direct, by_offsets;
+  int64_t pc; /* the K block of a packed pass */
+} ck_pm_job;
+
+/* The tiles of channels [c0, c1) over K block pc. */
+static void ck_pm_block(const ck_pm_job *job, int64_t pc, int64_t c0, int64_t c1) {
+  const ck_conv_view *v = job->src->conv;
+  const int64_t kc = job->kdim - pc < CK_KC ? job->kdim - pc : CK_KC, m24 = job->m24;
+  const float *a = job->direct ? job->src->base + pc * job->src->row_stride : job->slivers;
+  const int64_t as = job->direct ? job->src->row_stride : CK_PM_MR, step = job->direct ? 1 : kc;
+  int64_t aoff[CK_KC];
+  int64_t cs, s, o;
+  if (job->by_offsets) {
+    const int64_t taps = v->kernel_h * v->kernel_w;
+    for (o = 0; o < kc; ++o) { /* tap pc + o: (channel, kh, kw) */
+      const int64_t t = (pc + o) % taps;
+      aoff[o] = (pc + o) / taps * v->padded_plane + t / v->kernel_w * v->dilation_h * v->padded_w +
+                t % v->kernel_w * v->dilation_w;
+    }
+  }
+  for (cs = c0; cs < c1; cs += CK_M_QUANTUM) {
+    const float *w = job->packed + pc * m24 + cs * kc;
+    if (job->by_offsets) {
+      for (s = 0; s < job->pm_pixels; s += CK_PM_MR) /* pixel s: output row s / out_w, column s % out_w */
+        job->tile(kc, v->padded + s / v->out_w * v->stride_h * v->padded_w + s % v->out_w, 0, aoff, w,
+                  job->result + s * m24 + cs, m24, pc > 0);
+    } else {
+      for (s = 0; s < job->pm_pixels; s += CK_PM_MR)
+        job->tile(kc, a + s * step, as, NULL, w, job->result + s * m24 + cs, m24, pc > 0);
+    }
+  }
+}
+
+/* C' -> out for channels [c0, c1) of og: transposed, + bias, + residual, activation. */
+static void ck_pm_finish(const ck_pm_job *job, int64_t c0, int64_t c1) {
+  const int64_t pixels = job->pixels, m24 = job->m24;
+  int64_t o0, o, j;
+  for (o0 = c0; o0 < c1; o0 += 16) {
+    const int64_t oc = c1 - o0 < 16 ? c1 - o0 : 16;
+    for (j = 0; j < pixels; ++j) {
+      const float *restrict r = job->result + j * m24 + o0;
+      for (o = 0; o < oc; ++o)
+        job->out[(o0 + o) * pixels + j] = r[o] + (job->bias != NULL ? job->bias[o0 + o] : 0.0f);
+      if (job->residual != NULL)
+        for (o = 0; o < oc; ++o) job->out[(o0 + o) * pixels + j] += job->residual[(o0 + o) * pixels + j];
+    }
+    for (o = 0; o < oc; ++o) ck_activate(job->activation, pixels, job->out + (o0 + o) * pixels);
+  }
+}
+
+static int64_t ck_pm_end(int64_t c0, int64_t limit) {
+  return c0 + CK_PM_TASK_CHANNELS < limit ? c0 + CK_PM_TASK_CHANNELS : limit;
+}
+
+/* by_offsets: every K block of one task's channels, then their part of out. */
+static void ck_pm_task_all(int32_t task, int32_t n_tasks, void *ctx) {
+  const ck_pm_job *job = (const ck_pm_job *)ctx;
+  const int64_t c0 = (int64_t)task * CK_PM_TASK_CHANNELS;
+  int64_t pc;
+  (void)n_tasks;
+  for (pc = 0; pc < job->kdim; pc += CK_KC) ck_pm_block(job, pc, c0, ck_pm_end(c0, job->m24));
+  ck_pm_finish(job, c0, ck_pm_end(c0, job->og));
+}
+
+static void ck_pm_task_block(int32_t task, int32_t n_tasks, void *ctx) {
+  const ck_pm_job *job = (const ck_pm_job *)ctx;
+  const int64_t c0 = (int64_t)task * CK_PM_TASK_CHANNELS;
+  (void)n_tasks;
+  ck_pm_block(job, job->pc, c0, ck_pm_end(c0, job->m24));
+}
+
+static void ck_pm_task_finish(int32_t task, int32_t n_tasks, void *ctx) {
+  const ck_pm_job *job = (const ck_pm_job *)ctx;
+  const int64_t c0 = (int64_t)task * CK_PM_TASK_CHANNELS;
+  (void)n_tasks;
+  if (c0 < job->og) ck_pm_finish(job, c0, ck_pm_end(c0, job->og));
+}
+
 static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixels, int64_t kdim,
                                 const float *packed, const float *bias, const float *residual, int32_t activation,
                                 float *out, void *workspace, ck_pm_fn tile) {
-  const int64_t m24 = ck_round_up(og, CK_M_QUANTUM), pm_pixels = ck_round_up(pixels, CK_PM_MR);
-  float *slivers = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
-  float *result = slivers + pm_pixels * (kdim < CK_KC ? kdim : CK_KC);
-  int64_t pc, cs, s, o0, o, j;
-  /* a 1x1 stride-1 input is read as it lies when its plane is whole slivers (no row past the end) */
-  const int direct = src->conv == NULL && pixels == pm_pixels;
   const ck_conv_view *v = src->conv;
+  ck_pm_job job;
+  int32_t tasks;
+  job.src = src;
+  job.og = og;
+  job.pixels = pixels;
+  job.kdim = kdim;
+  job.m24 = ck_round_up(og, CK_M_QUANTUM);
+  job.pm_pixels = ck_round_up(pixels, CK_PM_MR);
+  job.packed = packed;
+  job.bias = bias;
+  job.residual = residual;
+  job.activation = activation;
+  job.out = out;
+  job.slivers = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
+  job.result = job.slivers + job.pm_pixels * (kdim < CK_KC ? kdim : CK_KC);
+  job.tile = tile;
+  /* a 1x1 stride-1 input is read as it lies when its plane is whole slivers (no row past the end) */
+  job.direct = src->conv == NULL && pixels == job.pm_pixels;
   /* the bordered copy read as it lies (ck_pm_by_offsets; the copy exists for exactly those windows) */
-  const int by_offsets = v != NULL && v->padded != NULL && v->stride_w == 1 && v->out_w % CK_PM_MR == 0;
-  int64_t aoff[CK_KC];
-  for (pc = 0; pc < kdim; pc += CK_KC) {
-    const int64_t kc = kdim - pc < CK_KC ? kdim - pc : CK_KC;
-    const float *a = direct ? src->base + pc * src->row_stride : slivers;
-    const int64_t as = direct ? src->row_stride : CK_PM_MR, step = direct ? 1 : kc;
-    if (by_offsets) {
-      const int64_t taps = v->kernel_h * v->kernel_w;
-      for (o = 0; o < kc; ++o) { /* tap pc + o: (channel, kh, kw) */
-        const int64_t t = (pc + o) % taps;
-        aoff[o] = (pc + o) / taps * v->padded_plane + t / v->kernel_w * v->dilation_h * v->padded_w +
-                  t % v->kernel_w * v->dilation_w;
-      }
-    } else if (!direct) {
-      ck_pack_b(src, pc, kc, 0, pixels, pixels, CK_PM_MR, slivers);
-    }
-    for (cs = 0; cs < m24; cs += CK_M_QUANTUM) {
-      const float *w = packed + pc * m24 + cs * kc;
-      if (by_offsets) {
-        for (s = 0; s < pm_pixels; s += CK_PM_MR) /* pixel s: output row s / out_w, column s % out_w */
-          tile(kc, v->padded + s / v->out_w * v->stride_h * v->padded_w + s % v->out_w, 0, aoff, w,
-               result + s * m24 + cs, m24, pc > 0);
-      } else {
-        for (s = 0; s < pm_pixels; s += CK_PM_MR)
-          tile(kc, a + s * step, as, NULL, w, result + s * m24 + cs, m24, pc > 0);
-      }
-    }
+  job.by_offsets = v != NULL && v->padded != NULL && v->stride_w == 1 && v->out_w % CK_PM_MR == 0;
+  tasks = (int32_t)((job.m24 + CK_PM_TASK_CHANNELS - 1) / CK_PM_TASK_CHANNELS);
+  if (job.by_offsets || job.direct) {
+    byoc_parallel_for(tasks, ck_pm_task_all, &job);
+    return;
   }
-  for (o0 = 0; o0 < og; o0 += 16) {
-    const int64_t oc = og - o0 < 16 ? og - o0 : 16;
-    for (j = 0; j < pixels; ++j) {
-      const float *restrict r = result + j * m24 + o0;
-      for (o = 0; o < oc; ++o) out[(o0 + o) * pixels + j] = r[o] + (bias != NULL ? bias[o0 + o] : 0.0f);
-      if (residual != NULL)
-        for (o = 0; o < oc; ++o) out[(o0 + o) * pixels + j] += residual[(o0 + o) * pixels + j];
-    }
-    for (o = 0; o < oc; ++o) ck_activate(activation, pixels, out + (o0 + o) * pixels);
+  for (job.pc = 0; job.pc < kdim; job.pc += CK_KC) {
+    const int64_t kc = kdim - job.pc < CK_KC ? kdim - job.pc : CK_KC;
+    ck_pack_b(src, job.pc, kc, 0, pixels, pixels, CK_PM_MR, job.slivers);
+    byoc_parallel_for(tasks, ck_pm_task_block, &job);
   }
+  byoc_parallel_for(tasks, ck_pm_task_finish, &job);
 }
 
 int32_t ck_conv2d(const ck_conv2d_params *p, const float *data, const float *weight,
@@ -317,6 +412,76 @@ int32_t ck_conv2d_prepacked_add(const ck_conv2d_params *p, const float *data, co
   return ck_conv2d_any(p, data, NULL, packed_weight, bias, residual, activation, out, workspace);
 }
 
+typedef struct {
+  const ck_conv2d_params *p;
+  const float *data, *weight, *bias;
+  int32_t activation;
+  float *out;
+  ck_dw3x3_row_fn row_fn;
+  char *workspace; /* NULL: no bordered plane */
+  int64_t oh, ow;
+} ck_dw_job;
+
+/* Groups [chunk * CK_DW_TASK_GROUPS, ...) of every image, on the bordered plane of `slot`. */
+static void ck_dw_task(int32_t chunk, int32_t slot, void *ctx) {
+  const ck_dw_job *job = (const ck_dw_job *)ctx;
+  const ck_conv2d_params *p = job->p;
+  const int64_t og = p->out_channels / p->groups, kdim = p->kernel_h * p->kernel_w, pixels = job->oh * job->ow;
+  const int64_t first = (int64_t)chunk * CK_DW_TASK_GROUPS, total = p->batch * p->groups;
+  const int64_t end = first + CK_DW_TASK_GROUPS < total ? first + CK_DW_TASK_GROUPS : total;
+  const uintptr_t base = (uintptr_t)(job->workspace + (size_t)slot * ck_dw_slot_bytes(p));
+  float *padded = job->workspace == NULL ? NULL
+                                         : (float *)(void *)((base + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
+  float *flat = padded != NULL ? padded + ck_padded_plane_floats(p) : NULL;
+  int64_t i, o;
+  for (i = first; i < end; ++i) {
+    const int64_t n = i / p->groups, g = i % p->groups;
+    const float *in_g = job->data + (n * p->channels + g) * p->height * p->width;
+    const float *w_g = job->weight + g * og * kdim;
+    float *out_g = job->out + (n * p->out_channels + g * og) * pixels;
+    if (padded != NULL) ck_pad_plane(p, in_g, padded);
+    for (o = 0; o < og; ++o) {
+      const float b = job->bias != NULL ? job->bias[g * og + o] : 0.0f;
+      if (job->row_fn == NULL && padded != NULL)
+        ck_dw_plane(p, job->oh, job->ow, padded, ck_odd_offset(p), w_g + o * kdim, b, job->activation,
+                    out_g + o * pixels, flat);
+      else if (job->row_fn != NULL)
+        ck_dw3x3_plane(p, job->oh, job->ow, padded, w_g + o * kdim, b, job->activation, out_g + o * pixels,
+                       job->row_fn, flat);
+      else
+        ck_conv_direct_plane(p, job->oh, job->ow, in_g, w_g + o * kdim, b, job->activation, out_g + o * pixels);
+    }
+  }
+}
+
+/* One input channel per group (depthwise): direct kernels, in parallel over groups. */
+static int32_t ck_conv_one_channel_groups(const ck_conv2d_params *p, const float *data, const float *weight,
+                                          const float *bias, int32_t activation, float *out, ck_dw3x3_row_fn row_fn,
+                                          void *workspace) {
+  ck_dw_job job;
+  const int64_t slots = ck_dw_slots(p);
+  int64_t used, s;
+  if (weight == NULL) return CK_EBADPARAM; /* (never packed) */
+  job.p = p;
+  job.data = data;
+  job.weight = weight;
+  job.bias = bias;
+  job.activation = activation;
+  job.out = out;
+  job.row_fn = row_fn;
+  job.workspace = ck_uses_padded_plane(p) ? (char *)workspace : NULL;
+  ck_conv2d_output_hw(p, &job.oh, &job.ow);
+  /* the borders stay zero: cleared once per call in every slot this call can use */
+  used = byoc_get_num_threads() < slots ? byoc_get_num_threads() : slots;
+  for (s = 0; job.workspace != NULL && s < used; ++s) {
+    const uintptr_t base = (uintptr_t)(job.workspace + (size_t)s * ck_dw_slot_bytes(p));
+    memset((void *)((base + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1)), 0,
+           sizeof(float) * (size_t)ck_padded_plane_floats(p));
+  }
+  if (byoc_parallel_chunks((int32_t)ck_dw_tasks(p), (int32_t)slots, ck_dw_task, &job) != 0) return CK_EBADPARAM;
+  return CK_OK;
+}
+
 /* weight (OIHW) or packed (ck_conv2d_pack_weight) */
 static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const float *weight,
                              const float *packed, const float *bias, const float *residual, int32_t activation,
@@ -324,7 +489,7 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
   int64_t oh, ow, cg, og, kdim, pixels, n, g;
   ck_dw3x3_row_fn row_fn;
   ck_pm_fn pm_tile;
-  float *padded = NULL, *bordered = NULL;
+  float *bordered = NULL;
   if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return CK_EBADPARAM;
   if (data == NULL || out == NULL) return CK_EBADPARAM;
   if (!CK_VALID_ACTIVATION(activation)) return CK_EBADPARAM;
@@ -342,10 +507,7 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
     const uintptr_t end = (uintptr_t)workspace + ck_conv_gemm_bytes(p, oh, ow);
     bordered = (float *)(void *)((end + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
   }
-  if (ck_uses_padded_plane(p)) {
-    padded = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
-    memset(padded, 0, sizeof(float) * (size_t)ck_padded_plane_floats(p));
-  }
+  if (cg == 1) return ck_conv_one_channel_groups(p, data, weight, bias, activation, out, row_fn, workspace);
   for (n = 0; n < p->batch; ++n) {
     for (g = 0; g < p->groups; ++g) {
       const float *in_g = data + (n * p->channels + g * cg) * p->height * p->width;
@@ -354,21 +516,7 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
       float *out_g = out + (n * p->out_channels + g * og) * pixels;
       /* (never with one input channel per group: those weights are not packed) */
       const float *residual_g = residual != NULL ? residual + (n * p->out_channels + g * og) * pixels : NULL;
-      if (cg == 1) {
-        int64_t o;
-        if (padded != NULL) ck_pad_plane(p, in_g, padded);
-        for (o = 0; o < og; ++o) {
-          const float b = bias != NULL ? bias[g * og + o] : 0.0f;
-          if (row_fn == NULL && padded != NULL)
-            ck_dw_plane(p, oh, ow, padded, ck_odd_offset(p), w_g + o * kdim, b, activation, out_g + o * pixels,
-                        padded + ck_padded_plane_floats(p));
-          else if (row_fn != NULL)
-            ck_dw3x3_plane(p, oh, ow, padded, w_g + o * kdim, b, activation, out_g + o * pixels, row_fn,
-                           padded + ck_padded_plane_floats(p));
-          else
-            ck_conv_direct_plane(p, oh, ow, in_g, w_g + o * kdim, b, activation, out_g + o * pixels);
-        }
-      } else {
+      {
         ck_conv_view view;
         ck_b_source source;
         ck_epilogue epilogue;

@@ -16,14 +16,49 @@
 static int64_t ck_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t ck_round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 
+/* ---- the split into tasks -------------------------------------------------------------------
+ * C is cut into column chunks of CK_N_CHUNK (a multiple of every NR and of 16 floats: chunk boundaries
+ * fall on cache lines of rows that start on one) and, when there are fewer than CK_MIN_TASKS chunks,
+ * row groups of whole CK_MC blocks. The split depends on the shape alone, never on the thread count, and
+ * every element of C is computed by one task in one fixed order: results are the same for every count.
+ * Each task packs its own panel of B (KC x CK_N_CHUNK, 128 KiB: it stays in the core's L2 while every
+ * row block of its group passes over it) into its thread's slot of the workspace. */
+#define CK_N_CHUNK 128
+#define CK_MIN_TASKS 8
+
+typedef struct {
+  int64_t n_chunks, row_groups, group_rows;
+} ck_gemm_split;
+
+static ck_gemm_split ck_gemm_split_of(int64_t m, int64_t n) {
+  ck_gemm_split s;
+  const int64_t blocks = (m + CK_MC - 1) / CK_MC;
+  int64_t per_group;
+  s.n_chunks = (n + CK_N_CHUNK - 1) / CK_N_CHUNK;
+  s.row_groups = s.n_chunks >= CK_MIN_TASKS ? 1 : ck_min(blocks, (CK_MIN_TASKS + s.n_chunks - 1) / s.n_chunks);
+  per_group = (blocks + s.row_groups - 1) / s.row_groups;
+  s.row_groups = (blocks + per_group - 1) / per_group;
+  s.group_rows = per_group * CK_MC;
+  return s;
+}
+
+/* Slots of per-thread scratch a call uses: the planned threads (BYOC_MAX_THREADS), at most one per task. */
+static int64_t ck_gemm_slots(int64_t m, int64_t n) {
+  const ck_gemm_split s = ck_gemm_split_of(m, n);
+  return ck_min(BYOC_MAX_THREADS, s.n_chunks * s.row_groups);
+}
+
+/* One slot: A's block (unless packed ahead) and B's panel (unless packed ahead), aligned inside. */
+static size_t ck_gemm_slot_bytes(int64_t m, int64_t n, int64_t k, int b_packed) {
+  const int64_t kc = ck_min(CK_KC, k);
+  const int64_t a_floats = ck_min(CK_MC, ck_round_up(m, CK_M_QUANTUM)) * kc;
+  const int64_t b_floats = b_packed ? 0 : kc * ck_min(CK_N_CHUNK, ck_round_up(n, CK_N_QUANTUM));
+  return (size_t)CK_ALIGN + sizeof(float) * (size_t)(a_floats + b_floats);
+}
+
 size_t ck_gemm_workspace_bytes(int64_t m, int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
-  {
-    const int64_t kc = ck_min(CK_KC, k);
-    const int64_t a_floats = ck_min(CK_MC, ck_round_up(m, CK_M_QUANTUM)) * kc;
-    const int64_t b_floats = kc * ck_min(CK_NC, ck_round_up(n, CK_N_QUANTUM));
-    return (size_t)CK_ALIGN + sizeof(float) * (size_t)(a_floats + b_floats);
-  }
+  return (size_t)ck_gemm_slots(m, n) * ck_gemm_slot_bytes(m, n, k, 0);
 }
 
 /* ---- packing ------------------------------------------------------------------------------- */
@@ -123,7 +158,7 @@ int32_t ck_gemm_pack_b(int64_t n, int64_t k, const float *b, int64_t b_row_strid
 
 size_t ck_gemm_prepacked_workspace_bytes(int64_t m, int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
-  return (size_t)CK_ALIGN + sizeof(float) * (size_t)(ck_min(CK_MC, ck_round_up(m, CK_M_QUANTUM)) * ck_min(CK_KC, k));
+  return (size_t)ck_gemm_slots(m, n) * ck_gemm_slot_bytes(m, n, k, 1);
 }
 
 /* dst[0 .. n) = src[0 .. n) for the short runs of the im2col packing (n <= a sliver): fixed-size
@@ -393,16 +428,131 @@ void ck_pack_b(const ck_b_source *b, int64_t pc, int64_t kc, int64_t j0, int64_t
 
 /* ---- driver ---------------------------------------------------------------------------------- */
 
+/* What every task of one call reads. */
+typedef struct {
+  int64_t m, n, k;
+  const float *a;
+  int64_t a_row_stride, a_col_stride;
+  const float *a_packed;
+  const ck_b_source *b;
+  float *c;
+  int64_t ldc;
+  const ck_epilogue *epilogue;
+  const float *residual;
+  const ck_micro_kernel *kernel;
+  char *workspace;
+  size_t slot_bytes;
+  ck_gemm_split split;
+} ck_gemm_job;
+
+/* The micro-kernels over one packed A block (rows ic .. ic + mc) and B panel (columns jc .. jc + nc). */
+static void ck_gemm_tiles(const ck_gemm_job *job, int64_t ic, int64_t mc, int64_t jc, int64_t nc, int64_t nc_main,
+                          int64_t pc, int64_t kc, const float *a_block, int64_t as, const float *pack_b) {
+  const ck_micro_kernel *kernel = job->kernel;
+  const int64_t mr_full = kernel->mr, nr_full = kernel->nr, ldc = job->ldc;
+  const int64_t n32 = ck_round_up(job->n, CK_N_QUANTUM); /* row length of a K block of a packed B */
+  const int accumulate = pc > 0;
+  const ck_epilogue *last = pc + kc == job->k ? job->epilogue : NULL;
+  const float *packed = job->b->packed;
+  float tile[CK_MR_MAX * CK_NR_MAX];
+  int64_t ir, jr;
+  /* one A sliver (the broadcast operand, mr x kc) stays in L1 while every B sliver of the
+   * block streams past it from L2, and C fills mr rows left to right: few store streams. The
+   * other order (B sliver outer) writes mc rows at once, 128 bytes each, and lost a quarter
+   * of the speed on ResNet-50's 1x1 64->256 at 56x56 (K = 64: C traffic dominates). */
+  for (ir = 0; ir < mc; ir += mr_full) {
+    const int64_t mr = ck_min(mr_full, mc - ir);
+    for (jr = 0; jr < nc; jr += nr_full) {
+      const int half = jr >= nc_main;
+      const int64_t sliver = half ? nr_full / 2 : nr_full;
+      const ck_micro_fn run = half ? kernel->run_half : kernel->run;
+      const int64_t nr = ck_min(sliver, nc - jr);
+      /* this sliver of B: packed just now (sliver floats per k), or ahead of time, inside the
+       * 32-column sliver that holds column jc + jr (CK_N_QUANTUM floats per k; jc is a multiple
+       * of it, so are the K blocks' starts) */
+      const float *bp = packed == NULL ? pack_b + jr * kc
+                                       : packed + pc * n32 + (jc + jr) / CK_N_QUANTUM * CK_N_QUANTUM * kc +
+                                             (jc + jr) % CK_N_QUANTUM;
+      const int64_t bs = packed == NULL ? sliver : CK_N_QUANTUM;
+      const int64_t row0 = ic + ir, col0 = jc + jr;
+      float *c_tile = job->c + row0 * ldc + col0;
+      const float *r_tile = last != NULL && job->residual != NULL ? job->residual + row0 * ldc + col0 : NULL;
+      const float *ap = a_block + (ir / as) * as * kc + ir % as; /* sliver of row ir, row in it */
+      if (mr == mr_full && nr == sliver) {
+        /* the epilogue in registers, unless the bias runs along columns (dense) */
+        const int in_kernel = last != NULL && (last->bias == NULL || last->bias_per_row);
+        run(kc, ap, as, bp, bs, c_tile, ldc, accumulate,
+            in_kernel && last->bias != NULL ? last->bias + row0 : NULL, in_kernel ? r_tile : NULL,
+            in_kernel ? last->activation : CK_ACT_NONE);
+        if (last != NULL && !in_kernel) ck_epilogue_tile(c_tile, ldc, mr, nr, last, row0, col0, r_tile);
+      } else { /* edge tile: through a local tile, stored within bounds */
+        run(kc, ap, as, bp, bs, tile, sliver, 0, NULL, NULL, CK_ACT_NONE);
+        ck_store_tile(tile, sliver, c_tile, ldc, mr, nr, accumulate, last, row0, col0, r_tile);
+      }
+    }
+  }
+}
+
+/* One task: columns of one chunk, rows of one group, on the scratch of `slot`. */
+static void ck_gemm_task(int32_t task, int32_t slot, void *ctx) {
+  const ck_gemm_job *job = (const ck_gemm_job *)ctx;
+  const int64_t chunk = task % job->split.n_chunks, group = task / job->split.n_chunks;
+  const int64_t jc = chunk * CK_N_CHUNK, nc = ck_min(CK_N_CHUNK, job->n - jc);
+  const int64_t i0 = group * job->split.group_rows, i1 = ck_min(job->m, i0 + job->split.group_rows);
+  const int64_t m24 = ck_round_up(job->m, CK_M_QUANTUM), nr_full = job->kernel->nr, k = job->k;
+  /* A last sliver at most half full runs the half-width kernel: no work on padding columns */
+  const int64_t tail = nc % nr_full;
+  const int use_half = job->kernel->run_half != NULL && tail > 0 && tail <= nr_full / 2;
+  const int64_t nc_main = use_half ? nc - tail : nc;
+  const uintptr_t base = (uintptr_t)(job->workspace + (size_t)slot * job->slot_bytes);
+  float *pack_a = (float *)(void *)((base + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
+  float *pack_b = pack_a + ck_min(CK_MC, m24) * ck_min(CK_KC, k); /* unused when packed */
+  int64_t pc, ic;
+  for (pc = 0; pc < k; pc += CK_KC) {
+    const int64_t kc = ck_min(CK_KC, k - pc);
+    if (job->b->packed == NULL) {
+      ck_pack_b(job->b, pc, kc, jc, nc_main, job->n, nr_full, pack_b);
+      if (use_half) ck_pack_b(job->b, pc, kc, jc + nc_main, tail, job->n, nr_full / 2, pack_b + nc_main * kc);
+    }
+    for (ic = i0; ic < i1; ic += CK_MC) {
+      const int64_t mc = ck_min(CK_MC, i1 - ic);
+      /* A's slivers: packed now (mr apart), or ahead of time (CK_M_QUANTUM apart, ic a multiple of it) */
+      if (job->a_packed == NULL) {
+        ck_pack_a(mc, kc, job->a + ic * job->a_row_stride + pc * job->a_col_stride, job->a_row_stride,
+                  job->a_col_stride, job->kernel->mr, pack_a);
+        ck_gemm_tiles(job, ic, mc, jc, nc, nc_main, pc, kc, pack_a, job->kernel->mr, pack_b);
+      } else {
+        ck_gemm_tiles(job, ic, mc, jc, nc, nc_main, pc, kc, job->a_packed + pc * m24 + ic * kc, CK_M_QUANTUM,
+                      pack_b);
+      }
+    }
+  }
+}
+
+/* One or two rows (batch-1/2 dense, vector-matrix) on a B that is not packed ahead: a pass over B per
+ * row, no packing; packing B per call costs more than reading it twice (fc 2048->1000 at two rows:
+ * 880 us packing, 270 us in two passes; at four rows the passes lose). */
+static int ck_gemv_takes(int64_t m, const float *a_packed, const ck_b_source *b, int64_t a_col_stride) {
+  return m <= 2 && b->conv == NULL && b->packed == NULL && a_packed == NULL &&
+         (b->col_stride == 1 || (b->row_stride == 1 && a_col_stride == 1));
+}
+
+static void ck_gemv_rows(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride, int64_t a_col_stride,
+                         const ck_b_source *b, float *c, int64_t ldc) {
+  int64_t i;
+  for (i = 0; i < m; ++i) {
+    if (b->row_stride == 1 && a_col_stride == 1)
+      ck_micro_kernel_current()->gemv_dot(n, k, a + i * a_row_stride, b->base, b->col_stride, c + i * ldc);
+    else
+      ck_gemv_axpy(n, k, a + i * a_row_stride, a_col_stride, b->base, b->row_stride, c + i * ldc);
+  }
+}
+
 int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,
                      int64_t a_col_stride, const float *a_packed, const ck_b_source *b, float *c, int64_t ldc,
                      const ck_epilogue *epilogue, const float *residual, void *workspace) {
   static const ck_epilogue none = {NULL, 0, CK_ACT_NONE};
-  const ck_micro_kernel *kernel;
-  int64_t mr_full, nr_full;
-  const int64_t n32 = ck_round_up(n, CK_N_QUANTUM); /* row length of a K block of a packed B */
-  float *pack_a, *pack_b;
-  float tile[CK_MR_MAX * CK_NR_MAX];
-  int64_t jc, pc, ic, jr, ir;
+  ck_gemm_job job;
   if (m < 0 || n < 0 || k < 0 || ldc < n || b == NULL) return CK_EBADPARAM;
   if (m == 0 || n == 0) return CK_OK;
   if (residual != NULL && epilogue == NULL) epilogue = &none; /* the residual rides on the epilogue */
@@ -410,89 +560,31 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
     ck_fill_epilogue_only(m, n, c, ldc, epilogue, residual);
     return CK_OK;
   }
-  /* One or two rows (batch-1/2 dense, vector-matrix) on a B that is not packed ahead: a pass over B per
-   * row, no packing; packing B per call costs more than reading it twice (fc 2048->1000 at two rows:
-   * 880 us packing, 270 us in two passes; at four rows the passes lose). */
-  if (m <= 2 && b->conv == NULL && b->packed == NULL && a_packed == NULL &&
-      (b->col_stride == 1 || (b->row_stride == 1 && a_col_stride == 1))) {
-    int64_t i;
-    for (i = 0; i < m; ++i) {
-      if (b->row_stride == 1 && a_col_stride == 1)
-        ck_micro_kernel_current()->gemv_dot(n, k, a + i * a_row_stride, b->base, b->col_stride, c + i * ldc);
-      else
-        ck_gemv_axpy(n, k, a + i * a_row_stride, a_col_stride, b->base, b->row_stride, c + i * ldc);
-    }
+  if (ck_gemv_takes(m, a_packed, b, a_col_stride)) {
+    ck_gemv_rows(m, n, k, a, a_row_stride, a_col_stride, b, c, ldc);
     if (epilogue != NULL) ck_epilogue_tile(c, ldc, m, n, epilogue, 0, 0, residual);
     return CK_OK;
   }
   if (workspace == NULL) return CK_EBADPARAM;
-  kernel = ck_micro_kernel_current();
-  mr_full = kernel->mr;
-  nr_full = kernel->nr;
-  pack_a = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
-  pack_b = pack_a + ck_min(CK_MC, ck_round_up(m, CK_M_QUANTUM)) * ck_min(CK_KC, k); /* unused when packed */
-
-  for (jc = 0; jc < n; jc += CK_NC) {
-    const int64_t nc = ck_min(CK_NC, n - jc);
-    /* A last sliver at most half full runs the half-width kernel: no work on padding columns */
-    const int64_t tail = nc % nr_full;
-    const int use_half = kernel->run_half != NULL && tail > 0 && tail <= nr_full / 2;
-    const int64_t nc_main = use_half ? nc - tail : nc;
-    for (pc = 0; pc < k; pc += CK_KC) {
-      const int64_t kc = ck_min(CK_KC, k - pc);
-      const int accumulate = pc > 0;
-      const ck_epilogue *last = pc + kc == k ? epilogue : NULL;
-      if (b->packed == NULL) {
-        ck_pack_b(b, pc, kc, jc, nc_main, n, nr_full, pack_b);
-        if (use_half) ck_pack_b(b, pc, kc, jc + nc_main, tail, n, nr_full / 2, pack_b + nc_main * kc);
-      }
-      for (ic = 0; ic < m; ic += CK_MC) {
-        const int64_t mc = ck_min(CK_MC, m - ic);
-        /* A's slivers: packed now (mr apart), or ahead of time (CK_M_QUANTUM apart, ic a multiple of it) */
-        const float *a_block = a_packed != NULL ? a_packed + pc * ck_round_up(m, CK_M_QUANTUM) + ic * kc : pack_a;
-        const int64_t as = a_packed != NULL ? CK_M_QUANTUM : mr_full;
-        if (a_packed == NULL)
-          ck_pack_a(mc, kc, a + ic * a_row_stride + pc * a_col_stride, a_row_stride, a_col_stride, mr_full,
-                    pack_a);
-        /* one A sliver (the broadcast operand, mr x kc) stays in L1 while every B sliver of the
-         * block streams past it from L2, and C fills mr rows left to right: few store streams. The
-         * other order (B sliver outer) writes mc rows at once, 128 bytes each, and lost a quarter
-         * of the speed on ResNet-50's 1x1 64->256 at 56x56 (K = 64: C traffic dominates). */
-        for (ir = 0; ir < mc; ir += mr_full) {
-          const int64_t mr = ck_min(mr_full, mc - ir);
-          for (jr = 0; jr < nc; jr += nr_full) {
-            const int half = jr >= nc_main;
-            const int64_t sliver = half ? nr_full / 2 : nr_full;
-            const ck_micro_fn run = half ? kernel->run_half : kernel->run;
-            const int64_t nr = ck_min(sliver, nc - jr);
-            /* this sliver of B: packed just now (sliver floats per k), or ahead of time, inside the
-             * 32-column sliver that holds column jc + jr (CK_N_QUANTUM floats per k; jc is a multiple
-             * of it, so are the K blocks' starts) */
-            const float *bp = b->packed == NULL
-                                  ? pack_b + jr * kc
-                                  : b->packed + pc * n32 + (jc + jr) / CK_N_QUANTUM * CK_N_QUANTUM * kc +
-                                        (jc + jr) % CK_N_QUANTUM;
-            const int64_t bs = b->packed == NULL ? sliver : CK_N_QUANTUM;
-            const int64_t row0 = ic + ir, col0 = jc + jr;
-            float *c_tile = c + row0 * ldc + col0;
-            const float *r_tile = last != NULL && residual != NULL ? residual + row0 * ldc + col0 : NULL;
-            const float *ap = a_block + (ir / as) * as * kc + ir % as; /* sliver of row ir, row in it */
-            if (mr == mr_full && nr == sliver) {
-              /* the epilogue in registers, unless the bias runs along columns (dense) */
-              const int in_kernel = last != NULL && (last->bias == NULL || last->bias_per_row);
-              run(kc, ap, as, bp, bs, c_tile, ldc, accumulate,
-                  in_kernel && last->bias != NULL ? last->bias + row0 : NULL, in_kernel ? r_tile : NULL,
-                  in_kernel ? last->activation : CK_ACT_NONE);
-              if (last != NULL && !in_kernel) ck_epilogue_tile(c_tile, ldc, mr, nr, last, row0, col0, r_tile);
-            } else { /* edge tile: through a local tile, stored within bounds */
-              run(kc, ap, as, bp, bs, tile, sliver, 0, NULL, NULL, CK_ACT_NONE);
-              ck_store_tile(tile, sliver, c_tile, ldc, mr, nr, accumulate, last, row0, col0, r_tile);
-            }
-          }
-        }
-      }
-    }
-  }
+  job.m = m;
+  job.n = n;
+  job.k = k;
+  job.a = a;
+  job.a_row_stride = a_row_stride;
+  job.a_col_stride = a_col_stride;
+  job.a_packed = a_packed;
+  job.b = b;
+  job.c = c;
+  job.ldc = ldc;
+  job.epilogue = epilogue;
+  job.residual = residual;
+  job.kernel = ck_micro_kernel_current();
+  job.workspace = (char *)workspace;
+  job.slot_bytes = ck_gemm_slot_bytes(m, n, k, b->packed != NULL);
+  job.split = ck_gemm_split_of(m, n);
+  if (byoc_parallel_chunks((int32_t)(job.split.n_chunks * job.split.row_groups), (int32_t)ck_gemm_slots(m, n),
+                           ck_gemm_task, &job) != 0)
+    return CK_EBADPARAM;
   return CK_OK;
 }
 

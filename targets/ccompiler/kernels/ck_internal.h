@@ -3,6 +3,7 @@
 #define BYOC_CK_INTERNAL_H_
 
 #include "byoc_ck.h"
+#include "byoc/parallel.h" /* the runtime's pool (its include directory is on every compile of a model) */
 
 /* Register tile of the micro-kernel built for the compiler's own target flags (the "baseline"),
  * picked from the vector registers it may use: 32 x 512-bit (AVX-512) hold 8x32 floats,
@@ -35,7 +36,6 @@
  * a KC x NC block of B in L3. */
 #define CK_MC 96
 #define CK_KC 256
-#define CK_NC 1024
 #define CK_ALIGN 64
 
 /* ISO mode (-std=c99) turns GCC's FMA contraction off; the hot loops ask for it back. */

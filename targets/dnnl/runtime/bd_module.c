@@ -1,9 +1,27 @@
 /* The dnnl ByocModuleKind: create (parse), bind_constants (by name), get_function (build once), the packed call. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bd_internal.h"
+#include "byoc/parallel.h"
+
+/* oneDNN's OpenMP threads follow the runtime's count (byoc_get_num_threads), so a model with both never
+ * runs more threads than asked. omp_set_num_threads sets the calling thread's own count, so it is called
+ * on the thread that runs the region, whenever that thread's count differs from the runtime's. Looked up
+ * at run time: Debian's libdnnl brings its OpenMP runtime, which the model does not link itself. */
+static void bd_follow_thread_count(void) {
+  static __thread int32_t set_here;
+  const int32_t want = byoc_get_num_threads();
+  if (set_here != want) {
+    void (*set)(int) = NULL;
+    *(void**)(&set) = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    if (set != NULL) set((int)want);
+    set_here = want;
+  }
+}
 
 int32_t byoc_dnnl_module_create(const char* json, size_t len, void** out_module) {
   BdModule* m;
@@ -93,6 +111,7 @@ static int32_t call_region(const ByocValue* args, const int32_t* type_codes, int
       return -1;
     }
   }
+  bd_follow_thread_count();
   for (i = 0; i < m->num_steps; ++i) {
     const BdStep* s = &m->steps[i];
     if (dnnl_primitive_execute(s->prim, m->stream, s->nargs, s->args) != dnnl_success) {

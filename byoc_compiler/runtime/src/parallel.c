@@ -1,0 +1,301 @@
+/* parallel.c - the runtime's thread pool (byoc/parallel.h; docs/runtime-abi.md, "Threads inside a run").
+ *
+ * One pool per library (every model library links its own runtime): num_threads - 1 workers, started at
+ * the first parallel call that has more than one task and more than one thread, stopped when the library
+ * is unloaded (a destructor joins them: their code is about to be unmapped) and forgotten in a child
+ * after fork (it has none of them). A job is published under the pool's mutex; workers join it under the
+ * mutex, claim tasks with an atomic counter, and leave under the mutex; the caller claims tasks too and
+ * returns once the job is closed and every worker that joined has left, so no worker ever reads a job
+ * that has been replaced. Workers spin on the job generation for a while before they sleep on a
+ * condition variable: kernels of one run follow each other within microseconds. Shared fields are read
+ * and written with __atomic builtins or under the mutex (ThreadSanitizer-clean). */
+#if !defined(BYOC_FREESTANDING) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
+
+#include "byoc/parallel.h"
+
+#include "byoc/runtime.h"
+
+#if defined(BYOC_FREESTANDING) || !(defined(__GNUC__) || defined(__clang__))
+/* ---- no threads: every parallel call is a loop on the caller ----------------------------------- */
+
+int32_t byoc_get_num_threads(void) { return 1; }
+
+int32_t byoc_set_num_threads(int32_t n) {
+  if (n < 0) {
+    byoc_set_last_error("byoc_set_num_threads: %d threads; give 1 or more (0: the default)", (int)n);
+    return -1;
+  }
+  return 0;
+}
+
+static int32_t byoc_run_serially(int32_t n_tasks, byoc_task_fn fn, void* ctx) {
+  int32_t t;
+  for (t = 0; t < n_tasks; ++t) fn(t, n_tasks, ctx);
+  return 0;
+}
+
+#define BYOC_POOL_RUN byoc_run_serially
+
+#else
+/* ---- hosted: pthreads ------------------------------------------------------------------------------ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BYOC_POOL_MAX_WORKERS 255 /* num_threads is clamped to 256 */
+#define BYOC_SPIN_ROUNDS 4000 /* some 50-200 us of polling before a worker sleeps */
+
+typedef struct {
+  pthread_t threads[BYOC_POOL_MAX_WORKERS];
+  int32_t n_workers; /* started (under lock) */
+  int32_t stop;      /* under lock */
+  /* the job: written under lock before generation moves on */
+  byoc_task_fn fn;
+  void* ctx;
+  int32_t n_tasks;
+  int32_t open;      /* workers may still join (under lock) */
+  int32_t in_job;    /* workers inside the job (under lock) */
+  uint32_t generation; /* atomic: bumped for each job (workers poll it) */
+  int32_t next_task; /* atomic: the next task to claim */
+  int32_t busy;      /* atomic: a caller owns the pool */
+} byoc_pool;
+
+static byoc_pool g_pool;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER; /* workers: a new job, or stop */
+static pthread_cond_t g_left = PTHREAD_COND_INITIALIZER; /* the caller: the last worker left the job */
+static int32_t g_num_threads; /* atomic: 0 = not decided yet */
+static __thread int32_t t_in_task; /* this thread runs a task: nested calls run serially */
+
+static void byoc_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* Claims and runs tasks of the current job until none is left. */
+static void byoc_run_tasks(byoc_task_fn fn, void* ctx, int32_t n_tasks) {
+  int32_t t;
+  t_in_task = 1;
+  while ((t = __atomic_fetch_add(&g_pool.next_task, 1, __ATOMIC_RELAXED)) < n_tasks) fn(t, n_tasks, ctx);
+  t_in_task = 0;
+}
+
+static void* byoc_worker(void* arg) {
+  uint32_t seen = __atomic_load_n(&g_pool.generation, __ATOMIC_ACQUIRE);
+  (void)arg;
+  for (;;) {
+    byoc_task_fn fn;
+    void* ctx;
+    int32_t n_tasks, spin;
+    for (spin = 0; spin < BYOC_SPIN_ROUNDS && __atomic_load_n(&g_pool.generation, __ATOMIC_ACQUIRE) == seen; ++spin)
+      byoc_pause();
+    pthread_mutex_lock(&g_lock);
+    while (!g_pool.stop && __atomic_load_n(&g_pool.generation, __ATOMIC_RELAXED) == seen)
+      pthread_cond_wait(&g_wake, &g_lock);
+    if (g_pool.stop) {
+      pthread_mutex_unlock(&g_lock);
+      return NULL;
+    }
+    seen = __atomic_load_n(&g_pool.generation, __ATOMIC_RELAXED);
+    if (!g_pool.open) { /* that job is over: wait for the next one */
+      pthread_mutex_unlock(&g_lock);
+      continue;
+    }
+    ++g_pool.in_job;
+    fn = g_pool.fn;
+    ctx = g_pool.ctx;
+    n_tasks = g_pool.n_tasks;
+    pthread_mutex_unlock(&g_lock);
+    byoc_run_tasks(fn, ctx, n_tasks);
+    pthread_mutex_lock(&g_lock);
+    if (--g_pool.in_job == 0 && !g_pool.open) pthread_cond_signal(&g_left);
+    pthread_mutex_unlock(&g_lock);
+  }
+}
+
+/* Stops and joins every worker (the caller owns the pool, or nobody can use it any more). */
+static void byoc_pool_stop(void) {
+  int32_t i, n;
+  pthread_mutex_lock(&g_lock);
+  g_pool.stop = 1;
+  n = g_pool.n_workers;
+  pthread_cond_broadcast(&g_wake);
+  pthread_mutex_unlock(&g_lock);
+  for (i = 0; i < n; ++i) pthread_join(g_pool.threads[i], NULL);
+  pthread_mutex_lock(&g_lock);
+  g_pool.n_workers = 0;
+  g_pool.stop = 0;
+  pthread_mutex_unlock(&g_lock);
+}
+
+/* The library is being unloaded (dlclose) or the process exits: join the workers first. */
+__attribute__((destructor)) static void byoc_pool_unload(void) {
+  if (g_pool.n_workers > 0) byoc_pool_stop();
+}
+
+/* A child of fork has only the forking thread: the parent's workers do not exist here. */
+static void byoc_pool_after_fork_child(void) {
+  pthread_mutex_init(&g_lock, NULL);
+  pthread_cond_init(&g_wake, NULL);
+  pthread_cond_init(&g_left, NULL);
+  g_pool.n_workers = 0;
+  g_pool.stop = 0;
+  g_pool.open = 0;
+  g_pool.in_job = 0;
+  __atomic_store_n(&g_pool.busy, 0, __ATOMIC_RELAXED);
+  t_in_task = 0;
+}
+
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+static void byoc_register_atfork(void) { pthread_atfork(NULL, NULL, byoc_pool_after_fork_child); }
+
+/* Workers up to `wanted` (the caller owns the pool). Fewer start if the system refuses threads. */
+static void byoc_pool_grow(int32_t wanted) {
+  pthread_once(&g_atfork_once, byoc_register_atfork);
+  if (g_pool.n_workers > wanted) byoc_pool_stop();
+  pthread_mutex_lock(&g_lock);
+  while (g_pool.n_workers < wanted &&
+         pthread_create(&g_pool.threads[g_pool.n_workers], NULL, byoc_worker, NULL) == 0)
+    ++g_pool.n_workers;
+  pthread_mutex_unlock(&g_lock);
+}
+
+static int32_t byoc_pool_run(int32_t n_tasks, byoc_task_fn fn, void* ctx) {
+  const int32_t threads = byoc_get_num_threads();
+  int32_t t, expected = 0;
+  if (n_tasks <= 1 || threads <= 1 || t_in_task ||
+      !__atomic_compare_exchange_n(&g_pool.busy, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    for (t = 0; t < n_tasks; ++t) fn(t, n_tasks, ctx); /* alone, nested, or the pool is taken */
+    return 0;
+  }
+  if (g_pool.n_workers != threads - 1) byoc_pool_grow(threads - 1);
+  pthread_mutex_lock(&g_lock);
+  g_pool.fn = fn;
+  g_pool.ctx = ctx;
+  g_pool.n_tasks = n_tasks;
+  g_pool.open = 1;
+  __atomic_store_n(&g_pool.next_task, 0, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&g_pool.generation, 1, __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&g_wake);
+  pthread_mutex_unlock(&g_lock);
+  byoc_run_tasks(fn, ctx, n_tasks);
+  pthread_mutex_lock(&g_lock);
+  g_pool.open = 0;
+  while (g_pool.in_job > 0) pthread_cond_wait(&g_left, &g_lock);
+  pthread_mutex_unlock(&g_lock);
+  __atomic_store_n(&g_pool.busy, 0, __ATOMIC_RELEASE);
+  return 0;
+}
+
+#define BYOC_POOL_RUN byoc_pool_run
+
+/* CPUs of the cgroup's quota (cgroup v2 cpu.max, v1 cfs_quota_us / cfs_period_us), 0 if unlimited. */
+static int32_t byoc_cgroup_cpus(void) {
+  long long quota = -1, period = 0;
+  char text[64];
+  FILE* f = fopen("/sys/fs/cgroup/cpu.max", "r");
+  if (f != NULL) {
+    if (fgets(text, sizeof text, f) != NULL && strncmp(text, "max", 3) != 0 &&
+        sscanf(text, "%lld %lld", &quota, &period) != 2)
+      quota = -1;
+    fclose(f);
+  } else if ((f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "r")) != NULL) {
+    if (fscanf(f, "%lld", &quota) != 1) quota = -1;
+    fclose(f);
+    if ((f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "r")) != NULL) {
+      if (fscanf(f, "%lld", &period) != 1) period = 0;
+      fclose(f);
+    }
+  }
+  if (quota <= 0 || period <= 0) return 0;
+  return (int32_t)((quota + period - 1) / period);
+}
+
+static int32_t byoc_default_threads(void) {
+  const char* env = getenv("BYOC_NUM_THREADS");
+  int32_t n = 1, quota;
+#if defined(__linux__)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) n = (int32_t)CPU_COUNT(&set);
+#endif
+  if (env != NULL && *env != '\0') {
+    char* end;
+    const long v = strtol(env, &end, 10);
+    if (*end == '\0' && v >= 1) return v > BYOC_POOL_MAX_WORKERS + 1 ? BYOC_POOL_MAX_WORKERS + 1 : (int32_t)v;
+    /* a malformed value is ignored: the default below */
+  }
+  quota = byoc_cgroup_cpus();
+  if (quota > 0 && quota < n) n = quota;
+  return n < 1 ? 1 : n;
+}
+
+int32_t byoc_get_num_threads(void) {
+  int32_t n = __atomic_load_n(&g_num_threads, __ATOMIC_RELAXED);
+  if (n == 0) {
+    n = byoc_default_threads();
+    __atomic_store_n(&g_num_threads, n, __ATOMIC_RELAXED);
+  }
+  return n;
+}
+
+int32_t byoc_set_num_threads(int32_t n) {
+  if (n < 0) {
+    byoc_set_last_error("byoc_set_num_threads: %d threads; give 1 or more (0: the default)", (int)n);
+    return -1;
+  }
+  if (n > BYOC_POOL_MAX_WORKERS + 1) n = BYOC_POOL_MAX_WORKERS + 1;
+  __atomic_store_n(&g_num_threads, n, __ATOMIC_RELAXED);
+  return 0;
+}
+#endif
+
+int32_t byoc_parallel_for(int32_t n_tasks, byoc_task_fn fn, void* ctx) {
+  if (n_tasks < 0 || fn == NULL) {
+    byoc_set_last_error("byoc_parallel_for: %d tasks, function %s", (int)n_tasks, fn == NULL ? "NULL" : "given");
+    return -1;
+  }
+  return BYOC_POOL_RUN(n_tasks, fn, ctx);
+}
+
+/* byoc_parallel_chunks: one task per slot; each claims chunks from a shared counter. */
+typedef struct {
+  byoc_chunk_fn fn;
+  void* ctx;
+  int32_t n_chunks;
+  int32_t next; /* atomic where there are threads */
+} byoc_chunk_job;
+
+static void byoc_chunk_task(int32_t slot, int32_t n_slots, void* arg) {
+  byoc_chunk_job* job = (byoc_chunk_job*)arg;
+  int32_t c;
+  (void)n_slots;
+#if defined(BYOC_FREESTANDING) || !(defined(__GNUC__) || defined(__clang__))
+  while ((c = job->next++) < job->n_chunks) job->fn(c, slot, job->ctx);
+#else
+  while ((c = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED)) < job->n_chunks) job->fn(c, slot, job->ctx);
+#endif
+}
+
+int32_t byoc_parallel_chunks(int32_t n_chunks, int32_t n_slots, byoc_chunk_fn fn, void* ctx) {
+  byoc_chunk_job job;
+  int32_t tasks = byoc_get_num_threads();
+  if (n_chunks < 0 || n_slots < 1 || fn == NULL) {
+    byoc_set_last_error("byoc_parallel_chunks: %d chunks on %d slots, function %s", (int)n_chunks, (int)n_slots,
+                        fn == NULL ? "NULL" : "given");
+    return -1;
+  }
+  if (tasks > n_slots) tasks = n_slots;
+  if (tasks > n_chunks) tasks = n_chunks;
+  job.fn = fn;
+  job.ctx = ctx;
+  job.n_chunks = n_chunks;
+  job.next = 0;
+  return byoc_parallel_for(tasks, byoc_chunk_task, &job);
+}
