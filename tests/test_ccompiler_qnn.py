@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ctypes
+import itertools
 import subprocess
 
 import numpy as np
@@ -116,7 +117,10 @@ CONVS = [
     ("depthwise-wide-rows", (1, 3, 5, 40), (3, 1, 3, 3), (1, 1), (1, 1, 1, 1), 3, "uint8"),
     ("depthwise-wide-stride2-int8", (2, 3, 6, 71), (3, 1, 3, 3), (2, 2), (1, 1, 1, 1), 3, "int8"),
     ("7x7-stride2-wide", (1, 3, 40, 40), (8, 3, 7, 7), (2, 2), (3, 3, 3, 3), 1, "uint8"),
+    # 576 output pixels: five column chunks and an im2col of three channel tasks on the thread pool
+    ("3x3-parallel", (1, 12, 24, 24), (20, 12, 3, 3), (1, 1), (1, 1, 1, 1), 1, "uint8"),
 ]
+THREADS = (1, 2, 3, 8)   # every count computes the same bytes (the split depends on the shape alone)
 
 
 def _draw(shape, dtype):
@@ -147,12 +151,15 @@ def test_qconv2d_kernels_equal_numpy(ck, case):
     folded = Q.fold_bias(w, bias, xz + offset, np.zeros(wshape[0], np.int64))
     want = _requant(_conv_int64(x.astype(np.int64) - xz, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
     ws = np.zeros(Q.qconv2d_workspace_bytes(p) + 1, np.uint8)[1:]       # one byte off alignment
-    for kernel in _kernels(ck):
-        assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
-        out = np.zeros(want.shape, np.uint8)
-        assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(weight), _ptr(folded), _ptr(scale), _ptr(out),
-                             _ptr(ws)) == 0
-        np.testing.assert_array_equal(out, want, err_msg=kernel)
+    try:
+        for kernel, threads in itertools.product(_kernels(ck), THREADS):
+            assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
+            out = np.zeros(want.shape, np.uint8)
+            assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(weight), _ptr(folded), _ptr(scale),
+                                 _ptr(out), _ptr(ws)) == 0
+            np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
+    finally:
+        ck.byoc_set_num_threads(0)
 
 
 @pytest.mark.parametrize("batch,units,depth", [(1, 10, 37), (3, 17, 64), (40, 9, 5)])
@@ -165,10 +172,10 @@ def test_qdense_kernels_equal_numpy(ck, batch, units, depth):
     packed = np.zeros(Q.pack_weight(1, w).size, np.int8)
     assert ck.ck_qdense_pack_weight(ctypes.byref(params), _ptr(w), _ptr(packed)) == 0
     np.testing.assert_array_equal(packed, Q.pack_weight(1, w))
-    assert ck.ck_qdense_workspace_bytes(ctypes.byref(params)) == Q.qdense_workspace_bytes(depth)
+    assert ck.ck_qdense_workspace_bytes(ctypes.byref(params)) == Q.qdense_workspace_bytes(depth, batch)
     folded = Q.fold_bias(w, bias, 131, np.zeros(units, np.int64))
     want = _requant((x.astype(np.int64) - 131) @ w.T.astype(np.int64) + bias, scale, q, 1)
-    ws = np.zeros(Q.qdense_workspace_bytes(depth), np.uint8)
+    ws = np.zeros(Q.qdense_workspace_bytes(depth, batch), np.uint8)
     for kernel in _kernels(ck):
         assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
         out = np.zeros((batch, units), np.int8)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from byoc_compiler.vendor import build_max_threads
+
 QMR, QNR, QALIGN = 8, 32, 64          # CK_QMR, CK_QNR, CK_QALIGN
 Q_DTYPES = ("int8", "uint8")
 TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -70,11 +72,20 @@ def qconv2d_workspace_bytes(p: dict[str, int]) -> int:
         plane = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
         return QALIGN + _round_up(plane + 1, QALIGN) + 4 * ow      # + 1: the row kernel's read slack
     k = _depth(p)
-    return QALIGN + _round_up(k, 4) * QNR + (0 if _is_pointwise(p) else k * oh * ow)
+    return QALIGN + _qgemm_slots(oh * ow) * _panel_stride(k) + (0 if _is_pointwise(p) else k * oh * ow)
 
 
-def qdense_workspace_bytes(depth: int) -> int:
-    return QALIGN + _round_up(depth, 4) * QNR
+def _qgemm_slots(n: int) -> int:
+    """ck_qgemm_slots: one packed panel per thread, at most one per column chunk of 4 * QNR."""
+    return max(1, min(build_max_threads(), -(-n // (4 * QNR))))
+
+
+def _panel_stride(k: int) -> int:
+    return _round_up(_round_up(k, 4) * QNR, QALIGN)
+
+
+def qdense_workspace_bytes(depth: int, batch: int) -> int:
+    return QALIGN + _qgemm_slots(batch) * _panel_stride(depth)
 
 
 def pack_weight(groups: int, weight: np.ndarray) -> np.ndarray:

@@ -330,7 +330,8 @@ def rules(Rule, float_rules: dict) -> dict:
     return {
         "qnn_conv2d": Rule(_qconv2d, lambda step: qkernels.qconv2d_workspace_bytes(step.attrs["conv"]),
                            lambda step: "ck_qconv2d_workspace_bytes(&params)"),
-        "qnn_dense": Rule(_qdense, lambda step: qkernels.qdense_workspace_bytes(step.attrs["depth"]),
+        "qnn_dense": Rule(_qdense,
+                          lambda step: qkernels.qdense_workspace_bytes(step.attrs["depth"], step.attrs["batch"]),
                           lambda step: "ck_qdense_workspace_bytes(&params)"),
         "qnn.quantize": Rule(_quantize),
         "qnn.dequantize": Rule(_dequantize),

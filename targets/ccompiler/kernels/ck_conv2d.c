@@ -429,9 +429,8 @@ static void ck_dw_task(int32_t chunk, int32_t slot, void *ctx) {
   const int64_t og = p->out_channels / p->groups, kdim = p->kernel_h * p->kernel_w, pixels = job->oh * job->ow;
   const int64_t first = (int64_t)chunk * CK_DW_TASK_GROUPS, total = p->batch * p->groups;
   const int64_t end = first + CK_DW_TASK_GROUPS < total ? first + CK_DW_TASK_GROUPS : total;
-  const uintptr_t base = (uintptr_t)(job->workspace + (size_t)slot * ck_dw_slot_bytes(p));
-  float *padded = job->workspace == NULL ? NULL
-                                         : (float *)(void *)((base + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
+  const uintptr_t base = job->workspace == NULL ? 0 : (uintptr_t)job->workspace + (size_t)slot * ck_dw_slot_bytes(p);
+  float *padded = base == 0 ? NULL : (float *)(void *)((base + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
   float *flat = padded != NULL ? padded + ck_padded_plane_floats(p) : NULL;
   int64_t i, o;
   for (i = first; i < end; ++i) {

@@ -8,6 +8,7 @@
  * (the compiler's runtime alias check keeps them vectorized).
  */
 #include <math.h>
+#include <string.h>
 
 #include "ck_internal.h"
 
@@ -132,9 +133,8 @@ int32_t ck_binary(int32_t op, const float *lhs, int32_t lhs_ndim, const int64_t 
   return CK_OK;
 }
 
-int32_t ck_unary(int32_t op, int64_t n, const float *in, float *out, float p0, float p1) {
+static void ck_unary_span(int32_t op, int64_t n, const float *in, float *out, float p0, float p1) {
   int64_t i;
-  if (in == NULL || out == NULL || n < 0) return CK_EBADPARAM;
   switch (op) {
     case CK_NEGATIVE:
       for (i = 0; i < n; ++i) out[i] = -in[i];
@@ -161,7 +161,6 @@ int32_t ck_unary(int32_t op, int64_t n, const float *in, float *out, float p0, f
       for (i = 0; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
       break;
     case CK_CLIP:
-      if (!(p0 <= p1)) return CK_EBADPARAM;
       for (i = 0; i < n; ++i) {
         const float x = in[i] < p0 ? p0 : in[i];
         out[i] = x > p1 ? p1 : x;
@@ -171,48 +170,115 @@ int32_t ck_unary(int32_t op, int64_t n, const float *in, float *out, float p0, f
       for (i = 0; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : p0 * in[i];
       break;
     default:
-      return CK_EBADPARAM;
+      break;
   }
+}
+
+typedef struct {
+  int32_t op;
+  const float *in;
+  float *out;
+  float p0, p1;
+} ck_unary_job;
+
+static void ck_unary_range(void *ctx, int64_t begin, int64_t end) {
+  const ck_unary_job *job = (const ck_unary_job *)ctx;
+  ck_unary_span(job->op, end - begin, job->in + begin, job->out + begin, job->p0, job->p1);
+}
+
+int32_t ck_unary(int32_t op, int64_t n, const float *in, float *out, float p0, float p1) {
+  ck_unary_job job;
+  if (in == NULL || out == NULL || n < 0 || op < CK_NEGATIVE || op > CK_LEAKY_RELU) return CK_EBADPARAM;
+  if (op == CK_CLIP && !(p0 <= p1)) return CK_EBADPARAM;
+  job.op = op;
+  job.in = in;
+  job.out = out;
+  job.p0 = p0;
+  job.p1 = p1;
+  ck_parallel_range(n, CK_GRAIN_FLOATS, ck_unary_range, &job);
   return CK_OK;
+}
+
+/* Rows of `inner` floats, row r = (o, c): y = x * k[c] + s[c] (bias_add: k = 1, s = bias). */
+typedef struct {
+  int64_t channels, inner;
+  const float *data, *bias;
+  const float *gamma, *beta, *mean, *var;
+  float epsilon;
+  int32_t center, scale, norm;
+  float *out;
+} ck_channel_job;
+
+static void ck_channel_rows(void *ctx, int64_t begin, int64_t end) {
+  const ck_channel_job *job = (const ck_channel_job *)ctx;
+  const int64_t inner = job->inner;
+  int64_t r, i;
+  for (r = begin; r < end; ++r) {
+    const int64_t c = r % job->channels;
+    const float *x = job->data + r * inner;
+    float *y = job->out + r * inner;
+    if (job->norm) {
+      /* y = x * k + s with k, s folded per channel (inference: statistics are constants) */
+      const float k = (job->scale ? job->gamma[c] : 1.0f) / sqrtf(job->var[c] + job->epsilon);
+      const float s = (job->center ? job->beta[c] : 0.0f) - job->mean[c] * k;
+      for (i = 0; i < inner; ++i) y[i] = x[i] * k + s;
+    } else {
+      const float b = job->bias[c];
+      for (i = 0; i < inner; ++i) y[i] = x[i] + b;
+    }
+  }
+}
+
+/* bias along the last axis: rows of `channels` floats */
+static void ck_bias_rows(void *ctx, int64_t begin, int64_t end) {
+  const ck_channel_job *job = (const ck_channel_job *)ctx;
+  int64_t o, c;
+  for (o = begin; o < end; ++o) {
+    const float *x = job->data + o * job->channels;
+    float *y = job->out + o * job->channels;
+    for (c = 0; c < job->channels; ++c) y[c] = x[c] + job->bias[c];
+  }
 }
 
 int32_t ck_bias_add(int64_t outer, int64_t channels, int64_t inner, const float *data,
                     const float *bias, float *out) {
-  int64_t o, c, i;
+  ck_channel_job job;
   if (data == NULL || bias == NULL || out == NULL || outer < 0 || channels < 0 || inner < 0) return CK_EBADPARAM;
-  for (o = 0; o < outer; ++o) {
-    if (inner == 1) { /* bias along the last axis: a row add */
-      const float *x = data + o * channels;
-      float *y = out + o * channels;
-      for (c = 0; c < channels; ++c) y[c] = x[c] + bias[c];
-      continue;
-    }
-    for (c = 0; c < channels; ++c) {
-      const float b = bias[c];
-      const float *x = data + (o * channels + c) * inner;
-      float *y = out + (o * channels + c) * inner;
-      for (i = 0; i < inner; ++i) y[i] = x[i] + b;
-    }
-  }
+  if (channels == 0 || inner == 0) return CK_OK;
+  memset(&job, 0, sizeof job);
+  job.channels = channels;
+  job.inner = inner;
+  job.data = data;
+  job.bias = bias;
+  job.out = out;
+  if (inner == 1)
+    ck_parallel_range(outer, ck_grain(channels), ck_bias_rows, &job);
+  else
+    ck_parallel_range(outer * channels, ck_grain(inner), ck_channel_rows, &job);
   return CK_OK;
 }
 
 int32_t ck_batch_norm(int64_t outer, int64_t channels, int64_t inner, const float *data,
                       const float *gamma, const float *beta, const float *mean, const float *var,
                       float epsilon, int32_t center, int32_t scale, float *out) {
-  int64_t o, c, i;
+  ck_channel_job job;
   if (data == NULL || mean == NULL || var == NULL || out == NULL || outer < 0 || channels < 0 || inner < 0 ||
       (scale && gamma == NULL) || (center && beta == NULL))
     return CK_EBADPARAM;
-  for (o = 0; o < outer; ++o) {
-    for (c = 0; c < channels; ++c) {
-      /* y = x * k + s with k, s folded per channel (inference: statistics are constants) */
-      const float k = (scale ? gamma[c] : 1.0f) / sqrtf(var[c] + epsilon);
-      const float s = (center ? beta[c] : 0.0f) - mean[c] * k;
-      const float *x = data + (o * channels + c) * inner;
-      float *y = out + (o * channels + c) * inner;
-      for (i = 0; i < inner; ++i) y[i] = x[i] * k + s;
-    }
-  }
+  if (channels == 0) return CK_OK;
+  memset(&job, 0, sizeof job);
+  job.channels = channels;
+  job.inner = inner;
+  job.data = data;
+  job.gamma = gamma;
+  job.beta = beta;
+  job.mean = mean;
+  job.var = var;
+  job.epsilon = epsilon;
+  job.center = center;
+  job.scale = scale;
+  job.norm = 1;
+  job.out = out;
+  ck_parallel_range(outer * channels, ck_grain(inner), ck_channel_rows, &job);
   return CK_OK;
 }

@@ -171,4 +171,13 @@ void ck_pack_b(const ck_b_source *b, int64_t pc, int64_t kc, int64_t j0, int64_t
 void ck_activate(int32_t activation, int64_t n, float *out);
 #define CK_VALID_ACTIVATION(a) ((a) == CK_ACT_NONE || (a) == CK_ACT_RELU || (a) == CK_ACT_RELU6)
 
+/* fn(ctx, begin, end) over ranges of `grain` items covering [0, n), in parallel (ck_parallel.c): for
+ * kernels whose items (elements, rows, planes) are independent. */
+typedef void (*ck_range_fn)(void *ctx, int64_t begin, int64_t end);
+void ck_parallel_range(int64_t n, int64_t grain, ck_range_fn fn, void *ctx);
+/* Items of item_floats floats per range: about CK_GRAIN_FLOATS floats (64 KiB: enough work to pay for a
+ * task, and a multiple of 16 floats, so ranges of elements start on cache lines). */
+#define CK_GRAIN_FLOATS 16384
+int64_t ck_grain(int64_t item_floats);
+
 #endif /* BYOC_CK_INTERNAL_H_ */

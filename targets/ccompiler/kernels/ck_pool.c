@@ -62,10 +62,24 @@ static float ck_avg_divisor(const ck_pool2d_params *p, int64_t rows, int64_t x, 
 
 typedef enum { CK_POOL_MAX, CK_POOL_AVG } ck_pool_kind;
 
-static int32_t ck_pool2d(const ck_pool2d_params *p, const float *data, float *out, ck_pool_kind kind) {
-  int64_t oh_n, ow_n, plane, oh, kh, kw, x;
-  if (ck_pool2d_output_hw(p, &oh_n, &ow_n) != CK_OK || data == NULL || out == NULL) return CK_EBADPARAM;
-  for (plane = 0; plane < p->batch * p->channels; ++plane) {
+typedef struct {
+  const ck_pool2d_params *p;
+  const float *data;
+  float *out;
+  ck_pool_kind kind;
+  int64_t oh_n, ow_n;
+} ck_pool_job;
+
+/* Planes [begin, end) (of every image and channel). */
+static void ck_pool_planes(void *ctx, int64_t begin, int64_t end) {
+  const ck_pool_job *job = (const ck_pool_job *)ctx;
+  const ck_pool2d_params *p = job->p;
+  const float *data = job->data;
+  float *out = job->out;
+  const ck_pool_kind kind = job->kind;
+  const int64_t oh_n = job->oh_n, ow_n = job->ow_n;
+  int64_t plane, oh, kh, kw, x;
+  for (plane = begin; plane < end; ++plane) {
     const float *in = data + plane * p->height * p->width;
     float *o_plane = out + plane * oh_n * ow_n;
     for (oh = 0; oh < oh_n; ++oh) {
@@ -115,6 +129,16 @@ static int32_t ck_pool2d(const ck_pool2d_params *p, const float *data, float *ou
       }
     }
   }
+}
+
+static int32_t ck_pool2d(const ck_pool2d_params *p, const float *data, float *out, ck_pool_kind kind) {
+  ck_pool_job job;
+  if (ck_pool2d_output_hw(p, &job.oh_n, &job.ow_n) != CK_OK || data == NULL || out == NULL) return CK_EBADPARAM;
+  job.p = p;
+  job.data = data;
+  job.out = out;
+  job.kind = kind;
+  ck_parallel_range(p->batch * p->channels, ck_grain(p->height * p->width), ck_pool_planes, &job);
   return CK_OK;
 }
 
@@ -126,12 +150,19 @@ int32_t ck_avg_pool2d(const ck_pool2d_params *p, const float *data, float *out) 
   return ck_pool2d(p, data, out, CK_POOL_AVG);
 }
 
-int32_t ck_global_avg_pool2d(int64_t planes, int64_t plane, const float *data, float *out) {
+typedef struct {
+  int64_t plane;
+  const float *data;
+  float *out;
+} ck_gap_job;
+
+static void ck_gap_planes(void *ctx, int64_t begin, int64_t end) {
+  const ck_gap_job *job = (const ck_gap_job *)ctx;
+  const int64_t plane = job->plane;
   int64_t c, i;
   int l;
-  if (data == NULL || out == NULL || planes < 0 || plane < 1) return CK_EBADPARAM;
-  for (c = 0; c < planes; ++c) {
-    const float *restrict x = data + c * plane;
+  for (c = begin; c < end; ++c) {
+    const float *restrict x = job->data + c * plane;
     float lanes[8], sum;
     for (l = 0; l < 8; ++l) lanes[l] = 0.0f;
     /* 8 independent partial sums: vectorizes without reassociation flags */
@@ -139,7 +170,16 @@ int32_t ck_global_avg_pool2d(int64_t planes, int64_t plane, const float *data, f
       for (l = 0; l < 8; ++l) lanes[l] += x[i + l];
     sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
     for (; i < plane; ++i) sum += x[i];
-    out[c] = sum / (float)plane;
+    job->out[c] = sum / (float)plane;
   }
+}
+
+int32_t ck_global_avg_pool2d(int64_t planes, int64_t plane, const float *data, float *out) {
+  ck_gap_job job;
+  if (data == NULL || out == NULL || planes < 0 || plane < 1) return CK_EBADPARAM;
+  job.plane = plane;
+  job.data = data;
+  job.out = out;
+  ck_parallel_range(planes, ck_grain(plane), ck_gap_planes, &job);
   return CK_OK;
 }

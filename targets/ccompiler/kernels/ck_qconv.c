@@ -68,7 +68,8 @@ size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p) {
   if (ck_qconv_is_depthwise(&p->conv))
     return (size_t)(CK_QALIGN + ck_qround_up(ck_qpadded_plane(&p->conv) + 1, CK_QALIGN) + 4 * ow);
   k = ck_qconv_depth(&p->conv);
-  return (size_t)(CK_QALIGN + ck_qround_up(k, 4) * CK_QNR + (ck_qconv_is_pointwise(&p->conv) ? 0 : k * oh * ow));
+  return (size_t)(CK_QALIGN + ck_qgemm_slots(oh * ow) * ck_qgemm_panel_stride(k) +
+                  (ck_qconv_is_pointwise(&p->conv) ? 0 : k * oh * ow));
 }
 
 /* dst[x] = src[x * s] for x < n: memcpy for stride 1; stride 2 (ResNet's stem and downsampling)
@@ -92,11 +93,12 @@ static void ck_qgather(uint8_t *restrict dst, const uint8_t *restrict src, int64
   for (; x < n; ++x) dst[x] = src[x * s];
 }
 
-/* rows[(c * kh + i) * kw + j][y * ow + x] = input[c, y*sh - pt + i*dh, x*sw - pl + j*dw] or zp. */
-static void ck_qim2col(const ck_conv2d_params *c, int64_t cg, int64_t oh_n, int64_t ow_n, const uint8_t *in,
-                       uint8_t zp, uint8_t *rows) {
+/* rows[(c * kh + i) * kw + j][y * ow + x] = input[c, y*sh - pt + i*dh, x*sw - pl + j*dw] or zp,
+ * for channels [ch0, ch1). */
+static void ck_qim2col_channels(const ck_conv2d_params *c, int64_t ch0, int64_t ch1, int64_t oh_n, int64_t ow_n,
+                                const uint8_t *in, uint8_t zp, uint8_t *rows) {
   int64_t ch, i, j, y, x;
-  for (ch = 0; ch < cg; ++ch) {
+  for (ch = ch0; ch < ch1; ++ch) {
     const uint8_t *plane = in + ch * c->height * c->width;
     for (i = 0; i < c->kernel_h; ++i) {
       for (j = 0; j < c->kernel_w; ++j) {
@@ -121,6 +123,38 @@ static void ck_qim2col(const ck_conv2d_params *c, int64_t cg, int64_t oh_n, int6
       }
     }
   }
+}
+
+/* The im2col in parallel: tasks of CK_QIM2COL_CHANNELS input channels, each writing its own rows. */
+#define CK_QIM2COL_CHANNELS 4
+
+typedef struct {
+  const ck_conv2d_params *c;
+  int64_t cg, oh_n, ow_n;
+  const uint8_t *in;
+  uint8_t zp;
+  uint8_t *rows;
+} ck_qim2col_job;
+
+static void ck_qim2col_task(int32_t task, int32_t n_tasks, void *ctx) {
+  const ck_qim2col_job *job = (const ck_qim2col_job *)ctx;
+  const int64_t ch0 = (int64_t)task * CK_QIM2COL_CHANNELS;
+  (void)n_tasks;
+  ck_qim2col_channels(job->c, ch0, ch0 + CK_QIM2COL_CHANNELS < job->cg ? ch0 + CK_QIM2COL_CHANNELS : job->cg,
+                      job->oh_n, job->ow_n, job->in, job->zp, job->rows);
+}
+
+static void ck_qim2col(const ck_conv2d_params *c, int64_t cg, int64_t oh_n, int64_t ow_n, const uint8_t *in,
+                       uint8_t zp, uint8_t *rows) {
+  ck_qim2col_job job;
+  job.c = c;
+  job.cg = cg;
+  job.oh_n = oh_n;
+  job.ow_n = ow_n;
+  job.in = in;
+  job.zp = zp;
+  job.rows = rows;
+  byoc_parallel_for((int32_t)((cg + CK_QIM2COL_CHANNELS - 1) / CK_QIM2COL_CHANNELS), ck_qim2col_task, &job);
 }
 
 static void ck_qconv_depthwise(const ck_qconv2d_params *p, int64_t oh_n, int64_t ow_n, const uint8_t *data,
@@ -166,7 +200,7 @@ int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *w
     const int64_t k4 = ck_qround_up(k, 4), n = oh * ow;
     const int64_t group_bytes = ck_qround_up(og, CK_QMR) * k4;
     const int pointwise = ck_qconv_is_pointwise(c);
-    uint8_t *panel = ws, *rows = ws + k4 * CK_QNR;
+    uint8_t *panel = ws, *rows = ws + ck_qgemm_slots(n) * ck_qgemm_panel_stride(k);
     ck_qb_source src;
     src.flip = p->q.input_signed ? 0x80 : 0;
     src.col_stride = 1;

@@ -395,34 +395,80 @@ void ck_qdw_row(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride
 
 /* ---- the core ------------------------------------------------------------------------------- */
 
-void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
-                   const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
-                   int64_t out_col, uint8_t *panel) {
+/* In parallel: column chunks of CK_QN_CHUNK (whole panels; 128 bytes of every output row: boundaries on
+ * cache lines), each packing its panels into its thread's slot. The split depends on n alone and every
+ * output byte is computed by one task in one order: results are the same for every thread count. */
+#define CK_QN_CHUNK (4 * CK_QNR)
+
+int64_t ck_qgemm_slots(int64_t n) {
+  const int64_t chunks = (n + CK_QN_CHUNK - 1) / CK_QN_CHUNK;
+  return chunks < 1 ? 1 : chunks < BYOC_MAX_THREADS ? chunks : BYOC_MAX_THREADS;
+}
+
+int64_t ck_qgemm_panel_stride(int64_t k) { return ck_qround_up(ck_qround_up(k, 4) * CK_QNR, CK_QALIGN); }
+
+typedef struct {
+  int64_t m, n, k;
+  const int8_t *packed_a;
+  const ck_qb_source *b;
+  const int32_t *bias;
+  const float *scale;
+  const ck_qparams *q;
+  uint8_t *out;
+  int64_t out_row, out_col;
+  uint8_t *panels;
+} ck_qgemm_job;
+
+static void ck_qgemm_chunk(int32_t chunk, int32_t slot, void *ctx) {
+  const ck_qgemm_job *job = (const ck_qgemm_job *)ctx;
   const ck_qkernel *kernel = ck_qkernel_current();
-  const int64_t k4 = ck_qround_up(k, 4), steps = k4 / 4;
+  const int64_t k4 = ck_qround_up(job->k, 4), steps = k4 / 4, m = job->m;
+  const int64_t first = (int64_t)chunk * CK_QN_CHUNK;
+  const int64_t end = first + CK_QN_CHUNK < job->n ? first + CK_QN_CHUNK : job->n;
+  uint8_t *panel = job->panels + (size_t)slot * (size_t)ck_qgemm_panel_stride(job->k);
   int32_t acc[CK_QMR * CK_QNR];
   int64_t n0, m0;
-  for (n0 = 0; n0 < n; n0 += CK_QNR) {
-    const int64_t cols = n - n0 < CK_QNR ? n - n0 : CK_QNR;
-    ck_qpack_b(k, n0, cols, b, panel);
+  for (n0 = first; n0 < end; n0 += CK_QNR) {
+    const int64_t cols = end - n0 < CK_QNR ? end - n0 : CK_QNR;
+    ck_qpack_b(job->k, n0, cols, job->b, panel);
     for (m0 = 0; m0 < m; m0 += CK_QMR) {
       const int64_t rows = m - m0 < CK_QMR ? m - m0 : CK_QMR;
       int64_t i;
-      if (out_col == 1) {
-        kernel->fused(steps, packed_a + m0 * k4, panel, rows, cols, bias + m0, scale + m0, q,
-                      out + m0 * out_row + n0, out_row);
+      if (job->out_col == 1) {
+        kernel->fused(steps, job->packed_a + m0 * k4, panel, rows, cols, job->bias + m0, job->scale + m0, job->q,
+                      job->out + m0 * job->out_row + n0, job->out_row);
         continue;
       }
-      kernel->tile(steps, packed_a + m0 * k4, panel, cols, acc);
+      kernel->tile(steps, job->packed_a + m0 * k4, panel, cols, acc);
       for (i = 0; i < rows; ++i) {
-        uint8_t *dst = out + (m0 + i) * out_row + n0 * out_col;
+        uint8_t *dst = job->out + (m0 + i) * job->out_row + n0 * job->out_col;
         int64_t j;
         uint8_t tmp[CK_QNR];
-        ck_qrequant_row_portable(cols, acc + i * CK_QNR, bias[m0 + i], scale[m0 + i], q, tmp);
-        for (j = 0; j < cols; ++j) dst[j * out_col] = tmp[j];
+        ck_qrequant_row_portable(cols, acc + i * CK_QNR, job->bias[m0 + i], job->scale[m0 + i], job->q, tmp);
+        for (j = 0; j < cols; ++j) dst[j * job->out_col] = tmp[j];
       }
     }
   }
+}
+
+void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
+                   const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
+                   int64_t out_col, uint8_t *panels) {
+  ck_qgemm_job job;
+  job.m = m;
+  job.n = n;
+  job.k = k;
+  job.packed_a = packed_a;
+  job.b = b;
+  job.bias = bias;
+  job.scale = scale;
+  job.q = q;
+  job.out = out;
+  job.out_row = out_row;
+  job.out_col = out_col;
+  job.panels = panels;
+  byoc_parallel_chunks((int32_t)((n + CK_QN_CHUNK - 1) / CK_QN_CHUNK), (int32_t)ck_qgemm_slots(n), ck_qgemm_chunk,
+                       &job);
 }
 
 /* ---- dense ---------------------------------------------------------------------------------- */
@@ -450,7 +496,7 @@ int32_t ck_qdense_pack_weight(const ck_qdense_params *p, const int8_t *weight, i
 
 size_t ck_qdense_workspace_bytes(const ck_qdense_params *p) {
   if (p == NULL || p->depth < 1) return 0;
-  return (size_t)(CK_QALIGN + ck_qround_up(p->depth, 4) * CK_QNR);
+  return (size_t)(CK_QALIGN + ck_qgemm_slots(p->batch) * ck_qgemm_panel_stride(p->depth));
 }
 
 int32_t ck_qdense(const ck_qdense_params *p, const void *data, const int8_t *packed_weight, const int32_t *bias,

@@ -18,10 +18,13 @@ typedef struct {
 
 /* out[m, n] = requant(sum_k A[m, k] * B[k, n] + bias[m]) for m < M, n < N, stored at
  * out + m * out_row + n * out_col; A packed ([M/8][K/4][8][4], ck_qconv2d_pack_weight's layout);
- * panel: round_up(K, 4) * CK_QNR bytes of scratch. */
+ * panels: ck_qgemm_slots(n) * ck_qgemm_panel_stride(k) bytes of scratch, 64-byte aligned: one packed panel
+ * per thread (the columns are split across the runtime's pool). */
 void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
                    const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
-                   int64_t out_col, uint8_t *panel);
+                   int64_t out_col, uint8_t *panels);
+int64_t ck_qgemm_slots(int64_t n);        /* threads' panels a call over n columns uses */
+int64_t ck_qgemm_panel_stride(int64_t k); /* bytes of one, a multiple of CK_QALIGN */
 
 /* out[x] = requant(acc[x] + bias) for x < n (contiguous output, int8 or uint8 as q says). */
 void ck_qrequant_row(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q, uint8_t *out);

@@ -129,12 +129,21 @@ static void ck_exp_shifted(const float *x, float *y, int64_t n, float top) {
   }
 }
 
-int32_t ck_softmax_rows(int64_t rows, int64_t n, const float *in, float *out) {
+/* Softmax and layer norm: rows in parallel (ranges of rows; every row computed alone, as before). */
+typedef struct {
+  int64_t n;
+  const float *in, *gamma, *beta;
+  float epsilon;
+  float *out;
+} ck_rows_job;
+
+static void ck_softmax_range(void *ctx, int64_t begin, int64_t end) {
+  const ck_rows_job *job = (const ck_rows_job *)ctx;
+  const int64_t n = job->n;
   int64_t r, i;
-  if (in == NULL || out == NULL || rows < 0 || n < 1) return CK_EBADPARAM;
-  for (r = 0; r < rows; ++r) {
-    const float *x = in + r * n;
-    float *y = out + r * n;
+  for (r = begin; r < end; ++r) {
+    const float *x = job->in + r * n;
+    float *y = job->out + r * n;
     int32_t has_nan;
     const float top = ck_row_max(x, n, &has_nan);
     float scale;
@@ -147,18 +156,29 @@ int32_t ck_softmax_rows(int64_t rows, int64_t n, const float *in, float *out) {
     scale = (float)(1.0 / ck_sum_f64(y, n));
     for (i = 0; i < n; ++i) y[i] *= scale;
   }
+}
+
+int32_t ck_softmax_rows(int64_t rows, int64_t n, const float *in, float *out) {
+  ck_rows_job job;
+  if (in == NULL || out == NULL || rows < 0 || n < 1) return CK_EBADPARAM;
+  job.n = n;
+  job.in = in;
+  job.out = out;
+  ck_parallel_range(rows, ck_grain(n), ck_softmax_range, &job);
   return CK_OK;
 }
 
-int32_t ck_layer_norm_rows(int64_t rows, int64_t n, const float *in, const float *gamma, const float *beta,
-                           float epsilon, float *out) {
+static void ck_layer_norm_range(void *ctx, int64_t begin, int64_t end) {
+  const ck_rows_job *job = (const ck_rows_job *)ctx;
+  const int64_t n = job->n;
+  const float *gamma = job->gamma, *beta = job->beta;
   int64_t r, i;
-  if (in == NULL || out == NULL || gamma == NULL || beta == NULL || rows < 0 || n < 1) return CK_EBADPARAM;
-  for (r = 0; r < rows; ++r) {
-    const float *x = in + r * n;
-    float *y = out + r * n;
+  for (r = begin; r < end; ++r) {
+    const float *x = job->in + r * n;
+    float *y = job->out + r * n;
     const float mean = (float)(ck_sum_f64(x, n) / (double)n);
-    const float inv = (float)(1.0 / sqrt(ck_row_squares(x, n, (double)mean) / (double)n + (double)epsilon));
+    const float inv =
+        (float)(1.0 / sqrt(ck_row_squares(x, n, (double)mean) / (double)n + (double)job->epsilon));
     if (x == y) {
       for (i = 0; i < n; ++i) y[i] = (y[i] - mean) * inv * gamma[i] + beta[i];
     } else {
@@ -167,6 +187,19 @@ int32_t ck_layer_norm_rows(int64_t rows, int64_t n, const float *in, const float
       for (i = 0; i < n; ++i) ys[i] = (xs[i] - mean) * inv * gamma[i] + beta[i];
     }
   }
+}
+
+int32_t ck_layer_norm_rows(int64_t rows, int64_t n, const float *in, const float *gamma, const float *beta,
+                           float epsilon, float *out) {
+  ck_rows_job job;
+  if (in == NULL || out == NULL || gamma == NULL || beta == NULL || rows < 0 || n < 1) return CK_EBADPARAM;
+  job.n = n;
+  job.in = in;
+  job.gamma = gamma;
+  job.beta = beta;
+  job.epsilon = epsilon;
+  job.out = out;
+  ck_parallel_range(rows, ck_grain(n), ck_layer_norm_range, &job);
   return CK_OK;
 }
 
@@ -176,10 +209,19 @@ static float ck_gelu_tanh(float x) {
 
 static float ck_gelu_erf(float x) { return 0.5f * x * (1.0f + ck_erf(x * 0.70710678118654752f)); }
 
-int32_t ck_gelu(int64_t n, const float *in, float *out, int32_t approximate) {
+typedef struct {
+  const float *in;
+  float *out;
+  int32_t approximate;
+} ck_gelu_job;
+
+static void ck_gelu_range(void *ctx, int64_t begin, int64_t end) {
+  const ck_gelu_job *job = (const ck_gelu_job *)ctx;
+  const int64_t n = end - begin;
+  const float *in = job->in + begin;
+  float *out = job->out + begin;
   int64_t i;
-  if (in == NULL || out == NULL || n < 0) return CK_EBADPARAM;
-  if (approximate) {
+  if (job->approximate) {
     for (i = 0; i < n; ++i) out[i] = ck_gelu_tanh(in[i]);
   } else if (in == out) {            /* in place (the codegen's usual call): one pointer, see ck_exp_shifted */
     for (i = 0; i < n; ++i) out[i] = ck_gelu_erf(out[i]);
@@ -188,5 +230,14 @@ int32_t ck_gelu(int64_t n, const float *in, float *out, int32_t approximate) {
     float *restrict y = out;
     for (i = 0; i < n; ++i) y[i] = ck_gelu_erf(x[i]);
   }
+}
+
+int32_t ck_gelu(int64_t n, const float *in, float *out, int32_t approximate) {
+  ck_gelu_job job;
+  if (in == NULL || out == NULL || n < 0) return CK_EBADPARAM;
+  job.in = in;
+  job.out = out;
+  job.approximate = approximate;
+  ck_parallel_range(n, CK_GRAIN_FLOATS, ck_gelu_range, &job);
   return CK_OK;
 }
