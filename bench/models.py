@@ -99,7 +99,7 @@ def _thread_count(threads: int | None):
 def isa_path() -> str:
     """The micro-kernel ccompiler's library picks on this CPU (its run-time dispatch), e.g. avx512_8x32."""
     import ctypes  # noqa: PLC0415  (only this report loads a library)
-    from targets.ccompiler import kernels as K  # noqa: PLC0415  (the bench's sys.path is set above)
+X
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "libck.so"

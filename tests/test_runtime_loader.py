@@ -185,8 +185,8 @@ def test_save_params_rejects_unsupported():
 # ---- source lists
 def test_runtime_sources_per_executor():
     names = lambda *a, **k: [p.name for p in runtime.runtime_sources(*a, **k)]  # noqa: E731
-    assert names("aot") == ["runtime.c"]
-    assert names("graph") == ["runtime.c", "graph_executor.c", "json.c", "params.c"]
+    assert names("aot") == ["runtime.c", "parallel.c"]
+    assert names("graph") == ["runtime.c", "parallel.c", "graph_executor.c", "json.c", "params.c"]
     assert names("aot", runner=True)[-2:] == ["npy.c", "runner.c"]
     assert all(p.is_file() for p in runtime.runtime_sources("graph", runner=True))
     assert (runtime.include_dir() / "byoc" / "runtime.h").is_file()
