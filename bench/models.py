@@ -99,7 +99,8 @@ def _thread_count(threads: int | None):
 def isa_path() -> str:
     """The micro-kernel ccompiler's library picks on this CPU (its run-time dispatch), e.g. avx512_8x32."""
     import ctypes  # noqa: PLC0415  (only this report loads a library)
-X
+
+    from byoc_compiler.contrib.ccompiler import kernels as K  # noqa: PLC0415  (only this report needs it)
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "libck.so"
@@ -108,6 +109,7 @@ X
         lib = ctypes.CDLL(str(out))
         lib.ck_gemm_kernel_name.restype = ctypes.c_char_p
         return lib.ck_gemm_kernel_name().decode()
+
 
 # One build measured in a wrapper process, so that RUSAGE_CHILDREN covers that build alone.
 _WRAPPER = ("import resource, subprocess, sys, time\n"
