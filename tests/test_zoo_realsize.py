@@ -32,7 +32,7 @@ def test_names_are_documented():
                                     "efficientnet_lite", "efficientnet_lite_tiny", "bert_tiny", "shufflenet",
                                     "shufflenet_tiny"]
     tiny = [n for model in ("ds_cnn", "resnet8", "mobilenet_v1_025", "fc_autoencoder", "mobilenet_v2_035", "micro_cnn",
-                            "concat_cnn")
+                            "transformer_encoder", "concat_cnn")
             for n in (model, f"{model}_int8")]
     assert zoo.onnx_names()[9:] == tiny          # the microcontroller models (tests/test_zoo_tiny.py)
     assert set(zoo.FULL_SIZE) <= set(zoo.onnx_names())

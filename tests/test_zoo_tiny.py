@@ -30,7 +30,7 @@ from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.zoo import tiny
 
 MLPERF = ["ds_cnn", "resnet8", "mobilenet_v1_025", "fc_autoencoder"]
-MODELS = MLPERF + ["mobilenet_v2_035", "micro_cnn", "concat_cnn"]
+MODELS = MLPERF + ["mobilenet_v2_035", "micro_cnn", "transformer_encoder", "concat_cnn"]
 SEEDS = range(4)
 # seeds per model where one reference run takes seconds
 FEWER_SEEDS = {"mobilenet_v2_035": range(1)}
@@ -208,7 +208,12 @@ def _nchw(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if x.ndim == 4 else x
 
 
-@pytest.mark.parametrize("name", _cases(tiny.TFLITE))
+# byoc's TFLite importer takes no quantized BATCH_MATMUL yet: the transformer's int8 form is checked against
+# the two interpreters only (test_transformer_tflite_runs_in_both_interpreters)
+BYOC_TFLITE_INT8 = [n for n in tiny.TFLITE if n != "transformer_encoder"]
+
+
+@pytest.mark.parametrize("name", _cases(BYOC_TFLITE_INT8))
 def test_tflite_int8_runs_in_tflite_micro_and_litert_and_equals_byoc(name):
     """TensorFlow Lite Micro runs the written model; byoc's import of it equals TFLM on every element; LiteRT's
     reference kernels load and run it too, equal to TFLM except per-channel FULLY_CONNECTED, where LiteRT's
@@ -231,7 +236,7 @@ def test_tflite_forms_compute_the_onnx_models(name):
     """The same weights and parameters: the float .tflite equals the float ONNX model (onnxruntime) to
     float32 rounding, in LiteRT and TFLM; the int8 .tflite's dequantized output is within a few output steps
     of the int8 QDQ model's (TFLite's fixed-point rescaling against onnxruntime's float32 one, rounding
-    differences a deep net and the softmax amplify: 5 steps measured) and picks the same class."""
+    differences a deep net and the softmax amplify: 8 steps measured) and picks the same class."""
     f_data, q_data = tiny.tflite_model(name, False), tiny.tflite_model(name, True)
     scale, zp = tiny.quantized(name).act[tiny.spec(name).output]
     for seed in FEWER_SEEDS.get(name, range(2)):
@@ -241,9 +246,10 @@ def test_tflite_forms_compute_the_onnx_models(name):
             np.testing.assert_allclose(runner(f_data, {"input": x})[0], want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
         q_want = _session(f"{name}_int8").run(None, {"input": _nchw(x)})[0]
         (q_got,) = tm.run_tflm(q_data, _tflite_inputs(name, True, seed))
-        deq = (q_got.astype(np.float64) - zp) * scale
-        assert np.abs(deq - q_want).max() <= 8.0001 * scale
-        assert name == "fc_autoencoder" or deq.argmax() == q_want.argmax()
+        steps = np.abs((q_got.astype(np.float64) - zp) * scale - q_want) / scale
+        assert steps.max() <= 16.0001, steps.max()
+        if tiny.spec(name).layers[-1].op == "softmax":
+            assert q_got.argmax() == q_want.argmax()
 
 
 def _tflite_tensors(data: bytes) -> dict:
@@ -292,3 +298,19 @@ def test_tflite_export_writes_the_zoo_bytes(tmp_path):
     assert zoo.tflite_model("ds_cnn") == tiny.tflite_model("ds_cnn", False) != zoo.tflite_model("ds_cnn_int8")
     with pytest.raises(ValueError, match="'concat_cnn_int8' has no .tflite form"):
         zoo.tflite_model("concat_cnn_int8")
+
+
+def test_transformer_tflite_runs_in_both_interpreters():
+    """The 2-layer encoder's .tflite (FULLY_CONNECTED, BATCH_MATMUL, RESHAPE, TRANSPOSE, SOFTMAX, MEAN, SUB, MUL,
+    RSQRT, ADD): TensorFlow Lite Micro and LiteRT's reference kernels run the int8 form (they differ by a few
+    steps: per-channel FULLY_CONNECTED rounding, 5 measured); byoc imports the float form, equal to TFLM within
+    float32 rounding."""
+    from byoc_compiler.frontend.tflite import from_tflite
+    q_data, f_data = tiny.tflite_model("transformer_encoder", True), tiny.tflite_model("transformer_encoder", False)
+    feeds = _tflite_inputs("transformer_encoder", True, 0)
+    (micro,), (litert,) = tm.run_tflm(q_data, feeds), tm.run_litert(q_data, feeds)
+    assert micro.dtype == np.int8 and micro.shape == (16, 32)
+    assert np.abs(micro.astype(np.int64) - litert).max() <= 8
+    x = _tflite_inputs("transformer_encoder", False, 0)
+    np.testing.assert_allclose(run_reference(from_tflite(f_data), x)[0], tm.run_tflm(f_data, x)[0], rtol=1e-4,
+                               atol=1e-4)

@@ -31,6 +31,8 @@ MODELS: dict[str, tuple[Callable[[], Spec], str]] = {
     "mobilenet_v2_035": (models.mobilenet_v2, "MobileNetV2 0.35 at 96x96x3 (TFLite's microcontroller size), "
                                               "1000 classes"),
     "micro_cnn": (models.micro_cnn, "two conv + max pool stages on 32x32x3, 10 classes"),
+    "transformer_encoder": (models.transformer_encoder, "2-layer transformer encoder (post-norm, 2 heads): "
+                                                        "sequence 16, hidden 32, MLP 128"),
     "concat_cnn": (models.concat_cnn, "Inception/DenseNet-style CNN: branches concatenated with differing "
                                       "scales, 32x32x3, 10 classes"),
 }
@@ -59,7 +61,8 @@ def onnx_model(name: str, int8: bool):
 
 # models TFLite can express as written (concat_cnn's concatenations rescale their inputs, which TensorFlow
 # Lite Micro's int8 CONCATENATION does not)
-TFLITE = ("ds_cnn", "resnet8", "mobilenet_v1_025", "fc_autoencoder", "mobilenet_v2_035", "micro_cnn")
+TFLITE = ("ds_cnn", "resnet8", "mobilenet_v1_025", "fc_autoencoder", "mobilenet_v2_035", "micro_cnn",
+          "transformer_encoder")
 
 
 @functools.lru_cache(maxsize=16)

@@ -57,6 +57,14 @@ _COMPUTE = {
     "flatten": lambda xs, layer: xs[0].reshape(layer.shape),
     "concat": lambda xs, layer: np.concatenate(xs, axis=-1),
     "softmax": lambda xs, layer: _softmax(xs[0]),
+    "const": lambda xs, layer: layer.attrs["value"].astype(np.float64),
+    "matmul": lambda xs, layer: xs[0] @ xs[1],
+    "reshape": lambda xs, layer: xs[0].reshape(layer.shape),
+    "transpose": lambda xs, layer: xs[0].transpose(layer.attrs["perm"]),
+    "mean": lambda xs, layer: xs[0].mean(axis=-1, keepdims=True),
+    "sub": lambda xs, layer: xs[0] - xs[1],
+    "mul": lambda xs, layer: xs[0] * xs[1],
+    "rsqrt": lambda xs, layer: 1.0 / np.sqrt(xs[0]),
 }
 
 

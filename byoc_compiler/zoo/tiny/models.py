@@ -16,6 +16,10 @@ reference Keras models of mlcommons/tiny) and a concat-heavy CNN, batch norm fol
   conv 1x1 to 1280 + ReLU6, average pool 3x3, fc 1000, softmax.
 - micro CNN: the smallest int8 image classifier: two conv 3x3 + ReLU + max pool 2x2 stages on
   32x32x3, average pool, fc 10, softmax.
+- transformer encoder: two post-norm (BERT-style) layers on a (sequence 16, hidden 32) input: Q, K, V
+  projections, 2 heads split by reshape + transpose, scores and context by batched matmul, softmax,
+  output projection, residual + layer norm (decomposed: mean, subtract, mean of squares, rsqrt, gamma,
+  beta), a ReLU MLP 4x wide, residual + layer norm.
 - concat CNN: Inception/DenseNet-style blocks whose branches (1x1, 3x3, 3x3 after a 1x1, max pool
   + 1x1) are concatenated with differing int8 scales, a DenseNet transition (1x1 conv, 2x2 average
   pool) between them, on 32x32x3; the cases that make an int8 runtime requantize concat inputs and
@@ -112,4 +116,24 @@ def micro_cnn() -> Spec:
     h = b.pool(b.conv(b.spec.input, 8, 3), "max", 2)
     h = b.pool(b.conv(h, 16, 3), "max", 2)
     b.softmax(b.fc(b.flatten(b.pool(h, "avg")), 10, rms=3.0))
+    return b.finish()
+
+
+def _attention(b: SpecBuilder, x: str, heads: int) -> str:
+    seq, hidden = b.spec.shape(x)
+    size = hidden // heads
+    # scores of about unit scale: q's output RMS 1/sqrt(head size), the usual 1/sqrt(d) folded into Wq
+    q, k, v = b.fc(x, hidden, rms=size ** -0.5), b.fc(x, hidden), b.fc(x, hidden)
+    split = [b.reshape(t, (seq, heads, size)) for t in (q, k, v)]
+    scores = b.matmul(b.transpose(split[0], (1, 0, 2)), b.transpose(split[1], (1, 2, 0)))
+    context = b.matmul(b.softmax(scores), b.transpose(split[2], (1, 0, 2)))
+    return b.fc(b.reshape(b.transpose(context, (1, 0, 2)), (seq, hidden)), hidden)
+
+
+def transformer_encoder(layers: int = 2, seq: int = 16, hidden: int = 32, heads: int = 2) -> Spec:
+    b = SpecBuilder("transformer_encoder", (seq, hidden), seed=512)
+    x = b.spec.input
+    for _ in range(layers):
+        x = b.layer_norm(b.add(x, _attention(b, x, heads)))
+        x = b.layer_norm(b.add(x, b.fc(b.fc(x, 4 * hidden, act="relu"), hidden)))
     return b.finish()

@@ -101,10 +101,21 @@ def _layer_node(w: _Writer, layer: Layer, inputs: list[str]) -> str:
         if layer.op == "avg_pool" and whole:
             return w.node("GlobalAveragePool", inputs, out)
         return w.node("AveragePool" if layer.op == "avg_pool" else "MaxPool", inputs, out, **_window_attrs(layer))
-    simple = {"add": ("Add", {}), "flatten": ("Flatten", {"axis": 1}), "concat": ("Concat", {"axis": 1}),
-              "softmax": ("Softmax", {"axis": -1})}
-    op_type, attrs = simple[layer.op]
-    return w.node(op_type, inputs, out, **attrs)
+    if layer.op == "const":            # an initializer (quantized by the QuantizeLinear after it in QDQ)
+        return w.init(out, layer.attrs["value"])
+    if layer.op == "reshape":
+        return w.node("Reshape", inputs + [w.init(f"{layer.output}_shape", np.array(layer.shape, np.int64))], out)
+    if layer.op == "rsqrt":
+        return w.node("Reciprocal", [w.node("Sqrt", inputs, f"{layer.output}_sqrt")], out)
+    op_type, attrs = _SIMPLE[layer.op]
+    return w.node(op_type, inputs, out, **(attrs(layer) if callable(attrs) else attrs))
+
+
+# spec op -> (ONNX op, attributes or a function of the layer giving them)
+_SIMPLE = {"add": ("Add", {}), "sub": ("Sub", {}), "mul": ("Mul", {}), "matmul": ("MatMul", {}),
+           "flatten": ("Flatten", {"axis": 1}), "concat": ("Concat", {"axis": 1}), "softmax": ("Softmax", {"axis": -1}),
+           "mean": ("ReduceMean", {"axes": [-1], "keepdims": 1}),
+           "transpose": ("Transpose", lambda layer: {"perm": list(layer.attrs["perm"])})}
 
 
 def onnx_model(spec: Spec, q: QuantizedSpec | None = None, output_name: str = "output"):

@@ -3,7 +3,8 @@
 Chosen once here and written unchanged by every form (ONNX QDQ, .tflite), with TFLite's conventions:
 - activations: asymmetric int8 over the calibrated range widened to include 0 (scale = range / 255,
   zero point = round(-128 - min / scale)); calibration runs the float spec on seeded normal inputs;
-- pools and flatten keep their input's parameters; softmax's output is 1/256 with zero point -128;
+- pools, flatten, reshape and transpose keep their input's parameters; softmax's output is 1/256 with
+  zero point -128; constants (layer norm's gamma, beta, epsilon) are int8 tensors with their own range;
 - weights: per output channel (depthwise: per channel of its last axis), symmetric in [-127, 127],
   scale = max |w| / 127;
 - biases: int32 with scale float32(input scale * weight scale) per channel, zero point 0.
@@ -20,7 +21,7 @@ from .spec import Spec
 CALIBRATION_BATCHES = 8
 SOFTMAX_PARAMS = (np.float32(1.0 / 256.0), -128)
 # the output keeps the input's parameters (TFLite requires it of these int8 kernels)
-SAME_AS_INPUT = ("avg_pool", "max_pool", "flatten")
+SAME_AS_INPUT = ("avg_pool", "max_pool", "flatten", "reshape", "transpose")
 # the axis of a weight along which it has one scale per channel (TFLite's quantized_dimension)
 WEIGHT_AXIS = {"conv": 0, "depthwise": 3, "fc": 0}
 
@@ -31,6 +32,11 @@ class QuantizedSpec:
     act: dict[str, tuple[np.float32, int]]                   # tensor -> (scale, zero point)
     weight: dict[str, tuple[np.ndarray, np.ndarray]]         # layer output -> (int8 weight, float32 scales)
     bias: dict[str, np.ndarray]                              # layer output -> int32 bias (its scale: bias_scale)
+
+    def constant(self, layer) -> np.ndarray:
+        """A const layer's value as int8 with its parameters."""
+        scale, zp = self.act[layer.output]
+        return np.clip(np.round(layer.attrs["value"] / scale) + zp, -128, 127).astype(np.int8)
 
     def bias_scale(self, layer_output: str, input_tensor: str) -> np.ndarray:
         return (self.act[input_tensor][0] * self.weight[layer_output][1]).astype(np.float32)

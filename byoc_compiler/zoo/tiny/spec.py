@@ -28,6 +28,12 @@ OPS = {
     "flatten": "(N, 1, 1, C) -> (N, C)",
     "concat": "concatenation on the channel (last) axis",
     "softmax": "softmax on the last axis",
+    # the transformer's (2-D and 3-D activations)
+    "const": "a constant tensor (attrs value), e.g. layer norm's gamma and beta",
+    "matmul": "batched matrix product of two activations of one batch shape",
+    "reshape": "to attrs shape", "transpose": "by attrs perm",
+    "mean": "mean over the last axis, kept as size 1",
+    "sub": "a - b, broadcasting", "mul": "a * b, broadcasting", "rsqrt": "1 / sqrt(x)",
 }
 ACTIVATIONS = ("none", "relu", "relu6")
 
@@ -115,13 +121,55 @@ class SpecBuilder:
         return self._add("depthwise", [x], (1, oh, ow, c), weight, self._bias(c), act=act, **attrs)
 
     def fc(self, x: str, units: int, act: str = "none", rms: float = 1.0) -> str:
-        """Fully connected; `rms`: the scale of its output (evaluate.normalized), e.g. logits' spread."""
-        k = self.spec.shape(x)[-1]
-        weight = self._he((units, k), k)
-        return self._add("fc", [x], (1, units), weight, self._bias(units), act=act, rms=rms)
+        """Fully connected on the last axis of a 2-D input; `rms`: the scale of its output
+        (evaluate.normalized), e.g. logits' spread."""
+        shape = self.spec.shape(x)
+        weight = self._he((units, shape[-1]), shape[-1])
+        return self._add("fc", [x], shape[:-1] + (units,), weight, self._bias(units), act=act, rms=rms)
+
+    def _broadcast(self, op: str, a: str, b: str, **attrs) -> str:
+        return self._add(op, [a, b], tuple(np.broadcast_shapes(self.spec.shape(a), self.spec.shape(b))), **attrs)
 
     def add(self, a: str, b: str, act: str = "none") -> str:
-        return self._add("add", [a, b], self.spec.shape(a), act=act)
+        return self._broadcast("add", a, b, act=act)
+
+    def sub(self, a: str, b: str) -> str:
+        return self._broadcast("sub", a, b)
+
+    def mul(self, a: str, b: str) -> str:
+        return self._broadcast("mul", a, b)
+
+    def const(self, value) -> str:
+        value = np.asarray(value, np.float32)
+        return self._add("const", [], value.shape, value=value)
+
+    def matmul(self, a: str, b: str) -> str:
+        sa, sb = self.spec.shape(a), self.spec.shape(b)
+        if sa[:-2] != sb[:-2] or sa[-1] != sb[-2]:
+            raise ValueError(f"matmul of {sa} and {sb}: one batch shape and matching inner sizes expected")
+        return self._add("matmul", [a, b], sa[:-1] + sb[-1:])
+
+    def reshape(self, x: str, shape) -> str:
+        return self._add("reshape", [x], tuple(shape))
+
+    def transpose(self, x: str, perm) -> str:
+        shape = self.spec.shape(x)
+        return self._add("transpose", [x], tuple(shape[p] for p in perm), perm=tuple(perm))
+
+    def mean(self, x: str) -> str:
+        return self._add("mean", [x], self.spec.shape(x)[:-1] + (1,))
+
+    def rsqrt(self, x: str) -> str:
+        return self._add("rsqrt", [x], self.spec.shape(x))
+
+    def layer_norm(self, x: str, eps: float = 1e-3) -> str:
+        """Layer normalization over the last axis as TFLite converters decompose it: mean, x - mean, mean of
+        its square, rsqrt(var + eps), then gamma and beta (seeded near 1 and 0)."""
+        d = self.spec.shape(x)[-1]
+        centred = self.sub(x, self.mean(x))
+        inv = self.rsqrt(self.add(self.mean(self.mul(centred, centred)), self.const([eps])))
+        gamma = self.const(self.rng.uniform(0.8, 1.2, d))
+        return self.add(self.mul(self.mul(centred, inv), gamma), self.const(self.rng.standard_normal(d) * 0.1))
 
     def pool(self, x: str, kind: str, kernel=None, stride: int | None = None, same: bool = False) -> str:
         """Average or max pool, VALID (max pool also SAME: padding never wins the max); without a kernel,

@@ -18,7 +18,8 @@ from .spec import Layer, Spec, same_pads
 _ACTIVATION = {"none": "NONE", "relu": "RELU", "relu6": "RELU6"}
 _OPS = {"conv": "CONV_2D", "depthwise": "DEPTHWISE_CONV_2D", "fc": "FULLY_CONNECTED", "add": "ADD",
         "avg_pool": "AVERAGE_POOL_2D", "max_pool": "MAX_POOL_2D", "flatten": "RESHAPE", "concat": "CONCATENATION",
-        "softmax": "SOFTMAX"}
+        "softmax": "SOFTMAX", "matmul": "BATCH_MATMUL", "reshape": "RESHAPE", "transpose": "TRANSPOSE",
+        "mean": "MEAN", "sub": "SUB", "mul": "MUL", "rsqrt": "RSQRT"}
 
 
 def _padding(spec: Spec, layer: Layer) -> str:
@@ -47,6 +48,19 @@ class _Writer:
             self.index[name] = self.w.tensor(name, shape, "int8", scale=float(scale), zero_point=int(zp))
         return self.index[name]
 
+    def ints(self, name: str, values) -> int:
+        values = np.asarray(values, np.int32)
+        return self.w.tensor(name, values.shape, "int32", data=values)
+
+    def constant(self, layer: Layer) -> None:
+        """A const layer: a tensor with data (int8 with its parameters, or float32)."""
+        if self.q is None:
+            self.index[layer.output] = self.w.tensor(layer.output, layer.shape, "float32", data=layer.attrs["value"])
+            return
+        scale, zp = self.q.act[layer.output]
+        self.index[layer.output] = self.w.tensor(layer.output, layer.shape, "int8", data=self.q.constant(layer),
+                                                 scale=float(scale), zero_point=int(zp))
+
     def params(self, layer: Layer) -> list[int]:
         """The weight and bias tensors of a conv, depthwise or fc layer."""
         name, n = layer.output, layer.bias.size
@@ -72,15 +86,21 @@ class _Writer:
             (kh, kw), s = layer.attrs["kernel"], layer.attrs["stride"]
             return [], dict(padding=_padding(self.spec, layer), stride_w=s, stride_h=s, filter_width=kw,
                             filter_height=kh, **act)
-        if layer.op == "flatten":
-            shape = np.asarray(layer.shape, np.int32)
-            return [self.w.tensor(f"{layer.output}_shape", shape.shape, "int32", data=shape)], \
-                dict(new_shape=[int(d) for d in layer.shape])
+        if layer.op in ("flatten", "reshape"):
+            return [self.ints(f"{layer.output}_shape", layer.shape)], dict(new_shape=[int(d) for d in layer.shape])
+        if layer.op == "transpose":
+            return [self.ints(f"{layer.output}_perm", layer.attrs["perm"])], {}
+        if layer.op == "mean":
+            return [self.ints(f"{layer.output}_axis", [len(layer.shape) - 1])], dict(keep_dims=True)
+        if layer.op == "matmul":
+            return [], dict(adj_x=False, adj_y=False)
+        if layer.op == "rsqrt":
+            return [], {}
         if layer.op == "concat":
             return [], dict(axis=len(layer.shape) - 1, **act)
         if layer.op == "softmax":
             return [], dict(beta=1.0)
-        return [], act                                     # add
+        return [], act                                     # add, sub, mul
 
 
 def tflite_model(spec: Spec, q: QuantizedSpec | None = None) -> bytes:
@@ -88,6 +108,9 @@ def tflite_model(spec: Spec, q: QuantizedSpec | None = None) -> bytes:
     w = _Writer(spec, q)
     first = w.activation(spec.input)
     for layer in spec.layers:
+        if layer.op == "const":
+            w.constant(layer)
+            continue
         extra, options = w.options(layer)
         inputs = [w.index[i] for i in layer.inputs] + extra
         w.w.op(_OPS[layer.op], inputs, [w.activation(layer.output)], **options)
