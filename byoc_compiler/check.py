@@ -16,7 +16,7 @@ import numpy as np
 
 from .columns import columns
 from .errors import ByocError
-from .toolchain import run_command
+from .toolchain import run_command, semihosted
 
 # The testing helpers (the reference interpreter, which loads every op and pass) are imported inside the
 # functions that check: build() imports this module only to run a runner, and stays light.
@@ -128,8 +128,13 @@ def run_runner_proc(runner, run_prefix, arrays, workdir: Path, repeat: int = 1, 
     outdir.mkdir(exist_ok=True)
     for old in outdir.glob("*.npy"):
         old.unlink()
-    argv = [*run_prefix, str(runner), "--repeat", str(repeat), "--out", str(outdir), *map(str, extra_args), *files]
-    proc = run_command(argv, what or f"runner {runner}", timeout=timeout)
+    if semihosted(run_prefix):   # a bare-metal image: in<i>.npy and out/ relative to where it starts, run once
+        if extra_args:
+            raise ByocError(f"{what or runner}: a bare-metal image takes no options ({' '.join(map(str, extra_args))})")
+        proc = run_command([*run_prefix, str(runner)], what or f"image {runner}", cwd=workdir, timeout=timeout)
+    else:
+        argv = [*run_prefix, str(runner), "--repeat", str(repeat), "--out", str(outdir), *map(str, extra_args), *files]
+        proc = run_command(argv, what or f"runner {runner}", timeout=timeout)
     outputs = sorted(outdir.glob("out*.npy"), key=lambda p: int(p.stem[3:]))
     return [np.load(p) for p in outputs], proc
 

@@ -58,11 +58,25 @@ class ToolchainConfig:
     apt: tuple[str, ...] = ()          # Debian packages that provide it
     board: str | None = None           # [boards.<name>]: memory pools, alignment (bare-metal toolchains)
     profile: str = "hosted"            # runtime profile of its programs (PROFILES)
+    timeout: float = 600.0             # seconds a program of it may run (a hung bare-metal image ends there)
 
     @property
     def install_hint(self) -> str:
         packages = " ".join(self.apt) if self.apt else self.cc
         return f"apt-get install -y {packages}"
+
+    @property
+    def freestanding(self) -> bool:
+        """Bare metal (BYOC_FREESTANDING, docs/bare-metal.md): no allocator, no stdio, no files."""
+        return self.profile == "freestanding"
+
+
+@dataclass(frozen=True)
+class MemoryRegion:
+    """A memory region of a board as its linker script names it (linker_script.py)."""
+    name: str
+    origin: int
+    length: int
 
 
 @dataclass(frozen=True)
@@ -85,6 +99,15 @@ class BoardConfig:
     pools: tuple[PoolConfig, ...] = HOSTED_POOLS
     alignment: int = 64
     constants_section: str = DEFAULT_CONSTANTS_SECTION
+    # The image layout (linker_script.py): memory regions and the names of those that hold the vector table
+    # and code, read-only data (weights), .data/.bss (the arena and buffers) and the stack. A board without
+    # regions plans memory but byoc cannot link an image for it.
+    regions: tuple[MemoryRegion, ...] = ()
+    code: str = ""
+    rodata: str = ""
+    data: str = ""
+    stack: str = ""
+    stack_size: int = 0
 
 
 @dataclass(frozen=True)
@@ -106,6 +129,7 @@ class Config:
     toolchains: dict[str, ToolchainConfig] = field(default_factory=dict)
     sources: tuple[Path, ...] = ()                  # the files read, lowest first (packaged defaults, user's)
     installed: tuple[TargetSource, ...] = ()        # entry points of the group byoc.targets
+    boards: dict[str, BoardConfig] = field(default_factory=dict)   # [boards.*]: bare-metal boards
 
     def target_sources(self) -> dict[str, list[TargetSource]]:
         """target name -> where it is declared: entry points (byoc's own first), then [targets]. More than
@@ -204,8 +228,11 @@ def _is_byoc_file(path: Path) -> bool:
 _SECTIONS = ("backends", "targets", "build", "toolchains", "boards")
 _BUILD_KEYS = {"toolchains": list, "executor": str, "interface": str, "opt": str, "models": list, "constants": str}
 _TOOLCHAIN_KEYS = {"cc": str, "arch": str, "cflags": list, "ldflags": list, "run": list, "sanitizer": bool,
-                   "apt": list, "board": str, "profile": str}
-_BOARD_KEYS = {"alignment": int, "constants_section": str, "pools": list}
+                   "apt": list, "board": str, "profile": str, "timeout": int}
+_BOARD_KEYS = {"alignment": int, "constants_section": str, "pools": list,
+               # the image layout (linker_script.py): memory regions and which holds what
+               "regions": list, "code": str, "rodata": str, "data": str, "stack": str, "stack_size": int}
+_LAYOUT_KEYS = ("regions", "code", "rodata", "data", "stack", "stack_size")
 _POOL_KEYS = {"name": str, "size": int, "kinds": list}
 _TYPE_NAMES = {list: "a list of strings", str: "a string", bool: "true or false", int: "a positive integer"}
 
@@ -221,7 +248,9 @@ def _check_type(where: str, value: Any, expected: type, path: Path) -> None:
     ok = isinstance(value, expected) and not (expected in (str, int) and isinstance(value, bool))
     if ok and expected is int:
         ok = value > 0
-    if ok and expected is list:
+    if ok and expected is list and where.endswith(".regions"):
+        ok = all(isinstance(v, dict) for v in value)
+    elif ok and expected is list:
         ok = all(isinstance(v, str) for v in value)
     if not ok:
         raise ConfigError(f"{path}: {where} must be {_TYPE_NAMES[expected]}, got {value!r}")
@@ -329,7 +358,7 @@ def _board(name: str, spec, path: Path) -> BoardConfig:
     if not section or not all(c.isalnum() or c in "._" for c in section):
         raise ConfigError(f"{path}: boards.{name}.constants_section {section!r} must be a section name "
                           "(letters, digits, '.', '_'), like \".rodata.byoc_constants\"")
-    return BoardConfig(name, pools or HOSTED_POOLS, alignment, section)
+    return BoardConfig(name, pools or HOSTED_POOLS, alignment, section, **_board_layout(name, spec, path))
 
 
 def _pool(where: str, spec, path: Path) -> PoolConfig:
@@ -368,8 +397,40 @@ def _toolchains(toolchains_raw: dict, boards: dict[str, BoardConfig], path: Path
             name=name, cc=spec["cc"], arch=spec["arch"], cflags=tuple(spec.get("cflags", ())),
             ldflags=tuple(spec.get("ldflags", ())), run=tuple(spec.get("run", ())),
             sanitizer=spec.get("sanitizer", False), apt=tuple(spec.get("apt", ())),
-            board=spec.get("board"), profile=spec.get("profile", "hosted"))
+            board=spec.get("board"), profile=spec.get("profile", "hosted"),
+            timeout=float(spec.get("timeout", 600)))
     return toolchains
+
+
+def _board_layout(name: str, spec: dict, path: Path) -> dict:
+    """The image layout of [boards.<name>]: regions and what each holds, all given or none."""
+    given = [k for k in _LAYOUT_KEYS if k in spec]
+    if not given:
+        return {}
+    missing = [k for k in _LAYOUT_KEYS if k not in spec]
+    if missing:
+        raise ConfigError(f"{path}: [boards.{name}] gives {', '.join(given)} but not {', '.join(missing)}: a board's "
+                          f"image layout needs all of {', '.join(_LAYOUT_KEYS)}")
+    for key in _LAYOUT_KEYS:
+        _check_type(f"boards.{name}.{key}", spec[key], _BOARD_KEYS[key], path)
+    regions = tuple(_region(f"boards.{name}", r, path) for r in spec["regions"])
+    names = [r.name for r in regions]
+    for key in ("code", "rodata", "data", "stack"):
+        if spec[key] not in names:
+            raise ConfigError(f"{path}: boards.{name}.{key} = {spec[key]!r} names no region; regions: {', '.join(names)}")
+    return {"regions": regions, **{k: spec[k] for k in ("code", "rodata", "data", "stack", "stack_size")}}
+
+
+def _region(where: str, raw: dict, path: Path) -> MemoryRegion:
+    """{ name = "dtcm", origin = 0x20000000, length = 0x80000 }"""
+    _check_keys(f"{where}.regions[].", raw, ("name", "origin", "length"), path)
+    ok = (isinstance(raw.get("name"), str) and raw["name"].isidentifier()
+          and all(isinstance(raw.get(k), int) and not isinstance(raw.get(k), bool) and raw[k] >= 0
+                  for k in ("origin", "length")))
+    if not ok:
+        raise ConfigError(f"{path}: {where}.regions entries must be {{ name = \"sram\", origin = 0x20000000, "
+                          f"length = 0x80000 }} (a C-identifier name, byte address and size), got {raw!r}")
+    return MemoryRegion(raw["name"], raw["origin"], raw["length"])
 
 
 def _build_defaults(build_raw: dict, toolchains: dict[str, ToolchainConfig], path: Path) -> BuildDefaults:

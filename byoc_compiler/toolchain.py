@@ -56,7 +56,7 @@ def compile_argv(tc, src, obj, include_dirs: Sequence = (), defines: Sequence[st
     directories (-idirafter): the host's /usr/include holding dlpack/dlpack.h must never shadow a cross
     compiler's libc headers.
     """
-    argv = [tc.cc, *tc.cflags]
+    argv = [tc.cc, *toolchain_cflags(tc)]
     if opt:
         argv.append(opt)
     argv += list(extra_cflags)
@@ -67,6 +67,19 @@ def compile_argv(tc, src, obj, include_dirs: Sequence = (), defines: Sequence[st
         argv += ["-idirafter", os.fspath(d)]
     argv += ["-c", os.fspath(src), "-o", os.fspath(obj)]
     return argv
+
+
+def toolchain_cflags(tc) -> list[str]:
+    """The toolchain's cflags, and -DBYOC_FREESTANDING for a freestanding one (docs/bare-metal.md): every
+    source built for it -- generated code, runtime core, kernels -- compiles its hosted-only parts out."""
+    return [*tc.cflags, *(["-DBYOC_FREESTANDING"] if tc.freestanding else [])]
+
+
+def semihosted(run_prefix: Sequence[str]) -> bool:
+    """Programs run by this prefix are bare-metal images talking to the host over semihosting (qemu-system
+    -semihosting-config): they read their inputs and write their outputs by fixed names, relative to the
+    directory they are started in, take no arguments and report no time (check.run_runner_proc)."""
+    return any(str(a).startswith("-semihosting") for a in run_prefix)
 
 
 def _with_libm(ldflags: Sequence[str]) -> list[str]:
@@ -99,9 +112,13 @@ def link_shared_argv(tc, objs: Sequence, out, libs: Sequence[str] = (), lib_dirs
             *_with_libm(ldflags)]
 
 
-def link_exe_argv(tc, objs: Sequence, out, libs: Sequence[str] = (), lib_dirs: Sequence = ()) -> list[str]:
-    """An executable; cross toolchains carry -static in their ldflags so qemu-user needs no sysroot."""
-    return [tc.cc, *map(os.fspath, objs), "-o", os.fspath(out), *library_argv(libs, lib_dirs), *_with_libm(tc.ldflags)]
+def link_exe_argv(tc, objs: Sequence, out, libs: Sequence[str] = (), lib_dirs: Sequence = (),
+                  linker_script=None) -> list[str]:
+    """An executable; cross toolchains carry -static in their ldflags so qemu-user needs no sysroot. A bare-metal
+    image is laid out by the linker script written from its board (linker_script.py)."""
+    script = ["-T", os.fspath(linker_script)] if linker_script is not None else []
+    return [tc.cc, *map(os.fspath, objs), "-o", os.fspath(out), *script, *library_argv(libs, lib_dirs),
+            *_with_libm(tc.ldflags)]
 
 
 def run_argv(tc, exe, args: Sequence[str] = ()) -> list[str]:
@@ -132,7 +149,7 @@ def scons_flags(tc, opt: str = "-O2", werror: bool = True) -> dict[str, list[str
 
     Libraries (`-lm`) go to LIBS so SCons puts them after the objects, as static linking needs.
     """
-    ccflags = [*tc.cflags, *([opt] if opt else []), *(WARNING_FLAGS if werror else ()),
+    ccflags = [*toolchain_cflags(tc), *([opt] if opt else []), *(WARNING_FLAGS if werror else ()),
                "-idirafter", os.fspath(dlpack_include_dir())]
     libs = [f[2:] for f in _with_libm(tc.ldflags) if f.startswith("-l")]
     linkflags = [f for f in tc.ldflags if not f.startswith("-l")]

@@ -15,6 +15,7 @@ APT_PACKAGES=(
   gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
   gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
   gcc-s390x-linux-gnu libc6-dev-s390x-cross
+  gcc-arm-none-eabi libnewlib-arm-none-eabi picolibc-arm-none-eabi qemu-system-arm
 )
 
 missing=()

@@ -6,6 +6,11 @@
     static int32_t byoc_instance_run(void* inst, void* const* inputs, void* const* outputs);
     int32_t tvmgen_<mod>_run(void* const* inputs, void* const* outputs);   the default instance
 
+Without blob regions the steps are one function over any arena, `byoc_run_steps(arena, inputs, outputs)`:
+the hosted instance passes its own, the firmware entry (firmware.py, `<mod>_run`) the caller's pool. What
+only a hosted build has (the node observer, instances: calloc and free) sits under
+`#ifndef BYOC_FREESTANDING` (docs/bare-metal.md).
+
 The arena holds the intermediates and, at each step that calls a C-source region, that region's
 workspace, all placed by lifetime in the board's workspace pools (memory_plan.aot_arena; a region's
 workspace lives during its step only, so it shares bytes with intermediates that are dead then); a
@@ -25,9 +30,14 @@ from __future__ import annotations
 from ..ctext import c_type, const_array, dltype_init, int64_array, sanitize_identifier
 from .constants import ConstantPool, c_array
 from .memory_plan import AotPlan
-from .model_c import (ALIGNED_ALLOC, FILL_ARG_HELPER, RUN_GUARD, aligned_block, default_instance, instance_functions,
-                      modules_create, modules_destroy, packed_call)
+from .model_c import (ALIGNED_ALLOC, END_HOSTED_ONLY, FILL_ARG_HELPER, HOSTED_ONLY, RUN_GUARD, aligned_block,
+                      default_instance, instance_functions, modules_create, modules_destroy, packed_call)
 from .program import Program
+
+# The steps over an arena, without an instance (models without blob regions): what the hosted instance's run
+# and the firmware entry (firmware.py) both call.
+RUN_STEPS = "byoc_run_steps"
+
 
 def run_function_name(c_mod_name: str) -> str:
     return sanitize_identifier(f"tvmgen_{c_mod_name}_run")
@@ -91,13 +101,13 @@ class _RunWriter:
         fills = "".join(f"    byoc_step_outputs[{first_out + k}] = byoc_step_desc[{first_out + k}];\n"
                         f"    byoc_step_outputs[{first_out + k}].data = (void*)({self.pointer(t)});\n"
                         for k, t in enumerate(step.outputs))
-        return (f"  /* {step.symbol} */\n"
-                f"  if (byoc_node_observer != NULL && byoc_node_observer->enter != NULL) "
+        return (f"  /* {step.symbol} */\n" + HOSTED_ONLY
+                + f"  if (byoc_node_observer != NULL && byoc_node_observer->enter != NULL) "
                 f"byoc_node_observer->enter(byoc_node_observer->ctx, {i}, \"{step.symbol}\");\n"
-                + self.call(i, step)
+                + END_HOSTED_ONLY + self.call(i, step) + HOSTED_ONLY
                 + "  if (byoc_node_observer != NULL && byoc_node_observer->exit != NULL) {\n" + fills
                 + f"    byoc_node_observer->exit(byoc_node_observer->ctx, {i}, \"{step.symbol}\", "
-                f"{len(step.outputs)}, &byoc_step_outputs[{first_out}]);\n  }}\n")
+                f"{len(step.outputs)}, &byoc_step_outputs[{first_out}]);\n  }}\n" + END_HOSTED_ONLY)
 
     def body(self) -> str:
         """Every step, then the copies of outputs no step wrote directly (repeats, inputs, constants)."""
@@ -115,13 +125,19 @@ class _RunWriter:
         n_outs = sum(len(step.outputs) for step in prog.steps)
         uses_inputs = any(prog.tensors[t].kind == "input" for s in prog.steps for t in s.inputs) or \
             any(prog.tensors[t].kind == "input" for t in prog.outputs)
-        return ("static int32_t byoc_instance_run(void* instance, void* const* inputs, void* const* outputs) {\n"
-                + RUN_GUARD
-                + ("  uint8_t* const byoc_arena = inst->arena;\n" if "byoc_arena" in body else "")
-                + (f"  DLTensor byoc_step_outputs[{n_outs}];  /* shown to the node observer */\n" if n_outs else "")
-                + ("" if uses_inputs else "  (void)inputs;\n")
-                + ("" if prog.outputs else "  (void)outputs;\n")
-                + body + "  return 0;\n}\n")
+        locals_ = ((HOSTED_ONLY + f"  DLTensor byoc_step_outputs[{n_outs}];  /* shown to the node observer */\n"
+                    + END_HOSTED_ONLY if n_outs else "")
+                   + ("" if uses_inputs else "  (void)inputs;\n") + ("" if prog.outputs else "  (void)outputs;\n"))
+        if self.blob_index:     # blob regions' modules live in the instance: the steps need it
+            return ("static int32_t byoc_instance_run(void* instance, void* const* inputs, void* const* outputs) {\n"
+                    + RUN_GUARD + ("  uint8_t* const byoc_arena = inst->arena;\n" if "byoc_arena" in body else "")
+                    + locals_ + body + "  return 0;\n}\n")
+        # Everything else runs over any arena: the instance's (hosted) or the caller's (firmware.entry).
+        return (f"static int32_t {RUN_STEPS}(uint8_t* const byoc_arena, void* const* inputs, void* const* outputs) {{\n"
+                + ("" if "byoc_arena" in body else "  (void)byoc_arena;\n") + locals_ + body + "  return 0;\n}\n"
+                + HOSTED_ONLY
+                + "static int32_t byoc_instance_run(void* instance, void* const* inputs, void* const* outputs) {\n"
+                + RUN_GUARD + f"  return {RUN_STEPS}(inst->arena, inputs, outputs);\n}}\n" + END_HOSTED_ONLY)
 
 
 def observer_table(prog: Program) -> str:
@@ -138,8 +154,8 @@ def observer_table(prog: Program) -> str:
             text.append(int64_array(f"byoc_step_shape_{j}", ty.shape, const=False) + "\n")
             shape = f"byoc_step_shape_{j}"
         rows.append(f"  {{NULL, {{kDLCPU, 0}}, {ty.ndim}, {dltype_init(ty.dtype)}, {shape}, NULL, 0}}")
-    return ("".join(text) + f"static const DLTensor byoc_step_desc[{len(outs)}] = {{\n" + ",\n".join(rows)
-            + "\n};\n")
+    return (HOSTED_ONLY + "".join(text) + f"static const DLTensor byoc_step_desc[{len(outs)}] = {{\n"
+            + ",\n".join(rows) + "\n};\n" + END_HOSTED_ONLY)
 
 
 def aot_executor_source(prog: Program, plan: AotPlan, run_name: str, interface: str,
@@ -150,6 +166,6 @@ def aot_executor_source(prog: Program, plan: AotPlan, run_name: str, interface: 
     callees = {s.symbol: s.symbol for s in prog.steps}
     run_text, arena_bytes = aot_source(prog, plan, callees, interface, region_workspace, blob_index, pool)
     create = aligned_block("arena", arena_bytes, "the arena", cast="(uint8_t*)") + modules_create(bool(blob_index))
-    return ("\n/* ---- AOT executor ---- */\n" + run_text + (ALIGNED_ALLOC if arena_bytes else "")
+    return ("\n/* ---- AOT executor ---- */\n" + run_text + HOSTED_ONLY + (ALIGNED_ALLOC if arena_bytes else "")
             + instance_functions("arena_raw", modules_destroy(bool(blob_index)), create, pre_init)
-            + default_instance(run_name, exported=True)), arena_bytes
+            + default_instance(run_name, exported=True) + END_HOSTED_ONLY), arena_bytes

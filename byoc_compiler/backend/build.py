@@ -47,7 +47,8 @@ from .graph_json import graph_json, graph_text
 from .host_kernels import emit_kernel
 from . import pools as poolmod
 from .memory_plan import StoragePlan, aot_buffers, graph_storage, instance_bytes, peak_live_bytes
-from .model_c import HEADER, BlobRegion, blob_section, descriptor, instance_struct
+from .firmware import entry as firmware_entry, firmware
+from .model_c import END_HOSTED_ONLY, HEADER, HOSTED_ONLY, BlobRegion, blob_section, descriptor, instance_struct
 from .program import Program, inline_composites, lower_main
 from .region_codegen import pool_region_constants, region_codegen
 from .result import BuildResult
@@ -178,6 +179,23 @@ def validate(b: _Build) -> None:
         b.max_threads = 1
     b.memory = poolmod.BoardMemory.of(b.cfg.board_of(b.tc))
     b.literals.section = b.memory.constants_section
+    if b.tc.freestanding:
+        _check_freestanding_request(b)
+
+
+def _check_freestanding_request(b: _Build) -> None:
+    """A bare-metal toolchain builds AOT + unpacked with linked constants: the only form with no allocator,
+    no stdio and no files (docs/bare-metal.md)."""
+    wrong = [f"{what} {value!r}" for what, value, want in (("executor", b.executor, "aot"),
+                                                           ("interface", b.interface, "unpacked"))
+             if value != want]
+    if b.constants_mode == "params":
+        wrong.append("constants 'params'")
+    if wrong:
+        raise ByocError(f"build: toolchain {b.toolchain!r} is freestanding (bare metal: no allocator, no files), "
+                        f"which builds executor 'aot', interface 'unpacked', constants 'linked'; got "
+                        f"{' and '.join(wrong)}")
+    b.constants_mode = "linked"     # "auto" too: the board's memory regions decide what fits (link time)
 
 
 def lower(b: _Build) -> None:
@@ -226,7 +244,7 @@ def host_sections(b: _Build) -> None:
     if b.pre_init:
         b.sections.append("static int32_t byoc_constants_init(void);\n")
     n_funcs = len(dict.fromkeys(s.symbol for s in b.prog.steps))
-    b.sections.append(instance_struct(len(blob_regions), b.executor, n_funcs))
+    b.sections.append(HOSTED_ONLY + instance_struct(len(blob_regions), b.executor, n_funcs) + END_HOSTED_ONLY)
     b.sections.append(blob_section(blob_regions, b.interface, b.pool))
     b.sections.append(_executor_source(b, {r.symbol: r.index for r in blob_regions}))
 
@@ -238,13 +256,16 @@ def describe(b: _Build) -> None:
     outputs = [(f"output{k}", prog.tensors[t].type) for k, t in enumerate(prog.outputs)]
     if b.pre_init:
         b.sections.append(b.pool.init_source(c_string(str(b.mod_name))))
-    b.sections.append("\n/* ---- model descriptor ---- */\n")
+    b.sections.append("\n/* ---- model descriptor ---- */\n" + HOSTED_ONLY)
     b.sections.append(descriptor(b.mod_name, b.executor, b.interface, inputs, outputs, b.workspace,
-                                 "byoc_model_init", b.run_fn, "byoc_model_deinit"))
+                                 "byoc_model_init", b.run_fn, "byoc_model_deinit") + END_HOSTED_ONLY)
+    fw = _firmware(b, inputs, outputs)
+    if fw is not None:
+        b.sections.append(firmware_entry(fw, aot_gen.RUN_STEPS))
     b.result = BuildResult(mod=b.mod, program=prog, host_c="".join(b.sections), artifacts=b.artifacts,
                            region_targets=b.region_targets, graph_json=graph_text(b.graph), params=b.params,
                            params_blob=b.params_blob, metadata=_metadata(b, inputs, outputs), toolchain=b.tc,
-                           opt=b.opt, config=b.cfg, constants=b.pool, max_threads=b.max_threads)
+                           opt=b.opt, config=b.cfg, constants=b.pool, max_threads=b.max_threads, firmware=fw)
 
 
 def place_in_pools(b: _Build) -> None:
@@ -293,6 +314,16 @@ def _region_prototypes(b: _Build) -> str:
             lines.append(f"int32_t {symbol}(const ByocValue* args, const int32_t* type_codes, int32_t num_args,"
                          " void* resource_handle);\n")
     return "".join(lines)
+
+
+def _firmware(b: _Build, inputs, outputs):
+    """The firmware interface (<mod>.h, <mod>_run) of builds that can have one: AOT + unpacked, linked
+    constants, no blob regions (their modules live in an allocated instance). None for the others."""
+    if (b.executor, b.interface, b.constants_mode) != ("aot", "unpacked", "linked") or \
+            any(isinstance(a, BlobArtifact) for a in b.artifacts.values()):
+        return None
+    return firmware(b.c_mod_name, inputs, outputs, b.workspace, b.memory.alignment,
+                    b.pool.total_bytes + b.literals.nbytes)
 
 
 def _executor_source(b: _Build, blob_index: dict[str, int]) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Mapping
 
-ALIGNMENT = 64   # bytes, a cache line; what the C runtime aligns every block to
+ALIGNMENT = 64   # bytes, a cache line; what the hosted C runtime aligns every block to (a board sets its own)
 
 
 def align_up(n: int, alignment: int = ALIGNMENT) -> int:
@@ -263,6 +263,6 @@ def graph_storage(prog) -> StoragePlan:
     return StoragePlan(sid, sizes + slot_bytes, first_temp)
 
 
-def instance_bytes(intermediate_bytes: int, region_scratch: int) -> int:
+def instance_bytes(intermediate_bytes: int, region_scratch: int, alignment: int = ALIGNMENT) -> int:
     """Workspace of one instance: the intermediates, then (aligned) the largest C region's workspace."""
-    return align_up(intermediate_bytes) + region_scratch if region_scratch else intermediate_bytes
+    return align_up(intermediate_bytes, alignment) + region_scratch if region_scratch else intermediate_bytes

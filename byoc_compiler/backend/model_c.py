@@ -24,6 +24,11 @@ HEADER = """\
 """
 
 
+# What a freestanding build (BYOC_FREESTANDING: bare metal, no allocator, no stdio) compiles out.
+HOSTED_ONLY = "#ifndef BYOC_FREESTANDING\n"
+END_HOSTED_ONLY = "#endif /* BYOC_FREESTANDING */\n"
+
+
 def tensor_infos(prefix: str, entries: Sequence[tuple[str, TensorType]]) -> tuple[str, str]:
     """(C text, name of the ByocTensorInfo array or "NULL") for descriptor inputs or outputs."""
     if not entries:

@@ -24,7 +24,10 @@ from .. import runtime, toolchain as tcmod
 from ..check import run_runner_timed
 from ..errors import ByocError
 from ..ir.printer import astext_with_sidecar
+from ..linker_script import LINKER_SCRIPT, linker_script
+from . import firmware as fw, mlf
 from .artifact import BlobArtifact, CSourceArtifact
+from .kernel_sources import used_sources
 from .constants import AUTO_PARAMS_BYTES, PARAMS_FILE
 from .pools import report_text
 from . import threads as threadsmod
@@ -41,7 +44,7 @@ def _runtime():
 class BuildResult:
     def __init__(self, *, mod, program, host_c: str, artifacts: dict, region_targets: dict, graph_json: str,
                  params: dict, params_blob: bytes, metadata: dict, toolchain, opt: str, config, constants=None,
-                 max_threads: int = threadsmod.DEFAULT_MAX_THREADS):
+                 max_threads: int = threadsmod.DEFAULT_MAX_THREADS, firmware=None):
         self.mod = mod
         self.program = program
         self.host_c = host_c
@@ -56,6 +59,7 @@ class BuildResult:
         self.config = config
         self.constants = constants             # backend.constants.ConstantPool: large constants, linked
         self.max_threads = max_threads         # per-thread scratch planned for this many (backend/threads.py)
+        self.firmware = firmware               # backend.firmware.Firmware: <mod>.h and <mod>_run, or None
         self.last_run_ms: float | None = None
         self._workdir: str | None = None
         self._built: dict[tuple, Path] = {}
@@ -101,6 +105,8 @@ class BuildResult:
 
     def _sources_with_owner(self) -> dict[str, tuple[str, str | None]]:
         out: dict[str, tuple[str, str | None]] = {HOST_SOURCE: (self.host_c, None)}
+        if self.makes_images and self.firmware is not None:
+            out[fw.MAIN_SOURCE] = (fw.main_source(self.firmware), None)
         for symbol, artifact in self.artifacts.items():
             if isinstance(artifact, CSourceArtifact):
                 target = self.region_targets[symbol].name
@@ -110,6 +116,22 @@ class BuildResult:
                         path = f"src/{target}/{symbol}_{name}"
                     out[path] = (code, symbol)
         return out
+
+    def firmware_files(self) -> dict[str, str]:
+        """include/<mod>.h (AOT + unpacked builds), and a freestanding toolchain's linker script (link.ld)."""
+        out = {}
+        if self.firmware is not None:
+            out[f"include/{self.firmware.header_name}"] = fw.header(self.firmware)
+        if self.makes_images:
+            out[LINKER_SCRIPT] = linker_script(self.config.board_of(self.toolchain))
+        return out
+
+    @property
+    def makes_images(self) -> bool:
+        """A freestanding toolchain whose board has an image layout: its runner is a bare-metal image (a
+        generated main, byoc's startup code, the board's linker script) run over semihosting."""
+        board = self.config.board_of(self.toolchain) if self.toolchain.freestanding else None
+        return board is not None and bool(board.regions)
 
     def constant_files(self) -> dict[str, str | bytes]:
         """byoc_constants.S (text) and byoc_constants.bin (bytes) when the build has large constants."""
@@ -147,6 +169,7 @@ class BuildResult:
         model.txt would be one more copy of the weights (those in constants.bin are referred to, not copied,
         but a target's packed weights are not the IR's) and is not written; metadata.json says so."""
         out: dict[str, str | bytes] = dict(self.sources())
+        out.update(self.firmware_files())
         out.update(self.constant_files())
         for rel, data in self.blobs().items():
             out[rel] = data
@@ -194,6 +217,12 @@ class BuildResult:
             raise
         return directory
 
+    def export_model_library_format(self, path) -> Path:
+        """One tar in the layout of TVM's Model Library Format, for a firmware project's own build: the
+        generated C and header, the runtime core, the kernel library files a region references, the linked
+        constants, the parameters, the IR text and metadata.json (backend/mlf.py, docs/bare-metal.md)."""
+        return mlf.write_tar(mlf.mlf_files(self), path)
+
     # ---- compile ----------------------------------------------------------------------------
     def _work(self) -> Path:
         if self._workdir is None:
@@ -216,6 +245,9 @@ class BuildResult:
             if symbol is not None:
                 extra = list(self.artifacts[symbol].include_dirs) + list(self.region_targets[symbol].include_dirs)
             units.append((path, base_includes + extra, defines))
+        for rel, text in self.firmware_files().items():     # the header host.c includes; link.ld
+            (srcdir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (srcdir / rel).write_text(text)
         constant_files = self.constant_files()
         for rel, data in constant_files.items():
             path = srcdir / rel
@@ -226,22 +258,33 @@ class BuildResult:
                 path.write_text(data)
                 units.append((path, [], []))     # the .S finds its .bin next to it (-Xassembler -I, toolchain.py)
         seen: set[str] = set()
-        runtime_files = list(rt.runtime_sources(self.executor, runner=runner))
+        runtime_files = list(rt.runtime_sources(self.executor, runner=runner, profile=self.toolchain.profile))
         for f in runtime_files:
             seen.add(os.path.realpath(f))
             units.append((Path(f), base_includes, threads))
+        for f, incs in self.library_sources():
+            real = os.path.realpath(f)
+            if real not in seen:
+                seen.add(real)
+                units.append((Path(f), base_includes + incs, threads))
+        return units
+
+    def library_sources(self) -> list[tuple[Path, list]]:
+        """(source, include dirs) of the targets' runtime and kernel libraries this build compiles. A
+        freestanding build takes only the files its generated code references (kernel_sources.py)."""
+        out = []
         for symbol, artifact in self.artifacts.items():
             target = self.region_targets[symbol]
             files = list(target.runtime_sources)
             if isinstance(artifact, BlobArtifact):
                 files += list(artifact.runtime_sources)
-            incs = base_includes + list(target.include_dirs) + list(artifact.include_dirs)
-            for f in files:
-                real = os.path.realpath(f)
-                if real not in seen:
-                    seen.add(real)
-                    units.append((Path(f), incs, threads))
-        return units
+            incs = list(target.include_dirs) + list(artifact.include_dirs)
+            out += [(Path(f), incs) for f in files]
+        if self.toolchain.freestanding and out:
+            roots = [text for text in self.sources().values()]
+            keep = set(used_sources(roots, list(dict.fromkeys(f for f, _ in out))))
+            out = [(f, incs) for f, incs in out if f in keep]
+        return out
 
     def link_libraries(self) -> tuple[list[str], list[str]]:
         """(libraries, library dirs) the region targets of this build link, e.g. (["dnnl"], [])."""
@@ -270,8 +313,9 @@ class BuildResult:
         outdir = Path(tempfile.mkdtemp(prefix=f"objects{werror:d}-", dir=self._work()))
         units = self.compile_units(outdir / "gen", runner=True)
         rt = _runtime()
-        runner_only = ({os.path.realpath(f) for f in rt.runtime_sources(self.executor, runner=True)}
-                       - {os.path.realpath(f) for f in rt.runtime_sources(self.executor, runner=False)})
+        profile = tc.profile
+        runner_only = ({os.path.realpath(f) for f in rt.runtime_sources(self.executor, True, profile)}
+                       - {os.path.realpath(f) for f in rt.runtime_sources(self.executor, False, profile)})
         extra = list(tcmod.WARNING_FLAGS) if werror else []
         after = [rt.dlpack_include_dir()]
         jobs = []
@@ -293,6 +337,7 @@ class BuildResult:
                     f.result()
             except tcmod.ToolchainError as exc:
                 raise _keep_sources(exc, outdir / "gen") from None
+        self._built[(LINKER_SCRIPT,)] = outdir / "gen" / LINKER_SCRIPT
         model = [obj for _, src, obj in jobs if os.path.realpath(src) not in runner_only]
         runner = [obj for _, src, obj in jobs if os.path.realpath(src) in runner_only]
         self._built[key] = (model, runner)
@@ -301,7 +346,7 @@ class BuildResult:
     def export_library(self, path, werror: bool = False) -> Path:
         """Compile and link a shared library (host toolchains); load it with byoc_compiler.runtime.load."""
         tc = self.toolchain
-        if tc.run:
+        if tc.run or tc.freestanding:
             raise ByocError(f"export_library: toolchain {tc.name!r} builds for {tc.arch}, whose libraries cannot be "
                             "loaded here; use export_runner (a standalone program) instead")
         objs, _ = self._objects(werror)
@@ -312,7 +357,14 @@ class BuildResult:
         """Compile and link the standalone runner program (any toolchain; static for cross ones, per config)."""
         model, runner = self._objects(werror)
         libs, dirs = self.link_libraries()
-        return self._link(Path(path), lambda out: tcmod.link_exe_argv(self.toolchain, runner + model, out, libs, dirs))
+        if self.toolchain.freestanding and not self.makes_images:
+            raise ByocError(f"export_runner: toolchain {self.toolchain.name!r} is freestanding and its board "
+                            f"({self.toolchain.board or 'none'}) has no image layout (regions, code, rodata, data, "
+                            "stack, stack_size: docs/bare-metal.md), so byoc cannot link a program for it; "
+                            "export_model_library_format gives the sources for a firmware build")
+        script = self._built[(LINKER_SCRIPT,)] if self.makes_images else None
+        return self._link(Path(path), lambda out: tcmod.link_exe_argv(self.toolchain, runner + model, out, libs, dirs,
+                                                                      script))
 
     def _link(self, path: Path, argv_for) -> Path:
         """Link in the work directory, then move to `path`: a failed link leaves nothing at `path`."""
@@ -377,13 +429,15 @@ class BuildResult:
         """The model loaded into this process (byoc_compiler.runtime.load of `library()`)."""
         return _runtime().load(self.library(werror), constants=self.constants_file(), threads=threads)
 
-    def run_runner(self, inputs, repeat: int = 1, werror: bool = False, timeout: float = 600,
+    def run_runner(self, inputs, repeat: int = 1, werror: bool = False, timeout: float | None = None,
                    threads: int | None = None) -> list[np.ndarray]:
         """Run the runner on `inputs` (list in input order, or dict by name); returns the outputs.
 
-        Runs under the toolchain's `run` prefix (qemu-user for foreign CPUs); with repeat > 1 the
-        runner's median time is kept in `self.last_run_ms`. threads: `runner --threads N` (default: the
-        runner's, BYOC_NUM_THREADS or the usable cores).
+        Runs under the toolchain's `run` prefix (qemu-user for foreign CPUs, qemu-system for bare-metal
+        images, which run once, on one thread, and report no time: an emulator's wall time is not the
+        device's); with repeat > 1 the runner's median time is kept in `self.last_run_ms`. threads: `runner
+        --threads N` (default: the runner's, BYOC_NUM_THREADS or the usable cores). `timeout` defaults to the
+        toolchain's (config.toml).
         """
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ByocError(f"run_runner: threads must be a whole number >= 1, got {threads!r}")
@@ -400,8 +454,8 @@ class BuildResult:
         rundir = Path(tempfile.mkdtemp(prefix="run-", dir=self._work()))
         try:
             outputs, self.last_run_ms = run_runner_timed(
-                exe, self.toolchain.run, inputs, rundir, repeat, timeout,
-                what=f"running the model with toolchain {self.toolchain.name!r}",
+                exe, self.toolchain.run, inputs, rundir, repeat, self.toolchain.timeout if timeout is None else timeout,
+                what=f"running model {self.metadata['mod_name']!r} with toolchain {self.toolchain.name!r}",
                 extra_args=self.runner_args() + ([] if threads is None else ["--threads", str(threads)]))
             return outputs
         finally:

@@ -5,7 +5,11 @@ from ..errors import ByocError
 
 _HERE = Path(__file__).resolve().parent
 
-_CORE = ("runtime.c", "parallel.c")
+_CORE = ("runtime.c", "parallel.c")   # hosted: the core (core.c, included), the hosted runtime, the thread pool
+# bare metal (BYOC_FREESTANDING, docs/bare-metal.md): the core and parallel.c (a serial loop there) alone
+_FREESTANDING_CORE = ("core.c", "parallel.c")
+_BAREMETAL_RUNNER = ("startup.c", "semihost.c")   # runtime/baremetal/: reset, faults, semihosting I/O
+PROFILES = ("hosted", "freestanding")
 _GRAPH = ("graph_executor.c", "json.c", "params.c")
 _RUNNER = ("npy.c", "runner.c")
 EXECUTORS = ("graph", "aot")
@@ -23,12 +27,24 @@ def include_dir() -> Path:
     return _HERE / "include"
 
 
-def runtime_sources(executor: str, runner: bool = False) -> list[Path]:
+def baremetal_dir() -> Path:
+    """Startup code and the semihosting driver of bare-metal images (not part of an exported model)."""
+    return _HERE / "baremetal"
+
+
+def runtime_sources(executor: str, runner: bool = False, profile: str = "hosted") -> list[Path]:
     """C files to compile with a model: the core; the graph executor for executor="graph";
     .npy I/O and main() for the standalone runner (the runner always gets the graph executor,
-    which its --graph/--params options use; an AOT model simply never calls it)."""
+    which its --graph/--params options use; an AOT model simply never calls it).
+    The freestanding profile compiles the core alone; its runner adds the startup code and the
+    semihosting driver (its main() is generated with the model: backend/firmware.py)."""
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
+    if profile not in PROFILES:
+        raise ValueError(f"unknown runtime profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    if profile == "freestanding":
+        return [source_dir() / n for n in _FREESTANDING_CORE] + (
+            [baremetal_dir() / n for n in _BAREMETAL_RUNNER] if runner else [])
     names = list(_CORE)
     if executor == "graph" or runner:
         names += _GRAPH

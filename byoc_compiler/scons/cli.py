@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from SCons.Script import BoolVariable, EnumVariable, ListVariable, Variables
+from SCons.Script import ARGUMENTS, BoolVariable, EnumVariable, ListVariable, Variables
 
 from byoc_compiler.config import CONSTANTS, EXECUTORS, INTERFACES, OPT_LEVELS
 
@@ -73,6 +73,15 @@ class Request:
     interface: str
     opt: str
     constants: str = "linked"
+    given: tuple[str, ...] = ()     # the variables named on the command line
+
+    def lane(self, tc) -> tuple[str, str, str]:
+        """(executor, interface, constants) for one toolchain: a freestanding one (bare metal) builds AOT +
+        unpacked with linked constants unless the command line says otherwise (then the build says why not)."""
+        if not tc.freestanding:
+            return self.executor, self.interface, self.constants
+        pick = {"executor": "aot", "interface": "unpacked", "constants": "linked"}
+        return tuple(getattr(self, k) if k in self.given else v for k, v in pick.items())
 
 
 def _check_target(target: str, modules, config) -> None:
@@ -131,7 +140,8 @@ def resolve(env, config) -> Request:
         problem = check_model_spec(spec)
         if problem:
             fail(problem)
-    return Request(target, toolchains, models, env["executor"], env["interface"], env["opt"], env["constants"])
+    given = tuple(k for k in ("executor", "interface", "constants") if k in ARGUMENTS)
+    return Request(target, toolchains, models, env["executor"], env["interface"], env["opt"], env["constants"], given)
 
 
 def print_check_table(target, source, env):

@@ -121,7 +121,7 @@ def build_result(request: CodegenRequest):
 # model.txt in a build directory: with its sidecar, unless that would be one more copy of a big model's weights
 MODEL_TEXT = "auto"
 PLAN_FILE = ".byoc-plan.json"
-PLAN_VERSION = 3     # 2: the plan holds the libraries targets link; 3: model.txt "auto"
+PLAN_VERSION = 4     # 2: the plan holds the libraries targets link; 3: model.txt "auto"; 4: runtime profiles
 
 
 def planned_files(request: CodegenRequest) -> list[str]:
@@ -171,8 +171,9 @@ def _compute_plan(request: CodegenRequest) -> dict:
                 generated[Path(path).relative_to(tmp).as_posix()] = [str(i) for i in incs]
             else:
                 shared.append([str(path), [str(i) for i in incs]])
-    runner_only = ({os.path.realpath(p) for p in runtime.runtime_sources(request.executor, runner=True)}
-                   - {os.path.realpath(p) for p in runtime.runtime_sources(request.executor)})
+    profile = result.toolchain.profile
+    runner_only = ({os.path.realpath(p) for p in runtime.runtime_sources(request.executor, True, profile)}
+                   - {os.path.realpath(p) for p in runtime.runtime_sources(request.executor, False, profile)})
     return {"files": sorted(result.files(MODEL_TEXT)), "generated": generated, "shared": shared,
             "runner_only": sorted(runner_only), "libraries": [list(x) for x in result.link_libraries()]}
 

@@ -71,9 +71,10 @@ def _declare_builds(env, request, config_path: str, build_root: str) -> None:
     for toolchain in request.toolchains:
         for spec in request.models:
             try:
+                executor, interface, constants = request.lane(config.toolchain(toolchain))
                 outputs, check = env.ByocModel(spec, target=request.target, toolchain=toolchain,
-                                               executor=request.executor, interface=request.interface,
-                                               opt=request.opt, config=config_path, constants=request.constants,
+                                               executor=executor, interface=interface,
+                                               opt=request.opt, config=config_path, constants=constants,
                                                build_root=build_root)
             except ByocError as exc:
                 cli.fail(f"model {spec}, toolchain {toolchain}: {exc}")

@@ -30,6 +30,8 @@ import SCons.Builder
 import SCons.Errors
 from SCons.Script import Value
 
+from byoc_compiler.linker_script import LINKER_SCRIPT
+
 from . import codegen as _codegen
 from . import store as _store
 
@@ -71,7 +73,8 @@ def _check_action(target, source, env):
     result = check_runner(Path(str(source[0])), list(tc.run), request.model_name, mod,
                           toolchain=request.toolchain, executor=request.executor,
                           interface=request.interface, target=request.target, runner_args=runner_args)
-    if not result.passed and result.max_abs_err != float("inf"):
+    if not result.passed and result.max_abs_err != float("inf") and not tc.freestanding:
+        # (a bare-metal image has no --dump: it runs one model once over semihosting)
         # Where it goes wrong: the same runner again, dumping every step, compared step by step.
         from byoc_compiler.check import deterministic_inputs
         from byoc_compiler.debug.compare import explain_failure
@@ -157,7 +160,12 @@ def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, in
         runner = tc_env.Program(str(outdir / "runner"), runner_objs, LIBS=[request.model_name] + link["LIBS"],
                                 LIBPATH=[str(outdir)] + lib_dirs, LINKFLAGS=tc_env["LINKFLAGS"] + origin)
         return list(runner) + list(library), _check(env, request, outdir, runner)
+    script = by_rel.get(LINKER_SCRIPT)      # a bare-metal image: laid out by its board's linker script
+    if script is not None:
+        link["LINKFLAGS"] = list(tc_env["LINKFLAGS"]) + ["-T", str(script)]
     runner = tc_env.Program(str(outdir / "runner"), model_objs + runtime_objs + runner_objs, **link)
+    if script is not None:
+        tc_env.Depends(runner, script)
     return list(runner), _check(env, request, outdir, runner)
 
 

@@ -52,7 +52,10 @@ def toolchain_id(name: str) -> str:
 
 
 def toolchain_markers(tc) -> list[str]:
-    """`-m aarch64` picks the aarch64 cross toolchain, `-m gcc` the host gcc, `-m sanitizer` both sanitizer ones."""
+    """`-m aarch64` picks the aarch64 cross toolchain, `-m gcc` the host gcc, `-m sanitizer` both sanitizer ones,
+    `-m baremetal` the bare-metal boards."""
+    if tc.freestanding:          # `-m baremetal`: the qemu-system board lanes; `-m cortex_m55` one of them
+        return [toolchain_id(tc.name), "baremetal"]
     marks = [tc.arch if tc.run else toolchain_id(tc.name)]
     if tc.run:
         marks.append("qemu")
@@ -90,8 +93,13 @@ class Case:
         return marks
 
 
+def hosted_toolchains(config) -> list[str]:
+    """The toolchains of the pairwise product; bare-metal ones build one form only (baremetal_cases)."""
+    return [name for name, tc in config.toolchains.items() if not tc.freestanding]
+
+
 def dimensions(config) -> list[tuple]:
-    return [tuple(model_names()), tuple(TARGET_SETS), tuple(config.toolchains), EXECUTORS, INTERFACES, OPTS]
+    return [tuple(model_names()), tuple(TARGET_SETS), tuple(hosted_toolchains(config)), EXECUTORS, INTERFACES, OPTS]
 
 
 def excluded(target_set: str, toolchain: str, config) -> str | None:
@@ -128,7 +136,7 @@ def exclusions(config) -> dict[str, list[str]]:
 def full_cases(config) -> list[Case]:
     return [Case(*values) for values in itertools.product(*dimensions(config))
             if not excluded(values[1], values[2], config)] + reduced_model_cases(config, full=True) \
-        + quantized_cases(config, "full")
+        + quantized_cases(config, "full") + baremetal_cases(config, full=True)
 
 
 def pairwise_cases(config) -> list[Case]:
@@ -441,7 +449,7 @@ REDUCED_DEFAULT = {"resnet50_tiny": ("s390x-gcc", "aarch64-gcc"), "mobilenetv2_t
 
 
 def reduced_model_cases(config, full: bool = False) -> list[Case]:
-    qemu = [name for name, tc in config.toolchains.items() if tc.run]
+    qemu = [name for name, tc in config.toolchains.items() if tc.run and not tc.freestanding]
     cases = []
     for model in REDUCED_MODELS:
         lanes = qemu if full else [t for t in REDUCED_DEFAULT[model] if t in config.toolchains]
@@ -460,7 +468,25 @@ def default_cases(config) -> list[Case]:
     # (the sanitizer lane would differ only in executor, interface or opt level, pairs the covering set has).
     sanitized = {(c.model, c.target_set) for c in cases if config.toolchains[c.toolchain].sanitizer}
     cases += [c for c in sanitizer_cases(config) if (c.model, c.target_set) not in sanitized]
-    return cases + reduced_model_cases(config) + quantized_cases(config, "default")
+    return cases + reduced_model_cases(config) + quantized_cases(config, "default") + baremetal_cases(config)
+
+
+# Bare-metal lanes (freestanding toolchains: qemu-system-arm boards) build AOT + unpacked only, with the targets
+# that have a freestanding profile; hosted-only target sets are excluded and named in the summary. The default
+# run takes one small model per target set and lane (the kernel library is most of the time); `--matrix=full`
+# every model.
+BAREMETAL_DEFAULT = {"host": "mlp", "ccompiler": "byoc_guide"}
+
+
+def baremetal_cases(config, full: bool = False) -> list[Case]:
+    lanes = [name for name, tc in config.toolchains.items() if tc.freestanding]
+    cases = []
+    for k, (tc, target_set) in enumerate(itertools.product(lanes, TARGET_SETS)):
+        if excluded(target_set, tc, config):
+            continue
+        models = model_names() if full else [BAREMETAL_DEFAULT.get(target_set, "byoc_guide")]
+        cases += [Case(model, target_set, tc, "aot", "unpacked", OPTS[k % 2]) for model in models]
+    return cases
 
 
 # Quantized models (matrix name -> the float model quantize_static quantizes: QDQ, per-channel int8
@@ -498,7 +524,7 @@ def quantized_cases(config, which: str) -> list[Case]:
     interfaces = INTERFACES if which == "full" else (None,)
     cases = []
     for model, target_set, tc, executor, interface in itertools.product(
-            QUANTIZED_MODELS, target_sets, config.toolchains, EXECUTORS, interfaces):
+            QUANTIZED_MODELS, target_sets, hosted_toolchains(config), EXECUTORS, interfaces):
         if excluded(target_set, tc, config):
             continue
         opt = fixed.get(tc, (None, "-O3"))[1]

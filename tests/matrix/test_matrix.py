@@ -40,8 +40,9 @@ def test_reduced_real_architectures_run_on_qemu_lanes(matrix_config):
     default = {(c.model, c.toolchain) for c in h.default_cases(matrix_config)}
     assert ("resnet50_tiny", "s390x-gcc") in default
     assert {m for m, _ in default} >= set(h.REDUCED_MODELS)
-    qemu = {n for n, tc in matrix_config.toolchains.items() if tc.run}
-    full = {(c.model, c.toolchain) for c in h.full_cases(matrix_config) if c.model in h.REDUCED_MODELS}
+    qemu = {n for n, tc in matrix_config.toolchains.items() if tc.run and not tc.freestanding}
+    full = {(c.model, c.toolchain) for c in h.full_cases(matrix_config)
+            if c.model in h.REDUCED_MODELS and c.toolchain in h.hosted_toolchains(matrix_config)}
     assert full == {(m, t) for m in h.REDUCED_MODELS for t in qemu}
 
 
@@ -49,15 +50,28 @@ def test_quantized_models_run_on_every_foreign_cpu_by_default(matrix_config):
     """int8 models on big-endian s390x and each little-endian qemu CPU, and under a sanitizer, by default;
     `--int8` adds every quantized model on every toolchain with host and ccompiler."""
     default = [c for c in h.default_cases(matrix_config) if c.model in h.QUANTIZED_MODELS]
-    qemu = {n for n, tc in matrix_config.toolchains.items() if tc.run}
+    qemu = {n for n, tc in matrix_config.toolchains.items() if tc.run and not tc.freestanding}
     assert {c.toolchain for c in default} >= qemu
     assert ("resnet50_tiny_int8", "s390x-gcc") in {(c.model, c.toolchain) for c in default}
     assert any(matrix_config.toolchain(c.toolchain).sanitizer for c in default)
     assert {c.model for c in default} == set(h.QUANTIZED_MODELS)
     wider = h.quantized_cases(matrix_config, "int8")
     assert {(c.model, c.target_set, c.toolchain) for c in wider + default} == {
-        (m, t, tc) for m in h.QUANTIZED_MODELS for t in h.INT8_TARGET_SETS for tc in matrix_config.toolchains}
+        (m, t, tc) for m in h.QUANTIZED_MODELS for t in h.INT8_TARGET_SETS for tc in h.hosted_toolchains(matrix_config)}
     assert not {c.id for c in wider} & {c.id for c in default}
+
+
+def test_bare_metal_lanes_run_every_freestanding_target_set(matrix_config):
+    """Each bare-metal lane builds AOT + unpacked with every target set that has a freestanding profile, by
+    default; the hosted-only ones are excluded with their reason (named in the run's summary)."""
+    lanes = [n for n, tc in matrix_config.toolchains.items() if tc.freestanding]
+    default = [c for c in h.default_cases(matrix_config) if c.toolchain in lanes]
+    assert {(c.target_set, c.toolchain) for c in default} == {("host", tc) for tc in lanes} | {
+        ("ccompiler", tc) for tc in lanes}
+    assert {(c.executor, c.interface) for c in default} <= {("aot", "unpacked")}
+    for tc in lanes:
+        for target_set in ("examplejson", "both", "dnnl", "dnnl_ccompiler"):
+            assert "runs only on a hosted runtime" in h.excluded(target_set, tc, matrix_config)
 
 
 def test_quantized_outputs_are_checked_to_less_than_one_step():
@@ -98,7 +112,7 @@ def test_fuzz(lane, pytestconfig, matrix_config, matrix_cache, reproducer_dir, t
     import time
 
     minutes = pytestconfig.getoption("fuzz_minutes")   # > 0: the plugin deselects these lanes otherwise
-    toolchains = [n for n in matrix_config.toolchains if h.toolchain_problem(matrix_config, n) is None]
+    toolchains = [n for n in h.hosted_toolchains(matrix_config) if h.toolchain_problem(matrix_config, n) is None]
     target_sets = [t for t, v in h.TARGET_SETS.items() if h.target_problem(v) is None]
     first_seed = int(time.time()) * 10 + lane * 1_000_003   # new graphs every run; the seed is in each id
     deadline = time.monotonic() + minutes * 60

@@ -1,28 +1,13 @@
-/* byoc runtime core: last error, function lookup, dtype and DLTensor checks. */
+/* byoc hosted runtime (the last error is the core's, core.c): function lookup, dtype and DLTensor checks. */
 #include "byoc/runtime.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#if defined(__GNUC__) || defined(__clang__)
-#define BYOC_THREAD_LOCAL __thread
-#else
-#define BYOC_THREAD_LOCAL /* C99 has no thread-local storage: one buffer per process */
-#endif
-static BYOC_THREAD_LOCAL char g_last_error[BYOC_LAST_ERROR_SIZE];
-
-void byoc_set_last_error(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  /* vsnprintf truncates and always NUL-terminates for size > 0 */
-  if (vsnprintf(g_last_error, sizeof(g_last_error), fmt, ap) < 0) {
-    g_last_error[0] = '\0';
-  }
-  va_end(ap);
-}
-
-const char* byoc_get_last_error(void) { return g_last_error; }
+/* The core (the last error) is part of this translation unit, so everything that links runtime.c -- the
+ * hosted builds, the fuzzers, the examplejson/dnnl loaders -- gets it from this one file; the freestanding
+ * profile compiles core.c alone (runtime/sources.py). One copy of the code, two ways to compile it. */
+#include "core.c"
 
 static const void* g_constants;
 static size_t g_constants_size;
@@ -36,8 +21,6 @@ void byoc_get_constants(const void** data, size_t* size) {
   *data = g_constants;
   *size = g_constants_size;
 }
-
-void byoc_clear_last_error(void) { g_last_error[0] = '\0'; }
 
 const ByocNodeObserver* byoc_node_observer = NULL;
 

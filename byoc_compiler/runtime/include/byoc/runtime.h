@@ -1,4 +1,4 @@
-/* byoc host runtime: values, packed calls, last error, module kinds, model descriptor.
+/* byoc hosted runtime (on top of the core, byoc/core.h): values, packed calls, last error, module kinds, model descriptor.
  * C99, libc only. The contract is documented in docs/runtime-abi.md. */
 #ifndef BYOC_RUNTIME_H_
 #define BYOC_RUNTIME_H_
@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #include <dlpack/dlpack.h>
+
+#include "byoc/core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,18 +28,7 @@ enum { BYOC_ARG_INT = 0, BYOC_ARG_FLOAT = 2, BYOC_ARG_DLTENSOR = 7, BYOC_ARG_STR
 typedef int32_t (*ByocPackedFunc)(const ByocValue* args, const int32_t* type_codes, int32_t num_args,
                                   void* resource_handle);
 
-/* ---- last error ------------------------------------------------------------------------------
- * One buffer per thread (thread-local where the compiler has it: gcc, clang), so concurrent runs of
- * different instances report their own errors; messages longer than it are truncated, never allocated. */
-#define BYOC_LAST_ERROR_SIZE 1024
-#if defined(__GNUC__) || defined(__clang__)
-#define BYOC_PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
-#else
-#define BYOC_PRINTF_LIKE(f, a)
-#endif
-void byoc_set_last_error(const char* fmt, ...) BYOC_PRINTF_LIKE(1, 2);
-const char* byoc_get_last_error(void); /* "" when no error was set */
-void byoc_clear_last_error(void);
+/* ---- last error: byoc/core.h (byoc_set_last_error, byoc_get_last_error, byoc_clear_last_error) */
 
 /* ---- large constants loaded at init (build option constants="params") ----------------------------
  * A model built so keeps its large constants out of the binary: before its init, hand it the bytes of
