@@ -39,7 +39,7 @@ def main() -> None:
         return      # `scons -h` prints the variables; it never plans a model
     request = cli.resolve(env, config)
     build_root = _build_root(env)
-    _declare_builds(env, request, config_path, build_root)
+    _declare_builds(env, request, config, config_path, build_root)
 
 
 def _environment(config, config_path: str):
@@ -66,7 +66,7 @@ def _build_root(env) -> str:
     return build_root
 
 
-def _declare_builds(env, request, config_path: str, build_root: str) -> None:
+def _declare_builds(env, request, config, config_path: str, build_root: str) -> None:
     checks, built = [], []
     for toolchain in request.toolchains:
         for spec in request.models:
