@@ -74,14 +74,8 @@ def test_freestanding_lane_refuses_hosted_forms(what, kw, says):
         byoc.build(zoo.get("mlp"), toolchain="cortex-m55", **kw)
 
 
-def test_hosted_only_target_is_refused_on_bare_metal():
-    part = byoc.partition_for("examplejson", zoo.get("byoc_guide"))
-    with pytest.raises(ByocError, match="target 'examplejson' is hosted-only"):
-        byoc.build(part, toolchain="cortex-m55", executor="aot", interface="unpacked")
-
-
+# (a hosted-only target on a bare-metal toolchain: tests/test_target_profiles.py)
 BAD_BOARDS = [
-    ("no board", {"board": None}, "needs `board"),
     ("unknown board", {"board": "mps9"}, "names 'mps9'"),
     ("alignment not a power of two", {"alignment": 24}, "power of two"),
     ("region named nowhere", {"data": "flash"}, "names no region"),
