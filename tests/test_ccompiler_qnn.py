@@ -272,10 +272,8 @@ def test_small_graphs_equal_reference(name, make, shape, toolchain, executor):
 # ---- the tiny quantized zoo models, wholly in ccompiler --------------------------------------------
 
 def _onnxruntime(path, name, x):
-    import onnxruntime as ort
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]).run(None, {name: x})[0]
+    from byoc_compiler.testing.quantize import integer_session   # needs onnxruntime: only these tests load it
+    return integer_session(path).run(None, {name: x})[0]
 
 
 def _lsb(path) -> float:

@@ -15,10 +15,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-import onnxruntime as ort  # noqa: E402 - a test dependency (pyproject's test extras), never optional
-
 from byoc_compiler.backend.build import build
 from byoc_compiler.frontend import from_onnx
+from byoc_compiler.testing.quantize import integer_session
 from byoc_compiler.testing.reference import run_reference
 
 MS = "com.microsoft"
@@ -42,9 +41,7 @@ def _params(prefix: str, scale: float, zp: int, dtype: str) -> dict:
 
 
 def _ort(model, feeds):
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    return integer_session(model).run(None, feeds)[0]
 
 
 def _all_values(dtype: str, shape) -> np.ndarray:
@@ -202,9 +199,7 @@ def test_attention_block_matmuls_equal_onnxruntime(fmt, pc):
     mod = from_onnx(path)
     ops = [n.op.name for n in post_order(mod["main"].body) if isinstance(n, Call) and isinstance(n.op, Op)]
     assert ops.count("qnn.matmul") == (8 if fmt == "qop" else 4) and "nn.dense" not in ops
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    session = integer_session(path)
     for seed in range(4):
         x = {"x": np.random.default_rng(seed).standard_normal((1, 8, 16)).astype(np.float32)}
         np.testing.assert_array_equal(run_reference(mod, x)[0], session.run(None, x)[0])

@@ -1,5 +1,6 @@
 """Quantized zoo models (onnxruntime.quantization.quantize_static, QDQ and QOperator, per-tensor and
-per-channel) imported and run by byoc, compared with onnxruntime (1 thread) on the same input.
+per-channel) imported and run by byoc, compared with onnxruntime's integer session (1 thread,
+session.qdqisint8allowed=1: testing.quantize.integer_session) on the same input.
 
 Acceptance: >= 99.9% of the output elements equal and at most 1 LSB (one output scale step) apart.
 By default: the reference for every format x granularity of the tiny models, one host build of each
@@ -15,12 +16,12 @@ import functools
 import numpy as np
 import pytest
 
-import onnxruntime as ort  # noqa: E402 - a test dependency (pyproject's test extras), never optional
 
 from byoc_compiler.backend.build import build  # noqa: E402
 from byoc_compiler.frontend import from_onnx  # noqa: E402
 from byoc_compiler.ir import Call, Op, post_order  # noqa: E402
-from byoc_compiler.testing.quantize import int8_agreement, output_step, quantized_zoo_model, sample_input
+from byoc_compiler.testing.quantize import (int8_agreement, integer_session, output_step, quantized_zoo_model,
+                                            sample_input)
 from byoc_compiler.testing.reference import run_reference  # noqa: E402
 
 
@@ -29,9 +30,7 @@ def quantized(name: str, fmt: str, per_channel: bool):
     """(path, input name, input, onnxruntime's output at 1 thread, one output LSB) of a quantized model."""
     path = str(quantized_zoo_model(name, fmt, per_channel))
     inp, x = sample_input(path)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    want = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"]).run(None, {inp: x})[0]
+    want = integer_session(path).run(None, {inp: x})[0]
     return path, inp, x, want, output_step(path)
 
 
@@ -143,9 +142,7 @@ def test_concat_heavy_cnn_matches_onnxruntime(fmt, pc):
     mod = from_onnx(path)
     ops = {n.op.name for n in post_order(mod["main"].body) if isinstance(n, Call) and isinstance(n.op, Op)}
     assert {"qnn.concatenate", "qnn.avg_pool2d"} <= ops
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    session = integer_session(path)
     rng = np.random.default_rng(8)
     xs = [rng.standard_normal((1, 3, 32, 32)).astype(np.float32) for _ in range(8)]
     got = np.concatenate([run_reference(mod, {inp: x})[0] for x in xs])

@@ -20,12 +20,11 @@ import numpy as np
 import onnx
 import pytest
 
-import onnxruntime as ort  # noqa: E402 - a test dependency (pyproject's test extras), never optional
-
 import tflite_models as tm
 import byoc_compiler as byoc
 from byoc_compiler import zoo
 from byoc_compiler.ir import Call, Op, post_order
+from byoc_compiler.testing.quantize import integer_session
 from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.zoo import tiny
 
@@ -44,12 +43,7 @@ def _cases(names):
 
 
 def _session(name: str, int8_kernels: bool = True):
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    if int8_kernels:     # int8 (not uint8) QDQ fused into onnxruntime's integer kernels on x86 too
-        options.add_session_config_entry("session.qdqisint8allowed", "1")
-    return ort.InferenceSession(zoo.onnx_model(name).SerializeToString(), options,
-                                providers=["CPUExecutionProvider"])
+    return integer_session(zoo.onnx_model(name), int8_kernels)
 
 
 def _ops(mod) -> set[str]:

@@ -136,6 +136,20 @@ def _quantize(model, model_bytes: bytes, fmt: str, per_channel: bool, work: Path
         activation_type=quantization.QuantType.QUInt8, weight_type=quantization.QuantType.QInt8)
 
 
+def integer_session(model, int8_kernels: bool = True):
+    """onnxruntime's CPU session on one thread for a model (path, bytes or ModelProto): the peer the quantized
+    models are compared with. int8_kernels sets `session.qdqisint8allowed=1`, so int8 (not only uint8) QDQ
+    is fused into its integer kernels (QLinearConv, QGemm, ...) on x86 too; uint8 models are fused either way."""
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    if int8_kernels:
+        options.add_session_config_entry("session.qdqisint8allowed", "1")
+    if hasattr(model, "SerializeToString"):
+        model = model.SerializeToString()
+    return onnxruntime.InferenceSession(model if isinstance(model, bytes) else str(model), options,
+                                        providers=["CPUExecutionProvider"])
+
+
 def sample_input(path) -> tuple[str, np.ndarray]:
     """(input name, a seeded standard-normal input) of a one-input model."""
     model = onnx.load(str(path), load_external_data=False)
