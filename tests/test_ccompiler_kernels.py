@@ -917,6 +917,16 @@ def test_softmax_layer_norm_gelu_rows(ck, rows, n, in_place):
         close(dst, want, rtol=2e-5, atol=2e-6, err_msg=name)
 
 
+def test_softmax_rows_with_large_logits(ck):
+    """Rows far from 0 (logits of 100 and more, of -300): exp overflows or underflows unless the row's
+    maximum is subtracted first (the mutation campaign's 'softmax without max subtraction' passed the
+    other softmax tests, whose logits stay within 4)."""
+    x = (40 * rand(3, 17) + np.array([[120.0], [-300.0], [0.0]])).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    assert ck.ck_softmax_rows(i64(3), i64(17), fptr(x), fptr(out)) == 0
+    close(out, _softmax64(x), rtol=2e-5, atol=2e-6)
+
+
 def test_softmax_rows_with_nan_and_infinity(ck):
     """As numpy: a NaN anywhere makes its row NaN, and so does +inf (inf - inf is NaN); -inf entries give 0;
     the other rows are untouched by them."""

@@ -66,7 +66,8 @@ class Bounded:
 
 
 def _is_float(a) -> bool:
-    return isinstance(a, np.ndarray) and a.dtype.kind == "f"
+    # numpy scalars too: arithmetic on a 0-d array (a scalar output) returns one
+    return isinstance(a, (np.ndarray, np.floating)) and a.dtype.kind == "f"
 
 
 def _zeros_like(value):
