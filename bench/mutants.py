@@ -70,10 +70,10 @@ NAMED = [
           "const int64_t h0 = (oh == oh_n - 1 ? oh : oh * p->stride_h) - p->pad_top;"),
     Named("bias dropped on one channel (dense epilogue)", "ck_gemm.c", "for (j = 0; j < nr; ++j) cr[j] += bias[j];",
           "for (j = 0; j < nr; ++j) cr[j] += col0 + j == 1 ? 0.0f : bias[j];"),
-    Named("BatchNorm epsilon dropped", "ck_elementwise.c", "sqrtf(var[c] + epsilon)", "sqrtf(var[c] + 0.0f * epsilon)"),
+    Named("BatchNorm epsilon dropped", "ck_elementwise.c", "sqrtf(job->var[c] + job->epsilon)",
+          "sqrtf(job->var[c] + 0.0f * job->epsilon)"),
     Named("one output element never written (batch_norm)", "ck_elementwise.c",
-          "for (i = 0; i < inner; ++i) y[i] = x[i] * k + s;",
-          "for (i = (o == 0 && c == 0); i < inner; ++i) y[i] = x[i] * k + s;"),
+          "for (i = 0; i < inner; ++i) y[i] = x[i] * k + s;", "for (i = (r == 0); i < inner; ++i) y[i] = x[i] * k + s;"),
     Named("softmax without max subtraction", "ck_transformer.c", "ck_exp_shifted(x, y, n, top);",
           "ck_exp_shifted(x, y, n, 0.0f);"),
     Named("requantize rounding half away from zero instead of to even (qadd, TFLite form)", "ck_qelementwise.c",
@@ -95,8 +95,9 @@ class Result:
 
 
 def _object(source: Path, include: Path, out: Path) -> bytes | None:
-    proc = subprocess.run(["gcc", "-std=c99", "-O2", "-c", "-I", str(include), str(source), "-o", str(out)],
-                          capture_output=True)
+    runtime = include.parents[2] / "byoc_compiler" / "runtime" / "include"     # byoc/parallel.h
+    proc = subprocess.run(["gcc", "-std=c99", "-O2", "-c", "-I", str(include), "-I", str(runtime), str(source),
+                           "-o", str(out)], capture_output=True)
     return out.read_bytes() if proc.returncode == 0 else None
 
 
@@ -188,7 +189,13 @@ def named(repo: Path) -> list[Result]:
         if text.count(m.original) != 1:
             raise SystemExit(f"named mutant {m.name!r}: {m.original!r} occurs {text.count(m.original)} times in "
                              f"{m.file}; update NAMED in bench/mutants.py")
-        killed, seconds = _test(repo, m.file, text.replace(m.original, m.mutated))
+        mutated = text.replace(m.original, m.mutated)
+        probe = repo.parent / "probe" / m.file
+        probe.parent.mkdir(parents=True, exist_ok=True)
+        probe.write_text(mutated)
+        if _object(probe, repo / KERNELS, repo.parent / "named.o") is None:
+            raise SystemExit(f"named mutant {m.name!r} does not compile; update NAMED in bench/mutants.py")
+        killed, seconds = _test(repo, m.file, mutated)
         results.append(Result(m.file, m.name, "killed" if killed else "survived", seconds, m.mutated))
         print(f"  {m.name}: {results[-1].status} ({seconds:.0f} s)", flush=True)
     return results

@@ -42,8 +42,8 @@ def _mutant_library(name: str, tmp: Path) -> TK.CkLib:
     assert text.count(mutant.original) == 1, f"{name}: the named mutant no longer applies; update bench/mutants.py"
     path.write_text(text.replace(mutant.original, mutant.mutated))
     lib = tmp / "libck-mutant.so"
-    cmd = ["gcc", *TK.WARNINGS, "-O0", "-I", str(src), *(str(src / s.name) for s in K.SOURCES), "-o", str(lib),
-           *K.LDFLAGS]
+    cmd = ["gcc", *TK.WARNINGS, "-O0", "-I", str(src), *(str(src / s.name) for s in K.SOURCES),
+           *K.standalone_args(), "-o", str(lib), *K.LDFLAGS]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return TK.CkLib(lib)
