@@ -4,6 +4,8 @@
     python bench/models.py --set tiny --targets ccompiler --rounds 5 --repeat 20
     python bench/models.py --models resnet50 --toolchain clang --check
     python bench/models.py --set int8                        # quantized ResNet-50 / MobileNetV2: host, ccompiler
+    python bench/models.py --set host --clock cpu            # host-only builds of the real-size CNNs
+    python bench/models.py --set shuffle                     # ShuffleNet v1 through dnnl (host: 16 transposes)
     python bench/models.py --models resnet50 --targets dnnl --breakdown   # + where the time goes, per primitive
 
 For each (model, target), in a fresh project directory (a link to SConstruct):
@@ -59,12 +61,18 @@ MODEL_SETS: dict[str, list[str]] = {
     # the same .onnx file by byoc and by onnxruntime (int8 kernels)
     "int8": ["int8:resnet50", "int8:mobilenetv2"],
     "int8-tiny": ["int8:resnet50_tiny", "int8:mobilenetv2_tiny"],
+    # host-only builds (no partitioning: every op in the host's own C) of the real-size CNNs
+    "host": ["resnet50", "mobilenetv2", "efficientnet_lite"],
+    # ShuffleNet v1 through dnnl: its 16 channel-shuffle transposes are its only host ops
+    "shuffle": ["shufflenet"],
 }
 
 # Per model set: the targets, rounds and repeat used when the command line does not give them.
 SET_DEFAULTS: dict[str, dict] = {
     "int8": {"targets": "host,ccompiler", "rounds": 3, "repeat": 3},
     "int8-tiny": {"targets": "host,ccompiler", "rounds": 5, "repeat": 10},
+    "host": {"targets": "host", "rounds": 3, "repeat": 5},
+    "shuffle": {"targets": "dnnl", "rounds": 7, "repeat": 20},
 }
 DEFAULTS = {"targets": "ccompiler", "rounds": 5, "repeat": 10}
 

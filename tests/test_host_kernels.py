@@ -466,6 +466,15 @@ def _blocked_cases():
         Case("transpose-tiles-unit-dims", "transpose", (Arg((1, 20, 1, 18)),), {"axes": (3, 1, 0, 2)}),
         Case("transpose-tiles-i8", "transpose", (Arg((17, 35), I8, "full"),)),
         Case("transpose-channel-shuffle", "transpose", (Arg((1, 3, 4, 5, 6)),), {"axes": (0, 2, 1, 3, 4)}),
+        # max pool by rows: strided rows with the window off both edges, ceil mode past the padding
+        Case("max_pool-rows-stride2-ceil", "nn.max_pool2d", (Arg((1, 3, 9, 17)),),
+             {"pool_size": 3, "strides": 2, "padding": (1, 2, 0, 1), "ceil_mode": True}),
+        Case("max_pool-rows-window-over-input", "nn.max_pool2d", (Arg((1, 2, 2, 3)),),
+             {"pool_size": 4, "padding": 2}),
+        # hard_swish decides the clip on x: integers hit -3 and 3 exactly; NaN and infinities
+        Case("hard_swish-ints", "nn.hard_swish", (Arg((6, 7), F, "ints"),)),
+        Case("hard_swish-special", "nn.hard_swish", (Arg((6, 7), F, "special"),)),
+        Case("global_avg_pool-odd-plane", "nn.global_avg_pool2d", (Arg((1, 3, 5, 3)),)),
     ]
 
 

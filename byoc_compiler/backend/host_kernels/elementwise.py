@@ -79,8 +79,11 @@ UNARY: dict[str, dict[str, CExpr]] = {
     # Written with comparisons (not fmin/fmax) so that NaN propagates like numpy's clip.
     "nn.hard_sigmoid": {"float32": CExpr("(float)byoc_unit_clamp({alpha} * (double)x + {beta})",
                                          helpers=("byoc_unit_clamp",))},
-    "nn.hard_swish": {"float32": CExpr("(float)((double)x * byoc_unit_clamp((double)x / 6.0 + 0.5))",
-                                       helpers=("byoc_unit_clamp",))},
+    # x * clip(x / 6 + 0.5, 0, 1) with the clip decided on x (x < -3: 0, x > 3: 1; exact, as x / 6 + 0.5 is
+    # monotonic), through bit selects: a loop the compilers vectorize (comparisons of the double value
+    # stay branches under gcc's default trapping math). NaN fails both tests and stays NaN.
+    "nn.hard_swish": {"float32": CExpr("byoc_select_f32(x < -3.0f, x * 0.0f, byoc_select_f32(x > 3.0f, x, "
+                                       "(float)((double)x * ((double)x / 6.0 + 0.5))))", helpers=_SELECT)},
     "nn.gelu": {"float32": CExpr("byoc_gelu_f32(x, {approximate})", helpers=("byoc_gelu_f32",))},
     # x < 0 ? 0 : x lets NaN through, like numpy's maximum(x, 0).
     "nn.relu": {"float32": CExpr("byoc_select_f32(x < 0.0f, 0.0f, x)", helpers=_SELECT),

@@ -90,7 +90,9 @@ def _conv2d(ctx) -> str:
 
 def _depthwise(g: Conv2d) -> str:
     """One input channel per output channel: per output row, each tap adds a scaled input row (a
-    vectorizable axpy at stride 1); the columns whose tap leaves the input are cut off up front."""
+    vectorizable axpy at stride 1)."""
+    taps = _row_taps(g.h, g.w, (g.kh, g.kw), (g.sh, g.sw), (g.dh, g.dw), (g.pt, g.pl), g.ow,
+                     f"const float weight = wk[ky * {L(g.kw)} + kx];", "y[ox] += weight * v;")
     return f"""  for (int64_t plane = 0; plane < {L(g.n * g.o)}; ++plane) {{
     const int64_t oc = plane % {L(g.o)};
     const float* restrict x = in0 + (plane / {L(g.o)} * {L(g.c)} + oc / {L(g.per_group)}) * {L(g.h * g.w)};
@@ -98,21 +100,33 @@ def _depthwise(g: Conv2d) -> str:
     for (int64_t oy = 0; oy < {L(g.oh)}; ++oy) {{
       float* restrict y = out0 + plane * {L(g.oh * g.ow)} + oy * {L(g.ow)};
       for (int64_t ox = 0; ox < {L(g.ow)}; ++ox) y[ox] = 0.0f;
-      for (int64_t ky = 0; ky < {L(g.kh)}; ++ky) {{
-        const int64_t iy = oy * {L(g.sh)} - {L(g.pt)} + ky * {L(g.dh)};
-        if (iy < 0 || iy >= {L(g.h)}) continue;
-        for (int64_t kx = 0; kx < {L(g.kw)}; ++kx) {{
-          const float v = wk[ky * {L(g.kw)} + kx];
-          const float* restrict row = x + iy * {L(g.w)};
-          const int64_t ix0 = kx * {L(g.dw)} - {L(g.pl)};
-          int64_t lo = ix0 >= 0 ? 0 : ({L(g.sw - 1)} - ix0) / {L(g.sw)};
-          int64_t hi = ix0 >= {L(g.w)} ? 0 : ({L(g.w + g.sw - 1)} - ix0) / {L(g.sw)};
-          hi = hi < {L(g.ow)} ? hi : {L(g.ow)};
-          for (int64_t ox = lo; ox < hi; ++ox) y[ox] += v * row[ix0 + ox * {L(g.sw)}];
-        }}
-      }}
+{indent_block(taps, 3)}
     }}
   }}"""
+
+
+def _row_taps(h: int, w: int, kernel, strides, dilation, pad, ow: int, setup: str, update: str) -> str:
+    """The taps of output row oy (depthwise conv, max pool): rows outside the input are skipped, and for
+    each tap the output columns [lo, hi) whose input column lies inside the row are computed up front,
+    so `update` (per column ox, the input element in `v`) runs in a plain loop the compiler vectorizes.
+    `setup` runs once per tap (sees ky, kx)."""
+    (kh, kw), (sh, sw), (dh, dw), (pt, pl) = kernel, strides, dilation, pad
+    setup_line = f"\n    {setup}" if setup else ""
+    return f"""for (int64_t ky = 0; ky < {L(kh)}; ++ky) {{
+  const int64_t iy = oy * {L(sh)} - {L(pt)} + ky * {L(dh)};
+  if (iy < 0 || iy >= {L(h)}) continue;
+  for (int64_t kx = 0; kx < {L(kw)}; ++kx) {{
+    const float* restrict row = x + iy * {L(w)};
+    const int64_t ix0 = kx * {L(dw)} - {L(pl)};
+    int64_t lo = ix0 >= 0 ? 0 : ({L(sw - 1)} - ix0) / {L(sw)};
+    int64_t hi = ix0 >= {L(w)} ? 0 : ({L(w + sw - 1)} - ix0) / {L(sw)};{setup_line}
+    hi = hi < {L(ow)} ? hi : {L(ow)};
+    for (int64_t ox = lo; ox < hi; ++ox) {{
+      const float v = row[ix0 + ox * {L(sw)}];
+      {update}
+    }}
+  }}
+}}"""
 
 
 def pool_loops(ctx, init: str, step: str, finish: str, ctype: str = "float") -> str:
@@ -158,11 +172,27 @@ def _max_pool2d(ctx) -> str:
                            "best = (int32_t)v > best ? (int32_t)v : best;",
                            "(void)in_padded;\ny[oy * %s + ox] = (%s)best;" % (L(ctx.outputs[0].shape[3]), t), t)
     ctx.need("math.h")
-    select = ctx.use("byoc_select_f32")
-    # Padding never wins: only input elements are compared; NaN propagates like numpy's maximum.
-    return pool_loops(ctx, "float best = -INFINITY;\nint64_t in_padded = 0;",
-                       f"best = {select}((v > best) | (v != v), v, best);",
-                       "(void)in_padded;\ny[oy * %s + ox] = best;" % L(ctx.outputs[0].shape[3]))
+    return _max_pool_rows(ctx, ctx.use("byoc_select_f32"))
+
+
+def _max_pool_rows(ctx, select: str) -> str:
+    """float32 max pool by output rows (_row_taps). Padding never wins: only input elements are compared;
+    NaN propagates like numpy's maximum."""
+    n, c, h, w = ctx.inputs[0].shape
+    _, _, oh, ow = ctx.outputs[0].shape
+    if n * c * oh * ow == 0:
+        return ""
+    a = ctx.attrs
+    taps = _row_taps(h, w, a.pool_size, a.strides, a.dilation, a.padding[:2], ow, "",
+                     f"y[ox] = {select}((v > y[ox]) | (v != v), v, y[ox]);")
+    return f"""  for (int64_t plane = 0; plane < {L(n * c)}; ++plane) {{
+    const float* restrict x = in0 + plane * {L(h * w)};
+    for (int64_t oy = 0; oy < {L(oh)}; ++oy) {{
+      float* restrict y = out0 + plane * {L(oh * ow)} + oy * {L(ow)};
+      for (int64_t ox = 0; ox < {L(ow)}; ++ox) y[ox] = -INFINITY;
+{indent_block(taps, 3)}
+    }}
+  }}"""
 
 
 def _avg_pool2d(ctx) -> str:
@@ -191,10 +221,15 @@ def _avg_pool2d(ctx) -> str:
 
 def _global_avg_pool2d(ctx) -> str:
     n, c, h, w = ctx.inputs[0].shape
-    return flat_loop(n * c, f"""const float* x = in0 + plane * {L(h * w)};
-double total = 0.0;
-for (int64_t i = 0; i < {L(h * w)}; ++i) total += (double)x[i];
-out0[plane] = (float)(total / {double_literal(float(h * w) or 1.0)});""", var="plane")
+    # eight independent double partial sums: a vectorizable loop without reassociating one chain
+    return flat_loop(n * c, f"""const float* restrict x = in0 + plane * {L(h * w)};
+double part[8] = {{0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}};
+int64_t i = 0;
+for (; i + 8 <= {L(h * w)}; i += 8)
+  for (int j = 0; j < 8; ++j) part[j] += (double)x[i + j];
+for (; i < {L(h * w)}; ++i) part[0] += (double)x[i];
+out0[plane] = (float)((((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7])))
+                      / {double_literal(float(h * w) or 1.0)});""", var="plane")
 
 
 def _batch_norm(ctx) -> str:
