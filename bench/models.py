@@ -27,6 +27,10 @@ Rows are tables: MODEL_SETS (name -> models) and TARGETS (name -> the scons targ
 model set (int8, transformers) or a target (dnnl) as a row. A model is a zoo name (its ONNX graph is
 zoo.onnx_model) or an .onnx file (run as it is by both sides).
 
+tflite rows ("tflite:NAME": the zoo's .tflite form, `--set tflite`) build the .tflite file with byoc and
+time it against LiteRT, its default kernels (XNNPACK) at 1 thread and its reference kernels, and compare the
+output with TensorFlow Lite Micro's (elements equal, largest difference in integer steps).
+
 int8 rows ("int8:NAME": the zoo model quantized, QDQ, per-channel int8 weights, uint8 activations, cached
 by content; byoc_compiler.testing.quantize) run the same .onnx file through byoc and onnxruntime's int8
 kernels, and also report how many output elements equal onnxruntime's and the largest difference in
@@ -65,6 +69,8 @@ MODEL_SETS: dict[str, list[str]] = {
     "host": ["resnet50", "mobilenetv2", "efficientnet_lite"],
     # ShuffleNet v1 through dnnl: its 16 channel-shuffle transposes are its only host ops
     "shuffle": ["shufflenet"],
+    # "tflite:NAME": the zoo's .tflite form of NAME (zoo.tflite_model), against LiteRT and TensorFlow Lite Micro
+    "tflite": ["tflite:mobilenet_v1_025_int8", "tflite:resnet8_int8", "tflite:ds_cnn_int8"],
 }
 
 # Per model set: the targets, rounds and repeat used when the command line does not give them.
@@ -73,6 +79,7 @@ SET_DEFAULTS: dict[str, dict] = {
     "int8-tiny": {"targets": "host,ccompiler", "rounds": 5, "repeat": 10},
     "host": {"targets": "host", "rounds": 3, "repeat": 5},
     "shuffle": {"targets": "dnnl", "rounds": 7, "repeat": 20},
+    "tflite": {"targets": "host,ccompiler", "rounds": 5, "repeat": 20},
 }
 DEFAULTS = {"targets": "ccompiler", "rounds": 5, "repeat": 10}
 
@@ -175,6 +182,30 @@ def _onnx_bytes(model: str) -> bytes:
     return zoo.onnx_model(model).SerializeToString()
 
 
+class _LiteRT:
+    """A .tflite model in LiteRT with the session interface measure() times: its default kernels (XNNPACK) at 1
+    thread (`threads`=1), or its reference kernels (BUILTIN_REF, `threads`=2: the second peer column)."""
+
+    def __init__(self, path: str, threads: int):
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType   # a test extra: tflite rows only
+
+        kind = OpResolverType.AUTO if threads == 1 else OpResolverType.BUILTIN_REF
+        self.interp = Interpreter(model_path=path, experimental_op_resolver_type=kind, num_threads=1)
+        self.interp.allocate_tensors()
+
+    def run(self, _names, inputs: dict):
+        for detail, value in zip(self.interp.get_input_details(), inputs.values()):
+            self.interp.set_tensor(detail["index"], value)
+        self.interp.invoke()
+        return [self.interp.get_tensor(d["index"]) for d in self.interp.get_output_details()]
+
+
+def _peers(model: str, threads: tuple[int, ...]) -> dict:
+    if model.endswith(".tflite"):
+        return {n: _LiteRT(model, n) for n in threads}
+    return {n: _ort_session(_onnx_bytes(model), n) for n in threads}
+
+
 def _ort_session(model_bytes: bytes, threads: int, profile_prefix: str | None = None):
     import onnxruntime
 
@@ -236,8 +267,9 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
     with tempfile.TemporaryDirectory(prefix="byoc-bench-models-") as tmp:
         project = Path(tmp)
         (project / "SConstruct").symlink_to(ROOT / "SConstruct")
-        spec = str(Path(model).resolve()) if model.endswith(".onnx") else model
-        stem = Path(model).stem if model.endswith(".onnx") else model
+        is_file = model.endswith((".onnx", ".tflite"))
+        spec = str(Path(model).resolve()) if is_file else model
+        stem = Path(model).stem if is_file else model
         label = stem.rsplit("-", 1)[0] if "-int8-" in stem else stem    # a quantized file: without its digest
         runner = f"build/{scons_target}/{toolchain}/{stem}/runner"
         args = [f"target={scons_target}", f"toolchain={toolchain}", f"model={spec}", "executor=aot",
@@ -251,7 +283,7 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
         inputs = deterministic_inputs(mod)
         order = [p.name_hint for p in mod["main"].params]
         cpu = clock == "cpu"
-        sessions = {n: _ort_session(_onnx_bytes(model), n) for n in ((1,) if cpu else (1, 2))}
+        sessions = _peers(model, (1,) if cpu else (1, 2))
         for s in sessions.values():        # warm-up: first runs allocate and pick kernels
             s.run(None, inputs)
         runs, runs2, ort = [], [], {1: [], 2: []}
@@ -271,7 +303,7 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
             for n, s in sessions.items():   # 1 thread: onnxruntime computes on the calling thread
                 ort[n].append(_median_ms(lambda s=s: s.run(None, inputs), repeat,
                                          time.thread_time if cpu else time.perf_counter))
-        agreement = _int8_agreement(model, outputs, sessions[1].run(None, inputs))
+        agreement = _int8_agreement(model, outputs, sessions[1].run(None, inputs), inputs)
         text = None
         if breakdown:
             if target not in THREADED_TARGETS:
@@ -290,10 +322,20 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
                med(ort[2]) if ort[2] else None, margin, med(runs2) if runs2 else None, *agreement, text, clock=clock)
 
 
-def _int8_agreement(model: str, outputs, want) -> tuple[float | None, float | None]:
-    """(fraction equal, max LSB) of a quantized model's first output against onnxruntime's; Nones otherwise."""
+def _int8_agreement(model: str, outputs, want, inputs) -> tuple[float | None, float | None]:
+    """(fraction equal, max LSB) of a quantized model's first output against onnxruntime's (.tflite: against
+    TensorFlow Lite Micro's, one LSB being one integer step); Nones otherwise."""
     from byoc_compiler.testing.quantize import int8_agreement, output_step
 
+    if model.endswith(".tflite"):
+        sys.path.insert(0, str(ROOT / "tests"))
+        import tflite_models   # the tests' TensorFlow Lite Micro runner
+
+        (micro,) = tflite_models.run_tflm(Path(model).read_bytes(), inputs)[:1]
+        if micro.dtype.kind not in "iu":
+            return None, None
+        got = np.asarray(outputs[0]).astype(np.int64)
+        return float(np.mean(got == micro)), float(np.abs(got - micro).max())
     lsb = output_step(model) if model.endswith(".onnx") else 0.0
     if not lsb:
         return None, None
@@ -329,7 +371,15 @@ def _size(n: int) -> str:
 
 
 def _materialize(model: str) -> str:
-    """An "int8:NAME" entry as the path of its quantized .onnx file (made once, kept in a cache dir)."""
+    """An "int8:NAME" entry as the path of its quantized .onnx file (made once, kept in a cache dir); a
+    "tflite:NAME" entry as the zoo's .tflite file of NAME, written under build/.tflite-bench/."""
+    if model.startswith("tflite:"):
+        from byoc_compiler import zoo
+
+        path = ROOT / "build" / ".tflite-bench" / f"{model[len('tflite:'):]}.tflite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(zoo.tflite_model(model[len("tflite:"):]))
+        return str(path)
     if not model.startswith("int8:"):
         return model
     from byoc_compiler.testing.quantize import quantized_zoo_model
@@ -374,6 +424,9 @@ def main() -> None:
           f"{args.rounds} alternated rounds of {args.repeat} runs; build: aot, unpacked, -O3"
           + ("; CPU time of the computing thread (--clock cpu)" if args.clock == "cpu" else "")
           + f"; ccompiler's ISA path on this CPU: {isa_path()}")
+    if any(m.endswith(".tflite") for m in models):
+        print("for .tflite models the peer columns are LiteRT: 'ort 1T' = its default kernels (XNNPACK) at 1 thread, "
+              "'ort 2T' = its reference kernels (BUILTIN_REF); '= ort' and 'max LSB' compare with TensorFlow Lite Micro")
     print(table(rows))
     for r in rows:
         if r.breakdown:

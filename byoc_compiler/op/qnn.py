@@ -126,6 +126,8 @@ def _infer_requantize(types, attrs):
     try:
         for r in requantize_ratios(attrs):
             fixed_point([r])
+        if attrs.rounding in ("tflite", "tflite_single"):
+            tflite_math.multipliers(tflite_requantize_reals(attrs))
     except ValueError as exc:
         raise OpTypeError("qnn.requantize", "input_scale", "a scale ratio below 2**30", str(exc)) from None
     return tensor_type(data.shape, attrs.out_dtype)
@@ -257,6 +259,12 @@ def _infer_qbinary(name):
             if len(attrs[n]) != 1:
                 raise OpTypeError(name, n, "one value (per-tensor)", f"{len(attrs[n])} values")
         _range_check(name, "output_zero_point", (attrs.output_zero_point,), lhs.dtype)
+        if attrs.rounding == "tflite":
+            try:
+                tflite_add_params(attrs, lhs.dtype) if name == "qnn.add" else tflite_mul_multiplier(attrs)
+            except ValueError as exc:
+                raise OpTypeError(name, "output_scale", "scales whose ratios TFLite's multipliers represent",
+                                  str(exc)) from None
         return tensor_type(broadcast_shapes(name, "rhs", lhs.shape, rhs.shape), lhs.dtype)
     return infer
 

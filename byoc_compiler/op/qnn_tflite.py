@@ -6,7 +6,7 @@ same exp table (backend/host_kernels/tflite_qnn.py).
 from __future__ import annotations
 
 from .registry import Attr, OpTypeError, register
-from .tflite_fixedpoint import softmax
+from .tflite_fixedpoint import softmax, softmax_params
 from .typecheck import normalize_axis, tensor_arg, tensor_type
 
 
@@ -15,6 +15,10 @@ def _infer(types, attrs):
     if data.ndim == 0:
         raise OpTypeError("qnn.softmax", "data", "a tensor of rank >= 1", "a scalar")
     normalize_axis("qnn.softmax", "axis", attrs.axis, data.ndim)
+    try:
+        softmax_params(attrs.input_scale, attrs.beta)
+    except ValueError as exc:
+        raise OpTypeError("qnn.softmax", "input_scale", "input_scale * beta below 32", str(exc)) from None
     return tensor_type(data.shape, "int8")
 
 

@@ -88,6 +88,8 @@ TARGETS = [
                HERE / "fuzz_text.py", flags=["-max_len=8192"]),
     FuzzTarget("onnx", "ONNX importer on raw bytes (frontend/onnx)", _seeds("onnx"), HERE / "fuzz_onnx.py",
                flags=["-max_len=32768"]),
+    FuzzTarget("tflite", "TFLite importer on raw bytes (frontend/tflite)", _seeds("tflite"), HERE / "fuzz_tflite.py",
+               flags=["-max_len=65536"]),
 ]
 BY_NAME = {t.name: t for t in TARGETS}
 

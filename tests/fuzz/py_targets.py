@@ -28,7 +28,19 @@ def onnx(data: bytes) -> None:
         pass
 
 
-TARGETS = {"text": text, "onnx": onnx}
+def tflite(data: bytes) -> None:
+    """The TFLite importer on raw bytes: an IRModule or a ByocError, nothing else (and no converter failure)."""
+    from byoc_compiler.frontend.tflite import from_tflite
+
+    try:
+        from_tflite(data)
+    except ByocError as exc:
+        # a converter's own exception is wrapped into the error as "a bug in byoc": still a finding
+        if "this is a bug in byoc" in str(exc):
+            raise AssertionError(str(exc)) from None
+
+
+TARGETS = {"text": text, "onnx": onnx, "tflite": tflite}
 
 
 def triaging(fn, directory):

@@ -114,7 +114,26 @@ def onnx_seeds() -> list[bytes]:
     return out + [_model(case).SerializeToString() for case in CASES]
 
 
-SEEDS = {"graph": graph_seeds, "params": params_seeds, "npy": npy_seeds, "text": text_seeds, "onnx": onnx_seeds}
+def tflite_seeds() -> list[bytes]:
+    """The TFLite tests' single-operator models (int8 and float32), one with its buffers after the flatbuffer,
+    and the zoo's microcontroller models small enough for the campaign's input size limit."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import tflite_models
+    from test_tflite_import import OPS
+    from byoc_compiler import zoo
+
+    out = [make(q) for make in OPS.values() for q in (True, False)]
+    m = tflite_models.Maker(True, seed=9)
+    x, y = m.act("x", (1, 6)), m.act("y", (1, 3))
+    m.w.op("FULLY_CONNECTED", [x, m.weight("k", (3, 6), per_channel=False), -1], [y])
+    out.append(m.w.finish([x], [y], external_buffers=True))
+    # small inputs keep atheris fast: one execution of a 43 kB model (DS-CNN) takes seconds instrumented
+    zoo_models = [zoo.tflite_model(name) for name in ("ds_cnn_int8", "fc_autoencoder_int8", "fc_autoencoder")]
+    return out + [m for m in zoo_models if len(m) <= 16384]
+
+
+SEEDS = {"graph": graph_seeds, "params": params_seeds, "npy": npy_seeds, "text": text_seeds, "onnx": onnx_seeds,
+         "tflite": tflite_seeds}
 
 
 if __name__ == "__main__":

@@ -124,6 +124,8 @@ class _Importer:
             return f"operator {op.name} is not supported"
         if op.options_problem:
             return op.options_problem
+        if not op.inputs or op.inputs[0] < 0 or not op.outputs:   # every operator byoc takes reads and writes
+            return "its first input or its output is missing (the graph is corrupt)"
         written = [o for o in op.outputs if o < 0 or o in self.cx.values or self.info.tensors[o].data is not None]
         if written:
             return "an output is missing, a constant, a model input or written twice (the graph is corrupt)"

@@ -6,6 +6,8 @@ output scale in double, then the fused activation's clamp).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...ir.expr import Constant
@@ -25,6 +27,11 @@ def same_padding(size: int, kernel: int, stride: int, dilation: int) -> tuple[in
 
 
 def _padding(op, h: int, w: int, kh: int, kw: int, sh: int, sw: int, dh: int = 1, dw: int = 1) -> tuple:
+    bad = [f"{name} {value}" for name, value in (("kernel height", kh), ("kernel width", kw), ("stride_h", sh),
+                                                 ("stride_w", sw), ("dilation_h", dh), ("dilation_w", dw))
+           if value < 1]
+    if bad:
+        raise NodeError(f"{', '.join(bad)}: strides, dilations and window sizes must be positive")
     kind = enum_names("Padding").get(op.options.get("padding", 0), "?")
     if kind == "VALID":
         return (0, 0, 0, 0)
@@ -107,7 +114,7 @@ def _fc_input(cx, op, k: int, weight: np.ndarray):
     x = cx.plain(v)
     shape = cx.shape(x)
     if not shape or shape[-1] != k:
-        total = int(np.prod(shape))
+        total = math.prod(shape)
         if k == 0 or total % k:
             raise NodeError(f"input of shape {list(shape)} cannot be flattened to rows of {k}")
         x = cx.call("reshape", x, newshape=(total // k, k))
@@ -141,7 +148,7 @@ def _fully_connected(op, cx):
             [x_scale * s for s in w_scales]
         y = fused_activation(cx, op, requantize(cx, acc, products, out_q, nd - 1, dtype), out_q, dtype)
     out_shape = cx.info(op.outputs[0]).shape
-    if tuple(cx.shape(y)) != tuple(out_shape) and int(np.prod(out_shape)) == int(np.prod(cx.shape(y))):
+    if tuple(cx.shape(y)) != tuple(out_shape) and math.prod(out_shape) == math.prod(cx.shape(y)):
         y = cx.call("reshape", y, newshape=tuple(out_shape))
     return [Value(y)]
 
@@ -217,7 +224,10 @@ def _sigmoid_lookup(cx, op, kind: str):
     _fixed_output(cx, op, *((1.0 / 256, -128) if kind == "logistic" else (1.0 / 128, 0)))
     scale, zp = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
     index = cx.call("add", cx.call("cast", v.expr, dtype="int32"), Constant(np.int32(128)))
-    table = Constant(sigmoid_table(kind, scale, zp))
+    try:
+        table = Constant(sigmoid_table(kind, scale, zp))
+    except (ValueError, OverflowError) as exc:
+        raise NodeError(f"input scale {scale} cannot be rescaled the way TFLite's kernel does: {exc}") from None
     return [Value(cx.call("take", table, index, axis=0), v.layout, v.nhwc)]
 
 

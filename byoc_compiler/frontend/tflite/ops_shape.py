@@ -5,6 +5,8 @@ the same scale and zero point on input and output.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...ir.expr import Tuple
@@ -42,7 +44,7 @@ def _reshape(op, cx):
                 return [Value(flat)]
             return [Value(flat, "flat_nchw", (n, h, w, c))]
     x = cx.plain(v)
-    if int(np.prod(cx.shape(x))) != int(np.prod(shape)):
+    if math.prod(cx.shape(x)) != math.prod(shape):
         raise NodeError(f"cannot reshape {list(cx.shape(x))} to {list(shape)}")
     return [Value(cx.call("reshape", x, newshape=shape))]
 

@@ -207,6 +207,11 @@ class _Reader:
         zps = self.ints(q, "ZeroPoint", f"the zero points of tensor {name!r}", 8)
         if not scales:
             return None            # min/max only: the tensor is not quantized
+        if not all(math.isfinite(v) and v > 0 for v in scales):
+            if enum_names("TensorType").get(int(t.Type())) not in ("INT8", "UINT8", "INT16"):
+                return None        # e.g. an int32 shape tensor with a meaningless scale
+            raise TFLiteImportError(f"{self.label}: tensor {name!r} has scale {scales[:4]}; quantization scales must "
+                                    "be positive and finite")
         if int(q.DetailsType()) != 0:
             raise TFLiteImportError(f"{self.label}: tensor {name!r} has custom quantization details; byoc "
                                     "computes affine (scale, zero point) quantization only")
