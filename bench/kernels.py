@@ -1,4 +1,4 @@
-"""Speed of the ccompiler kernel library's conv2d and dense against numpy float32 matmul, one thread.
+"""Speed of the ccompiler kernel library's conv2d and dense against numpy float32 matmul and onnxruntime, one thread.
 
     python bench/kernels.py [--repeat 9] [--cc gcc] [--out bench/RESULTS-kernels.md] [--layers fc]
 
@@ -10,7 +10,11 @@ numpy, timed both as the matmul alone and as the whole thing (im2col copy + matm
 are medians of --repeat runs after one warm-up, in CPU time of the calling thread (both the
 library and single-threaded numpy compute there), with all columns of a row taking turns in
 every repeat, so other load on the machine skews them less and alike; GFLOP/s count 2 flops per
-multiply-add.
+multiply-add. Each conv layer is also run as a one-node ONNX model by onnxruntime with one intra-op thread
+(it computes on the calling thread): its session.run timed the same way, in the same turns, and its own
+profiler's kernel time of the Conv node (wall clock, so a loaded machine inflates that column alone).
+The library's thread pool is held at one thread (byoc_set_num_threads(1)); the ISA path the library's
+run-time dispatch picks on this CPU is printed (and names the first column).
 """
 from __future__ import annotations
 
@@ -97,7 +101,49 @@ def build(cc: str, flags: list[str], out: Path) -> ctypes.CDLL:
         getattr(lib, name).argtypes = [ctypes.c_int64] * 3
     lib.ck_gemm_kernel_name.restype = ctypes.c_char_p
     lib.ck_gemm_kernel_at.restype = ctypes.c_char_p
+    lib.byoc_set_num_threads(1)   # one thread: thread CPU time is the whole cost
     return lib
+
+
+def ort_conv(x: np.ndarray, wt: np.ndarray, stride: int, pad: int, repeat: int):
+    """(a call running the conv in onnxruntime with one thread, the median kernel seconds its profiler
+    reports for the Conv node over `repeat` profiled runs)."""
+    import json  # noqa: PLC0415  (the onnxruntime columns only)
+
+    import onnx  # noqa: PLC0415
+    import onnxruntime as ort  # noqa: PLC0415
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+
+    o = wt.shape[0]
+    oh, ow = (x.shape[2] + 2 * pad - wt.shape[2]) // stride + 1, (x.shape[3] + 2 * pad - wt.shape[3]) // stride + 1
+    node = helper.make_node("Conv", ["x", "w"], ["y"], strides=[stride] * 2, pads=[pad] * 4, name="conv")
+    graph = helper.make_graph([node], "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (x.shape[0], o, oh, ow))],
+                              [numpy_helper.from_array(wt, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    onnx.checker.check_model(onnx.load_from_string(model))
+
+    def session(profile: bool):
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        opts.enable_profiling = profile
+        if profile:
+            opts.profile_file_prefix = str(Path(tempfile.gettempdir()) / "byoc-kernels-ort")
+        return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+
+    profiled = session(True)
+    for _ in range(repeat + 1):
+        profiled.run(None, {"x": x})
+    trace = Path(profiled.end_profiling())
+    events = json.loads(trace.read_text())
+    trace.unlink()
+    # per run: the kernels of every node of it (onnxruntime may rewrite the Conv into NCHWc reorders + conv)
+    runs = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "Session" and e["name"] == "model_run"]
+    kernels = [e for e in events if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time")]
+    per_run = [sum(e["dur"] for e in kernels if lo <= e["ts"] <= hi) for lo, hi in runs]
+    plain = session(False)
+    return (lambda: plain.run(None, {"x": x})), float(np.median(per_run[1:] or per_run)) * 1e-6
 
 
 def interleaved_medians(calls: dict, repeat: int) -> dict:
@@ -145,7 +191,8 @@ def conv_row(libs, layer, repeat):
     want = (w2 @ cols).reshape(1, o, oh, ow)
     params = ConvParams(**values)
     packed = K.pack_conv2d_weight(values, wt)  # as the codegen does: generated models call ck_conv2d_prepacked
-    calls = {"numpy_matmul": lambda: w2 @ cols, "numpy_whole": numpy_whole}
+    ort_run, ort_kernel_s = ort_conv(x, wt, s, pad, repeat)
+    calls = {"numpy_matmul": lambda: w2 @ cols, "numpy_whole": numpy_whole, "ort": ort_run}
     outputs = {}
     for label, variant in libs.items():
         lib = variant.lib
@@ -159,6 +206,7 @@ def conv_row(libs, layer, repeat):
         np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-2 * np.sqrt(c * k * k), err_msg=label)
     row = {"name": name, "shape": f"{c}x{h}x{w} -> {o}x{oh}x{ow}"}
     row.update({key: flops / t / 1e9 for key, t in seconds.items()})
+    row["ort_profiled"] = flops / ort_kernel_s / 1e9
     return row
 
 
@@ -188,7 +236,14 @@ def dense_row(libs, layer, repeat):
     row = {"name": name, "shape": f"[{m},{kdim}] x [{n},{kdim}]^T"}
     row.update({key: flops / t / 1e9 for key, t in seconds.items()})
     row["numpy_whole"] = row["numpy_matmul"]
+    row["ort"] = row["ort_profiled"] = None     # (conv layers only)
     return row
+
+
+def ort_version() -> str:
+    import onnxruntime  # noqa: PLC0415  (only for the report)
+
+    return onnxruntime.__version__
 
 
 def cpu_model() -> str:
@@ -211,17 +266,20 @@ def blas_name() -> str:
 
 
 def table(rows, labels) -> str:
-    """GFLOP/s per column, then every ck column over numpy's matmul, and the default build over
-    numpy's whole im2col + matmul."""
+    """GFLOP/s per column, then every ck column over numpy's matmul, the default build over numpy's whole
+    im2col + matmul, and over onnxruntime (its session.run in CPU time; its profiler's kernel time)."""
     first = labels[0]
     head = ["layer", "shape", *(f"ck {lab}" for lab in labels), "numpy matmul", "numpy im2col+matmul",
-            *(f"{lab} / matmul" for lab in labels), f"{first} / im2col+matmul"]
+            "ort run", "ort kernel (profiler)", *(f"{lab} / matmul" for lab in labels),
+            f"{first} / im2col+matmul", f"{first} / ort run"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
+        ort = r["ort"] is not None
         cells = [r["name"], r["shape"], *(f"{r[lab]:.1f}" for lab in labels), f"{r['numpy_matmul']:.1f}",
                  f"{r['numpy_whole']:.1f}" if r["numpy_whole"] != r["numpy_matmul"] else "(same)",
+                 f"{r['ort']:.1f}" if ort else "", f"{r['ort_profiled']:.1f}" if ort else "",
                  *(f"{r[lab] / r['numpy_matmul']:.2f}" for lab in labels),
-                 f"{r[first] / r['numpy_whole']:.2f}"]
+                 f"{r[first] / r['numpy_whole']:.2f}", f"{r[first] / r['ort']:.2f}" if ort else ""]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -249,20 +307,23 @@ def main(argv=None) -> int:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     cc_version = subprocess.run([args.cc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     text = "\n".join([
-        "# ccompiler kernel library vs numpy (GFLOP/s, single thread)",
+        "# ccompiler kernel library vs numpy and onnxruntime (GFLOP/s, single thread)",
         "",
         f"Command: `python bench/kernels.py --repeat {args.repeat} --cc {args.cc}"
         f"{f' --layers {args.layers}' if args.layers else ''}` — medians of {args.repeat} runs "
         "(thread CPU time, the columns of a row taking turns).",
         f"CPU: {cpu_model()} ({os.cpu_count()} cores, load average {load} at the end of the run); compiler:",
-        f"{cc_version}; numpy {np.__version__} with {blas_name()}, one thread.",
+        f"{cc_version}; numpy {np.__version__} with {blas_name()}, one thread; onnxruntime {ort_version()}, one "
+        f"thread. ISA path of the library's run-time dispatch on this CPU: {auto}.",
         "Columns: the library built with `-std=c99 -O3` (its gemm kernel picked from the CPU at run time, named",
         "in brackets), built with `-O3 -march=native`, and the `-O3` build forced onto the kernel the compiler",
         "flags alone allow (`baseline`, x86-64: SSE2) — what a build without run-time dispatch would get.",
         "numpy matmul times only `W[O, C*k*k] @ cols` on a precomputed im2col; numpy im2col+matmul times the",
         "patch copy too (for dense both are `x @ W.T`). Ratios above 1 mean the library is faster. Dense rows",
         "\"packed ahead\" call ck_dense_prepacked on a weight packed once (what generated models call for more than",
-        "one row), \"packed per call\" ck_dense, which packs the weight on every call.",
+        "one row), \"packed per call\" ck_dense, which packs the weight on every call. ort run: onnxruntime's",
+        "session.run of the one-conv model (thread CPU time, like the library's columns); ort kernel: its",
+        "profiler's time of the Conv kernel (wall clock). The last column above 1: the library is faster.",
         "",
         table(rows, list(libs)),
         "",

@@ -14,6 +14,7 @@ import pytest
 
 from byoc_compiler.backend.build import build
 from byoc_compiler.errors import ByocError
+from byoc_compiler.runtime.loader import set_num_threads
 from parallel_models import every_parallel_path
 from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.testing.tolerance import assert_close, tolerance_for_module
@@ -24,7 +25,7 @@ THREADS = (1, 2, 3, 8)
 def _inputs():
     rng = np.random.default_rng(0)
     return [rng.standard_normal(s).astype(np.float32) for s in ((1, 8, 24, 24), (1, 32, 7, 7), (1, 16, 14, 14),
-                                                                  (3, 300))]
+                                                                  (3, 300), (1, 256))]
 
 
 @functools.lru_cache(maxsize=None)
@@ -93,8 +94,8 @@ def test_bad_max_threads_is_one_message(bad):
 
 @pytest.mark.parametrize("bad", [0, -2, 1.5, True], ids=["zero", "negative", "float", "bool"])
 def test_bad_load_threads_is_one_message(bad):
-    lib, _ = _built()
-    with pytest.raises(ValueError, match="threads must be a whole number of threads >= 1"):
-        lib.load(threads=bad)
+    lib, _ = _built()                    # (built, not compiled: both checks come first)
+    with pytest.raises(ValueError, match="'m.so': threads must be a whole number of threads >= 1"):
+        set_num_threads(None, bad, "m.so")
     with pytest.raises(ByocError, match="run_runner: threads must be a whole number >= 1"):
         lib.run_runner(_inputs(), threads=bad)

@@ -537,15 +537,45 @@ static int ck_gemv_takes(int64_t m, const float *a_packed, const ck_b_source *b,
          (b->col_stride == 1 || (b->row_stride == 1 && a_col_stride == 1));
 }
 
+/* In parallel: columns in ranges of CK_GEMV_COLUMNS (a multiple of every kernel's vector width and of
+ * ck_gemv_axpy's 512-column blocks, so each column is computed as in one call over all of them). */
+#define CK_GEMV_COLUMNS 512
+
+typedef struct {
+  int64_t m, k;
+  const float *a;
+  int64_t a_row_stride, a_col_stride;
+  const ck_b_source *b;
+  float *c;
+  int64_t ldc;
+} ck_gemv_job;
+
+static void ck_gemv_columns(void *ctx, int64_t j0, int64_t j1) {
+  const ck_gemv_job *job = (const ck_gemv_job *)ctx;
+  const ck_b_source *b = job->b;
+  int64_t i;
+  for (i = 0; i < job->m; ++i) {
+    const float *a = job->a + i * job->a_row_stride;
+    float *c = job->c + i * job->ldc + j0;
+    if (b->row_stride == 1 && job->a_col_stride == 1)
+      ck_micro_kernel_current()->gemv_dot(j1 - j0, job->k, a, b->base + j0 * b->col_stride, b->col_stride, c);
+    else
+      ck_gemv_axpy(j1 - j0, job->k, a, job->a_col_stride, b->base + j0 * b->col_stride, b->row_stride, c);
+  }
+}
+
 static void ck_gemv_rows(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride, int64_t a_col_stride,
                          const ck_b_source *b, float *c, int64_t ldc) {
-  int64_t i;
-  for (i = 0; i < m; ++i) {
-    if (b->row_stride == 1 && a_col_stride == 1)
-      ck_micro_kernel_current()->gemv_dot(n, k, a + i * a_row_stride, b->base, b->col_stride, c + i * ldc);
-    else
-      ck_gemv_axpy(n, k, a + i * a_row_stride, a_col_stride, b->base, b->row_stride, c + i * ldc);
-  }
+  ck_gemv_job job;
+  job.m = m;
+  job.k = k;
+  job.a = a;
+  job.a_row_stride = a_row_stride;
+  job.a_col_stride = a_col_stride;
+  job.b = b;
+  job.c = c;
+  job.ldc = ldc;
+  ck_parallel_range(n, CK_GEMV_COLUMNS, ck_gemv_columns, &job);
 }
 
 int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_row_stride,
