@@ -13,6 +13,7 @@ pass rewrites every `qnn.quantize` whose float producer has an integer form:
 | concatenate                                  | qnn.concatenate                                       |
 | nn.global_avg_pool2d                         | as onnxruntime's QLinearGlobalAveragePool             |
 | nn.avg_pool2d                                | as onnxruntime's QLinearAveragePool: qnn.avg_pool2d (float32 steps), or the global pool's form over a whole unpadded plane |
+| nn.batch_matmul of two 8-bit activations     | 2-D qnn.matmul per batch matrix + qnn.requantize (onnxruntime's QLinearMatMul) |
 | nn.softmax (8-bit in and out)                | float softmax quantized with onnxruntime's step 1 / floor(1 / scale) |
 | nn.max_pool2d, nn.relu, data movement, with the same scale and zero point in and out | the op on the integers (relu: clip at the zero point) |
 
@@ -86,7 +87,7 @@ class _Rewriter(ExprMutator):
     def __init__(self, binary: bool = False):
         super().__init__()
         self.rules = (_linear, (lambda o, n, q: _binary(o, n, q, binary)), _concat, _same_params, _global_avg_pool,
-                      _avg_pool, _softmax)
+                      _avg_pool, _softmax, _batch_matmul)
 
     def rewrite_call(self, original, rebuilt):
         if not _is(original, "qnn.quantize") or not _is(rebuilt, "qnn.quantize"):
@@ -249,6 +250,20 @@ def _avg_pool(orig, new, out):
         return None
     return avg_pool_int(make_call, x.value, orig.args[0].checked_type.shape, dict(orig.attrs), x.dtype,
                         (x.scale[0], x.zp[0]), (out["scale"][0], out["zp"][0]))
+
+
+def _batch_matmul(orig, new, out):
+    """A MatMul of two dequantized 8-bit activations (attention's scores and context), as onnxruntime's
+    QLinearMatMul: the integer product, requantized by a_scale * b_scale in float32."""
+    if not _is(orig, "nn.batch_matmul") or orig.attrs.transpose_a or orig.attrs.transpose_b:
+        return None
+    a, b = _dq(orig.args[0], new.args[0]), _dq(orig.args[1], new.args[1])
+    if a is None or b is None or not (a.per_tensor and b.per_tensor) or {a.dtype, b.dtype} - set(_Q8):
+        return None
+    shapes = [arg.checked_type.shape for arg in orig.args[:2]]
+    acc = qmatmul_nd(make_call, a.value, b.value, *shapes, a.zp[0], b.zp)
+    return make_call("qnn.requantize", acc, input_scale=_f32_products(a.scale, b.scale), input_zero_point=[0],
+                     output_scale=out["scale"], output_zero_point=out["zp"], axis=-1, out_dtype=out["dtype"])
 
 
 def _softmax(orig, new, out):
