@@ -32,6 +32,10 @@ _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
 # every worker and run reuses them; BYOC_QUANTIZED_CACHE set outside wins.
 
 os.environ.setdefault("BYOC_QUANTIZED_CACHE", str(ROOT / "build" / ".quantized-cache"))
+# One thread per model run: pytest -n auto already runs a worker per core, and a pool of as many threads
+# in every worker would oversubscribe the machine. Tests of the pool set their counts explicitly
+# (runtime.load(threads=N), run_runner(threads=N), BYOC_NUM_THREADS in a subprocess's environment).
+os.environ.setdefault("BYOC_NUM_THREADS", "1")
 
 
 # Real-size models (ResNet-50, MobileNetV2 at 224x224) beyond the default run's one case per target:

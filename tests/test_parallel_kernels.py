@@ -64,11 +64,15 @@ def test_runner_threads_option_and_environment_agree():
     env = dict(os.environ, BYOC_NUM_THREADS="8")
     proc = subprocess.run([str(lib.runner()), "--threads", "0", "x"], capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and "--threads needs an integer in 1..256, got: 0" in proc.stderr
+    saved = os.environ.get("BYOC_NUM_THREADS")
     os.environ["BYOC_NUM_THREADS"] = "8"
     try:
         via_env = lib.run_runner(_inputs())
     finally:
-        del os.environ["BYOC_NUM_THREADS"]
+        if saved is None:
+            del os.environ["BYOC_NUM_THREADS"]
+        else:
+            os.environ["BYOC_NUM_THREADS"] = saved
     for k in range(len(one)):
         assert via_option[k].tobytes() == one[k].tobytes() and via_env[k].tobytes() == one[k].tobytes()
 

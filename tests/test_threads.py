@@ -61,8 +61,8 @@ def test_instances_run_concurrently_from_python_threads(tmp_path):
                 rtol, atol = tolerance_for_module(zoo.get(m[0]), want.dtype)
                 assert_close(got, want, rtol, atol, what=f"{m[0]} output {k}")
         single.close()
-    # two instances of every model, all running at once
-    workers = [(m, runtime.load(path)) for m, path in libs.items() for _ in range(2)]
+    # two instances of every model, all running at once, each library's pool at 3 threads (above the cores)
+    workers = [(m, runtime.load(path, threads=3)) for m, path in libs.items() for _ in range(2)]
     assert len({w._instance.value for _, w in workers}) == len(workers)  # every Module its own instance
     start = threading.Barrier(len(workers))
     problems: list[str] = []
