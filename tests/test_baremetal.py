@@ -98,6 +98,56 @@ def test_bad_board_config_is_one_message(tmp_path, what, change, says):
         load_config(path)
 
 
+# ---- int8 models: bit for bit the hosted gcc build -----------------------------------------------------------
+
+# MLPerf Tiny's shapes (zoo/tiny: ONNX QDQ, per-channel int8 weights) and quantized MobileNetV2-tiny: through
+# ccompiler's portable int8 kernels on cortex-m55, host-only on cortex-m3 (soft float), each equal on every
+# bit to the same partition built by gcc and run on this machine. The default run keeps one model per lane:
+# host-only on cortex-m3 against gcc; through ccompiler on cortex-m55 against the reference's int8 allowance
+# (less than one step: tests/matrix/test_matrix.py), which spares the default run a gcc build of the kernels.
+INT8_CASES = [("fc_autoencoder_int8", "host", "cortex-m3")] + [
+    pytest.param(model, target, lane, marks=pytest.mark.int8)
+    for model, target, lane in (("ds_cnn_int8", "ccompiler", "cortex-m55"), ("resnet8_int8", "ccompiler", "cortex-m55"),
+                                ("mobilenet_v1_025_int8", "ccompiler", "cortex-m55"),
+                                ("fc_autoencoder_int8", "ccompiler", "cortex-m55"),
+                                ("mobilenetv2_tiny_int8", "ccompiler", "cortex-m55"),
+                                ("ds_cnn_int8", "host", "cortex-m3"), ("resnet8_int8", "host", "cortex-m3"),
+                                ("mobilenet_v1_025_int8", "host", "cortex-m3"),
+                                ("mobilenetv2_tiny_int8", "host", "cortex-m3"))]
+
+
+def test_int8_model_through_ccompiler_on_the_board_matches_the_reference():
+    mod = zoo.get("ds_cnn_int8")
+    inputs = deterministic_inputs(mod)
+    lib = byoc.build(byoc.partition_for("ccompiler", mod), toolchain="cortex-m55", executor="aot",
+                     interface="unpacked")
+    assert set(lib.metadata["targets"]) == {"ccompiler"}
+    result = compare_with_bounds(lib.run_runner(inputs), reference_with_errors(mod, inputs))
+    assert result.passed and result.margin == 0, result.detail
+
+
+def _int8_model(name: str):
+    if name == "mobilenetv2_tiny_int8":     # onnxruntime's quantize_static of the zoo model (cached by content)
+        from byoc_compiler.frontend import load_model
+        from byoc_compiler.testing.quantize import quantized_zoo_model
+
+        return load_model(str(quantized_zoo_model("mobilenetv2_tiny", "qdq", per_channel=True)))
+    return zoo.get(name)
+
+
+@pytest.mark.parametrize("model,target,lane", INT8_CASES, ids=[_case_id(c) for c in INT8_CASES])
+def test_int8_model_on_the_board_equals_the_hosted_build(model, target, lane):
+    mod = _int8_model(model)
+    part = mod if target == "host" else byoc.partition_for(target, mod)
+    inputs = deterministic_inputs(mod)
+    board = byoc.build(part, toolchain=lane, executor="aot", interface="unpacked").run_runner(inputs)
+    hosted = byoc.build(part, toolchain="gcc", executor="aot", interface="unpacked").run_runner(inputs)
+    assert len(board) == len(hosted)
+    for got, want in zip(board, hosted):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes()
+
+
 # ---- bad input to <mod>_run: error codes and messages, never a fault ------------------------------------
 
 DRIVER = r"""
@@ -244,9 +294,10 @@ def test_exported_model_builds_with_the_docs_makefile_and_runs(tmp_path):
     for obj in objects:
         bad = {s for s in _undefined(nm, obj) if s in FORBIDDEN or s.startswith("pthread_")}
         assert not bad, f"{obj.relative_to(tmp_path)} calls {sorted(bad)}"
-    size = subprocess.run([nm.replace("nm", "size"), str(tmp_path / "model" / "runtime" / "src" / "core.o")],
-                          capture_output=True, text=True, check=True).stdout.splitlines()[1].split()
-    assert int(size[0]) <= RUNTIME_CORE_TEXT_LIMIT
+    core = sorted((tmp_path / "model" / "runtime" / "src").glob("*.o"))     # core.o, parallel.o
+    sizes = subprocess.run([nm.replace("nm", "size"), *map(str, core)], capture_output=True, text=True,
+                           check=True).stdout.splitlines()[1:]
+    assert len(core) == 2 and sum(int(line.split()[0]) for line in sizes) <= RUNTIME_CORE_TEXT_LIMIT
     proc = subprocess.run(["make", "-s", "-C", str(tmp_path), "run"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # qemu writes the semihosting console (the image's printf) to its stderr
