@@ -30,7 +30,8 @@ The groups:
   it -- the runtime's include directory is on every compile of a model -- for `byoc_parallel_for` and
   `byoc_parallel_chunks`, docs/runtime-abi.md);
 - workspaces: `plan_offsets` (an arena by lifetimes), `peak_live_bytes`, `align_up`, `WORKSPACE_ALIGNMENT`
-  (what the caller aligns a region's workspace to, and plan_offsets' default; since 1.1);
+  (what the caller aligns a region's workspace to, and plan_offsets' default; since 1.1); `workspace_budget()`
+  (the build's largest workspace pool, None when unbounded: size kernel scratch by it; since 1.4);
 - constants: `is_large`, `extern_declaration` (large constants are linked as bytes, not C text);
   `constant_array` (a small one as a `static const` array in the build's constants section, counted in the
   board's constants pool; since 1.4);
@@ -47,7 +48,7 @@ from .backend.constants import extern_declaration, is_large
 from .backend.constants import constant_array
 from .backend.memory_plan import ALIGNMENT as WORKSPACE_ALIGNMENT
 from .backend.threads import build_max_threads
-from .backend.memory_plan import align_up, peak_live_bytes, plan_offsets
+from .backend.memory_plan import align_up, peak_live_bytes, plan_offsets, workspace_budget
 from .ctext import (c_string, c_type, comment, const_array, core_signature, double_literal, element_literals,
                     entry_points, float_literal, half_literal, int64_array, int_literal, is_identifier, line_array, literal,
                     sanitize_identifier, shape_text, unique_identifiers, wrap_list)
@@ -75,7 +76,7 @@ CHANGELOG = {
     (1, 5): "threads: build_max_threads (per-thread scratch to plan), PARALLEL_HEADER (byoc/parallel.h: "
             "byoc_parallel_for, byoc_parallel_chunks)",
     (1, 4): "Target.runs_on (the runtime profiles, hosted and/or freestanding, a target's code builds for); "
-            "constant_array; CSourceArtifact.workspace_lower_bound",
+            "constant_array; CSourceArtifact.workspace_lower_bound; workspace_budget",
     (1, 3): "Target(..., vendor_api=(major, minor)): the API version a target was written for; byoc refuses a "
             "target of another major version (or of a newer minor one) with a message naming both",
     (1, 2): "C text writers from byoc_compiler.ctext: literal, float_literal, double_literal, half_literal, "
@@ -96,7 +97,7 @@ __all__ = [
     "c_string", "comment", "literal", "float_literal", "double_literal", "half_literal", "int_literal",
     "element_literals", "const_array", "line_array", "int64_array", "shape_text", "wrap_list",
     "build_max_threads", "PARALLEL_HEADER",
-    "plan_offsets", "peak_live_bytes", "align_up", "WORKSPACE_ALIGNMENT",
+    "plan_offsets", "peak_live_bytes", "align_up", "WORKSPACE_ALIGNMENT", "workspace_budget",
     "is_large", "extern_declaration", "constant_array",
     "partition_for", "runtime_source_dir", "runtime_include_flags", "standalone_library",
 ]

@@ -2,7 +2,9 @@
 
 - The kernel library through ctypes: the codegen's numpy mirrors (packed weight layout, scratch sizes)
   equal the C's; ck_qconv2d / ck_qdense with every int8 GEMM kernel this CPU runs (AVX512-VNNI and the
-  portable one) equal a numpy computation written here (int64 sums, float32 requantization).
+  portable one) equal a numpy computation written here (int64 sums, float32 requantization); the bounded
+  scratch path (im2col in chunks of output pixels) equals it and the whole-image path on shapes with
+  padding, strides, dilation and groups.
 - Small quantized graphs built for ccompiler (every op in a ccompiler region) equal byoc's integer
   reference exactly: conv2d geometries (1x1, padded, strided, grouped, depthwise, int8 data),
   dense, qnn.add, int8 max pool, quantize/dequantize per channel.
@@ -45,7 +47,7 @@ class QParams(ctypes.Structure):
 
 
 class QConvParams(ctypes.Structure):
-    _fields_ = [("conv", ConvParams), ("q", QParams)]
+    _fields_ = [("conv", ConvParams), ("q", QParams), ("im2col_columns", ctypes.c_int64)]
 
 
 class QDenseParams(ctypes.Structure):
@@ -160,6 +162,50 @@ def test_qconv2d_kernels_equal_numpy(ck, case):
             np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
     finally:
         ck.byoc_set_num_threads(0)
+
+
+# (id, data shape, weight shape, strides, padding, dilation, groups, input dtype): chunks that start and end
+# mid-row, rows shorter and longer than a chunk, padding on every side, strides, dilation, groups
+BOUNDED = [
+    ("3x3-pad-32x32", (1, 16, 32, 32), (16, 16, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "int8"),
+    ("3x3-odd-rows-mid-chunk", (2, 5, 9, 11), (13, 5, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "uint8"),
+    ("stride2-asym-pad", (1, 8, 13, 10), (16, 8, 3, 3), (2, 2), (1, 0, 2, 1), (1, 1), 1, "int8"),
+    ("dilated-3x3", (1, 6, 12, 15), (7, 6, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 1, "uint8"),
+    ("dilated-stride-mixed", (1, 4, 17, 9), (9, 4, 3, 2), (2, 1), (1, 0, 0, 1), (2, 3), 1, "int8"),
+    ("grouped", (1, 8, 10, 10), (12, 4, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2, "int8"),
+    ("grouped-stride2-dilated", (2, 12, 11, 11), (6, 4, 3, 3), (2, 2), (2, 2, 2, 2), (2, 2), 3, "uint8"),
+    ("ds_cnn-10x4-stride2", (1, 1, 49, 10), (64, 1, 10, 4), (2, 2), (4, 1, 5, 1), (1, 1), 1, "int8"),
+    ("1x1-stride2", (1, 6, 8, 8), (9, 6, 1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1, "uint8"),
+    ("wide-row-longer-than-chunks", (1, 3, 4, 75), (5, 3, 1, 5), (1, 1), (0, 2, 0, 2), (1, 1), 1, "int8"),
+    ("1x1-pointwise", (1, 16, 5, 7), (24, 16, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, "int8"),
+]
+
+
+@pytest.mark.parametrize("case", BOUNDED, ids=[c[0] for c in BOUNDED])
+def test_qconv2d_bounded_scratch_equals_whole_image(ck, case):
+    """im2col in chunks of output pixels (params.im2col_columns) gives the whole-image im2col's bytes and
+    the integer reference's; the scratch it asks is k * chunk, which the codegen's mirror plans."""
+    _, dshape, wshape, strides, padding, dilation, groups, in_dtype = case
+    x, w = _draw(dshape, in_dtype), _draw(wshape, "int8")
+    bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
+    scale = RNG.uniform(1e-4, 2e-3, size=wshape[0]).astype(np.float32)
+    xz = int(_draw((), in_dtype))
+    p = K.conv2d_params(dshape, wshape, strides, padding, dilation, groups)
+    q = Q.qparams(in_dtype, "int8", xz, -9, out_min=-100)
+    weight = Q.pack_weight(groups, w)
+    folded = Q.fold_bias(w, bias, xz + (128 if in_dtype == "int8" else 0), np.zeros(wshape[0], np.int64))
+    want = _requant(_conv_int64(x.astype(np.int64) - xz, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
+    for columns in (0, 1, 32, 40, 64, 100000):
+        params = QConvParams(ConvParams(**p), QParams(**q), columns)
+        nbytes = ck.ck_qconv2d_workspace_bytes(ctypes.byref(params))
+        assert nbytes == Q.qconv2d_workspace_bytes(p, columns)
+        ws = np.zeros(nbytes + 1, np.uint8)[1:]
+        for kernel in _kernels(ck):
+            assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
+            out = np.zeros(want.shape, np.int8)
+            assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(weight), _ptr(folded), _ptr(scale),
+                                 _ptr(out), _ptr(ws)) == 0
+            np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {columns} columns")
 
 
 @pytest.mark.parametrize("batch,units,depth", [(1, 10, 37), (3, 17, 64), (40, 9, 5)])

@@ -45,6 +45,7 @@ from . import threads as threadsmod
 from .artifact import BlobArtifact, CSourceArtifact
 from .graph_json import graph_json, graph_text
 from .host_kernels import emit_kernel
+from . import memory_plan
 from . import pools as poolmod
 from .memory_plan import StoragePlan, aot_buffers, graph_storage, instance_bytes, peak_live_bytes
 from .firmware import entry as firmware_entry, firmware
@@ -84,8 +85,10 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
         raise ByocError(f"build: large_constant_bytes must be a positive number of bytes or None, "
                         f"got {large_constant_bytes!r}")
     state = _Build(mod, toolchain, executor, interface, opt, mod_name, config, constants, max_threads)
-    with constmod.threshold(large_constant_bytes), constmod.literal_section(None) as state.literals:
-        for _, stage in STAGES:
+    validate(state)     # first: the toolchain's board decides the constants' section and the scratch budget
+    with constmod.threshold(large_constant_bytes), constmod.literal_section(state.memory.constants_section) \
+            as state.literals, memory_plan.budget(state.memory.workspace_budget()):
+        for _, stage in STAGES[1:]:
             stage(state)
     return state.result
 
@@ -178,7 +181,6 @@ def validate(b: _Build) -> None:
     if b.tc.profile == "freestanding":       # no threads there: one slot of per-thread scratch (byoc/parallel.h)
         b.max_threads = 1
     b.memory = poolmod.BoardMemory.of(b.cfg.board_of(b.tc))
-    b.literals.section = b.memory.constants_section
     if b.tc.freestanding:
         _check_freestanding_request(b)
 

@@ -24,10 +24,32 @@ instance allocates (intermediates, then the C regions' shared workspace).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Mapping
 
 ALIGNMENT = 64   # bytes, a cache line; what the hosted C runtime aligns every block to (a board sets its own)
+
+
+_BUDGET: contextvars.ContextVar[int | None] = contextvars.ContextVar("byoc_workspace_budget", default=None)
+
+
+def workspace_budget() -> int | None:
+    """Bytes of the largest workspace pool of the build under way, or None when its pools are unbounded
+    (hosted toolchains): what a target's codegen may size kernel scratch by (a kernel that trades some
+    speed for less scratch, as ccompiler's int8 conv does)."""
+    return _BUDGET.get()
+
+
+@contextlib.contextmanager
+def budget(nbytes: int | None):
+    """workspace_budget() is `nbytes` inside the block (build() sets it from the toolchain's board)."""
+    token = _BUDGET.set(nbytes)
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
 
 
 def align_up(n: int, alignment: int = ALIGNMENT) -> int:

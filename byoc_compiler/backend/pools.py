@@ -47,6 +47,11 @@ class BoardMemory:
     def workspace_pools(self) -> list:
         return [p for p in self.pools if "workspace" in p.kinds]
 
+    def workspace_budget(self) -> int | None:
+        """The largest workspace pool's size; None when one is unbounded (memory_plan.workspace_budget)."""
+        sizes = [p.size for p in self.workspace_pools()]
+        return None if not sizes or None in sizes else max(sizes)
+
     def where(self) -> str:
         return f"board {self.board!r}" if self.board else "the hosted toolchain"
 

@@ -37,8 +37,22 @@ def _init(fields, values) -> str:
     return "{" + ", ".join(f".{f} = {int(values[f])}" for f in fields) + "}"
 
 
-def qconv2d_initializer(conv_fields, conv: dict[str, int], q: dict[str, int]) -> str:
-    return f"{{.conv = {_init(conv_fields, conv)}, .q = {_init(QPARAM_FIELDS, q)}}}"
+def qconv2d_initializer(conv_fields, conv: dict[str, int], q: dict[str, int], im2col_columns: int = 0) -> str:
+    return (f"{{.conv = {_init(conv_fields, conv)}, .q = {_init(QPARAM_FIELDS, q)}, "
+            f".im2col_columns = {int(im2col_columns)}}}")
+
+
+# Output pixels per im2col chunk of ck_qconv2d (params.im2col_columns), measured by bench/qconv_chunks.py:
+# on hosted toolchains 512 bounds the scratch and ran no slower than the whole image (ResNet-50's 3x3
+# 64-channel conv at 56x56: 306 KB of rows instead of 1.8 MB); a board with bounded workspace pools gets
+# QNR, the least scratch (ResNet-8's 3x3 16-channel conv at 32x32: 4.5 KB of rows instead of 147 KB), at
+# some speed (up to 1.8x that layer's time on x86).
+IM2COL_COLUMNS_HOSTED = 512
+
+
+def im2col_columns(workspace_budget: int | None) -> int:
+    """The chunk the codegen asks for, given the build's workspace budget (vendor.workspace_budget)."""
+    return IM2COL_COLUMNS_HOSTED if workspace_budget is None else QNR
 
 
 def qdense_initializer(batch: int, units: int, depth: int, q: dict[str, int]) -> str:
@@ -64,15 +78,18 @@ def _output_hw(p: dict[str, int]) -> tuple[int, int]:
     return span_h // p["stride_h"] + 1, span_w // p["stride_w"] + 1
 
 
-def qconv2d_workspace_bytes(p: dict[str, int]) -> int:
+def qconv2d_workspace_bytes(p: dict[str, int], im2col_columns: int = 0) -> int:
     """ck_qconv2d_workspace_bytes: depthwise, a zero-point-bordered plane and one int32 output row;
-    otherwise one packed B panel and (unless 1x1 stride 1 unpadded) the im2col rows of a group."""
+    otherwise one packed B panel and (unless 1x1 stride 1 unpadded) the im2col rows of a group, for the
+    whole output image or (im2col_columns > 0) a chunk of that many pixels rounded up to QNR."""
     oh, ow = _output_hw(p)
+    chunk = oh * ow if im2col_columns <= 0 else min(_round_up(im2col_columns, QNR), oh * ow)
     if is_depthwise(p):
         plane = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
         return QALIGN + _round_up(plane + 1, QALIGN) + 4 * ow      # + 1: the row kernel's read slack
     k = _depth(p)
-    return QALIGN + _qgemm_slots(oh * ow) * _panel_stride(k) + (0 if _is_pointwise(p) else k * oh * ow)
+    slots = _qgemm_slots(oh * ow if _is_pointwise(p) else chunk)
+    return QALIGN + slots * _panel_stride(k) + (0 if _is_pointwise(p) else k * chunk)
 
 
 def _qgemm_slots(n: int) -> int:

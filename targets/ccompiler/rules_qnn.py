@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from byoc_compiler.vendor import (ByocError, TensorType, add_float32_params, add_multipliers, float_literal, int_literal,
-                                  is_constant, is_op, line_array, requantize_ratios, wildcard)
+                                  is_constant, is_op, line_array, requantize_ratios, wildcard, workspace_budget)
 
 from . import kernels, qkernels
 from .qkernels import TYPE_RANGE
@@ -190,7 +190,7 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
         conv = kernels.conv2d_params(data.type.shape, w.shape, a["strides"], a["padding"], a["dilation"], a["groups"])
         depthwise = qkernels.is_depthwise(conv)
         groups = conv["groups"]
-        attrs = {"conv": conv, "q": q}
+        attrs = {"conv": conv, "q": q, "im2col_columns": qkernels.im2col_columns(workspace_budget())}
     else:
         depthwise, groups = False, 1
         attrs = {"batch": data.type.size // int(data.type.shape[-1]), "units": units, "depth": int(w.shape[1]),
@@ -220,7 +220,8 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
 # ---- rules ---------------------------------------------------------------------------------------
 
 def _qconv2d(step):
-    init = qkernels.qconv2d_initializer(kernels.CONV2D_PARAM_FIELDS, step.attrs["conv"], step.attrs["q"])
+    init = qkernels.qconv2d_initializer(kernels.CONV2D_PARAM_FIELDS, step.attrs["conv"], step.attrs["q"],
+                                        step.attrs["im2col_columns"])
     data, weight, bias, scale = step.ins
     return ([f"static const ck_qconv2d_params params = {init};"],
             f"ck_qconv2d(&params, {data.ptr}, {weight.ptr}, {bias.ptr}, {scale.ptr}, {step.outs[0].ptr}, "
@@ -328,7 +329,8 @@ def rules(Rule, float_rules: dict) -> dict:
         return Rule(emit, base.scratch, base.scratch_query, base.inplace)
 
     return {
-        "qnn_conv2d": Rule(_qconv2d, lambda step: qkernels.qconv2d_workspace_bytes(step.attrs["conv"]),
+        "qnn_conv2d": Rule(_qconv2d, lambda step: qkernels.qconv2d_workspace_bytes(step.attrs["conv"],
+                                                                                 step.attrs["im2col_columns"]),
                            lambda step: "ck_qconv2d_workspace_bytes(&params)"),
         "qnn_dense": Rule(_qdense,
                           lambda step: qkernels.qdense_workspace_bytes(step.attrs["depth"], step.attrs["batch"]),

@@ -4,6 +4,10 @@
  * weight is A [out/groups, K], B [K, OH*OW] is the input itself for 1x1 stride-1 unpadded
  * convolutions and otherwise an im2col copy in the workspace (rows of contiguous bytes, padding
  * filled with the input zero point, so padded taps contribute exactly zero after the folded bias).
+ * The im2col covers the whole output image, or (params.im2col_columns > 0) a chunk of that many
+ * output pixels at a time, each chunk a GEMM over those columns only: the scratch is bounded for
+ * small memories and every output element is the same sum of the same products either way (CMSIS-NN
+ * bounds its scratch the same way, two output pixels at a time).
  * Depthwise convolutions (one input and one output channel per group, MobileNet's 3x3 and the
  * global average pool the importer writes as a depthwise sum) run directly: each input plane is
  * copied into a border of the zero point, each output row sums its taps into int32 lanes and
@@ -62,14 +66,22 @@ static int64_t ck_qpadded_plane(const ck_conv2d_params *c) {
   return (c->height + c->pad_top + c->pad_bottom) * (c->width + c->pad_left + c->pad_right);
 }
 
+/* Output pixels per GEMM: the whole image, or (when it is im2col'd) im2col_columns rounded up to whole
+ * B panels. */
+static int64_t ck_qconv_chunk(const ck_qconv2d_params *p, int64_t n) {
+  const int64_t c = p->im2col_columns > 0 ? ck_qround_up(p->im2col_columns, CK_QNR) : n;
+  return ck_qconv_is_pointwise(&p->conv) || c > n ? n : c;
+}
+
 size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p) {
-  int64_t oh, ow, k;
+  int64_t oh, ow, k, chunk;
   if (!ck_qconv_valid(p, &oh, &ow)) return 0;
   if (ck_qconv_is_depthwise(&p->conv))
     return (size_t)(CK_QALIGN + ck_qround_up(ck_qpadded_plane(&p->conv) + 1, CK_QALIGN) + 4 * ow);
   k = ck_qconv_depth(&p->conv);
-  return (size_t)(CK_QALIGN + ck_qgemm_slots(oh * ow) * ck_qgemm_panel_stride(k) +
-                  (ck_qconv_is_pointwise(&p->conv) ? 0 : k * oh * ow));
+  chunk = ck_qconv_chunk(p, oh * ow);
+  return (size_t)(CK_QALIGN + ck_qgemm_slots(chunk) * ck_qgemm_panel_stride(k) +
+                  (ck_qconv_is_pointwise(&p->conv) ? 0 : k * chunk));
 }
 
 /* dst[x] = src[x * s] for x < n: memcpy for stride 1; stride 2 (ResNet's stem and downsampling)
@@ -93,32 +105,36 @@ static void ck_qgather(uint8_t *restrict dst, const uint8_t *restrict src, int64
   for (; x < n; ++x) dst[x] = src[x * s];
 }
 
-/* rows[(c * kh + i) * kw + j][y * ow + x] = input[c, y*sh - pt + i*dh, x*sw - pl + j*dw] or zp,
- * for channels [ch0, ch1). */
-static void ck_qim2col_channels(const ck_conv2d_params *c, int64_t ch0, int64_t ch1, int64_t oh_n, int64_t ow_n,
-                                const uint8_t *in, uint8_t zp, uint8_t *rows) {
-  int64_t ch, i, j, y, x;
+/* For output pixels q in [first, first + n) (q = y * ow + x) and channels [ch0, ch1):
+ * rows[(c * kh + i) * kw + j][q - first] = input[c, y*sh - pt + i*dh, x*sw - pl + j*dw] or zp. */
+static void ck_qim2col_channels(const ck_conv2d_params *c, int64_t ch0, int64_t ch1, int64_t ow_n, int64_t first,
+                                int64_t n, const uint8_t *in, uint8_t zp, uint8_t *rows) {
+  int64_t ch, i, j, q;
   for (ch = ch0; ch < ch1; ++ch) {
     const uint8_t *plane = in + ch * c->height * c->width;
     for (i = 0; i < c->kernel_h; ++i) {
       for (j = 0; j < c->kernel_w; ++j) {
-        uint8_t *row = rows + ((ch * c->kernel_h + i) * c->kernel_w + j) * oh_n * ow_n;
+        uint8_t *row = rows + ((ch * c->kernel_h + i) * c->kernel_w + j) * n;
         const int64_t shift = j * c->dilation_w - c->pad_left, s = c->stride_w;
         /* output columns [lo, hi) read inside the image */
         int64_t lo = shift >= 0 ? 0 : (-shift + s - 1) / s;
         int64_t hi = c->width - 1 - shift < 0 ? 0 : (c->width - 1 - shift) / s + 1;
         if (hi > ow_n) hi = ow_n;
         if (lo > hi) lo = hi;
-        for (y = 0; y < oh_n; ++y) {
+        for (q = first; q < first + n;) {   /* the chunk's part of one output row [x0, x1) per pass */
+          const int64_t y = q / ow_n, x0 = q - y * ow_n;
+          const int64_t x1 = ow_n - x0 < first + n - q ? ow_n : x0 + (first + n - q);
           const int64_t ih = y * c->stride_h - c->pad_top + i * c->dilation_h;
-          uint8_t *dst = row + y * ow_n;
+          const int64_t a = lo < x0 ? x0 : (lo < x1 ? lo : x1), b = hi < a ? a : (hi < x1 ? hi : x1);
+          uint8_t *dst = row + (q - first);   /* pixel (y, x0) */
           if (ih < 0 || ih >= c->height) {
-            memset(dst, zp, (size_t)ow_n);
-            continue;
+            memset(dst, zp, (size_t)(x1 - x0));
+          } else {
+            memset(dst, zp, (size_t)(a - x0));
+            ck_qgather(dst + (a - x0), plane + ih * c->width + a * s + shift, b - a, s);
+            memset(dst + (b - x0), zp, (size_t)(x1 - b));
           }
-          for (x = 0; x < lo; ++x) dst[x] = zp;
-          ck_qgather(dst + lo, plane + ih * c->width + lo * s + shift, hi - lo, s);
-          for (x = hi; x < ow_n; ++x) dst[x] = zp;
+          q += x1 - x0;
         }
       }
     }
@@ -130,7 +146,7 @@ static void ck_qim2col_channels(const ck_conv2d_params *c, int64_t ch0, int64_t 
 
 typedef struct {
   const ck_conv2d_params *c;
-  int64_t cg, oh_n, ow_n;
+  int64_t cg, ow_n, first, n;
   const uint8_t *in;
   uint8_t zp;
   uint8_t *rows;
@@ -141,16 +157,17 @@ static void ck_qim2col_task(int32_t task, int32_t n_tasks, void *ctx) {
   const int64_t ch0 = (int64_t)task * CK_QIM2COL_CHANNELS;
   (void)n_tasks;
   ck_qim2col_channels(job->c, ch0, ch0 + CK_QIM2COL_CHANNELS < job->cg ? ch0 + CK_QIM2COL_CHANNELS : job->cg,
-                      job->oh_n, job->ow_n, job->in, job->zp, job->rows);
+                      job->ow_n, job->first, job->n, job->in, job->zp, job->rows);
 }
 
-static void ck_qim2col(const ck_conv2d_params *c, int64_t cg, int64_t oh_n, int64_t ow_n, const uint8_t *in,
-                       uint8_t zp, uint8_t *rows) {
+static void ck_qim2col(const ck_conv2d_params *c, int64_t cg, int64_t ow_n, int64_t first, int64_t n,
+                       const uint8_t *in, uint8_t zp, uint8_t *rows) {
   ck_qim2col_job job;
   job.c = c;
   job.cg = cg;
-  job.oh_n = oh_n;
   job.ow_n = ow_n;
+  job.first = first;
+  job.n = n;
   job.in = in;
   job.zp = zp;
   job.rows = rows;
@@ -200,23 +217,29 @@ int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *w
     const int64_t k4 = ck_qround_up(k, 4), n = oh * ow;
     const int64_t group_bytes = ck_qround_up(og, CK_QMR) * k4;
     const int pointwise = ck_qconv_is_pointwise(c);
-    uint8_t *panel = ws, *rows = ws + ck_qgemm_slots(n) * ck_qgemm_panel_stride(k);
+    const int64_t chunk = ck_qconv_chunk(p, n);
+    uint8_t *panel = ws, *rows = ws + ck_qgemm_slots(chunk) * ck_qgemm_panel_stride(k);
     ck_qb_source src;
+    int64_t q0;
     src.flip = p->q.input_signed ? 0x80 : 0;
     src.col_stride = 1;
     for (b = 0; b < c->batch; ++b) {
       for (g = 0; g < c->groups; ++g) {
         const uint8_t *in = (const uint8_t *)data + (b * c->channels + g * cg) * c->height * c->width;
-        if (pointwise) {
-          src.base = in;
-          src.row_stride = c->height * c->width;
-        } else {
-          ck_qim2col(c, cg, oh, ow, in, (uint8_t)p->q.input_zero_point, rows);
-          src.base = rows;
-          src.row_stride = n;
+        uint8_t *o = (uint8_t *)out + (b * c->out_channels + g * og) * n;
+        for (q0 = 0; q0 < n; q0 += chunk) {   /* output pixels [q0, q0 + cols): one GEMM over them */
+          const int64_t cols = n - q0 < chunk ? n - q0 : chunk;
+          if (pointwise) {
+            src.base = in;
+            src.row_stride = c->height * c->width;
+          } else {
+            ck_qim2col(c, cg, ow, q0, cols, in, (uint8_t)p->q.input_zero_point, rows);
+            src.base = rows;
+            src.row_stride = cols;
+          }
+          ck_qgemm_core(og, cols, k, weight + g * group_bytes, &src, bias + g * og, scale + g * og, &p->q, o + q0,
+                        n, 1, panel);
         }
-        ck_qgemm_core(og, n, k, weight + g * group_bytes, &src, bias + g * og, scale + g * og, &p->q,
-                      (uint8_t *)out + (b * c->out_channels + g * og) * n, n, 1, panel);
       }
     }
   }

@@ -35,6 +35,11 @@ typedef struct {
 typedef struct {
   ck_conv2d_params conv; /* geometry (as ck_conv2d) */
   ck_qparams q;
+  /* Output pixels per im2col chunk (rounded up to a multiple of CK_QNR; the same results whatever it
+   * is): 0 copies the whole output image's im2col into the workspace at once, n > 0 bounds that scratch
+   * to n columns (a microcontroller's: ResNet-8's 3x3 16-channel conv at 32x32 needs 147 KB whole, 4.6 KB
+   * in chunks of 32). Unused by depthwise and 1x1 stride-1 unpadded convolutions, which need no im2col. */
+  int64_t im2col_columns;
 } ck_qconv2d_params;
 
 /* Bytes of the packed weight: per group, round_up(out_channels/groups, CK_QMR) * round_up(K, 4)
