@@ -147,6 +147,8 @@ def qfunctions(fn) -> dict:
            "const int32_t *bias, const float *scale, void *out, void *workspace", "qnn.dense + bias + qnn.requantize"),
         fn("ck_qadd", "const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out",
            "qnn.add of same-shape tensors"),
+        fn("ck_qdq_add", "const ck_qdq_add_params *p, int64_t n, const void *lhs, const void *rhs, void *out",
+           "qnn.dequantize x2 + add (+ relu) + qnn.quantize in one int8 pass"),
         fn("ck_quantize", "int64_t outer, int64_t channels, int64_t inner, const float *in, const float *scale, "
            "const int32_t *zero_point, int32_t out_signed, void *out", "qnn.quantize"),
         fn("ck_dequantize", "int64_t outer, int64_t channels, int64_t inner, const void *in, int32_t in_signed, "

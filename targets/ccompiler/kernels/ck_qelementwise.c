@@ -262,3 +262,30 @@ int32_t ck_qmax_pool2d(const ck_pool2d_params *p, int32_t is_signed, const void 
     ck_qmax_pool_u8(p, oh, ow, (const uint8_t *)data, (uint8_t *)out);
   return CK_OK;
 }
+
+/* ---- dequantize + add (+ relu) + quantize, fused ------------------------------------------------- */
+
+int32_t ck_qdq_add(const ck_qdq_add_params *p, int64_t n, const void *lhs, const void *rhs, void *out) {
+  int64_t i;
+  float lo, hi;
+  if (p == NULL || lhs == NULL || rhs == NULL || out == NULL || n < 0 || !(p->out_scale != 0.0f)) return CK_EBADPARAM;
+  lo = p->out_signed ? -128.0f : 0.0f;
+  hi = p->out_signed ? 127.0f : 255.0f;
+  for (i = 0; i < n; ++i) {
+    /* one statement per rounding, as the unfused kernels store each float32 result (no contraction) */
+    const float a = (float)(ck_load_q(lhs, p->lhs_signed, i) - p->lhs_zero_point) * p->lhs_scale;
+    const float b = (float)(ck_load_q(rhs, p->rhs_signed, i) - p->rhs_zero_point) * p->rhs_scale;
+    float x = a + b;
+    float q, v;
+    int32_t r;
+    if (p->relu && !(x > 0.0f)) x = 0.0f;
+    q = x / p->out_scale;
+    v = nearbyintf(q) + (float)p->out_zero_point;
+    r = v != v ? 0 : (int32_t)ck_clampf(v, lo, hi); /* NaN -> 0 */
+    if (p->out_signed)
+      ((int8_t *)out)[i] = (int8_t)r;
+    else
+      ((uint8_t *)out)[i] = (uint8_t)r;
+  }
+  return CK_OK;
+}

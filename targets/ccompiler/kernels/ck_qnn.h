@@ -79,6 +79,18 @@ typedef struct {
 
 int32_t ck_qadd(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out);
 
+/* A QDQ residual add in one pass, no float32 tensor in memory: out = quantize(act(dequantize(lhs) +
+ * dequantize(rhs))) with the float32 operations of ck_dequantize, a float add and ck_quantize (so
+ * bit-identical to them run one after another); act: relu when `relu` is 1. Per-tensor parameters.
+ * out may alias lhs or rhs. */
+typedef struct {
+  int32_t lhs_signed, rhs_signed, out_signed, relu;
+  float lhs_scale, rhs_scale, out_scale;
+  int32_t lhs_zero_point, rhs_zero_point, out_zero_point;
+} ck_qdq_add_params;
+
+int32_t ck_qdq_add(const ck_qdq_add_params *p, int64_t n, const void *lhs, const void *rhs, void *out);
+
 /* qnn.quantize: data viewed as [outer, channels, inner], scale/zero_point[channels] (1 per tensor:
  * channels = 1): saturate(round_half_even(x / scale) + zero_point), NaN -> 0. */
 int32_t ck_quantize(int64_t outer, int64_t channels, int64_t inner, const float *in, const float *scale,
