@@ -186,3 +186,26 @@ def test_board_config_mistakes_are_named(tmp_path, edit, message):
     path.write_text(edit(path.read_text()))
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_config(path)
+
+
+def test_a_board_bounds_int8_conv_scratch_and_equals_the_reference(tmp_path):
+    """On a board with bounded pools ccompiler's int8 convs im2col 32 output pixels at a time and a QDQ
+    residual add is one int8 pass: ResNet-8's workspace stays near its activations (not 147 KB of im2col
+    and float32 adds), and the result equals byoc's integer reference bit for bit."""
+    from byoc_compiler.testing.reference import run_reference
+
+    cfg = board_config(tmp_path, ONE_POOL.format(size=1 << 20))
+    mod = zoo.get("resnet8_int8")
+    lib = byoc.build(byoc.partition_for(["ccompiler"], mod), toolchain="gcc-board", executor="aot", config=cfg)
+    source = lib.get_source("ccompiler")
+    assert ".im2col_columns = 32}" in source and "ck_qdq_add(" in source
+    (row,) = lib.metadata["pools"]
+    assert row["workspace_bytes"] <= 60 * 1024 and row["workspace_bytes"] <= 1.05 * row["workspace_lower_bound_bytes"]
+    inputs = zoo.inputs("resnet8_int8")
+    want = run_reference(mod, inputs)
+    m = lib.load(werror=True)
+    for k, v in inputs.items():
+        m.set_input(k, v)
+    m.run()
+    np.testing.assert_array_equal(m.get_output(0), want[0])
+    m.close()
