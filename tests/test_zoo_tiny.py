@@ -308,3 +308,17 @@ def test_transformer_tflite_runs_in_both_interpreters():
     x = _tflite_inputs("transformer_encoder", False, 0)
     np.testing.assert_allclose(run_reference(from_tflite(f_data), x)[0], tm.run_tflm(f_data, x)[0], rtol=1e-4,
                                atol=1e-4)
+
+
+def test_the_zoo_works_without_the_tflite_package():
+    """tflite is an optional extra: without it the zoo still imports and its ONNX forms build; asking for a
+    .tflite form says what to install (in a fresh interpreter where `import tflite` fails)."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['tflite'] = None\n"
+            "from byoc_compiler import zoo\n"
+            "zoo.onnx_model('micro_cnn_int8')\n"
+            "try:\n    zoo.tflite_model('micro_cnn_int8')\nexcept Exception as exc:\n    print(type(exc).__name__, exc)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "ByocError" in proc.stdout and "pip install 'byoc_compiler[tflite]'" in proc.stdout, proc.stdout

@@ -15,8 +15,8 @@ import functools
 from typing import Callable
 
 from . import models
+from ...errors import ByocError
 from .onnx_form import onnx_model as _write_onnx
-from .tflite_form import tflite_model as _write_tflite
 from .quant import QuantizedSpec, quantize
 from .spec import Spec
 
@@ -71,7 +71,12 @@ def tflite_model(name: str, int8: bool) -> bytes:
     if name not in TFLITE:
         _check(name)
         raise ValueError(f"model {name!r} has no .tflite form; models with one: {', '.join(TFLITE)}")
-    return _write_tflite(spec(name), quantized(name) if int8 else None)
+    try:
+        from .tflite_form import tflite_model as write   # the tflite schema package is an optional extra
+    except ImportError as exc:
+        raise ByocError(f"the .tflite form of zoo model {name!r} needs the tflite and flatbuffers packages "
+                        f"({exc.name} is missing): pip install 'byoc_compiler[tflite]'") from None
+    return write(spec(name), quantized(name) if int8 else None)
 
 
 def zoo_rows() -> dict[str, tuple[Callable[[], object], str]]:
