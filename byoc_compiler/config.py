@@ -26,7 +26,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as _toml
 
 from .errors import ByocError
-from .plugins import BUILTIN_FLAGS, TargetSource, flag_for, installed_targets
+from .plugins import BUILTIN_FLAGS, DISTRIBUTION, TargetSource, flag_for, installed_targets
 
 PACKAGED_DEFAULTS = Path(__file__).resolve().parent / "defaults.toml"
 # The user's file, in the order looked for in each directory from the working one upward.
@@ -151,20 +151,32 @@ class Config:
         return self.boards[toolchain.board] if toolchain.board is not None else None
 
     def target_modules(self) -> dict[str, tuple[str, str, bool]]:
-        """target name -> (declaration module, flag, enabled) of every target declared once."""
+        """target name -> (declaration module, flag, enabled) of every usable target: declared once, or a
+        built-in one that another package claims too (the built-in is used; `target_conflicts`)."""
         out = {}
         for name, sources in self.target_sources().items():
-            if len(sources) == 1:
+            if len(sources) == 1 or name in self.target_conflicts():
                 flag = self.target_flag(name)
                 out[name] = (sources[0].module, flag, self.backends.get(flag, True))
         return out
 
     def target_collisions(self) -> dict[str, str]:
-        """target name -> the sentence naming every package or file that declares it."""
+        """name -> the sentence naming every package that declares it, for names no target can use (two
+        packages of others claim one name: neither is preferred)."""
         return {name: f"the name {name!r} is declared by more than one package: "
                       + ", ".join(f"{s.origin} ({s.module})" for s in sources)
                       + "; uninstall one of them (or rename its entry point)"
-                for name, sources in self.target_sources().items() if len(sources) > 1}
+                for name, sources in self.target_sources().items()
+                if len(sources) > 1 and sources[0].dist != DISTRIBUTION}
+
+    def target_conflicts(self) -> dict[str, str]:
+        """built-in name -> the sentence naming the other packages that claim it too (ignored: byoc's own
+        target keeps its name, so a stray package cannot take ccompiler's place)."""
+        return {name: "also declared by " + ", ".join(f"{s.origin} ({s.module})" for s in sources[1:])
+                      + f", which {'is' if len(sources) == 2 else 'are'} ignored; uninstall "
+                      + ("it" if len(sources) == 2 else "them") + " or rename the entry point"
+                for name, sources in self.target_sources().items()
+                if len(sources) > 1 and sources[0].dist == DISTRIBUTION}
 
     def toolchain(self, name: str) -> ToolchainConfig:
         try:

@@ -76,7 +76,8 @@ def installed_targets() -> list[TargetSource]:
     root = checkout_root()
     out = _checkout_sources(root) if root is not None else []
     seen = {(s.name, s.module, s.attr, _normalized(s.dist)) for s in out}
-    for ep in sorted(metadata.entry_points(group=GROUP), key=lambda e: e.name):
+    # in name order, then by distribution: the same listing (and collision message) on every machine
+    for ep in sorted(metadata.entry_points(group=GROUP), key=lambda e: (e.name, e.dist.name if e.dist else "")):
         dist = ep.dist.name if ep.dist is not None else "?"
         if root is not None and _normalized(dist) == DISTRIBUTION:
             continue        # the checkout's pyproject.toml speaks for byoc's own targets

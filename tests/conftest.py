@@ -1,4 +1,4 @@
-"""Shared pytest set-up: the repository root is importable (for `targets.*`) wherever pytest starts."""
+"""Shared pytest set-up: the repository root is importable (byoc_compiler from this checkout) wherever pytest starts."""
 import os
 import sys
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-for path in (ROOT, ROOT / "tests"):  # `targets.*`, and the tests' shared helpers (needs, toy_target) from anywhere
+for path in (ROOT, ROOT / "tests"):  # byoc_compiler, and the tests' shared helpers (needs, toy_target) from anywhere
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 

@@ -160,7 +160,8 @@ def make_project(path: Path) -> Path:
     shutil.copy(ROOT / "config.toml", path / "config.toml")
     shutil.copy(ROOT / "pyproject.toml", path / "pyproject.toml")      # pytest's rootdir and options
     (path / "tests").mkdir()
-    shutil.copy(ROOT / "tests" / "conftest.py", path / "tests" / "conftest.py")
+    for name in ("conftest.py", "skip_policy.py", "skip_allowlist.toml"):     # conftest's plugins
+        shutil.copy(ROOT / "tests" / name, path / "tests" / name)
     if (ROOT / "tests" / "matrix").is_dir():
         shutil.copytree(ROOT / "tests" / "matrix", path / "tests" / "matrix", ignore=ignore)
     return path

@@ -27,6 +27,8 @@ def run(args) -> int:
                       _state(t)))
     print(columns(table, rule=False))
     for t in rows:
+        if t.conflict:
+            print(f"\n{t.name}: {t.conflict}")
         if t.error:
             print(f"\n{t.name}: {t.error}")
         elif t.missing:
@@ -34,11 +36,11 @@ def run(args) -> int:
         elif args.ops:
             print(f"\n{t.name} ({t.description}):\n  ops: {', '.join(t.ops) or '-'}")
             print(f"  patterns: {', '.join(t.patterns) or '-'}")
-    broken = [t for t in rows if t.error and not _optional_and_absent(t)]
+    broken = [t for t in rows if (t.error and not _optional_and_absent(t)) or t.conflict]
     if broken:
-        # a gate for CI: a target package that fails to import is an error, not a footnote
+        # a gate for CI: a target package that fails to import (or claims another's name) is an error
         print(f"byoc targets: error: {len(broken)} target(s) failed to load: "
-              + "; ".join(f"{t.name}: {t.error}" for t in broken), file=sys.stderr)
+              + "; ".join(f"{t.name}: {t.error or t.conflict}" for t in broken), file=sys.stderr)
         return 1
     return 0
 

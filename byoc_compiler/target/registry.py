@@ -22,8 +22,10 @@ class _Entry:
     module: str
     flag: str | None
     enabled: bool
-    origin: str = ""                 # "byoc_compiler 0.2.0", "byoc-mynpu 1.0", "[targets] of config.toml"
+    origin: str = ""                 # "byoc_compiler 0.2.0", "byoc-mynpu 1.0", "config.toml [targets]"
     attr: str = "target"
+    dist: str | None = None          # the distribution whose entry point declares it
+    conflict: str | None = None      # other packages claiming this built-in name (ignored, but reported)
     target: Target | None = None
     error: str | None = None
     loaded: bool = False
@@ -32,7 +34,7 @@ class _Entry:
         """Import the declaration module (once); a failure becomes `error`, never an exception."""
         if not self.loaded:
             self.loaded = True
-            self.target, self.error = _load_declaration(self.name, self.module, self.attr, self.flag, self.origin)
+            self.target, self.error = _load_declaration(self, self.module)
         return self
 
 
@@ -53,6 +55,7 @@ class TargetInfo:
     archs: tuple[str, ...] | None = None
     origin: str = ""                # the distribution and version that declares it, or the settings file
     profiles: tuple[str, ...] | None = None   # runtime profiles it runs on (Target.runs_on); None: not loaded
+    conflict: str | None = None     # other packages that claim this built-in name too (ignored)
 
 
 class _Registry:
@@ -66,12 +69,13 @@ class _Registry:
         if self.discovered is None:
             config = load_config()
             self.config_path = config.path
-            collisions = config.target_collisions()
+            collisions, conflicts = config.target_collisions(), config.target_conflicts()
             entries: dict[str, _Entry] = {}
             for name, sources in config.target_sources().items():
                 flag = config.target_flag(name)
                 source = sources[0]
-                entry = _Entry(name, source.module, flag, config.backends.get(flag, True), source.origin, source.attr)
+                entry = _Entry(name, source.module, flag, config.backends.get(flag, True), source.origin, source.attr,
+                               dist=source.dist, conflict=conflicts.get(name))
                 if name in collisions:
                     entry.module = ", ".join(s.module for s in sources)
                     entry.error, entry.loaded = collisions[name], True
@@ -95,8 +99,9 @@ def _import_target(name: str, module: str, flag: str, enabled: bool, attr: str =
     return _Entry(name, module, flag, enabled, attr=attr).load()
 
 
-def _load_declaration(name: str, module: str, attr: str, flag: str | None, origin: str):
+def _load_declaration(entry: _Entry, module: str):
     """(target, None) or (None, the reason it cannot be used)."""
+    name, attr, origin = entry.name, entry.attr, entry.origin
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -111,16 +116,16 @@ def _load_declaration(name: str, module: str, attr: str, flag: str | None, origi
     if target.name != name:
         where = origin if origin.endswith("[targets]") or not origin else f"the entry point of {origin}"
         return None, f"{module} declares target {target.name!r} but {where or 'byoc'} calls it {name!r}"
-    problem = _api_problem(target, origin or module)
+    problem = _api_problem(target, origin or module, entry.dist)
     if problem:
         return None, problem
     target.module = module
     if target.flag is None:
-        target.flag = flag
+        target.flag = entry.flag
     return target, None
 
 
-def _api_problem(target: Target, origin: str) -> str | None:
+def _api_problem(target: Target, origin: str, dist: str | None) -> str | None:
     """Why a target declared for another vendor API cannot load here (a major version differs, or it needs
     names of a newer minor one), else None."""
     wanted = target.vendor_api
@@ -128,9 +133,12 @@ def _api_problem(target: Target, origin: str) -> str | None:
         return None
     have = ".".join(map(str, VENDOR_API_VERSION))
     want = ".".join(map(str, wanted))
-    fix = (f"install a release of {origin} built for vendor API {VENDOR_API_VERSION[0]}.x"
-           if wanted[0] != VENDOR_API_VERSION[0] else f"upgrade byoc_compiler to one with vendor API {want} or later")
-    return (f"target {target.name!r} ({origin}) was built for byoc's vendor API {want}, and this byoc provides "
+    if wanted[0] != VENDOR_API_VERSION[0]:
+        fix = (f"install a release of {dist} written for vendor API {VENDOR_API_VERSION[0]}.x" if dist else
+               f"port it to vendor API {VENDOR_API_VERSION[0]}.x (byoc_compiler.vendor.CHANGELOG says what changed)")
+    else:
+        fix = f"upgrade byoc_compiler to one whose vendor API is {want} or later"
+    return (f"target {target.name!r} ({origin}) was written for byoc's vendor API {want}, and this byoc provides "
             f"vendor API {have}; {fix}")
 
 
@@ -225,7 +233,7 @@ def targets() -> list[TargetInfo]:
             ops=tuple(t.ops) if t else (), patterns=tuple(p.composite for p in t.patterns) if t else (),
             has_codegen=has_codegen, description=t.description if t else "", error=error, missing=missing,
             archs=t.archs if t else None, origin=entry.origin,
-            profiles=t.profiles if t else None))
+            profiles=t.profiles if t else None, conflict=entry.conflict))
     return rows
 
 

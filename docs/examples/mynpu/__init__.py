@@ -1,7 +1,8 @@
 """mynpu: an example BYOC target that takes add, multiply and nn.relu (docs/writing-a-target.md)."""
 from byoc_compiler.vendor import Constant, Target, all_of, float32_only, is_op, wildcard
 
-target = Target("mynpu", flag="USE_MYNPU", description="elementwise add, multiply, relu; one C loop per region")
+target = Target("mynpu", flag="USE_MYNPU", description="elementwise add, multiply, relu; one C loop per region",
+                vendor_api=(1, 3))   # the byoc_compiler.vendor API_VERSION it is written for
 
 
 def same_shapes(call):
