@@ -158,10 +158,11 @@ def expected_outputs(mod, inputs, key=None):
 
 
 def check_runner(runner: Path, run_prefix, model_name: str, mod, *, toolchain: str, executor: str,
-                 interface: str, target: str, seed: int = 0, runner_args=()) -> CheckResult:
+                 interface: str, target: str, seed: int = 0, runner_args=(), timeout: float = 600.0) -> CheckResult:
     """Run `runner` on deterministic inputs and compare with the float64 reference of the unpartitioned
     `mod`, allowing per element a multiple of the float32 error estimate (testing/tolerance.py).
-    `runner_args` go to the runner (`--constants FILE` for constants="params" builds)."""
+    `runner_args` go to the runner (`--constants FILE` for constants="params" builds); a failure or a run
+    past `timeout` seconds (a hung bare-metal image) is a failed row naming the model and the toolchain."""
     from .testing.tolerance import compare_with_bounds
 
     inputs = deterministic_inputs(mod, seed)
@@ -169,7 +170,9 @@ def check_runner(runner: Path, run_prefix, model_name: str, mod, *, toolchain: s
     order = [p.name_hint for p in mod["main"].params]
     with tempfile.TemporaryDirectory(prefix="byoc-check-") as tmp:
         try:
-            actual = run_runner(runner, run_prefix, inputs, order, Path(tmp), extra_args=runner_args)
+            actual, _ = run_runner_timed(runner, run_prefix, [inputs[name] for name in order], Path(tmp),
+                                         timeout=timeout, what=f"running model {model_name!r} with toolchain "
+                                         f"{toolchain!r}", extra_args=runner_args)
         except ByocError as exc:
             return CheckResult(model_name, toolchain, executor, interface, target, False,
                                float("inf"), float("inf"), str(exc))

@@ -7,6 +7,7 @@ arrange its fields.
 """
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shlex
@@ -46,6 +47,25 @@ def check_toolchain(tc) -> None:
         raise ToolchainError(f"toolchain {tc.name!r}: compiler {tc.cc!r} not found; {hint}")
     if tc.run and shutil.which(tc.run[0]) is None:
         raise ToolchainError(f"toolchain {tc.name!r}: {tc.run[0]!r}, which runs its programs, not found; {hint}")
+    for spec in _spec_files(tc):
+        if not _compiler_has_file(tc.cc, spec):
+            raise ToolchainError(f"toolchain {tc.name!r}: {tc.cc!r} has no {spec} (the C library its flags name); "
+                                 f"{hint}")
+
+
+def _spec_files(tc) -> list[str]:
+    """The GCC spec files a toolchain's flags name (--specs=picolibc.specs: the bare-metal C library)."""
+    return [f.split("=", 1)[1] for f in (*tc.cflags, *tc.ldflags) if f.startswith("--specs=")]
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_has_file(cc: str, name: str) -> bool:
+    """gcc -print-file-name=NAME prints a path where it found NAME, else NAME itself."""
+    try:
+        out = subprocess.run([cc, f"-print-file-name={name}"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return os.path.isabs(out.strip())
 
 
 def compile_argv(tc, src, obj, include_dirs: Sequence = (), defines: Sequence[str] = (), opt: str = "-O2",

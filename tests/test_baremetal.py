@@ -229,6 +229,24 @@ def test_wrong_input_is_the_images_message_and_exit_status():
         lib.run_runner(wrong)
 
 
+def test_missing_c_library_names_the_packages():
+    import dataclasses
+
+    tc = load_config().toolchain("cortex-m55")
+    missing = dataclasses.replace(tc, cflags=(*tc.cflags, "--specs=no-such-libc.specs"))
+    with pytest.raises(ByocError, match=r"has no no-such-libc.specs .*apt-get install -y gcc-arm-none-eabi "
+                                        r"picolibc-arm-none-eabi qemu-system-arm"):
+        tcmod.check_toolchain(missing)
+
+
+def test_compare_says_bare_metal_has_no_step_dump():
+    from byoc_compiler.debug.compare import compare_build
+
+    mod, lib = _build("mlp", "host", "cortex-m3")
+    with pytest.raises(ByocError, match="bare metal, whose images write no per-step dump"):
+        compare_build(lib, mod, deterministic_inputs(mod))
+
+
 FAULT_MAIN = """
 #include <stdint.h>
 int main(void) { return (int)*(volatile uint32_t*)0xFFFFFFF0u; }  /* no memory there: a bus fault */

@@ -156,6 +156,10 @@ def _region_ops(func) -> str:
 # ---- running ---------------------------------------------------------------------------------------
 def run_dumped(lib, inputs, runner=None, run_prefix=None, timeout: float = 600.0):
     """Run `lib`'s runner once on `inputs` with --dump; (outputs, [DumpedStep])."""
+    if lib.toolchain.freestanding:
+        raise ByocError(f"compare: toolchain {lib.toolchain.name!r} is bare metal, whose images write no per-step "
+                        "dump (the node observer is hosted-only, docs/bare-metal.md); compare the same partition "
+                        "on a hosted toolchain, or check the whole model with run_runner")
     runner = runner or lib.runner()
     run_prefix = lib.toolchain.run if run_prefix is None else run_prefix
     arrays = [inputs[i["name"]] for i in lib.metadata["inputs"]] if isinstance(inputs, dict) else list(inputs)

@@ -72,7 +72,8 @@ def _check_action(target, source, env):
     runner_args = ["--constants", str(constants)] if request.constants != "linked" and constants.exists() else []
     result = check_runner(Path(str(source[0])), list(tc.run), request.model_name, mod,
                           toolchain=request.toolchain, executor=request.executor,
-                          interface=request.interface, target=request.target, runner_args=runner_args)
+                          interface=request.interface, target=request.target, runner_args=runner_args,
+                          timeout=tc.timeout)
     if not result.passed and result.max_abs_err != float("inf") and not tc.freestanding:
         # (a bare-metal image has no --dump: it runs one model once over semihosting)
         # Where it goes wrong: the same runner again, dumping every step, compared step by step.
