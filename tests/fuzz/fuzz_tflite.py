@@ -9,13 +9,13 @@ from pathlib import Path
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-with atheris.instrument_imports(include=["byoc_compiler", "tflite", "flatbuffers"]):
+with atheris.instrument_imports(include=["byoc_compiler", "flatbuffers"]):
     # everything the target reaches is imported now: modules imported lazily later are not instrumented
     import byoc_compiler.frontend.tflite  # noqa: F401
     import byoc_compiler.frontend.tflite.table  # noqa: F401
     import byoc_compiler.op  # noqa: F401
     import byoc_compiler.transform  # noqa: F401
-    import tflite  # noqa: F401
+    import flatbuffers  # noqa: F401
 from tests.fuzz.py_targets import tflite as target, triaging
 
 if __name__ == "__main__":
