@@ -94,7 +94,9 @@ def _metadata(result, libraries: list[str]) -> dict:
         "run_function": f"{fw.prefix}_run", "header": f"codegen/host/include/{fw.header_name}",
         "memory": {"pools": [{"name": p.name, "size_bytes": p.size, "alignment": p.alignment,
                               "kinds": ["workspace"]} for p in fw.pools],
-                   "constants_bytes": fw.constants_bytes, "functions": functions},
+                   "constants_bytes": fw.constants_bytes, "functions": functions,
+                   # the board's pools as the planner filled them (backend/pools.py): used beside the lower bound
+                   "board_pools": meta.get("pools", [])},
         "inputs": meta["inputs"], "outputs": meta["outputs"],
         "build": {"defines": ["BYOC_FREESTANDING", "BYOC_UNPACKED_API"],
                   "include_dirs": ["codegen/host/include", "runtime/include",
