@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
-    os.environ[_var] = "1"  # before numpy is imported: its BLAS reads these once
+# before numpy is imported (its BLAS reads these once); BYOC_NUM_THREADS: the host GEMM's pool, so that
+# both sides compute on the calling thread whose CPU time is measured
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "BYOC_NUM_THREADS"):
+    os.environ[_var] = "1"
 
 import argparse  # noqa: E402
 import ctypes  # noqa: E402
@@ -130,7 +132,7 @@ def main(argv=None) -> int:
         runtime = ROOT / "byoc_compiler" / "runtime"
         clones = ["-DBYOC_HOST_NO_CLONES"] if args.no_clones else []
         subprocess.run([args.cc, "-std=c99", args.opt, "-fPIC", "-shared", "-DBYOC_UNPACKED_API", *clones,
-                        f"-I{runtime / 'include'}", str(src), str(runtime / "src" / "runtime.c"),
+                        f"-I{runtime / 'include'}", str(src), str(runtime / "src" / "runtime.c"), str(runtime / "src" / "parallel.c"),
                         "-o", str(lib_path), "-lm"], check=True)
         lib = ctypes.CDLL(str(lib_path))
         print(f"host kernels ({args.cc} {args.opt}{', no clones' if args.no_clones else ''}) vs numpy, "

@@ -535,8 +535,11 @@ def build_library(cc: str, directory: Path, cases, defines=(), flags=("-O1",)) -
     run([cc, *WARNINGS, *flags, "-fPIC", include, *defines, "-c", source, "-o", directory / "kernels.o"])
     # The runtime belongs to someone else: compile it without -Werror so its warnings cannot fail us.
     run([cc, "-std=c99", *flags, "-fPIC", include, "-c", RUNTIME / "src" / "runtime.c", "-o", directory / "runtime.o"])
+    # the GEMM's column panels run on the runtime's thread pool
+    run([cc, "-std=c99", *flags, "-fPIC", include, "-c", RUNTIME / "src" / "parallel.c", "-o", directory / "parallel.o"])
     lib = directory / "libkernels.so"
-    run([cc, "-shared", directory / "kernels.o", directory / "runtime.o", "-o", lib, "-lm"])
+    run([cc, "-shared", directory / "kernels.o", directory / "runtime.o", directory / "parallel.o", "-o", lib, "-lm",
+         "-lpthread"])
     return ctypes.CDLL(str(lib))
 
 
@@ -834,7 +837,7 @@ def test_driver_batch_on_toolchain(tc, tmp_path):
     driver.write_text(_driver_source(CASES))
     exe = tmp_path / "driver"
     run([tc.cc, *tc.cflags, *WARNINGS, "-O1", "-DBYOC_UNPACKED_API", f"-I{RUNTIME / 'include'}",
-         source, driver, RUNTIME / "src" / "runtime.c", "-o", exe, *tc.ldflags])
+         source, driver, RUNTIME / "src" / "runtime.c", RUNTIME / "src" / "parallel.c", "-o", exe, *tc.ldflags])
     all_inputs = [inputs_for(c) for c in CASES]
     (tmp_path / "in.bin").write_bytes(b"".join(a.astype(a.dtype.newbyteorder("<")).tobytes()
                                                for ins in all_inputs for a in ins))
@@ -880,3 +883,33 @@ def test_each_kernel_alone_uses_every_helper_it_defines(cc, tmp_path):
         source = tmp_path / f"{case.symbol}.c"
         source.write_text(emit_kernel(typed_call(case), case.symbol).code)
         run([cc, *WARNINGS, f"-I{RUNTIME / 'include'}", "-DBYOC_UNPACKED_API", "-fsyntax-only", source])
+
+
+# Big enough that the kernels split their work into several pool tasks.
+PARALLEL_CASES = [
+    Case("parallel-conv2d-3x3", "nn.conv2d", (Arg((1, 16, 32, 32)), Arg((32, 16, 3, 3))), {"padding": 1}),
+    Case("parallel-dense", "nn.dense", (Arg((64, 300)), Arg((200, 300)))),
+    # planes in tasks (cwriter.plane_tasks)
+    Case("parallel-depthwise", "nn.conv2d", (Arg((1, 32, 56, 56)), Arg((32, 1, 3, 3))), {"groups": 32, "padding": 1}),
+    Case("parallel-max_pool", "nn.max_pool2d", (Arg((1, 64, 64, 64)),), {"pool_size": 3, "padding": 1}),
+]
+
+
+@pytest.fixture(scope="module")
+def parallel_lib(tmp_path_factory):
+    return build_library(COMPILERS[0], tmp_path_factory.mktemp("parallel"), PARALLEL_CASES, ["-DBYOC_UNPACKED_API"])
+
+
+@pytest.mark.parametrize("case", PARALLEL_CASES, ids=lambda c: c.id)
+def test_pool_tasks_give_the_same_bits_for_every_thread_count(case, parallel_lib):
+    lib = parallel_lib
+    inputs = inputs_for(case)
+    results = []
+    for threads in (1, 2, 3, 8):
+        assert lib.byoc_set_num_threads(threads) == 0
+        outputs = empty_outputs(case)
+        assert call_unpacked(getattr(lib, case.symbol), inputs + outputs) == 0, last_error(lib)
+        results.append(outputs[0])
+    check_outputs(case, results[:1], reference(case, inputs), inputs)
+    for threads, got in zip((2, 3, 8), results[1:]):
+        np.testing.assert_array_equal(got, results[0], err_msg=f"{threads} threads")

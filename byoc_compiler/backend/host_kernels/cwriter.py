@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from ...ctext import int_literal
+from ...ctext import c_type, int_literal
 
 
 # Small static functions kernels may use: name -> (headers, definition). The driver emits the
@@ -184,6 +184,36 @@ def loop_nest(shape: Sequence[int], strides: Mapping[str, Sequence[int]],
         pad = pad[:-2]
         lines.append(f"{pad}}}")
     return "\n".join(lines)
+
+
+def plane_tasks(ctx, planes: int, plane_cost: int, body: str) -> str:
+    """The core's statements running `body` (it sees `plane` and the kernel's in*/out* pointers) for
+    every plane in [0, planes), in tasks of whole planes on the runtime's pool: a static task function
+    is added to the kernel. A task gets at least ~2^18 units of `plane_cost` (a hand-off costs
+    microseconds); the split depends on the shape alone, so every thread count computes the same bits."""
+    per = min(planes, 2 ** 18 // max(1, plane_cost) + 1)
+    tasks = -(-planes // per)
+    ctx.need("byoc/parallel.h")
+    pointers = [(f"const {c_type(t.dtype)}*", f"in{i}") for i, t in enumerate(ctx.inputs)]
+    pointers += [(f"{c_type(t.dtype)}*", f"out{i}") for i, t in enumerate(ctx.outputs)]
+    name = f"{ctx.symbol}_planes"
+    fields = " ".join(f"{t} {n};" for t, n in pointers)
+    unpack = "\n".join(f"  {t} restrict {n} = a->{n};\n  (void){n};" for t, n in pointers)
+    P, N = int_literal(per), int_literal(planes)
+    ctx.functions.append(f"""typedef struct {{ {fields} }} {name}_args;
+static void {name}(int32_t task, int32_t n_tasks, void* arg) {{
+  const {name}_args* a = (const {name}_args*)arg;
+{unpack}
+  const int64_t first = (int64_t)task * {P};
+  const int64_t end = first + {P} < {N} ? first + {P} : {N};
+  (void)n_tasks;
+  for (int64_t plane = first; plane < end; ++plane) {{
+{indent_block(body, 2)}
+  }}
+}}""")
+    assign = " ".join(f"args.{n} = {n};" for _, n in pointers)
+    call = f"{name}(0, 1, &args);" if tasks == 1 else f"(void)byoc_parallel_for({tasks}, {name}, &args);"
+    return f"  {name}_args args;\n  {assign}\n  {call}"
 
 
 def indent_block(text: str, levels: int = 1) -> str:

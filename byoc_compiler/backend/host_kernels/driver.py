@@ -34,7 +34,7 @@ HELPER_DEPS.update(gemm.HELPER_DEPS)
 _RESTRICT = re.compile(r"\* ((?:in|out)[0-9]+)\b")
 
 # Order matters only for readability of the generated file.
-_HEADER_ORDER = ("stdint.h", "stddef.h", "string.h", "math.h", "byoc/runtime.h")
+_HEADER_ORDER = ("stdint.h", "stddef.h", "string.h", "math.h", "byoc/runtime.h", "byoc/parallel.h")
 
 
 class HostKernelError(ByocError, ValueError):
@@ -60,6 +60,7 @@ class KernelContext:
     attrs: Attrs
     headers: set[str] = field(default_factory=set)
     helpers: list[str] = field(default_factory=list)
+    functions: list[str] = field(default_factory=list)   # this kernel's own static functions (pool tasks)
 
     @property
     def op_name(self) -> str:
@@ -141,6 +142,7 @@ def emit_kernel(call: Call, symbol: str) -> KernelSource:
     headers = {"stdint.h"} | ctx.headers
     lines = [f"#include <{h}>" for h in _HEADER_ORDER if h in headers]
     lines.extend(helper_definition(h) for h in ctx.helpers)
+    lines.extend(ctx.functions)
     lines.append(f"/* host kernel {symbol}: {call.op.name}; "
                  + ", ".join(f"in{i} {_type_text(t)}" for i, t in enumerate(inputs))
                  + (" -> " if inputs else "-> ")

@@ -76,28 +76,67 @@ BYOC_HOST_CLONES static float byoc_host_dot(int64_t k, const float* restrict x, 
 }"""
 
 # B panels: kc rows of NR floats, zero past the last column, filled by a callback so that dense/matmul
-# (a strided matrix) and conv2d (im2col of the input) share the blocked loops.
+# (a strided matrix) and conv2d (im2col of the input) share the blocked loops; column panels are the
+# tasks handed to the runtime's thread pool (byoc/parallel.h).
 _PANELS = """typedef void (*byoc_host_fill)(const void* ctx, int64_t k0, int64_t kc, int64_t n0, int64_t nr, float* bp);
 
-/* c (m x n, strides scm/scn) = a (m x k, strides sam/sak) * B (k x n, given by fill) */
-static void byoc_host_gemm_panels(int64_t m, int64_t n, int64_t k, const float* a, int64_t sam, int64_t sak,
-                                  byoc_host_fill fill, const void* ctx, float* c, int64_t scm, int64_t scn) {
+typedef struct {
+  int64_t m, n, k, sam, sak, scm, scn, per_task;
+  const float* a;
+  byoc_host_fill fill;
+  const void* ctx;
+  float* c;
+} byoc_host_gemm_job;
+
+/* panels [task * per_task, (task + 1) * per_task) of NR columns, each packed into this task's own buffer */
+static void byoc_host_gemm_task(int32_t task, int32_t n_tasks, void* arg) {
+  const byoc_host_gemm_job* g = (const byoc_host_gemm_job*)arg;
   float bp[BYOC_HOST_KC * BYOC_HOST_NR];
-  for (int64_t n0 = 0; n0 < n; n0 += BYOC_HOST_NR) {
-    const int64_t nr = n - n0 < BYOC_HOST_NR ? n - n0 : BYOC_HOST_NR;
-    if (k == 0) {
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < nr; ++j) c[i * scm + (n0 + j) * scn] = 0.0f;
+  const int64_t first = (int64_t)task * g->per_task * BYOC_HOST_NR;
+  const int64_t end = first + g->per_task * BYOC_HOST_NR < g->n ? first + g->per_task * BYOC_HOST_NR : g->n;
+  (void)n_tasks;
+  for (int64_t n0 = first; n0 < end; n0 += BYOC_HOST_NR) {
+    const int64_t nr = end - n0 < BYOC_HOST_NR ? end - n0 : BYOC_HOST_NR;
+    if (g->k == 0) {
+      for (int64_t i = 0; i < g->m; ++i)
+        for (int64_t j = 0; j < nr; ++j) g->c[i * g->scm + (n0 + j) * g->scn] = 0.0f;
       continue;
     }
-    for (int64_t k0 = 0; k0 < k; k0 += BYOC_HOST_KC) {
-      const int64_t kc = k - k0 < BYOC_HOST_KC ? k - k0 : BYOC_HOST_KC;
-      fill(ctx, k0, kc, n0, nr, bp);
-      for (int64_t m0 = 0; m0 < m; m0 += BYOC_HOST_MR)
-        byoc_host_tile(kc, a + m0 * sam + k0 * sak, sam, sak, m - m0 < BYOC_HOST_MR ? m - m0 : BYOC_HOST_MR,
-                       bp, c + m0 * scm + n0 * scn, scm, scn, nr, k0 > 0);
+    for (int64_t k0 = 0; k0 < g->k; k0 += BYOC_HOST_KC) {
+      const int64_t kc = g->k - k0 < BYOC_HOST_KC ? g->k - k0 : BYOC_HOST_KC;
+      g->fill(g->ctx, k0, kc, n0, nr, bp);
+      for (int64_t m0 = 0; m0 < g->m; m0 += BYOC_HOST_MR)
+        byoc_host_tile(kc, g->a + m0 * g->sam + k0 * g->sak, g->sam, g->sak,
+                       g->m - m0 < BYOC_HOST_MR ? g->m - m0 : BYOC_HOST_MR, bp, g->c + m0 * g->scm + n0 * g->scn,
+                       g->scm, g->scn, nr, k0 > 0);
     }
   }
+}
+
+/* c (m x n, strides scm/scn) = a (m x k, strides sam/sak) * B (k x n, given by fill), in tasks of whole
+ * column panels on the runtime's pool. A task gets at least ~2^20 flops (a hand-off costs microseconds)
+ * and the split depends on the shape alone, so every thread count computes the same bits. */
+static void byoc_host_gemm_panels(int64_t m, int64_t n, int64_t k, const float* a, int64_t sam, int64_t sak,
+                                  byoc_host_fill fill, const void* ctx, float* c, int64_t scm, int64_t scn) {
+  byoc_host_gemm_job g;
+  const int64_t panels = (n + BYOC_HOST_NR - 1) / BYOC_HOST_NR;
+  const int64_t panel_flops = 2 * m * (k > 0 ? k : 1) * BYOC_HOST_NR;
+  int64_t per_task = (INT64_C(1) << 20) / (panel_flops > 0 ? panel_flops : 1) + 1;
+  if (per_task < (panels + 4095) / 4096) per_task = (panels + 4095) / 4096;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.sam = sam;
+  g.sak = sak;
+  g.scm = scm;
+  g.scn = scn;
+  g.per_task = per_task;
+  g.a = a;
+  g.fill = fill;
+  g.ctx = ctx;
+  g.c = c;
+  if (panels <= per_task) byoc_host_gemm_task(0, 1, &g);
+  else (void)byoc_parallel_for((int32_t)((panels + per_task - 1) / per_task), byoc_host_gemm_task, &g);
 }"""
 
 _MATRIX = """typedef struct { const float* b; int64_t sbk, sbn; } byoc_host_matrix;
@@ -170,7 +209,7 @@ HELPERS = {
     "byoc_host_isa": ((), _CLONES),
     "byoc_host_tile": ((), _tile()),
     "byoc_host_dot": ((), _DOT),
-    "byoc_host_gemm_panels": ((), _PANELS),
+    "byoc_host_gemm_panels": (("byoc/parallel.h",), _PANELS),
     "byoc_host_gemm": ((), _MATRIX),
     "byoc_host_fill_im2col": ((), _IM2COL),
 }

@@ -10,7 +10,7 @@ import numpy as np
 from ...ctext import c_type, double_literal, int64_array, int_literal as L
 from ...op.batch_matmul import matmul_dims
 from .cwriter import (axis_split, broadcast_strides, contiguous_strides, Conv2d, conv_window, flat_loop, indent_block,
-                      loop_nest, size_of)
+                      loop_nest, plane_tasks, size_of)
 
 
 def _dot(a_at, b_at, k: int) -> str:
@@ -68,7 +68,7 @@ def _conv2d(ctx) -> str:
     if g.n * g.o * g.oh * g.ow == 0:
         return ""
     if g.cg == 1:
-        return _depthwise(g)
+        return _depthwise(ctx, g)
     groups = g.c // g.cg
     k, pixels = g.cg * g.kh * g.kw, g.oh * g.ow
     weights = f"in1 + grp * {L(g.per_group * k)}"
@@ -88,21 +88,19 @@ def _conv2d(ctx) -> str:
     return flat_loop(g.n, flat_loop(groups, call, var="grp", indent=0), var="b")
 
 
-def _depthwise(g: Conv2d) -> str:
+def _depthwise(ctx, g: Conv2d) -> str:
     """One input channel per output channel: per output row, each tap adds a scaled input row (a
     vectorizable axpy at stride 1)."""
     taps = _row_taps(g.h, g.w, (g.kh, g.kw), (g.sh, g.sw), (g.dh, g.dw), (g.pt, g.pl), g.ow,
                      f"const float weight = wk[ky * {L(g.kw)} + kx];", "{y} += weight * v;")
-    return f"""  for (int64_t plane = 0; plane < {L(g.n * g.o)}; ++plane) {{
-    const int64_t oc = plane % {L(g.o)};
-    const float* restrict x = in0 + (plane / {L(g.o)} * {L(g.c)} + oc / {L(g.per_group)}) * {L(g.h * g.w)};
-    const float* restrict wk = in1 + oc * {L(g.kh * g.kw)};
-    for (int64_t oy = 0; oy < {L(g.oh)}; ++oy) {{
-      float* restrict y = out0 + plane * {L(g.oh * g.ow)} + oy * {L(g.ow)};
-      for (int64_t ox = 0; ox < {L(g.ow)}; ++ox) y[ox] = 0.0f;
-{indent_block(taps, 3)}
-    }}
-  }}"""
+    return plane_tasks(ctx, g.n * g.o, g.oh * g.ow * g.kh * g.kw, f"""const int64_t oc = plane % {L(g.o)};
+const float* restrict x = in0 + (plane / {L(g.o)} * {L(g.c)} + oc / {L(g.per_group)}) * {L(g.h * g.w)};
+const float* restrict wk = in1 + oc * {L(g.kh * g.kw)};
+for (int64_t oy = 0; oy < {L(g.oh)}; ++oy) {{
+  float* restrict y = out0 + plane * {L(g.oh * g.ow)} + oy * {L(g.ow)};
+  for (int64_t ox = 0; ox < {L(g.ow)}; ++ox) y[ox] = 0.0f;
+{indent_block(taps, 1)}
+}}""")
 
 
 def _row_taps(h: int, w: int, kernel, strides, dilation, pad, ow: int, setup: str, update: str) -> str:
@@ -193,14 +191,13 @@ def _max_pool_rows(ctx, select: str) -> str:
     a = ctx.attrs
     taps = _row_taps(h, w, a.pool_size, a.strides, a.dilation, a.padding[:2], ow, "",
                      f"{{y}} = {select}((v > {{y}}) | (v != v), v, {{y}});")
-    return f"""  for (int64_t plane = 0; plane < {L(n * c)}; ++plane) {{
-    const float* restrict x = in0 + plane * {L(h * w)};
-    for (int64_t oy = 0; oy < {L(oh)}; ++oy) {{
-      float* restrict y = out0 + plane * {L(oh * ow)} + oy * {L(ow)};
-      for (int64_t ox = 0; ox < {L(ow)}; ++ox) y[ox] = -INFINITY;
-{indent_block(taps, 3)}
-    }}
-  }}"""
+    kh, kw = a.pool_size
+    return plane_tasks(ctx, n * c, oh * ow * kh * kw, f"""const float* restrict x = in0 + plane * {L(h * w)};
+for (int64_t oy = 0; oy < {L(oh)}; ++oy) {{
+  float* restrict y = out0 + plane * {L(oh * ow)} + oy * {L(ow)};
+  for (int64_t ox = 0; ox < {L(ow)}; ++ox) y[ox] = -INFINITY;
+{indent_block(taps, 1)}
+}}""")
 
 
 def _avg_pool2d(ctx) -> str:
