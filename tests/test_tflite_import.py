@@ -42,6 +42,8 @@ OPS = {
     "logistic": P(tm.activation, op="LOGISTIC"),
     "tanh": P(tm.activation, op="TANH", shape=(4, 64)),
     "conv_softmax_over_channels": tm.conv_softmax,
+    "batch_matmul": tm.batch_matmul,
+    "batch_matmul_adj_y": P(tm.batch_matmul, adj_y=True),
 }
 
 

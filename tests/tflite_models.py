@@ -135,6 +135,16 @@ def conv_softmax(quantized):
     return m.finish([x], [y])
 
 
+def batch_matmul(quantized, adj_y=False):
+    """BATCH_MATMUL of two run-time tensors, [2, 3, 5, 16] x [2, 3, 16, 7] (or its transpose with adj_y)."""
+    m = Maker(quantized, seed=8)
+    a = m.act("a", (2, 3, 5, 16))
+    b = m.act("b", (2, 3, 7, 16) if adj_y else (2, 3, 16, 7))
+    y = m.act("y", (2, 3, 5, 7), scale=0.5 if quantized else None)
+    m.w.op("BATCH_MATMUL", [a, b], [y], adj_x=False, adj_y=adj_y)
+    return m.finish([a, b], [y])
+
+
 def small_cnn(quantized):
     """conv -> depthwise conv -> conv (stride 2) -> average pool -> reshape -> fully connected."""
     m = Maker(quantized, seed=5)

@@ -9,10 +9,10 @@ import math
 
 import numpy as np
 
-from ...ir.expr import Tuple
+from ...ir.expr import Constant, Tuple
 from ..graph_context import NodeError
 from .ops_nn import float_path
-from .qparams import INT_TYPES, fused_activation, same_quant
+from .qparams import INT_TYPES, fused_activation, per_tensor, requantize, same_quant
 from .table import converter
 from .values import NHWC_AXIS_IN_NCHW, TO_NCHW, Value
 
@@ -130,14 +130,30 @@ def _kept_order_same(axes) -> bool:
     return kept_nhwc == kept_nchw
 
 
+# int8 products summed in float32 stay exact while every partial sum is an integer below 2**24
+_EXACT_FLOAT_SUM = 2 ** 24
+
+
 @converter("BATCH_MATMUL")
 def _batch_matmul(op, cx):
-    if cx.info(op.inputs[0]).dtype != "float32":
-        raise NodeError("quantized BATCH_MATMUL is not supported yet")
+    dtype = cx.info(op.inputs[0]).dtype
     a, b = cx.plain(cx.value(op, 0)), cx.plain(cx.value(op, 1))
-    y = cx.call("nn.batch_matmul", a, b, transpose_a=bool(op.options.get("adj_x")),
-                transpose_b=bool(op.options.get("adj_y")))
-    return [Value(y)]
+    flags = dict(transpose_a=bool(op.options.get("adj_x")), transpose_b=bool(op.options.get("adj_y")))
+    if dtype == "float32":
+        return [Value(cx.call("nn.batch_matmul", a, b, **flags))]
+    if dtype != "int8" or cx.info(op.inputs[1]).dtype != "int8":
+        raise NodeError(f"BATCH_MATMUL of {dtype} x {cx.info(op.inputs[1]).dtype} is not supported (int8 x int8 is)")
+    (sa, za), (sb, zb) = (per_tensor(cx.quant(op.inputs[i], f"input {i}"), f"input {i}") for i in (0, 1))
+    out_q = cx.quant(op.outputs[0], "the output")
+    depth = cx.shape(a)[-2 if flags["transpose_a"] else -1]
+    if depth * 255 * 255 >= _EXACT_FLOAT_SUM:
+        raise NodeError(f"int8 BATCH_MATMUL over a depth of {depth} (byoc sums it exactly up to depth 258)")
+    # exact integer sums of (a - za) * (b - zb), then TFLite's requantization of the int32 result
+    af = cx.call("subtract", cx.call("cast", a, dtype="float32"), Constant(np.float32(za)))
+    bf = cx.call("subtract", cx.call("cast", b, dtype="float32"), Constant(np.float32(zb)))
+    acc = cx.call("cast", cx.call("nn.batch_matmul", af, bf, **flags), dtype="int32")
+    nd = len(cx.shape(acc))
+    return [Value(requantize(cx, acc, [sa * sb], out_q, nd - 1, "int8"))]
 
 
 @converter("GATHER")
