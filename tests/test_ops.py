@@ -450,6 +450,8 @@ BAD_TYPES = [
     ("qnn.mul-float", lambda a, b: _q("qnn.mul", a, b, lhs_scale=[1.0], rhs_scale=[1.0], output_scale=[1.0]),
      [f32(2), f32(2)], ["qnn.mul", "float32"]),
     ("qnn.softmax-float", lambda a: _q("qnn.softmax", a, input_scale=0.1), [f32(2, 3)], ["qnn.softmax", "float32"]),
+    ("qnn.subtract-float", lambda a, b: _q("qnn.subtract", a, b, lhs_scale=[1.0], rhs_scale=[1.0], output_scale=[1.0]),
+     [f32(2), f32(2)], ["qnn.subtract", "float32"]),
     ("qnn.concatenate-count", lambda a, b: _q("qnn.concatenate", [a, b], input_scales=[1.0], input_zero_points=[0],
                                                output_scale=1.0), [_I8, _I8], ["qnn.concatenate", "input_scales"]),
     ("qnn.avg_pool2d-float", lambda a: _q("qnn.avg_pool2d", a, input_scale=[1.0], output_scale=[1.0]),

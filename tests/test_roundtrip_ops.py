@@ -134,6 +134,9 @@ OP_MODELS.update({
                                                    input_scale=[0.1], input_zero_point=1, output_scale=[0.07])),
     "qnn.softmax": lambda: _single(lambda x: _q("qnn.softmax", _q("qnn.quantize", x, scale=[0.1]), input_scale=0.1,
                                                 beta=0.5, axis=1)),
+    "qnn.subtract": lambda: _single(lambda x: _q("qnn.subtract", _quant(x), _quant(x), lhs_scale=[0.1],
+                                                 lhs_zero_point=1, rhs_scale=[0.2], rhs_zero_point=-1,
+                                                 output_scale=[0.3])),
 })
 
 

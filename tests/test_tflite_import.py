@@ -31,6 +31,7 @@ OPS = {
     "add": tm.binary,
     "add_broadcast_relu": P(tm.binary, act="RELU", broadcast=True),
     "mul": P(tm.binary, op="MUL"),
+    "sub_broadcast_relu": P(tm.binary, op="SUB", act="RELU", broadcast=True),
     "mul_relu6": P(tm.binary, op="MUL", act="RELU6"),
     "average_pool_same": tm.pool,
     "average_pool_valid": P(tm.pool, padding="VALID", size=2),

@@ -261,7 +261,7 @@ def _infer_qbinary(name):
         _range_check(name, "output_zero_point", (attrs.output_zero_point,), lhs.dtype)
         if attrs.rounding == "tflite":
             try:
-                tflite_add_params(attrs, lhs.dtype) if name == "qnn.add" else tflite_mul_multiplier(attrs)
+                tflite_mul_multiplier(attrs) if name == "qnn.mul" else tflite_add_params(attrs, lhs.dtype)
             except ValueError as exc:
                 raise OpTypeError(name, "output_scale", "scales whose ratios TFLite's multipliers represent",
                                   str(exc)) from None

@@ -131,12 +131,12 @@ def add_params(lhs_scale: float, rhs_scale: float, out_scale: float, dtype: str)
 
 
 def add(lhs: np.ndarray, rhs: np.ndarray, lhs_zp: int, rhs_zp: int, out_zp: int, p: dict,
-        out_dtype: str) -> np.ndarray:
-    """TFLite's quantized ADD (SUB: rhs multiplier negated by the caller), before the activation clamp."""
+        out_dtype: str, subtract: bool = False) -> np.ndarray:
+    """TFLite's quantized ADD (SUB with `subtract`: the rhs multiplier negated), before the activation clamp."""
     a = (np.asarray(lhs, np.int64) - lhs_zp) << p["left_shift"]
     b = (np.asarray(rhs, np.int64) - rhs_zp) << p["left_shift"]
     sa = multiply_by_quantized_multiplier(a, p["m1"], p["e1"])
-    sb = multiply_by_quantized_multiplier(b, p["m2"], p["e2"])
+    sb = multiply_by_quantized_multiplier(b, -p["m2"] if subtract else p["m2"], p["e2"])
     raw = multiply_by_quantized_multiplier(wrap32(sa + sb), p["mo"], p["eo"]) + out_zp
     info = np.iinfo(out_dtype)
     return np.clip(raw, info.min, info.max).astype(out_dtype)

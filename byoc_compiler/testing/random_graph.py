@@ -770,6 +770,7 @@ MAKERS: dict[str, Callable] = {
     "qnn.quantize": _quantize, "qnn.dequantize": _dequantize, "qnn.requantize": _requantize,
     "qnn.conv2d": _qconv2d, "qnn.dense": _qdense, "qnn.matmul": _qmatmul, "qnn.add": _qbinary("qnn.add"),
     "qnn.mul": _qbinary("qnn.mul"), "qnn.concatenate": _qconcatenate, "qnn.softmax": _qsoftmax,
+    "qnn.subtract": _qbinary("qnn.subtract"),
 }
 
 

@@ -89,7 +89,7 @@ def requantize(ctx, channel: str, n: int) -> str:
     return "\n".join(pre) + "\n" + flat_loop(size_of(ctx.inputs[0].shape), body)
 
 
-def add(ctx, binary) -> str:
+def add(ctx, binary, subtract: bool = False) -> str:
     """TFLite's ADD: both inputs shifted left, rescaled to twice the larger scale, summed, rescaled.
     `binary(ctx, expr_of)` is qnn.py's loop over the broadcast operands a, b (zero points subtracted)."""
     dtype = ctx.outputs[0].dtype
@@ -100,7 +100,7 @@ def add(ctx, binary) -> str:
 
     def expr(a, b):
         sa = f"{f}({a} * {shift}, {L(p['m1'])}, {p['e1']})"
-        sb = f"{f}({b} * {shift}, {L(p['m2'])}, {p['e2']})"
+        sb = f"{f}({b} * {shift}, {L(-p['m2'] if subtract else p['m2'])}, {p['e2']})"
         raw = f"{f}((int64_t)byoc_wrap_i32((int64_t){sa} + {sb}), {L(p['mo'])}, {p['eo']})"
         return _clamped(ctx, f"({raw} + {L(ctx.attrs.output_zero_point)})", dtype)
     return binary(ctx, expr)
@@ -141,4 +141,9 @@ for (int64_t c = 0; c < {L(extent)}; ++c) {{
     return "  " + line_array("exps", "int32", table) + "\n" + flat_loop(outer * inner, body, var="o")
 
 
-RULES = {"qnn.softmax": softmax}
+def _subtract(ctx) -> str:
+    from .qnn import _binary   # qnn.py imports this module: its loop helper is reached at call time
+    return add(ctx, _binary, subtract=True)
+
+
+RULES = {"qnn.softmax": softmax, "qnn.subtract": _subtract}

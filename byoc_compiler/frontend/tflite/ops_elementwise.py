@@ -27,7 +27,7 @@ def _qbinary(cx, op, exprs, dtype: str):
     (ls, lz), (rs, rz) = (per_tensor(cx.quant(op.inputs[i], f"input {i}"), f"input {i}") for i in (0, 1))
     out_q = cx.quant(op.outputs[0], "the output")
     os_, oz = per_tensor(out_q, "the output")
-    name = {"ADD": "qnn.add", "MUL": "qnn.mul"}[op.name]
+    name = {"ADD": "qnn.add", "MUL": "qnn.mul", "SUB": "qnn.subtract"}[op.name]
     lhs, rhs = exprs
     y = cx.call(name, lhs, rhs, lhs_scale=[ls], lhs_zero_point=lz, rhs_scale=[rs], rhs_zero_point=rz,
                 output_scale=[os_], output_zero_point=oz, rounding="tflite")
@@ -47,12 +47,12 @@ def _binary(op, cx):
         return [Value(fused_activation(cx, op, y, None, "float32"), layout)]
     if dtype not in ("int8", "uint8"):
         raise NodeError(f"input type {cx.info(op.inputs[0]).type_name} is not supported")
-    if op.name in ("ADD", "MUL"):
+    if op.name in ("ADD", "MUL", "SUB"):
         return [Value(_qbinary(cx, op, exprs, dtype), layout)]
     if op.name in ("MAXIMUM", "MINIMUM") and all(same_quant(cx.info(i).quant, cx.info(op.outputs[0]).quant)
                                                  for i in op.inputs):
         return [Value(cx.call(_FLOAT_BINARY[op.name], *exprs), layout)]
-    raise NodeError(f"{op.name} on {dtype} is not supported yet (ADD, MUL, and MAXIMUM/MINIMUM with one "
+    raise NodeError(f"{op.name} on {dtype} is not supported yet (ADD, SUB, MUL, and MAXIMUM/MINIMUM with one "
                     "quantization are)")
 
 
