@@ -228,7 +228,7 @@ def pool2d_params(data_shape, pool_size, strides, padding, dilation, ceil_mode, 
 
 # ---- size formulas, mirrored from the C (ck_internal.h, ck_gemm.c, ck_conv2d.c) ----------------
 _M_QUANTUM, _N_QUANTUM, _MC, _KC, _ALIGN = 24, 32, 96, 256, 64
-_N_CHUNK, _MIN_TASKS = 128, 8     # ck_gemm.c's split of C into tasks
+_N_CHUNK, _MIN_TASKS = 1024, 8    # ck_gemm.c's split of C into tasks
 _DW_TASK_GROUPS = 4               # ck_conv2d.c's split of one-channel groups into tasks
 _PM_MR, _PM_MAX_PIXELS = 7, 1024  # pixel-major tiles (CK_PM_MR, CK_PM_MAX_PIXELS)
 
@@ -237,29 +237,33 @@ def _round_up(x: int, q: int) -> int:
     return (x + q - 1) // q * q
 
 
-def gemm_tasks(m: int, n: int) -> int:
-    """ck_gemm_split_of: column chunks of _N_CHUNK, and row groups of whole _MC blocks when there are fewer
-    than _MIN_TASKS chunks (the shape alone decides: results do not depend on the thread count)."""
+def gemm_split(m: int, n: int) -> tuple[int, int]:
+    """ck_gemm_split_of: (column chunks of _N_CHUNK, row groups of whole _MC blocks, made when there are
+    fewer than _MIN_TASKS chunks); the shape alone decides: results do not depend on the thread count."""
     blocks = -(-m // _MC)
     chunks = -(-n // _N_CHUNK)
     groups = 1 if chunks >= _MIN_TASKS else min(blocks, -(-_MIN_TASKS // chunks))
     per_group = -(-blocks // groups)
-    return chunks * -(-blocks // per_group)
+    return chunks, -(-blocks // per_group)
 
 
 def _gemm_slots(m: int, n: int) -> int:
     """Per-thread scratch slots of one gemm: the build's max_threads, at most one per task."""
-    return min(build_max_threads(), gemm_tasks(m, n))
+    chunks, groups = gemm_split(m, n)
+    return min(build_max_threads(), chunks * groups)
 
 
 def gemm_workspace_bytes(m: int, n: int, k: int) -> int:
-    """Bytes of scratch ck_gemm / ck_dense / ck_matmul need (independent of CPU and flags): per slot,
-    A's block and B's panel."""
+    """Bytes of scratch ck_gemm / ck_dense / ck_matmul need (independent of CPU and flags): per slot, A's
+    block and B's panel; with row groups, A's block per slot and all of B packed once (ck_pack_b_ahead's
+    layout) after them."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0
     kc = min(_KC, k)
-    slot = _ALIGN + 4 * (min(_MC, _round_up(m, _M_QUANTUM)) * kc + kc * min(_N_CHUNK, _round_up(n, _N_QUANTUM)))
-    return _gemm_slots(m, n) * slot
+    a_block = 4 * min(_MC, _round_up(m, _M_QUANTUM)) * kc
+    if gemm_split(m, n)[1] > 1:
+        return _gemm_slots(m, n) * (_ALIGN + a_block) + _ALIGN + 4 * _round_up(n, _N_QUANTUM) * k
+    return _gemm_slots(m, n) * (_ALIGN + a_block + 4 * kc * min(_N_CHUNK, _round_up(n, _N_QUANTUM)))
 
 
 dense_workspace_bytes = matmul_workspace_bytes = batch_matmul_workspace_bytes = gemm_workspace_bytes

@@ -21,9 +21,13 @@ static int64_t ck_round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
  * fall on cache lines of rows that start on one) and, when there are fewer than CK_MIN_TASKS chunks,
  * row groups of whole CK_MC blocks. The split depends on the shape alone, never on the thread count, and
  * every element of C is computed by one task in one fixed order: results are the same for every count.
- * Each task packs its own panel of B (KC x CK_N_CHUNK, 128 KiB: it stays in the core's L2 while every
- * row block of its group passes over it) into its thread's slot of the workspace. */
-#define CK_N_CHUNK 128
+ * Each task packs its own panel of B (KC x CK_N_CHUNK) into its thread's slot of the workspace and runs
+ * every row block of its group over it. Chunks as wide as one thread's old NC block keep its speed:
+ * 128-column chunks re-read the A blocks (weights) per chunk and cut C's store streams short, and ran
+ * ResNet-50's 1x1 64->256 @56 at 0.37x, its 1x1/2 512->1024 @28 at 0.8x of one 1024-column block. */
+#ifndef CK_N_CHUNK /* (set on the command line: block-size experiments) */
+#define CK_N_CHUNK 1024
+#endif
 #define CK_MIN_TASKS 8
 
 typedef struct {
@@ -56,8 +60,18 @@ static size_t ck_gemm_slot_bytes(int64_t m, int64_t n, int64_t k, int b_packed) 
   return (size_t)CK_ALIGN + sizeof(float) * (size_t)(a_floats + b_floats);
 }
 
+/* Row groups would each pack the same panels of B (an im2col, a strided gather): then all of B is packed
+ * once, before the tasks, in ck_pack_b_ahead's layout, and the tasks read it where it lies. */
+static int ck_gemm_packs_whole_b(int64_t m, int64_t n) { return ck_gemm_split_of(m, n).row_groups > 1; }
+
+static size_t ck_gemm_whole_b_bytes(int64_t n, int64_t k) {
+  return (size_t)CK_ALIGN + sizeof(float) * (size_t)(ck_round_up(n, CK_N_QUANTUM) * k);
+}
+
 size_t ck_gemm_workspace_bytes(int64_t m, int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
+  if (ck_gemm_packs_whole_b(m, n))
+    return (size_t)ck_gemm_slots(m, n) * ck_gemm_slot_bytes(m, n, k, 1) + ck_gemm_whole_b_bytes(n, k);
   return (size_t)ck_gemm_slots(m, n) * ck_gemm_slot_bytes(m, n, k, 0);
 }
 
@@ -529,6 +543,35 @@ static void ck_gemm_task(int32_t task, int32_t slot, void *ctx) {
   }
 }
 
+/* All of B into ck_pack_b_ahead's layout (per K block, 32-column slivers), in parallel: tasks of one K
+ * block and CK_WHOLE_B_COLUMNS columns, each writing its own slivers. */
+#define CK_WHOLE_B_COLUMNS 256
+
+typedef struct {
+  const ck_b_source *b;
+  int64_t n, k, col_tasks;
+  float *dst;
+} ck_whole_b_job;
+
+static void ck_whole_b_task(int32_t task, int32_t n_tasks, void *ctx) {
+  const ck_whole_b_job *job = (const ck_whole_b_job *)ctx;
+  const int64_t pc = task / job->col_tasks * CK_KC, j0 = task % job->col_tasks * CK_WHOLE_B_COLUMNS;
+  const int64_t kc = ck_min(CK_KC, job->k - pc);
+  (void)n_tasks;
+  ck_pack_b(job->b, pc, kc, j0, ck_min(CK_WHOLE_B_COLUMNS, job->n - j0), job->n, CK_N_QUANTUM,
+            job->dst + pc * ck_round_up(job->n, CK_N_QUANTUM) + j0 * kc);
+}
+
+static void ck_gemm_pack_whole_b(const ck_b_source *b, int64_t n, int64_t k, float *dst) {
+  ck_whole_b_job job;
+  job.b = b;
+  job.n = n;
+  job.k = k;
+  job.col_tasks = (n + CK_WHOLE_B_COLUMNS - 1) / CK_WHOLE_B_COLUMNS;
+  job.dst = dst;
+  byoc_parallel_for((int32_t)(job.col_tasks * ((k + CK_KC - 1) / CK_KC)), ck_whole_b_task, &job);
+}
+
 /* One or two rows (batch-1/2 dense, vector-matrix) on a B that is not packed ahead: a pass over B per
  * row, no packing; packing B per call costs more than reading it twice (fc 2048->1000 at two rows:
  * 880 us packing, 270 us in two passes; at four rows the passes lose). */
@@ -583,6 +626,7 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
                      const ck_epilogue *epilogue, const float *residual, void *workspace) {
   static const ck_epilogue none = {NULL, 0, CK_ACT_NONE};
   ck_gemm_job job;
+  ck_b_source whole;
   if (m < 0 || n < 0 || k < 0 || ldc < n || b == NULL) return CK_EBADPARAM;
   if (m == 0 || n == 0) return CK_OK;
   if (residual != NULL && epilogue == NULL) epilogue = &none; /* the residual rides on the epilogue */
@@ -610,8 +654,17 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
   job.residual = residual;
   job.kernel = ck_micro_kernel_current();
   job.workspace = (char *)workspace;
-  job.slot_bytes = ck_gemm_slot_bytes(m, n, k, b->packed != NULL);
   job.split = ck_gemm_split_of(m, n);
+  if (b->packed == NULL && ck_gemm_packs_whole_b(m, n)) {
+    const uintptr_t end = (uintptr_t)workspace + (size_t)ck_gemm_slots(m, n) * ck_gemm_slot_bytes(m, n, k, 1);
+    whole.base = NULL;
+    whole.row_stride = whole.col_stride = 0;
+    whole.conv = NULL;
+    whole.packed = (const float *)(void *)((end + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
+    ck_gemm_pack_whole_b(b, n, k, (float *)(void *)(uintptr_t)whole.packed);
+    job.b = b = &whole;
+  }
+  job.slot_bytes = ck_gemm_slot_bytes(m, n, k, b->packed != NULL);
   if (byoc_parallel_chunks((int32_t)(job.split.n_chunks * job.split.row_groups), (int32_t)ck_gemm_slots(m, n),
                            ck_gemm_task, &job) != 0)
     return CK_EBADPARAM;
