@@ -237,3 +237,32 @@ def test_float16_scales_equal_onnxruntime():
     got = run_reference(from_onnx(model), {"x": x})[0]
     assert got.dtype == np.float16
     np.testing.assert_array_equal(got, _ort(model, {"x": x}))
+
+
+# ---- standard ops the QOperator quantizer leaves on 8-bit tensors ----------------------------------------
+
+def _on_uint8(node, rank: int, inits=None, out_type=TensorProto.UINT8):
+    x = _all_values("uint8", (1, 4, 8, 8))
+    out = helper.make_tensor_value_info("y", out_type, [f"d{i}" for i in range(rank)])
+    return _model([node], [helper.make_tensor_value_info("x", TensorProto.UINT8, x.shape)], out, inits or {}), x
+
+
+# onnxruntime's registry (QPad, QMaxPool, QArgMax, QSplit, Gather, Direct8BitOp) runs these standard ops on the
+# quantized tensor itself
+EIGHT_BIT = [
+    ("pad-zero-point", lambda: _on_uint8(helper.make_node("Pad", ["x", "pads", "cv"], ["y"]), 4,
+                                         {"pads": np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64),
+                                          "cv": np.array(128, np.uint8)})),
+    ("argmax", lambda: _on_uint8(helper.make_node("ArgMax", ["x"], ["y"], axis=1), 4, out_type=TensorProto.INT64)),
+    ("max_pool", lambda: _on_uint8(helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
+                                                    pads=[1, 1, 1, 1]), 4)),
+    ("gather", lambda: _on_uint8(helper.make_node("Gather", ["x", "i"], ["y"], axis=1), 4,
+                                 {"i": np.array([3, 0, 2], np.int64)})),
+    ("transpose", lambda: _on_uint8(helper.make_node("Transpose", ["x"], ["y"], perm=[0, 2, 3, 1]), 4)),
+]
+
+
+@pytest.mark.parametrize("name,make", EIGHT_BIT, ids=[e[0] for e in EIGHT_BIT])
+def test_eight_bit_standard_ops_equal_onnxruntime(name, make):
+    model, x = make()
+    _compare(model, {"x": x}, exact=True, build_it=name == "pad-zero-point")

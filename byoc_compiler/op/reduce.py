@@ -87,7 +87,8 @@ for _name in REDUCTIONS:
 
 def _infer_arg(name):
     def infer(types, attrs):
-        data = tensor_arg(name, "data", types[0], REDUCIBLE)
+        # 8-bit too: onnxruntime's quantizer writes ArgMax on the int8/uint8 tensor (QArgMax)
+        data = tensor_arg(name, "data", types[0], REDUCIBLE + ("int8", "uint8"))
         if data.ndim == 0:
             raise OpTypeError(name, "data", "a tensor of at least 1 dimension", "a scalar")
         axis = normalize_axis(name, "axis", attrs.axis, data.ndim)

@@ -242,7 +242,8 @@ register("take", ("data", "indices"), (Attr("axis", "int_or_none", None), Attr("
 # ---- pad / dropout --------------------------------------------------------------------------------
 
 def _infer_pad(types, attrs):
-    data = tensor_arg("nn.pad", "data", types[0], ("float32", "int32"))
+    # int8/uint8: onnxruntime's quantizer pads the quantized tensor with its zero point (QPad)
+    data = tensor_arg("nn.pad", "data", types[0], ("float32", "int32", "int8", "uint8"))
     widths = attrs.pad_width
     if len(widths) != data.ndim:
         raise OpTypeError("nn.pad", "data", f"a {len(widths)}-D tensor (pad_width has {len(widths)} pairs)",
