@@ -253,6 +253,9 @@ def test_every_block_of_the_guide_is_executed_or_marked_as_illustration():
 def test_the_example_package_is_the_guides_code():
     written = {b.attrs["file"]: b.text for b in BLOCKS if b.kind == "file" and b.attrs["file"].startswith("mynpu/")}
     on_disk = {f"mynpu/{p.relative_to(EXAMPLE).as_posix()}": p.read_text() for p in sorted(EXAMPLE.rglob("*.py"))}
+    # section 10's pyproject.toml (.ci/venv_smoke.py builds the vendor wheel from these files)
+    packaged = [b.text for b in BLOCKS if b.attrs.get("file") == "byoc-mynpu/pyproject.toml"]
+    assert packaged == [(EXAMPLE.parent / "byoc-mynpu" / "pyproject.toml").read_text()]
     assert sorted(written) == sorted(on_disk)
     for name, text in written.items():
         assert on_disk[name] == text, f"docs/examples/{name} differs from the guide's block"
