@@ -254,7 +254,7 @@ def test_the_example_package_is_the_guides_code():
     written = {b.attrs["file"]: b.text for b in BLOCKS if b.kind == "file" and b.attrs["file"].startswith("mynpu/")}
     on_disk = {f"mynpu/{p.relative_to(EXAMPLE).as_posix()}": p.read_text() for p in sorted(EXAMPLE.rglob("*.py"))}
     # section 10's pyproject.toml (.ci/venv_smoke.py builds the vendor wheel from these files)
-    packaged = [b.text for b in BLOCKS if b.attrs.get("file") == "byoc-mynpu/pyproject.toml"]
+    packaged = [b.text for b in BLOCKS if b.kind == "file" and b.attrs["file"] == "byoc-mynpu/pyproject.toml"]
     assert packaged == [(EXAMPLE.parent / "byoc-mynpu" / "pyproject.toml").read_text()]
     assert sorted(written) == sorted(on_disk)
     for name, text in written.items():
