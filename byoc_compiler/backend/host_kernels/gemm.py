@@ -66,10 +66,10 @@ _DOT = """/* sum of x[i] * w[i], i < k, in 16 float partial sums (vectorizable w
 BYOC_HOST_CLONES static float byoc_host_dot(int64_t k, const float* restrict x, const float* restrict w) {
   float acc[16] = {0.0f};
   float tail = 0.0f;
-  int64_t i = 0;
-  for (; i + 16 <= k; i += 16)
+  const int64_t body = k - k % 16;    /* bounds computed first: gcc -O3 misreads `i + 16 <= k` loops */
+  for (int64_t i = 0; i < body; i += 16)
     for (int j = 0; j < 16; ++j) acc[j] += x[i + j] * w[i + j];
-  for (; i < k; ++i) tail += x[i] * w[i];
+  for (int64_t i = body; i < k; ++i) tail += x[i] * w[i];
   for (int j = 0; j < 8; ++j) acc[j] += acc[j + 8];
   for (int j = 0; j < 4; ++j) acc[j] += acc[j + 4];
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + tail;

@@ -120,14 +120,14 @@ def _row_taps(h: int, w: int, kernel, strides, dilation, pad, ow: int, setup: st
     int64_t lo = ix0 >= 0 ? 0 : ({L(sw - 1)} - ix0) / {L(sw)};
     int64_t hi = ix0 >= {L(w)} ? 0 : ({L(w + sw - 1)} - ix0) / {L(sw)};{setup_line}
     hi = hi < {L(ow)} ? hi : {L(ow)};
-    int64_t ox = lo;
-    for (; ox + 8 <= hi; ox += 8) {{
+    const int64_t body = lo + (hi - lo) / 8 * 8;
+    for (int64_t ox = lo; ox < body; ox += 8) {{
       for (int64_t j = 0; j < 8; ++j) {{
         const float v = row[ix0 + (ox + j) * {L(sw)}];
         {update.format(y="y[ox + j]")}
       }}
     }}
-    for (; ox < hi; ++ox) {{
+    for (int64_t ox = body; ox < hi; ++ox) {{
       const float v = row[ix0 + ox * {L(sw)}];
       {update.format(y="y[ox]")}
     }}
@@ -227,13 +227,13 @@ def _avg_pool2d(ctx) -> str:
 def _global_avg_pool2d(ctx) -> str:
     n, c, h, w = ctx.inputs[0].shape
     # eight independent double partial sums: a vectorizable loop without reassociating one chain
+    body = h * w // 8 * 8
+    sums = (f"for (int64_t i = 0; i < {L(body)}; i += 8)\n  for (int j = 0; j < 8; ++j) part[j] += (double)x[i + j];\n"
+            if body else "")
+    sums += f"for (int64_t i = {L(body)}; i < {L(h * w)}; ++i) part[0] += (double)x[i];\n" if h * w > body else ""
     return flat_loop(n * c, f"""const float* restrict x = in0 + plane * {L(h * w)};
 double part[8] = {{0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}};
-int64_t i = 0;
-for (; i + 8 <= {L(h * w)}; i += 8)
-  for (int j = 0; j < 8; ++j) part[j] += (double)x[i + j];
-for (; i < {L(h * w)}; ++i) part[0] += (double)x[i];
-out0[plane] = (float)((((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7])))
+{sums}out0[plane] = (float)((((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7])))
                       / {double_literal(float(h * w) or 1.0)});""", var="plane")
 
 
