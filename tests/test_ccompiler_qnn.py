@@ -51,7 +51,8 @@ class QConvParams(ctypes.Structure):
 
 
 class QDenseParams(ctypes.Structure):
-    _fields_ = [("batch", ctypes.c_int64), ("units", ctypes.c_int64), ("depth", ctypes.c_int64), ("q", QParams)]
+    _fields_ = [("batch", ctypes.c_int64), ("units", ctypes.c_int64), ("depth", ctypes.c_int64), ("q", QParams),
+                ("direct_rows", ctypes.c_int64)]
 
 
 @pytest.fixture(scope="module", params=["gcc-O3", pytest.param("clang-O0", marks=pytest.mark.int8)])
@@ -209,24 +210,27 @@ def test_qconv2d_bounded_scratch_equals_whole_image(ck, case):
 
 
 @pytest.mark.parametrize("batch,units,depth", [(1, 10, 37), (3, 17, 64), (40, 9, 5)])
-def test_qdense_kernels_equal_numpy(ck, batch, units, depth):
+@pytest.mark.parametrize("direct_rows", [0, 64], ids=["gemm", "direct"])
+def test_qdense_kernels_equal_numpy(ck, batch, units, depth, direct_rows):
+    """The GEMM core and (batch <= direct_rows) one dot product per output with no workspace."""
     x, w = _draw((batch, depth), "uint8"), _draw((units, depth), "int8")
     bias = RNG.integers(-3000, 3000, size=units).astype(np.int32)
     scale = RNG.uniform(1e-4, 1e-3, size=units).astype(np.float32)
     q = Q.qparams("uint8", "int8", 131, -5)
-    params = QDenseParams(batch, units, depth, QParams(**q))
+    params = QDenseParams(batch, units, depth, QParams(**q), direct_rows)
     packed = np.zeros(Q.pack_weight(1, w).size, np.int8)
     assert ck.ck_qdense_pack_weight(ctypes.byref(params), _ptr(w), _ptr(packed)) == 0
     np.testing.assert_array_equal(packed, Q.pack_weight(1, w))
-    assert ck.ck_qdense_workspace_bytes(ctypes.byref(params)) == Q.qdense_workspace_bytes(depth, batch)
+    nbytes = Q.qdense_workspace_bytes(depth, batch, direct_rows)
+    assert ck.ck_qdense_workspace_bytes(ctypes.byref(params)) == nbytes and (nbytes == 0) == (batch <= direct_rows)
     folded = Q.fold_bias(w, bias, 131, np.zeros(units, np.int64))
     want = _requant((x.astype(np.int64) - 131) @ w.T.astype(np.int64) + bias, scale, q, 1)
-    ws = np.zeros(Q.qdense_workspace_bytes(depth, batch), np.uint8)
+    ws = np.zeros(nbytes, np.uint8)
     for kernel in _kernels(ck):
         assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
         out = np.zeros((batch, units), np.int8)
         assert ck.ck_qdense(ctypes.byref(params), _ptr(x), _ptr(packed), _ptr(folded), _ptr(scale), _ptr(out),
-                            _ptr(ws)) == 0
+                            _ptr(ws) if nbytes else None) == 0
         np.testing.assert_array_equal(out, want, err_msg=kernel)
 
 

@@ -55,8 +55,15 @@ def im2col_columns(workspace_budget: int | None) -> int:
     return IM2COL_COLUMNS_HOSTED if workspace_budget is None else QNR
 
 
-def qdense_initializer(batch: int, units: int, depth: int, q: dict[str, int]) -> str:
-    return f"{{.batch = {int(batch)}, .units = {int(units)}, .depth = {int(depth)}, .q = {_init(QPARAM_FIELDS, q)}}}"
+def qdense_initializer(batch: int, units: int, depth: int, q: dict[str, int], direct_rows: int = 0) -> str:
+    return (f"{{.batch = {int(batch)}, .units = {int(units)}, .depth = {int(depth)}, .q = {_init(QPARAM_FIELDS, q)}, "
+            f".direct_rows = {int(direct_rows)}}}")
+
+
+def dense_direct_rows(workspace_budget: int | None) -> int:
+    """ck_qdense_params.direct_rows the codegen asks: none on hosted toolchains (the GEMM core, VNNI where
+    there is one), up to QMR rows when the board's pools are bounded (no 32-column panel of scratch)."""
+    return 0 if workspace_budget is None else QMR
 
 
 def is_depthwise(p: dict[str, int]) -> bool:
@@ -88,6 +95,8 @@ def qconv2d_workspace_bytes(p: dict[str, int], im2col_columns: int = 0) -> int:
         plane = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
         return QALIGN + _round_up(plane + 1, QALIGN) + 4 * ow      # + 1: the row kernel's read slack
     k = _depth(p)
+    if chunk == QNR and not _is_pointwise(p):      # the im2col is written straight into the one B panel
+        return QALIGN + _panel_stride(k)
     slots = _qgemm_slots(oh * ow if _is_pointwise(p) else chunk)
     return QALIGN + slots * _panel_stride(k) + (0 if _is_pointwise(p) else k * chunk)
 
@@ -101,7 +110,9 @@ def _panel_stride(k: int) -> int:
     return _round_up(_round_up(k, 4) * QNR, QALIGN)
 
 
-def qdense_workspace_bytes(depth: int, batch: int) -> int:
+def qdense_workspace_bytes(depth: int, batch: int, direct_rows: int = 0) -> int:
+    if batch <= direct_rows:
+        return 0
     return QALIGN + _qgemm_slots(batch) * _panel_stride(depth)
 
 

@@ -236,7 +236,7 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
     else:
         depthwise, groups = False, 1
         attrs = {"batch": data.type.size // int(data.type.shape[-1]), "units": units, "depth": int(w.shape[1]),
-                 "q": q}
+                 "q": q, "direct_rows": qkernels.dense_direct_rows(workspace_budget())}
     # the GEMM sums uint8 (int8 inputs offset by 128); the depthwise kernel sums the raw values
     offset = 128 if data.type.dtype == "int8" and not depthwise else 0
     folded = qkernels.fold_bias(w, None if bias_value is None else np.asarray(bias_value.buffer.data),
@@ -272,7 +272,7 @@ def _qconv2d(step):
 
 def _qdense(step):
     a = step.attrs
-    init = qkernels.qdense_initializer(a["batch"], a["units"], a["depth"], a["q"])
+    init = qkernels.qdense_initializer(a["batch"], a["units"], a["depth"], a["q"], a["direct_rows"])
     data, weight, bias, scale = step.ins
     return ([f"static const ck_qdense_params params = {init};"],
             f"ck_qdense(&params, {data.ptr}, {weight.ptr}, {bias.ptr}, {scale.ptr}, {step.outs[0].ptr}, "
@@ -388,7 +388,8 @@ def rules(Rule, float_rules: dict) -> dict:
                                                                                  step.attrs["im2col_columns"]),
                            lambda step: "ck_qconv2d_workspace_bytes(&params)"),
         "qnn_dense": Rule(_qdense,
-                          lambda step: qkernels.qdense_workspace_bytes(step.attrs["depth"], step.attrs["batch"]),
+                          lambda step: qkernels.qdense_workspace_bytes(step.attrs["depth"], step.attrs["batch"],
+                                                                       step.attrs["direct_rows"]),
                           lambda step: "ck_qdense_workspace_bytes(&params)"),
         "qnn.quantize": Rule(_quantize),
         "qnn.dequantize": Rule(_dequantize),

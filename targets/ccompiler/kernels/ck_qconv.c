@@ -80,6 +80,8 @@ size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p) {
     return (size_t)(CK_QALIGN + ck_qround_up(ck_qpadded_plane(&p->conv) + 1, CK_QALIGN) + 4 * ow);
   k = ck_qconv_depth(&p->conv);
   chunk = ck_qconv_chunk(p, oh * ow);
+  if (chunk == CK_QNR && !ck_qconv_is_pointwise(&p->conv)) /* the im2col is the one B panel */
+    return (size_t)(CK_QALIGN + ck_qgemm_panel_stride(k));
   return (size_t)(CK_QALIGN + ck_qgemm_slots(chunk) * ck_qgemm_panel_stride(k) +
                   (ck_qconv_is_pointwise(&p->conv) ? 0 : k * chunk));
 }
@@ -135,6 +137,30 @@ static void ck_qim2col_channels(const ck_conv2d_params *c, int64_t ch0, int64_t 
             memset(dst + (b - x0), zp, (size_t)(x1 - b));
           }
           q += x1 - x0;
+        }
+      }
+    }
+  }
+}
+
+/* The smallest scratch (chunks of CK_QNR pixels): the chunk's im2col written straight into the B panel
+ * (ck_qgemm_panel's layout, flipped into uint8), one byte at a time: no rows buffer beside the panel. */
+static void ck_qim2col_panel(const ck_conv2d_params *c, int64_t cg, int64_t ow_n, int64_t first, int64_t n,
+                             const uint8_t *in, uint8_t zp, uint8_t flip, uint8_t *panel) {
+  const int64_t k = cg * c->kernel_h * c->kernel_w, k4 = ck_qround_up(k, 4);
+  int64_t ch, i, j, q;
+  if (n < CK_QNR || k4 != k) memset(panel, 0, (size_t)(k4 * CK_QNR));
+  for (ch = 0; ch < cg; ++ch) {
+    for (i = 0; i < c->kernel_h; ++i) {
+      for (j = 0; j < c->kernel_w; ++j) {
+        const int64_t t = (ch * c->kernel_h + i) * c->kernel_w + j;
+        uint8_t *dst = panel + (t / 4) * 4 * CK_QNR + t % 4;
+        for (q = 0; q < n; ++q) {
+          const int64_t y = (first + q) / ow_n, x = first + q - y * ow_n;
+          const int64_t ih = y * c->stride_h - c->pad_top + i * c->dilation_h;
+          const int64_t iw = x * c->stride_w - c->pad_left + j * c->dilation_w;
+          const int inside = ih >= 0 && ih < c->height && iw >= 0 && iw < c->width;
+          dst[q * 4] = (uint8_t)((inside ? in[(ch * c->height + ih) * c->width + iw] : zp) ^ flip);
         }
       }
     }
@@ -229,6 +255,12 @@ int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *w
         uint8_t *o = (uint8_t *)out + (b * c->out_channels + g * og) * n;
         for (q0 = 0; q0 < n; q0 += chunk) {   /* output pixels [q0, q0 + cols): one GEMM over them */
           const int64_t cols = n - q0 < chunk ? n - q0 : chunk;
+          if (!pointwise && chunk == CK_QNR) {
+            ck_qim2col_panel(c, cg, ow, q0, cols, in, (uint8_t)p->q.input_zero_point, src.flip, panel);
+            ck_qgemm_panel(og, cols, k, weight + g * group_bytes, panel, bias + g * og, scale + g * og, &p->q,
+                           o + q0, n);
+            continue;
+          }
           if (pointwise) {
             src.base = in;
             src.row_stride = c->height * c->width;

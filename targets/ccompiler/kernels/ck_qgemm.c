@@ -471,6 +471,16 @@ void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, cons
                        &job);
 }
 
+void ck_qgemm_panel(int64_t m, int64_t cols, int64_t k, const int8_t *packed_a, const uint8_t *panel,
+                    const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row) {
+  const ck_qkernel *kernel = ck_qkernel_current();
+  const int64_t k4 = ck_qround_up(k, 4);
+  int64_t m0;
+  for (m0 = 0; m0 < m; m0 += CK_QMR)
+    kernel->fused(k4 / 4, packed_a + m0 * k4, panel, m - m0 < CK_QMR ? m - m0 : CK_QMR, cols, bias + m0, scale + m0, q,
+                  out + m0 * out_row, out_row);
+}
+
 /* ---- dense ---------------------------------------------------------------------------------- */
 
 size_t ck_qdense_packed_weight_bytes(const ck_qdense_params *p) {
@@ -495,8 +505,25 @@ int32_t ck_qdense_pack_weight(const ck_qdense_params *p, const int8_t *weight, i
 }
 
 size_t ck_qdense_workspace_bytes(const ck_qdense_params *p) {
-  if (p == NULL || p->depth < 1) return 0;
+  if (p == NULL || p->depth < 1 || p->batch <= p->direct_rows) return 0;
   return (size_t)(CK_QALIGN + ck_qgemm_slots(p->batch) * ck_qgemm_panel_stride(p->depth));
+}
+
+/* out[r, u] = requant(sum_c W[u, c] * (data[r, c] ^ flip) + bias[u]): the packed weight read in place. */
+static void ck_qdense_direct(const ck_qdense_params *p, const uint8_t *data, const int8_t *w, const int32_t *bias,
+                             const float *scale, uint8_t *out) {
+  const int64_t k4 = ck_qround_up(p->depth, 4);
+  const uint8_t flip = p->q.input_signed ? 0x80 : 0;
+  int64_t r, u, c;
+  for (r = 0; r < p->batch; ++r) {
+    const uint8_t *x = data + r * p->depth;
+    for (u = 0; u < p->units; ++u) {
+      const int8_t *row = w + (u / CK_QMR) * CK_QMR * k4 + (u % CK_QMR) * 4;   /* ck_qpack_a's layout */
+      int32_t acc = 0;
+      for (c = 0; c < p->depth; ++c) acc += (int32_t)row[(c / 4) * 4 * CK_QMR + c % 4] * (int32_t)(uint8_t)(x[c] ^ flip);
+      ck_qrequant_row(1, &acc, bias[u], scale[u], &p->q, out + r * p->units + u);
+    }
+  }
 }
 
 int32_t ck_qdense(const ck_qdense_params *p, const void *data, const int8_t *packed_weight, const int32_t *bias,
@@ -504,8 +531,13 @@ int32_t ck_qdense(const ck_qdense_params *p, const void *data, const int8_t *pac
   ck_qb_source b;
   uint8_t *panel;
   if (p == NULL || data == NULL || packed_weight == NULL || bias == NULL || scale == NULL || out == NULL ||
-      workspace == NULL || p->batch < 0 || p->units < 1 || p->depth < 1 || !ck_qparams_valid(&p->q))
+      p->batch < 0 || p->units < 1 || p->depth < 1 || !ck_qparams_valid(&p->q))
     return CK_EBADPARAM;
+  if (p->batch <= p->direct_rows) {
+    ck_qdense_direct(p, (const uint8_t *)data, packed_weight, bias, scale, (uint8_t *)out);
+    return CK_OK;
+  }
+  if (workspace == NULL) return CK_EBADPARAM;
   panel = (uint8_t *)workspace + (CK_QALIGN - (uintptr_t)workspace % CK_QALIGN) % CK_QALIGN;
   /* C[unit, row] = W[unit, :] . data[row, :]: B[k, n] = data[n, k] */
   b.base = (const uint8_t *)data;

@@ -23,6 +23,11 @@ typedef struct {
 void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
                    const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
                    int64_t out_col, uint8_t *panels);
+/* ck_qgemm_core's work on one B panel the caller packed (cols <= CK_QNR columns in ck_qpack_b's layout:
+ * element (k, j) at (k / 4) * 4 * CK_QNR + j * 4 + k % 4, uint8, zeros past the ends), serially: the
+ * bounded-scratch conv writes its im2col straight into it. */
+void ck_qgemm_panel(int64_t m, int64_t cols, int64_t k, const int8_t *packed_a, const uint8_t *panel,
+                    const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row);
 int64_t ck_qgemm_slots(int64_t n);        /* threads' panels a call over n columns uses */
 int64_t ck_qgemm_panel_stride(int64_t k); /* bytes of one, a multiple of CK_QALIGN */
 

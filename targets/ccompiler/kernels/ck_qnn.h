@@ -57,6 +57,10 @@ int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *w
 typedef struct {
   int64_t batch, units, depth; /* data [batch, depth], weight [units, depth], out [batch, units] */
   ck_qparams q;
+  /* batch <= direct_rows: one dot product per output over the packed weight, no B panel and no workspace
+   * (the same sums and requantization: a microcontroller's dense, where a 32-column panel for one row
+   * is 32x the input); otherwise the GEMM core. */
+  int64_t direct_rows;
 } ck_qdense_params;
 
 size_t ck_qdense_packed_weight_bytes(const ck_qdense_params *p);
