@@ -5,7 +5,8 @@
 ck_qconv2d_params.im2col_columns bounds the im2col scratch (0: the whole output image). Per layer and
 chunk this prints the scratch the kernel asks (ck_qconv2d_workspace_bytes) and its time, the median of
 --repeat rounds in CPU time of the calling thread, every chunk taking its turn in each round (so load on
-the machine skews them alike), and the ratio to the whole-image im2col in the same run. Every chunk's
+the machine skews them alike; the library's thread pool held at one thread), and the ratio to the
+whole-image im2col in the same run. Every chunk's
 output is checked equal to the whole-image one. The library is built with -O3 -march=native.
 What the codegen chooses from it (qkernels.im2col_columns): 512 columns on hosted toolchains (measured
 no slower than the whole image), CK_QNR (32, the least scratch) for boards whose workspace pools are bounded.
@@ -53,8 +54,9 @@ class _Params(ctypes.Structure):
 
 def _library(cc: str, out: Path) -> ctypes.CDLL:
     subprocess.run([cc, "-std=c99", "-O3", "-march=native", "-fPIC", "-shared", "-I", str(K.INCLUDE_DIR),
-                    *map(str, K.SOURCES), "-o", str(out), *K.LDFLAGS], check=True)
+                    *map(str, K.SOURCES), *K.standalone_args(), "-o", str(out), *K.LDFLAGS, "-lpthread"], check=True)
     lib = ctypes.CDLL(str(out))
+    lib.byoc_set_num_threads(1)   # one thread: the calling thread's CPU time is the whole cost
     lib.ck_qconv2d_workspace_bytes.restype = ctypes.c_size_t
     return lib
 

@@ -42,11 +42,11 @@ def qconv2d_initializer(conv_fields, conv: dict[str, int], q: dict[str, int], im
             f".im2col_columns = {int(im2col_columns)}}}")
 
 
-# Output pixels per im2col chunk of ck_qconv2d (params.im2col_columns), measured by bench/qconv_chunks.py:
-# on hosted toolchains 512 bounds the scratch and ran no slower than the whole image (ResNet-50's 3x3
-# 64-channel conv at 56x56: 306 KB of rows instead of 1.8 MB); a board with bounded workspace pools gets
-# QNR, the least scratch (ResNet-8's 3x3 16-channel conv at 32x32: 4.5 KB of rows instead of 147 KB), at
-# some speed (up to 1.8x that layer's time on x86).
+# Output pixels per im2col chunk of ck_qconv2d (params.im2col_columns), measured by bench/qconv_chunks.py
+# (one thread, loaded machine): on hosted toolchains 512 bounds the scratch and ran 0.85-1.10x the whole
+# image's time (ResNet-50's 3x3 64-channel conv at 56x56: 360 KB of scratch instead of 1.9 MB); a board with
+# bounded workspace pools gets QNR, the least scratch, the im2col written straight into the GEMM's one B
+# panel (ResNet-8's 3x3 16-channel conv at 32x32: 4.6 KB instead of 180 KB) at 1.1-7x that layer's time on x86.
 IM2COL_COLUMNS_HOSTED = 512
 
 
