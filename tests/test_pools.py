@@ -18,6 +18,7 @@ from byoc_compiler.backend.memory_plan import PoolFull, align_up, aot_arena, pla
 from byoc_compiler.config import ConfigError, load_config
 from byoc_compiler.errors import ByocError
 
+from build_cache import built
 from test_memory_plan import _peak_live_intermediates
 
 BOARD = """
@@ -83,8 +84,8 @@ def test_workspace_fits_split_pools_and_every_buffer_is_in_room(tmp_path):
         assert r["lower_bound_bytes"] <= r["used_bytes"]
     # the hosted instance lays the pools out in one block and computes what the one-pool build does
     outs = []
-    for built in (lib, byoc.build(zoo.get("small_cnn"), executor="aot")):
-        m = built.load(werror=True)
+    for result in (lib, built("small_cnn", "gcc", "aot", "packed")):
+        m = result.load(werror=True)
         for k, v in zoo.inputs("small_cnn").items():
             m.set_input(k, v)
         m.run()
@@ -150,9 +151,9 @@ def _symbols_by_section(obj: Path) -> dict[str, str]:
     return found
 
 
-@pytest.mark.parametrize("section", [".rodata.byoc_constants", ".rodata.my_weights"])
-def test_constants_are_in_the_boards_section(tmp_path, section):
-    """Small constants (C literals in host.c and in the ccompiler region) and large ones (.incbin) alike."""
+def test_constants_are_in_the_boards_section(tmp_path, section=".rodata.my_weights"):
+    """Small constants (C literals in host.c and in the ccompiler region) and large ones (.incbin) alike, in
+    the section the board names (the bare-metal lanes link the default one, .rodata.byoc_constants)."""
     cfg = board_config(tmp_path, ONE_POOL.format(size=1 << 20), f'constants_section = "{section}"')
     lib = byoc.build(small_cnn_ccompiler(), toolchain="gcc-board", executor="aot", config=cfg,
                      large_constant_bytes=512)
