@@ -234,6 +234,37 @@ def test_qdense_kernels_equal_numpy(ck, batch, units, depth, direct_rows):
         np.testing.assert_array_equal(out, want, err_msg=kernel)
 
 
+class QAddParams(ctypes.Structure):
+    _fields_ = [("is_signed", ctypes.c_int32), ("rounding", ctypes.c_int32), ("ratio_a", ctypes.c_float),
+                ("ratio_b", ctypes.c_float), ("fixed", ctypes.c_float), ("lhs_zero_point", ctypes.c_int32),
+                ("rhs_zero_point", ctypes.c_int32), ("output_zero_point", ctypes.c_int32), ("mult_a", ctypes.c_int64),
+                ("mult_b", ctypes.c_int64), ("shift", ctypes.c_int32)]
+
+
+# (zero points a, b, out; multipliers a, b; shift): small ones where half the sums are ties, and
+# TFLite-sized ones (31-bit multipliers, shift 38)
+QADD_FIXED = [((3, -5, 7), (3, 5), 2), ((-1, 2, -4), (1518500250, 1073741824), 38)]
+
+
+@pytest.mark.parametrize("zps,mults,shift", QADD_FIXED, ids=["ties", "tflite-sized"])
+def test_qadd_fixed_point_rounds_ties_to_even(ck, zps, mults, shift):
+    """ck_qadd's fixed-point form (rounding 1, TFLite's arithmetic) on every int8 a against 64 b, against
+    qnn_math.round_shift: ties to even, the output zero point added, saturated. The float-form fields
+    are left 0, so running the other arithmetic cannot pass."""
+    from byoc_compiler.op.qnn_math import round_shift   # the reference's own rounding, nothing else here
+
+    a = np.repeat(np.arange(-128, 128, dtype=np.int8), 64)
+    b = np.tile(np.linspace(-128, 127, 64).astype(np.int8), 256)
+    p = QAddParams(1, 1, 0.0, 0.0, 0.0, *zps, *mults, shift)
+    out = np.zeros_like(a)
+    assert ck.ck_qadd(ctypes.byref(p), ctypes.c_int64(a.size), _ptr(a), _ptr(b), _ptr(out)) == 0
+    total = (a.astype(np.int64) - zps[0]) * mults[0] + (b.astype(np.int64) - zps[1]) * mults[1]
+    ties = (np.abs(total) & ((1 << shift) - 1)) == (1 << (shift - 1))
+    assert ties.any() or shift > 2
+    want = np.clip(round_shift(total, shift) + zps[2], -128, 127)
+    np.testing.assert_array_equal(out, want)
+
+
 def test_bad_parameters_are_refused(ck):
     params = QConvParams(ConvParams(**K.conv2d_params((1, 4, 4, 4), (4, 4, 1, 1), (1, 1), (0,) * 4, (1, 1), 1)),
                          QParams(**Q.qparams("uint8", "uint8", 0, 0)))
