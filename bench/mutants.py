@@ -8,7 +8,8 @@ Mutants come from universalmutator (`mutate FILE c`; pip install '.[bench]'), wh
 expression or statement of a C file per mutant by its C rules. Per kernel file, mutants are drawn at
 random (seeded) until --per-file of them compile and differ from the original (stratified by file):
 
-* one that does not compile (gcc -std=c99 -O2 -c) is left out of the count;
+* one that does not compile under the project's flags (gcc -std=c99 -Wall -Wextra -Werror -O2 -c) is left
+  out of the count;
 * one whose object file is byte-identical to the original's is equivalent (trivial compiler
   equivalence: the compiler proved the change has no effect) and left out of the kill rate.
 
@@ -96,8 +97,8 @@ class Result:
 
 def _object(source: Path, include: Path, out: Path) -> bytes | None:
     runtime = include.parents[2] / "byoc_compiler" / "runtime" / "include"     # byoc/parallel.h
-    proc = subprocess.run(["gcc", "-std=c99", "-O2", "-c", "-I", str(include), "-I", str(runtime), str(source),
-                           "-o", str(out)], capture_output=True)
+    proc = subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-c", "-I", str(include), "-I",
+                           str(runtime), str(source), "-o", str(out)], capture_output=True)
     return out.read_bytes() if proc.returncode == 0 else None
 
 
