@@ -12,8 +12,10 @@ SAFETY * sqrt(u) * m instead of anything.
 Rules, by op:
 * APPLY: the op itself on the operands' shadows — every op that moves data or that is a sum, product,
   average or maximum of its operands (monotone and positively homogeneous on non-negative inputs), and
-  the odd or increasing unary functions (|f(x)| <= f(m) for |x| <= m);
-* the operand's shadow unchanged (PASS) for 1-Lipschitz elementwise ops (relu, clip, negative, ...);
+  sqrt (sqrt(m) bounds sqrt of anything within m of 0: what an error near a root becomes);
+* the operand's shadow unchanged (PASS) for elementwise ops whose slope is at most about 1 (relu,
+  clip, negative, tanh, sigmoid, erf, gelu, ...): they carry an error at most its size;
+* exp: |exp(x)| (1 + m_x), the slope of exp times the operand's shadow;
 * RENAMED: the op with a sign flipped to its absolute form (subtract -> add, min -> max, ...);
 * divide: (m_a + |a / b| m_b) / |b|; batch_norm: the normalization of m_x + |mean| with |gamma|, |beta|;
 * any other op (log, power, softmax, layer_norm, lrn, resize, the qnn ops): |value| + the largest
@@ -31,10 +33,10 @@ APPLY = frozenset((
     "nn.pad", "nn.dropout", "broadcast_to", "tile", "strided_slice", "where",
     "add", "multiply", "nn.bias_add", "nn.dense", "nn.matmul", "nn.batch_matmul", "nn.conv2d",
     "sum", "mean", "prod", "max", "maximum", "nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
-    "nn.relu", "sqrt", "exp", "sigmoid", "tanh", "erf",
+    "nn.relu", "sqrt",
 ))
 PASS = frozenset(("negative", "abs", "clip", "nn.leaky_relu", "nn.gelu", "nn.hard_sigmoid", "nn.hard_swish",
-                  "cast"))
+                  "cast", "sigmoid", "tanh", "erf"))
 RENAMED = {"subtract": "add", "min": "max", "minimum": "maximum"}
 
 
@@ -99,6 +101,8 @@ def magnitude(name: str, ref, args: list, shadows: list, attrs, value):
             out = get_op_def(RENAMED[name]).ref(_floats_to(args, shadows), attrs)
         elif name in PASS:
             out = shadows[0]
+        elif name == "exp":
+            out = np.abs(value) * (1.0 + shadows[0])
         elif name == "divide":
             out = _divide(args, shadows, value)
         elif name == "nn.batch_norm":
