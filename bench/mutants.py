@@ -23,6 +23,7 @@ tool does not write by itself, as (file, original text, mutated text) patches; e
 from __future__ import annotations
 
 import argparse
+import difflib
 import io
 import json
 import math
@@ -103,9 +104,11 @@ def _object(source: Path, include: Path, out: Path) -> bytes | None:
 
 
 def _changed_line(original: str, mutated: str) -> str:
-    for a, b in zip(original.splitlines(), mutated.splitlines()):
-        if a != b:
-            return b.strip()
+    """The mutated line, numbered (a removed line: '-' and the original text)."""
+    a, b = original.splitlines(), mutated.splitlines()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            return f"{i1 + 1}: " + (b[j1].strip() if j2 > j1 else "- " + a[i1].strip())
     return ""
 
 
