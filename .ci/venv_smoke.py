@@ -33,9 +33,18 @@ def check(condition: bool, message: str) -> None:
         sys.exit(f"venv smoke: {message}")
 
 
+# What the wheel must carry of the repository's package and target sources (package data included).
+SHIPPED = (".py", ".c", ".h", ".S", ".ld", ".toml", ".json", ".md")
+
+
 def the_wheel_is_byoc_compiler_only():
-    tops = {name.split("/")[0] for name in zipfile.ZipFile(WHEEL).namelist()}
+    names = set(zipfile.ZipFile(WHEEL).namelist())
+    tops = {name.split("/")[0] for name in names}
     check({t for t in tops if not t.endswith(".dist-info")} == {"byoc_compiler"}, f"wheel's top level: {tops}")
+    tracked = run("git", "-C", REPO, "ls-files", "byoc_compiler", "targets").split()
+    wanted = {("byoc_compiler/contrib/" + p[len("targets/"):]) if p.startswith("targets/") else p
+              for p in tracked if p.endswith(SHIPPED) and p != "targets/__init__.py"}
+    check(not wanted - names, f"files missing from the wheel: {sorted(wanted - names)[:20]}")
     import byoc_compiler
 
     where = Path(byoc_compiler.__file__).resolve()
