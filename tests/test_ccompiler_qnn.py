@@ -25,6 +25,7 @@ import needs
 
 import byoc_compiler as byoc
 from byoc_compiler.ir import Constant, Function, IRModule, Var
+from byoc_compiler.op import tflite_math
 from byoc_compiler.ir.types import TensorType
 from byoc_compiler.op.registry import make_call
 from byoc_compiler.testing.reference import run_reference
@@ -448,3 +449,85 @@ def test_qmax_pool2d_equals_loops(ck, dtype, name, shape, pool, strides, padding
     out = np.zeros(want.shape, dtype)
     assert ck.ck_qmax_pool2d(ctypes.byref(p), ctypes.c_int32(dtype == "int8"), _ptr(x), _ptr(out)) == 0
     np.testing.assert_array_equal(out, want)
+
+
+# ---- TFLite's requantization (ck_qparams.rounding 1) ------------------------------------------------
+
+def _tflite_pairs(ms, es) -> np.ndarray:
+    """The kernels' `scale` argument with rounding 1: int32 (multiplier, exponent) per output channel."""
+    return np.ascontiguousarray(np.stack([np.asarray(ms, np.int64), np.asarray(es, np.int64)], 1).astype(np.int32))
+
+
+def _tflite_want(acc: np.ndarray, ms, es, q: dict, axis: int) -> np.ndarray:
+    """tflite_math's MultiplyByQuantizedMultiplier per channel (the op reference's), + zero point, clamped."""
+    shape = [1] * acc.ndim
+    shape[axis] = -1
+    scaled = tflite_math.multiply_by_quantized_multiplier(acc, np.reshape(ms, shape), np.reshape(es, shape))
+    return np.clip(scaled + q["output_zero_point"], q["out_min"], q["out_max"])
+
+
+def _tflite_reals(n: int) -> np.ndarray:
+    """Factors 2**-24 .. 2**3 per channel: exponents right (-23) through left (+4) of the binary point, the
+    first channel's shift right, the last one's left."""
+    reals = np.exp2(RNG.uniform(-24.0, 3.0, size=n))
+    reals[0], reals[-1] = 3e-6, 5.7
+    return reals
+
+
+@pytest.mark.parametrize("case", CONVS, ids=[c[0] for c in CONVS])
+def test_qconv2d_tflite_rounding_equals_tflite_math(ck, case):
+    """conv (grouped, depthwise, 1x1, strided) + bias with TFLite's per-channel multipliers and shifts
+    (from tflite_math.quantize_multiplier, the function the reference uses), every kernel this CPU runs."""
+    _, dshape, wshape, strides, padding, groups, in_dtype = case
+    x, w = _draw(dshape, in_dtype), _draw(wshape, "int8")
+    bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
+    ms, es = tflite_math.multipliers(_tflite_reals(wshape[0]))
+    assert min(es) < 0 < max(es)
+    xz = int(_draw((), in_dtype))
+    p = K.conv2d_params(dshape, wshape, strides, padding, (1, 1), groups)
+    q = Q.qparams(in_dtype, "int8", xz, -7, out_min=-120, rounding="tflite")
+    params = QConvParams(ConvParams(**p), QParams(**q))
+    depthwise = Q.is_depthwise(p)
+    weight = w if depthwise else Q.pack_weight(groups, w)
+    folded = Q.fold_bias(w, bias, xz + (0 if depthwise or in_dtype == "uint8" else 128), np.zeros(wshape[0], np.int64))
+    want = _tflite_want(_conv_int64(x.astype(np.int64) - xz, w, p) + bias.reshape(1, -1, 1, 1), ms, es, q, 1)
+    pairs = _tflite_pairs(ms, es)
+    ws = np.zeros(Q.qconv2d_workspace_bytes(p) + 1, np.uint8)[1:]
+    for kernel in _kernels(ck):
+        assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
+        out = np.zeros(want.shape, np.int8)
+        assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(weight), _ptr(folded), _ptr(pairs), _ptr(out),
+                             _ptr(ws)) == 0
+        np.testing.assert_array_equal(out, want, err_msg=kernel)
+
+
+# (id, multiplier, exponent): ties of the doubling high multiply (M = 2**30 halves odd values), ties of the
+# rounding right shift, the largest multiplier, left shifts that wrap int32, a zero factor
+EPILOGUES = [("half-multiplier", 1 << 30, 0), ("half-right-3", 1 << 30, -3), ("max-right-1", 2 ** 31 - 1, -1),
+             ("max-left-4", 2 ** 31 - 1, 4), ("left-30", 1 << 30, 30), ("right-31", 1518500250, -31),
+             ("odd-right-9", 1234567891, -9), ("zero", 0, 0)]
+
+
+def test_qdense_tflite_epilogue_on_edge_values(ck):
+    """qdense with depth 1 and weight 1 turns the bias into the accumulator: every channel a directed (M, e),
+    accumulators from INT32_MIN to INT32_MAX and around ties; the strided (out_col = units) store path."""
+    units, batch = len(EPILOGUES), 53
+    ms = [m for _, m, _ in EPILOGUES]
+    es = [e for _, _, e in EPILOGUES]
+    x = np.arange(batch, dtype=np.uint8).reshape(batch, 1)
+    w = np.ones((units, 1), np.int8)
+    bias = np.asarray([-(2 ** 31), 2 ** 31 - batch, -7, 7, -1001, 1 << 20, -(1 << 24), 12345][:units], np.int64)
+    q = Q.qparams("uint8", "int8", 0, 3, rounding="tflite")
+    params = QDenseParams(batch, units, 1, QParams(**q))
+    packed = Q.pack_weight(1, w)
+    folded = Q.fold_bias(w, bias, 0, np.zeros(units, np.int64))
+    acc = Q.fold_bias(w, bias, 0, np.zeros(units, np.int64)).astype(np.int64).reshape(1, -1) + x.astype(np.int64)
+    want = _tflite_want(tflite_math.wrap32(acc), ms, es, q, 1)
+    ws = np.zeros(Q.qdense_workspace_bytes(1, batch), np.uint8)
+    pairs = _tflite_pairs(ms, es)
+    for kernel in _kernels(ck):
+        assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
+        out = np.zeros((batch, units), np.int8)
+        assert ck.ck_qdense(ctypes.byref(params), _ptr(x), _ptr(packed), _ptr(folded), _ptr(pairs), _ptr(out),
+                            _ptr(ws)) == 0
+        np.testing.assert_array_equal(out, want, err_msg=kernel)

@@ -141,6 +141,12 @@ def tflite_requantize_reals(attrs) -> list[float]:
     return [a / b for a, b in zip(ins, outs)]
 
 
+def tflite_requantize_multipliers(attrs) -> tuple[list[int], list[int]]:
+    """Per output channel: TFLite's (31-bit multiplier, exponent) of a rounding="tflite" requantize, the pairs
+    its reference applies (tflite_math.requantize)."""
+    return tflite_math.multipliers(tflite_requantize_reals(attrs))
+
+
 def _requantize_ref(args, attrs):
     x = args[0]
     ax = attrs.axis % x.ndim if x.ndim else 0

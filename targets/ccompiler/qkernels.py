@@ -21,16 +21,32 @@ def _round_up(x: int, q: int) -> int:
     return (x + q - 1) // q * q
 
 
+# ck_qparams.rounding per qnn.requantize rounding the kernels take
+ROUNDINGS = {"float32": 0, "tflite": 1}
+
+
 def qparams(in_dtype: str, out_dtype: str, in_zp: int, out_zp: int, out_min: int | None = None,
-            out_max: int | None = None) -> dict[str, int]:
+            out_max: int | None = None, rounding: str = "float32") -> dict[str, int]:
     lo, hi = TYPE_RANGE[out_dtype]
     return dict(input_signed=int(in_dtype == "int8"), output_signed=int(out_dtype == "int8"),
                 input_zero_point=int(in_zp), output_zero_point=int(out_zp),
                 out_min=lo if out_min is None else max(lo, int(out_min)),
-                out_max=hi if out_max is None else min(hi, int(out_max)))
+                out_max=hi if out_max is None else min(hi, int(out_max)), rounding=ROUNDINGS[rounding])
 
 
-QPARAM_FIELDS = ("input_signed", "output_signed", "input_zero_point", "output_zero_point", "out_min", "out_max")
+QPARAM_FIELDS = ("input_signed", "output_signed", "input_zero_point", "output_zero_point", "out_min", "out_max",
+                 "rounding")
+
+
+def requantize_constants(rq_attrs, units: int, ratios, tflite_multipliers) -> np.ndarray:
+    """The kernels' `scale` argument: float32 ratios per output channel, or (rounding "tflite") TFLite's int32
+    (multiplier, exponent) pairs, computed by the reference's own function (`tflite_multipliers`)."""
+    if rq_attrs["rounding"] == "tflite":
+        ms, es = tflite_multipliers(rq_attrs)
+        pairs = np.stack([np.broadcast_to(np.asarray(ms, np.int64), (units,)),
+                          np.broadcast_to(np.asarray(es, np.int64), (units,))], axis=1)
+        return np.ascontiguousarray(pairs.astype(np.int32).reshape(-1))
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(ratios(rq_attrs), np.float32), (units,)))
 
 
 def _init(fields, values) -> str:

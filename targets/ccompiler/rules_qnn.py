@@ -8,8 +8,9 @@ qnn.quantize / qnn.dequantize at the ends. Each chain is one composite and one k
 point folded into the bias, the requantize factors passed as one float32 per output channel.
 
 Taken: int8 weights with zero point 0 (what quantize_static writes), uint8 or int8 activations,
-requantize rounding "float32" (what the importers write; "fixed_point" stays on the host), one
-output zero point. Anything else stays on the host with the reason in the why-not table.
+requantize rounding "float32" (what the ONNX importer writes) or "tflite" (the TFLite importer's: the
+kernels get TFLite's int32 multiplier and exponent per channel, from the function the reference uses;
+"fixed_point" and "tflite_single" stay on the host), one output zero point. Anything else stays on the host with the reason in the why-not table.
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from byoc_compiler.vendor import (ByocError, TensorType, add_float32_params, add_multipliers, float_literal, int_literal,
-                                  is_constant, is_op, line_array, requantize_ratios, wildcard, workspace_budget)
+                                  is_constant, is_op, line_array, requantize_ratios, tflite_requantize_multipliers,
+                                  wildcard, workspace_budget)
 
 from . import kernels, qkernels
 from .qkernels import TYPE_RANGE
@@ -92,8 +94,10 @@ def _chain_reason(root) -> str | None:
     if ndim == 0 or ndim > kernels.MAX_RANK:
         return f"rank {ndim}"
     r = rq.attrs
-    if r["rounding"] != "float32":
-        return f"requantize rounding {r['rounding']!r} (the kernels round the float32 way)"
+    if r["rounding"] not in qkernels.ROUNDINGS:
+        return f"requantize rounding {r['rounding']!r} (the kernels round the float32 or the tflite way)"
+    if r["rounding"] == "tflite" and any(int(z) != 0 for z in r["input_zero_point"]):
+        return "tflite requantize with an input zero point (TFLite's accumulators have none)"
     if r["out_dtype"] not in Q8:
         return f"requantize to {r['out_dtype']}"
     bounds = _activation_bounds(act, r["out_dtype"])
@@ -224,10 +228,9 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
     a, r = dict(producer.attrs), dict(rq.attrs)
     out_type = call.checked_type
     units = int(w.shape[0])
-    ratios = np.broadcast_to(np.asarray(requantize_ratios(rq.attrs), np.float32), (units,))
     out_min, out_max = _activation_bounds(act, out_type.dtype)
     q = qkernels.qparams(data.type.dtype, out_type.dtype, a["input_zero_point"], r["output_zero_point"][0], out_min,
-                         out_max)
+                         out_max, r["rounding"])
     if producer.op.name == "qnn.conv2d":
         conv = kernels.conv2d_params(data.type.shape, w.shape, a["strides"], a["padding"], a["dilation"], a["groups"])
         depthwise = qkernels.is_depthwise(conv)
@@ -252,7 +255,9 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
                                            f"{producer.op.name} weight {shape} packed for ck_q kernels")
     ins = [data, packed,
            lowering.derived_constant(folded, f"bias of the {shape} weight, input zero point folded in"),
-           lowering.derived_constant(np.ascontiguousarray(ratios), "requantize factors per output channel")]
+           lowering.derived_constant(qkernels.requantize_constants(rq.attrs, units, requantize_ratios,
+                                                                   tflite_requantize_multipliers),
+                                     "requantize factors per output channel")]
     out_types = [TensorType(tuple(out_type.shape), out_type.dtype)]
     title = (f"{name} [{producer.op.name}{' + add' if bias is not None else ''} + qnn.requantize"
              f"{' + ' + act.op.name if act is not None else ''}]")
@@ -261,12 +266,17 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
 
 # ---- rules ---------------------------------------------------------------------------------------
 
+def _scale_arg(scale) -> str:
+    """The `scale` argument: TFLite's int32 pairs go through the kernels' const float * (ck_qparams.rounding)."""
+    return scale.ptr if scale.type.dtype == "float32" else f"(const float *)(const void *){scale.ptr}"
+
+
 def _qconv2d(step):
     init = qkernels.qconv2d_initializer(kernels.CONV2D_PARAM_FIELDS, step.attrs["conv"], step.attrs["q"],
                                         step.attrs["im2col_columns"])
     data, weight, bias, scale = step.ins
     return ([f"static const ck_qconv2d_params params = {init};"],
-            f"ck_qconv2d(&params, {data.ptr}, {weight.ptr}, {bias.ptr}, {scale.ptr}, {step.outs[0].ptr}, "
+            f"ck_qconv2d(&params, {data.ptr}, {weight.ptr}, {bias.ptr}, {_scale_arg(scale)}, {step.outs[0].ptr}, "
             f"{step.scratch_ptr})")
 
 
@@ -275,7 +285,7 @@ def _qdense(step):
     init = qkernels.qdense_initializer(a["batch"], a["units"], a["depth"], a["q"], a["direct_rows"])
     data, weight, bias, scale = step.ins
     return ([f"static const ck_qdense_params params = {init};"],
-            f"ck_qdense(&params, {data.ptr}, {weight.ptr}, {bias.ptr}, {scale.ptr}, {step.outs[0].ptr}, "
+            f"ck_qdense(&params, {data.ptr}, {weight.ptr}, {bias.ptr}, {_scale_arg(scale)}, {step.outs[0].ptr}, "
             f"{step.scratch_ptr})")
 
 

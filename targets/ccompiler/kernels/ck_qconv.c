@@ -218,9 +218,15 @@ static void ck_qconv_depthwise(const ck_qconv2d_params *p, int64_t oh_n, int64_t
       /* the border stays the zero point from the memset; only the interior changes per plane */
       for (y = 0; y < c->height; ++y)
         memcpy(pad + (y + c->pad_top) * pw + c->pad_left, plane + y * c->width, (size_t)c->width);
-      for (y = 0; y < oh_n; ++y)
-        ck_qdw_row(ow_n, pad + y * c->stride_h * pw, c->dilation_h * pw, c->stride_w, c->dilation_w, c->kernel_h,
-                   c->kernel_w, w, bias[ch], scale[ch], &p->q, o + y * ow_n, acc);
+      for (y = 0; y < oh_n; ++y) {
+        if (p->q.rounding == 1)
+          ck_qdw_row_tfl(ow_n, pad + y * c->stride_h * pw, c->dilation_h * pw, c->stride_w, c->dilation_w,
+                         c->kernel_h, c->kernel_w, w, bias[ch],
+                         (const int32_t *)(const void *)ck_qchannel_scale(&p->q, scale, ch), &p->q, o + y * ow_n, acc);
+        else
+          ck_qdw_row(ow_n, pad + y * c->stride_h * pw, c->dilation_h * pw, c->stride_w, c->dilation_w, c->kernel_h,
+                     c->kernel_w, w, bias[ch], scale[ch], &p->q, o + y * ow_n, acc);
+      }
     }
   }
 }
@@ -269,8 +275,8 @@ int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *w
             src.base = rows;
             src.row_stride = cols;
           }
-          ck_qgemm_core(og, cols, k, weight + g * group_bytes, &src, bias + g * og, scale + g * og, &p->q, o + q0,
-                        n, 1, panel);
+          ck_qgemm_core(og, cols, k, weight + g * group_bytes, &src, bias + g * og,
+                        ck_qchannel_scale(&p->q, scale, g * og), &p->q, o + q0, n, 1, panel);
         }
       }
     }

@@ -27,7 +27,8 @@ int ck_qparams_valid(const ck_qparams *q) {
   const int32_t lo = q->output_signed ? -128 : 0, hi = q->output_signed ? 127 : 255;
   const int32_t in_lo = q->input_signed ? -128 : 0, in_hi = q->input_signed ? 127 : 255;
   return q->out_min >= lo && q->out_max <= hi && q->out_min <= q->out_max && q->output_zero_point >= lo &&
-         q->output_zero_point <= hi && q->input_zero_point >= in_lo && q->input_zero_point <= in_hi;
+         q->output_zero_point <= hi && q->input_zero_point >= in_lo && q->input_zero_point <= in_hi &&
+         (q->rounding == 0 || q->rounding == 1);
 }
 
 /* ---- requantization ------------------------------------------------------------------------- */
@@ -51,6 +52,41 @@ static void ck_qrequant_row_portable(int64_t n, const int32_t *acc, int32_t bias
     for (x = 0; x < n; ++x) o[x] = (int8_t)ck_requant1(acc[x], bias, scale, lo, hi, zp);
   } else {
     for (x = 0; x < n; ++x) out[x] = (uint8_t)ck_requant1(acc[x], bias, scale, lo, hi, zp);
+  }
+}
+
+/* ---- TFLite's requantization (q->rounding 1) -------------------------------------------------- */
+
+/* The shifts of exponent e, clamped to what quantize_multiplier produces (e in [-31, 30]) so that a bad
+ * constant cannot shift out of range. */
+static void ck_tfl_shifts(int32_t e, int32_t *left, int32_t *right) {
+  *left = e > 0 ? (e > 30 ? 30 : e) : 0;
+  *right = e < 0 ? (e < -31 ? 31 : -e) : 0;
+}
+
+/* MultiplyByQuantizedMultiplier(x, m, e), m in [0, 2**31): the doubling high multiply
+ * trunc((x * m + nudge) / 2**31) (nudge 2**30, or 1 - 2**30 for negative products) equals
+ * floor((x * m + 2**30) / 2**31) -- one arithmetic shift; the rounding divide by 2**right rounds ties
+ * away from zero (gemmlowp's RoundingDivideByPOT). */
+static int32_t ck_tfl_scale1(int32_t x, int32_t m, int32_t left, int32_t right) {
+  const int32_t v = (int32_t)((uint32_t)x << left);
+  const int32_t h = (int32_t)(((int64_t)v * m + ((int64_t)1 << 30)) >> 31);
+  const int32_t mask = (int32_t)(((uint32_t)1 << right) - 1u);
+  const int32_t threshold = (mask >> 1) + (h < 0 ? 1 : 0);
+  return (h >> right) + ((h & mask) > threshold ? 1 : 0);
+}
+
+/* out[x] = clamp(MultiplyByQuantizedMultiplier(acc[x] + bias, me[0], me[1]) + zero point) */
+static void ck_qrequant_row_tfl_portable(int64_t n, const int32_t *acc, int32_t bias, const int32_t *me,
+                                         const ck_qparams *q, uint8_t *out) {
+  int32_t left, right;
+  int64_t x;
+  ck_tfl_shifts(me[1], &left, &right);
+  for (x = 0; x < n; ++x) {
+    const int32_t v = (int32_t)((uint32_t)acc[x] + (uint32_t)bias);
+    int64_t r = (int64_t)ck_tfl_scale1(v, me[0], left, right) + q->output_zero_point;
+    r = r < q->out_min ? q->out_min : (r > q->out_max ? q->out_max : r);
+    out[x] = (uint8_t)r; /* int8 values: their two's-complement byte */
   }
 }
 
@@ -250,12 +286,49 @@ CK_VNNI_TARGET static void ck_qfused_vnni(int64_t steps, const int8_t *a, const 
   CK_VNNI_EPILOGUE(7);
 }
 
+/* ck_tfl_scale1 on 16 lanes: the 64-bit products of the even and the odd lanes (vpmuldq), each shifted
+ * back by 31, interleaved; then the rounding right shift. */
+CK_VNNI_TARGET static inline __m512i ck_tfl_scale16(__m512i x, int32_t m, int32_t left, int32_t right) {
+  const __m512i v = _mm512_sll_epi32(x, _mm_cvtsi32_si128(left)), vm = _mm512_set1_epi64(m);
+  const __m512i nudge = _mm512_set1_epi64((int64_t)1 << 30);
+  const __m512i even = _mm512_srai_epi64(_mm512_add_epi64(_mm512_mul_epi32(v, vm), nudge), 31);
+  const __m512i odd = _mm512_srai_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(v, 32), vm), nudge), 31);
+  const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, _mm512_slli_epi64(odd, 32));
+  const __m512i mask = _mm512_set1_epi32((int32_t)(((uint32_t)1 << right) - 1u));
+  const __m512i threshold = _mm512_add_epi32(_mm512_srli_epi32(mask, 1), _mm512_srli_epi32(h, 31));
+  const __m512i r = _mm512_sra_epi32(h, _mm_cvtsi32_si128(right));
+  return _mm512_mask_add_epi32(r, _mm512_cmpgt_epi32_mask(_mm512_and_si512(h, mask), threshold), r,
+                               _mm512_set1_epi32(1));
+}
+
+CK_VNNI_TARGET static void ck_qrequant_row_tfl_avx512(int64_t n, const int32_t *acc, int32_t bias, const int32_t *me,
+                                                      const ck_qparams *q, uint8_t *out) {
+  const __m512i vbias = _mm512_set1_epi32(bias), vzp = _mm512_set1_epi32(q->output_zero_point);
+  const __m512i lo = _mm512_set1_epi32(q->out_min - q->output_zero_point);
+  const __m512i hi = _mm512_set1_epi32(q->out_max - q->output_zero_point);
+  int32_t left, right;
+  int64_t x;
+  ck_tfl_shifts(me[1], &left, &right);
+  for (x = 0; x < n; x += 16) {
+    const __mmask16 mask = n - x >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - x)) - 1u);
+    const __m512i v = _mm512_add_epi32(_mm512_maskz_loadu_epi32(mask, (const void *)(acc + x)), vbias);
+    /* clamped before the zero point is added: no int32 wrap-around */
+    const __m512i r = _mm512_min_epi32(_mm512_max_epi32(ck_tfl_scale16(v, me[0], left, right), lo), hi);
+    _mm_mask_storeu_epi8((void *)(out + x), mask, _mm512_cvtepi32_epi8(_mm512_add_epi32(r, vzp)));
+  }
+}
+
 static int ck_cpu_has_vnni(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
 }
 #endif
+
+typedef void (*ck_qtfl_row_fn)(int64_t n, const int32_t *acc, int32_t bias, const int32_t *me, const ck_qparams *q,
+                               uint8_t *out);
+typedef void (*ck_qdw_sums_fn)(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride, int64_t col_step,
+                               int64_t kh, int64_t kw, const int8_t *w, int32_t is_signed, int32_t *acc);
 
 typedef void (*ck_qdw_row_fn)(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride, int64_t col_step,
                               int64_t kh, int64_t kw, const int8_t *w, int32_t bias, float scale, const ck_qparams *q,
@@ -277,6 +350,14 @@ typedef void (*ck_qdw_row_fn)(int64_t n, const uint8_t *base, int64_t row_step, 
 
 CK_DEFINE_QDW_ROW(ck_qdw_sums_u8, uint8_t)
 CK_DEFINE_QDW_ROW(ck_qdw_sums_s8, int8_t)
+
+static void ck_qdw_sums_portable(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride, int64_t col_step,
+                                 int64_t kh, int64_t kw, const int8_t *w, int32_t is_signed, int32_t *acc) {
+  if (is_signed)
+    ck_qdw_sums_s8(0, n, (const int8_t *)base, row_step, stride, col_step, kh, kw, w, acc);
+  else
+    ck_qdw_sums_u8(0, n, base, row_step, stride, col_step, kh, kw, w, acc);
+}
 
 /* columns [x0, n) of ck_qdw_row in portable C */
 static void ck_qdw_row_from(int64_t x0, int64_t n, const uint8_t *base, int64_t row_step, int64_t stride,
@@ -309,6 +390,28 @@ CK_VNNI_TARGET static inline __m512i ck_qload16(const uint8_t *p, int64_t stride
     return is_signed ? _mm512_cvtepi16_epi32(_mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8))
                      : _mm512_cvtepu16_epi32(_mm256_and_si256(v, _mm256_set1_epi16(0x00FF)));
   }
+}
+
+/* ck_qdw_row's sums only, into acc[0, n) (rounding 1 requantizes them afterwards) */
+CK_VNNI_TARGET static void ck_qdw_sums_avx512(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride,
+                                              int64_t col_step, int64_t kh, int64_t kw, const int8_t *w,
+                                              int32_t is_signed, int32_t *acc) {
+  int64_t x = 0;
+  if (stride == 1 || stride == 2) {
+    for (; x < n; x += 16) {
+      const int64_t count = n - x < 16 ? n - x : 16;
+      __m512i sum = _mm512_setzero_si512();
+      int64_t i, j;
+      for (i = 0; i < kh; ++i)
+        for (j = 0; j < kw; ++j)
+          sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(_mm512_set1_epi32(w[i * kw + j]),
+                                                         ck_qload16(base + i * row_step + x * stride + j * col_step,
+                                                                    stride, is_signed, count)));
+      _mm512_mask_storeu_epi32((void *)(acc + x), (__mmask16)(count >= 16 ? 0xFFFFu : (1u << count) - 1u), sum);
+    }
+    return;
+  }
+  ck_qdw_sums_portable(n, base, row_step, stride, col_step, kh, kw, w, is_signed, acc);
 }
 
 /* 16 output columns at a time (the last ones masked), the taps summed in registers and
@@ -345,13 +448,17 @@ typedef struct {
   ck_qrow_fn requant_row;
   ck_qdw_row_fn dw_row;
   int (*cpu_has)(void);
+  ck_qtfl_row_fn tfl_row;   /* TFLite's requantization of a row of sums (q->rounding 1) */
+  ck_qdw_sums_fn dw_sums;   /* a depthwise row's sums, requantized by tfl_row */
 } ck_qkernel;
 
 static const ck_qkernel ck_qkernels[] = {
 #if defined(CK_QDISPATCH)
-    {"avx512vnni-8x32", ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512, ck_qdw_row_avx512, ck_cpu_has_vnni},
+    {"avx512vnni-8x32", ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512, ck_qdw_row_avx512, ck_cpu_has_vnni,
+     ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512},
 #endif
-    {"portable-8x32", ck_qtile_portable, ck_qfused_portable, ck_qrequant_row_portable, ck_qdw_row_portable, NULL},
+    {"portable-8x32", ck_qtile_portable, ck_qfused_portable, ck_qrequant_row_portable, ck_qdw_row_portable, NULL,
+     ck_qrequant_row_tfl_portable, ck_qdw_sums_portable},
 };
 #define CK_NUM_QKERNELS ((int32_t)(sizeof ck_qkernels / sizeof ck_qkernels[0]))
 
@@ -391,6 +498,14 @@ void ck_qdw_row(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride
                 int64_t kw, const int8_t *w, int32_t bias, float scale, const ck_qparams *q, uint8_t *out,
                 int32_t *acc) {
   ck_qkernel_current()->dw_row(n, base, row_step, stride, col_step, kh, kw, w, bias, scale, q, out, acc);
+}
+
+void ck_qdw_row_tfl(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride, int64_t col_step, int64_t kh,
+                    int64_t kw, const int8_t *w, int32_t bias, const int32_t *me, const ck_qparams *q, uint8_t *out,
+                    int32_t *acc) {
+  const ck_qkernel *kernel = ck_qkernel_current();
+  kernel->dw_sums(n, base, row_step, stride, col_step, kh, kw, w, q->input_signed, acc);
+  kernel->tfl_row(n, acc, bias, me, q, out);
 }
 
 /* ---- the core ------------------------------------------------------------------------------- */
@@ -434,6 +549,20 @@ static void ck_qgemm_chunk(int32_t chunk, int32_t slot, void *ctx) {
     for (m0 = 0; m0 < m; m0 += CK_QMR) {
       const int64_t rows = m - m0 < CK_QMR ? m - m0 : CK_QMR;
       int64_t i;
+      if (job->q->rounding == 1) {   /* TFLite's: the tile in memory, then the integer epilogue per row */
+        const int32_t *me = (const int32_t *)(const void *)job->scale + 2 * m0;
+        uint8_t tmp[CK_QNR];
+        kernel->tile(steps, job->packed_a + m0 * k4, panel, cols, acc);
+        for (i = 0; i < rows; ++i) {
+          uint8_t *dst = job->out + (m0 + i) * job->out_row + n0 * job->out_col;
+          int64_t j;
+          kernel->tfl_row(cols, acc + i * CK_QNR, job->bias[m0 + i], me + 2 * i, job->q,
+                          job->out_col == 1 ? dst : tmp);
+          if (job->out_col != 1)
+            for (j = 0; j < cols; ++j) dst[j * job->out_col] = tmp[j];
+        }
+        continue;
+      }
       if (job->out_col == 1) {
         kernel->fused(steps, job->packed_a + m0 * k4, panel, rows, cols, job->bias + m0, job->scale + m0, job->q,
                       job->out + m0 * job->out_row + n0, job->out_row);

@@ -42,6 +42,16 @@ void ck_qdw_row(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride
                 int64_t kw, const int8_t *w, int32_t bias, float scale, const ck_qparams *q, uint8_t *out,
                 int32_t *acc);
 
+/* ck_qdw_row with TFLite's requantization (q->rounding 1): me = the channel's (multiplier, exponent). */
+void ck_qdw_row_tfl(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride, int64_t col_step, int64_t kh,
+                    int64_t kw, const int8_t *w, int32_t bias, const int32_t *me, const ck_qparams *q, uint8_t *out,
+                    int32_t *acc);
+
+/* The requantization constants of output channel c: scale + c, or (rounding 1) its int32 pair. */
+static inline const float *ck_qchannel_scale(const ck_qparams *q, const float *scale, int64_t c) {
+  return scale + (q->rounding == 1 ? 2 * c : c);
+}
+
 /* the output clamp is a valid subrange of the output type */
 int ck_qparams_valid(const ck_qparams *q);
 

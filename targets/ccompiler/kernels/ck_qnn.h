@@ -5,7 +5,8 @@
  *   - conv2d / dense: exact int32 sums of (x - x_zp) * w (weights int8, zero point 0);
  *   - requantization (byoc's rounding="float32", onnxruntime's): float32(acc + bias) * scale[o],
  *     the product rounded to float32, then to the nearest integer (ties to even), + output zero
- *     point, clamped to [out_min, out_max] (the output type's range, narrowed by a fused relu/clip).
+ *     point, clamped to [out_min, out_max] (the output type's range, narrowed by a fused relu/clip);
+ *     or TFLite's rounding="tflite" (ck_qparams.rounding 1): an int32 multiplier and exponent per channel.
  * Weights are packed once, ahead of the call (at codegen time; ck_q*_pack_weight is the reference
  * of the layout), with the input zero point folded into the bias:
  *   bias[o] = conv bias[o] - x_zp * sum_k w[o, k] - requantize input zero point.
@@ -30,6 +31,12 @@ typedef struct {
   int32_t input_signed, output_signed; /* 1: int8, 0: uint8 */
   int32_t input_zero_point, output_zero_point;
   int32_t out_min, out_max;            /* output clamp, within the output type */
+  /* 0: byoc's rounding="float32" (onnxruntime's), the `scale` argument float32 per output channel;
+   * 1: TFLite's (rounding="tflite"): the `scale` argument points to int32 pairs (multiplier M, exponent e)
+   * per output channel, read through that pointer, and acc + bias becomes
+   * MultiplyByQuantizedMultiplier(acc + bias, M, e): x << max(e, 0), the saturating rounding doubling
+   * high multiply by M, a rounding right shift by max(-e, 0) (TFLite's double rounding) */
+  int32_t rounding;
 } ck_qparams;
 
 typedef struct {
