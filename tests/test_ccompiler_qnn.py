@@ -486,19 +486,19 @@ def test_qconv2d_tflite_rounding_equals_tflite_math(ck, case):
     xz = int(_draw((), in_dtype))
     p = K.conv2d_params(dshape, wshape, strides, padding, (1, 1), groups)
     q = Q.qparams(in_dtype, "int8", xz, -7, out_min=-120, rounding="tflite")
-    params = QConvParams(ConvParams(**p), QParams(**q))
     depthwise = Q.is_depthwise(p)
     weight = w if depthwise else Q.pack_weight(groups, w)
     folded = Q.fold_bias(w, bias, xz + (0 if depthwise or in_dtype == "uint8" else 128), np.zeros(wshape[0], np.int64))
     want = _tflite_want(_conv_int64(x.astype(np.int64) - xz, w, p) + bias.reshape(1, -1, 1, 1), ms, es, q, 1)
     pairs = _tflite_pairs(ms, es)
-    ws = np.zeros(Q.qconv2d_workspace_bytes(p) + 1, np.uint8)[1:]
-    for kernel in _kernels(ck):
+    for kernel, columns in itertools.product(_kernels(ck), (0, Q.QNR)):   # QNR: a board's im2col into the panel
+        params = QConvParams(ConvParams(**p), QParams(**q), columns)
+        ws = np.zeros(Q.qconv2d_workspace_bytes(p, columns) + 1, np.uint8)[1:]
         assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
         out = np.zeros(want.shape, np.int8)
         assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(weight), _ptr(folded), _ptr(pairs), _ptr(out),
                              _ptr(ws)) == 0
-        np.testing.assert_array_equal(out, want, err_msg=kernel)
+        np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {columns} columns")
 
 
 # (id, multiplier, exponent): ties of the doubling high multiply (M = 2**30 halves odd values), ties of the
@@ -518,16 +518,16 @@ def test_qdense_tflite_epilogue_on_edge_values(ck):
     w = np.ones((units, 1), np.int8)
     bias = np.asarray([-(2 ** 31), 2 ** 31 - batch, -7, 7, -1001, 1 << 20, -(1 << 24), 12345][:units], np.int64)
     q = Q.qparams("uint8", "int8", 0, 3, rounding="tflite")
-    params = QDenseParams(batch, units, 1, QParams(**q))
     packed = Q.pack_weight(1, w)
     folded = Q.fold_bias(w, bias, 0, np.zeros(units, np.int64))
     acc = Q.fold_bias(w, bias, 0, np.zeros(units, np.int64)).astype(np.int64).reshape(1, -1) + x.astype(np.int64)
     want = _tflite_want(tflite_math.wrap32(acc), ms, es, q, 1)
     ws = np.zeros(Q.qdense_workspace_bytes(1, batch), np.uint8)
     pairs = _tflite_pairs(ms, es)
-    for kernel in _kernels(ck):
+    for kernel, direct_rows in itertools.product(_kernels(ck), (0, 64)):   # the GEMM core, a board's dot products
+        params = QDenseParams(batch, units, 1, QParams(**q), direct_rows)
         assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
         out = np.zeros((batch, units), np.int8)
         assert ck.ck_qdense(ctypes.byref(params), _ptr(x), _ptr(packed), _ptr(folded), _ptr(pairs), _ptr(out),
                             _ptr(ws)) == 0
-        np.testing.assert_array_equal(out, want, err_msg=kernel)
+        np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, direct_rows {direct_rows}")

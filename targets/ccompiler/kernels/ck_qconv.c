@@ -263,7 +263,8 @@ int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *w
           const int64_t cols = n - q0 < chunk ? n - q0 : chunk;
           if (!pointwise && chunk == CK_QNR) {
             ck_qim2col_panel(c, cg, ow, q0, cols, in, (uint8_t)p->q.input_zero_point, src.flip, panel);
-            ck_qgemm_panel(og, cols, k, weight + g * group_bytes, panel, bias + g * og, scale + g * og, &p->q,
+            ck_qgemm_panel(og, cols, k, weight + g * group_bytes, panel, bias + g * og,
+                           ck_qchannel_scale(&p->q, scale, g * og), &p->q,
                            o + q0, n);
             continue;
           }

@@ -392,6 +392,20 @@ CK_VNNI_TARGET static inline __m512i ck_qload16(const uint8_t *p, int64_t stride
   }
 }
 
+/* The taps of 16 output columns (the first `count`) starting at p, summed in int32 lanes. */
+CK_VNNI_TARGET static inline __m512i ck_qdw_sum16(const uint8_t *p, int64_t row_step, int64_t stride, int64_t col_step,
+                                                  int64_t kh, int64_t kw, const int8_t *w, int32_t is_signed,
+                                                  int64_t count) {
+  __m512i sum = _mm512_setzero_si512();
+  int64_t i, j;
+  for (i = 0; i < kh; ++i)
+    for (j = 0; j < kw; ++j)
+      sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(_mm512_set1_epi32(w[i * kw + j]),
+                                                     ck_qload16(p + i * row_step + j * col_step, stride, is_signed,
+                                                                count)));
+  return sum;
+}
+
 /* ck_qdw_row's sums only, into acc[0, n) (rounding 1 requantizes them afterwards) */
 CK_VNNI_TARGET static void ck_qdw_sums_avx512(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride,
                                               int64_t col_step, int64_t kh, int64_t kw, const int8_t *w,
@@ -400,13 +414,7 @@ CK_VNNI_TARGET static void ck_qdw_sums_avx512(int64_t n, const uint8_t *base, in
   if (stride == 1 || stride == 2) {
     for (; x < n; x += 16) {
       const int64_t count = n - x < 16 ? n - x : 16;
-      __m512i sum = _mm512_setzero_si512();
-      int64_t i, j;
-      for (i = 0; i < kh; ++i)
-        for (j = 0; j < kw; ++j)
-          sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(_mm512_set1_epi32(w[i * kw + j]),
-                                                         ck_qload16(base + i * row_step + x * stride + j * col_step,
-                                                                    stride, is_signed, count)));
+      const __m512i sum = ck_qdw_sum16(base + x * stride, row_step, stride, col_step, kh, kw, w, is_signed, count);
       _mm512_mask_storeu_epi32((void *)(acc + x), (__mmask16)(count >= 16 ? 0xFFFFu : (1u << count) - 1u), sum);
     }
     return;
@@ -427,13 +435,8 @@ CK_VNNI_TARGET static void ck_qdw_row_avx512(int64_t n, const uint8_t *base, int
     e.hi = _mm512_set1_ps((float)(q->out_max - q->output_zero_point));
     for (; x < n; x += 16) {
       const int64_t count = n - x < 16 ? n - x : 16;
-      __m512i sum = _mm512_setzero_si512();
-      int64_t i, j;
-      for (i = 0; i < kh; ++i)
-        for (j = 0; j < kw; ++j)
-          sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(_mm512_set1_epi32(w[i * kw + j]),
-                                                         ck_qload16(base + i * row_step + x * stride + j * col_step,
-                                                                    stride, q->input_signed, count)));
+      const __m512i sum =
+          ck_qdw_sum16(base + x * stride, row_step, stride, col_step, kh, kw, w, q->input_signed, count);
       ck_qrequant16(sum, bias, scale, &e, (__mmask16)(count >= 16 ? 0xFFFFu : (1u << count) - 1u), out + x);
     }
   }
@@ -510,6 +513,23 @@ void ck_qdw_row_tfl(int64_t n, const uint8_t *base, int64_t row_step, int64_t st
 
 /* ---- the core ------------------------------------------------------------------------------- */
 
+/* TFLite's requantization (q->rounding 1) of a tile: the int32 tile in memory, then the integer epilogue
+ * row by row (me: the rows' (multiplier, exponent) pairs); out[i * ldo + j * col_stride]. */
+static void ck_qtfl_tile(const ck_qkernel *kernel, int64_t steps, const int8_t *a, const uint8_t *b, int64_t rows,
+                         int64_t cols, const int32_t *bias, const int32_t *me, const ck_qparams *q, uint8_t *out,
+                         int64_t ldo, int64_t col_stride) {
+  int32_t acc[CK_QMR * CK_QNR];
+  uint8_t tmp[CK_QNR];
+  int64_t i, j;
+  kernel->tile(steps, a, b, cols, acc);
+  for (i = 0; i < rows; ++i) {
+    uint8_t *dst = out + i * ldo;
+    kernel->tfl_row(cols, acc + i * CK_QNR, bias[i], me + 2 * i, q, col_stride == 1 ? dst : tmp);
+    if (col_stride != 1)
+      for (j = 0; j < cols; ++j) dst[j * col_stride] = tmp[j];
+  }
+}
+
 /* In parallel: column chunks of CK_QN_CHUNK (whole panels; 128 bytes of every output row: boundaries on
  * cache lines), each packing its panels into its thread's slot. The split depends on n alone and every
  * output byte is computed by one task in one order: results are the same for every thread count. */
@@ -549,18 +569,10 @@ static void ck_qgemm_chunk(int32_t chunk, int32_t slot, void *ctx) {
     for (m0 = 0; m0 < m; m0 += CK_QMR) {
       const int64_t rows = m - m0 < CK_QMR ? m - m0 : CK_QMR;
       int64_t i;
-      if (job->q->rounding == 1) {   /* TFLite's: the tile in memory, then the integer epilogue per row */
-        const int32_t *me = (const int32_t *)(const void *)job->scale + 2 * m0;
-        uint8_t tmp[CK_QNR];
-        kernel->tile(steps, job->packed_a + m0 * k4, panel, cols, acc);
-        for (i = 0; i < rows; ++i) {
-          uint8_t *dst = job->out + (m0 + i) * job->out_row + n0 * job->out_col;
-          int64_t j;
-          kernel->tfl_row(cols, acc + i * CK_QNR, job->bias[m0 + i], me + 2 * i, job->q,
-                          job->out_col == 1 ? dst : tmp);
-          if (job->out_col != 1)
-            for (j = 0; j < cols; ++j) dst[j * job->out_col] = tmp[j];
-        }
+      if (job->q->rounding == 1) {
+        ck_qtfl_tile(kernel, steps, job->packed_a + m0 * k4, panel, rows, cols, job->bias + m0,
+                     (const int32_t *)(const void *)job->scale + 2 * m0, job->q,
+                     job->out + m0 * job->out_row + n0 * job->out_col, job->out_row, job->out_col);
         continue;
       }
       if (job->out_col == 1) {
@@ -605,9 +617,15 @@ void ck_qgemm_panel(int64_t m, int64_t cols, int64_t k, const int8_t *packed_a, 
   const ck_qkernel *kernel = ck_qkernel_current();
   const int64_t k4 = ck_qround_up(k, 4);
   int64_t m0;
-  for (m0 = 0; m0 < m; m0 += CK_QMR)
-    kernel->fused(k4 / 4, packed_a + m0 * k4, panel, m - m0 < CK_QMR ? m - m0 : CK_QMR, cols, bias + m0, scale + m0, q,
-                  out + m0 * out_row, out_row);
+  for (m0 = 0; m0 < m; m0 += CK_QMR) {
+    const int64_t rows = m - m0 < CK_QMR ? m - m0 : CK_QMR;
+    if (q->rounding == 1)
+      ck_qtfl_tile(kernel, k4 / 4, packed_a + m0 * k4, panel, rows, cols, bias + m0,
+                   (const int32_t *)(const void *)scale + 2 * m0, q, out + m0 * out_row, out_row, 1);
+    else
+      kernel->fused(k4 / 4, packed_a + m0 * k4, panel, rows, cols, bias + m0, scale + m0, q, out + m0 * out_row,
+                    out_row);
+  }
 }
 
 /* ---- dense ---------------------------------------------------------------------------------- */
@@ -650,7 +668,11 @@ static void ck_qdense_direct(const ck_qdense_params *p, const uint8_t *data, con
       const int8_t *row = w + (u / CK_QMR) * CK_QMR * k4 + (u % CK_QMR) * 4;   /* ck_qpack_a's layout */
       int32_t acc = 0;
       for (c = 0; c < p->depth; ++c) acc += (int32_t)row[(c / 4) * 4 * CK_QMR + c % 4] * (int32_t)(uint8_t)(x[c] ^ flip);
-      ck_qrequant_row(1, &acc, bias[u], scale[u], &p->q, out + r * p->units + u);
+      if (p->q.rounding == 1)
+        ck_qkernel_current()->tfl_row(1, &acc, bias[u], (const int32_t *)(const void *)scale + 2 * u, &p->q,
+                                      out + r * p->units + u);
+      else
+        ck_qrequant_row(1, &acc, bias[u], scale[u], &p->q, out + r * p->units + u);
     }
   }
 }
