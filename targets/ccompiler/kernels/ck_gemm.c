@@ -655,7 +655,13 @@ int32_t ck_gemm_core(int64_t m, int64_t n, int64_t k, const float *a, int64_t a_
   job.kernel = ck_micro_kernel_current();
   job.workspace = (char *)workspace;
   job.split = ck_gemm_split_of(m, n);
-  if (b->packed == NULL && ck_gemm_packs_whole_b(m, n)) {
+  if (byoc_get_num_threads() == 1) {
+    /* one thread: one row group, B packed per chunk right before its use (a whole B packed ahead has left
+     * the cache by then: some 5% of ResNet-50). Every element is computed by the same micro-kernel steps
+     * either way (tiles on the same MC and 32-column grid), so the bytes equal those of any thread count. */
+    job.split.row_groups = 1;
+    job.split.group_rows = ck_round_up(m, CK_MC);
+  } else if (b->packed == NULL && ck_gemm_packs_whole_b(m, n)) {
     const uintptr_t end = (uintptr_t)workspace + (size_t)ck_gemm_slots(m, n) * ck_gemm_slot_bytes(m, n, k, 1);
     whole.base = NULL;
     whole.row_stride = whole.col_stride = 0;
