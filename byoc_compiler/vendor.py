@@ -19,7 +19,8 @@ The groups:
 - quantized arithmetic, so an int8 kernel computes what the reference does (API 1.1): `requantize_ratios`
   (qnn.requantize's float32 factor per channel), `add_float32_params` and `add_multipliers` (qnn.add's
   float32 and fixed-point constants); `tflite_requantize_multipliers` (a rounding="tflite" requantize's
-  31-bit multiplier and exponent per channel, since 1.6);
+  31-bit multiplier and exponent per channel, since 1.6) and `tflite_add_params` (a rounding="tflite" qnn.add's
+  left shift, multipliers and exponents, since 1.6);
 - what a codegen returns: `CSourceArtifact`, `BlobArtifact`;
 - writing C (byoc_compiler.ctext, the one writer of C text in byoc): `entry_points`, `core_signature` (both
   calling conventions of a region), `c_type`; names: `is_identifier`, `sanitize_identifier`,
@@ -55,7 +56,7 @@ from .ctext import (c_string, c_type, comment, const_array, core_signature, doub
                     sanitize_identifier, shape_text, unique_identifiers, wrap_list)
 from .op.batch_matmul import matmul_dims
 from .op.pool import pool_out_size
-from .op.qnn import add_float32_params, add_multipliers, requantize_ratios, tflite_requantize_multipliers
+from .op.qnn import add_float32_params, add_multipliers, requantize_ratios, tflite_add_params, tflite_requantize_multipliers
 from .target import VENDOR_API_VERSION, SystemLibrary, Target, TargetError, all_of, dtypes_only, float32_only, rank_at_most
 from .errors import ByocError
 from .partition import partition_for
@@ -75,7 +76,7 @@ PARALLEL_HEADER = "byoc/parallel.h"
 # What changed, newest first (a minor version adds names; a major one may remove or change them):
 CHANGELOG = {
     (1, 6): "tflite_requantize_multipliers (TFLite's multiplier and exponent per channel of a rounding=\"tflite\" "
-            "requantize)",
+            "requantize), tflite_add_params (a rounding=\"tflite\" qnn.add's)",
     (1, 5): "threads: build_max_threads (per-thread scratch to plan), PARALLEL_HEADER (byoc/parallel.h: "
             "byoc_parallel_for, byoc_parallel_chunks)",
     (1, 4): "Target.runs_on (the runtime profiles, hosted and/or freestanding, a target's code builds for); "
@@ -91,7 +92,7 @@ CHANGELOG = {
 __all__ = [
     "API_VERSION", "CHANGELOG",
     "Target", "TargetError", "ByocError", "SystemLibrary", "pool_out_size", "matmul_dims",
-    "requantize_ratios", "tflite_requantize_multipliers", "add_float32_params", "add_multipliers", "all_of", "dtypes_only", "float32_only", "rank_at_most",
+    "requantize_ratios", "tflite_requantize_multipliers", "tflite_add_params", "add_float32_params", "add_multipliers", "all_of", "dtypes_only", "float32_only", "rank_at_most",
     "is_op", "wildcard", "is_constant", "is_var", "is_tuple", "is_tuple_get_item",
     "Call", "Constant", "Function", "GlobalVar", "Op", "Tuple", "TupleGetItem", "Var",
     "TensorType", "TupleType", "flatten_type", "post_order", "ExprVisitor", "users", "flat_value",

@@ -239,7 +239,8 @@ class QAddParams(ctypes.Structure):
     _fields_ = [("is_signed", ctypes.c_int32), ("rounding", ctypes.c_int32), ("ratio_a", ctypes.c_float),
                 ("ratio_b", ctypes.c_float), ("fixed", ctypes.c_float), ("lhs_zero_point", ctypes.c_int32),
                 ("rhs_zero_point", ctypes.c_int32), ("output_zero_point", ctypes.c_int32), ("mult_a", ctypes.c_int64),
-                ("mult_b", ctypes.c_int64), ("shift", ctypes.c_int32)]
+                ("mult_b", ctypes.c_int64), ("shift", ctypes.c_int32), ("left_shift", ctypes.c_int32),
+                ("tfl_mult", ctypes.c_int32 * 3), ("tfl_exp", ctypes.c_int32 * 3)]
 
 
 # (zero points a, b, out; multipliers a, b; shift): small ones where half the sums are ties, and
@@ -531,3 +532,23 @@ def test_qdense_tflite_epilogue_on_edge_values(ck):
         assert ck.ck_qdense(ctypes.byref(params), _ptr(x), _ptr(packed), _ptr(folded), _ptr(pairs), _ptr(out),
                             _ptr(ws)) == 0
         np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, direct_rows {direct_rows}")
+
+
+# (scales lhs, rhs, out; zero points lhs, rhs, out): inputs near the output scale, one input far below it,
+# the output scale finer than both (a left shift in the output rescale)
+QADD_TFLITE = [((0.05, 0.06, 0.09), (3, -7, 5)), ((0.1, 0.003, 0.08), (-128, 0, -20)),
+               ((0.02, 0.03, 0.007), (10, 10, 0))]
+
+
+@pytest.mark.parametrize("scales,zps", QADD_TFLITE, ids=["near", "far-apart", "fine-output"])
+def test_qadd_tflite_equals_tflite_math(ck, scales, zps):
+    """ck_qadd rounding 2 (TFLite's ADD) on every pair of int8 values against tflite_math.add, the parameters
+    from tflite_math.add_params (the reference's)."""
+    t = tflite_math.add_params(*scales, "int8")
+    a = np.repeat(np.arange(-128, 128, dtype=np.int8), 256)
+    b = np.tile(np.arange(-128, 128, dtype=np.int8), 256)
+    p = QAddParams(1, 2, 0.0, 0.0, 0.0, *zps, 0, 0, 0, t["left_shift"], (ctypes.c_int32 * 3)(t["m1"], t["m2"], t["mo"]),
+                   (ctypes.c_int32 * 3)(t["e1"], t["e2"], t["eo"]))
+    out = np.zeros_like(a)
+    assert ck.ck_qadd(ctypes.byref(p), ctypes.c_int64(a.size), _ptr(a), _ptr(b), _ptr(out)) == 0
+    np.testing.assert_array_equal(out, tflite_math.add(a, b, zps[0], zps[1], zps[2], t, "int8"))

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from byoc_compiler.vendor import (ByocError, TensorType, add_float32_params, add_multipliers, float_literal, int_literal,
-                                  is_constant, is_op, line_array, requantize_ratios, tflite_requantize_multipliers,
+                                  is_constant, is_op, line_array, requantize_ratios, tflite_add_params, tflite_requantize_multipliers,
                                   wildcard, workspace_budget)
 
 from . import kernels, qkernels
@@ -115,14 +115,18 @@ def _chain_reason(root) -> str | None:
     return None
 
 
+# ck_qadd_params.rounding per qnn.add rounding
+QADD_ROUNDINGS = {"float32": 0, "fixed_point": 1, "tflite": 2}
+
+
 def _same_shape_q8(call) -> str | None:
     types = [a.checked_type for a in call.args] + [call.checked_type]
     if any(t.dtype not in Q8 for t in types):
         return "not int8/uint8"
     if len({tuple(t.shape) for t in types}) != 1:
         return "operands of different shapes (no broadcasting in the int8 kernel)"
-    if call.attrs.get("rounding", "float32") not in ("float32", "fixed_point"):
-        return f"rounding {call.attrs['rounding']!r} (the kernel rounds the float32 or fixed_point way)"
+    if call.attrs.get("rounding", "float32") not in QADD_ROUNDINGS:
+        return f"rounding {call.attrs['rounding']!r} (the kernel rounds the float32, fixed_point or tflite way)"
     if call.attrs.get("rounding", "float32") == "fixed_point":
         (ma, mb), shift = add_multipliers(call.attrs)
         if not 1 <= shift <= 62:
@@ -332,8 +336,9 @@ def _qadd(step):
     a = step.attrs
     ra, rb, fixed = add_float32_params(SimpleNamespace(**a))
     (ma, mb), shift = add_multipliers(SimpleNamespace(**a))
+    rounding = a.get("rounding", "float32")
     init = (f"{{.is_signed = {int(step.outs[0].type.dtype == 'int8')}, "
-            f".rounding = {0 if a.get('rounding', 'float32') == 'float32' else 1}, "
+            f".rounding = {QADD_ROUNDINGS[rounding]}, {_tflite_add_fields(SimpleNamespace(**a), rounding, step)}"
             f".ratio_a = {float_literal(ra)}, .ratio_b = {float_literal(rb)}, .fixed = {float_literal(fixed)}, "
             f".lhs_zero_point = {int(a['lhs_zero_point'])}, .rhs_zero_point = {int(a['rhs_zero_point'])}, "
             f".output_zero_point = {int(a['output_zero_point'])}, .mult_a = {int_literal(ma)}, "
@@ -341,6 +346,15 @@ def _qadd(step):
     lhs, rhs = step.ins
     return ([f"static const ck_qadd_params params = {init};"],
             f"ck_qadd(&params, {int_literal(step.outs[0].type.size)}, {lhs.ptr}, {rhs.ptr}, {step.outs[0].ptr})")
+
+
+def _tflite_add_fields(attrs, rounding: str, step) -> str:
+    """ck_qadd_params' TFLite fields (zeros unless rounding is "tflite"), from the reference's own function."""
+    if rounding != "tflite":
+        return ""
+    t = tflite_add_params(attrs, step.ins[0].type.dtype)
+    return (f".left_shift = {t['left_shift']}, .tfl_mult = {{{t['m1']}, {t['m2']}, {t['mo']}}}, "
+            f".tfl_exp = {{{t['e1']}, {t['e2']}, {t['eo']}}}, ")
 
 
 def _qdq_add(step):

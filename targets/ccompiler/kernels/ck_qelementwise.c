@@ -116,6 +116,17 @@ static int64_t ck_round_shift(int64_t p, int32_t shift) {
   return p < 0 ? -(int64_t)q : (int64_t)q;
 }
 
+/* TFLite's ADD before the zero point: MultiplyByQuantizedMultiplier of the rescaled inputs' sum (int32 wrap
+ * as TFLite's) */
+static int32_t ck_tfl_add1(const ck_qadd_params *p, int32_t a, int32_t b) {
+  int32_t left[3], right[3], i;
+  int32_t sa, sb;
+  for (i = 0; i < 3; ++i) ck_tfl_shifts(p->tfl_exp[i], &left[i], &right[i]);
+  sa = ck_tfl_scale1((int32_t)((uint32_t)(a - p->lhs_zero_point) << p->left_shift), p->tfl_mult[0], left[0], right[0]);
+  sb = ck_tfl_scale1((int32_t)((uint32_t)(b - p->rhs_zero_point) << p->left_shift), p->tfl_mult[1], left[1], right[1]);
+  return ck_tfl_scale1((int32_t)((uint32_t)sa + (uint32_t)sb), p->tfl_mult[2], left[2], right[2]);
+}
+
 static void ck_qadd_portable(const ck_qadd_params *p, int64_t begin, int64_t n, const void *lhs, const void *rhs,
                              void *out) {
   const float lo = p->is_signed ? -128.0f : 0.0f, hi = p->is_signed ? 127.0f : 255.0f;
@@ -126,6 +137,9 @@ static void ck_qadd_portable(const ck_qadd_params *p, int64_t begin, int64_t n, 
     if (p->rounding == 0) {
       const float t = fmaf((float)b, p->ratio_b, p->fixed);
       r = (int64_t)nearbyintf(ck_clampf(fmaf((float)a, p->ratio_a, t), lo, hi));
+    } else if (p->rounding == 2) {
+      r = (int64_t)ck_tfl_add1(p, a, b) + p->output_zero_point;
+      r = r < (int64_t)lo ? (int64_t)lo : (r > (int64_t)hi ? (int64_t)hi : r);
     } else {
       const int64_t sum = (int64_t)(a - p->lhs_zero_point) * p->mult_a + (int64_t)(b - p->rhs_zero_point) * p->mult_b;
       r = ck_round_shift(sum, p->shift) + p->output_zero_point;
@@ -160,8 +174,10 @@ CK_Q_AVX512 static int64_t ck_qadd_avx512(const ck_qadd_params *p,
 
 int32_t ck_qadd(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out) {
   int64_t done = 0;
-  if (p == NULL || lhs == NULL || rhs == NULL || out == NULL || n < 0 || (p->rounding != 0 && p->rounding != 1) ||
-      (p->rounding == 1 && (p->shift < 1 || p->shift > 62)))
+  if (p == NULL || lhs == NULL || rhs == NULL || out == NULL || n < 0 || p->rounding < 0 || p->rounding > 2 ||
+      (p->rounding == 1 && (p->shift < 1 || p->shift > 62)) ||
+      (p->rounding == 2 && (p->left_shift < 0 || p->left_shift > 24 || p->tfl_mult[0] < 0 || p->tfl_mult[1] < 0 ||
+                            p->tfl_mult[2] < 0)))
     return CK_EBADPARAM;
 #if defined(CK_QADD_DISPATCH)
   if (p->rounding == 0 && ck_q_use_avx512())

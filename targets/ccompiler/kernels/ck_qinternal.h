@@ -52,6 +52,27 @@ static inline const float *ck_qchannel_scale(const ck_qparams *q, const float *s
   return scale + (q->rounding == 1 ? 2 * c : c);
 }
 
+/* ---- TFLite's requantization (ck_qparams.rounding 1, ck_qadd rounding 2) ---- */
+
+/* The shifts of exponent e, clamped to what quantize_multiplier produces (e in [-31, 30]) so that a bad
+ * constant cannot shift out of range. */
+static inline void ck_tfl_shifts(int32_t e, int32_t *left, int32_t *right) {
+  *left = e > 0 ? (e > 30 ? 30 : e) : 0;
+  *right = e < 0 ? (e < -31 ? 31 : -e) : 0;
+}
+
+/* MultiplyByQuantizedMultiplier(x, m, e), m in [0, 2**31): the doubling high multiply
+ * trunc((x * m + nudge) / 2**31) (nudge 2**30, or 1 - 2**30 for negative products) equals
+ * floor((x * m + 2**30) / 2**31) -- one arithmetic shift; the rounding divide by 2**right rounds ties
+ * away from zero (gemmlowp's RoundingDivideByPOT). */
+static inline int32_t ck_tfl_scale1(int32_t x, int32_t m, int32_t left, int32_t right) {
+  const int32_t v = (int32_t)((uint32_t)x << left);
+  const int32_t h = (int32_t)(((int64_t)v * m + ((int64_t)1 << 30)) >> 31);
+  const int32_t mask = (int32_t)(((uint32_t)1 << right) - 1u);
+  const int32_t threshold = (mask >> 1) + (h < 0 ? 1 : 0);
+  return (h >> right) + ((h & mask) > threshold ? 1 : 0);
+}
+
 /* the output clamp is a valid subrange of the output type */
 int ck_qparams_valid(const ck_qparams *q);
 

@@ -79,13 +79,16 @@ int32_t ck_qdense(const ck_qdense_params *p, const void *data, const int8_t *pac
 
 /* qnn.add of two same-shape tensors. rounding 0 (float32, onnxruntime's x86 kernel):
  * round_half_even(fmaf(a, ratio_a, fmaf(b, ratio_b, fixed))); rounding 1 (fixed point):
- * round_half_even(((a - za) * ma + (b - zb) * mb) / 2**shift) + zo; both saturate. */
+ * round_half_even(((a - za) * ma + (b - zb) * mb) / 2**shift) + zo; rounding 2 (TFLite's ADD): both inputs
+ * minus their zero points shifted left by left_shift, each rescaled by MultiplyByQuantizedMultiplier with
+ * (tfl_mult[i], tfl_exp[i]), summed, rescaled by (tfl_mult[2], tfl_exp[2]), + zo; all saturate. */
 typedef struct {
   int32_t is_signed, rounding;
   float ratio_a, ratio_b, fixed;
   int32_t lhs_zero_point, rhs_zero_point, output_zero_point;
   int64_t mult_a, mult_b;
   int32_t shift;
+  int32_t left_shift, tfl_mult[3], tfl_exp[3];
 } ck_qadd_params;
 
 int32_t ck_qadd(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out);
