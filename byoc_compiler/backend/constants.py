@@ -76,7 +76,7 @@ _LITERALS: contextvars.ContextVar[_Literals | None] = contextvars.ContextVar("by
 
 @contextlib.contextmanager
 def literal_section(section: str | None):
-    """Inside the block, small constants written through `constant_literal` go to `section` (None: the
+    """Inside the block, small constants written through `small_constant` go to `section` (None: the
     compiler's .rodata) and are counted; yields the counter (its `nbytes` after the block)."""
     literals = _Literals(section)
     token = _LITERALS.set(literals)
@@ -86,7 +86,7 @@ def literal_section(section: str | None):
         _LITERALS.reset(token)
 
 
-def constant_literal(cname: str, data, literal) -> str:
+def small_constant(cname: str, data, literal) -> str:
     """`literal(cname, data)` (a `static const T name[n] = {...};` writer) for a small constant, placed in
     the build's constants section when it has one (a board: the linker script puts it in flash with the
     large ones) and counted in the constants pool."""
@@ -105,7 +105,7 @@ def constant_array(cname: str, array) -> str:
     """A small constant array as `static const T cname[n] = {...};` (ctext.const_array), in the build's
     constants section and counted in its constants pool: what a target writes for constants it keeps in
     its C text (large ones: `extern_declaration`)."""
-    return constant_literal(cname, np.asarray(array), const_array)
+    return small_constant(cname, np.asarray(array), const_array)
 
 
 def large_constant_bytes() -> int | None:
@@ -319,7 +319,7 @@ def c_array(pool: ConstantPool | None, cname: str, array: np.ndarray, literal) -
     if pool is not None and is_large(np.asarray(array)):
         pool.add_array(cname, array)
         return extern_declaration(cname, array)
-    return constant_literal(cname, np.asarray(array), literal)
+    return small_constant(cname, np.asarray(array), literal)
 
 
 def c_bytes(pool: ConstantPool | None, cname: str, data: bytes, literal, what: str) -> str:
@@ -328,4 +328,4 @@ def c_bytes(pool: ConstantPool | None, cname: str, data: bytes, literal, what: s
         pool.add_bytes(cname, data, what)
         return (f"/* {cname}: {comment_text(what)}, {len(data)} bytes, in {BIN_NAME} */\n"
                 f"extern const unsigned char {cname}[{len(data)}];\n")
-    return constant_literal(cname, bytes(data), literal)
+    return small_constant(cname, bytes(data), literal)

@@ -348,22 +348,26 @@ def _conv2d(b, x):
                   dilation=dilation, groups=groups)
 
 
+def _window_attrs(b, average: bool) -> dict:
+    size = (b.choice((1, 2, 3)), b.choice((1, 2, 3)))
+    attrs = dict(pool_size=size, strides=(b.choice((1, 2)), b.choice((1, 2))),
+                 padding=tuple(int(v) for v in b.rng.integers(0, 2, size=4)),
+                 ceil_mode=bool(b.rng.random() < 0.3))
+    if any(p >= s for p, s in zip(attrs["padding"], size + size)):
+        attrs["padding"] = (0, 0, 0, 0)   # a window of padding only has no defined max/average
+    if attrs["ceil_mode"]:
+        attrs["padding"] = (0, 0, 0, 0)
+    if average:
+        attrs["count_include_pad"] = bool(b.rng.random() < 0.5)
+    return attrs
+
+
 def _pool(op):
     def make(b, x):
         x = _nchw(b, x)
         if x is None:
             return None
-        size = (b.choice((1, 2, 3)), b.choice((1, 2, 3)))
-        attrs = dict(pool_size=size, strides=(b.choice((1, 2)), b.choice((1, 2))),
-                     padding=tuple(int(v) for v in b.rng.integers(0, 2, size=4)),
-                     ceil_mode=bool(b.rng.random() < 0.3))
-        if any(p >= s for p, s in zip(attrs["padding"], size + size)):
-            attrs["padding"] = (0, 0, 0, 0)   # a window of padding only has no defined max/average
-        if attrs["ceil_mode"]:
-            attrs["padding"] = (0, 0, 0, 0)
-        if op == "nn.avg_pool2d":
-            attrs["count_include_pad"] = bool(b.rng.random() < 0.5)
-        return b.step(op, [x], b.bound(x), **attrs)
+        return b.step(op, [x], b.bound(x), **_window_attrs(b, op == "nn.avg_pool2d"))
     return make
 
 
@@ -680,9 +684,17 @@ def _requantize(b, x):
                   output_zero_point=[int(b.rng.integers(-5, 6))], out_dtype="int8")
 
 
+def _q8_nchw(b, x) -> int | None:
+    """x as a 4-D int8/uint8 value: itself, or a float value made 4-D and quantized."""
+    if b.dtype(x) in ("int8", "uint8"):
+        return x if len(b.shape(x)) == 4 else None
+    x = _nchw(b, x)
+    return None if x is None else _quantize(b, x)
+
+
 def _qconv2d(b, x):
-    x = _q8(b, x)
-    if x is None or len(b.shape(x)) != 4:
+    x = _q8_nchw(b, x)
+    if x is None:
         return None
     _, c, h, w = b.shape(x)
     kh, kw = b.choice((1, 3)), b.choice((1, 2))
@@ -738,6 +750,15 @@ def _qconcatenate(b, x):
                   output_scale=0.07, output_zero_point=zp, axis=int(b.rng.integers(0, len(b.shape(x)))))
 
 
+def _qavg_pool(b, x):
+    x = _q8_nchw(b, x)
+    if x is None:
+        return None
+    zp = 128 if b.dtype(x) == "uint8" else 0
+    return b.step("qnn.avg_pool2d", [x], 255.0, input_scale=[0.05], input_zero_point=zp + 2,
+                  output_scale=[b.choice((0.04, 0.2))], output_zero_point=zp - 1, **_window_attrs(b, True))
+
+
 def _qsoftmax(b, x):
     x = _q8(b, x)
     if x is None or not b.shape(x) or b.dtype(x) != "int8":
@@ -770,7 +791,7 @@ MAKERS: dict[str, Callable] = {
     "qnn.quantize": _quantize, "qnn.dequantize": _dequantize, "qnn.requantize": _requantize,
     "qnn.conv2d": _qconv2d, "qnn.dense": _qdense, "qnn.matmul": _qmatmul, "qnn.add": _qbinary("qnn.add"),
     "qnn.mul": _qbinary("qnn.mul"), "qnn.concatenate": _qconcatenate, "qnn.softmax": _qsoftmax,
-    "qnn.subtract": _qbinary("qnn.subtract"),
+    "qnn.subtract": _qbinary("qnn.subtract"), "qnn.avg_pool2d": _qavg_pool,
 }
 
 
