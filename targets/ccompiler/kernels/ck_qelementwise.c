@@ -116,15 +116,23 @@ static int64_t ck_round_shift(int64_t p, int32_t shift) {
   return p < 0 ? -(int64_t)q : (int64_t)q;
 }
 
-/* TFLite's ADD before the zero point: MultiplyByQuantizedMultiplier of the rescaled inputs' sum (int32 wrap
- * as TFLite's) */
-static int32_t ck_tfl_add1(const ck_qadd_params *p, int32_t a, int32_t b) {
-  int32_t left[3], right[3], i;
-  int32_t sa, sb;
-  for (i = 0; i < 3; ++i) ck_tfl_shifts(p->tfl_exp[i], &left[i], &right[i]);
-  sa = ck_tfl_scale1((int32_t)((uint32_t)(a - p->lhs_zero_point) << p->left_shift), p->tfl_mult[0], left[0], right[0]);
-  sb = ck_tfl_scale1((int32_t)((uint32_t)(b - p->rhs_zero_point) << p->left_shift), p->tfl_mult[1], left[1], right[1]);
-  return ck_tfl_scale1((int32_t)((uint32_t)sa + (uint32_t)sb), p->tfl_mult[2], left[2], right[2]);
+/* TFLite's ADD (rounding 2): both inputs rescaled by MultiplyByQuantizedMultiplier after the left shift, the
+ * sum (int32 wrap as TFLite's) rescaled to the output, + zero point, saturated; the shifts found once. */
+static void ck_qadd_tflite(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out) {
+  const int32_t lo = p->is_signed ? -128 : 0, hi = p->is_signed ? 127 : 255;
+  int32_t left[3], right[3], k;
+  int64_t i;
+  for (k = 0; k < 3; ++k) ck_tfl_shifts(p->tfl_exp[k], &left[k], &right[k]);
+  for (i = 0; i < n; ++i) {
+    const int32_t a = ck_load_q(lhs, p->is_signed, i) - p->lhs_zero_point;
+    const int32_t b = ck_load_q(rhs, p->is_signed, i) - p->rhs_zero_point;
+    const int32_t sa = ck_tfl_scale1((int32_t)((uint32_t)a << p->left_shift), p->tfl_mult[0], left[0], right[0]);
+    const int32_t sb = ck_tfl_scale1((int32_t)((uint32_t)b << p->left_shift), p->tfl_mult[1], left[1], right[1]);
+    int64_t r = (int64_t)ck_tfl_scale1((int32_t)((uint32_t)sa + (uint32_t)sb), p->tfl_mult[2], left[2], right[2]) +
+                p->output_zero_point;
+    r = r < lo ? lo : (r > hi ? hi : r);
+    ck_store_q(out, p->is_signed, i, (int32_t)r);
+  }
 }
 
 static void ck_qadd_portable(const ck_qadd_params *p, int64_t begin, int64_t n, const void *lhs, const void *rhs,
@@ -137,9 +145,6 @@ static void ck_qadd_portable(const ck_qadd_params *p, int64_t begin, int64_t n, 
     if (p->rounding == 0) {
       const float t = fmaf((float)b, p->ratio_b, p->fixed);
       r = (int64_t)nearbyintf(ck_clampf(fmaf((float)a, p->ratio_a, t), lo, hi));
-    } else if (p->rounding == 2) {
-      r = (int64_t)ck_tfl_add1(p, a, b) + p->output_zero_point;
-      r = r < (int64_t)lo ? (int64_t)lo : (r > (int64_t)hi ? (int64_t)hi : r);
     } else {
       const int64_t sum = (int64_t)(a - p->lhs_zero_point) * p->mult_a + (int64_t)(b - p->rhs_zero_point) * p->mult_b;
       r = ck_round_shift(sum, p->shift) + p->output_zero_point;
@@ -183,7 +188,10 @@ int32_t ck_qadd(const ck_qadd_params *p, int64_t n, const void *lhs, const void 
   if (p->rounding == 0 && ck_q_use_avx512())
     done = ck_qadd_avx512(p, n, lhs, rhs, out);
 #endif
-  ck_qadd_portable(p, done, n, lhs, rhs, out);
+  if (p->rounding == 2)
+    ck_qadd_tflite(p, n, lhs, rhs, out);
+  else
+    ck_qadd_portable(p, done, n, lhs, rhs, out);
   return CK_OK;
 }
 
