@@ -5,8 +5,8 @@ value by a real factor r given as a 31-bit multiplier M and a power-of-two expon
 r ~= M * 2**(e - 31), M in [2**30, 2**31). The factor is computed in double from the float32 scales
 (input * weight / output) and split by `quantize_multiplier` (frexp, then M rounded half away from
 zero). Applying it ("double rounding", TFLite's default build) is two roundings: a left shift for
-e > 0, the saturating rounding doubling high multiply (the top 32 bits of 2*x*M, rounded half away
-from zero: the sign decides the nudge), then a rounding right shift by -e (ties away from zero,
+e > 0, the saturating rounding doubling high multiply (the top 32 bits of 2*x*M; the sign decides the
+nudge, so a positive tie rounds up and a negative one towards zero: -0.5 gives 0), then a rounding right shift by -e (ties away from zero,
 computed with a mask). The single-rounding build (TFLITE_SINGLE_ROUNDING) rounds once:
 (x * M + 2**(s-1)) >> s with s = 31 - e, ties towards +infinity.
 
@@ -54,7 +54,8 @@ def _trunc_div(a: np.ndarray, d: int) -> np.ndarray:
 
 
 def srdhm(a: np.ndarray, b) -> np.ndarray:
-    """SaturatingRoundingDoublingHighMul of int32 values: round(a * b / 2**31), half away from zero."""
+    """SaturatingRoundingDoublingHighMul of int32 values: round(a * b / 2**31), a tie of a positive
+    product up, of a negative product towards zero (the nudge 1 - 2**30, then truncation)."""
     a = np.asarray(a, np.int64)
     b = np.asarray(b, np.int64)
     prod = a * b
