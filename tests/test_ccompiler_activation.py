@@ -29,7 +29,7 @@ def _compile(tmp_path, cc, flags):
     needs.programs(cc)
     out = tmp_path / f"libck-activation-{cc}.so"
     cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", *flags, "-I", str(K.INCLUDE_DIR),
-           str(K.KERNEL_DIR / "ck_activation.c"), "-o", str(out)]
+           str(K.KERNEL_DIR / "ck_activation.c"), *K.standalone_args(), "-o", str(out), *K.LDFLAGS]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
     return out
@@ -100,7 +100,7 @@ int main(void) {
 """)
     exe = tmp_path / "driver"
     cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", *SANITIZERS, "-I", str(K.INCLUDE_DIR), str(driver),
-           str(K.KERNEL_DIR / "ck_activation.c"), "-o", str(exe), "-lm"]
+           str(K.KERNEL_DIR / "ck_activation.c"), *K.standalone_args(), "-o", str(exe), *K.LDFLAGS]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     run = subprocess.run([str(exe)], capture_output=True, text=True,

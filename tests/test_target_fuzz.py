@@ -44,8 +44,10 @@ def _examplejson_corpus(out: Path) -> list[Path]:
 
 def _dnnl():
     from byoc_compiler.contrib.dnnl.loader import include_flags, runtime_sources
+    from byoc_compiler.vendor import runtime_source_dir
 
-    return include_flags(), runtime_sources(), ["-ldnnl"]
+    # the module follows the runtime pool's thread count (byoc_get_num_threads): the harness links the pool
+    return include_flags(), [*runtime_sources(), runtime_source_dir() / "parallel.c"], ["-ldnnl", "-lpthread"]
 
 
 def _dnnl_missing():
