@@ -41,7 +41,8 @@ os.environ.setdefault("BYOC_NUM_THREADS", "1")
 # Real-size models (ResNet-50, MobileNetV2 at 224x224) beyond the default run's one case per target:
 # deselected (not skipped) unless --realsize is given or the -m expression names them (docs/matrix.md).
 # The same for every ONNX conformance case through real builds (onnx_conformance_build).
-HEAVY_MARKERS = ("realsize", "int8", "onnx_conformance_build", "literals", "tflite", "timing", "threads")
+HEAVY_MARKERS = ("realsize", "int8", "onnx_conformance_build", "literals", "tflite", "timing", "threads",
+                 "baremetal")
 
 
 def pytest_addoption(parser):
@@ -56,10 +57,17 @@ def pytest_collection_modifyitems(config, items):
     for marker in HEAVY_MARKERS:   # heavy cases: only when asked for
         if marker in markexpr or (marker in ("realsize", "int8") and config.getoption(marker)):
             continue
-        heavy = [item for item in items if item.get_closest_marker(marker)]
+        heavy = [item for item in items if item.get_closest_marker(marker) and not _stays(item, marker)]
         if heavy:
             config.hook.pytest_deselected(items=heavy)
             items[:] = [item for item in items if not item.get_closest_marker(marker)]
+
+
+def _stays(item, marker: str) -> bool:
+    """The matrix marks its bare-metal lanes `baremetal` to select them (`-m baremetal`); its default lanes (one
+    small model per target and board) are the default run's bare-metal cases, so only the other tests carrying
+    the marker (tests/test_baremetal.py's int8 models) wait for it."""
+    return marker == "baremetal" and item.get_closest_marker("matrix") is not None
 
 
 # Bounded fuzz runs (marker `fuzz`; tests/test_fuzz.py, tests/test_target_fuzz.py): the default run gives each

@@ -24,12 +24,12 @@ LANES = ("cortex-m55", "cortex-m3")
 
 # Through the Python API (BuildResult.run_runner), float32 against the float64 reference's tolerance (libm
 # differs between glibc and picolibc). The default run has one model per target on each lane through scons
-# in the matrix (tests/matrix, -m baremetal), the int8 models below through run_runner, and small_cnn in the
-# export's example; these wait for `int8` (small_cnn's conv2d pulls most of the kernel library).
-CASES = [pytest.param("cortex-m55", "ccompiler", "byoc_guide", marks=pytest.mark.int8),
-         pytest.param("cortex-m3", "host", "mlp", marks=pytest.mark.int8),
-         pytest.param("cortex-m55", "ccompiler", "small_cnn", marks=pytest.mark.int8),
-         pytest.param("cortex-m3", "ccompiler", "residual_block", marks=pytest.mark.int8)]
+# in the matrix (tests/matrix, -m baremetal) and small_cnn in the export's example; these and the int8 models
+# below wait for `-m baremetal` (small_cnn's conv2d pulls most of the kernel library).
+CASES = [pytest.param("cortex-m55", "ccompiler", "byoc_guide", marks=pytest.mark.baremetal),
+         pytest.param("cortex-m3", "host", "mlp", marks=pytest.mark.baremetal),
+         pytest.param("cortex-m55", "ccompiler", "small_cnn", marks=pytest.mark.baremetal),
+         pytest.param("cortex-m3", "ccompiler", "residual_block", marks=pytest.mark.baremetal)]
 
 
 def _case_id(case) -> str:
@@ -104,12 +104,12 @@ def test_bad_board_config_is_one_message(tmp_path, what, change, says):
 
 # MLPerf Tiny's shapes (zoo/tiny: ONNX QDQ, per-channel int8 weights) and quantized MobileNetV2-tiny: through
 # ccompiler's portable int8 kernels on cortex-m55, host-only on cortex-m3 (soft float), each equal on every
-# bit to the same partition built by gcc and run on this machine. The default run keeps one model per lane:
-# host-only on cortex-m3 against gcc; through ccompiler on cortex-m55 against the reference's int8 allowance
-# (less than one step: tests/matrix/test_matrix.py), which spares the default run a gcc build of the kernels.
-INT8_CASES = [("ds_cnn_int8", "host", "cortex-m3")] + [
-    pytest.param(model, target, lane, marks=pytest.mark.int8)
-    for model, target, lane in (("ds_cnn_int8", "ccompiler", "cortex-m55"), ("resnet8_int8", "ccompiler", "cortex-m55"),
+# bit to the same partition built by gcc and run on this machine. They wait for `-m baremetal`: the default
+# run's bare-metal models are the matrix's board lanes (one small model per target and lane).
+INT8_CASES = [
+    pytest.param(model, target, lane, marks=pytest.mark.baremetal)
+    for model, target, lane in (("ds_cnn_int8", "host", "cortex-m3"), ("ds_cnn_int8", "ccompiler", "cortex-m55"),
+                                ("resnet8_int8", "ccompiler", "cortex-m55"),
                                 ("mobilenet_v1_025_int8", "ccompiler", "cortex-m55"),
                                 ("fc_autoencoder_int8", "ccompiler", "cortex-m55"),
                                 ("mobilenetv2_tiny_int8", "ccompiler", "cortex-m55"),
@@ -118,6 +118,7 @@ INT8_CASES = [("ds_cnn_int8", "host", "cortex-m3")] + [
                                 ("mobilenetv2_tiny_int8", "host", "cortex-m3"))]
 
 
+@pytest.mark.baremetal
 def test_int8_model_through_ccompiler_on_the_board_matches_the_reference():
     mod = zoo.get("fc_autoencoder_int8")
     inputs = deterministic_inputs(mod)
