@@ -86,7 +86,13 @@ def differences(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 
 def report(before: dict, after: dict) -> int:
-    diff = differences(before["files"], after["files"])
+    """Print the differences over the models and targets both manifests cover; 1 if there are any."""
+    def covered(manifest):
+        keep_models, keep_targets = set(after["models"]), set(after["targets"])
+        return {k: v for k, v in manifest["files"].items()
+                if k.split("/")[0] in keep_models and (k.count("/") < 2 or k.split("/")[1] in keep_targets)}
+
+    diff = differences(covered(before), covered(after))
     print(f"before: {before['tree']} ({len(before['files'])} entries); "
           f"after: {after['tree']} ({len(after['files'])} entries)")
     for line in diff:
