@@ -3,7 +3,7 @@
 One table, PREPACK: op -> Prepack. For a step of that op whose weight input is a constant, `when` says
 whether packing pays, `pack` makes the packed array (numpy mirrors of the kernel library's packers, in
 kernels.py) and the step becomes `op` (a RULES entry calling the library's *_prepacked function on it).
-codegen._prepack_weights applies the table; one packed copy per (constant, op, `key`), and a raw weight
+passes.prepack_weights applies the table; one packed copy per (constant, op, `key`), and a raw weight
 nothing else reads is dropped.
 
 Every layout here is the same for every CPU the library dispatches to (24-row slivers of A for conv2d,

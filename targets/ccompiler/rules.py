@@ -18,19 +18,7 @@ from typing import Callable
 from byoc_compiler.vendor import ByocError, float_literal, int64_array, int_literal, line_array
 
 from . import kernels
-
-
-@dataclass(frozen=True)
-class Rule:
-    emit: Callable
-    scratch: Callable = lambda step: 0
-    # C expression of the library's own scratch size for this call (in the scope of emit's
-    # declarations): the generated code compares it with what was planned, so a kernel library
-    # whose size formula drifted from kernels.py fails with a message instead of overrunning.
-    scratch_query: Callable | None = None
-    # Inputs the kernel may overwrite with its output (byoc_ck.h: "out may alias ..."), when the
-    # shapes are equal and the input is not read afterwards: the codegen then runs it in place.
-    inplace: tuple[int, ...] = ()
+from .rule import Rule
 
 
 def _axis(axis: int, ndim: int, what: str) -> int:
@@ -275,21 +263,21 @@ RULES: dict[str, Rule] = {
 # The transformer ops (batched matmul, softmax, layer norm, gelu) live in their own file.
 from .rules_transformer import rules as _transformer_rules  # noqa: E402
 
-RULES.update(_transformer_rules(Rule))
+RULES.update(_transformer_rules())
 # The int8/uint8 ops and chains (after the float rules: max_pool2d and copy dispatch on the dtype).
 from .rules_qnn import rules as _qnn_rules  # noqa: E402
 
-RULES.update(_qnn_rules(Rule, RULES))
+RULES.update(_qnn_rules(RULES))
 
 # Reductions and resize, likewise.
 from .rules_reduce_resize import rules as _reduce_resize_rules  # noqa: E402
 
-RULES.update(_reduce_resize_rules(Rule))
+RULES.update(_reduce_resize_rules())
 
 # Hard sigmoid and hard swish, likewise.
 from .rules_activation import rules as _activation_rules  # noqa: E402
 
-RULES.update(_activation_rules(Rule))
+RULES.update(_activation_rules())
 
 # Ops that are views: their output is their input's bytes under another shape (no call at all).
 # op name -> for each output, the index of the input it is a view of.

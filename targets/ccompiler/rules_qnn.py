@@ -24,6 +24,7 @@ from byoc_compiler.vendor import (ByocError, TensorType, add_float32_params, add
 
 from . import kernels, qkernels
 from .qkernels import TYPE_RANGE
+from .rule import Rule
 
 Q8 = qkernels.Q_DTYPES
 
@@ -398,7 +399,7 @@ def _qcopy(step):
                 f"{step.outs[0].ptr}, {lo}, {hi})")
 
 
-def rules(Rule, float_rules: dict) -> dict:
+def rules(float_rules: dict) -> dict:
     """RULES entries of the int8 side; ops that exist in float too dispatch on the dtype."""
     def by_dtype(op, q_emit):
         base = float_rules[op]

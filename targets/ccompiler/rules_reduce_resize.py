@@ -11,6 +11,7 @@ import math
 from byoc_compiler.vendor import ByocError, float_literal, int64_array, line_array
 
 from . import kernels
+from .rule import Rule
 
 
 def _reduced_axes(step) -> set[int]:
@@ -66,6 +67,6 @@ def _resize(step):
                    f"{x.ptr}, {out.ptr})")
 
 
-def rules(Rule) -> dict:
-    """The table, built with rules.py's Rule class (passed in: rules.py imports this module)."""
+def rules() -> dict:
+    """The table (rules.py merges it into RULES)."""
     return {**{op: Rule(_reduce) for op in kernels.REDUCE_OPS}, "image.resize": Rule(_resize)}
