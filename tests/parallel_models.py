@@ -3,7 +3,10 @@ tests/test_threads.py): the gemm split into column chunks and row groups (3x3 co
 channels), the pixel-major tiles reading the bordered input in place (3x3 stride 1 on 7x7), reading a 1x1
 input as it lies, and packing per K block (3x3 stride 2 onto 7x7), the one-channel-per-group kernels on
 per-thread bordered planes (depthwise 3x3), a prepacked dense, and a batch-1 dense (the unpacked dot
-kernel over ranges of 512 columns)."""
+kernel over ranges of 512 columns); on the depthwise output: broadcasting binary ops cut into element ranges
+that start inside rows (a channel scale, and an add where both sides broadcast), reductions over the innermost
+axes (mean, max: ranges of outputs) and over an outer one (sum: ranges of output tiles), and a linear 2x resize
+(ranges of output rows)."""
 import numpy as np
 
 from byoc_compiler import op, partition_for
@@ -27,6 +30,10 @@ def every_parallel_path():
     packed = op.nn.conv2d(x3, _w((64, 16, 3, 3), 7), strides=(2, 2), padding=(1, 1))
     dense = op.nn.dense(x5, _w((200, 300), 8))
     gemv = op.nn.dense(x6, _w((1200, 256), 9))
+    scaled = op.multiply(depthwise, op.mean(depthwise, axis=(2, 3), keepdims=True))
+    both_broadcast = op.add(op.max(depthwise, axis=(3,), keepdims=True), op.sum(depthwise, axis=(1,), keepdims=True))
+    resized = op.resize(depthwise, size=(1, 112, 48, 48), scales=(1.0, 1.0, 2.0, 2.0), method="linear")
     ref = IRModule.from_expr(Function([x1, x2, x3, x5, x6],
-                                      Tuple([depthwise, in_place, pointwise, packed, dense, gemv])))
+                                      Tuple([depthwise, in_place, pointwise, packed, dense, gemv, scaled,
+                                             both_broadcast, resized])))
     return partition_for(["ccompiler"], ref), ref

@@ -21,7 +21,7 @@ from sanitizer_rerun import ASAN_RUNTIMES, BUILDS, SANITIZE
 
 from byoc_compiler.contrib.ccompiler import kernels as K
 
-SOURCES = [K.KERNEL_DIR / "ck_reduce.c", K.KERNEL_DIR / "ck_resize.c"]
+SOURCES = [K.KERNEL_DIR / "ck_reduce.c", K.KERNEL_DIR / "ck_resize.c", K.KERNEL_DIR / "ck_parallel.c"]
 
 f32p = ctypes.POINTER(ctypes.c_float)
 i64p = ctypes.POINTER(ctypes.c_int64)

@@ -76,14 +76,54 @@ static int ck_broadcast_strides(int32_t ndim, const int64_t *shape, int32_t out_
   return 1;
 }
 
+/* A binary op's simplified walk: nd dims (the last one contiguous in the output), each input's strides. */
+typedef struct {
+  ck_binary_row row;
+  const float *lhs, *rhs;
+  float *out;
+  int32_t nd;
+  int64_t size[CK_MAX_RANK], sa[CK_MAX_RANK], sb[CK_MAX_RANK];
+} ck_binary_job;
+
+/* Output elements [begin, end): the walk starts at begin's coordinates and runs row pieces, so a range may
+ * start or end inside a row. Every element is computed by the same expression whatever the cut. */
+static void ck_binary_range(void *ctx, int64_t begin, int64_t end) {
+  const ck_binary_job *job = (const ck_binary_job *)ctx;
+  const int32_t last = job->nd - 1;
+  int64_t index[CK_MAX_RANK], offset_a = 0, offset_b = 0, rest = begin, p = begin;
+  int32_t d;
+  for (d = last; d >= 0; --d) {
+    index[d] = rest % job->size[d];
+    rest /= job->size[d];
+    offset_a += index[d] * job->sa[d];
+    offset_b += index[d] * job->sb[d];
+  }
+  while (p < end) {
+    const int64_t left = job->size[last] - index[last];
+    const int64_t n = left < end - p ? left : end - p;
+    job->row(n, job->lhs + offset_a, job->sa[last], job->rhs + offset_b, job->sb[last], job->out + p);
+    p += n;
+    offset_a -= index[last] * job->sa[last];   /* back to the row's start, then the odometer */
+    offset_b -= index[last] * job->sb[last];
+    index[last] = 0;
+    for (d = last - 1; d >= 0; --d) {
+      offset_a += job->sa[d];
+      offset_b += job->sb[d];
+      if (++index[d] < job->size[d]) break;
+      offset_a -= job->sa[d] * job->size[d];
+      offset_b -= job->sb[d] * job->size[d];
+      index[d] = 0;
+    }
+  }
+}
+
 int32_t ck_binary(int32_t op, const float *lhs, int32_t lhs_ndim, const int64_t *lhs_shape,
                   const float *rhs, int32_t rhs_ndim, const int64_t *rhs_shape,
                   float *out, int32_t out_ndim, const int64_t *out_shape) {
   int64_t ls[CK_MAX_RANK], rs[CK_MAX_RANK];
-  int64_t size[CK_MAX_RANK], sa[CK_MAX_RANK], sb[CK_MAX_RANK], index[CK_MAX_RANK];
-  int64_t total = 1, rows, inner, r, offset_a = 0, offset_b = 0;
+  int64_t total = 1;
   int32_t d, nd = 0;
-  ck_binary_row row;
+  ck_binary_job job;
   if (op < CK_ADD || op > CK_MINIMUM || lhs == NULL || rhs == NULL || out == NULL) return CK_EBADPARAM;
   if (out_ndim < 0 || out_ndim > CK_MAX_RANK || lhs_ndim < 0 || lhs_ndim > out_ndim || rhs_ndim < 0 ||
       rhs_ndim > out_ndim)
@@ -96,40 +136,30 @@ int32_t ck_binary(int32_t op, const float *lhs, int32_t lhs_ndim, const int64_t 
       !ck_broadcast_strides(rhs_ndim, rhs_shape, out_ndim, out_shape, rs))
     return CK_EBADPARAM;
   if (total == 0) return CK_OK;
-  row = ck_binary_rows[op];
+  job.row = ck_binary_rows[op];
   /* Drop unit dims, merge a dim into the previous one when both inputs are contiguous across. */
   for (d = 0; d < out_ndim; ++d) {
     if (out_shape[d] == 1) continue;
-    if (nd > 0 && sa[nd - 1] == ls[d] * out_shape[d] && sb[nd - 1] == rs[d] * out_shape[d]) {
-      size[nd - 1] *= out_shape[d];
-      sa[nd - 1] = ls[d];
-      sb[nd - 1] = rs[d];
+    if (nd > 0 && job.sa[nd - 1] == ls[d] * out_shape[d] && job.sb[nd - 1] == rs[d] * out_shape[d]) {
+      job.size[nd - 1] *= out_shape[d];
+      job.sa[nd - 1] = ls[d];
+      job.sb[nd - 1] = rs[d];
       continue;
     }
-    size[nd] = out_shape[d];
-    sa[nd] = ls[d];
-    sb[nd] = rs[d];
+    job.size[nd] = out_shape[d];
+    job.sa[nd] = ls[d];
+    job.sb[nd] = rs[d];
     ++nd;
   }
   if (nd == 0) { /* every dim is 1: one element */
-    row(1, lhs, 1, rhs, 1, out);
+    job.row(1, lhs, 1, rhs, 1, out);
     return CK_OK;
   }
-  inner = size[nd - 1];
-  rows = total / inner;
-  for (d = 0; d < nd; ++d) index[d] = 0;
-  for (r = 0; r < rows; ++r) {
-    row(inner, lhs + offset_a, sa[nd - 1], rhs + offset_b, sb[nd - 1], out + r * inner);
-    /* odometer over the outer dims */
-    for (d = nd - 2; d >= 0; --d) {
-      offset_a += sa[d];
-      offset_b += sb[d];
-      if (++index[d] < size[d]) break;
-      offset_a -= sa[d] * size[d];
-      offset_b -= sb[d] * size[d];
-      index[d] = 0;
-    }
-  }
+  job.lhs = lhs;
+  job.rhs = rhs;
+  job.out = out;
+  job.nd = nd;
+  ck_parallel_range(total, CK_GRAIN_FLOATS, ck_binary_range, &job);
   return CK_OK;
 }
 

@@ -5,7 +5,9 @@
  * and over (1,) it is [N, C, H*W] over axis 1. Then either the innermost axis is reduced (each output
  * reduces contiguous runs of the input), or it is kept (a row of outputs accumulates whole input rows,
  * in tiles of CK_REDUCE_TILE accumulators on the stack: no scratch, unit-stride loops). Sums, means and
- * products accumulate in double (the reference's float64), rounded to float once.
+ * products accumulate in double (the reference's float64), rounded to float once. Outputs (or output
+ * tiles) are split over the runtime's pool; each is reduced whole by one thread, in the same order for
+ * every thread count, so the bits do not depend on it (a reduction to very few outputs stays serial).
  */
 #include <math.h>
 
@@ -96,38 +98,63 @@ static void reduce_rows(int32_t op, double *acc, const float *x, int64_t n) {
   }
 }
 
-/* Innermost merged axis reduced: output k (the kept walk's k-th position) reduces runs of `run`. */
-static void reduce_inner(int32_t op, const float *in, float *out, int64_t outputs, int64_t count, int64_t run,
-                         ck_walk *kept, ck_walk *reduced) {
-  int64_t k, rep;
-  for (k = 0; k < outputs; ++k) {
-    double acc = reduce_identity(op);
-    for (rep = 0; rep < count / run; ++rep) {
-      acc = reduce_run(op, in + kept->offset + reduced->offset, run, acc);
-      walk_next(reduced);
-    }
-    out[k] = reduce_finish(op, acc, count);
-    walk_next(kept);
+/* The walk moved to its `pos`-th position (row-major over its axes). */
+static void walk_seek(ck_walk *w, int64_t pos) {
+  int32_t i;
+  w->offset = 0;
+  for (i = w->n - 1; i >= 0; --i) {
+    w->coord[i] = pos % w->dim[i];
+    pos /= w->dim[i];
+    w->offset += w->coord[i] * w->stride[i];
   }
 }
 
-/* Innermost merged axis kept (inner elements): each output row accumulates `count` input rows. */
-static void reduce_outer(int32_t op, const float *in, float *out, int64_t outputs, int64_t count, int64_t inner,
-                         ck_walk *kept, ck_walk *reduced) {
-  double acc[CK_REDUCE_TILE];
-  int64_t r, t0, j, rep;
-  for (r = 0; r < outputs / inner; ++r) {
-    for (t0 = 0; t0 < inner; t0 += CK_REDUCE_TILE) {
-      const int64_t n = inner - t0 < CK_REDUCE_TILE ? inner - t0 : CK_REDUCE_TILE;
-      const double start = reduce_identity(op);
-      for (j = 0; j < n; ++j) acc[j] = start;
-      for (rep = 0; rep < count; ++rep) {
-        reduce_rows(op, acc, in + kept->offset + reduced->offset + t0, n);
-        walk_next(reduced);
-      }
-      for (j = 0; j < n; ++j) out[r * inner + t0 + j] = reduce_finish(op, acc[j], count);
+/* One reduction: the kept and reduced walks (at their first positions), what each output reads. */
+typedef struct {
+  int32_t op;
+  const float *in;
+  float *out;
+  int64_t count, last, tiles;     /* last: the innermost merged axis' length */
+  ck_walk kept, reduced;
+} ck_reduce_job;
+
+/* Innermost merged axis reduced: output k (the kept walk's k-th position) reduces runs of `last`. */
+static void reduce_inner(void *ctx, int64_t begin, int64_t end) {
+  const ck_reduce_job *job = (const ck_reduce_job *)ctx;
+  ck_walk kept = job->kept, reduced = job->reduced;
+  int64_t k, rep;
+  walk_seek(&kept, begin);
+  for (k = begin; k < end; ++k) {
+    double acc = reduce_identity(job->op);
+    for (rep = 0; rep < job->count / job->last; ++rep) {
+      acc = reduce_run(job->op, job->in + kept.offset + reduced.offset, job->last, acc);
+      walk_next(&reduced);
     }
-    walk_next(kept);
+    job->out[k] = reduce_finish(job->op, acc, job->count);
+    walk_next(&kept);
+  }
+}
+
+/* Innermost merged axis kept: item i is tile i % tiles (CK_REDUCE_TILE outputs) of output row i / tiles,
+ * which accumulates `count` input rows. */
+static void reduce_outer(void *ctx, int64_t begin, int64_t end) {
+  const ck_reduce_job *job = (const ck_reduce_job *)ctx;
+  const int64_t inner = job->last;
+  ck_walk kept = job->kept, reduced = job->reduced;
+  double acc[CK_REDUCE_TILE];
+  int64_t item, j, rep;
+  walk_seek(&kept, begin / job->tiles);
+  for (item = begin; item < end; ++item) {
+    const int64_t r = item / job->tiles, t0 = item % job->tiles * CK_REDUCE_TILE;
+    const int64_t n = inner - t0 < CK_REDUCE_TILE ? inner - t0 : CK_REDUCE_TILE;
+    const double start = reduce_identity(job->op);
+    if (item > begin && t0 == 0) walk_next(&kept);
+    for (j = 0; j < n; ++j) acc[j] = start;
+    for (rep = 0; rep < job->count; ++rep) {
+      reduce_rows(job->op, acc, job->in + kept.offset + reduced.offset + t0, n);
+      walk_next(&reduced);
+    }
+    for (j = 0; j < n; ++j) job->out[r * inner + t0 + j] = reduce_finish(job->op, acc[j], job->count);
   }
 }
 
@@ -137,7 +164,7 @@ int32_t ck_reduce(int32_t op, int32_t ndim, const int64_t *shape, const int32_t 
   int32_t red[CK_MAX_RANK];
   int64_t count = 1, outputs = 1, k;
   int32_t i, m = 0;
-  ck_walk kept, reduced;
+  ck_reduce_job job;
   if (op < CK_REDUCE_SUM || op > CK_REDUCE_PROD || ndim < 0 || ndim > CK_MAX_RANK ||
       (ndim > 0 && (shape == NULL || reduce == NULL))) {
     return CK_EBADPARAM;
@@ -175,13 +202,21 @@ int32_t ck_reduce(int32_t op, int32_t ndim, const int64_t *shape, const int32_t 
   }
   stride[m - 1] = 1;
   for (i = m - 2; i >= 0; --i) stride[i] = stride[i + 1] * dim[i + 1];
-  kept.n = reduced.n = 0;
-  kept.offset = reduced.offset = 0;
-  for (i = 0; i < m - 1; ++i) walk_add(red[i] ? &reduced : &kept, dim[i], stride[i]);
+  job.kept.n = job.reduced.n = 0;
+  job.kept.offset = job.reduced.offset = 0;
+  for (i = 0; i < m - 1; ++i) walk_add(red[i] ? &job.reduced : &job.kept, dim[i], stride[i]);
+  job.op = op;
+  job.in = in;
+  job.out = out;
+  job.count = count;
+  job.last = dim[m - 1];
+  /* items: outputs (each reads count floats) or output tiles (each reads count rows of a tile) */
   if (red[m - 1]) {
-    reduce_inner(op, in, out, outputs, count, dim[m - 1], &kept, &reduced);
+    ck_parallel_range(outputs, ck_grain(count), reduce_inner, &job);
   } else {
-    reduce_outer(op, in, out, outputs, count, dim[m - 1], &kept, &reduced);
+    const int64_t width = job.last < CK_REDUCE_TILE ? job.last : CK_REDUCE_TILE;
+    job.tiles = (job.last + CK_REDUCE_TILE - 1) / CK_REDUCE_TILE;
+    ck_parallel_range(outputs / job.last * job.tiles, ck_grain(count * width), reduce_outer, &job);
   }
   return CK_OK;
 }

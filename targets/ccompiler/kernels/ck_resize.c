@@ -8,7 +8,8 @@
  * CK_RESIZE_TILE output columns (on the stack: no scratch), the outer axes' once per output row as at
  * most 2^(ndim-1) input rows with their weight products, so the inner loop only loads and multiplies.
  * Coordinates and weights are double, computed with the reference's operations in the reference's
- * order (so a tie of round_prefer_floor/ceil falls the same way), and each output rounds once.
+ * order (so a tie of round_prefer_floor/ceil falls the same way), and each output rounds once. Ranges of
+ * output rows go to the runtime's pool (each thread computes its tiles' column taps itself).
  */
 #include <math.h>
 
@@ -151,79 +152,114 @@ static int32_t check_params(int32_t ndim, const int64_t *in_shape, const int64_t
   return 1;
 }
 
-int32_t ck_resize(int32_t ndim, const int64_t *in_shape, const int64_t *out_shape, const double *scales,
-                  const double *roi, int32_t method, int32_t coordinate_mode, int32_t nearest_mode,
-                  float extrapolation_value, const float *in, float *out) {
+/* One resize: the axes, the modes, and output rows (every axis but the last) of `width` elements. */
+typedef struct {
   ck_axis ax[CK_MAX_RANK];
-  int64_t coord[CK_MAX_RANK];
-  int64_t offset[1 << (CK_MAX_RANK - 1)];
+  int32_t ndim, method, mode, nearest;
+  float extrapolation;
+  int64_t width;
+  const float *in;
+  float *out;
+} ck_resize_job;
+
+/* One output row's tile of n elements from its sources (the columns' taps given). */
+static void resize_row(const ck_resize_job *job, const int64_t *offset, const double *weight, int32_t sources,
+                       int64_t n, const int64_t *col0, const int64_t *col1, const double *w0, const double *w1,
+                       const int32_t *col_outside, float *y) {
+  const int32_t single = job->method == CK_RESIZE_NEAREST || job->ax[job->ndim - 1].identity;
+  int64_t j;
+  int32_t c;
+  if (sources == 0) {
+    for (j = 0; j < n; ++j) y[j] = job->extrapolation;
+  } else if (sources == 1 && single) {      /* nearest: a gather */
+    const float *x = job->in + offset[0];
+    for (j = 0; j < n; ++j) y[j] = col_outside[j] ? job->extrapolation : x[col0[j]];
+  } else {
+    for (j = 0; j < n; ++j) {
+      double acc = 0.0;
+      if (col_outside[j]) {
+        y[j] = job->extrapolation;
+        continue;
+      }
+      for (c = 0; c < sources; ++c) {
+        const float *x = job->in + offset[c];
+        acc += weight[c] * (single ? (double)x[col0[j]] : w0[j] * (double)x[col0[j]] + w1[j] * (double)x[col1[j]]);
+      }
+      y[j] = (float)acc;
+    }
+  }
+}
+
+/* Output rows [begin, end), tile by tile: the last axis' taps once per tile, the outer axes' once per row. */
+static void resize_rows(void *ctx, int64_t begin, int64_t end) {
+  const ck_resize_job *job = (const ck_resize_job *)ctx;
+  const int32_t ndim = job->ndim;
+  int64_t coord[CK_MAX_RANK], offset[1 << (CK_MAX_RANK - 1)];
   double weight[1 << (CK_MAX_RANK - 1)];
   int64_t col0[CK_RESIZE_TILE], col1[CK_RESIZE_TILE];
   double w0[CK_RESIZE_TILE], w1[CK_RESIZE_TILE];
-  int32_t col_outside[CK_RESIZE_TILE];
-  int64_t rows = 1, width, r, t0, j;
-  int32_t a;
-  if (!check_params(ndim, in_shape, out_shape, scales, roi, method, coordinate_mode, nearest_mode)) {
-    return CK_EBADPARAM;
-  }
-  for (a = 0; a < ndim; ++a) {
-    ax[a].in = in_shape[a];
-    ax[a].out = out_shape[a];
-    ax[a].scale = scales[a];
-    ax[a].roi_start = roi != NULL ? roi[a] : 0.0;
-    ax[a].roi_end = roi != NULL ? roi[ndim + a] : 1.0;
-    ax[a].identity = in_shape[a] == out_shape[a] && ck_isclose(scales[a], 1.0) &&
-                     (roi == NULL || (roi[a] == 0.0 && ck_isclose(roi[ndim + a], 1.0)));
-    rows *= out_shape[a];
-  }
-  width = out_shape[ndim - 1];
-  if (rows == 0) return CK_OK;
-  for (a = 0; a < ndim; ++a) {
-    if (in_shape[a] == 0) return CK_EBADPARAM;   /* nothing to sample */
-  }
-  if (in == NULL || out == NULL || in == out) return CK_EBADPARAM;
-  rows /= width;
-  for (t0 = 0; t0 < width; t0 += CK_RESIZE_TILE) {
-    const int64_t n = width - t0 < CK_RESIZE_TILE ? width - t0 : CK_RESIZE_TILE;
-    int32_t single = method == CK_RESIZE_NEAREST || ax[ndim - 1].identity;
+  int32_t col_outside[CK_RESIZE_TILE], a;
+  int64_t t0, j, r, rest;
+  for (t0 = 0; t0 < job->width; t0 += CK_RESIZE_TILE) {
+    const int64_t n = job->width - t0 < CK_RESIZE_TILE ? job->width - t0 : CK_RESIZE_TILE;
     for (j = 0; j < n; ++j) {
       ck_taps t;
-      axis_taps(&ax[ndim - 1], t0 + j, method, coordinate_mode, nearest_mode, &t);
+      axis_taps(&job->ax[ndim - 1], t0 + j, job->method, job->mode, job->nearest, &t);
       col0[j] = t.index[0];
       col1[j] = t.count == 2 ? t.index[1] : t.index[0];
       w0[j] = t.weight[0];
       w1[j] = t.count == 2 ? t.weight[1] : 0.0;
       col_outside[j] = t.outside;
     }
-    for (a = 0; a < ndim - 1; ++a) coord[a] = 0;
-    for (r = 0; r < rows; ++r) {
-      float *y = out + r * width + t0;
-      const int32_t sources = row_sources(ndim, ax, coord, method, coordinate_mode, nearest_mode, offset, weight);
-      int32_t c;
-      if (sources == 0) {
-        for (j = 0; j < n; ++j) y[j] = extrapolation_value;
-      } else if (sources == 1 && single) {      /* nearest: a gather */
-        const float *x = in + offset[0];
-        for (j = 0; j < n; ++j) y[j] = col_outside[j] ? extrapolation_value : x[col0[j]];
-      } else {
-        for (j = 0; j < n; ++j) {
-          double acc = 0.0;
-          if (col_outside[j]) {
-            y[j] = extrapolation_value;
-            continue;
-          }
-          for (c = 0; c < sources; ++c) {
-            const float *x = in + offset[c];
-            acc += weight[c] * (single ? (double)x[col0[j]] : w0[j] * (double)x[col0[j]] + w1[j] * (double)x[col1[j]]);
-          }
-          y[j] = (float)acc;
-        }
-      }
+    for (rest = begin, a = ndim - 2; a >= 0; --a) {   /* row begin's coordinates */
+      coord[a] = rest % job->ax[a].out;
+      rest /= job->ax[a].out;
+    }
+    for (r = begin; r < end; ++r) {
+      const int32_t sources = row_sources(ndim, job->ax, coord, job->method, job->mode, job->nearest, offset, weight);
+      resize_row(job, offset, weight, sources, n, col0, col1, w0, w1, col_outside, job->out + r * job->width + t0);
       for (a = ndim - 2; a >= 0; --a) {        /* the next output row */
-        if (++coord[a] < out_shape[a]) break;
+        if (++coord[a] < job->ax[a].out) break;
         coord[a] = 0;
       }
     }
   }
+}
+
+int32_t ck_resize(int32_t ndim, const int64_t *in_shape, const int64_t *out_shape, const double *scales,
+                  const double *roi, int32_t method, int32_t coordinate_mode, int32_t nearest_mode,
+                  float extrapolation_value, const float *in, float *out) {
+  ck_resize_job job;
+  int64_t rows = 1;
+  int32_t a;
+  if (!check_params(ndim, in_shape, out_shape, scales, roi, method, coordinate_mode, nearest_mode)) {
+    return CK_EBADPARAM;
+  }
+  for (a = 0; a < ndim; ++a) {
+    ck_axis *ax = &job.ax[a];
+    ax->in = in_shape[a];
+    ax->out = out_shape[a];
+    ax->scale = scales[a];
+    ax->roi_start = roi != NULL ? roi[a] : 0.0;
+    ax->roi_end = roi != NULL ? roi[ndim + a] : 1.0;
+    ax->identity = in_shape[a] == out_shape[a] && ck_isclose(scales[a], 1.0) &&
+                   (roi == NULL || (roi[a] == 0.0 && ck_isclose(roi[ndim + a], 1.0)));
+    rows *= out_shape[a];
+  }
+  if (rows == 0) return CK_OK;
+  for (a = 0; a < ndim; ++a) {
+    if (in_shape[a] == 0) return CK_EBADPARAM;   /* nothing to sample */
+  }
+  if (in == NULL || out == NULL || in == out) return CK_EBADPARAM;
+  job.ndim = ndim;
+  job.method = method;
+  job.mode = coordinate_mode;
+  job.nearest = nearest_mode;
+  job.extrapolation = extrapolation_value;
+  job.width = out_shape[ndim - 1];
+  job.in = in;
+  job.out = out;
+  /* rows are independent and each is computed the same way whichever thread takes it */
+  ck_parallel_range(rows / job.width, ck_grain(job.width), resize_rows, &job);
   return CK_OK;
 }
