@@ -8,7 +8,7 @@ The check passes an element when |got - ref| <= SAFETY * e, e the per-element al
 testing/tolerance.py (the error estimate, its floor, or the stated fallback). The factor a result needs
 is the smallest SAFETY under which it passes: margin * SAFETY. Measured here:
 
-* correct float32 computations, which every factor must pass: random graphs (testing/random_graph.py,
+* correct float32 computations, which every factor must pass: random graphs (testing/random_graph/,
   12 ops, seeds 0..N-1) computed by the float32 numpy reference (an independent float32 computation
   of every op); the zoo's models by the float32 reference and onnxruntime at 1 and 2 threads; and
   --built random graphs and the tiny zoo built as C and run (host C and ccompiler, gcc);

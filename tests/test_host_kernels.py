@@ -16,7 +16,7 @@ import pytest
 import needs
 
 from byoc_compiler import ctext
-from byoc_compiler.backend.host_kernels import RULES, HostKernelError, emit_kernel
+from byoc_compiler.backend.host_kernels import HostKernelError, emit_kernel
 from byoc_compiler.ir import Tuple, TupleType, Var
 from byoc_compiler.ir.types import TensorType
 from byoc_compiler.op.registry import all_ops, get_op_def, make_call
@@ -672,10 +672,9 @@ def check_outputs(case: Case, got: list[np.ndarray], want: list[np.ndarray], inp
 
 # ---- tests ----------------------------------------------------------------------------------------
 
-def test_every_registered_op_has_a_rule_and_a_case():
-    ops = set(all_ops())
-    assert set(RULES) == ops
-    assert {c.op for c in CASES} == ops
+def test_every_registered_op_has_a_case():
+    """(That every op has a host rule is tests/test_op_attrs.py's.)"""
+    assert {c.op for c in CASES} == set(all_ops())
 
 
 @pytest.mark.parametrize("interface", ["unpacked", "packed"])

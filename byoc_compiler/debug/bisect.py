@@ -4,7 +4,7 @@
     result.model_path       # out/repro.txt: a text-IR model `scons model=out/repro.txt target=ccompiler check` takes
     result.inputs_dir       # out/repro_inputs/<input>.npy: the values its inputs had inside the original run
 
-The model becomes a random-graph `Recipe` (testing/random_graph.py: inputs, weights as `Data`, op
+The model becomes a random-graph `Recipe` (testing/random_graph/: inputs, weights as `Data`, op
 steps, each tagged with its node of the original model) so the matrix's shrinker does the
 shrinking. A candidate "fails" when, partitioned and built like the original, its runner's outputs
 are beyond the check's tolerance both on the values its inputs had in the original run (the
@@ -29,7 +29,7 @@ from ..ir.visitor import post_order
 from ..op.registry import get_op_def
 from ..partition import partition_for
 from ..testing import run_reference
-from ..testing.random_graph import Data, Input, Recipe, Step, _compact, save_reproducer, shrink, value_types
+from ..testing.random_graph import Data, Input, Recipe, Step, compact, save_reproducer, shrink, value_types
 from ..testing.reference import node_values
 from ..transform.infer_type import infer_type
 from .compare import compare_build
@@ -99,7 +99,7 @@ def restrict(recipe, outputs, keep_steps=None):
         for i, v in enumerate(values):
             if isinstance(v, Step) and i not in keep_steps:
                 values[i] = Input("cut", tuple(types[i].shape), types[i].dtype, v.tag)
-    return _compact(replace(recipe, values=tuple(values), outputs=tuple(outputs)))
+    return compact(replace(recipe, values=tuple(values), outputs=tuple(outputs)))
 
 
 @dataclass

@@ -20,9 +20,10 @@ from pathlib import Path
 from ..check import run_runner_proc
 from ..columns import columns
 from ..errors import ByocError
-from ..ir.expr import Call, Op, Tuple, TupleGetItem
+from ..ir.expr import Call, Tuple, TupleGetItem
 from ..ir.visitor import post_order
 from .compare import _region_ops
+from .flops import call_flops
 from .nodes import ModelNodes, describe_call, step_inputs, step_references
 
 
@@ -34,7 +35,7 @@ class StepTime:
     what: str                      # op, or the region's ops
     ms: float                      # median duration
     start_ms: float                # median start within the run
-    flops: int = 0                 # conv2d / dense / matmul multiply-adds x 2
+    flops: int = 0                 # multiply-adds x 2 (debug/flops.py)
 
     @property
     def gflops(self) -> float | None:
@@ -82,31 +83,6 @@ def _share(part: float, whole: float) -> str:
 
 
 # ---- FLOPs --------------------------------------------------------------------------------------
-def call_flops(call) -> int:
-    """2 x multiply-adds of a conv2d / dense / matmul call (0 for other ops)."""
-    if not isinstance(call.op, Op):
-        return 0
-    name = call.op.name
-    out = call.checked_type
-    if name == "nn.conv2d":
-        w = call.args[1].checked_type.shape            # OIHW: O, I/groups, KH, KW
-        return 2 * _prod(out.shape) * w[1] * w[2] * w[3]
-    if name == "nn.dense":
-        return 2 * _prod(out.shape) * call.args[0].checked_type.shape[-1]
-    if name == "nn.matmul":
-        a = call.args[0].checked_type.shape
-        k = a[0] if call.attrs.get("transpose_a") else a[-1]
-        return 2 * _prod(out.shape) * k
-    return 0
-
-
-def _prod(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n
-
-
 def step_flops(lib, step) -> int:
     if step.kind == "host":
         return call_flops(step.call)

@@ -216,13 +216,18 @@ def register(name: str, inputs: Sequence[str], attrs: Sequence[Attr] = (), *, in
     return opdef
 
 
+def did_you_mean(name: str, known) -> str:
+    """" Did you mean a, b?" for the names of `known` close to `name`; "" when none is."""
+    close = difflib.get_close_matches(name, known, n=3)
+    return f" Did you mean {', '.join(close)}?" if close else ""
+
+
 def get_op_def(name: str) -> OpDef:
     try:
         return _REGISTRY[name]
     except KeyError:
-        close = difflib.get_close_matches(name, _REGISTRY, n=3)
-        hint = f" Did you mean {', '.join(close)}?" if close else ""
-        raise OpError(f"unknown op {name!r}.{hint} Known ops: `python -m byoc_compiler ops`") from None
+        raise OpError(f"unknown op {name!r}.{did_you_mean(name, _REGISTRY)} Known ops: "
+                      "`python -m byoc_compiler ops`") from None
 
 
 def default_attrs(name: str) -> dict:

@@ -11,8 +11,8 @@ from byoc_compiler.check import deterministic_inputs
 from byoc_compiler.text import parse
 from byoc_compiler.op.registry import all_ops
 from byoc_compiler.testing import run_reference
-from byoc_compiler.testing.random_graph import (MAKERS, PRIME_DIMS, Step, random_recipe, save_reproducer, shrink,
-                                                value_types)
+from byoc_compiler.op.attrs import op_attr_table
+from byoc_compiler.testing.random_graph import PRIME_DIMS, Step, random_recipe, save_reproducer, shrink, value_types
 
 SEEDS = range(120)
 
@@ -77,7 +77,7 @@ def test_int32_divide_never_sees_zero():
 def test_shrinker_keeps_the_failure_and_drops_the_rest(tmp_path):
     # A stand-in bug: "any graph with a softmax fails". The shrinker must keep one softmax and little else.
     # (float ops only: the stand-in predicate and the seed search were written for them)
-    float_ops = tuple(op for op in MAKERS if not op.startswith("qnn."))
+    float_ops = tuple(op for op in op_attr_table("random_maker") if not op.startswith("qnn."))
     recipe = next(r for r in (random_recipe(s, steps=20, ops=float_ops) for s in range(200))
                   if any(isinstance(v, Step) and v.op == "nn.softmax" for v in r.values) and r.op_steps >= 12)
 

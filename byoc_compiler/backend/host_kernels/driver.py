@@ -17,14 +17,17 @@ from ...errors import ByocError
 from ...ir.attrs import Attrs
 from ...ir.expr import Call, Op, Tuple
 from ...ir.types import TensorType, Type, flatten_type
+from ...op.attrs import get_op_attr, op_attr_table, register_op_attr
 from . import elementwise, gemm, image, nn, qnn, reduce, shape, slicing, tflite_qnn
 from .cwriter import HELPER_DEPS, HELPERS, helper_definition
 
 Rule = Callable[["KernelContext"], str]
 
-# op name -> rule. Every op of the registry has exactly one (tests check it).
-RULES: dict[str, Rule] = {**elementwise.RULES, **nn.RULES, **shape.RULES, **qnn.RULES, **reduce.RULES,
-                          **slicing.RULES, **image.RULES, **tflite_qnn.RULES}
+# Each module's table (op name -> rule) becomes the ops' "host_kernel" attribute (op/attrs.py): every op of
+# the registry has exactly one (tests/test_op_attrs.py checks it).
+for _module in (elementwise, nn, shape, qnn, reduce, slicing, image, tflite_qnn):
+    for _name, _rule in _module.RULES.items():
+        register_op_attr(_name, "host_kernel", _rule)
 HELPERS.update(qnn.HELPERS)
 HELPERS.update(tflite_qnn.HELPERS)
 HELPER_DEPS.update(tflite_qnn.HELPER_DEPS)
@@ -111,7 +114,7 @@ def _result_types(call: Call) -> list[TensorType]:
 
 
 def supported_ops() -> list[str]:
-    return sorted(RULES)
+    return sorted(op_attr_table("host_kernel"))
 
 
 def emit_kernel(call: Call, symbol: str) -> KernelSource:
@@ -122,7 +125,7 @@ def emit_kernel(call: Call, symbol: str) -> KernelSource:
     if not ctext.is_identifier(symbol):
         raise HostKernelError(f"kernel symbol {symbol!r} is not a valid C identifier; "
                               "pass it through ctext.sanitize_identifier")
-    rule = RULES.get(call.op.name)
+    rule = get_op_attr(call.op.name, "host_kernel", None)
     if rule is None:
         raise HostKernelError(f"no host kernel for op {call.op.name!r}; host kernels exist for: "
                               f"{', '.join(supported_ops())}")
