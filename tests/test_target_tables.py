@@ -8,6 +8,7 @@ import pytest
 from byoc_compiler.pattern.matcher import op_names
 
 from byoc_compiler.contrib import ccompiler, examplejson
+from byoc_compiler.contrib.ccompiler import fusions as cc_fusions
 from byoc_compiler.contrib.ccompiler import prepack as cc_prepack
 from byoc_compiler.contrib.ccompiler import rules as cc_rules
 from byoc_compiler.contrib.ccompiler import rules_qnn as cc_rules_qnn
@@ -29,12 +30,12 @@ def _ccompiler_routes() -> set[str]:
 
 
 def _ccompiler_fused_ops() -> set[str]:
-    return {fusion.op for fusion in cc_rules.FUSIONS.values()} | set(cc_rules_qnn.COMPOSITES.values())
+    return {fusion.op for fusion in cc_fusions.FUSIONS.values()} | set(cc_rules_qnn.COMPOSITES.values())
 
 
 def _ccompiler_composites() -> set[str]:
     """Composites the codegen lowers: float fusions and the int8 chains (rules_qnn.py)."""
-    return set(cc_rules.FUSIONS) | set(cc_rules_qnn.COMPOSITES)
+    return set(cc_fusions.FUSIONS) | set(cc_rules_qnn.COMPOSITES)
 
 
 def _ej_runtime_ops() -> set[str]:
@@ -56,10 +57,10 @@ AGREEMENTS = [
     pytest.param(lambda: set(cc_rules_qnn.COMPOSITES.values()) - set(cc_rules.RULES),
                  id="ccompiler-qnn-chain-without-rule"),
     pytest.param(lambda: {p.composite for p in ccompiler.target.patterns
-                          if p.composite in cc_rules.FUSIONS
-                          and op_names(p.pattern) != set(cc_rules.FUSIONS[p.composite].ops)},
+                          if p.composite in cc_fusions.FUSIONS
+                          and op_names(p.pattern) != set(cc_fusions.FUSIONS[p.composite].ops)},
                  id="ccompiler-fusion-ops-differ-from-pattern"),
-    pytest.param(lambda: {f.op for f in cc_rules.FUSIONS.values()} - set(cc_rules.RULES),
+    pytest.param(lambda: {f.op for f in cc_fusions.FUSIONS.values()} - set(cc_rules.RULES),
                  id="ccompiler-fusion-emitted-by-missing-rule"),
     pytest.param(lambda: set(cc_rules.PASS_THROUGH) - set(cc_rules.RULES), id="ccompiler-pass-through-without-rule"),
     pytest.param(lambda: {op for op, p in cc_prepack.PREPACK.items()

@@ -66,14 +66,6 @@ def _resize_in_library(call) -> str | None:
 target.supports("image.resize", predicate=all_of(float32_only, rank_at_most(MAX_RANK), _resize_in_library))
 
 
-def _conv_bias():
-    return is_op("nn.bias_add")(is_op("nn.conv2d")(wildcard(), is_constant()), is_constant())
-
-
-def _dense_bias():
-    return is_op("nn.bias_add")(is_op("nn.dense")(wildcard(), is_constant()), is_constant())
-
-
 def _relu6(call) -> str | None:
     """clip(x, 0, 6) is the kernel library's CK_ACT_RELU6; other bounds stay a separate clip."""
     if call.attrs["a_min"] != 0.0 or call.attrs["a_max"] != 6.0:
@@ -81,12 +73,29 @@ def _relu6(call) -> str | None:
     return float32_only(call)
 
 
+# The float fusions, one kernel call each: composite name -> the op chain of its body, producer first (conv2d
+# or dense of a constant weight, bias_add of a constant bias, at most one activation). The patterns below are
+# built from these chains and fusions.py derives the codegen's table from the declared patterns.
 # Longest first: MergeComposite tries patterns in this order and earlier ones win.
-target.pattern("conv2d_bias_relu", is_op("nn.relu")(_conv_bias()), check=float32_only)
-target.pattern("conv2d_bias_relu6", is_op("clip")(_conv_bias()), check=_relu6)
-target.pattern("conv2d_bias", _conv_bias(), check=float32_only)
-target.pattern("dense_bias_relu", is_op("nn.relu")(_dense_bias()), check=float32_only)
-target.pattern("dense_bias", _dense_bias(), check=float32_only)
+FUSED_CHAINS = {
+    "conv2d_bias_relu": ("nn.conv2d", "nn.bias_add", "nn.relu"),
+    "conv2d_bias_relu6": ("nn.conv2d", "nn.bias_add", "clip"),
+    "conv2d_bias": ("nn.conv2d", "nn.bias_add"),
+    "dense_bias_relu": ("nn.dense", "nn.bias_add", "nn.relu"),
+    "dense_bias": ("nn.dense", "nn.bias_add"),
+}
+
+
+def _chain_pattern(chain):
+    producer, bias_add, *activations = chain
+    pattern = is_op(bias_add)(is_op(producer)(wildcard(), is_constant()), is_constant())
+    for op in activations:
+        pattern = is_op(op)(pattern)
+    return pattern
+
+
+for _name, _chain in FUSED_CHAINS.items():
+    target.pattern(_name, _chain_pattern(_chain), check=_relu6 if _chain[-1] == "clip" else float32_only)
 
 # The int8/uint8 ops and qnn chains (rules_qnn.py).
 from . import rules_qnn  # noqa: E402

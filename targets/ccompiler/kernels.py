@@ -5,7 +5,8 @@ int64 shapes, no allocation. This module says where it is, which C function serv
 with which signature, the enum spellings, the fields of its parameter structs (for C99
 designated initializers), and mirrors the two size formulas a code generator needs at codegen
 time (the output size and the scratch bytes of each call) so it can plan a static workspace.
-tests/test_ccompiler_kernels.py checks every mirror against the C.
+The C compiler checks the descriptions against the headers (kernel_check.py); tests/test_ccompiler_kernels.py
+checks the size formulas by calling the C beside them.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """ccompiler's lowering: a region's body -> steps (one kernel call each) over abstract buffers.
 
-A reshape is a view (no step that calls anything); a composite whose body is a fusable chain (rules.FUSIONS)
+A reshape is a view (no step that calls anything); a composite whose body is a fusable chain (fusions.FUSIONS)
 is one fused step, an int8 chain is lowered by rules_qnn, any other composite is its body op by op.
 The passes (passes.py) then place and name the buffers; render.py writes the text.
 """
@@ -12,7 +12,8 @@ from byoc_compiler.vendor import (ByocError, Call, Constant, Function, GlobalVar
                                   TupleGetItem, Var, c_type, flat_value, flatten_type, post_order, shape_text)
 
 from . import rules_qnn
-from .rules import FUSIONS, PASS_THROUGH, RULES, VIEWS
+from .fusions import FUSIONS
+from .rules import PASS_THROUGH, RULES, VIEWS
 
 
 @dataclass(eq=False)

@@ -12,7 +12,6 @@ treats them as views of their input.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from byoc_compiler.vendor import ByocError, float_literal, int64_array, int_literal, line_array
@@ -288,26 +287,4 @@ VIEWS: dict[str, tuple[int, ...]] = {
 # Tuple-valued ops whose later outputs are inputs passed through (batch_norm's moving mean and var).
 PASS_THROUGH: dict[str, dict[int, int]] = {
     "nn.batch_norm": {1: 3, 2: 4},
-}
-
-
-# ---- composites: op chains served by one fused kernel call ----------------------------------------
-
-@dataclass(frozen=True)
-class Fusion:
-    ops: tuple[str, ...]        # the chain in the composite's body, producer first
-    op: str                     # the rule that emits it (with bias and activation)
-    bias_axis: Callable         # (data ndim) -> the bias_add axis the fused kernel adds along
-    activation: str | None = None  # a kernels.ACTIVATIONS key: what the last op of the chain computes
-
-
-FUSIONS: dict[str, Fusion] = {
-    "ccompiler.conv2d_bias_relu": Fusion(("nn.conv2d", "nn.bias_add", "nn.relu"), "nn.conv2d", lambda nd: 1,
-                                         "nn.relu"),
-    # clip(0, 6) only: the pattern's check (targets/ccompiler/__init__.py) rejects other bounds
-    "ccompiler.conv2d_bias_relu6": Fusion(("nn.conv2d", "nn.bias_add", "clip"), "nn.conv2d", lambda nd: 1, "relu6"),
-    "ccompiler.conv2d_bias": Fusion(("nn.conv2d", "nn.bias_add"), "nn.conv2d", lambda nd: 1),
-    "ccompiler.dense_bias_relu": Fusion(("nn.dense", "nn.bias_add", "nn.relu"), "nn.dense", lambda nd: nd - 1,
-                                        "nn.relu"),
-    "ccompiler.dense_bias": Fusion(("nn.dense", "nn.bias_add"), "nn.dense", lambda nd: nd - 1),
 }
