@@ -20,7 +20,7 @@ KEYS: dict[str, tuple[str, str]] = {
     "host_kernel": ("byoc_compiler.backend.host_kernels",
                     "(KernelContext) -> C statements of the op's host kernel"),
     "error_model": ("byoc_compiler.testing.error_bound",
-                    "how the op's float32 rounding error is estimated (an error_bound rule)"),
+                    "the float32 rounding error and magnitude shadow of the op (error_bound.ErrorModel)"),
     "random_maker": ("byoc_compiler.testing.random_graph",
                      "(builder, operand index) -> index of a random step of the op, or None"),
     "flops": ("byoc_compiler.debug.flops", "(typed call) -> floating-point operations of one call"),

@@ -18,7 +18,8 @@ rounding, in units of u = 2**-24 (float32's unit roundoff):
   ulp; GENEROUS ops: UNKNOWN_ROUNDING); magnitude is |result|, or |a| + |b| where operands can cancel
   (add, bias_add, batch_norm).
 
-Each op's rule is its "error_model" attribute (op/attrs.py), registered at the end of this file.
+Each op's rounding rule and magnitude-shadow rule are its "error_model" attribute (ErrorModel, op/attrs.py),
+registered at the end of this file.
 
 The error estimate of an output element is the root mean square of its SAMPLES errors. Depth and
 accumulation length need no separate factor: a deep model's estimate is larger because every layer
@@ -29,7 +30,7 @@ comparison is exact. testing/tolerance.py turns the estimate into the check's al
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -41,7 +42,7 @@ from ..op.attrs import get_op_attr, register_op_attr
 from ..op.registry import get_op_def
 from ..transform.infer_type import infer_type
 from .reference import _bind_inputs, release_operands, run_reference, use_counts
-from .shadow import absolute, magnitude
+from .shadow import absolute, magnitude, shadow_rule
 
 U = 2.0 ** -24      # unit roundoff of float32
 SAMPLES = 4         # simulated float32 computations whose spread is the error estimate
@@ -65,6 +66,15 @@ GENEROUS = ("power", "erf", "nn.hard_swish", "nn.hard_sigmoid", "nn.gelu", "equa
             "image.resize", "nn.batch_matmul", "nn.layer_norm", "qnn.quantize", "qnn.dequantize",
             "qnn.requantize", "qnn.conv2d", "qnn.dense", "qnn.matmul", "qnn.add", "qnn.mul", "qnn.concatenate",
             "qnn.avg_pool2d", "qnn.softmax", "qnn.subtract")
+
+
+@dataclass(frozen=True)
+class ErrorModel:
+    """An op's "error_model" attribute: `rounding(ref, args, errors, attrs, rng) -> (value, error samples)` adds
+    the op's own float32 rounding to the samples it carries; `shadow` is its magnitude-shadow rule
+    (shadow.py)."""
+    rounding: Callable
+    shadow: Callable
 
 
 @dataclass
@@ -162,10 +172,10 @@ class _Evaluator:
         ref = get_op_def(name).ref
         # An op without a model gets the generous one: a new op is not a reason for correct builds to fail
         # (tests/test_op_attrs.py asks every op for one).
-        rule = get_op_attr(name, "error_model", None) or _generous(name)
+        model = get_op_attr(name, "error_model", None) or ErrorModel(_generous(name), shadow_rule(name))
         with np.errstate(all="ignore"):
-            value, samples = rule(ref, args, errors, call.attrs, self.rng)
-        return value, samples, magnitude(name, ref, args, mags, call.attrs, value)
+            value, samples = model.rounding(ref, args, errors, call.attrs, self.rng)
+        return value, samples, magnitude(model.shadow, ref, args, mags, call.attrs, value)
 
 
 def _noise(rng, scale, gaussian: bool):
@@ -341,10 +351,10 @@ _ACCUMULATIONS = {
 }
 
 
-# Each op's "error_model" attribute (op/attrs.py): (ref, args, errors, attrs, rng) -> (value, error samples).
+# Each op's "error_model" attribute (op/attrs.py): its rounding rule and its shadow rule.
 for _name, _rule in {**{n: _rounding(n, k) for n, k in ROUNDINGS.items()}, **_ACCUMULATIONS, "cast": _cast,
                      **{n: _generous(n) for n in GENEROUS}}.items():
-    register_op_attr(_name, "error_model", _rule)
+    register_op_attr(_name, "error_model", ErrorModel(_rule, shadow_rule(_name)))
 
 
 def _flatten(value) -> list:

@@ -92,21 +92,47 @@ def _batch_norm(ref, args, shadows, attrs):
     return (np.abs(out[0]), *out[1:])
 
 
-def magnitude(name: str, ref, args: list, shadows: list, attrs, value):
-    """The shadow of `name`'s result `value` from its operands `args` and their shadows (see above)."""
+def _apply(ref, args, shadows, attrs, value):
+    return ref(_floats_to(args, shadows), attrs)
+
+
+def _renamed(absolute_form: str):
+    def rule(ref, args, shadows, attrs, value):
+        return get_op_def(absolute_form).ref(_floats_to(args, shadows), attrs)
+    return rule
+
+
+def _pass(ref, args, shadows, attrs, value):
+    return shadows[0]
+
+
+def _exp(ref, args, shadows, attrs, value):
+    return np.abs(value) * (1.0 + shadows[0])
+
+
+def _divide_rule(ref, args, shadows, attrs, value):
+    return _divide(args, shadows, value)
+
+
+def _batch_norm_rule(ref, args, shadows, attrs, value):
+    return _batch_norm(ref, args, shadows, attrs)
+
+
+def _other_rule(ref, args, shadows, attrs, value):
+    return _other(value, shadows)
+
+
+_RULES = {**dict.fromkeys(APPLY, _apply), **{n: _renamed(to) for n, to in RENAMED.items()},
+          **dict.fromkeys(PASS, _pass), "exp": _exp, "divide": _divide_rule, "nn.batch_norm": _batch_norm_rule}
+
+
+def shadow_rule(name: str):
+    """Op `name`'s rule (see above; any other op: |value| + the largest operand shadow), for its error model
+    (error_bound.py registers the pair as the op's "error_model" attribute)."""
+    return _RULES.get(name, _other_rule)
+
+
+def magnitude(rule, ref, args: list, shadows: list, attrs, value):
+    """The shadow of an op's result `value` from its operands `args` and their shadows, by the op's `rule`."""
     with np.errstate(all="ignore"):
-        if name in APPLY:
-            out = ref(_floats_to(args, shadows), attrs)
-        elif name in RENAMED:
-            out = get_op_def(RENAMED[name]).ref(_floats_to(args, shadows), attrs)
-        elif name in PASS:
-            out = shadows[0]
-        elif name == "exp":
-            out = np.abs(value) * (1.0 + shadows[0])
-        elif name == "divide":
-            out = _divide(args, shadows, value)
-        elif name == "nn.batch_norm":
-            out = _batch_norm(ref, args, shadows, attrs)
-        else:
-            out = _other(value, shadows)
-        return _at_least_value(out, value)
+        return _at_least_value(rule(ref, args, shadows, attrs, value), value)

@@ -86,14 +86,6 @@ class Recipe:
     def op_steps(self) -> int:
         return sum(isinstance(v, Step) for v in self.values)
 
-    def reductions(self) -> int:
-        """Ops that sum many terms (their rounding errors compound along a chain)."""
-        return sum(isinstance(v, Step) and v.op in _REDUCING for v in self.values)
-
-
-_REDUCING = {"nn.dense", "nn.matmul", "nn.conv2d", "nn.avg_pool2d", "nn.global_avg_pool2d", "nn.softmax",
-             "nn.lrn", "nn.batch_norm", "sum", "mean", "prod", "nn.batch_matmul", "nn.layer_norm", "image.resize"}
-
 
 def _const_array(c: Const) -> np.ndarray:
     rng = np.random.default_rng(c.seed)
