@@ -168,7 +168,7 @@ def model_main(args) -> None:
         store_entries = len(list((project / "build" / ".constants").glob("*.bin")))
 
         import byoc_compiler
-        from byoc_compiler.frontend import load_model
+        from byoc_compiler.load import load_model
 
         start = time.perf_counter()
         lib = byoc_compiler.build(byoc_compiler.partition_for(args.target, load_model(str(src))), toolchain=toolchain,

@@ -57,7 +57,7 @@ def bench(name: str, repeat: int, rounds: int, threads=(1, 2)) -> list[dict]:
     import byoc_compiler as byoc
     from byoc_compiler import testing, zoo
     from byoc_compiler.check import deterministic_inputs
-    from byoc_compiler.frontend import load_model
+    from byoc_compiler.load import load_model
 
     mod = load_model(name)
     start = time.perf_counter()

@@ -37,7 +37,7 @@ import byoc_compiler as byoc  # noqa: E402
 from byoc_compiler import toolchain as tcmod  # noqa: E402
 from byoc_compiler import zoo  # noqa: E402
 from byoc_compiler.backend import result as resultmod  # noqa: E402
-from byoc_compiler.check import run_runner_proc  # noqa: E402
+from byoc_compiler.runtime.runner import run_runner_proc  # noqa: E402
 from byoc_compiler.config import load_config  # noqa: E402
 from byoc_compiler.linker_script import LINKER_SCRIPT  # noqa: E402
 from byoc_compiler.runtime.sources import runtime_sources  # noqa: E402

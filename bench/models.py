@@ -231,7 +231,7 @@ def _runner_cpu_ms(runner: Path, arrays: list, workdir: Path, repeat: int) -> tu
     """(outputs, median thread CPU ms of a run): the runner's --profile timing."""
     import re
 
-    from byoc_compiler.check import run_runner_proc
+    from byoc_compiler.runtime.runner import run_runner_proc
 
     outputs, proc = run_runner_proc(runner, [], arrays, workdir, repeat, extra_args=("--profile",))
     return outputs, float(re.search(r"median_cpu_ms=([0-9.eE+-]+)", proc.stdout).group(1))
@@ -260,8 +260,9 @@ def _breakdown(model: str, runner: Path, workdir: Path, arrays: list, inputs: di
 
 def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, check: bool,
             breakdown: bool = False, clock: str = "wall") -> Row:
-    from byoc_compiler.check import deterministic_inputs, run_runner_timed
-    from byoc_compiler.frontend import load_model
+    from byoc_compiler.check import deterministic_inputs
+    from byoc_compiler.runtime.runner import run_runner_timed
+    from byoc_compiler.load import load_model
 
     scons_target = TARGETS[target]
     with tempfile.TemporaryDirectory(prefix="byoc-bench-models-") as tmp:

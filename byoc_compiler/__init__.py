@@ -19,6 +19,7 @@ _LAZY = {
     "partition_for": ("byoc_compiler.partition", "partition_for"),
     "targets": ("byoc_compiler.target", "targets"),
     "build": ("byoc_compiler.backend.build", "build"),
+    "load_model": ("byoc_compiler.load", "load_model"),
 }
 
 

@@ -2,12 +2,12 @@
 
 Shared by `scons target=X check` and the differential test matrix, so that the
 harness checks exactly what users run: the standalone runner, under the
-toolchain's run prefix (qemu-user for foreign CPUs), fed with .npy files.
+toolchain's run prefix (qemu-user for foreign CPUs), fed with .npy files
+(runtime/runner.py runs it).
 """
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,10 +16,9 @@ import numpy as np
 
 from .columns import columns
 from .errors import ByocError
-from .toolchain import run_command, semihosted
-
-# The testing helpers (the reference interpreter, which loads every op and pass) are imported inside the
-# functions that check: build() imports this module only to run a runner, and stays light.
+from .runtime.runner import run_runner_timed
+from .testing.error_bound import reference_with_errors
+from .testing.tolerance import SAFETY, compare_with_bounds, tolerance_for_dtype
 
 
 @dataclass
@@ -91,52 +90,7 @@ def compare_outputs(actual, expected, tolerances) -> tuple[bool, float, float, s
 
 
 def default_tolerances(dtype) -> tuple[float, float]:
-    from .testing.tolerance import tolerance_for_dtype
-
     return tolerance_for_dtype(np.dtype(dtype))
-
-
-def run_runner(runner: Path, run_prefix, inputs: dict[str, np.ndarray], input_order, workdir: Path,
-               repeat: int = 1, timeout: float = 600.0, extra_args=()) -> list[np.ndarray]:
-    """Run a standalone runner on .npy files in `workdir`; returns its outputs."""
-    outputs, _ = run_runner_timed(runner, run_prefix, [inputs[name] for name in input_order], workdir,
-                                  repeat, timeout, extra_args=extra_args)
-    return outputs
-
-
-def run_runner_timed(runner, run_prefix, arrays, workdir: Path, repeat: int = 1, timeout: float = 600.0,
-                     what: str | None = None, extra_args=()) -> tuple[list[np.ndarray], float | None]:
-    """The one way a runner is run (BuildResult.run_runner, the SCons check, the matrix): `arrays` in
-    input order as .npy files in `workdir`, under `run_prefix` (qemu-user for foreign CPUs).
-    Returns (outputs, the runner's median ms over `repeat` runs). A failure is one ToolchainError
-    naming `what`, the command and the runner's stderr. `extra_args` go to the runner (`--dump DIR`)."""
-    outputs, proc = run_runner_proc(runner, run_prefix, arrays, workdir, repeat, timeout, what, extra_args)
-    found = re.search(r"median_ms=([0-9.eE+-]+)", proc.stdout)
-    return outputs, float(found.group(1)) if found else None
-
-
-def run_runner_proc(runner, run_prefix, arrays, workdir: Path, repeat: int = 1, timeout: float = 600.0,
-                    what: str | None = None, extra_args=()):
-    """run_runner_timed, returning (outputs, the finished process) so callers can read what it printed."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    files = []
-    for i, value in enumerate(arrays):
-        path = workdir / f"in{i}.npy"
-        np.save(path, np.ascontiguousarray(value))
-        files.append(str(path))
-    outdir = workdir / "out"
-    outdir.mkdir(exist_ok=True)
-    for old in outdir.glob("*.npy"):
-        old.unlink()
-    if semihosted(run_prefix):   # a bare-metal image: in<i>.npy and out/ relative to where it starts, run once
-        if extra_args:
-            raise ByocError(f"{what or runner}: a bare-metal image takes no options ({' '.join(map(str, extra_args))})")
-        proc = run_command([*run_prefix, str(runner)], what or f"image {runner}", cwd=workdir, timeout=timeout)
-    else:
-        argv = [*run_prefix, str(runner), "--repeat", str(repeat), "--out", str(outdir), *map(str, extra_args), *files]
-        proc = run_command(argv, what or f"runner {runner}", timeout=timeout)
-    outputs = sorted(outdir.glob("out*.npy"), key=lambda p: int(p.stem[3:]))
-    return [np.load(p) for p in outputs], proc
 
 
 _EXPECTED: dict = {}
@@ -145,8 +99,6 @@ _EXPECTED: dict = {}
 def expected_outputs(mod, inputs, key=None):
     """The float64 reference of the unpartitioned `mod` with its error estimates (testing/error_bound.py);
     kept by `key` (one scons process checks each model on several configurations; outputs are small)."""
-    from .testing.error_bound import reference_with_errors
-
     if key is not None and key in _EXPECTED and _EXPECTED[key][0] is mod:
         return _EXPECTED[key][1]
     expected = reference_with_errors(mod, inputs)
@@ -163,8 +115,6 @@ def check_runner(runner: Path, run_prefix, model_name: str, mod, *, toolchain: s
     `mod`, allowing per element a multiple of the float32 error estimate (testing/tolerance.py).
     `runner_args` go to the runner (`--constants FILE` for constants="params" builds); a failure or a run
     past `timeout` seconds (a hung bare-metal image) is a failed row naming the model and the toolchain."""
-    from .testing.tolerance import compare_with_bounds
-
     inputs = deterministic_inputs(mod, seed)
     expected = expected_outputs(mod, inputs, key=(model_name, seed, id(mod)))
     order = [p.name_hint for p in mod["main"].params]
@@ -182,8 +132,6 @@ def check_runner(runner: Path, run_prefix, model_name: str, mod, *, toolchain: s
 
 
 def format_table(results: list[CheckResult]) -> str:
-    from .testing.tolerance import SAFETY
-
     header = ("model", "toolchain", "target", "executor", "interface", "max abs err", "max rel err", "margin",
               "result")
     rows = [header]

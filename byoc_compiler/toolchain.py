@@ -16,7 +16,6 @@ import subprocess
 from typing import Sequence
 
 from .errors import ByocError
-from .runtime import dlpack_include_dir
 
 # The warnings every generated source and the runtime must pass cleanly (tests turn them on).
 WARNING_FLAGS = ("-Wall", "-Wextra", "-Werror")
@@ -98,7 +97,7 @@ def toolchain_cflags(tc) -> list[str]:
 def semihosted(run_prefix: Sequence[str]) -> bool:
     """Programs run by this prefix are bare-metal images talking to the host over semihosting (qemu-system
     -semihosting-config): they read their inputs and write their outputs by fixed names, relative to the
-    directory they are started in, take no arguments and report no time (check.run_runner_proc)."""
+    directory they are started in, take no arguments and report no time (runtime/runner.py)."""
     return any(str(a).startswith("-semihosting") for a in run_prefix)
 
 
@@ -164,13 +163,15 @@ def _quote(argv: Sequence[str]) -> str:
     return " ".join(shlex.quote(str(a)) for a in argv)
 
 
-def scons_flags(tc, opt: str = "-O2", werror: bool = True) -> dict[str, list[str]]:
+def scons_flags(tc, opt: str = "-O2", werror: bool = True, after_dirs: Sequence = ()) -> dict[str, list[str]]:
     """The same flags as compile_argv/link_*_argv, as SCons construction variables.
 
-    Libraries (`-lm`) go to LIBS so SCons puts them after the objects, as static linking needs.
+    `after_dirs` are searched after the compiler's own directories, as compile_argv's (the runtime's DLPack
+    directory). Libraries (`-lm`) go to LIBS so SCons puts them after the objects, as static linking needs.
     """
-    ccflags = [*toolchain_cflags(tc), *([opt] if opt else []), *(WARNING_FLAGS if werror else ()),
-               "-idirafter", os.fspath(dlpack_include_dir())]
+    ccflags = [*toolchain_cflags(tc), *([opt] if opt else []), *(WARNING_FLAGS if werror else ())]
+    for d in after_dirs:
+        ccflags += ["-idirafter", os.fspath(d)]
     libs = [f[2:] for f in _with_libm(tc.ldflags) if f.startswith("-l")]
     linkflags = [f for f in tc.ldflags if not f.startswith("-l")]
     return {

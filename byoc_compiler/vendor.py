@@ -39,7 +39,8 @@ The groups:
   board's constants pool; since 1.4);
 - partitioning for one target, TVM's `partition_for_<target>`: `partial(partition_for, target)`;
 - testing a C runtime of your own outside a model: `standalone_library` (your runtime sources plus byoc's
-  runtime core as a shared library for ctypes), `runtime_source_dir`, `runtime_include_flags`.
+  runtime core as a shared library for ctypes, built with a host toolchain's own commands: `toolchain=`
+  since 1.7), `runtime_source_dir`, `runtime_include_flags`.
 
 The top-level package (`byoc_compiler.build`, `.zoo`, `.runtime`, ...) is public too, for tools and tests.
 """
@@ -75,6 +76,9 @@ PARALLEL_HEADER = "byoc/parallel.h"
 
 # What changed, newest first (a minor version adds names; a major one may remove or change them):
 CHANGELOG = {
+    (1, 7): "standalone_library(..., toolchain=NAME or ToolchainConfig): compiled and linked with that host "
+            "toolchain's own commands (default: the first of the settings' [build] toolchains that can load here); "
+            "cc= names a toolchain the same way",
     (1, 6): "tflite_requantize_multipliers (TFLite's multiplier and exponent per channel of a rounding=\"tflite\" "
             "requantize), tflite_add_params (a rounding=\"tflite\" qnn.add's)",
     (1, 5): "threads: build_max_threads (per-thread scratch to plan), PARALLEL_HEADER (byoc/parallel.h: "

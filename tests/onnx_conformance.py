@@ -54,12 +54,12 @@ def _opset(case) -> int:
 
 
 def in_scope(case) -> bool:
-    from byoc_compiler.frontend.onnx.importer import _INPUT_DTYPES
+    from byoc_compiler.frontend.onnx.dtypes import INPUT_DTYPES
     from byoc_compiler.frontend.onnx.table import since_version
 
     ops, opset = supported_ops(), _opset(case)
     return all(n.domain in ("", "ai.onnx") and since_version(n.op_type, opset) in ops.get(n.op_type, ())
-               for n in case.model.graph.node) and _elem_types(case) <= set(_INPUT_DTYPES)
+               for n in case.model.graph.node) and _elem_types(case) <= set(INPUT_DTYPES)
 
 
 @functools.lru_cache(maxsize=None)

@@ -131,7 +131,7 @@ def test_int8_model_through_ccompiler_on_the_board_matches_the_reference():
 
 def _int8_model(name: str):
     if name == "mobilenetv2_tiny_int8":     # onnxruntime's quantize_static of the zoo model (cached by content)
-        from byoc_compiler.frontend import load_model
+        from byoc_compiler.load import load_model
         from byoc_compiler.testing.quantize import quantized_zoo_model
 
         return load_model(str(quantized_zoo_model("mobilenetv2_tiny", "qdq", per_channel=True)))

@@ -155,7 +155,7 @@ def test_export_directory(tmp_path, executor):
     assert "nn.conv2d" in (out / "model.txt").read_text()
     # Large constants of model.txt are in model.txt.bin; load_model reads both back bit-exactly.
     assert (out / "model.txt.bin").stat().st_size > 1024 and '"file": "model.txt.bin"' in (out / "model.txt").read_text()
-    from byoc_compiler.frontend import load_model
+    from byoc_compiler.load import load_model
 
     assert load_model(str(out / "model.txt")).astext() == lib.model_text()
     # A second export replaces the first; nothing else is left next to it.

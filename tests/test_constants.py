@@ -224,7 +224,7 @@ def test_bad_constants_mode_is_one_clear_error():
 def test_params_mode_export_refers_model_text_to_constants_bin(tmp_path):
     """model.txt of a params build refers to constants.bin for the weights: no second copy of them (one row:
     the region links the IR's dense weights as they are)."""
-    from byoc_compiler.frontend import load_model
+    from byoc_compiler.load import load_model
 
     for toolchain in ("gcc", "s390x-gcc"):
         lib = build(partition_for("ccompiler", _model(rows=1)), toolchain=toolchain, executor="aot",

@@ -12,7 +12,7 @@ import pytest
 from byoc_compiler import build, partition_for
 from byoc_compiler.check import deterministic_inputs
 from byoc_compiler.debug.bisect import bisect_failure, recipe_of
-from byoc_compiler.frontend import load_model
+from byoc_compiler.load import load_model
 from byoc_compiler.testing import run_reference
 from byoc_compiler.testing.tolerance import assert_close
 

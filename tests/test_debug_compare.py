@@ -49,7 +49,7 @@ def test_dump_holds_every_step(tmp_path, executor, interface):
     mod = zoo.get("multi_output")
     inputs = zoo.inputs("multi_output")
     lib = build(partition_for("ccompiler", mod), executor=executor, interface=interface)
-    from byoc_compiler.check import run_runner_proc
+    from byoc_compiler.runtime.runner import run_runner_proc
 
     dump = tmp_path / "dump"
     dump.mkdir()
@@ -81,7 +81,7 @@ def test_dump_index_escapes_node_names(tmp_path):
     # Node names come from graph.json (any text with runner --graph): index.json must stay valid JSON.
     import json
 
-    from byoc_compiler.check import run_runner_proc
+    from byoc_compiler.runtime.runner import run_runner_proc
 
     lib = build(zoo.get("byoc_guide"))
     graph = json.loads(lib.graph_json)

@@ -9,7 +9,8 @@ import numpy as np
 import onnx
 import pytest
 
-from byoc_compiler.frontend import from_onnx, load_model
+from byoc_compiler.frontend import from_onnx
+from byoc_compiler.load import load_model
 from byoc_compiler.frontend.onnx import OnnxUnsupportedError
 from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.testing.tolerance import assert_close, tolerance_for_module

@@ -135,9 +135,9 @@ def test_usage_errors(aot_runner, tmp_path, args, fragment, code):
     assert proc.returncode == code
 
 
-# ---- byoc_compiler.check.run_runner: how the SCons check and the test matrix run a runner
+# ---- byoc_compiler.runtime.runner.run_runner: how the SCons check and the test matrix run a runner
 def test_check_run_runner_returns_the_outputs(aot_runner, tmp_path):
-    from byoc_compiler.check import run_runner
+    from byoc_compiler.runtime.runner import run_runner
 
     got = run_runner(aot_runner, [], {"b": B, "a": A}, ["a", "b"], tmp_path)
     for g, want in zip(got, builder.aot_reference(A, B), strict=True):
@@ -153,7 +153,7 @@ RUNNER_FAILURES = [
 
 @pytest.mark.parametrize("make,fragment", [c[1:] for c in RUNNER_FAILURES], ids=[c[0] for c in RUNNER_FAILURES])
 def test_check_run_runner_failure_is_one_byoc_error(aot_runner, tmp_path, make, fragment):
-    from byoc_compiler.check import run_runner
+    from byoc_compiler.runtime.runner import run_runner
     from byoc_compiler.errors import ByocError
 
     prefix, exe, inputs = make(aot_runner)

@@ -37,7 +37,7 @@ def _examplejson():
 
 
 def _examplejson_corpus(out: Path) -> list[Path]:
-    from byoc_compiler.contrib.examplejson.fuzz.make_corpus import write_corpus
+    from fuzz.corpus_examplejson import write_corpus
 
     return write_corpus(out)
 
@@ -57,7 +57,7 @@ def _dnnl_missing():
 
 
 def _dnnl_corpus(out: Path) -> list[Path]:
-    from byoc_compiler.contrib.dnnl.fuzz.make_corpus import write_corpus
+    from fuzz.corpus_dnnl import write_corpus
 
     paths = write_corpus(out)
     # malformed variants of a real graph: truncations

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tflite_models as tm
-from byoc_compiler.frontend import load_model
+from byoc_compiler.load import load_model
 from byoc_compiler.frontend.tflite import from_tflite
 from byoc_compiler.ir import Call, post_order
 from byoc_compiler.testing.reference import run_reference

@@ -93,8 +93,8 @@ def test_cross_runner_under_qemu(name, executor, interface):
 
 def test_scons_flags_match_compile_argv():
     t = tc("aarch64-gcc")
-    flags = tcm.scons_flags(t, opt="-O2", werror=True)
     includes, after = [str(runtime.include_dir())], [str(runtime.dlpack_include_dir())]
+    flags = tcm.scons_flags(t, opt="-O2", werror=True, after_dirs=after)
     argv = tcm.compile_argv(t, "a.c", "a.o", includes, [], "-O2", list(tcm.WARNING_FLAGS), after)
     assert all(f in argv for f in flags["CCFLAGS"])
     assert flags["LIBS"] == ["m"] and flags["LINKFLAGS"] == ["-static"]

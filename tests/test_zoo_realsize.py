@@ -12,7 +12,7 @@ from onnx import numpy_helper
 
 from byoc_compiler import zoo
 from byoc_compiler.__main__ import main
-from byoc_compiler.frontend import load_model
+from byoc_compiler.load import load_model
 from byoc_compiler.ir import op_counts
 from byoc_compiler.testing import run_reference
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import runtime, toolchain as tcmod
-from ..check import run_runner_timed
+from ..runtime.runner import run_runner_timed
 from ..errors import ByocError
 from ..ir.printer import astext_with_sidecar
 from ..linker_script import LINKER_SCRIPT, linker_script

@@ -35,7 +35,7 @@ def targets_of(args) -> list[str]:
 def load(args):
     """(unpartitioned module, partitioned module, config, build options) from the parsed arguments."""
     from ..config import load_config
-    from ..frontend import load_model
+    from ..load import load_model
     from ..partition import partition_for
     from .partition import parse_shapes
 

@@ -45,7 +45,7 @@ def parse_shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
 
 
 def run(args) -> int:
-    from ..frontend import load_model
+    from ..load import load_model
     from ..partition import partition_for, summarize
 
     mod = load_model(args.model, shape=parse_shapes(args.shape))

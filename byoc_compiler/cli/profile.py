@@ -27,7 +27,7 @@ def run(args) -> int:
     from ..backend.build import build
     from ..debug.profile import profile_build, side_by_side
     from ..debug.trace import write_trace
-    from ..frontend import load_model
+    from ..load import load_model
     from ..partition import partition_for
 
     mod, part, options = load(args)

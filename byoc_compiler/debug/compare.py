@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..backend.build import build
-from ..check import run_runner_proc
+from ..runtime.runner import run_runner_proc
 from ..columns import columns
 from ..errors import ByocError
 from ..ir.expr import Call, Constant, Function, GlobalVar, Tuple, Var

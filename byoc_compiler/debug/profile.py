@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..check import run_runner_proc
+from ..runtime.runner import run_runner_proc
 from ..columns import columns
 from ..errors import ByocError
 from ..ir.expr import Call, Tuple, TupleGetItem

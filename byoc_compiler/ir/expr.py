@@ -14,6 +14,7 @@ import numpy as np
 
 from . import op_table
 from .attrs import Attrs
+from .show import as_text
 from .types import TensorType, Type
 
 
@@ -48,10 +49,8 @@ class Expr:
         return ()
 
     def __repr__(self) -> str:
-        from .printer import astext   # the printer imports this module
-
         try:
-            return astext(self)
+            return as_text(self)
         except Exception:  # a repr must never raise
             return f"<{type(self).__name__} at {id(self):#x}>"
 

@@ -5,6 +5,7 @@ from typing import Iterator, Mapping
 
 from .analysis import free_vars
 from .expr import Function, GlobalVar
+from .show import as_text
 
 
 class IRModule:
@@ -78,9 +79,7 @@ class IRModule:
         return self["main"]
 
     def astext(self) -> str:
-        from .printer import astext   # the printer imports this module
-
-        return astext(self)
+        return as_text(self)
 
     def __str__(self) -> str:
         return self.astext()

@@ -61,7 +61,7 @@ import re
 
 import numpy as np
 
-from . import op_table
+from . import op_table, show
 from .analysis import free_vars
 from .expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from .module import IRModule
@@ -402,3 +402,6 @@ def _any(printer: "_Printer", obj) -> str:
     if isinstance(obj, Op):
         return obj.name
     raise TypeError(f"astext expects an IRModule or an expression, got {type(obj).__name__}")
+
+
+show.install(astext)   # repr(expr), IRModule.astext and structural diffs print through it

@@ -31,6 +31,7 @@ import numpy as np
 from .attrs import Attrs
 from .expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from .module import IRModule
+from .show import as_text
 from .types import Type
 from .visitor import post_order
 
@@ -226,9 +227,7 @@ def assert_structural_equal(a, b, map_free_vars: bool = False) -> None:
     problem = _compare(a, b, map_free_vars)
     if problem is None:
         return
-    from .printer import astext   # the printer imports this module
-
-    lhs, rhs = astext(a).splitlines(), astext(b).splitlines()
+    lhs, rhs = as_text(a).splitlines(), as_text(b).splitlines()
     diff = list(difflib.unified_diff(lhs, rhs, "lhs", "rhs", lineterm="", n=2))
     if len(diff) > 80:
         diff = diff[:80] + [f"... ({len(diff) - 80} more diff lines)"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
 from .patterns import (AltPattern, AttrPattern, CallPattern, ConstantPattern, ExprPattern, OpPattern, Pattern,
-                       TupleGetItemPattern, TuplePattern, TypePattern, VarPattern, WildcardPattern)
+                       TupleGetItemPattern, TuplePattern, TypePattern, VarPattern, WildcardPattern, install_matcher)
 
 
 @dataclass(frozen=True)
@@ -220,3 +220,6 @@ def _extra_ok(pat: Pattern, expr: Expr) -> bool:
     if pat.dtype is not None and ty.dtype != pat.dtype:
         return False
     return pat.shape is None or tuple(ty.shape) == pat.shape
+
+
+install_matcher(match)   # Pattern.match and Pattern.find call it

@@ -15,6 +15,20 @@ from ..ir.expr import Expr
 from ..op.registry import get_op_def
 
 
+def _no_matcher(pattern, expr):
+    raise RuntimeError("the pattern matcher is not loaded: import byoc_compiler.pattern")
+
+
+# The matcher reads the pattern classes, so this module cannot import it back: matcher.py installs its
+# `match` here when it is imported (pattern/__init__ imports it, so whenever the patterns are).
+_matcher: Callable = _no_matcher
+
+
+def install_matcher(match: Callable) -> None:
+    global _matcher
+    _matcher = match
+
+
 class Pattern:
     """Base of every pattern; gives the combinators."""
 
@@ -46,15 +60,11 @@ class Pattern:
         return TypePattern(self, shape=tuple(int(d) for d in shape))
 
     def match(self, expr) -> bool:
-        from .matcher import match   # the matcher imports this module (the pattern classes)
-
-        return match(self, expr) is not None
+        return _matcher(self, expr) is not None
 
     def find(self, expr):
         """The `Match` of this pattern rooted at `expr`, or None."""
-        from .matcher import match   # the matcher imports this module (the pattern classes)
-
-        return match(self, expr)
+        return _matcher(self, expr)
 
     def __repr__(self) -> str:
         return self.describe()

@@ -135,7 +135,7 @@ def resolve(env, config) -> Request:
     models = [m.strip() for m in env["model"].split(",") if m.strip()]
     if not models:
         fail("model= names no model; give zoo names or model files, e.g. model=mlp")
-    from byoc_compiler.frontend import check_model_spec
+    from byoc_compiler.load import check_model_spec
     for spec in models:
         problem = check_model_spec(spec)
         if problem:

@@ -95,7 +95,7 @@ def load_config(path: str):
 
 @lru_cache(maxsize=None)
 def load_unpartitioned(spec: str):
-    from byoc_compiler.frontend import load_model
+    from byoc_compiler.load import load_model
 
     return load_model(spec)
 

@@ -94,10 +94,11 @@ def _check_message(target, source, env):
 def toolchain_env(env, toolchain: str, opt: str, interface: str, config_path: str):
     """A construction environment compiling and linking C for one configured toolchain."""
     from byoc_compiler import toolchain as tcmod
+    from byoc_compiler.runtime import dlpack_include_dir
 
     tc = _codegen.load_config(config_path).toolchain(toolchain)
     tcmod.check_toolchain(tc)
-    flags = tcmod.scons_flags(tc, opt=opt)
+    flags = tcmod.scons_flags(tc, opt=opt, after_dirs=[dlpack_include_dir()])
     clone = env.Clone(CC=tc.cc, SHCC=tc.cc, LINK=tc.cc, SHLINK=tc.cc, **flags)
     if not env.get("verbose"):
         # One short line per step, naming the toolchain; `verbose=1` shows the full commands.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import json
 import os
 from pathlib import Path
 
@@ -43,13 +44,13 @@ def include_flags() -> list[str]:
     return [*(f"-I{d}" for d in INCLUDE_DIRS), *runtime_include_flags()]
 
 
-def shared_library(cc: str = "gcc") -> Path:
-    return standalone_library("byoc_dnnl", RUNTIME_SOURCES, INCLUDE_DIRS, libraries=["dnnl"], cc=cc)
+def shared_library(toolchain: str | None = None) -> Path:
+    return standalone_library("byoc_dnnl", RUNTIME_SOURCES, INCLUDE_DIRS, libraries=["dnnl"], toolchain=toolchain)
 
 
 @functools.lru_cache(maxsize=None)
-def _lib(cc: str = "gcc"):
-    lib = ctypes.CDLL(os.fspath(shared_library(cc)))
+def _lib(toolchain: str | None = None):
+    lib = ctypes.CDLL(os.fspath(shared_library(toolchain)))
     lib.byoc_dnnl_module_create.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
     lib.byoc_dnnl_module_bind_constants.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Constant), ctypes.c_int32]
     lib.byoc_dnnl_module_get_function.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(_PackedFunc),
@@ -69,8 +70,8 @@ class DnnlModule:
     """One region's module: created from its JSON, constants bound by name, primitives built."""
 
     def __init__(self, text: str | bytes, constants: dict | None = None, symbol: str | None = None,
-                 cc: str = "gcc"):
-        self._lib = _lib(cc)
+                 toolchain: str | None = None):
+        self._lib = _lib(toolchain)
         data = text.encode() if isinstance(text, str) else bytes(text)
         handle = ctypes.c_void_p()
         if self._lib.byoc_dnnl_module_create(data, len(data), ctypes.byref(handle)) != 0:
@@ -84,8 +85,6 @@ class DnnlModule:
             raise self._error()
         self._fn, self._res = _PackedFunc(), ctypes.c_void_p()
         if symbol is None:
-            import json
-
             symbol = json.loads(data)["symbol"]
         if self._lib.byoc_dnnl_module_get_function(handle, symbol.encode(), ctypes.byref(self._fn),
                                                    ctypes.byref(self._res)) != 0:

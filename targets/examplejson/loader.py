@@ -6,7 +6,7 @@
     m.source()                                     # the text (the guide's GetSource)
 
 The library (the runtime sources + the host runtime's runtime.c) is compiled once per process
-with the `gcc` toolchain of config.toml. Errors are ByocErrors carrying the runtime's message
+with a host toolchain of the settings (vendor.standalone_library). Errors are ByocErrors carrying the runtime's message
 ("examplejson: line 3, column 7: ...").
 """
 from __future__ import annotations
@@ -55,14 +55,14 @@ def include_flags() -> list[str]:
     return [f"-I{RUNTIME_DIR}", *runtime_include_flags()]
 
 
-def shared_library(cc: str = "gcc") -> Path:
+def shared_library(toolchain: str | None = None) -> Path:
     """The runtime as a shared library, compiled once per process."""
-    return standalone_library("examplejson", RUNTIME_SOURCES, [RUNTIME_DIR], cc=cc)
+    return standalone_library("examplejson", RUNTIME_SOURCES, [RUNTIME_DIR], toolchain=toolchain)
 
 
 @functools.lru_cache(maxsize=None)
-def _lib(cc: str = "gcc"):
-    lib = ctypes.CDLL(os.fspath(shared_library(cc)))
+def _lib(toolchain: str | None = None):
+    lib = ctypes.CDLL(os.fspath(shared_library(toolchain)))
     lib.examplejson_module_create.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
     lib.examplejson_module_load_file.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
     lib.examplejson_module_get_function.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(PackedFunc),
@@ -95,8 +95,8 @@ class ExampleJsonModule:
         return ByocError(f"{what}: {self._lib.byoc_get_last_error().decode(errors='replace')}")
 
     @classmethod
-    def from_text(cls, text: str | bytes, cc: str = "gcc") -> "ExampleJsonModule":
-        lib = _lib(cc)
+    def from_text(cls, text: str | bytes, toolchain: str | None = None) -> "ExampleJsonModule":
+        lib = _lib(toolchain)
         data = text.encode() if isinstance(text, str) else bytes(text)
         handle = ctypes.c_void_p()
         if lib.examplejson_module_create(data, len(data), ctypes.byref(handle)) != 0:
@@ -104,8 +104,8 @@ class ExampleJsonModule:
         return cls(handle.value, lib)
 
     @classmethod
-    def from_file(cls, path, cc: str = "gcc") -> "ExampleJsonModule":
-        lib = _lib(cc)
+    def from_file(cls, path, toolchain: str | None = None) -> "ExampleJsonModule":
+        lib = _lib(toolchain)
         handle = ctypes.c_void_p()
         if lib.examplejson_module_load_file(os.fsencode(path), ctypes.byref(handle)) != 0:
             raise ByocError(lib.byoc_get_last_error().decode(errors="replace"))

@@ -41,7 +41,7 @@ def _examplejson_runtime():
 
 
 def _examplejson_seeds():
-    from byoc_compiler.contrib.examplejson.fuzz.make_corpus import texts
+    from tests.fuzz.corpus_examplejson import texts
 
     return [t.encode() for t in texts()]
 

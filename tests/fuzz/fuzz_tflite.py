@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 with atheris.instrument_imports(include=["byoc_compiler", "flatbuffers"]):
     # everything the target reaches is imported now: modules imported lazily later are not instrumented
     import byoc_compiler.frontend.tflite  # noqa: F401
-    import byoc_compiler.frontend.tflite.table  # noqa: F401
+    import byoc_compiler.frontend.tflite.converters  # noqa: F401
     import byoc_compiler.op  # noqa: F401
     import byoc_compiler.transform  # noqa: F401
     import flatbuffers  # noqa: F401

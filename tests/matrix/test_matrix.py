@@ -82,7 +82,7 @@ def test_quantized_outputs_are_checked_to_less_than_one_step():
     import numpy as np
 
     from byoc_compiler.check import deterministic_inputs, expected_outputs
-    from byoc_compiler.frontend import load_model
+    from byoc_compiler.load import load_model
     from byoc_compiler.testing.quantize import output_step, quantized_zoo_model
     from byoc_compiler.testing.tolerance import compare_with_bounds
 

@@ -325,6 +325,11 @@ def _avg_pool2d(ctx) -> str:
     return pool_loops(ctx, "float total = 0.0f;\nint64_t in_padded = 0;\nint64_t in_input = 0;", step, finish, t)
 
 
+def _subtract(ctx) -> str:
+    """qnn.subtract: TFLite's SUB (tflite_qnn.add with subtract=True) over this module's broadcast loop."""
+    return tflite_qnn.add(ctx, _binary, subtract=True)
+
+
 RULES = {
     "qnn.quantize": _quantize,
     "qnn.dequantize": _dequantize,
@@ -336,4 +341,5 @@ RULES = {
     "qnn.mul": _mul,
     "qnn.concatenate": _concatenate,
     "qnn.avg_pool2d": _avg_pool2d,
+    "qnn.subtract": _subtract,
 }

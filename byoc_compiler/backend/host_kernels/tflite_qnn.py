@@ -141,9 +141,5 @@ for (int64_t c = 0; c < {L(extent)}; ++c) {{
     return "  " + line_array("exps", "int32", table) + "\n" + flat_loop(outer * inner, body, var="o")
 
 
-def _subtract(ctx) -> str:
-    from .qnn import _binary   # qnn.py imports this module: its loop helper is reached at call time
-    return add(ctx, _binary, subtract=True)
-
-
-RULES = {"qnn.softmax": softmax, "qnn.subtract": _subtract}
+# qnn.subtract (TFLite's SUB, only with rounding="tflite") is qnn.py's rule: it needs qnn.py's loop
+RULES = {"qnn.softmax": softmax}

@@ -11,12 +11,12 @@ and any op on constants, evaluated with the op's numpy reference). A model that 
 imported raises one OnnxUnsupportedError listing every offending node (name, op type,
 opset, reason); a missing, truncated or invalid file raises an OnnxImportError naming it.
 
-loader.py reads and checks the file, table.py maps (op type, opset) to a converter by the
-op's definition version, ops_*.py hold the converters by op family, context.py builds
+loader.py reads and checks the file, table.py is the registry the converters (ops_*.py, by op family)
+register into, converters.py maps (op type, opset) to a converter by the op's definition version, context.py builds
 typed, folded IR for them, importer.py walks the graph. `supported_ops()` lists the table.
 """
 from .errors import NodeProblem, OnnxImportError, OnnxUnsupportedError
 from .importer import from_onnx
-from .table import supported_ops
+from .converters import supported_ops
 
 __all__ = ["from_onnx", "supported_ops", "OnnxImportError", "OnnxUnsupportedError", "NodeProblem"]

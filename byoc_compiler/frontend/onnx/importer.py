@@ -21,28 +21,10 @@ from ...transform.qdq_to_integer import qdq_to_integer
 from .context import Context, Node, NodeError
 from .errors import NodeProblem, OnnxImportError, OnnxUnsupportedError
 from .loader import default_opset, describe_source, load_model_proto
-from .table import Converter, resolve, since_version
+from .converters import resolve
+from .dtypes import INPUT_DTYPES, onnx_type_name
+from .table import Converter, since_version
 from .upgrade import upgrade_if_needed
-
-# ONNX element type -> IR dtype, for model inputs.
-_INPUT_DTYPES = {
-    onnx.TensorProto.FLOAT: "float32",
-    onnx.TensorProto.FLOAT16: "float16",
-    onnx.TensorProto.DOUBLE: "float64",
-    onnx.TensorProto.INT8: "int8",
-    onnx.TensorProto.INT16: "int16",
-    onnx.TensorProto.INT32: "int32",
-    onnx.TensorProto.INT64: "int64",
-    onnx.TensorProto.UINT8: "uint8",
-    onnx.TensorProto.UINT16: "uint16",
-    onnx.TensorProto.BOOL: "bool",
-}
-
-
-def onnx_dtype(elem_type) -> str | None:
-    """The IR dtype of an ONNX element type (TensorProto.FLOAT -> "float32"), None if unsupported."""
-    return _INPUT_DTYPES.get(elem_type)
-
 
 def from_onnx(model, shape: Mapping[str, Sequence[int]] | None = None,
               dtype: str | Mapping[str, str] | None = None) -> IRModule:
@@ -91,14 +73,6 @@ def node_label(node: onnx.NodeProto, index: int) -> str:
         return repr(node.name)
     outputs = ", ".join(repr(o) for o in node.output if o)
     return f"#{index} (unnamed, outputs {outputs})"
-
-
-def onnx_type_name(elem: int) -> str:
-    """ONNX's name of an element type; a number no ONNX version defines is named as a number."""
-    try:
-        return onnx.TensorProto.DataType.Name(elem)
-    except (ValueError, TypeError):
-        return f"element type {elem} (unknown to ONNX {onnx.__version__})"
 
 
 class _GraphImporter:
@@ -163,7 +137,7 @@ class _GraphImporter:
             try:
                 self.env[tensor.name] = Constant(onnx.numpy_helper.to_array(tensor))
                 self.ctx.names[id(self.env[tensor.name])] = tensor.name
-                if tensor.data_type not in _INPUT_DTYPES:    # reported if a node uses it, in ONNX's words
+                if tensor.data_type not in INPUT_DTYPES:    # reported if a node uses it, in ONNX's words
                     self.ctx.element_types[id(self.env[tensor.name])] = onnx_type_name(tensor.data_type)
             except Exception as exc:  # noqa: BLE001 - external data not loaded, unknown element types
                 raise OnnxImportError(f"{self.label}: initializer {tensor.name!r} cannot be read ({exc}); if its "
@@ -247,7 +221,7 @@ class _GraphImporter:
         is harmless)."""
         used = {name for node in self.graph.node for name in node.input} | {o.name for o in self.graph.output}
         for tensor in self.graph.initializer:
-            if tensor.data_type not in _INPUT_DTYPES and tensor.name in used:
+            if tensor.data_type not in INPUT_DTYPES and tensor.name in used:
                 raise OnnxImportError(f"{self.label}: initializer {tensor.name!r} has element type "
                                       f"{onnx_type_name(tensor.data_type)}, which byoc does not support "
                                       f"(supported: {', '.join(DTYPES)})")
@@ -262,12 +236,12 @@ class _GraphImporter:
         if not value_info.type.HasField("tensor_type"):
             raise _InputError(f"input {name!r} is not a tensor (sequences, maps and optionals are not supported)")
         elem = value_info.type.tensor_type.elem_type
-        if elem not in _INPUT_DTYPES:
+        if elem not in INPUT_DTYPES:
             onnx_name = onnx_type_name(elem)
             raise _InputError(f"input {name!r} has element type {onnx_name}, which byoc does not support "
                               f"(supported: {', '.join(DTYPES)}); pass dtype={{{name!r}: 'float32'}} to import it "
                               "with another dtype")
-        return _INPUT_DTYPES[elem]
+        return INPUT_DTYPES[elem]
 
     # ---- pass 2: conversion ----------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from ...ir.types import DTYPES
 from .context import Context, Node, NodeError
-from .importer import onnx_dtype, onnx_type_name
+from .dtypes import onnx_dtype, onnx_type_name
 from .table import converter
 
 # ONNX op -> (IR op, since_versions). Definitions 7+ broadcast numpy-style (6 and older had a

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...op.qnn import global_avg_pool_int, qmatmul_nd
 from .context import Context, Node, NodeError
-from .importer import onnx_dtype
+from .dtypes import onnx_dtype
 from .ops_nn import _ints_attr, padding
 from .table import MS_TABLE, Converter, converter
 

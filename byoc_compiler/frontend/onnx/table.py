@@ -1,4 +1,7 @@
-"""The converter table: ONNX op type -> one converter per definition ("since version") of the op.
+"""The converter registry: ONNX op type -> one converter per definition ("since version") of the op.
+
+The converter modules (ops_*.py) register into it with `@converter`; converters.py imports them all and
+answers the questions about the whole table (resolve, supported_ops), so no converter imports the importer.
 
 An ONNX model names an opset, not op versions; the op's definition in force
 is the newest one whose since_version <= the opset (`onnx.defs` knows them).
@@ -57,9 +60,10 @@ def since_version(op_type: str, opset: int, domain: str = "") -> int | None:
         return None
 
 
+# The queries below read the registry as it is: complete once converters.py has imported every converter
+# module (the importer, upgrade.py and supported_ops go through it).
 def resolve(op_type: str, domain: str, opset: int) -> tuple[Converter | None, str]:
     """(converter, "") or (None, the reason the node cannot be imported)."""
-    _load_converters()
     if domain == "com.microsoft" and op_type in MS_TABLE:
         return MS_TABLE[op_type], ""
     if domain not in ("", "ai.onnx"):
@@ -82,18 +86,9 @@ def resolve(op_type: str, domain: str, opset: int) -> tuple[Converter | None, st
 
 def implemented_versions(op_type: str) -> tuple[int, ...]:
     """The since_versions of `op_type` that have a converter (empty when byoc does not import it)."""
-    _load_converters()
     return tuple(sorted(_TABLE.get(op_type, {})))
 
 
 def supported_ops() -> dict[str, tuple[int, ...]]:
     """ONNX op type -> the since_versions of its definitions that import, sorted by op type."""
-    _load_converters()
     return {op: tuple(sorted(row)) for op, row in sorted(_TABLE.items())}
-
-
-def _load_converters() -> None:
-    # The converter modules register themselves on import; importing them here keeps the table complete
-    # whichever module a caller imported first.
-    from . import (ops_compare, ops_elementwise, ops_linalg, ops_math, ops_nn, ops_quant, ops_quant_contrib,  # noqa: F401
-                   ops_reduce, ops_resize, ops_slicing, ops_tensor)

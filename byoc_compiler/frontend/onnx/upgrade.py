@@ -15,7 +15,8 @@ import onnx.defs
 import onnx.version_converter
 
 from .loader import default_opset
-from .table import implemented_versions, since_version
+from .converters import implemented_versions
+from .table import since_version
 
 log = logging.getLogger("byoc_compiler.frontend.onnx")
 

@@ -15,7 +15,7 @@ from ...ir.types import TensorType, shape_problem
 from ..graph_context import NodeError
 from .errors import OpProblem, TFLiteImportError, TFLiteUnsupportedError
 from .reader import ModelInfo, read_model
-from .table import resolve
+from .converters import resolve
 from .values import TO_NHWC, Converting, Value
 
 MAX_FILE_BYTES = 2 ** 34

@@ -1,4 +1,5 @@
-"""The converter table: TFLite BuiltinOperator name -> converter.
+"""The converter registry: TFLite BuiltinOperator name -> converter. The converter modules (ops_*.py)
+register into it with `@converter`; converters.py imports them all and answers for the whole table.
 
 A converter is `fn(op, cx) -> list[Value]` (one per output); it raises NodeError with the reason an
 operator cannot be imported. `check(op, cx)` (optional) lists static reasons before conversion.
@@ -26,19 +27,3 @@ def converter(*ops: str):
             _TABLE[name] = Converter(name, fn)
         return fn
     return register
-
-
-def resolve(name: str) -> Converter | None:
-    _load_converters()
-    return _TABLE.get(name)
-
-
-def supported_ops() -> list[str]:
-    """The TFLite builtin operators byoc imports, sorted."""
-    _load_converters()
-    return sorted(_TABLE)
-
-
-def _load_converters() -> None:
-    # The converter modules register themselves on import.
-    from . import ops_elementwise, ops_nn, ops_shape  # noqa: F401

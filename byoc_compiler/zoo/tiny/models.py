@@ -28,7 +28,8 @@ reference Keras models of mlcommons/tiny) and a concat-heavy CNN, batch norm fol
 from __future__ import annotations
 
 from ..mobilenet import BLOCKS as MOBILENET_V2_BLOCKS, _divisible
-from .spec import Spec, SpecBuilder
+from .builder import SpecBuilder
+from .spec import Spec
 
 
 def ds_cnn() -> Spec:

@@ -1,13 +1,19 @@
-"""Writes the seed corpus of the ExampleJSON fuzz target: the guide's texts, every zoo model's regions
-(partitioned for examplejson alone and with ccompiler), and one small text per op.
+"""Writes the seed corpus of the ExampleJSON fuzz target (targets/examplejson/fuzz/fuzz_parser.c): the
+guide's texts, every zoo model's regions (partitioned for examplejson alone and with ccompiler), and one
+small text per op. It builds models, so it lives with the tests, not in the target (targets import only
+byoc_compiler.vendor).
 
-    python -m byoc_compiler.contrib.examplejson.fuzz.make_corpus OUT_DIR
+    python -m tests.fuzz.corpus_examplejson OUT_DIR      (from the repository's root)
 """
 from __future__ import annotations
 
 import hashlib
 import sys
 from pathlib import Path
+
+import byoc_compiler
+from byoc_compiler import zoo
+from byoc_compiler.backend.build import build
 
 GUIDE = ("subgraph_0\n  input 0 10 10\n  input 1 10 10\n  add 2 inputs: 0 1 shape: 10 10\n",
          "subgraph_0\n  input 0 10 10\n  input 1 10 10\n  input 2 10 10\n  input 3 10 10\n"
@@ -28,9 +34,6 @@ SMALL = (
 
 
 def texts() -> list[str]:
-    import byoc_compiler
-    from byoc_compiler import build, zoo
-
     out = list(GUIDE) + list(SMALL)
     for name in zoo.names():
         for targets in (["examplejson"], ["examplejson", "ccompiler"]):
@@ -52,5 +55,5 @@ def write_corpus(directory) -> list[Path]:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m byoc_compiler.contrib.examplejson.fuzz.make_corpus OUT_DIR")
+        sys.exit("usage: python -m tests.fuzz.corpus_examplejson OUT_DIR")
     print("\n".join(str(p) for p in write_corpus(sys.argv[1])))

@@ -1,7 +1,8 @@
-"""Seeds for the dnnl fuzz target: the JSON graphs of the zoo's models and of a few one-op graphs, with
-symbol "fuzz" (the harness asks for that function).
+"""Seeds for the dnnl fuzz target (targets/dnnl/fuzz/fuzz_parser.c): the JSON graphs of the zoo's models, with
+symbol "fuzz" (the harness asks for that function). It builds models, so it lives with the tests, not in
+the target (targets import only byoc_compiler.vendor).
 
-    python -m byoc_compiler.contrib.dnnl.fuzz.make_corpus OUT_DIR
+    python -m tests.fuzz.corpus_dnnl OUT_DIR      (from the repository's root)
 """
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import json
 import sys
 from pathlib import Path
 
+import byoc_compiler as byoc
+from byoc_compiler import zoo
+
 
 def seeds() -> dict[str, str]:
-    import byoc_compiler as byoc
-    from byoc_compiler import zoo
-
     out = {}
     for name in zoo.names():
         lib = byoc.build(byoc.partition_for("dnnl", zoo.get(name)))
