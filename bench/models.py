@@ -5,7 +5,7 @@
     python bench/models.py --models resnet50 --toolchain clang --check
     python bench/models.py --set int8                        # quantized ResNet-50 / MobileNetV2: host, ccompiler
     python bench/models.py --set host --clock cpu            # host-only builds of the real-size CNNs
-    python bench/models.py --set shuffle                     # ShuffleNet v1 through dnnl (host: 16 transposes)
+    python bench/models.py --set shuffle                     # ShuffleNet v1 through dnnl (one region: shuffles in oneDNN)
     python bench/models.py --models resnet50 --targets dnnl --breakdown   # + where the time goes, per primitive
 
 For each (model, target), in a fresh project directory (a link to SConstruct):
@@ -67,7 +67,7 @@ MODEL_SETS: dict[str, list[str]] = {
     "int8-tiny": ["int8:resnet50_tiny", "int8:mobilenetv2_tiny"],
     # host-only builds (no partitioning: every op in the host's own C) of the real-size CNNs
     "host": ["resnet50", "mobilenetv2", "efficientnet_lite"],
-    # ShuffleNet v1 through dnnl: its 16 channel-shuffle transposes are its only host ops
+    # ShuffleNet v1 through dnnl: its 16 channel shuffles run as oneDNN's shuffle, the model is one region
     "shuffle": ["shufflenet"],
     # "tflite:NAME": the zoo's .tflite form of NAME (zoo.tflite_model), against LiteRT and TensorFlow Lite Micro
     "tflite": ["tflite:mobilenet_v1_025_int8", "tflite:resnet8_int8", "tflite:ds_cnn_int8"],

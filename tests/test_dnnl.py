@@ -120,6 +120,26 @@ def _concat():
     return model(op.concatenate(Tuple([op.nn.relu(a), b, op.tanh(c)]), axis=1), a, b, c)
 
 
+def _shuffle(x, shape, groups, axes=None):
+    """ShuffleNet's channel shuffle of x (of `shape`): reshape (n, c, ...) -> (n, groups, c / groups, ...), swap
+    axes 1 and 2 (or `axes`), reshape back."""
+    n, c, *rest = shape
+    grouped = op.reshape(x, (n, groups, c // groups, *rest))
+    swapped = op.transpose(grouped, axes or (0, 2, 1, *range(3, 3 + len(rest))))
+    return op.reshape(swapped, (n, c, *rest))
+
+
+def _shuffle_between_convs():
+    """conv -> shuffle -> conv: the shuffle reads and writes oneDNN's blocked layout."""
+    x = x4(12, 5, 5)
+    return model(_conv_bias(_shuffle(_conv_bias(x, 12, 24, 1), (1, 24, 5, 5), 3), 24, 16, 3), x)
+
+
+def _shuffle_3d():
+    y = var("y", 2, 12, 5)
+    return model(_shuffle(y, (2, 12, 5), 4), y)
+
+
 # (id, model, ops dnnl must take) -- every op of the table, through the runner, against the reference.
 CASES = [
     ("conv2d-strided-padded", lambda: _conv(strides=(2, 2), padding=(1, 2, 0, 1)), {"nn.conv2d"}),
@@ -158,6 +178,9 @@ CASES = [
     ("lrn", lambda: _unary(lambda x: op.nn.lrn(x, size=3, bias=1.5, alpha=0.3, beta=0.6)), {"nn.lrn"}),
     ("flatten-dense", lambda: _unary(lambda x: op.nn.dense(op.nn.batch_flatten(op.nn.relu(x)), const(5, 324))),
      {"nn.batch_flatten", "nn.dense"}),
+    ("channel-shuffle-between-convs", _shuffle_between_convs, {"transpose", "nn.conv2d"}),
+    ("channel-shuffle-of-input", lambda: _unary(lambda x: op.nn.relu(_shuffle(x, (1, 4, 9, 9), 2))), {"transpose"}),
+    ("channel-shuffle-3d", _shuffle_3d, {"transpose"}),
 ]
 
 
@@ -201,6 +224,24 @@ REFUSED = [
 def test_predicates_refuse_what_onednn_cannot_take(make, reason):
     why = DNNL.check(_typed(make()))
     assert why is not None and reason in why
+
+
+# (id, a reshape-transpose-reshape that is no channel shuffle, the reason the pattern's check gives)
+NOT_SHUFFLES = [
+    ("other-axes", lambda x: _shuffle(x, (1, 4, 9, 9), 2, axes=(0, 1, 2, 4, 3)), "swaps axes 1 and 2 only"),
+    ("split-of-rows", lambda x: op.reshape(op.transpose(op.reshape(x, (1, 4, 3, 3, 9)), (0, 2, 1, 3, 4)), (1, 4, 9, 9)),
+     "does not cut axis 1"),
+]
+
+
+@pytest.mark.parametrize("make, reason", [r[1:] for r in NOT_SHUFFLES], ids=[r[0] for r in NOT_SHUFFLES])
+def test_only_a_channel_shuffle_becomes_one_kernel(make, reason):
+    from byoc_compiler.contrib.dnnl.patterns import shuffle_groups
+
+    x = x4()
+    root = _typed(make(x))
+    assert reason in shuffle_groups(root)[1]
+    assert "transpose" not in dnnl_ops(byoc.partition_for("dnnl", model(make(x), x)))
 
 
 def test_json_graph_is_json_and_holds_no_weights():
@@ -342,6 +383,10 @@ MALFORMED = [
      {"w": W}, ["node 2", "min 6 is above its max 0"]),
     ("not-float32", _graph(_with(0, dtype="int8"), [2]), {"w": W}, ["node 0 (input input0)", "dtype int8"]),
     ("huge-shape", _graph(_with(0, shape=[1 << 20, 1 << 20, 4, 4]), [2]), {"w": W}, ["node 0", "elements"]),
+    ("shuffle-groups-not-dividing", _graph([*GOOD_NODES, {"id": 3, "op": "kernel", "name": "channel_shuffle",
+                                                          "inputs": [2], "shape": [1, 3, 4, 4], "dtype": "float32",
+                                                          "attrs": {"axis": 1, "groups": 2}}], [3]),
+     {"w": W}, ["node 3 (channel_shuffle)", "2 groups do not divide axis 1's 3 channels"]),
 ]
 
 

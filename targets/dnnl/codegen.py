@@ -22,6 +22,7 @@ from byoc_compiler.vendor import (BlobArtifact, ByocError, Call, Constant, Funct
                                   Var, post_order, runtime_source_dir)
 
 from .ops import MAX_NDIM
+from .patterns import shuffle_groups
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 # The runtime's own files plus the core runtime's strict JSON reader (json.c, json.h), shared with the
@@ -157,6 +158,9 @@ class _Writer:
         self._emit(name, inputs, call, attrs)
 
     def composite(self, call: Call) -> None:
+        if call.op.attrs["Composite"] == "dnnl.channel_shuffle":
+            self.shuffle(call)
+            return
         anchor, bias, add, relu, bound = _composite_parts(call.op, call.args)
         inputs = [self.ref(a, bound) for a in anchor.args] + [self.ref(bias.args[1], bound)]
         post_ops = []
@@ -170,6 +174,13 @@ class _Writer:
             post_ops.append({"clip": [float(relu.attrs.a_min), float(relu.attrs.a_max)]})
         attrs = {**ATTRS[anchor.op.name](anchor.attrs), "bias": 1, "post_ops": post_ops}
         self._emit(anchor.op.name, inputs, call, attrs)
+
+    def shuffle(self, call: Call) -> None:
+        groups, why = shuffle_groups(call.op.body)
+        if why:
+            raise ByocError(f"composite dnnl.channel_shuffle: {why}")
+        data = self.ref(call.args[0], {id(p): a for p, a in zip(call.op.params, call.args)})
+        self._emit("channel_shuffle", [data], call, {"axis": 1, "groups": groups})
 
     def _emit(self, name: str, inputs: list[int], call: Call, attrs: dict) -> None:
         ty = _tensor_type(call.checked_type, f"the result of {name}")

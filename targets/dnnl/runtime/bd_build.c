@@ -683,6 +683,24 @@ static int32_t build_lrn(BdModule* m, int32_t id) {
   return finish(m, id, pd, args, 1, NULL);
 }
 
+/* ShuffleNet's channel shuffle (axis split into `groups` x c/groups, transposed) as oneDNN's shuffle, on the
+ * value in the layout its producer chose: no reorder. oneDNN's group_size is the length of the second factor
+ * of the split it transposes, c / groups here. */
+static int32_t build_shuffle(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  const BdNode* x = &m->nodes[n->inputs[0]];
+  const int axis = (int)(n->a.axis < 0 ? n->a.axis + n->ndim : n->a.axis);
+  dnnl_shuffle_desc_t d;
+  dnnl_primitive_desc_t pd;
+  dnnl_exec_arg_t args[BD_MAX_ARGS];
+  CHECK(dnnl_shuffle_forward_desc_init(&d, dnnl_forward_inference, &x->md, axis, x->shape[axis] / n->a.groups),
+        id, "shuffle_forward_desc_init");
+  if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+  args[0].arg = DNNL_ARG_SRC;
+  args[0].memory = x->mem;
+  return finish(m, id, pd, args, 1, NULL);
+}
+
 /* reshape / batch_flatten: the row-major bytes of the input, seen with the node's shape (no step
  * unless the input was in a blocked layout). */
 static int32_t build_view(BdModule* m, int32_t id) {
@@ -713,6 +731,7 @@ static int32_t build_kernel(BdModule* m, int32_t id) {
     case BD_CONCAT: return build_concat(m, id);
     case BD_SOFTMAX: return build_softmax(m, id);
     case BD_LRN: return build_lrn(m, id);
+    case BD_CHANNEL_SHUFFLE: return build_shuffle(m, id);
     case BD_RESHAPE:
     case BD_BATCH_FLATTEN: return build_view(m, id);
     default: return build_eltwise(m, id);

@@ -28,6 +28,7 @@ static const char* const AVGPOOL_ATTRS[] = {"pool_size", "strides", "dilation", 
                                             "count_include_pad", NULL};
 static const char* const AXIS_ATTRS[] = {"axis", NULL};
 static const char* const LRN_ATTRS[] = {"size", "bias", "alpha", "beta", NULL};
+static const char* const SHUFFLE_ATTRS[] = {"axis", "groups", NULL};
 
 static const BdOpInfo OPS[BD_NUM_OPS] = {
     {"nn.conv2d", 2, 4, CONV_ATTRS},     {"nn.dense", 2, 3, DENSE_ATTRS},
@@ -40,7 +41,7 @@ static const BdOpInfo OPS[BD_NUM_OPS] = {
     {"nn.avg_pool2d", 1, 1, AVGPOOL_ATTRS}, {"nn.global_avg_pool2d", 1, 1, NO_ATTRS},
     {"concatenate", 1, BD_MAX_INPUTS, AXIS_ATTRS}, {"nn.softmax", 1, 1, AXIS_ATTRS},
     {"nn.lrn", 1, 1, LRN_ATTRS},         {"reshape", 1, 1, NO_ATTRS},
-    {"nn.batch_flatten", 1, 1, NO_ATTRS},
+    {"nn.batch_flatten", 1, 1, NO_ATTRS}, {"channel_shuffle", 1, 1, SHUFFLE_ATTRS},
 };
 
 const char* bd_op_name(BdOp op) { return (op >= 0 && op < BD_NUM_OPS) ? OPS[op].name : "?"; }
@@ -249,6 +250,9 @@ static int32_t parse_attrs(Ctx* c, const ByocJsonValue* attrs, BdNode* n) {
     case BD_CONCAT:
     case BD_SOFTMAX:
       return get_int(c, attrs, "axis", -BD_MAX_NDIM, BD_MAX_NDIM - 1, &a->axis);
+    case BD_CHANNEL_SHUFFLE:
+      return get_int(c, attrs, "axis", -BD_MAX_NDIM, BD_MAX_NDIM - 1, &a->axis) ||
+             get_int(c, attrs, "groups", 1, BIG, &a->groups);
     case BD_LRN:
       if (get_int(c, attrs, "size", 1, BIG, &a->size) || get_float(c, attrs, "bias", &a->k) ||
           get_float(c, attrs, "alpha", &a->alpha) || get_float(c, attrs, "beta", &a->beta)) {
@@ -384,6 +388,15 @@ static int32_t infer(BdModule* m, int32_t id, int64_t* out, int32_t* out_ndim) {
     case BD_LRN:
       if (x->ndim != 4) return bd_fail(m, id, "data must be 4-D");
       break;
+    case BD_CHANNEL_SHUFFLE: {
+      const int64_t axis = a->axis < 0 ? a->axis + x->ndim : a->axis;
+      if (axis < 0 || axis >= x->ndim) return bd_fail(m, id, "axis %lld out of range", (long long)a->axis);
+      if (x->shape[axis] % a->groups != 0) {
+        return bd_fail(m, id, "%lld groups do not divide axis %lld's %lld channels", (long long)a->groups,
+                       (long long)axis, (long long)x->shape[axis]);
+      }
+      break;
+    }
     case BD_RESHAPE:
       *out_ndim = n->ndim; /* any shape with the same number of elements */
       memcpy(out, n->shape, sizeof(int64_t) * BD_MAX_NDIM);
