@@ -30,7 +30,8 @@ def test_the_check_states_every_fact():
     """Every described function, enum value and struct field appears in the unit (none silently left out)."""
     text = kernel_check.check_source()
     assert all(f"(void)&{name};" in text and f"{name}(" in text for name in K.FUNCTIONS)
-    assert all(f"_Static_assert({name} == {v}," in text for name, v in K.ENUM_VALUES.items())
+    assert all(f"_Static_assert({name} == {v}," in text
+               for name, v in {**K.ENUM_VALUES, **kernel_check.CONSTANTS}.items())
     fields = [(s, f) for s, (names, _) in kernel_check.STRUCTS.items() for f in names]
     assert all(f"offsetof({s}, {f})" in text for s, f in fields) and len(fields) > 30
 
@@ -57,6 +58,7 @@ PLANTED = [
     pytest.param((K.FUNCTIONS, "ck_softmax_rowz", lambda: _renamed("ck_softmax_rows", "ck_softmax_rowz")),
                  "ck_softmax_rowz", id="function-not-in-the-library"),
     pytest.param((K.ENUM_VALUES, "CK_RELU", lambda: K.ENUM_VALUES["CK_RELU"] + 1), "CK_RELU is", id="enum-value"),
+    pytest.param((kernel_check.CONSTANTS, "CK_KC", lambda: 128), "CK_KC is 128", id="formula-constant"),
     pytest.param((kernel_check.STRUCTS, "ck_conv2d_params",
                   lambda: (K.CONV2D_PARAM_FIELDS[:7] + ("stride_w", "stride_h") + K.CONV2D_PARAM_FIELDS[9:], ())),
                  "ck_conv2d_params.stride_w", id="struct-field-order"),

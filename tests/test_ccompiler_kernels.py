@@ -9,6 +9,7 @@ test_whole_suite_under_sanitizers reruns this file against ASan+UBSan builds (gc
 from __future__ import annotations
 
 import ctypes
+import random
 import subprocess
 from pathlib import Path
 
@@ -396,6 +397,46 @@ def test_gemm_workspace_mirror(ck, m, n, k):
     assert ck.ck_gemm_workspace_bytes(m, n, k) == K.gemm_workspace_bytes(m, n, k)
     assert ck.ck_gemm_prepacked_workspace_bytes(m, n, k) == K.gemm_prepacked_workspace_bytes(m, n, k)
     assert ck.ck_gemm_packed_b_bytes(n, k) == 4 * K.gemm_packed_b_floats(n, k)
+
+
+# Sizes on both sides of every threshold of the formulas (tile quanta, MC/KC blocks, 1024-column chunks, the
+# 8-task split, pixel-major planes up to 1024 pixels).
+GRID = (1, 2, 7, 8, 23, 24, 25, 31, 32, 33, 95, 96, 97, 255, 256, 257, 1023, 1024, 1025, 4096, 8193)
+
+
+def test_gemm_size_formulas_agree_with_c_on_a_grid(ck):
+    wrong = [(m, n, k) for m in GRID for n in GRID for k in (1, 3, 256, 257, 4000)
+             if (ck.ck_gemm_workspace_bytes(m, n, k), ck.ck_gemm_prepacked_workspace_bytes(m, n, k),
+                 ck.ck_gemm_packed_b_bytes(n, k))
+             != (K.gemm_workspace_bytes(m, n, k), K.gemm_prepacked_workspace_bytes(m, n, k),
+                 4 * K.gemm_packed_b_floats(n, k))]
+    assert wrong == []
+
+
+def _conv_geometries(count: int, seed: int = 0):
+    rng = random.Random(seed)
+    planes = (1, 5, 7, 14, 33, 56)
+    while count:
+        c = rng.choice((1, 2, 3, 4, 16, 64, 512))
+        groups = rng.choice([g for g in (1, 2, c) if c % g == 0])
+        p = K.conv2d_params((rng.randint(1, 2), c, rng.choice(planes), rng.choice(planes)),
+                            (groups * rng.choice((1, 2, 8, 64)), c // groups, rng.choice((1, 2, 3, 5, 7, 9)),
+                             rng.choice((1, 2, 3, 5, 7, 9))),
+                            (rng.randint(1, 2), rng.randint(1, 2)), tuple(rng.randint(0, 2) for _ in range(4)),
+                            (rng.choice((1, 1, 2)), rng.choice((1, 1, 2))), groups)
+        if min(K.conv2d_output_hw(p)) >= 1:
+            count -= 1
+            yield p
+
+
+def test_conv2d_size_formulas_agree_with_c_on_random_geometries(ck):
+    wrong = []
+    for values in _conv_geometries(1500):
+        p = ConvParams(**values)
+        got = (ck.ck_conv2d_workspace_bytes(ctypes.byref(p)), ck.ck_conv2d_packed_weight_bytes(ctypes.byref(p)))
+        if got != (K.conv2d_workspace_bytes(values), K.conv2d_packed_weight_bytes(values)):
+            wrong.append((values, got))
+    assert wrong == []
 
 
 # ---- conv2d -----------------------------------------------------------------------------------------

@@ -7,19 +7,29 @@ that the compiler refuses it where the description and the C disagree:
 
 * every described function is named (an undeclared one is an error), then redeclared with the
   described signature (another signature is "conflicting types for ck_...");
-* `_Static_assert` on every enum value, on CK_MAX_RANK, and on the offset and size of every struct
-  field (laid out by ctypes from the description, as the tests and benches call the library) and on
-  each struct's size.
+* `_Static_assert` on every enum value, on the header constants the size formulas use (CONSTANTS), and
+  on the offset and size of every struct field (laid out by ctypes from the description, as the tests
+  and benches call the library) and on each struct's size.
 
 tests/test_ccompiler_kernel_check.py compiles it (`-fsyntax-only`) with gcc and clang and plants
-disagreements. The size formulas (workspace bytes) are functions, which no compile-time check can
-evaluate: tests/test_ccompiler_kernels.py calls the C beside the mirror on a table of shapes.
+disagreements. The size formulas themselves (workspace bytes) are functions, which no compile-time check
+can evaluate: tests/test_ccompiler_kernels.py and test_ccompiler_qnn.py call the C beside the mirror, on
+a grid of shapes among others; the constants private to a .c file (ck_gemm.c's CK_N_CHUNK, CK_MIN_TASKS)
+are checked only that way.
 """
 from __future__ import annotations
 
 import ctypes
 
 from . import kernels, qkernels
+
+# Header macros the Python size formulas use -> the value the formulas assume.
+CONSTANTS = {
+    "CK_MAX_RANK": kernels.MAX_RANK, "CK_M_QUANTUM": kernels.M_QUANTUM, "CK_N_QUANTUM": kernels.N_QUANTUM,
+    "CK_MC": kernels.MC, "CK_KC": kernels.KC, "CK_ALIGN": kernels.ALIGN, "CK_PM_MR": kernels.PM_MR,
+    "CK_PM_MAX_PIXELS": kernels.PM_MAX_PIXELS, "CK_QMR": qkernels.QMR, "CK_QNR": qkernels.QNR,
+    "CK_QALIGN": qkernels.QALIGN,
+}
 
 # C struct -> (its fields in declaration order, the int32_t ones; every other field is int64_t)
 STRUCTS = {
@@ -64,7 +74,8 @@ def check_source() -> str:
     lines += [f.declaration() for f in kernels.FUNCTIONS.values()]
     lines += [_assert(f"{name} == {value}", f"{name} is {value} in the description")
               for name, value in kernels.ENUM_VALUES.items()]
-    lines.append(_assert(f"CK_MAX_RANK == {kernels.MAX_RANK}", f"CK_MAX_RANK is {kernels.MAX_RANK} in the description"))
+    lines += [_assert(f"{name} == {value}", f"{name} is {value} in the description")
+              for name, value in CONSTANTS.items()]
     for name in STRUCTS:
         lines += _struct_checks(name)
     return "\n".join(lines) + "\n"

@@ -228,10 +228,10 @@ def pool2d_params(data_shape, pool_size, strides, padding, dilation, ceil_mode, 
 
 
 # ---- size formulas, mirrored from the C (ck_internal.h, ck_gemm.c, ck_conv2d.c) ----------------
-_M_QUANTUM, _N_QUANTUM, _MC, _KC, _ALIGN = 24, 32, 96, 256, 64
+M_QUANTUM, N_QUANTUM, MC, KC, ALIGN = 24, 32, 96, 256, 64  # CK_* of ck_internal.h (kernel_check.py asserts them)
 _N_CHUNK, _MIN_TASKS = 1024, 8    # ck_gemm.c's split of C into tasks
 _DW_TASK_GROUPS = 4               # ck_conv2d.c's split of one-channel groups into tasks
-_PM_MR, _PM_MAX_PIXELS = 7, 1024  # pixel-major tiles (CK_PM_MR, CK_PM_MAX_PIXELS)
+PM_MR, PM_MAX_PIXELS = 7, 1024  # pixel-major tiles (CK_PM_MR, CK_PM_MAX_PIXELS)
 
 
 def _round_up(x: int, q: int) -> int:
@@ -239,9 +239,9 @@ def _round_up(x: int, q: int) -> int:
 
 
 def gemm_split(m: int, n: int) -> tuple[int, int]:
-    """ck_gemm_split_of: (column chunks of _N_CHUNK, row groups of whole _MC blocks, made when there are
+    """ck_gemm_split_of: (column chunks of _N_CHUNK, row groups of whole MC blocks, made when there are
     fewer than _MIN_TASKS chunks); the shape alone decides: results do not depend on the thread count."""
-    blocks = -(-m // _MC)
+    blocks = -(-m // MC)
     chunks = -(-n // _N_CHUNK)
     groups = 1 if chunks >= _MIN_TASKS else min(blocks, -(-_MIN_TASKS // chunks))
     per_group = -(-blocks // groups)
@@ -260,11 +260,11 @@ def gemm_workspace_bytes(m: int, n: int, k: int) -> int:
     layout) after them."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0
-    kc = min(_KC, k)
-    a_block = 4 * min(_MC, _round_up(m, _M_QUANTUM)) * kc
+    kc = min(KC, k)
+    a_block = 4 * min(MC, _round_up(m, M_QUANTUM)) * kc
     if gemm_split(m, n)[1] > 1:
-        return _gemm_slots(m, n) * (_ALIGN + a_block) + _ALIGN + 4 * _round_up(n, _N_QUANTUM) * k
-    return _gemm_slots(m, n) * (_ALIGN + a_block + 4 * kc * min(_N_CHUNK, _round_up(n, _N_QUANTUM)))
+        return _gemm_slots(m, n) * (ALIGN + a_block) + ALIGN + 4 * _round_up(n, N_QUANTUM) * k
+    return _gemm_slots(m, n) * (ALIGN + a_block + 4 * kc * min(_N_CHUNK, _round_up(n, N_QUANTUM)))
 
 
 dense_workspace_bytes = matmul_workspace_bytes = batch_matmul_workspace_bytes = gemm_workspace_bytes
@@ -275,24 +275,24 @@ def gemm_prepacked_workspace_bytes(m: int, n: int, k: int) -> int:
     slivers only, B is read where it lies."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0
-    return _gemm_slots(m, n) * (_ALIGN + 4 * min(_MC, _round_up(m, _M_QUANTUM)) * min(_KC, k))
+    return _gemm_slots(m, n) * (ALIGN + 4 * min(MC, _round_up(m, M_QUANTUM)) * min(KC, k))
 
 
 def gemm_packed_b_floats(n: int, k: int) -> int:
     """Floats of ck_gemm_pack_b's layout of one B[k, n] (ck_gemm_packed_b_bytes / 4)."""
-    return _round_up(n, _N_QUANTUM) * k if n > 0 and k > 0 else 0
+    return _round_up(n, N_QUANTUM) * k if n > 0 and k > 0 else 0
 
 
 def pack_gemm_b(b: np.ndarray) -> np.ndarray:
     """ck_gemm_pack_b in numpy, so the codegen packs constant dense/matmul weights once, at codegen time:
-    B [k, n] (any view: a dense weight [n, k] is passed as weight.T) -> per K block of _KC, _N_QUANTUM-column
+    B [k, n] (any view: a dense weight [n, k] is passed as weight.T) -> per K block of KC, N_QUANTUM-column
     slivers stored k-major, zero columns past n. Every micro-kernel (8 to 32 columns wide) reads it."""
     k, n = b.shape
-    n32 = _round_up(n, _N_QUANTUM)
+    n32 = _round_up(n, N_QUANTUM)
     padded = np.zeros((k, n32), b.dtype)
     padded[:, :n] = b
-    out = [padded[pc:pc + _KC].reshape(-1, n32 // _N_QUANTUM, _N_QUANTUM).transpose(1, 0, 2).reshape(-1)
-           for pc in range(0, k, _KC)]                  # [kc, n32] -> slivers [n32 / 32, kc, 32]
+    out = [padded[pc:pc + KC].reshape(-1, n32 // N_QUANTUM, N_QUANTUM).transpose(1, 0, 2).reshape(-1)
+           for pc in range(0, k, KC)]                  # [kc, n32] -> slivers [n32 / 32, kc, 32]
     return np.concatenate(out) if out else np.zeros(0, b.dtype)
 
 
@@ -315,17 +315,17 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
         padded = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
         # one bordered plane and flat row per thread: tasks of _DW_TASK_GROUPS groups (ck_dw_slots)
         slots = min(build_max_threads(), -(-p["batch"] * p["groups"] // _DW_TASK_GROUPS))
-        return slots * (_ALIGN + 2 * 4 * padded) if bordered else 0
+        return slots * (ALIGN + 2 * 4 * padded) if bordered else 0
     oh, ow = conv2d_output_hw(p)
     og, kdim, pixels = p["out_channels"] // p["groups"], per_group_in * p["kernel_h"] * p["kernel_w"], oh * ow
     gemm = gemm_workspace_bytes(og, pixels, kdim)
-    by_offsets = p["kernel_h"] * p["kernel_w"] > 1 and p["stride_w"] == 1 and ow % _PM_MR == 0
+    by_offsets = p["kernel_h"] * p["kernel_w"] > 1 and p["stride_w"] == 1 and ow % PM_MR == 0
     if _pixel_major_pays(og, pixels, by_offsets):
-        pm_pixels = _round_up(pixels, _PM_MR)
-        gemm = max(gemm, _ALIGN + 4 * (pm_pixels * min(_KC, kdim) + pm_pixels * _round_up(og, _M_QUANTUM)))
+        pm_pixels = _round_up(pixels, PM_MR)
+        gemm = max(gemm, ALIGN + 4 * (pm_pixels * min(KC, kdim) + pm_pixels * _round_up(og, M_QUANTUM)))
     if p["kernel_h"] * p["kernel_w"] > 1:  # + a zero-bordered copy of one group's input (the im2col's source)
         padded = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
-        gemm += _ALIGN + 4 * per_group_in * padded
+        gemm += ALIGN + 4 * per_group_in * padded
     return gemm
 
 
@@ -334,8 +334,8 @@ def _pixel_major_pays(og: int, pixels: int, by_offsets: bool) -> bool:
     10% bias towards the channel-major tiles when the pixel-major ones read the bordered input in place)."""
     tail = pixels % 32
     cm = pixels if tail == 0 else pixels - tail + (16 if tail <= 16 else 32)
-    return pixels <= _PM_MAX_PIXELS and \
-        100 * _round_up(pixels, _PM_MR) * _round_up(og, _M_QUANTUM) < (100 if by_offsets else 90) * cm * _round_up(og, 8)
+    return pixels <= PM_MAX_PIXELS and \
+        100 * _round_up(pixels, PM_MR) * _round_up(og, M_QUANTUM) < (100 if by_offsets else 90) * cm * _round_up(og, 8)
 
 
 def conv2d_packed_weight_bytes(p: dict[str, int]) -> int:
@@ -343,23 +343,23 @@ def conv2d_packed_weight_bytes(p: dict[str, int]) -> int:
     if p["channels"] == p["groups"]:
         return 0
     og, kdim = p["out_channels"] // p["groups"], p["channels"] // p["groups"] * p["kernel_h"] * p["kernel_w"]
-    return 4 * p["groups"] * _round_up(og, _M_QUANTUM) * kdim
+    return 4 * p["groups"] * _round_up(og, M_QUANTUM) * kdim
 
 
 def pack_conv2d_weight(p: dict[str, int], weight: np.ndarray) -> np.ndarray:
     """ck_conv2d_pack_weight in numpy, so the codegen packs constant weights once, at codegen time:
-    per group and K block of _KC, _M_QUANTUM-row slivers stored k-major, zero rows past the end."""
+    per group and K block of KC, M_QUANTUM-row slivers stored k-major, zero rows past the end."""
     groups = p["groups"]
     og = p["out_channels"] // groups
     kdim = weight.size // p["out_channels"]
-    m24 = _round_up(og, _M_QUANTUM)
+    m24 = _round_up(og, M_QUANTUM)
     out = []
     for g in range(groups):
         a = np.zeros((m24, kdim), weight.dtype)
         a[:og] = weight[g * og:(g + 1) * og].reshape(og, kdim)
-        for pc in range(0, kdim, _KC):
-            block = a[:, pc:pc + _KC]           # [m24, kc] -> slivers [m24 / 24, kc, 24]
-            out.append(block.reshape(m24 // _M_QUANTUM, _M_QUANTUM, -1).transpose(0, 2, 1).reshape(-1))
+        for pc in range(0, kdim, KC):
+            block = a[:, pc:pc + KC]           # [m24, kc] -> slivers [m24 / 24, kc, 24]
+            out.append(block.reshape(m24 // M_QUANTUM, M_QUANTUM, -1).transpose(0, 2, 1).reshape(-1))
     return np.concatenate(out) if out else np.zeros(0, weight.dtype)
 
 
