@@ -50,6 +50,7 @@ from . import pools as poolmod
 from .memory_plan import StoragePlan, aot_buffers, graph_storage, instance_bytes, peak_live_bytes
 from .firmware import entry as firmware_entry, firmware
 from .model_c import END_HOSTED_ONLY, HEADER, HOSTED_ONLY, BlobRegion, blob_section, descriptor, instance_struct
+from .host_fusion import fuse_host_chains
 from .program import Program, inline_composites, lower_main
 from .region_codegen import pool_region_constants, region_codegen
 from .result import BuildResult
@@ -204,7 +205,9 @@ def lower(b: _Build) -> None:
     """main -> Program, with its step types, params blob and graph.json."""
     mod = InferType()(b.mod)
     mod, changed = inline_composites(mod)
-    b.mod = InferType()(mod) if changed else mod
+    mod = InferType()(mod) if changed else mod
+    mod, fused = fuse_host_chains(mod)      # quantized chains as one host step each (host_fusion.py)
+    b.mod = InferType()(mod) if fused else mod
     # Part of identifiers (tvmgen_<mod>_run), never one by itself: only the characters need mending.
     b.c_mod_name = identifier_part(b.mod_name) or "default"
     prog = b.prog = lower_main(b.mod, b.c_mod_name)

@@ -22,6 +22,7 @@ from ..ir.expr import Call, Constant, Function, GlobalVar, Op, Tuple, TupleGetIt
 from ..ir.module import IRModule
 from ..ir.types import TensorType, flatten_type
 from ..ir.visitor import ExprMutator, post_order
+from .host_fusion import is_host_composite
 
 
 @dataclass
@@ -145,7 +146,7 @@ class _Lowering:
             self.values[id(node)] = flat_value(node, self.values)
         elif isinstance(node, Call):
             self.call(node)
-        elif isinstance(node, Function):
+        elif isinstance(node, Function) and not is_host_composite(node):   # a fused chain: its call is the step
             raise ByocError("build: main contains a nested function that is not a composite call; "
                             "only ops, tuples and calls of external functions can be built")
         elif isinstance(node, GlobalVar):
@@ -157,6 +158,8 @@ class _Lowering:
         self.values[id(node)] = outs
         if isinstance(node.op, Op):
             self.prog.steps.append(Step("", "host", ins, outs, node, op_name=node.op.name))
+        elif is_host_composite(node.op):     # a chain host_fusion.py made one step
+            self.prog.steps.append(Step("", "host", ins, outs, node, op_name=str(node.op.attrs["Composite"])))
         elif isinstance(node.op, GlobalVar):
             self.region_call(node, ins, outs)
         else:
@@ -185,7 +188,7 @@ def _name_host_kernels(prog: Program, taken: set[str], mod_name: str) -> None:
     for step in prog.steps:
         if step.kind != "host":
             continue
-        key = (step.op_name, step.call.attrs, tuple(prog.tensors[t].type for t in step.inputs),
+        key = (step.op_name, _kernel_attrs(step.call), tuple(prog.tensors[t].type for t in step.inputs),
                tuple(prog.tensors[t].type for t in step.outputs))
         if key not in by_key:
             op = step.op_name.replace(".", "_")
@@ -195,6 +198,14 @@ def _name_host_kernels(prog: Program, taken: set[str], mod_name: str) -> None:
             by_key[key] = unique_identifiers([wanted], taken)[0]
             taken.add(by_key[key])
         step.symbol = by_key[key]
+
+
+def _kernel_attrs(call: Call):
+    """What besides the types decides a host step's kernel: the op's attrs, or a fused chain's (its ops and
+    their attrs in order)."""
+    if isinstance(call.op, Op):
+        return call.attrs
+    return tuple((n.op.name, n.attrs) for n in post_order(call.op.body) if isinstance(n, Call))
 
 
 def _unique_names(names: list[str]) -> list[str]:

@@ -15,10 +15,11 @@ from typing import Callable
 from ... import ctext
 from ...errors import ByocError
 from ...ir.attrs import Attrs
-from ...ir.expr import Call, Op, Tuple
+from ...ir.expr import Call, Function, Op, Tuple
 from ...ir.types import TensorType, Type, flatten_type
 from ...op.attrs import get_op_attr, op_attr_table, register_op_attr
-from . import elementwise, gemm, image, nn, qnn, reduce, shape, slicing, tflite_qnn
+from ..host_fusion import is_host_composite
+from . import elementwise, gemm, image, nn, qnn, qnn_fused, reduce, shape, slicing, tflite_qnn
 from .cwriter import HELPER_DEPS, HELPERS, helper_definition
 
 Rule = Callable[["KernelContext"], str]
@@ -28,6 +29,8 @@ Rule = Callable[["KernelContext"], str]
 for _module in (elementwise, nn, shape, qnn, reduce, slicing, image, tflite_qnn):
     for _name, _rule in _module.RULES.items():
         register_op_attr(_name, "host_kernel", _rule)
+# composite name -> rule: the chains backend/host_fusion.py makes one step (composites are not ops)
+FUSED_RULES: dict[str, Rule] = dict(qnn_fused.RULES)
 HELPERS.update(qnn.HELPERS)
 HELPERS.update(tflite_qnn.HELPERS)
 HELPER_DEPS.update(tflite_qnn.HELPER_DEPS)
@@ -67,7 +70,7 @@ class KernelContext:
 
     @property
     def op_name(self) -> str:
-        return self.call.op.name
+        return call_name(self.call)
 
     def need(self, header: str) -> None:
         self.headers.add(header)
@@ -90,18 +93,23 @@ class KernelContext:
         return f'{pad}byoc_set_last_error("%s: {text}", "{self.symbol}");\n{pad}return -1;'
 
 
+def call_name(call: Call) -> str:
+    """The op's name, or a fused chain's composite name."""
+    return str(call.op.attrs["Composite"]) if isinstance(call.op, Function) else call.op.name
+
+
 def _argument_types(call: Call) -> list[TensorType]:
     types: list[TensorType] = []
     for arg in call.args:
         if isinstance(arg, Tuple) and arg.checked_type is None:
             fields = [f.checked_type for f in arg.fields]
             if any(t is None for t in fields):
-                raise HostKernelError(f"{call.op.name}: argument types are unknown; run transform.InferType first")
+                raise HostKernelError(f"{call_name(call)}: argument types are unknown; run transform.InferType first")
             for t in fields:
                 types.extend(flatten_type(t))
             continue
         if arg.checked_type is None:
-            raise HostKernelError(f"{call.op.name}: argument types are unknown; run transform.InferType first")
+            raise HostKernelError(f"{call_name(call)}: argument types are unknown; run transform.InferType first")
         types.extend(flatten_type(arg.checked_type))
     return types
 
@@ -109,7 +117,7 @@ def _argument_types(call: Call) -> list[TensorType]:
 def _result_types(call: Call) -> list[TensorType]:
     ty: Type | None = call.checked_type
     if ty is None:
-        raise HostKernelError(f"{call.op.name}: the call's type is unknown; run transform.InferType first")
+        raise HostKernelError(f"{call_name(call)}: the call's type is unknown; run transform.InferType first")
     return flatten_type(ty)
 
 
@@ -119,34 +127,35 @@ def supported_ops() -> list[str]:
 
 def emit_kernel(call: Call, symbol: str) -> KernelSource:
     """C99 source of a kernel computing `call` (a typed Call of a registered op), named `symbol`."""
-    if not isinstance(call, Call) or not isinstance(call.op, Op):
+    fused = isinstance(call, Call) and is_host_composite(call.op)
+    if not isinstance(call, Call) or not (isinstance(call.op, Op) or fused):
         raise HostKernelError("host kernels are generated for calls of registered ops only; "
                               f"got {type(call).__name__} of {getattr(call, 'op', None)!r}")
     if not ctext.is_identifier(symbol):
         raise HostKernelError(f"kernel symbol {symbol!r} is not a valid C identifier; "
                               "pass it through ctext.sanitize_identifier")
-    rule = get_op_attr(call.op.name, "host_kernel", None)
+    rule = FUSED_RULES.get(call_name(call)) if fused else get_op_attr(call.op.name, "host_kernel", None)
     if rule is None:
-        raise HostKernelError(f"no host kernel for op {call.op.name!r}; host kernels exist for: "
+        raise HostKernelError(f"no host kernel for op {call_name(call)!r}; host kernels exist for: "
                               f"{', '.join(supported_ops())}")
     inputs, outputs = _argument_types(call), _result_types(call)
     for t in inputs + outputs:
         if t.dtype not in ctext.C_TYPES:
-            raise HostKernelError(f"{call.op.name}: dtype {t.dtype} has no C type")
+            raise HostKernelError(f"{call_name(call)}: dtype {t.dtype} has no C type")
     ctx = KernelContext(call, symbol, inputs, outputs, call.attrs)
     try:
         body = rule(ctx)
     except HostKernelError:
         raise
     except ValueError as exc:  # a rule saying it cannot handle these types or attrs
-        raise HostKernelError(f"{call.op.name}: {exc}") from None
+        raise HostKernelError(f"{call_name(call)}: {exc}") from None
     core = f"{symbol}_"
     params = [f"in{i}" for i in range(len(inputs))] + [f"out{i}" for i in range(len(outputs))]
     headers = {"stdint.h"} | ctx.headers
     lines = [f"#include <{h}>" for h in _HEADER_ORDER if h in headers]
     lines.extend(helper_definition(h) for h in ctx.helpers)
     lines.extend(ctx.functions)
-    lines.append(f"/* host kernel {symbol}: {call.op.name}; "
+    lines.append(f"/* host kernel {symbol}: {call_name(call)}; "
                  + ", ".join(f"in{i} {_type_text(t)}" for i, t in enumerate(inputs))
                  + (" -> " if inputs else "-> ")
                  + ", ".join(f"out{i} {_type_text(t)}" for i, t in enumerate(outputs)) + " */")

@@ -58,16 +58,21 @@ def _quantize(ctx) -> str:
     scales, zps = ctx.attrs.scale, ctx.attrs.zero_point
     n = max(len(scales), len(zps))
     ch, _, _ = _channel_index(ctx, x.shape, _axis(ctx, x), n)
-    lo, hi = _RANGE[out.dtype]
     pre = [_array("scale", "float32", scales * n if len(scales) == 1 else scales),
            _array("zp", "float32", [int(z) for z in (zps * n if len(zps) == 1 else zps)])]
-    rounder = "roundf" if ctx.attrs.rounding == "tflite" else "nearbyintf"   # ties away from zero / to even
-    body = (f"const int64_t c = {ch};\n"
-            f"float v = {rounder}(in0[i] / scale[c]) + zp[c];   /* float32 division */\n"
+    body = f"const int64_t c = {ch};\n" + quantize_store(ctx.attrs, "in0[i]", "scale[c]", "zp[c]", "out0[i]", out.dtype)
+    return "\n".join(pre) + "\n" + flat_loop(size_of(x.shape), body)
+
+
+def quantize_store(a, src: str, scale: str, zp: str, dst: str, dtype: str) -> str:
+    """Statements of qnn.quantize (attrs `a`) storing float `src` into `dst` (they declare `v`); `scale` and
+    `zp` are float32 C expressions. The one arithmetic of the op's own kernel and of fused ones."""
+    lo, hi = _RANGE[dtype]
+    rounder = "roundf" if a.rounding == "tflite" else "nearbyintf"   # ties away from zero / to even
+    return (f"float v = {rounder}({src} / {scale}) + {zp};   /* float32 division */\n"
             f"if (isnan(v)) v = 0.0f;\n"
             f"v = v < (float){lo} ? (float){lo} : v > (float){hi} ? (float){hi} : v;\n"
-            f"out0[i] = ({c_type(out.dtype)})v;")
-    return "\n".join(pre) + "\n" + flat_loop(size_of(x.shape), body)
+            f"{dst} = ({c_type(dtype)})v;")
 
 
 def _dequantize(ctx) -> str:
@@ -98,31 +103,46 @@ def requant_step(ctx, value: str, mult: str, shift: str, out_zp: str, out_dtype:
 def _requantize(ctx) -> str:
     x, out = ctx.inputs[0], ctx.outputs[0]
     a = ctx.attrs
-    ratios = requantize_ratios(a)
-    n = max(len(ratios), len(a.input_zero_point), len(a.output_zero_point))
-    pairs = [fixed_point([r]) for r in ratios]
-    pairs = pairs * n if len(pairs) == 1 else pairs
-    izp = list(a.input_zero_point) * (n if len(a.input_zero_point) == 1 else 1)
-    ozp = list(a.output_zero_point) * (n if len(a.output_zero_point) == 1 else 1)
+    n = requantize_channels(a)
     ch, _, _ = _channel_index(ctx, x.shape, _axis(ctx, x), n)
     if a.rounding in ("tflite", "tflite_single"):
         return tflite_qnn.requantize(ctx, ch, n)
+    body = f"const int64_t c = {ch};\n" + requantize_store(ctx, a, "in0[i]", "out0[i]", out.dtype)
+    return "\n".join(requantize_tables(a)) + "\n" + flat_loop(size_of(x.shape), body)
+
+
+def requantize_channels(a) -> int:
+    """How many channels a qnn.requantize's parameters have (1: per tensor)."""
+    return max(len(requantize_ratios(a)), len(a.input_zero_point), len(a.output_zero_point))
+
+
+def requantize_tables(a) -> list[str]:
+    """The per-channel tables requantize_store reads (rounding "float32" or "fixed_point")."""
+    n = requantize_channels(a)
+    ratios = requantize_ratios(a)
+    izp = list(a.input_zero_point) * (n if len(a.input_zero_point) == 1 else 1)
+    ozp = list(a.output_zero_point) * (n if len(a.output_zero_point) == 1 else 1)
+    if a.rounding == "float32":
+        return [_array("ratio", "float32", list(ratios) * (n if len(ratios) == 1 else 1)),
+                _array("izp", "int64", izp), _array("ozp", "int64", ozp)]
+    pairs = [fixed_point([r]) for r in ratios]
+    pairs = pairs * n if len(pairs) == 1 else pairs
+    return [_array("mult", "int64", [p[0][0] for p in pairs]), _array("shift", "int32", [p[1] for p in pairs]),
+            _array("izp", "int64", izp), _array("ozp", "int64", ozp)]
+
+
+def requantize_store(ctx, a, src: str, dst: str, dtype: str) -> str:
+    """Statements storing the requantized `src` (an integer element of channel `c`) into `dst`: the one
+    arithmetic of qnn.requantize (rounding "float32" or "fixed_point") for its own kernel and fused ones
+    (they declare `v` and `q`)."""
     if a.rounding == "float32":
         ctx.need("math.h")
         ctx.use("byoc_clamp64")
-        lo, hi = _RANGE[out.dtype]
-        rs = list(ratios) * (n if len(ratios) == 1 else 1)
-        pre = [_array("ratio", "float32", rs), _array("izp", "int64", izp), _array("ozp", "int64", ozp)]
-        body = (f"const int64_t c = {ch};\n"
-                f"const float v = nearbyintf((float)((int64_t)in0[i] - izp[c]) * ratio[c]);   /* ties to even */\n"
+        lo, hi = _RANGE[dtype]
+        return (f"const float v = nearbyintf((float)((int64_t){src} - izp[c]) * ratio[c]);   /* ties to even */\n"
                 f"const int64_t q = v >= 9.0e18f ? INT64_MAX : v <= -9.0e18f ? INT64_MIN + 1 : (int64_t)v;\n"
-                f"out0[i] = ({c_type(out.dtype)})byoc_clamp64(q + ozp[c], {lo}, {hi});")
-        return "\n".join(pre) + "\n" + flat_loop(size_of(x.shape), body)
-    pre = [_array("mult", "int64", [p[0][0] for p in pairs]), _array("shift", "int32", [p[1] for p in pairs]),
-           _array("izp", "int64", izp), _array("ozp", "int64", ozp)]
-    body = (f"const int64_t c = {ch};\n"
-            f"out0[i] = {requant_step(ctx, '(int64_t)in0[i] - izp[c]', 'mult[c]', 'shift[c]', 'ozp[c]', out.dtype)};")
-    return "\n".join(pre) + "\n" + flat_loop(size_of(x.shape), body)
+                f"{dst} = ({c_type(dtype)})byoc_clamp64(q + ozp[c], {lo}, {hi});")
+    return f"{dst} = {requant_step(ctx, f'(int64_t){src} - izp[c]', 'mult[c]', 'shift[c]', 'ozp[c]', dtype)};"
 
 
 def _wrap32(ctx, value: str) -> str:
@@ -175,21 +195,28 @@ def _conv2d_rows(ctx, g: Conv2d) -> str:
 
 
 def _conv2d_wide(ctx, g: Conv2d) -> str:
+    dst = f"out0[((b * {L(g.o)} + oc) * {L(g.oh)} + oy) * {L(g.ow)} + ox]"
+    return conv2d_outputs(g, ctx.attrs.input_zero_point, "acc", f"          {dst} = {_wrap32(ctx, 'acc')};")
+
+
+def conv2d_outputs(g: Conv2d, input_zp: int, acc: str, finish: str) -> str:
+    """One output at a time, its sum in the int64 `acc`; `finish` (C at the output loop's depth) stores it.
+    The unfused wide kernel's loops and fused kernels' alike."""
     window = conv_window(g, f"""\
 const int32_t xv = (int32_t)in0[((b * {L(g.c)} + first_channel + ic) * {L(g.h)} + iy) * {L(g.w)} + ix]
-                   - {L(ctx.attrs.input_zero_point)};
+                   - {L(input_zp)};
 const int32_t wv = (int32_t)in1[((oc * {L(g.cg)} + ic) * {L(g.kh)} + ky) * {L(g.kw)} + kx] - kzp[oc];
-acc += (int64_t)(xv * wv);""", indent=6)
+{acc} += (int64_t)(xv * wv);""", indent=6)
     return f"""  for (int64_t b = 0; b < {L(g.n)}; ++b) {{
     for (int64_t oc = 0; oc < {L(g.o)}; ++oc) {{
       const int64_t first_channel = (oc / {L(g.per_group)}) * {L(g.cg)};
       for (int64_t oy = 0; oy < {L(g.oh)}; ++oy) {{
         for (int64_t ox = 0; ox < {L(g.ow)}; ++ox) {{
-          int64_t acc = 0;
+          int64_t {acc} = 0;
           for (int64_t ic = 0; ic < {L(g.cg)}; ++ic) {{
 {window}
           }}
-          out0[((b * {L(g.o)} + oc) * {L(g.oh)} + oy) * {L(g.ow)} + ox] = {_wrap32(ctx, "acc")};
+{finish}
         }}
       }}
     }}
