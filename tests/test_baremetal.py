@@ -195,9 +195,8 @@ int main(void) {
 """
 
 
-def test_bad_input_is_an_error_code_hosted_under_sanitizers(tmp_path):
-    """The firmware entry of a hosted build (gcc with ASan+UBSan) takes every bad argument without a fault."""
-    _, lib = _build("mlp", "host", "gcc-asan-ubsan")
+def _run_driver(lib, tmp_path: Path, source: str) -> subprocess.CompletedProcess:
+    """The build's objects linked with a C11 driver calling <mod>_run, run on this machine."""
     tc = lib.toolchain
     objs = []
     for src, incs, defines in lib.compile_units(tmp_path / "gen"):
@@ -207,13 +206,91 @@ def test_bad_input_is_an_error_code_hosted_under_sanitizers(tmp_path):
                                              [tcmod.dlpack_include_dir()]), f"compiling {src}")
         objs.append(obj)
     driver = tmp_path / "driver.c"
-    driver.write_text(DRIVER)
+    driver.write_text(source)
     exe = tmp_path / "driver"
     tcmod.run_command([tc.cc, "-std=c11", *tc.cflags[1:], *tcmod.WARNING_FLAGS, f"-I{include_dir()}",
                        f"-I{tmp_path / 'gen' / 'include'}", str(driver), *map(str, objs), "-o", str(exe),
                        *tc.ldflags], "linking the driver")
-    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    return subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+
+
+def test_bad_input_is_an_error_code_hosted_under_sanitizers(tmp_path):
+    """The firmware entry of a hosted build (gcc with ASan+UBSan) takes every bad argument without a fault."""
+    _, lib = _build("mlp", "host", "gcc-asan-ubsan")
+    proc = _run_driver(lib, tmp_path, DRIVER)
     assert proc.returncode == 0 and "all checked" in proc.stdout, proc.stdout + proc.stderr
+
+
+# A board with two workspace pools (a small fast one first) on the hosted gcc with ASan+UBSan: the header has
+# a member and macros per pool, each pool is checked, and the model computes what the one-arena build does.
+SPLIT_BOARD = """
+[toolchains.gcc-split]
+cc = "gcc"
+arch = "x86_64"
+cflags = ["-std=c99", "-fPIC", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+ldflags = ["-fsanitize=address,undefined", "-lm"]
+board = "split"
+
+[boards.split]
+alignment = 16
+[[boards.split.pools]]
+name = "dtcm"
+size = 256
+kinds = ["workspace"]
+[[boards.split.pools]]
+name = "sram"
+size = 1048576
+kinds = ["workspace", "io", "constants"]
+"""
+
+SPLIT_DRIVER = DRIVER.split("static _Alignas", 1)[0] + r"""
+static _Alignas(64) uint8_t dtcm[DEFAULT_DTCM_SIZE + 64], sram[DEFAULT_SRAM_SIZE + 64];
+static float in0[DEFAULT_INPUT_X_SIZE / sizeof(float)], out0[DEFAULT_OUTPUT_OUTPUT0_SIZE / sizeof(float)];
+""" + "static int expect" + DRIVER.split("static int expect", 1)[1].split("int main(void)", 1)[0] + r"""
+int main(void) {
+  struct default_inputs in = {in0};
+  struct default_outputs out = {out0};
+  struct default_workspace_pools pools = {dtcm, sizeof(dtcm), sram, sizeof(sram)};
+  struct default_workspace_pools bad;
+  size_t i;
+  int bad_calls = 0;
+  bad = pools; bad.dtcm = NULL;
+  bad_calls += expect("NULL dtcm", default_run(&in, &out, &bad), BYOC_ERROR_NULL, "pool dtcm is NULL");
+  bad = pools; bad.sram = NULL;
+  bad_calls += expect("NULL sram", default_run(&in, &out, &bad), BYOC_ERROR_NULL, "pool sram is NULL");
+  bad = pools; bad.dtcm = dtcm + 4;
+  bad_calls += expect("misaligned dtcm", default_run(&in, &out, &bad), BYOC_ERROR_ALIGNMENT, "dtcm is not aligned");
+  bad = pools; bad.sram = sram + 8;
+  bad_calls += expect("misaligned sram", default_run(&in, &out, &bad), BYOC_ERROR_ALIGNMENT, "sram is not aligned");
+  bad = pools; bad.dtcm_size = DEFAULT_DTCM_SIZE - 1;
+  bad_calls += expect("short dtcm", default_run(&in, &out, &bad), BYOC_ERROR_POOL_SIZE, "dtcm is smaller than");
+  bad = pools; bad.sram_size = DEFAULT_SRAM_SIZE - 1;
+  bad_calls += expect("short sram", default_run(&in, &out, &bad), BYOC_ERROR_POOL_SIZE, "sram is smaller than");
+  for (i = 0; i < sizeof(in0) / sizeof(in0[0]); ++i) in0[i] = (float)((int)(i % 13u) - 6) / 4.0f;
+  bad_calls += expect("good call", default_run(&in, &out, &pools), BYOC_OK, "");
+  for (i = 0; i < sizeof(out0) / sizeof(out0[0]); ++i) printf("%.9g\n", (double)out0[i]);
+  return bad_calls;
+}
+"""
+
+
+def test_several_workspace_pools_are_members_of_the_header_each_checked(tmp_path):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(SPLIT_BOARD)
+    mod = zoo.get("mlp")
+    lib = byoc.build(mod, toolchain="gcc-split", executor="aot", interface="unpacked", constants="linked", config=cfg)
+    rows = {r["name"]: r["workspace_bytes"] for r in lib.metadata["pools"]}
+    assert 0 < rows["dtcm"] <= 256 and rows["sram"] > 0       # mlp's 256-byte values need both
+    header = lib.firmware_files()["include/default.h"]
+    for pool in ("dtcm", "sram"):
+        assert f"#define DEFAULT_{pool.upper()}_SIZE {rows[pool]}u" in header
+        assert f"void* {pool};" in header and f"size_t {pool}_size;" in header
+    proc = _run_driver(lib, tmp_path, SPLIT_DRIVER)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = np.array([float(v) for v in proc.stdout.split() if v != "all"], np.float32)
+    x = (((np.arange(32) % 13) - 6) / 4).astype(np.float32).reshape(1, 32)
+    (want,) = byoc.build(mod, toolchain="gcc", executor="aot", interface="unpacked").run_runner({"x": x})
+    assert got.tobytes() == want.reshape(-1).tobytes()
 
 
 # ---- images that hang, fault or fail ----------------------------------------------------------------------

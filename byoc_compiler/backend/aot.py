@@ -39,6 +39,12 @@ from .program import Program
 RUN_STEPS = "byoc_run_steps"
 
 
+def pooled(plan: AotPlan) -> bool:
+    """Several workspace pools (a board's) holding something: each is its own memory, so a buffer is addressed
+    from its pool's base (`byoc_pools[k]`, the steps take one pointer per pool); else the one arena pointer."""
+    return len(plan.pool_bytes) > 1 and plan.arena.total_bytes > 0
+
+
 def run_function_name(c_mod_name: str) -> str:
     return sanitize_identifier(f"tvmgen_{c_mod_name}_run")
 
@@ -67,6 +73,21 @@ class _RunWriter:
                  region_workspace: dict[str, int], blob_index: dict[str, int]):
         self.prog, self.plan, self.callees, self.interface = prog, plan, callees, interface
         self.region_workspace, self.blob_index = region_workspace, blob_index
+        self.pooled = pooled(plan)
+        self.arena = "byoc_pools" if self.pooled else "byoc_arena"
+
+    def at(self, key) -> str:
+        """The address of a planned buffer (a tensor id, or ("scratch", step) for a region's workspace)."""
+        offset = self.plan.arena.offsets[key]
+        if not self.pooled:
+            return f"byoc_arena + {offset}"
+        k = self.plan.pool_of[key]
+        return f"byoc_pools[{k}] + {offset - self.plan.pool_base[k]}"
+
+    def pool_bases(self) -> str:
+        """The hosted instance's pools: its one block, the pools one after another (plan.pool_base)."""
+        bases = ", ".join(f"inst->arena + {b}" for b in self.plan.pool_base)
+        return f"  uint8_t* const byoc_pools[{len(self.plan.pool_base)}] = {{{bases}}};\n"
 
     def pointer(self, t: int) -> str:
         """The typed C pointer to tensor t: an input, a constant, a model output written directly, the arena."""
@@ -78,13 +99,12 @@ class _RunWriter:
             return f"({ctype}*)byoc_const_{tensor.name}"
         if t in self.plan.direct_output:
             return f"({ctype}*)outputs[{self.plan.direct_output[t]}]"
-        return f"({ctype}*)(void*)(byoc_arena + {self.plan.arena.offsets[t]})"
+        return f"({ctype}*)(void*)({self.at(t)})"
 
     def call(self, i: int, step) -> str:
         """The call of step i: a blob region through its module's packed function, else packed or unpacked."""
         tensors = step.inputs + step.outputs
-        scratch = self.plan.arena.offsets.get(("scratch", i))
-        workspace = f"(void*)(byoc_arena + {scratch})" if scratch is not None else None
+        workspace = f"(void*)({self.at(('scratch', i))})" if ("scratch", i) in self.plan.arena.offsets else None
         if step.symbol in self.blob_index:  # the instance's own module, through its packed function
             k = self.blob_index[step.symbol]
             args = [(self.pointer(t), self.prog.tensors[t].type) for t in tensors]
@@ -128,16 +148,19 @@ class _RunWriter:
         locals_ = ((HOSTED_ONLY + f"  DLTensor byoc_step_outputs[{n_outs}];  /* shown to the node observer */\n"
                     + END_HOSTED_ONLY if n_outs else "")
                    + ("" if uses_inputs else "  (void)inputs;\n") + ("" if prog.outputs else "  (void)outputs;\n"))
+        arena = self.pool_bases() if self.pooled else "  uint8_t* const byoc_arena = inst->arena;\n"
         if self.blob_index:     # blob regions' modules live in the instance: the steps need it
             return ("static int32_t byoc_instance_run(void* instance, void* const* inputs, void* const* outputs) {\n"
-                    + RUN_GUARD + ("  uint8_t* const byoc_arena = inst->arena;\n" if "byoc_arena" in body else "")
-                    + locals_ + body + "  return 0;\n}\n")
-        # Everything else runs over any arena: the instance's (hosted) or the caller's (firmware.entry).
-        return (f"static int32_t {RUN_STEPS}(uint8_t* const byoc_arena, void* const* inputs, void* const* outputs) {{\n"
-                + ("" if "byoc_arena" in body else "  (void)byoc_arena;\n") + locals_ + body + "  return 0;\n}\n"
+                    + RUN_GUARD + (arena if self.arena in body else "") + locals_ + body + "  return 0;\n}\n")
+        # Everything else runs over any arena: the instance's (hosted) or the caller's pools (firmware.entry).
+        param = "uint8_t* const* byoc_pools" if self.pooled else "uint8_t* const byoc_arena"
+        instance = (self.pool_bases() + f"  return {RUN_STEPS}(byoc_pools, inputs, outputs);\n" if self.pooled
+                    else f"  return {RUN_STEPS}(inst->arena, inputs, outputs);\n")
+        return (f"static int32_t {RUN_STEPS}({param}, void* const* inputs, void* const* outputs) {{\n"
+                + ("" if self.arena in body else f"  (void){self.arena};\n") + locals_ + body + "  return 0;\n}\n"
                 + HOSTED_ONLY
                 + "static int32_t byoc_instance_run(void* instance, void* const* inputs, void* const* outputs) {\n"
-                + RUN_GUARD + f"  return {RUN_STEPS}(inst->arena, inputs, outputs);\n}}\n" + END_HOSTED_ONLY)
+                + RUN_GUARD + instance + "}\n" + END_HOSTED_ONLY)
 
 
 def observer_table(prog: Program) -> str:

@@ -327,8 +327,10 @@ def _firmware(b: _Build, inputs, outputs):
     if (b.executor, b.interface, b.constants_mode) != ("aot", "unpacked", "linked") or \
             any(isinstance(a, BlobArtifact) for a in b.artifacts.values()):
         return None
-    return firmware(b.c_mod_name, inputs, outputs, b.workspace, b.memory.alignment,
-                    b.pool.total_bytes + b.literals.nbytes)
+    pools = [("workspace", b.workspace)]
+    if aot_gen.pooled(b.aot_plan):      # the steps address each workspace pool apart: one member per pool
+        pools = [(p.name, n) for p, n in zip(b.memory.workspace_pools(), b.aot_plan.pool_bytes)]
+    return firmware(b.c_mod_name, inputs, outputs, pools, b.memory.alignment, b.pool.total_bytes + b.literals.nbytes)
 
 
 def _executor_source(b: _Build, blob_index: dict[str, int]) -> str:

@@ -63,13 +63,20 @@ class Firmware:
 MAIN_SOURCE = "src/byoc_main.c"
 
 
-def firmware(prefix: str, inputs, outputs, workspace_bytes: int, alignment: int, constants_bytes: int) -> Firmware:
-    """inputs/outputs: (name, TensorType) pairs in the model's order."""
+# Pool members may not be named like the header's other macros (<MOD>_CONSTANTS_SIZE, <MOD>_NUM_INPUTS, ...).
+_TAKEN = ("constants", "num_inputs", "num_outputs")
+
+
+def firmware(prefix: str, inputs, outputs, pools, alignment: int, constants_bytes: int) -> Firmware:
+    """inputs/outputs: (name, TensorType) pairs in the model's order; pools: (name, bytes) of each workspace
+    pool, one ("workspace", bytes) when the steps use one arena (aot.pooled), else the board's pools."""
     in_members = unique_identifiers([n for n, _ in inputs])
     out_members = unique_identifiers([n for n, _ in outputs])
+    names = unique_identifiers([n for n, _ in pools], taken=_TAKEN)
     return Firmware(prefix, tuple(Port(m, n, t) for m, (n, t) in zip(in_members, inputs)),
                     tuple(Port(m, n, t) for m, (n, t) in zip(out_members, outputs)),
-                    (Pool("workspace", int(workspace_bytes), int(alignment)),), int(constants_bytes))
+                    tuple(Pool(m, int(nbytes), int(alignment)) for m, (_, nbytes) in zip(names, pools)),
+                    int(constants_bytes))
 
 
 # ---- the header ---------------------------------------------------------------------------------------
@@ -147,21 +154,25 @@ def _pool_checks(fw: Firmware) -> str:
 
 
 def entry(fw: Firmware, run_steps: str) -> str:
-    """`<prefix>_run`: the checks, then `run_steps(arena, inputs, outputs)` over the first pool."""
+    """`<prefix>_run`: the checks, then `run_steps(arena or pools, inputs, outputs)` over the caller's pools."""
     n_in, n_out = max(1, len(fw.inputs)), max(1, len(fw.outputs))
-    pool = fw.pools[0]
-    arena = f"(uint8_t*)workspace_pools->{pool.name}" if pool.size else "NULL"
+    pools = "".join(f"  pools[{k}] = (uint8_t*)workspace_pools->{p.name};\n" for k, p in enumerate(fw.pools))
+    if len(fw.pools) == 1:
+        declare, fill = "", ""
+        arena = f"(uint8_t*)workspace_pools->{fw.pools[0].name}" if fw.pools[0].size else "NULL"
+    else:
+        declare, fill, arena = f"  uint8_t* pools[{len(fw.pools)}];\n", pools, "pools"
     return (f"\n/* ---- the firmware entry: include/{fw.header_name}, docs/bare-metal.md ---- */\n"
             f"#include \"../include/{fw.header_name}\"\n"
             f"int32_t {fw.prefix}_run(struct {fw.prefix}_inputs* inputs, struct {fw.prefix}_outputs* outputs,\n"
             f"    struct {fw.prefix}_workspace_pools* workspace_pools) {{\n"
-            f"  void* in[{n_in}] = {{NULL}};\n  void* out[{n_out}] = {{NULL}};\n"
+            f"  void* in[{n_in}] = {{NULL}};\n  void* out[{n_out}] = {{NULL}};\n" + declare
             + _fail(fw, "inputs == NULL || outputs == NULL || workspace_pools == NULL", "BYOC_ERROR_NULL",
                     "inputs, outputs or workspace_pools is NULL")
             + _member_checks(fw, "input", "inputs", fw.inputs) + _member_checks(fw, "output", "outputs", fw.outputs)
             + _pool_checks(fw)
             + "".join(f"  in[{i}] = (void*)inputs->{p.member};\n" for i, p in enumerate(fw.inputs))
-            + "".join(f"  out[{k}] = (void*)outputs->{p.member};\n" for k, p in enumerate(fw.outputs))
+            + "".join(f"  out[{k}] = (void*)outputs->{p.member};\n" for k, p in enumerate(fw.outputs)) + fill
             + "  byoc_clear_last_error();\n"
             f"  return {run_steps}({arena}, in, out) == 0 ? BYOC_OK : BYOC_ERROR_STEP;\n}}\n")
 
