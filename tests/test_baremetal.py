@@ -16,7 +16,7 @@ from byoc_compiler.check import deterministic_inputs
 from byoc_compiler.config import ConfigError, load_config
 from byoc_compiler.errors import ByocError
 from byoc_compiler.linker_script import linker_script
-from byoc_compiler.runtime import baremetal_dir, include_dir
+from byoc_compiler.runtime.sources import baremetal_dir, dlpack_include_dir, include_dir
 from byoc_compiler.testing.error_bound import reference_with_errors
 from byoc_compiler.testing.tolerance import compare_with_bounds
 
@@ -203,7 +203,7 @@ def _run_driver(lib, tmp_path: Path, source: str) -> subprocess.CompletedProcess
         obj = tmp_path / "obj" / f"{len(objs)}_{Path(src).stem}.o"
         obj.parent.mkdir(parents=True, exist_ok=True)
         tcmod.run_command(tcmod.compile_argv(tc, src, obj, incs, defines, "-O1", tcmod.WARNING_FLAGS,
-                                             [tcmod.dlpack_include_dir()]), f"compiling {src}")
+                                             [dlpack_include_dir()]), f"compiling {src}")
         objs.append(obj)
     driver = tmp_path / "driver.c"
     driver.write_text(source)
