@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ... import ctext
 from ...errors import ByocError
@@ -22,10 +21,8 @@ from ..host_fusion import is_host_composite
 from . import elementwise, gemm, image, nn, qnn, qnn_fused, reduce, shape, slicing, tflite_qnn
 from .cwriter import HELPER_DEPS, HELPERS, helper_definition
 
-Rule = Callable[["KernelContext"], str]
-
-# Each module's table (op name -> rule) becomes the ops' "host_kernel" attribute (op/attrs.py): every op of
-# the registry has exactly one (tests/test_op_attrs.py checks it).
+# Each module's table (op name -> rule: KernelContext -> C statements) becomes the ops' "host_kernel"
+# attribute (op/attrs.py): every op of the registry has exactly one (tests/test_op_attrs.py checks it).
 for _module in (elementwise, nn, shape, qnn, reduce, slicing, image, tflite_qnn):
     for _name, _rule in _module.RULES.items():
         register_op_attr(_name, "host_kernel", _rule)
