@@ -4,12 +4,16 @@ named per op; `op` itself imports none of those layers."""
 from __future__ import annotations
 
 import importlib
+import math
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+import needs
+
+from byoc_compiler.backend.host_kernels import emit_kernel
 from byoc_compiler.debug.flops import call_flops
 from byoc_compiler.ir.expr import Function, Var
 from byoc_compiler.ir.module import IRModule
@@ -17,7 +21,11 @@ from byoc_compiler.ir.types import TensorType
 from byoc_compiler.op import attrs, registry
 from byoc_compiler.op.attrs import KEYS, get_op_attr, missing_op_attrs, op_attr_table, register_op_attr
 from byoc_compiler.op.registry import OpError, make_call
+from byoc_compiler.testing import error_bound
+from byoc_compiler.testing.error_bound import reference_with_errors
+from byoc_compiler.testing.random_graph import Step, random_recipe
 from byoc_compiler.transform.infer_type import infer_type
+from byoc_compiler.vendor import runtime_include_flags
 
 for _owner, _ in KEYS.values():       # the owners register on import
     importlib.import_module(_owner)
@@ -46,9 +54,53 @@ def test_a_planted_op_without_an_attribute_is_named(planted):
     assert missing_op_attrs() == {planted: ["flops"]}
 
 
+def _double_rule(ctx) -> str:
+    n = math.prod(ctx.outputs[0].shape)
+    return f"  for (int64_t i = 0; i < {n}; ++i) out0[i] = in0[i] * 2.0f;"
+
+
+def _double_maker(b, x):
+    return b.step("test.double", [x], 2 * b.bound(x)) if b.dtype(x) == "float32" else None
+
+
+@pytest.fixture
+def double(monkeypatch):
+    """A whole new op: `test.double` (x * 2, exact) is its OpDef plus one value per key, nothing else."""
+    name = "test.double"
+    monkeypatch.setitem(registry._REGISTRY, name, registry.OpDef(
+        name, ("data",), (), lambda types, a: types[0], lambda args, a: args[0] * args[0].dtype.type(2),
+        "elementwise"))
+    for key in KEYS:
+        monkeypatch.setitem(attrs._TABLES, key, dict(attrs._TABLES[key]))
+    register_op_attr(name, "host_kernel", _double_rule)
+    register_op_attr(name, "error_model", error_bound.rounds(name, 0.0))
+    register_op_attr(name, "random_maker", _double_maker)
+    register_op_attr(name, "flops", lambda call: 0)
+    return name
+
+
+def test_a_new_op_is_its_opdef_and_its_attributes(double, tmp_path):
+    assert missing_op_attrs() == {}
+    recipe = random_recipe(3, steps=4, ops=(double,))
+    steps = [v for v in recipe.values if isinstance(v, Step)]
+    assert steps and all(v.op == double and v.args == (i,) for i, v in enumerate(steps))    # a chain on x0
+    mod = recipe.to_module()
+    x = np.linspace(-3, 3, math.prod(mod["main"].params[0].type_annotation.shape), dtype=np.float32)
+    out = reference_with_errors(mod, [x.reshape(mod["main"].params[0].type_annotation.shape)])[0]
+    np.testing.assert_array_equal(out.value.reshape(-1), x.astype(np.float64) * 2 ** recipe.op_steps)
+    assert not out.error.any()                        # doubling is exact
+    call = _typed(double, (3, 5))
+    assert call_flops(call) == 0
+    source = tmp_path / "k.c"
+    source.write_text(emit_kernel(call, "k_double").code)
+    needs.programs("gcc")
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", *runtime_include_flags(),
+                    str(source)], check=True)
+
+
 def test_the_planted_op_is_gone_afterwards():
-    assert "test.planted" not in registry.all_ops()
-    assert all("test.planted" not in op_attr_table(key) for key in KEYS)
+    assert not {"test.planted", "test.double"} & set(registry.all_ops())
+    assert all(not {"test.planted", "test.double"} & set(op_attr_table(key)) for key in KEYS)
 
 
 BAD_REGISTRATIONS = [

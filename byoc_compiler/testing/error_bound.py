@@ -172,7 +172,7 @@ class _Evaluator:
         ref = get_op_def(name).ref
         # An op without a model gets the generous one: a new op is not a reason for correct builds to fail
         # (tests/test_op_attrs.py asks every op for one).
-        model = get_op_attr(name, "error_model", None) or ErrorModel(_generous(name), shadow_rule(name))
+        model = get_op_attr(name, "error_model", None) or rounds(name, None)
         with np.errstate(all="ignore"):
             value, samples = model.rounding(ref, args, errors, call.attrs, self.rng)
         return value, samples, magnitude(model.shadow, ref, args, mags, call.attrs, value)
@@ -227,10 +227,6 @@ def _rounding(name: str, k: float | None):
     def rule(ref, args, errors, attrs, rng):
         return _generic(name, k, ref, args, errors, attrs, rng)
     return rule
-
-
-def _generous(name: str):
-    return _rounding(name, None)
 
 
 def _generic(name, k, ref, args, errors, attrs, rng):
@@ -351,10 +347,18 @@ _ACCUMULATIONS = {
 }
 
 
+def rounds(name: str, k: float | None) -> ErrorModel:
+    """The error model of an op that rounds once, by k ulps of its result (of |a| + |b| for add and subtract;
+    k None: UNKNOWN_ROUNDING's), with the op's shadow rule: what a new elementwise op registers."""
+    return ErrorModel(_rounding(name, k), shadow_rule(name))
+
+
 # Each op's "error_model" attribute (op/attrs.py): its rounding rule and its shadow rule.
-for _name, _rule in {**{n: _rounding(n, k) for n, k in ROUNDINGS.items()}, **_ACCUMULATIONS, "cast": _cast,
-                     **{n: _generous(n) for n in GENEROUS}}.items():
-    register_op_attr(_name, "error_model", ErrorModel(_rule, shadow_rule(_name)))
+for _name, _model in {**{n: rounds(n, k) for n, k in ROUNDINGS.items()},
+                      **{n: ErrorModel(rule, shadow_rule(n)) for n, rule in _ACCUMULATIONS.items()},
+                      "cast": ErrorModel(_cast, shadow_rule("cast")),
+                      **{n: rounds(n, None) for n in GENEROUS}}.items():
+    register_op_attr(_name, "error_model", _model)
 
 
 def _flatten(value) -> list:
