@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 import byoc_compiler as byoc  # noqa: E402
 from byoc_compiler import toolchain as tcmod  # noqa: E402
 from byoc_compiler import zoo  # noqa: E402
-from byoc_compiler.backend import result as resultmod  # noqa: E402
+from byoc_compiler.backend import compile_link  # noqa: E402
 from byoc_compiler.runtime.runner import run_runner_proc  # noqa: E402
 from byoc_compiler.config import load_config  # noqa: E402
 from byoc_compiler.linker_script import LINKER_SCRIPT  # noqa: E402
@@ -158,7 +158,7 @@ def measure(name: str, lane: str, targets, opt: str) -> dict:
     """One model on one lane: section sizes per part, arena per pool, stack used and its static bound."""
     cfg = _config(lane)
     mod = zoo.get(name)
-    resultmod._OBJECT_CACHE.clear()      # compile every file here, so each writes its call graph (.ci)
+    compile_link._OBJECT_CACHE.clear()      # compile every file here, so each writes its call graph (.ci)
     lib = byoc.build(byoc.partition_for(targets, mod) if targets else mod, toolchain=lane, executor="aot",
                      interface="unpacked", opt=opt, config=cfg)
     model_objs, driver_objs = lib._objects(False)   # the objects BuildResult links (compiled once)

@@ -1,44 +1,37 @@
 """BuildResult: what `build` returns — sources, graph.json, params, metadata — and how to turn it into files.
 
 Nothing is compiled until asked: `get_source`, `graph_json`, `params`, `metadata` and `export` only
-write text. `export_library` (host toolchains) and `export_runner` (any toolchain) compile with the
-commands of byoc_compiler/toolchain.py, in a private temporary directory; the result is moved into
-place only when complete.
+write text (this module). `export_library` (host toolchains) and `export_runner` (any toolchain) compile
+and link with the commands of byoc_compiler/toolchain.py, in a private temporary directory, the result
+moved into place only when complete (compile_link.py, which the SCons plan uses too); `run_runner` runs
+the runner (byoc_compiler/runtime/runner.py).
 """
 from __future__ import annotations
 
-import atexit
-import hashlib
 import json
 import os
 import re
 import shutil
 import tempfile
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from .. import runtime, toolchain as tcmod
-from ..runtime.runner import run_runner_timed
 from ..errors import ByocError
 from ..ir.printer import astext_with_sidecar
 from ..linker_script import LINKER_SCRIPT, linker_script
-from . import firmware as fw, mlf
+from ..runtime.runner import run_model_runner, threads_args
+from . import compile_link, firmware as fw, mlf
+from . import threads as threadsmod
 from .artifact import BlobArtifact, CSourceArtifact
-from .kernel_sources import used_sources
 from .constants import AUTO_PARAMS_BYTES, PARAMS_FILE
 from .pools import report_text
-from . import threads as threadsmod
 
 HOST_SOURCE = "src/host.c"
 MODEL_TEXT = "model.txt"
 MODEL_SIDECAR = "model.txt.bin"
-
-
-def _runtime():
-    return runtime
 
 
 class BuildResult:
@@ -232,116 +225,24 @@ class BuildResult:
 
     def compile_units(self, srcdir: Path, runner: bool = False) -> list[tuple[Path, list, list]]:
         """Write generated sources under srcdir; (source, include dirs, defines) for everything to compile."""
-        rt = _runtime()
-        base_includes = [rt.include_dir()]
-        threads = [threadsmod.define(self.max_threads)]    # every unit: the C size formulas agree with codegen's
-        defines = (["BYOC_UNPACKED_API"] if self.interface == "unpacked" else []) + threads
-        units: list[tuple[Path, list, list]] = []
-        for rel, (text, symbol) in self._sources_with_owner().items():
-            path = srcdir / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            extra = []
-            if symbol is not None:
-                extra = list(self.artifacts[symbol].include_dirs) + list(self.region_targets[symbol].include_dirs)
-            units.append((path, base_includes + extra, defines))
-        for rel, text in self.firmware_files().items():     # the header host.c includes; link.ld
-            (srcdir / rel).parent.mkdir(parents=True, exist_ok=True)
-            (srcdir / rel).write_text(text)
-        constant_files = self.constant_files()
-        for rel, data in constant_files.items():
-            path = srcdir / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(data, bytes):
-                path.write_bytes(data)
-            else:
-                path.write_text(data)
-                units.append((path, [], []))     # the .S finds its .bin next to it (-Xassembler -I, toolchain.py)
-        seen: set[str] = set()
-        runtime_files = list(rt.runtime_sources(self.executor, runner=runner, profile=self.toolchain.profile))
-        for f in runtime_files:
-            seen.add(os.path.realpath(f))
-            units.append((Path(f), base_includes, threads))
-        for f, incs in self.library_sources():
-            real = os.path.realpath(f)
-            if real not in seen:
-                seen.add(real)
-                units.append((Path(f), base_includes + incs, threads))
-        return units
+        return compile_link.compile_units(self, srcdir, runner)
 
     def library_sources(self) -> list[tuple[Path, list]]:
-        """(source, include dirs) of the targets' runtime and kernel libraries this build compiles. A
-        freestanding build takes only the files its generated code references (kernel_sources.py)."""
-        out = []
-        for symbol, artifact in self.artifacts.items():
-            target = self.region_targets[symbol]
-            files = list(target.runtime_sources)
-            if isinstance(artifact, BlobArtifact):
-                files += list(artifact.runtime_sources)
-            incs = list(target.include_dirs) + list(artifact.include_dirs)
-            out += [(Path(f), incs) for f in files]
-        if self.toolchain.freestanding and out:
-            roots = [text for text in self.sources().values()]
-            keep = set(used_sources(roots, list(dict.fromkeys(f for f, _ in out))))
-            out = [(f, incs) for f, incs in out if f in keep]
-        return out
+        """(source, include dirs) of the targets' runtime and kernel libraries this build compiles."""
+        return compile_link.library_sources(self)
 
     def link_libraries(self) -> tuple[list[str], list[str]]:
         """(libraries, library dirs) the region targets of this build link, e.g. (["dnnl"], [])."""
-        libs: list[str] = []
-        dirs: list[str] = []
-        for target in self.region_targets.values():
-            libs += [lib for lib in target.libraries if lib not in libs]
-            dirs += [os.fspath(d) for d in target.library_dirs if os.fspath(d) not in dirs]
-        return libs, dirs
-
-    def _check_targets_here(self) -> None:
-        """One sentence, before any compiler runs, if a region's target cannot build with this toolchain."""
-        for target in dict.fromkeys(self.region_targets.values()):
-            problem = target.problem(self.toolchain)
-            if problem:
-                raise ByocError(problem)
+        return compile_link.link_libraries(self.region_targets)
 
     def _objects(self, werror: bool) -> tuple[list[Path], list[Path]]:
         """Objects of the model (+ runtime, target runtimes) and of the runner's extra sources, compiled once."""
         key = ("objects", werror)
-        if key in self._built:
-            return self._built[key]
-        tc = self.toolchain
-        tcmod.check_toolchain(tc)
-        self._check_targets_here()
-        outdir = Path(tempfile.mkdtemp(prefix=f"objects{werror:d}-", dir=self._work()))
-        units = self.compile_units(outdir / "gen", runner=True)
-        rt = _runtime()
-        profile = tc.profile
-        runner_only = ({os.path.realpath(f) for f in rt.runtime_sources(self.executor, True, profile)}
-                       - {os.path.realpath(f) for f in rt.runtime_sources(self.executor, False, profile)})
-        extra = list(tcmod.WARNING_FLAGS) if werror else []
-        after = [rt.dlpack_include_dir()]
-        jobs = []
-        names: set[str] = set()
-        for src, incs, defs in units:
-            stem, n = src.stem, 0
-            while stem in names:
-                n += 1
-                stem = f"{src.stem}_{n}"
-            names.add(stem)
-            obj = outdir / "obj" / f"{stem}.o"
-            obj.parent.mkdir(parents=True, exist_ok=True)
-            jobs.append((tcmod.compile_argv(tc, src, obj, incs, defs, self.opt, extra, after), src, obj))
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = [pool.submit(_compile_cached, argv, src, obj, src.is_relative_to(outdir),
-                                   f"compiling {src.name} with toolchain {tc.name!r}") for argv, src, obj in jobs]
-            try:
-                for f in futures:
-                    f.result()
-            except tcmod.ToolchainError as exc:
-                raise _keep_sources(exc, outdir / "gen") from None
-        self._built[(LINKER_SCRIPT,)] = outdir / "gen" / LINKER_SCRIPT
-        model = [obj for _, src, obj in jobs if os.path.realpath(src) not in runner_only]
-        runner = [obj for _, src, obj in jobs if os.path.realpath(src) in runner_only]
-        self._built[key] = (model, runner)
-        return model, runner
+        if key not in self._built:
+            model, runner, script = compile_link.compile_objects(self, werror, self._work())
+            self._built[key] = (model, runner)
+            self._built[(LINKER_SCRIPT,)] = script
+        return self._built[key]
 
     def export_library(self, path, werror: bool = False) -> Path:
         """Compile and link a shared library (host toolchains); load it with byoc_compiler.runtime.load."""
@@ -368,28 +269,7 @@ class BuildResult:
 
     def _link(self, path: Path, argv_for) -> Path:
         """Link in the work directory, then move to `path`: a failed link leaves nothing at `path`."""
-        out = Path(tempfile.mkdtemp(prefix="link-", dir=self._work())) / path.name
-        try:
-            tcmod.run_command(argv_for(out), f"linking {path.name} with toolchain {self.toolchain.name!r}")
-        except tcmod.ToolchainError as exc:
-            fix = self._undefined_symbol_fix(str(exc))
-            if fix is None:
-                raise
-            raise tcmod.ToolchainError(f"{fix}\n{exc}") from None
-        path.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(out), str(path))
-        return path
-
-    def _undefined_symbol_fix(self, log: str) -> str | None:
-        """What to do about the linker's undefined references, when they name a region's entry point."""
-        names = re.findall(r"undefined (?:reference to|symbol:?) [`'\"]?([A-Za-z_][A-Za-z0-9_]*)", log)
-        for name in dict.fromkeys(names):
-            if name in self.artifacts:
-                target = self.region_targets[name].name
-                return (f"linking failed: region {name} (target {target!r}) is not defined by the C its codegen "
-                        f"returned; define {name} in those sources (byoc_compiler.ctext.entry_points, vendor.entry_points writes the "
-                        "entry point)")
-        return None
+        return compile_link.link(self, path, argv_for, self._work())
 
     def library(self, werror: bool = False) -> Path:
         """A shared library built once per result (cached in the result's temporary directory)."""
@@ -427,7 +307,7 @@ class BuildResult:
 
     def load(self, werror: bool = False, threads: int | None = None):
         """The model loaded into this process (byoc_compiler.runtime.load of `library()`)."""
-        return _runtime().load(self.library(werror), constants=self.constants_file(), threads=threads)
+        return runtime.load(self.library(werror), constants=self.constants_file(), threads=threads)
 
     def run_runner(self, inputs, repeat: int = 1, werror: bool = False, timeout: float | None = None,
                    threads: int | None = None) -> list[np.ndarray]:
@@ -437,65 +317,17 @@ class BuildResult:
         images, which run once, on one thread, and report no time: an emulator's wall time is not the
         device's); with repeat > 1 the runner's median time is kept in `self.last_run_ms`. threads: `runner
         --threads N` (default: the runner's, BYOC_NUM_THREADS or the usable cores). `timeout` defaults to the
-        toolchain's (config.toml).
+        toolchain's (config.toml). How it runs: byoc_compiler/runtime/runner.py.
         """
-        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-            raise ByocError(f"run_runner: threads must be a whole number >= 1, got {threads!r}")
+        extra = self.runner_args() + threads_args(threads)
         exe = self.runner(werror)
-        info = self.metadata["inputs"]
-        if isinstance(inputs, dict):
-            missing = [i["name"] for i in info if i["name"] not in inputs]
-            if missing:
-                raise ByocError(f"run_runner: no value for input {missing[0]!r}; inputs: "
-                                f"{', '.join(i['name'] for i in info)}")
-            inputs = [inputs[i["name"]] for i in info]
-        if len(inputs) != len(info):
-            raise ByocError(f"run_runner: the model takes {len(info)} inputs, got {len(inputs)}")
         rundir = Path(tempfile.mkdtemp(prefix="run-", dir=self._work()))
         try:
-            outputs, self.last_run_ms = run_runner_timed(
-                exe, self.toolchain.run, inputs, rundir, repeat, self.toolchain.timeout if timeout is None else timeout,
-                what=f"running model {self.metadata['mod_name']!r} with toolchain {self.toolchain.name!r}",
-                extra_args=self.runner_args() + ([] if threads is None else ["--threads", str(threads)]))
+            outputs, self.last_run_ms = run_model_runner(exe, self.toolchain, self.metadata, inputs, rundir, repeat,
+                                                         timeout, extra)
             return outputs
         finally:
             shutil.rmtree(rundir, ignore_errors=True)
-
-
-# Objects of sources that are not generated (the runtime, target runtimes) are the same for every model
-# built with the same command in this process: compile them once. Keyed by the command with the object
-# path left out and by the source text.
-_OBJECT_CACHE: dict[str, Path] = {}
-_OBJECT_CACHE_DIR: str | None = None
-
-
-def _compile_cached(argv: list[str], src: Path, obj: Path, generated: bool, what: str) -> None:
-    global _OBJECT_CACHE_DIR
-    if generated:
-        tcmod.run_command(argv, what)
-        return
-    key_argv = [a for a in argv if a != os.fspath(obj)]
-    key = hashlib.sha256(("\0".join(key_argv) + "\0").encode() + Path(src).read_bytes()).hexdigest()
-    cached = _OBJECT_CACHE.get(key)
-    if cached is None or not cached.exists():
-        tcmod.run_command(argv, what)
-        if _OBJECT_CACHE_DIR is None:
-            _OBJECT_CACHE_DIR = tempfile.mkdtemp(prefix="byoc-objects-")
-            atexit.register(shutil.rmtree, _OBJECT_CACHE_DIR, True)
-        cached = Path(_OBJECT_CACHE_DIR) / f"{key}.o"
-        shutil.copyfile(obj, cached)
-        _OBJECT_CACHE[key] = cached
-        return
-    shutil.copyfile(cached, obj)
-
-
-def _keep_sources(exc, gen: Path):
-    """A compile error of generated code: copy the generated sources out of the build's temporary directory
-    (deleted with the result) and point the message at the copy."""
-    kept = Path(tempfile.mkdtemp(prefix="byoc-failed-sources-"))
-    shutil.copytree(gen, kept, dirs_exist_ok=True)
-    text = str(exc).replace(os.fspath(gen), os.fspath(kept))
-    return tcmod.ToolchainError(f"{text}\nthe generated sources are kept in {kept} (delete it when done)")
 
 
 def _replace_dir(new: Path, dest: Path) -> None:

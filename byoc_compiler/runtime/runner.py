@@ -55,3 +55,36 @@ def run_runner_proc(runner, run_prefix, arrays, workdir: Path, repeat: int = 1, 
         proc = run_command(argv, what or f"runner {runner}", timeout=timeout)
     outputs = sorted(outdir.glob("out*.npy"), key=lambda p: int(p.stem[3:]))
     return [np.load(p) for p in outputs], proc
+
+
+def threads_args(threads: int | None) -> list[str]:
+    """`runner --threads N`, or nothing for the runner's default; a bad count is one ByocError."""
+    if threads is None:
+        return []
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ByocError(f"run_runner: threads must be a whole number >= 1, got {threads!r}")
+    return ["--threads", str(threads)]
+
+
+def ordered_inputs(info: list[dict], inputs) -> list:
+    """`inputs` (a list in input order, or a dict by name) as a list in the order of metadata["inputs"]."""
+    if isinstance(inputs, dict):
+        missing = [i["name"] for i in info if i["name"] not in inputs]
+        if missing:
+            raise ByocError(f"run_runner: no value for input {missing[0]!r}; inputs: "
+                            f"{', '.join(i['name'] for i in info)}")
+        inputs = [inputs[i["name"]] for i in info]
+    if len(inputs) != len(info):
+        raise ByocError(f"run_runner: the model takes {len(info)} inputs, got {len(inputs)}")
+    return inputs
+
+
+def run_model_runner(runner: Path, toolchain, metadata: dict, inputs, workdir: Path, repeat: int = 1,
+                     timeout: float | None = None, extra_args=()) -> tuple[list[np.ndarray], float | None]:
+    """A built model's runner (BuildResult.run_runner) on `inputs` (a list or a dict by name), under the
+    toolchain's run prefix and timeout (config.toml's, unless `timeout`); returns (outputs, median ms)."""
+    arrays = ordered_inputs(metadata["inputs"], inputs)
+    return run_runner_timed(runner, toolchain.run, arrays, workdir, repeat,
+                            toolchain.timeout if timeout is None else timeout,
+                            what=f"running model {metadata['mod_name']!r} with toolchain {toolchain.name!r}",
+                            extra_args=extra_args)

@@ -121,7 +121,8 @@ def build_result(request: CodegenRequest):
 # model.txt in a build directory: with its sidecar, unless that would be one more copy of a big model's weights
 MODEL_TEXT = "auto"
 PLAN_FILE = ".byoc-plan.json"
-PLAN_VERSION = 4     # 2: the plan holds the libraries targets link; 3: model.txt "auto"; 4: runtime profiles
+# 2: the plan holds the libraries targets link; 3: model.txt "auto"; 4: runtime profiles; 5: each unit's defines
+PLAN_VERSION = 5
 
 
 def planned_files(request: CodegenRequest) -> list[str]:
@@ -130,11 +131,12 @@ def planned_files(request: CodegenRequest) -> list[str]:
 
 
 def compile_plan(request: CodegenRequest):
-    """What to compile, as BuildResult.compile_units says (so SCons and the Python API agree):
-    ({generated source's relative path: include dirs}, [(shared source, include dirs)], {runner-only sources})."""
+    """What to compile, as backend/compile_link.py's compile_units says (so SCons and the Python API compile
+    the same units with the same include directories and defines): ({generated source's relative path:
+    (include dirs, defines)}, [(shared source, include dirs, defines)], {runner-only sources})."""
     p = plan(request)
-    generated = {rel: tuple(incs) for rel, incs in p["generated"].items()}
-    shared = [(src, tuple(incs)) for src, incs in p["shared"]]
+    generated = {rel: (tuple(incs), tuple(defs)) for rel, (incs, defs) in p["generated"].items()}
+    shared = [(src, tuple(incs), tuple(defs)) for src, incs, defs in p["shared"]]
     return generated, shared, frozenset(p["runner_only"])
 
 
@@ -161,19 +163,17 @@ def plan(request: CodegenRequest) -> dict:
 
 
 def _compute_plan(request: CodegenRequest) -> dict:
-    from byoc_compiler import runtime
+    from byoc_compiler.backend.compile_link import compile_units, runner_only_sources
 
     result = _build(request)
     generated, shared = {}, []
     with tempfile.TemporaryDirectory() as tmp:
-        for path, incs, _defines in result.compile_units(Path(tmp), runner=True):
+        for path, incs, defs in compile_units(result, Path(tmp), runner=True):
             if Path(path).is_relative_to(tmp):
-                generated[Path(path).relative_to(tmp).as_posix()] = [str(i) for i in incs]
+                generated[Path(path).relative_to(tmp).as_posix()] = [[str(i) for i in incs], list(defs)]
             else:
-                shared.append([str(path), [str(i) for i in incs]])
-    profile = result.toolchain.profile
-    runner_only = ({os.path.realpath(p) for p in runtime.runtime_sources(request.executor, True, profile)}
-                   - {os.path.realpath(p) for p in runtime.runtime_sources(request.executor, False, profile)})
+                shared.append([str(path), [str(i) for i in incs], list(defs)])
+    runner_only = runner_only_sources(request.executor, result.toolchain.profile)
     return {"files": sorted(result.files(MODEL_TEXT)), "generated": generated, "shared": shared,
             "runner_only": sorted(runner_only), "libraries": [list(x) for x in result.link_libraries()]}
 
@@ -282,10 +282,6 @@ def _core_sources() -> tuple[str, ...]:
     return tuple(sorted(str(p) for p in CORE_PACKAGE.rglob("*.py")))
 
 
-def defines(request: CodegenRequest) -> list[str]:
-    return ["BYOC_UNPACKED_API"] if request.interface == "unpacked" else []
-
-
-__all__ = ["ByocError", "CodegenRequest", "build_result", "compile_plan", "defines", "generator_sources",
+__all__ = ["ByocError", "CodegenRequest", "build_result", "compile_plan", "generator_sources",
            "link_libraries", "load_config", "load_unpartitioned", "model_files", "model_name", "plan", "planned_files",
            "write_outputs"]

@@ -137,8 +137,8 @@ def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, in
     for rel, node in by_rel.items():
         if rel.endswith(".c"):
             obj = outdir / "obj" / Path(rel).with_suffix(".o")
-            model_objs += tc_env.Object(str(obj), node, CPPPATH=list(generated_includes[rel]),
-                                        CPPDEFINES=_codegen.defines(request))
+            includes, defines = generated_includes[rel]
+            model_objs += tc_env.Object(str(obj), node, CPPPATH=list(includes), CPPDEFINES=list(defines))
         elif rel.endswith(".S"):
             # The linked constants (byoc_compiler/backend/constants.py): the assembler pulls the
             # .bin in with .incbin, which SCons's scanner does not see, so the dependency is explicit:
@@ -184,11 +184,11 @@ def _shared_objects(env, tc_env, objdir: Path, sources, runner_only):
 
     Returns (objects every model links, objects only the runner adds)."""
     model_objs, runner_objs = [], []
-    for src, includes in sources:
+    for src, includes, defines in sources:
         obj = objdir / Path(src).parent.name / (Path(src).stem + ".o")
         key = str(obj)
         if key not in _RUNTIME_CACHE:
-            _RUNTIME_CACHE[key] = tc_env.Object(key, env.File(src), CPPPATH=list(includes))
+            _RUNTIME_CACHE[key] = tc_env.Object(key, env.File(src), CPPPATH=list(includes), CPPDEFINES=list(defines))
         (runner_objs if os.path.realpath(src) in runner_only else model_objs).extend(_RUNTIME_CACHE[key])
     return model_objs, runner_objs
 
