@@ -9,7 +9,6 @@ test_whole_suite_under_sanitizers reruns this file against ASan+UBSan builds (gc
 from __future__ import annotations
 
 import ctypes
-import random
 import subprocess
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 import needs
 import sanitizer_rerun
+from conv_geometries import conv_geometries
 from sanitizer_rerun import ASAN_RUNTIMES, BUILDS, SANITIZE
 
 from byoc_compiler.testing.loops import conv2d_loops, pool2d_loops, pool_out_size
@@ -413,25 +413,9 @@ def test_gemm_size_formulas_agree_with_c_on_a_grid(ck):
     assert wrong == []
 
 
-def _conv_geometries(count: int, seed: int = 0):
-    rng = random.Random(seed)
-    planes = (1, 5, 7, 14, 33, 56)
-    while count:
-        c = rng.choice((1, 2, 3, 4, 16, 64, 512))
-        groups = rng.choice([g for g in (1, 2, c) if c % g == 0])
-        p = K.conv2d_params((rng.randint(1, 2), c, rng.choice(planes), rng.choice(planes)),
-                            (groups * rng.choice((1, 2, 8, 64)), c // groups, rng.choice((1, 2, 3, 5, 7, 9)),
-                             rng.choice((1, 2, 3, 5, 7, 9))),
-                            (rng.randint(1, 2), rng.randint(1, 2)), tuple(rng.randint(0, 2) for _ in range(4)),
-                            (rng.choice((1, 1, 2)), rng.choice((1, 1, 2))), groups)
-        if min(K.conv2d_output_hw(p)) >= 1:
-            count -= 1
-            yield p
-
-
 def test_conv2d_size_formulas_agree_with_c_on_random_geometries(ck):
     wrong = []
-    for values in _conv_geometries(1500):
+    for values in conv_geometries(1500):
         p = ConvParams(**values)
         got = (ck.ck_conv2d_workspace_bytes(ctypes.byref(p)), ck.ck_conv2d_packed_weight_bytes(ctypes.byref(p)))
         if got != (K.conv2d_workspace_bytes(values), K.conv2d_packed_weight_bytes(values)):

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import needs
+from conv_geometries import conv_geometries
 
 import byoc_compiler as byoc
 from byoc_compiler.ir import Constant, Function, IRModule, Var
@@ -208,6 +209,21 @@ def test_qconv2d_bounded_scratch_equals_whole_image(ck, case):
             assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(weight), _ptr(folded), _ptr(scale),
                                  _ptr(out), _ptr(ws)) == 0
             np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {columns} columns")
+
+
+def test_qconv2d_and_qdense_workspace_formulas_agree_with_c(ck):
+    """On 1,000 random geometries x im2col chunks, and a grid of dense batches, depths and direct rows."""
+    wrong = []
+    for p in conv_geometries(1000, seed=1):
+        for columns in (0, 1, 32, 40, 100000):
+            params = QConvParams(ConvParams(**p), QParams(**Q.qparams("int8", "int8", 0, 0)), columns)
+            if ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)) != Q.qconv2d_workspace_bytes(p, columns):
+                wrong.append((p, columns))
+    for batch, depth, direct in itertools.product((1, 7, 8, 9, 127, 128, 129, 1000), (1, 3, 4, 5, 64, 257), (0, 8)):
+        params = QDenseParams(batch, 10, depth, QParams(**Q.qparams("uint8", "int8", 0, 0)), direct)
+        if ck.ck_qdense_workspace_bytes(ctypes.byref(params)) != Q.qdense_workspace_bytes(depth, batch, direct):
+            wrong.append((batch, depth, direct))
+    assert wrong == []
 
 
 @pytest.mark.parametrize("batch,units,depth", [(1, 10, 37), (3, 17, 64), (40, 9, 5)])
