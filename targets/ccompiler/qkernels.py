@@ -58,12 +58,13 @@ def qconv2d_initializer(conv_fields, conv: dict[str, int], q: dict[str, int], im
             f".im2col_columns = {int(im2col_columns)}}}")
 
 
-# Output pixels per im2col chunk of ck_qconv2d (params.im2col_columns), measured by bench/qconv_chunks.py
-# (one thread, loaded machine): on hosted toolchains 512 bounds the scratch and ran 0.85-1.10x the whole
-# image's time (ResNet-50's 3x3 64-channel conv at 56x56: 360 KB of scratch instead of 1.9 MB); a board with
-# bounded workspace pools gets QNR, the least scratch, the im2col written straight into the GEMM's one B
-# panel (ResNet-8's 3x3 16-channel conv at 32x32: 4.6 KB instead of 180 KB) at 1.1-7x that layer's time on x86.
-IM2COL_COLUMNS_HOSTED = 512
+# Output pixels per im2col chunk of ck_qconv2d (params.im2col_columns). Hosted toolchains ask 0 (no bound):
+# windows wider than one pixel then pack the GEMM's panels straight from a zero-point-bordered copy of the
+# input, no im2col rows (ResNet-8's 3x3 convs at 16-64 channels 1.2-2.3x faster than the 512-column im2col,
+# `python bench/qconv_chunks.py`; the copy is smaller than the im2col for every window wider than its
+# stride). A board with bounded workspace pools gets QNR, the least scratch, the im2col written straight
+# into the GEMM's one B panel (ResNet-8's 3x3 16-channel conv at 32x32: 4.6 KB instead of 180 KB).
+IM2COL_COLUMNS_HOSTED = 0
 
 
 def im2col_columns(workspace_budget: int | None) -> int:
@@ -103,14 +104,20 @@ def _output_hw(p: dict[str, int]) -> tuple[int, int]:
 
 def qconv2d_workspace_bytes(p: dict[str, int], im2col_columns: int = 0) -> int:
     """ck_qconv2d_workspace_bytes: depthwise, a zero-point-bordered plane and one int32 output row;
-    otherwise one packed B panel and (unless 1x1 stride 1 unpadded) the im2col rows of a group, for the
-    whole output image or (im2col_columns > 0) a chunk of that many pixels rounded up to QNR."""
+    im2col_columns 0 and a window wider than one pixel, a packed B panel per thread and a zero-point-bordered
+    copy of a group's input (the panels are packed from it); otherwise a packed B panel per thread and
+    (unless 1x1 stride 1 unpadded) the im2col rows of a group, for the whole output image or
+    (im2col_columns > 0) a chunk of that many pixels rounded up to QNR."""
     oh, ow = _output_hw(p)
     chunk = oh * ow if im2col_columns <= 0 else min(_round_up(im2col_columns, QNR), oh * ow)
     if is_depthwise(p):
         plane = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
         return QALIGN + _round_up(plane + 1, QALIGN) + 4 * ow      # + 1: the row kernel's read slack
     k = _depth(p)
+    if im2col_columns <= 0 and p["kernel_h"] * p["kernel_w"] > 1:   # panels packed from a bordered input copy
+        plane = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
+        copy = _round_up(p["channels"] // p["groups"] * plane + 2 * QNR, QALIGN)
+        return QALIGN + _qgemm_slots(oh * ow) * _panel_stride(k) + copy
     if chunk == QNR and not _is_pointwise(p):      # the im2col is written straight into the one B panel
         return QALIGN + _panel_stride(k)
     slots = _qgemm_slots(oh * ow if _is_pointwise(p) else chunk)

@@ -73,12 +73,23 @@ static int64_t ck_qconv_chunk(const ck_qconv2d_params *p, int64_t n) {
   return ck_qconv_is_pointwise(&p->conv) || c > n ? n : c;
 }
 
+/* im2col_columns 0 (no bound asked) and a window wider than one pixel: the panels come from a bordered copy of
+ * the input (ck_qpack_bordered), no im2col rows */
+static int ck_qconv_bordered(const ck_qconv2d_params *p) {
+  return p->im2col_columns <= 0 && p->conv.kernel_h * p->conv.kernel_w > 1;
+}
+
+static int64_t ck_qbordered_bytes(const ck_conv2d_params *c, int64_t cg);
+
 size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p) {
   int64_t oh, ow, k, chunk;
   if (!ck_qconv_valid(p, &oh, &ow)) return 0;
   if (ck_qconv_is_depthwise(&p->conv))
     return (size_t)(CK_QALIGN + ck_qround_up(ck_qpadded_plane(&p->conv) + 1, CK_QALIGN) + 4 * ow);
   k = ck_qconv_depth(&p->conv);
+  if (ck_qconv_bordered(p))
+    return (size_t)(CK_QALIGN + ck_qgemm_slots(oh * ow) * ck_qgemm_panel_stride(k) +
+                    ck_qbordered_bytes(&p->conv, p->conv.channels / p->conv.groups));
   chunk = ck_qconv_chunk(p, oh * ow);
   if (chunk == CK_QNR && !ck_qconv_is_pointwise(&p->conv)) /* the im2col is the one B panel */
     return (size_t)(CK_QALIGN + ck_qgemm_panel_stride(k));
@@ -200,6 +211,109 @@ static void ck_qim2col(const ck_conv2d_params *c, int64_t cg, int64_t ow_n, int6
   byoc_parallel_for((int32_t)((cg + CK_QIM2COL_CHANNELS - 1) / CK_QIM2COL_CHANNELS), ck_qim2col_task, &job);
 }
 
+/* ---- the hosted path (im2col_columns 0): B panels packed straight from a bordered copy ---------- */
+
+/* The group's input planes copied into a border of the zero point, every byte flipped into uint8 (int8 data
+ * offset by 128, as the panels hold it), 2 * CK_QNR bytes of slack after the last plane (the stride-2 gather
+ * reads 32 bytes for 16). */
+typedef struct {
+  const ck_conv2d_params *c;
+  const uint8_t *pad;      /* cg planes of ph x pw */
+  int64_t ph, pw, ow;
+} ck_qbordered;
+
+static int64_t ck_qbordered_bytes(const ck_conv2d_params *c, int64_t cg) {
+  return ck_qround_up(cg * ck_qpadded_plane(c) + 2 * CK_QNR, CK_QALIGN);
+}
+
+static void ck_qborder_copy(const ck_conv2d_params *c, int64_t cg, const uint8_t *in, uint8_t zp, uint8_t flip,
+                            uint8_t *pad) {
+  const int64_t pw = c->width + c->pad_left + c->pad_right, ph = c->height + c->pad_top + c->pad_bottom;
+  int64_t ch, y, x;
+  memset(pad, zp ^ flip, (size_t)ck_qbordered_bytes(c, cg));
+  for (ch = 0; ch < cg; ++ch)
+    for (y = 0; y < c->height; ++y) {
+      const uint8_t *src = in + (ch * c->height + y) * c->width;
+      uint8_t *dst = pad + ch * ph * pw + (y + c->pad_top) * pw + c->pad_left;
+      for (x = 0; x < c->width; ++x) dst[x] = (uint8_t)(src[x] ^ flip);
+    }
+}
+
+/* The panel's output pixels n0..n0 + cols as runs within output rows: run r starts at column dst[r] of the
+ * panel and at src[r] in a bordered plane (tap (0, 0)), len[r] pixels long. */
+typedef struct {
+  int64_t runs, dst[CK_QNR], src[CK_QNR], len[CK_QNR];
+} ck_qruns;
+
+static void ck_qpanel_runs(const ck_qbordered *s, int64_t n0, int64_t cols, ck_qruns *r) {
+  int64_t q = n0;
+  r->runs = 0;
+  while (q < n0 + cols) {
+    const int64_t y = q / s->ow, x0 = q - y * s->ow;
+    const int64_t len = s->ow - x0 < n0 + cols - q ? s->ow - x0 : n0 + cols - q;
+    r->dst[r->runs] = q - n0;
+    r->src[r->runs] = y * s->c->stride_h * s->pw + x0 * s->c->stride_w;
+    r->len[r->runs++] = len;
+    q += len;
+  }
+}
+
+/* One B row (the tap at offset `tap` of the bordered copy): a pointer into the copy when the pixels are one
+ * run of CK_QNR at stride 1, else gathered into tmp (zeros past cols). */
+static const uint8_t *ck_qtap_row(const ck_qbordered *s, const ck_qruns *r, int64_t tap, int64_t cols,
+                                  uint8_t *tmp) {
+  int64_t i;
+  if (r->runs == 1 && cols == CK_QNR && s->c->stride_w == 1) return s->pad + tap + r->src[0];
+  for (i = 0; i < r->runs; ++i) {
+#if defined(__SSE2__)
+    if (s->c->stride_w == 2) {   /* 16 at a time, reading into the copy's slack and writing into tmp's */
+      const __m128i even = _mm_set1_epi16(0x00FF);
+      const uint8_t *src = s->pad + tap + r->src[i];
+      int64_t x;
+      for (x = 0; x < r->len[i]; x += 16) {
+        const __m128i lo = _mm_and_si128(_mm_loadu_si128((const __m128i *)(const void *)(src + 2 * x)), even);
+        const __m128i hi = _mm_and_si128(_mm_loadu_si128((const __m128i *)(const void *)(src + 2 * x + 16)), even);
+        _mm_storeu_si128((__m128i *)(void *)(tmp + r->dst[i] + x), _mm_packus_epi16(lo, hi));
+      }
+      continue;
+    }
+#endif
+    ck_qgather(tmp + r->dst[i], s->pad + tap + r->src[i], r->len[i], s->c->stride_w);
+  }
+  if (cols < CK_QNR) memset(tmp + cols, 0, (size_t)(CK_QNR - cols));
+  return tmp;
+}
+
+/* ck_qpack_b's panel of the taps (channel, i, j) in k order, read from the bordered copy */
+static void ck_qpack_bordered(const ck_qb_source *b, int64_t k, int64_t n0, int64_t cols, uint8_t *panel) {
+  const ck_qbordered *s = (const ck_qbordered *)b->ctx;
+  const ck_conv2d_params *c = s->c;
+  static const uint8_t zeros[CK_QNR];
+  uint8_t tmp[4][CK_QNR + 16];   /* + 16: the stride-2 gather's last store */
+  const uint8_t *rows[4];
+  ck_qruns runs;
+  int64_t t = 0, ch = 0, i = 0, j = 0, r;
+  ck_qpanel_runs(s, n0, cols, &runs);
+  while (t < k) {
+    for (r = 0; r < 4; ++r, ++t) {
+      if (t >= k) {
+        rows[r] = zeros;
+        continue;
+      }
+      rows[r] = ck_qtap_row(s, &runs, ch * s->ph * s->pw + i * c->dilation_h * s->pw + j * c->dilation_w, cols,
+                            tmp[r]);
+      if (++j == c->kernel_w) {   /* the next tap in k order */
+        j = 0;
+        if (++i == c->kernel_h) {
+          i = 0;
+          ++ch;
+        }
+      }
+    }
+    ck_qinterleave4(rows[0], rows[1], rows[2], rows[3], 0, panel + (t - 4) * CK_QNR);
+  }
+}
+
 static void ck_qconv_depthwise(const ck_qconv2d_params *p, int64_t oh_n, int64_t ow_n, const uint8_t *data,
                                const int8_t *weight, const int32_t *bias, const float *scale, uint8_t *out,
                                uint8_t *ws) {
@@ -253,8 +367,15 @@ int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *w
     uint8_t *panel = ws, *rows = ws + ck_qgemm_slots(chunk) * ck_qgemm_panel_stride(k);
     ck_qb_source src;
     int64_t q0;
+    ck_qbordered bordered;
     src.flip = p->q.input_signed ? 0x80 : 0;
     src.col_stride = 1;
+    src.pack = NULL;
+    src.ctx = NULL;
+    bordered.c = c;
+    bordered.ph = c->height + c->pad_top + c->pad_bottom;
+    bordered.pw = c->width + c->pad_left + c->pad_right;
+    bordered.ow = ow;
     for (b = 0; b < c->batch; ++b) {
       for (g = 0; g < c->groups; ++g) {
         const uint8_t *in = (const uint8_t *)data + (b * c->channels + g * cg) * c->height * c->width;
@@ -268,7 +389,12 @@ int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *w
                            o + q0, n);
             continue;
           }
-          if (pointwise) {
+          if (ck_qconv_bordered(p)) {
+            ck_qborder_copy(c, cg, in, (uint8_t)p->q.input_zero_point, src.flip, rows);
+            bordered.pad = rows;
+            src.pack = ck_qpack_bordered;
+            src.ctx = &bordered;
+          } else if (pointwise) {
             src.base = in;
             src.row_stride = c->height * c->width;
           } else {

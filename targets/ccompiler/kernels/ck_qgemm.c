@@ -15,9 +15,6 @@
 
 #include "ck_qinternal.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
 #define CK_QDISPATCH 1
 #include <immintrin.h>
@@ -77,27 +74,16 @@ static void ck_qrequant_row_tfl_portable(int64_t n, const int32_t *acc, int32_t 
 static void ck_qpack_b(int64_t k, int64_t n0, int64_t cols, const ck_qb_source *b, uint8_t *panel) {
   const int64_t k4 = ck_qround_up(k, 4);
   int64_t p;
+  if (b->pack != NULL) {
+    b->pack(b, k, n0, cols, panel);
+    return;
+  }
   if (cols < CK_QNR || k4 != k) memset(panel, 0, (size_t)(k4 * CK_QNR));
-#if defined(__SSE2__)
   if (b->col_stride == 1 && cols == CK_QNR) {
-    const __m128i flip = _mm_set1_epi8((char)b->flip);
     for (p = 0; p + 4 <= k; p += 4) {
       const uint8_t *r = b->base + p * b->row_stride + n0;
-      uint8_t *dst = panel + p * CK_QNR;
-      int h;
-      for (h = 0; h < CK_QNR; h += 16) {
-        const __m128i r0 = _mm_loadu_si128((const __m128i *)(const void *)(r + h));
-        const __m128i r1 = _mm_loadu_si128((const __m128i *)(const void *)(r + b->row_stride + h));
-        const __m128i r2 = _mm_loadu_si128((const __m128i *)(const void *)(r + 2 * b->row_stride + h));
-        const __m128i r3 = _mm_loadu_si128((const __m128i *)(const void *)(r + 3 * b->row_stride + h));
-        const __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
-        const __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
-        uint8_t *d = dst + h * 4;
-        _mm_storeu_si128((__m128i *)(void *)d, _mm_xor_si128(_mm_unpacklo_epi16(lo01, lo23), flip));
-        _mm_storeu_si128((__m128i *)(void *)(d + 16), _mm_xor_si128(_mm_unpackhi_epi16(lo01, lo23), flip));
-        _mm_storeu_si128((__m128i *)(void *)(d + 32), _mm_xor_si128(_mm_unpacklo_epi16(hi01, hi23), flip));
-        _mm_storeu_si128((__m128i *)(void *)(d + 48), _mm_xor_si128(_mm_unpackhi_epi16(hi01, hi23), flip));
-      }
+      ck_qinterleave4(r, r + b->row_stride, r + 2 * b->row_stride, r + 3 * b->row_stride, b->flip,
+                      panel + p * CK_QNR);
     }
     for (; p < k; ++p) {
       int64_t j;
@@ -106,7 +92,6 @@ static void ck_qpack_b(int64_t k, int64_t n0, int64_t cols, const ck_qb_source *
     }
     return;
   }
-#endif
   for (p = 0; p < k; ++p) {
     const uint8_t *r = b->base + p * b->row_stride + n0 * b->col_stride;
     uint8_t *dst = panel + (p / 4) * 4 * CK_QNR + p % 4;
@@ -676,6 +661,8 @@ int32_t ck_qdense(const ck_qdense_params *p, const void *data, const int8_t *pac
   b.row_stride = 1;
   b.col_stride = p->depth;
   b.flip = p->q.input_signed ? 0x80 : 0;
+  b.pack = NULL;
+  b.ctx = NULL;
   ck_qgemm_core(p->units, p->batch, p->depth, packed_weight, &b, bias, scale, &p->q, (uint8_t *)out, 1, p->units,
                 panel);
   return CK_OK;

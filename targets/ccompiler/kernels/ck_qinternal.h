@@ -4,17 +4,55 @@
 
 #include "ck_internal.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #define CK_QALIGN 64
 
 static inline int64_t ck_qround_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 
 /* The B operand of the int8 GEMM: element (k, n) at base[k * row_stride + n * col_stride], raw
  * int8 or uint8 bytes; `flip` (0x80 for int8, 0 for uint8) turns them into uint8 while packed. */
-typedef struct {
+typedef struct ck_qb_source_ {
   const uint8_t *base;
   int64_t row_stride, col_stride;
   uint8_t flip;
+  /* NULL, or what packs a panel instead (columns n0..n0 + cols in ck_qpack_b's layout, zeros past the ends):
+   * the convolution's panels read straight from its zero-point-bordered input (ck_qconv.c), with ctx */
+  void (*pack)(const struct ck_qb_source_ *b, int64_t k, int64_t n0, int64_t cols, uint8_t *panel);
+  const void *ctx;
 } ck_qb_source;
+
+/* dst[j * 4 + r] = rows[r][j] for r < 4, j < CK_QNR: four k of a B panel's k-step (ck_qpack_b's layout) */
+static inline void ck_qinterleave4(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
+                                   uint8_t flip, uint8_t *dst) {
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8((char)flip);
+  int h;
+  for (h = 0; h < 32; h += 16) {
+    const __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(r0 + h));
+    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(r1 + h));
+    const __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(r2 + h));
+    const __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(r3 + h));
+    const __m128i lo01 = _mm_unpacklo_epi8(a, b), hi01 = _mm_unpackhi_epi8(a, b);
+    const __m128i lo23 = _mm_unpacklo_epi8(c, e), hi23 = _mm_unpackhi_epi8(c, e);
+    uint8_t *d = dst + h * 4;
+    _mm_storeu_si128((__m128i *)(void *)d, _mm_xor_si128(_mm_unpacklo_epi16(lo01, lo23), f));
+    _mm_storeu_si128((__m128i *)(void *)(d + 16), _mm_xor_si128(_mm_unpackhi_epi16(lo01, lo23), f));
+    _mm_storeu_si128((__m128i *)(void *)(d + 32), _mm_xor_si128(_mm_unpacklo_epi16(hi01, hi23), f));
+    _mm_storeu_si128((__m128i *)(void *)(d + 48), _mm_xor_si128(_mm_unpackhi_epi16(hi01, hi23), f));
+  }
+#else
+  int j;
+  for (j = 0; j < 32; ++j) {
+    dst[j * 4] = (uint8_t)(r0[j] ^ flip);
+    dst[j * 4 + 1] = (uint8_t)(r1[j] ^ flip);
+    dst[j * 4 + 2] = (uint8_t)(r2[j] ^ flip);
+    dst[j * 4 + 3] = (uint8_t)(r3[j] ^ flip);
+  }
+#endif
+}
 
 /* out[m, n] = requant(sum_k A[m, k] * B[k, n] + bias[m]) for m < M, n < N, stored at
  * out + m * out_row + n * out_col; A packed ([M/8][K/4][8][4], ck_qconv2d_pack_weight's layout);
