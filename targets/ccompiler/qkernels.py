@@ -103,16 +103,19 @@ def _output_hw(p: dict[str, int]) -> tuple[int, int]:
 
 
 def qconv2d_workspace_bytes(p: dict[str, int], im2col_columns: int = 0) -> int:
-    """ck_qconv2d_workspace_bytes: depthwise, a zero-point-bordered plane and one int32 output row;
+    """ck_qconv2d_workspace_bytes: depthwise, per thread a zero-point-bordered plane, one int32 output row and
+    the flat pass's output;
     im2col_columns 0 and a window wider than one pixel, a packed B panel per thread and a zero-point-bordered
     copy of a group's input (the panels are packed from it); otherwise a packed B panel per thread and
     (unless 1x1 stride 1 unpadded) the im2col rows of a group, for the whole output image or
     (im2col_columns > 0) a chunk of that many pixels rounded up to QNR."""
     oh, ow = _output_hw(p)
     chunk = oh * ow if im2col_columns <= 0 else min(_round_up(im2col_columns, QNR), oh * ow)
-    if is_depthwise(p):
-        plane = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
-        return QALIGN + _round_up(plane + 1, QALIGN) + 4 * ow      # + 1: the row kernel's read slack
+    if is_depthwise(p):   # per thread: the bordered plane (+ 64 bytes of vector reads), an int32 row, the flat pass
+        pw = p["width"] + p["pad_left"] + p["pad_right"]
+        plane = (p["height"] + p["pad_top"] + p["pad_bottom"]) * pw
+        slot = _round_up(plane + 64, QALIGN) + _round_up(4 * ow, QALIGN) + _round_up(oh * pw + 16, QALIGN)
+        return QALIGN + min(p["batch"] * p["channels"], build_max_threads()) * slot
     k = _depth(p)
     if im2col_columns <= 0 and p["kernel_h"] * p["kernel_w"] > 1:   # panels packed from a bordered input copy
         plane = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])

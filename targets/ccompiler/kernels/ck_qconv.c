@@ -80,12 +80,14 @@ static int ck_qconv_bordered(const ck_qconv2d_params *p) {
 }
 
 static int64_t ck_qbordered_bytes(const ck_conv2d_params *c, int64_t cg);
+static int64_t ck_qdw_slot_bytes(const ck_conv2d_params *c, int64_t oh, int64_t ow);
+static int64_t ck_qdw_slots(const ck_conv2d_params *c);
 
 size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p) {
   int64_t oh, ow, k, chunk;
   if (!ck_qconv_valid(p, &oh, &ow)) return 0;
   if (ck_qconv_is_depthwise(&p->conv))
-    return (size_t)(CK_QALIGN + ck_qround_up(ck_qpadded_plane(&p->conv) + 1, CK_QALIGN) + 4 * ow);
+    return (size_t)(CK_QALIGN + ck_qdw_slots(&p->conv) * ck_qdw_slot_bytes(&p->conv, oh, ow));
   k = ck_qconv_depth(&p->conv);
   if (ck_qconv_bordered(p))
     return (size_t)(CK_QALIGN + ck_qgemm_slots(oh * ow) * ck_qgemm_panel_stride(k) +
@@ -314,35 +316,76 @@ static void ck_qpack_bordered(const ck_qb_source *b, int64_t k, int64_t n0, int6
   }
 }
 
+/* ---- depthwise: one task per plane on the runtime's pool, each in its thread's slot of scratch ---- */
+
+/* A slot: the plane bordered with the zero point (+ 64 bytes the vector kernels may read past it), an int32
+ * row for the row kernels, the flat pass's output (ck_qdw_plane). */
+static int64_t ck_qdw_slot_bytes(const ck_conv2d_params *c, int64_t oh, int64_t ow) {
+  const int64_t pw = c->width + c->pad_left + c->pad_right;
+  return ck_qround_up(ck_qpadded_plane(c) + 64, CK_QALIGN) + ck_qround_up(4 * ow, CK_QALIGN) +
+         ck_qround_up(oh * pw + 16, CK_QALIGN);
+}
+
+static int64_t ck_qdw_slots(const ck_conv2d_params *c) {
+  const int64_t planes = c->batch * c->channels;
+  return planes < BYOC_MAX_THREADS ? planes : BYOC_MAX_THREADS;
+}
+
+typedef struct {
+  const ck_qconv2d_params *p;
+  int64_t oh, ow;
+  const uint8_t *data;
+  const int8_t *weight;
+  const int32_t *bias;
+  const float *scale;
+  uint8_t *out, *ws;
+  uint8_t index[128];   /* ck_qdw_plane_index */
+} ck_qdw_job;
+
+static void ck_qdw_task(int32_t task, int32_t slot, void *ctx) {
+  const ck_qdw_job *job = (const ck_qdw_job *)ctx;
+  const ck_conv2d_params *c = &job->p->conv;
+  const ck_qparams *q = &job->p->q;
+  const int64_t pw = c->width + c->pad_left + c->pad_right, ch = task % c->channels;
+  const int64_t oh = job->oh, ow = job->ow;
+  uint8_t *pad = job->ws + slot * ck_qdw_slot_bytes(c, oh, ow);
+  int32_t *acc = (int32_t *)(void *)(pad + ck_qround_up(ck_qpadded_plane(c) + 64, CK_QALIGN));
+  uint8_t *flat = (uint8_t *)acc + ck_qround_up(4 * ow, CK_QALIGN);
+  const uint8_t *plane = job->data + (int64_t)task * c->height * c->width;
+  uint8_t *o = job->out + (int64_t)task * oh * ow;
+  const int8_t *w = job->weight + ch * c->kernel_h * c->kernel_w;
+  const float *sc = ck_qchannel_scale(q, job->scale, ch);
+  int64_t y;
+  memset(pad, (uint8_t)q->input_zero_point, (size_t)(ck_qpadded_plane(c) + 64));
+  for (y = 0; y < c->height; ++y)
+    memcpy(pad + (y + c->pad_top) * pw + c->pad_left, plane + y * c->width, (size_t)c->width);
+  if (ck_qdw_plane(c, job->index, pad, pw, oh, ow, w, job->bias[ch], sc, q, o, flat)) return;
+  for (y = 0; y < oh; ++y) {
+    if (q->rounding == 1)
+      ck_qdw_row_tfl(ow, pad + y * c->stride_h * pw, c->dilation_h * pw, c->stride_w, c->dilation_w, c->kernel_h,
+                     c->kernel_w, w, job->bias[ch], (const int32_t *)(const void *)sc, q, o + y * ow, acc);
+    else
+      ck_qdw_row(ow, pad + y * c->stride_h * pw, c->dilation_h * pw, c->stride_w, c->dilation_w, c->kernel_h,
+                 c->kernel_w, w, job->bias[ch], *sc, q, o + y * ow, acc);
+  }
+}
+
 static void ck_qconv_depthwise(const ck_qconv2d_params *p, int64_t oh_n, int64_t ow_n, const uint8_t *data,
                                const int8_t *weight, const int32_t *bias, const float *scale, uint8_t *out,
                                uint8_t *ws) {
-  const ck_conv2d_params *c = &p->conv;
-  const int64_t pw = c->width + c->pad_left + c->pad_right, ph = c->height + c->pad_top + c->pad_bottom;
-  const uint8_t zp = (uint8_t)p->q.input_zero_point;
-  uint8_t *pad = ws;
-  int32_t *acc = (int32_t *)(void *)(ws + ck_qround_up(ph * pw + 1, CK_QALIGN)); /* a byte of read slack */
-  int64_t b, ch, y;
-  memset(pad, zp, (size_t)(ph * pw + 1));
-  for (b = 0; b < c->batch; ++b) {
-    for (ch = 0; ch < c->channels; ++ch) {
-      const uint8_t *plane = data + (b * c->channels + ch) * c->height * c->width;
-      uint8_t *o = out + (b * c->channels + ch) * oh_n * ow_n;
-      const int8_t *w = weight + ch * c->kernel_h * c->kernel_w;
-      /* the border stays the zero point from the memset; only the interior changes per plane */
-      for (y = 0; y < c->height; ++y)
-        memcpy(pad + (y + c->pad_top) * pw + c->pad_left, plane + y * c->width, (size_t)c->width);
-      for (y = 0; y < oh_n; ++y) {
-        if (p->q.rounding == 1)
-          ck_qdw_row_tfl(ow_n, pad + y * c->stride_h * pw, c->dilation_h * pw, c->stride_w, c->dilation_w,
-                         c->kernel_h, c->kernel_w, w, bias[ch],
-                         (const int32_t *)(const void *)ck_qchannel_scale(&p->q, scale, ch), &p->q, o + y * ow_n, acc);
-        else
-          ck_qdw_row(ow_n, pad + y * c->stride_h * pw, c->dilation_h * pw, c->stride_w, c->dilation_w, c->kernel_h,
-                     c->kernel_w, w, bias[ch], scale[ch], &p->q, o + y * ow_n, acc);
-      }
-    }
-  }
+  ck_qdw_job job;
+  job.p = p;
+  job.oh = oh_n;
+  job.ow = ow_n;
+  job.data = data;
+  job.weight = weight;
+  job.bias = bias;
+  job.scale = scale;
+  job.out = out;
+  job.ws = ws;
+  ck_qdw_plane_index(&p->conv, job.index);
+  byoc_parallel_chunks((int32_t)(p->conv.batch * p->conv.channels), (int32_t)ck_qdw_slots(&p->conv), ck_qdw_task,
+                       &job);
 }
 
 int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *weight, const int32_t *bias,

@@ -284,6 +284,111 @@ CK_VNNI_TARGET static void ck_qrequant_row_tfl_avx512(int64_t n, const int32_t *
   }
 }
 
+/* ---- depthwise over a whole bordered plane: AVX512-VBMI + VNNI ---------------------------------- */
+
+/* what ck_qdw_plane_vbmi takes: up to 8 x 8 taps, 16 outputs' taps of a row within one 64-byte load */
+static int ck_qdw_plane_fits(const ck_conv2d_params *c) {
+  return c->kernel_w <= 8 && c->kernel_h <= 8 && 15 * c->stride_w + (c->kernel_w - 1) * c->dilation_w < 64;
+}
+
+#define CK_VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+
+/* TFLite's requantization (me: multiplier, exponent) or byoc's float32 one (scale) of 16 sums + bias, stored
+ * as bytes under mask */
+typedef struct {
+  int32_t tfl, left, right, mult;
+  float scale;
+  __m512i ilo, ihi, zp;
+  ck_qepilogue e;
+} ck_qdw_epilogue;
+
+CK_VBMI_TARGET static inline void ck_qdw_store16(__m512i acc, int32_t bias, const ck_qdw_epilogue *d, __mmask16 mask,
+                                                 uint8_t *out) {
+  if (d->tfl) {
+    const __m512i v = ck_tfl_scale16(_mm512_add_epi32(acc, _mm512_set1_epi32(bias)), d->mult, d->left, d->right);
+    const __m512i r = _mm512_min_epi32(_mm512_max_epi32(v, d->ilo), d->ihi);
+    _mm_mask_storeu_epi8((void *)out, mask, _mm512_cvtepi32_epi8(_mm512_add_epi32(r, d->zp)));
+  } else {
+    ck_qrequant16(acc, bias, d->scale, &d->e, mask, out);
+  }
+}
+
+/* 16 outputs at column step `sw` from p: per kernel row i and group g of 4 taps, the 4 taps' bytes of every
+ * output gathered into its int32 lane (vpermb of one 64-byte load) and multiplied with the 4 weights
+ * (vpdpbusd); int8 input flipped into uint8 (the bias carries -128 * the weights' sum). */
+CK_VBMI_TARGET static inline __m512i ck_qdw_sum16_vbmi(const uint8_t *p, int64_t row_step, int64_t kh, int64_t groups,
+                                                       const __m512i *idx, const __m512i *wv, __m512i flip) {
+  __m512i acc = _mm512_setzero_si512();
+  int64_t i, g;
+  for (i = 0; i < kh; ++i) {
+    const __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p + i * row_step)), flip);
+    for (g = 0; g < groups; ++g)
+      acc = _mm512_dpbusd_epi32(acc, _mm512_permutexvar_epi8(idx[g], v), wv[i * groups + g]);
+  }
+  return acc;
+}
+
+/* One channel's outputs from its plane bordered with the zero point (ph x pw, 64 bytes readable past it):
+ * stride-1 planes whose rows are narrow as one flat pass over oh x pw positions (into flat, then the ow
+ * columns of each row copied out), others row by row, 16 columns at a time. 0: not this kernel's shape
+ * (windows over 8 columns or 16 outputs' taps beyond one 64-byte load, more than 8 rows). */
+CK_VBMI_TARGET static int ck_qdw_plane_vbmi(const ck_conv2d_params *c, const uint8_t *index, const uint8_t *pad,
+                                            int64_t pw, int64_t oh, int64_t ow, const int8_t *w, int32_t bias,
+                                            const float *scale, const ck_qparams *q, uint8_t *out, uint8_t *flat) {
+  const int64_t kw = c->kernel_w, kh = c->kernel_h, sw = c->stride_w, groups = (kw + 3) / 4;
+  __m512i idx[2], wv[16];
+  ck_qdw_epilogue d;
+  int32_t wsum = 0;
+  int64_t i, g, t, x, y;
+  if (!ck_qdw_plane_fits(c)) return 0;
+  for (g = 0; g < groups; ++g) {
+    idx[g] = _mm512_loadu_si512((const void *)(index + 64 * g));
+    for (i = 0; i < kh; ++i) {
+      int8_t q4[4];
+      int32_t word;
+      for (t = 0; t < 4; ++t) q4[t] = 4 * g + t < kw ? w[i * kw + 4 * g + t] : 0;
+      memcpy(&word, q4, sizeof word);
+      wv[i * groups + g] = _mm512_set1_epi32(word);
+    }
+  }
+  for (t = 0; t < kh * kw; ++t) wsum += w[t];
+  if (q->input_signed) bias = (int32_t)((uint32_t)bias - 128u * (uint32_t)wsum);
+  d.tfl = q->rounding == 1;
+  d.mult = d.tfl ? ((const int32_t *)(const void *)scale)[0] : 0;
+  ck_tfl_shifts(d.tfl ? ((const int32_t *)(const void *)scale)[1] : 0, &d.left, &d.right);
+  d.scale = d.tfl ? 0.0f : scale[0];
+  d.ilo = _mm512_set1_epi32(q->out_min - q->output_zero_point);
+  d.ihi = _mm512_set1_epi32(q->out_max - q->output_zero_point);
+  d.zp = d.e.zp = _mm512_set1_epi32(q->output_zero_point);
+  d.e.lo = _mm512_set1_ps((float)(q->out_min - q->output_zero_point));
+  d.e.hi = _mm512_set1_ps((float)(q->out_max - q->output_zero_point));
+  {
+    const __m512i flip = _mm512_set1_epi8((char)(q->input_signed ? 0x80 : 0));
+    const int64_t row_step = c->dilation_h * pw;
+    if (sw == 1 && c->stride_h == 1 && (oh * pw + 15) / 16 < oh * ((ow + 15) / 16)) {
+      for (x = 0; x < oh * pw; x += 16) {
+        const int64_t n = oh * pw - x < 16 ? oh * pw - x : 16;
+        ck_qdw_store16(ck_qdw_sum16_vbmi(pad + x, row_step, kh, groups, idx, wv, flip), bias, &d,
+                       (__mmask16)(n >= 16 ? 0xFFFFu : (1u << n) - 1u), flat + x);
+      }
+      for (y = 0; y < oh; ++y) memcpy(out + y * ow, flat + y * pw, (size_t)ow);
+      return 1;
+    }
+    for (y = 0; y < oh; ++y)
+      for (x = 0; x < ow; x += 16) {
+        const int64_t n = ow - x < 16 ? ow - x : 16;
+        ck_qdw_store16(ck_qdw_sum16_vbmi(pad + y * c->stride_h * pw + x * sw, row_step, kh, groups, idx, wv, flip),
+                       bias, &d, (__mmask16)(n >= 16 ? 0xFFFFu : (1u << n) - 1u), out + y * ow + x);
+      }
+  }
+  return 1;
+}
+
+static int ck_cpu_has_vbmi(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vbmi");
+}
+
 static int ck_cpu_has_vnni(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -475,6 +580,28 @@ void ck_qdw_row_tfl(int64_t n, const uint8_t *base, int64_t row_step, int64_t st
   const ck_qkernel *kernel = ck_qkernel_current();
   kernel->dw_sums(n, base, row_step, stride, col_step, kh, kw, w, q->input_signed, acc);
   kernel->tfl_row(n, acc, bias, me, q, out);
+}
+
+void ck_qdw_plane_index(const ck_conv2d_params *c, uint8_t *index) {
+  int64_t g, t;
+  for (g = 0; g < 2; ++g)
+    for (t = 0; t < 64; ++t)
+      index[64 * g + t] = (uint8_t)(t % 4 + 4 * g < c->kernel_w ? (t / 4) * c->stride_w + (t % 4 + 4 * g) * c->dilation_w
+                                                                 : 0);   /* used where it fits a byte */
+}
+
+int ck_qdw_plane(const ck_conv2d_params *c, const uint8_t *index, const uint8_t *pad, int64_t pw, int64_t oh,
+                 int64_t ow, const int8_t *w, int32_t bias, const float *scale, const ck_qparams *q, uint8_t *out,
+                 uint8_t *flat) {
+#if defined(CK_QDISPATCH)
+  static int vbmi = -1;   /* written once on first use (the same value from any thread that races here) */
+  if (vbmi < 0) vbmi = ck_cpu_has_vbmi();
+  if (vbmi && ck_qkernel_current()->cpu_has == ck_cpu_has_vnni)
+    return ck_qdw_plane_vbmi(c, index, pad, pw, oh, ow, w, bias, scale, q, out, flat);
+#else
+  (void)c, (void)index, (void)pad, (void)pw, (void)oh, (void)ow, (void)w, (void)bias, (void)scale, (void)q, (void)out, (void)flat;
+#endif
+  return 0;
 }
 
 /* ---- the core ------------------------------------------------------------------------------- */

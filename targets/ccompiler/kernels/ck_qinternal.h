@@ -85,6 +85,16 @@ void ck_qdw_row_tfl(int64_t n, const uint8_t *base, int64_t row_step, int64_t st
                     int64_t kw, const int8_t *w, int32_t bias, const int32_t *me, const ck_qparams *q, uint8_t *out,
                     int32_t *acc);
 
+/* A depthwise channel's whole output from its plane bordered with the zero point (rows of pw bytes, at least
+ * 64 bytes readable past its end; flat: oh * pw + 16 bytes of scratch; index: ck_qdw_plane_index's), scale: the channel's constants. 1 when
+ * done (AVX512-VBMI + VNNI, the VNNI kernel in use), 0 when the caller must run its rows (ck_qdw_row). */
+int ck_qdw_plane(const ck_conv2d_params *c, const uint8_t *index, const uint8_t *pad, int64_t pw, int64_t oh,
+                 int64_t ow, const int8_t *w, int32_t bias, const float *scale, const ck_qparams *q, uint8_t *out,
+                 uint8_t *flat);
+/* ck_qdw_plane's byte permutation of c's taps (128 bytes), made once per call: byte 4 * x + t of group g reads
+ * column x * stride + (4 * g + t) * dilation of a 64-byte load */
+void ck_qdw_plane_index(const ck_conv2d_params *c, uint8_t *index);
+
 /* The requantization constants of output channel c: scale + c, or (rounding 1) its int32 pair. */
 static inline const float *ck_qchannel_scale(const ck_qparams *q, const float *scale, int64_t c) {
   return scale + (q->rounding == 1 ? 2 * c : c);
