@@ -319,12 +319,23 @@ def test_missing_c_library_names_the_packages():
         tcmod.check_toolchain(missing)
 
 
-def test_compare_says_bare_metal_has_no_step_dump():
-    from byoc_compiler.debug.compare import compare_build
+def test_compare_reads_every_step_from_the_board():
+    """compare on a board: the compare image writes each step's outputs over semihosting; they equal the
+    same steps of the hosted gcc build's --dump bit for bit (IEEE soft float on the M3), but the softmax, whose
+    expf is picolibc's on the board (one ulp apart), and compare passes."""
+    from byoc_compiler.debug.compare import compare_build, run_dumped
 
     mod, lib = _build("mlp", "host", "cortex-m3")
-    with pytest.raises(ByocError, match="bare metal, whose images write no per-step dump"):
-        compare_build(lib, mod, deterministic_inputs(mod))
+    inputs = deterministic_inputs(mod)
+    report = compare_build(lib, mod, inputs, diagnose=False)
+    assert report.passed and len(report.rows) == len(lib.program.steps), report.summary()
+    _, board = run_dumped(lib, inputs)
+    _, hosted = run_dumped(_build("mlp", "host", "gcc")[1], inputs)
+    assert [s.name for s in board] == [s.name for s in hosted]
+    assert len(board) == len(lib.program.steps) and board[-1].name.endswith("softmax")
+    for b, h in zip(board[:-1], hosted):
+        assert [a.tobytes() for a in b.outputs] == [a.tobytes() for a in h.outputs], b.name
+    np.testing.assert_allclose(board[-1].outputs[0], hosted[-1].outputs[0], rtol=4e-7, atol=0)
 
 
 FAULT_MAIN = """

@@ -39,6 +39,12 @@ from .program import Program
 RUN_STEPS = "byoc_run_steps"
 
 
+# Around the node observer's calls and tables: hosted builds only, or, in a bare-metal build, also when the
+# image is compiled with BYOC_STEP_DUMP (debug/board_dump.py: compare's per-step dump over semihosting).
+HOSTED = (HOSTED_ONLY, END_HOSTED_ONLY)
+OBSERVED_ON_BOARDS = ("#if !defined(BYOC_FREESTANDING) || defined(BYOC_STEP_DUMP)\n", "#endif /* BYOC_STEP_DUMP */\n")
+
+
 def pooled(plan: AotPlan) -> bool:
     """Several workspace pools (a board's) holding something: each is its own memory, so a buffer is addressed
     from its pool's base (`byoc_pools[k]`, the steps take one pointer per pool); else the one arena pointer."""
@@ -51,17 +57,17 @@ def run_function_name(c_mod_name: str) -> str:
 
 def aot_source(prog: Program, plan: AotPlan, callees: dict[str, str], interface: str,
                region_workspace: dict[str, int], blob_index: dict[str, int],
-               pool: ConstantPool | None = None) -> tuple[str, int]:
+               pool: ConstantPool | None = None, observed: tuple[str, str] = HOSTED) -> tuple[str, int]:
     """Constants and byoc_instance_run; returns (C text, arena bytes incl. the regions' workspace).
     callees: step symbol -> C function; region_workspace: C-region symbol -> its workspace_bytes;
     blob_index: blob-region symbol -> its index in the instance's modules; large constants go to `pool`
-    (linked as raw bytes) when one is given."""
+    (linked as raw bytes) when one is given; `observed`: the guard around the node observer's parts."""
     out = [c_array(pool, f"byoc_const_{prog.tensors[t].name}", prog.tensors[t].data, const_array)
            for t in prog.consts]
     if (interface == "packed" and prog.steps) or blob_index:
         out.append(FILL_ARG_HELPER)
-    out.append(observer_table(prog))
-    run = _RunWriter(prog, plan, callees, interface, region_workspace, blob_index)
+    out.append(observer_table(prog, observed))
+    run = _RunWriter(prog, plan, callees, interface, region_workspace, blob_index, observed)
     out.append(run.function())
     return "".join(out), plan.arena.total_bytes
 
@@ -70,8 +76,9 @@ class _RunWriter:
     """byoc_instance_run: every step in order over the arena, bracketed by the node observer."""
 
     def __init__(self, prog: Program, plan: AotPlan, callees: dict[str, str], interface: str,
-                 region_workspace: dict[str, int], blob_index: dict[str, int]):
+                 region_workspace: dict[str, int], blob_index: dict[str, int], observed: tuple[str, str] = HOSTED):
         self.prog, self.plan, self.callees, self.interface = prog, plan, callees, interface
+        self.observed, self.end_observed = observed
         self.region_workspace, self.blob_index = region_workspace, blob_index
         self.pooled = pooled(plan)
         self.arena = "byoc_pools" if self.pooled else "byoc_arena"
@@ -121,13 +128,13 @@ class _RunWriter:
         fills = "".join(f"    byoc_step_outputs[{first_out + k}] = byoc_step_desc[{first_out + k}];\n"
                         f"    byoc_step_outputs[{first_out + k}].data = (void*)({self.pointer(t)});\n"
                         for k, t in enumerate(step.outputs))
-        return (f"  /* {step.symbol} */\n" + HOSTED_ONLY
+        return (f"  /* {step.symbol} */\n" + self.observed
                 + f"  if (byoc_node_observer != NULL && byoc_node_observer->enter != NULL) "
                 f"byoc_node_observer->enter(byoc_node_observer->ctx, {i}, \"{step.symbol}\");\n"
-                + END_HOSTED_ONLY + self.call(i, step) + HOSTED_ONLY
+                + self.end_observed + self.call(i, step) + self.observed
                 + "  if (byoc_node_observer != NULL && byoc_node_observer->exit != NULL) {\n" + fills
                 + f"    byoc_node_observer->exit(byoc_node_observer->ctx, {i}, \"{step.symbol}\", "
-                f"{len(step.outputs)}, &byoc_step_outputs[{first_out}]);\n  }}\n" + END_HOSTED_ONLY)
+                f"{len(step.outputs)}, &byoc_step_outputs[{first_out}]);\n  }}\n" + self.end_observed)
 
     def body(self) -> str:
         """Every step, then the copies of outputs no step wrote directly (repeats, inputs, constants)."""
@@ -145,8 +152,8 @@ class _RunWriter:
         n_outs = sum(len(step.outputs) for step in prog.steps)
         uses_inputs = any(prog.tensors[t].kind == "input" for s in prog.steps for t in s.inputs) or \
             any(prog.tensors[t].kind == "input" for t in prog.outputs)
-        locals_ = ((HOSTED_ONLY + f"  DLTensor byoc_step_outputs[{n_outs}];  /* shown to the node observer */\n"
-                    + END_HOSTED_ONLY if n_outs else "")
+        locals_ = ((self.observed + f"  DLTensor byoc_step_outputs[{n_outs}];  /* shown to the node observer */\n"
+                    + self.end_observed if n_outs else "")
                    + ("" if uses_inputs else "  (void)inputs;\n") + ("" if prog.outputs else "  (void)outputs;\n"))
         arena = self.pool_bases() if self.pooled else "  uint8_t* const byoc_arena = inst->arena;\n"
         if self.blob_index:     # blob regions' modules live in the instance: the steps need it
@@ -163,7 +170,7 @@ class _RunWriter:
                 + RUN_GUARD + instance + "}\n" + END_HOSTED_ONLY)
 
 
-def observer_table(prog: Program) -> str:
+def observer_table(prog: Program, observed: tuple[str, str] = HOSTED) -> str:
     """Static const DLTensors describing every step output, in step order (what the node observer is shown)."""
     outs = [t for step in prog.steps for t in step.outputs]
     if not outs:
@@ -177,17 +184,18 @@ def observer_table(prog: Program) -> str:
             text.append(int64_array(f"byoc_step_shape_{j}", ty.shape, const=False) + "\n")
             shape = f"byoc_step_shape_{j}"
         rows.append(f"  {{NULL, {{kDLCPU, 0}}, {ty.ndim}, {dltype_init(ty.dtype)}, {shape}, NULL, 0}}")
-    return (HOSTED_ONLY + "".join(text) + f"static const DLTensor byoc_step_desc[{len(outs)}] = {{\n"
-            + ",\n".join(rows) + "\n};\n" + END_HOSTED_ONLY)
+    return (observed[0] + "".join(text) + f"static const DLTensor byoc_step_desc[{len(outs)}] = {{\n"
+            + ",\n".join(rows) + "\n};\n" + observed[1])
 
 
 def aot_executor_source(prog: Program, plan: AotPlan, run_name: str, interface: str,
                         region_workspace: dict[str, int], blob_index: dict[str, int],
-                        pool: ConstantPool | None = None, pre_init: str = "") -> tuple[str, int]:
+                        pool: ConstantPool | None = None, pre_init: str = "",
+                        observed: tuple[str, str] = HOSTED) -> tuple[str, int]:
     """The AOT part of host.c: the instance's run, create and destroy, and the default instance's
     init/run/deinit. Returns (C text, arena bytes of one instance)."""
     callees = {s.symbol: s.symbol for s in prog.steps}
-    run_text, arena_bytes = aot_source(prog, plan, callees, interface, region_workspace, blob_index, pool)
+    run_text, arena_bytes = aot_source(prog, plan, callees, interface, region_workspace, blob_index, pool, observed)
     create = aligned_block("arena", arena_bytes, "the arena", cast="(uint8_t*)") + modules_create(bool(blob_index))
     return ("\n/* ---- AOT executor ---- */\n" + run_text + HOSTED_ONLY + (ALIGNED_ALLOC if arena_bytes else "")
             + instance_functions("arena_raw", modules_destroy(bool(blob_index)), create, pre_init)

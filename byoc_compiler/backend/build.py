@@ -339,8 +339,9 @@ def _executor_source(b: _Build, blob_index: dict[str, int]) -> str:
     if b.executor == "aot":
         b.run_fn = aot_gen.run_function_name(b.c_mod_name)
         b.aot_plan = poolmod.plan_aot(prog, b.memory, region_workspace, b.region_lower, b.io_bytes)
+        observed = aot_gen.OBSERVED_ON_BOARDS if b.tc.freestanding else aot_gen.HOSTED
         text, b.workspace = aot_gen.aot_executor_source(prog, b.aot_plan, b.run_fn, b.interface,
-                                                        region_workspace, blob_index, b.pool, b.pre_init)
+                                                        region_workspace, blob_index, b.pool, b.pre_init, observed)
         return text
     # graph storage plus the regions' workspace: what one instance allocates
     b.workspace = instance_bytes(b.storage.temp_bytes,

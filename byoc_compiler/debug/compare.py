@@ -34,6 +34,7 @@ from ..ir.visitor import post_order
 from ..runtime.dump import read_dump
 from ..testing.reference import node_values
 from ..transform import InferType
+from .board_dump import run_dumped_on_board
 from .error import Error, error_of, worst
 from .nodes import ModelNodes, describe_call, flatten_value, step_inputs, step_references
 
@@ -156,13 +157,11 @@ def _region_ops(func) -> str:
 # ---- running ---------------------------------------------------------------------------------------
 def run_dumped(lib, inputs, runner=None, run_prefix=None, timeout: float = 600.0):
     """Run `lib`'s runner once on `inputs` with --dump; (outputs, [DumpedStep])."""
-    if lib.toolchain.freestanding:
-        raise ByocError(f"compare: toolchain {lib.toolchain.name!r} is bare metal, whose images write no per-step "
-                        "dump (the node observer is hosted-only, docs/bare-metal.md); compare the same partition "
-                        "on a hosted toolchain, or check the whole model with run_runner")
+    arrays = [inputs[i["name"]] for i in lib.metadata["inputs"]] if isinstance(inputs, dict) else list(inputs)
+    if lib.toolchain.freestanding:     # no files nor options on a board: an image with its own dump
+        return run_dumped_on_board(lib, arrays)
     runner = runner or lib.runner()
     run_prefix = lib.toolchain.run if run_prefix is None else run_prefix
-    arrays = [inputs[i["name"]] for i in lib.metadata["inputs"]] if isinstance(inputs, dict) else list(inputs)
     with tempfile.TemporaryDirectory(prefix="byoc-dump-") as tmp:
         dump = Path(tmp) / "dump"
         dump.mkdir()
