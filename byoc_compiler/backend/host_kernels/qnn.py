@@ -173,12 +173,7 @@ def _conv2d_rows(ctx, g: Conv2d) -> str:
         const {c_type(ctx.inputs[0].dtype)}* x = in0 + (b * {L(g.c)} + first_channel + ic) * {L(g.h * g.w)};
         for (int64_t ky = 0; ky < {L(g.kh)}; ++ky) {{
           for (int64_t kx = 0; kx < {L(g.kw)}; ++kx) {{
-            const int32_t wv = (int32_t)in1[((oc * {L(g.cg)} + ic) * {L(g.kh)} + ky) * {L(g.kw)} + kx] - kzp[oc];
-            const int64_t shift = kx * {L(g.dw)} - {L(g.pl)};   /* ix = ox * sw + shift */
-            const int64_t lo = shift >= 0 ? 0 : (-shift + {L(g.sw - 1)}) / {L(g.sw)};
-            int64_t hi = {L(g.w - 1)} - shift < 0 ? 0 : ({L(g.w - 1)} - shift) / {L(g.sw)} + 1;
-            if (hi > {L(g.ow)}) hi = {L(g.ow)};
-            if (wv == 0 || lo >= hi) continue;
+{row_tap(g, 12)}
             for (int64_t oy = 0; oy < {L(g.oh)}; ++oy) {{
               const int64_t iy = oy * {L(g.sh)} - {L(g.pt)} + ky * {L(g.dh)};
               if (iy < 0 || iy >= {L(g.h)}) continue;
@@ -192,6 +187,19 @@ def _conv2d_rows(ctx, g: Conv2d) -> str:
       }}
     }}
   }}"""
+
+
+def row_tap(g: Conv2d, indent: int) -> str:
+    """The weight tap (ky, kx) of output channel oc and input channel ic as wv, and the output columns
+    [lo, hi) whose input column ox * sw + shift lies inside the image; skips the tap when none or wv == 0.
+    The row-update kernels' (unfused and fused) one computation of it."""
+    lines = (f"const int32_t wv = (int32_t)in1[((oc * {L(g.cg)} + ic) * {L(g.kh)} + ky) * {L(g.kw)} + kx] - kzp[oc];",
+             f"const int64_t shift = kx * {L(g.dw)} - {L(g.pl)};   /* ix = ox * sw + shift */",
+             f"const int64_t lo = shift >= 0 ? 0 : (-shift + {L(g.sw - 1)}) / {L(g.sw)};",
+             f"int64_t hi = {L(g.w - 1)} - shift < 0 ? 0 : ({L(g.w - 1)} - shift) / {L(g.sw)} + 1;",
+             f"if (hi > {L(g.ow)}) hi = {L(g.ow)};",
+             "if (wv == 0 || lo >= hi) continue;")
+    return "\n".join(" " * indent + line for line in lines)
 
 
 def _conv2d_wide(ctx, g: Conv2d) -> str:

@@ -18,7 +18,7 @@ from ...ir.expr import Call
 from ...ir.visitor import post_order
 from .cwriter import Conv2d, flat_loop, size_of
 from .qnn import (_array, _wrap32, conv2d_outputs, quantize_store, requantize_channels, requantize_store,
-                  requantize_tables)
+                  requantize_tables, row_tap)
 
 # Convs with at most this many output columns accumulate a row in a stack array (int32 per column); wider
 # rows, and sums that need int64, accumulate one output at a time.
@@ -85,12 +85,7 @@ def _conv_rows(ctx, g: Conv2d, conv: Call, req: Call) -> str:
             const int64_t iy = oy * {L(g.sh)} - {L(g.pt)} + ky * {L(g.dh)};
             if (iy < 0 || iy >= {L(g.h)}) continue;
             for (int64_t kx = 0; kx < {L(g.kw)}; ++kx) {{
-              const int32_t wv = (int32_t)in1[((oc * {L(g.cg)} + ic) * {L(g.kh)} + ky) * {L(g.kw)} + kx] - kzp[oc];
-              const int64_t shift = kx * {L(g.dw)} - {L(g.pl)};   /* ix = ox * sw + shift */
-              const int64_t lo = shift >= 0 ? 0 : (-shift + {L(g.sw - 1)}) / {L(g.sw)};
-              int64_t hi = {L(g.w - 1)} - shift < 0 ? 0 : ({L(g.w - 1)} - shift) / {L(g.sw)} + 1;
-              if (hi > {L(g.ow)}) hi = {L(g.ow)};
-              if (wv == 0 || lo >= hi) continue;
+{row_tap(g, 14)}
               const int64_t base = iy * {L(g.w)} + shift;   /* base + ox * sw >= 0 for ox >= lo */
               for (int64_t ox = lo; ox < hi; ++ox)
                 row[ox] += ((int32_t)x[base + ox * {L(g.sw)}] - {L(conv.attrs.input_zero_point)}) * wv;
