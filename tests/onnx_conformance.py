@@ -24,6 +24,7 @@ import onnx
 from onnx import numpy_helper
 
 from byoc_compiler.frontend import from_onnx
+from byoc_compiler.ir import ExprMutator, Function, IRModule, Tuple, TupleGetItem, Var
 from byoc_compiler.frontend.onnx import OnnxUnsupportedError, supported_ops
 
 ALLOW_LIST = Path(__file__).resolve().parent / "onnx_conformance_refused.txt"
@@ -67,6 +68,11 @@ def scoped_cases() -> tuple:
     return tuple(c for c in all_cases() if in_scope(c))
 
 
+@functools.lru_cache(maxsize=None)
+def by_name() -> dict:
+    return {c.name: c for c in scoped_cases()}
+
+
 def allow_list() -> dict[str, str]:
     """case name -> the reason it is refused."""
     out = {}
@@ -97,6 +103,19 @@ def feeds_of(case, data_set) -> dict:
 
 def import_case(case, data_set):
     """(IRModule, the feeds main takes) of one data set of `case`."""
+    if by_name().get(case.name) is case:
+        return _import_cached(case.name, next(k for k, d in enumerate(case.data_sets) if d is data_set))
+    return _import(case, data_set)
+
+
+@functools.lru_cache(maxsize=None)
+def _import_cached(name: str, index: int):
+    # The reference cases and the batched builds in one worker import a case once (modules are values).
+    case = by_name()[name]
+    return _import(case, case.data_sets[index])
+
+
+def _import(case, data_set):
     feeds = feeds_of(case, data_set)
     frozen: set[str] = set()
     model = case.model
@@ -127,6 +146,65 @@ def assert_matches(case, got, want, what: str) -> None:
                                        atol=max(case.atol, 1e-5), err_msg=f"{what} output {k}")
         else:
             np.testing.assert_array_equal(g, w, err_msg=f"{what} output {k}")
+
+
+# ---- many cases in one build -------------------------------------------------------------------------
+# Building each case alone costs a compile and a link per case; the batched builds put many cases' graphs
+# side by side in one main (its own renamed inputs each, every output in one flat tuple), so one library
+# holds a few hundred cases' functions.
+
+def passing_units() -> list[tuple[str, int]]:
+    """(case name, data-set index) of every passing in-scope case, ordered by op types so that a batch is
+    an op family (and its id reads as one)."""
+    refused = allow_list()
+    cases = sorted((c for c in scoped_cases() if c.name not in refused), key=lambda c: (op_family(c), c.name))
+    return [(c.name, k) for c in cases for k in range(len(c.data_sets))]
+
+
+def op_family(case) -> str:
+    return "+".join(n.op_type for n in case.model.graph.node)
+
+
+def split_batches(units: list, count: int) -> list[list]:
+    """`units` cut into `count` consecutive runs of nearly equal length."""
+    size, extra = divmod(len(units), count)
+    out, start = [], 0
+    for i in range(count):
+        end = start + size + (i < extra)
+        out.append(units[start:end])
+        start = end
+    return out
+
+
+class _Rename(ExprMutator):
+    def __init__(self, mapping: dict):
+        super().__init__()
+        self.mapping = mapping
+
+    def rewrite_var(self, original, rebuilt):
+        return self.mapping.get(original, rebuilt)
+
+
+def batch_module(units: list[tuple[str, int]]):
+    """(IRModule, feeds, output slices): the units' mains side by side in one main; unit i's inputs are
+    renamed u<i>_<name>, its outputs are the slice slices[i] of main's flat output tuple."""
+    params, outputs, feeds, slices = [], [], {}, []
+    for i, (name, index) in enumerate(units):
+        case = by_name()[name]
+        mod, unit_feeds = _import_cached(name, index)
+        main = mod["main"]
+        renamed = {p: Var(f"u{i}_{p.name_hint}", p.type_annotation) for p in main.params}
+        body = _Rename(renamed).visit(main.body)
+        params += [renamed[p] for p in main.params]
+        feeds.update({renamed[p].name_hint: unit_feeds[p.name_hint] for p in main.params})
+        count = len(case.data_sets[index][1])
+        if isinstance(body, Tuple):
+            fields = list(body.fields)
+        else:
+            fields = [body] if count == 1 else [TupleGetItem(body, k) for k in range(count)]
+        slices.append(slice(len(outputs), len(outputs) + len(fields)))
+        outputs += fields
+    return IRModule({"main": Function(params, Tuple(outputs))}), feeds, slices
 
 
 def run_through_reference(case) -> None:

@@ -121,6 +121,7 @@ def test_missing_toolchain_is_skipped_with_how_to_install_it(tmp_path):
     assert "apt-get install -y gcc-mips-linux-gnu qemu-user" in problem
 
 
+@pytest.mark.harness   # ~19 s of scons builds; the shrinker alone runs by default (test_random_graph.py)
 def test_failing_random_graph_shrinks_to_a_small_reproducer(tmp_path):
     from byoc_compiler.testing.random_graph import Step, random_recipe, save_reproducer, shrink, value_types
 
