@@ -328,7 +328,8 @@ class Outcome:
 
 def check(case: Case, spec: str, built: Build, config, workdir: Path, seed: int = 0) -> Outcome:
     """Run the runner on deterministic inputs and compare with the reference of the unpartitioned model."""
-    from byoc_compiler.check import deterministic_inputs, expected_outputs, run_runner
+    from byoc_compiler.check import deterministic_inputs, expected_outputs
+    from byoc_compiler.runtime.runner import run_runner
     from byoc_compiler.errors import ByocError
     from byoc_compiler.load import load_model
     from byoc_compiler.testing.tolerance import compare_with_bounds
