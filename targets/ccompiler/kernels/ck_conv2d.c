@@ -275,7 +275,7 @@ typedef struct {
   const float *packed, *bias, *residual;
   int32_t activation;
   float *out, *slivers, *result;
-  ck_pm_fn tile;
+  ck_pm_fn tile, wide; /* the 24- and 48-channel tiles (wide: NULL where the CPU has none) */
   int direct, by_offsets;
   int64_t pc; /* the K block of a packed pass */
 } ck_pm_job;
@@ -287,7 +287,7 @@ static void ck_pm_block(const ck_pm_job *job, int64_t pc, int64_t c0, int64_t c1
   const float *a = job->direct ? job->src->base + pc * job->src->row_stride : job->slivers;
   const int64_t as = job->direct ? job->src->row_stride : CK_PM_MR, step = job->direct ? 1 : kc;
   int64_t aoff[CK_KC];
-  int64_t cs, s, o;
+  int64_t cs, s, o, width = CK_M_QUANTUM;
   if (job->by_offsets) {
     const int64_t taps = v->kernel_h * v->kernel_w;
     for (o = 0; o < kc; ++o) { /* tap pc + o: (channel, kh, kw) */
@@ -296,15 +296,18 @@ static void ck_pm_block(const ck_pm_job *job, int64_t pc, int64_t c0, int64_t c1
                 t % v->kernel_w * v->dilation_w;
     }
   }
-  for (cs = c0; cs < c1; cs += CK_M_QUANTUM) {
+  for (cs = c0; cs < c1; cs += width) {
     const float *w = job->packed + pc * m24 + cs * kc;
+    /* two slivers at once where the CPU has the wide tile (same bits as two narrow ones) */
+    const ck_pm_fn tile = job->wide != NULL && cs + 2 * CK_M_QUANTUM <= c1 ? job->wide : job->tile;
+    width = tile == job->tile ? CK_M_QUANTUM : 2 * CK_M_QUANTUM;
     if (job->by_offsets) {
       for (s = 0; s < job->pm_pixels; s += CK_PM_MR) /* pixel s: output row s / out_w, column s % out_w */
-        job->tile(kc, v->padded + s / v->out_w * v->stride_h * v->padded_w + s % v->out_w, 0, aoff, w,
-                  job->result + s * m24 + cs, m24, pc > 0);
+        tile(kc, v->padded + s / v->out_w * v->stride_h * v->padded_w + s % v->out_w, 0, aoff, w,
+             job->result + s * m24 + cs, m24, pc > 0);
     } else {
       for (s = 0; s < job->pm_pixels; s += CK_PM_MR)
-        job->tile(kc, a + s * step, as, NULL, w, job->result + s * m24 + cs, m24, pc > 0);
+        tile(kc, a + s * step, as, NULL, w, job->result + s * m24 + cs, m24, pc > 0);
     }
   }
 }
@@ -364,6 +367,7 @@ static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixe
   job.slivers = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
   job.result = job.slivers + job.pm_pixels * (kdim < CK_KC ? kdim : CK_KC);
   job.tile = tile;
+  job.wide = tile == ck_micro_kernel_current()->pixel_major ? ck_micro_kernel_current()->pixel_major_wide : NULL;
   /* a 1x1 stride-1 input is read as it lies when its plane is whole slivers (no row past the end) */
   job.direct = src->conv == NULL && pixels == job.pm_pixels;
   /* the bordered copy read as it lies (ck_pm_by_offsets; the copy exists for exactly those windows) */

@@ -138,6 +138,8 @@ typedef struct {
   ck_gemv_dot_fn gemv_dot; /* same vector width */
   ck_dw3x3_row_fn dw3x3_row; /* same instruction set */
   ck_pm_fn pixel_major;      /* NULL: none (then small planes run the channel-major tiles) */
+  ck_pm_fn pixel_major_wide; /* the same on two slivers (48 channels), the second kc * CK_M_QUANTUM floats
+                              * after wp, with the same bits; NULL: none (pixel_major only) */
   int (*cpu_has)(void); /* NULL: always available */
 } ck_micro_kernel;
 

@@ -223,6 +223,55 @@ __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_d
 /* 7 x 24 in 256-bit vectors: 21 accumulators need AVX-512VL's 32 vector registers */
 __attribute__((target("avx512f,avx512vl,avx2,fma"))) CK_CONTRACT CK_DEFINE_PM_KERNEL(ck_pm_avx512, CK_PM_MR, 8, 3)
 
+/* The wide pixel-major tile (ck_micro_kernel.pixel_major_wide): 7 pixels x 48 channels, two weight slivers
+ * (the second kc * CK_M_QUANTUM floats after the first) in three 512-bit vectors, the middle one half of
+ * each sliver: 21 accumulators of 16 lanes where the 7 x 24 tile has 21 of 8. Each lane sums the same
+ * products in the same order as the narrow tile, so either gives the same bits. */
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) CK_CONTRACT static void ck_pm_wide_avx512(
+    int64_t kc, const float *restrict ap, int64_t as, const int64_t *restrict aoff, const float *restrict wp,
+    float *restrict c, int64_t ldc, int accumulate) {
+  typedef float vec __attribute__((vector_size(16 * sizeof(float))));
+  typedef float half __attribute__((vector_size(8 * sizeof(float))));
+  const float *restrict wq = wp + kc * CK_M_QUANTUM;
+  vec acc[CK_PM_MR][3];
+  int64_t p;
+  int i, v;
+  for (i = 0; i < CK_PM_MR; ++i)
+    for (v = 0; v < 3; ++v) acc[i][v] = (vec){0};
+  for (p = 0; p < kc; ++p) {
+    const float *restrict a_ = aoff == NULL ? ap + p * as : ap + aoff[p];
+    vec w[3];
+    memcpy(&w[0], wp + p * CK_M_QUANTUM, sizeof w[0]);
+#if defined(__clang__) || __GNUC__ >= 12
+    { /* joined in registers: through memory the 512-bit load would wait on two 256-bit stores */
+      half lo, hi;
+      memcpy(&lo, wp + p * CK_M_QUANTUM + 16, sizeof lo);
+      memcpy(&hi, wq + p * CK_M_QUANTUM, sizeof hi);
+      w[1] = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    }
+#else
+    memcpy(&w[1], wp + p * CK_M_QUANTUM + 16, sizeof w[1] / 2);
+    memcpy((char *)&w[1] + sizeof w[1] / 2, wq + p * CK_M_QUANTUM, sizeof w[1] / 2);
+#endif
+    memcpy(&w[2], wq + p * CK_M_QUANTUM + 8, sizeof w[2]);
+    for (i = 0; i < CK_PM_MR; ++i) {
+      CK_SPLAT(vec, 16, ai, a_[i]);
+      for (v = 0; v < 3; ++v) acc[i][v] = acc[i][v] + ai * w[v];
+    }
+  }
+  for (i = 0; i < CK_PM_MR; ++i) {
+    for (v = 0; v < 3; ++v) {
+      float *at = c + i * ldc + v * 16;
+      if (accumulate) {
+        vec old;
+        memcpy(&old, at, sizeof old);
+        acc[i][v] = acc[i][v] + old;
+      }
+      memcpy(at, &acc[i][v], sizeof acc[i][v]);
+    }
+  }
+}
+
 static int ck_cpu_has_avx2(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -278,11 +327,12 @@ static void ck_gemv_baseline(int64_t n, int64_t k, const float *restrict a, cons
 static const ck_micro_kernel ck_kernels[] = {
 #if defined(CK_DISPATCH)
     {"avx512-8x32", 8, 32, ck_micro_avx512, ck_micro_avx512_half, ck_gemv_avx512, ck_dw3x3_avx512, ck_pm_avx512,
-     ck_cpu_has_avx512},
-    {"avx2-6x16", 6, 16, ck_micro_avx2, ck_micro_avx2_half, ck_gemv_avx2, ck_dw3x3_avx2, NULL, ck_cpu_has_avx2},
+     ck_pm_wide_avx512, ck_cpu_has_avx512},
+    {"avx2-6x16", 6, 16, ck_micro_avx2, ck_micro_avx2_half, ck_gemv_avx2, ck_dw3x3_avx2, NULL, NULL,
+     ck_cpu_has_avx2},
 #endif
     {"baseline-" CK_STR(CK_MR) "x" CK_STR(CK_NR), CK_MR, CK_NR, ck_micro_baseline, NULL, ck_gemv_baseline,
-     ck_dw3x3_baseline, NULL, NULL},
+     ck_dw3x3_baseline, NULL, NULL, NULL},
 };
 #define CK_NUM_KERNELS ((int32_t)(sizeof ck_kernels / sizeof ck_kernels[0]))
 
