@@ -10,19 +10,31 @@ a plain topological sort (`post_order`) of the same graph. Printed: time per nod
 the growth ratio between sizes next to n log n's.
 
     python bench/partition_scaling.py [--sizes 1000 10000 100000] [--repeat 3]
+
+With `--vs TREE` (another checkout of byoc, e.g. `git worktree add /tmp/before <commit>`) it compares
+this tree's partition_for with that tree's instead, on the same graphs: each round runs one child
+process per tree (alternating which goes first), each timing the median CPU time of `--repeat` runs;
+printed are both medians over `--rounds` rounds, their ratio and the load average before and after.
+
+    python bench/partition_scaling.py --vs /tmp/before --sizes 10000 100000 --rounds 5
 """
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import math
+import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+HERE = str(Path(__file__).resolve().parent.parent)
+# A child of --vs imports byoc from the tree it was given (--tree), not from this script's checkout.
+sys.path.insert(0, sys.argv[sys.argv.index("--tree") + 1] if "--tree" in sys.argv else HERE)
 
 import numpy as np  # noqa: E402
 
@@ -77,12 +89,71 @@ def median_time(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
+def child(size: int, repeat: int) -> None:
+    """One tree's measurement for --vs: median CPU seconds of partition_for, and where byoc came from."""
+    import byoc_compiler
+
+    mod = random_graph(size)
+    seconds = median_time(lambda: partition_for(["ccompiler", "examplejson"], mod), repeat)
+    print(json.dumps({"seconds": seconds, "byoc": byoc_compiler.__file__}))
+
+
+def versus(peer: str, sizes: list[int], repeat: int, rounds: int) -> None:
+    """This tree against `peer`, alternated round by round in child processes (module docstring)."""
+    def run(tree: str, size: int) -> dict:
+        argv = [sys.executable, __file__, "--child", str(size), "--repeat", str(repeat), "--tree", tree]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=tree)
+        return json.loads(out.stdout.splitlines()[-1])
+
+    trees = {"this tree": HERE, "peer": str(Path(peer).resolve())}
+    print(f"CPU: {_cpu_model()}; load average before: {_load()}")
+    for size in sizes:
+        times: dict[str, list[float]] = {name: [] for name in trees}
+        for r in range(rounds):
+            for name in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
+                got = run(trees[name], size)
+                times[name].append(got["seconds"])
+                if r == 0:
+                    print(f"  {name}: byoc from {got['byoc']}")
+        ours, theirs = (statistics.median(times[n]) for n in trees)
+        print(f"{size:>8} ops: this tree {ours:.3f} s, peer {theirs:.3f} s (medians of {rounds} rounds x median of "
+              f"{repeat}): peer / this = {theirs / ours:.2f}x; rounds: this {_fmt(times['this tree'])}, "
+              f"peer {_fmt(times['peer'])}")
+    print(f"load average after: {_load()}")
+
+
+def _fmt(values: list[float]) -> str:
+    return " ".join(f"{v:.2f}" for v in values)
+
+
+def _load() -> str:
+    return " ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return f"{line.split(':', 1)[1].strip()} x {os.cpu_count()}"
+    except OSError:
+        pass
+    return f"{os.cpu_count()} CPUs"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--vs", metavar="TREE", help="compare with the byoc checkout at TREE, alternated")
+    parser.add_argument("--rounds", type=int, default=5, help="with --vs: rounds of one child per tree")
+    parser.add_argument("--child", type=int, metavar="SIZE", help=argparse.SUPPRESS)
+    parser.add_argument("--tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.setrecursionlimit(10000)  # nothing should recurse on depth; keep the default-ish limit to prove it
+    if args.child:
+        return child(args.child, args.repeat)
+    if args.vs:
+        return versus(args.vs, args.sizes, args.repeat, args.rounds)
 
     rows = []
     for size in args.sizes:

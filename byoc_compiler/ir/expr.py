@@ -5,6 +5,13 @@ treated as immutable: passes build new nodes instead of editing old ones. The
 one mutable slot is `checked_type`, a cache that `transform.InferType` fills;
 it is a pure function of the node's structure, so sharing nodes between
 modules is safe.
+
+`meta` is structured data about a node that is not what it computes (torch.fx's
+`Node.meta` is the model): the partitioner's region annotation, or a user's note.
+It is left out of structural equality and hashing and never printed as IR; a pass
+that replaces a node by a new one carries the old node's meta over (`carry_meta`).
+A pass that changes meta makes a new node with a new dict (never edits the dict
+of a node it was given), so modules stay values.
 """
 from __future__ import annotations
 
@@ -31,11 +38,28 @@ class Span:
 
 
 class Expr:
-    __slots__ = ("checked_type", "span")
+    __slots__ = ("checked_type", "span", "_meta")
 
     def __init__(self, span: Span | None = None):
         self.checked_type: Type | None = None
         self.span = span
+        self._meta: dict | None = None     # made on first use: most nodes never carry any
+
+    @property
+    def meta(self) -> dict:
+        """This node's meta dict (module docstring): not its computation, not its structure."""
+        if self._meta is None:
+            self._meta = {}
+        return self._meta
+
+    @meta.setter
+    def meta(self, value: dict) -> None:
+        self._meta = dict(value) if value else None
+
+    def meta_get(self, key: str, default: Any = None) -> Any:
+        """meta[key], or `default` (without making a dict for a node that has none)."""
+        meta = self._meta
+        return meta.get(key, default) if meta else default
 
     @property
     def type(self) -> Type:
@@ -72,6 +96,40 @@ class Expr:
 
     def __getitem__(self, index: int) -> "TupleGetItem":
         return TupleGetItem(self, index)
+
+
+def carry_meta(old: Expr, new: Expr, drop: str | None = None) -> Expr:
+    """`new`, a node just made to replace `old`, given a copy of old's meta (entries new has already
+    win; `drop`: a key not carried). Returns `new`."""
+    meta = old._meta
+    if not meta or new is old:
+        return new
+    carried = {k: v for k, v in meta.items() if k != drop}
+    if new._meta:
+        carried.update(new._meta)
+    new._meta = carried or None
+    return new
+
+
+def with_inputs(node: Expr, inputs: Sequence[Expr]) -> Expr:
+    """A new node like `node` (a Call, Tuple or TupleGetItem: same op, attrs, index, span, type and a copy
+    of its meta) that reads `inputs` instead of its own dataflow inputs (a Call's args, a Tuple's fields,
+    a TupleGetItem's tuple). Passes that copy whole graphs call this for every node, hence the direct
+    slot writes instead of the checking constructors."""
+    kind = type(node)
+    out = object.__new__(kind)
+    out.checked_type = node.checked_type
+    out.span = node.span
+    out._meta = dict(node._meta) if node._meta else None
+    if kind is Call:
+        out.op, out.args, out.attrs = node.op, tuple(inputs), node.attrs
+    elif kind is Tuple:
+        out.fields = tuple(inputs)
+    elif kind is TupleGetItem:
+        out.tuple_value, out.index = inputs[0], node.index
+    else:
+        raise TypeError(f"with_inputs: a {kind.__name__} has no dataflow inputs to replace")
+    return out
 
 
 def _as_expr(value: Any) -> Expr:

@@ -6,9 +6,10 @@ once however many users it has.
 """
 from __future__ import annotations
 
+import operator
 from typing import Callable, Iterator
 
-from .expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from .expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var, carry_meta
 
 
 def _inputs(node: Expr, into_functions: bool) -> tuple[Expr, ...]:
@@ -22,22 +23,39 @@ def post_order(root: Expr, into_functions: bool = False) -> list[Expr]:
 
     With `into_functions`, the parameters and body of Functions (e.g. composite
     functions used as call targets) are included before the Function itself.
-    The order is deterministic: inputs are explored left to right.
+    The order is deterministic: inputs are explored left to right (a depth-first
+    walk that appends a node when its last input is done).
     """
+    # Every pass walks the whole graph, several times per partition: this loop is the hottest of the
+    # partitioner, hence the inlined children of the common node kinds and leaves appended at once.
     order: list[Expr] = []
-    seen: set[int] = set()
+    append = order.append
+    seen: set[int] = {id(root)}
+    mark = seen.add
     stack: list[tuple[Expr, Iterator[Expr]]] = [(root, iter(_inputs(root, into_functions)))]
-    seen.add(id(root))
+    push, pop = stack.append, stack.pop
     while stack:
         node, pending = stack[-1]
         for child in pending:
-            if id(child) not in seen:
-                seen.add(id(child))
-                stack.append((child, iter(_inputs(child, into_functions))))
+            key = id(child)
+            if key in seen:
+                continue
+            mark(key)
+            kind = type(child)
+            if kind is Call:
+                kids = child.args if type(child.op) is not Function else (child.op, *child.args)
+            elif kind is Var or kind is Constant or kind is GlobalVar:
+                append(child)
+                continue
+            else:
+                kids = _inputs(child, into_functions)
+            if kids:
+                push((child, iter(kids)))
                 break
+            append(child)
         else:
-            stack.pop()
-            order.append(node)
+            pop()
+            append(node)
     return order
 
 
@@ -96,7 +114,8 @@ class ExprMutator:
 
     For every node (inputs first) the mutator makes `rebuilt`: the node with its
     inputs replaced by their rewritten versions (the very same object when no
-    input changed, so untouched subgraphs keep their identity). It then calls
+    input changed, so untouched subgraphs keep their identity; a new node carries
+    the node's meta). It then calls
     `rewrite_<kind>(original, rebuilt)`, whose result replaces the node.
     Override those hooks; the defaults return `rebuilt`.
 
@@ -112,28 +131,32 @@ class ExprMutator:
         """The rewritten version of an already-visited node."""
         return self.memo[id(expr)]
 
-    def visit(self, expr: Expr) -> Expr:
-        if id(expr) in self.memo:
-            return self.memo[id(expr)]
-        for node in post_order(expr, self.into_functions):
-            if id(node) in self.memo:
+    def visit(self, expr: Expr, order: list[Expr] | None = None) -> Expr:
+        """The rewritten `expr` (`order`: post_order(expr, self.into_functions), when the caller has it)."""
+        memo = self.memo
+        if id(expr) in memo:
+            return memo[id(expr)]
+        hooks = {kind: getattr(self, "rewrite_" + name) for kind, name in _KIND.items()}
+        for node in order if order is not None else post_order(expr, self.into_functions):
+            if id(node) in memo:
                 continue
             rebuilt = self._rebuild(node)
-            result = getattr(self, "rewrite_" + _KIND[type(node)])(node, rebuilt)
-            self.memo[id(node)] = result
-        return self.memo[id(expr)]
+            if rebuilt is not node:
+                carry_meta(node, rebuilt)
+            memo[id(node)] = hooks[type(node)](node, rebuilt)
+        return memo[id(expr)]
 
     def _rebuild(self, node: Expr) -> Expr:
         memo = self.memo
         if isinstance(node, Call):
             op = memo.get(id(node.op), node.op) if isinstance(node.op, Function) else node.op
-            args = tuple(memo[id(a)] for a in node.args)
-            if op is node.op and all(a is b for a, b in zip(args, node.args)):
+            args = [memo[id(a)] for a in node.args]
+            if op is node.op and all(map(operator.is_, args, node.args)):
                 return node
             return Call(op, args, node.attrs, node.span)
         if isinstance(node, Tuple):
-            fields = tuple(memo[id(f)] for f in node.fields)
-            if all(a is b for a, b in zip(fields, node.fields)):
+            fields = [memo[id(f)] for f in node.fields]
+            if all(map(operator.is_, fields, node.fields)):
                 return node
             return Tuple(fields, node.span)
         if isinstance(node, TupleGetItem):

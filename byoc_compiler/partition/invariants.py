@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..ir.expr import Call, GlobalVar
 from ..ir.module import IRModule
 from ..ir.visitor import post_order
-from ..transform.annotations import ATTR, graph_nodes, read
+from ..transform.annotations import graph_nodes, read, region_of
 from ..transform.partition_graph import PartitionInvariantError, contracted_order, propose
 
 
@@ -34,13 +34,13 @@ def check_partitioned(before: IRModule, after: IRModule, pass_name: str) -> None
     new_type = after["main"].body.checked_type
     if old_type is not None and new_type is not None and old_type != new_type:
         fail(f"main's result type changed from {old_type} to {new_type}")
-    if ATTR in after["main"].attrs:
-        fail("main still carries region annotations")
-    called: set[str] = set()
+    called: dict[str, list[str]] = {}      # global function -> the functions calling it
     for name, func in after.items():
         for node in post_order(func.body):
             if isinstance(node, Call) and isinstance(node.op, GlobalVar):
-                called.add(node.op.name_hint)
+                called.setdefault(node.op.name_hint, []).append(name)
+            if region_of(node) is not None:
+                fail(f"a node of @{name} still carries a region annotation")
     symbols: dict[str, str] = {}
     for name, func in after.items():
         if "Compiler" not in func.attrs:
@@ -55,5 +55,7 @@ def check_partitioned(before: IRModule, after: IRModule, pass_name: str) -> None
             fail(f"external function @{name} lacks Primitive=1 / Inline=1")
         if name not in called:
             fail(f"external function @{name} is never called")
-        if any(isinstance(node, Call) and isinstance(node.op, GlobalVar) for node in post_order(func.body)):
-            fail(f"external function @{name} calls another global function")
+    for callee, callers in called.items():
+        caller = next((c for c in callers if "Compiler" in after[c].attrs), None)
+        if caller is not None:
+            fail(f"external function @{caller} calls another global function")

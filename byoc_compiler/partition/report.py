@@ -4,11 +4,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..ir.analysis import op_counts, users
+from ..ir.analysis import users
 from ..ir.expr import Call, Function, GlobalVar, Op
 from ..ir.module import IRModule
 from ..ir.visitor import post_order
-from ..pattern.matcher import op_names as _pattern_op_names
+from ..pattern.matcher import op_names as _pattern_op_names, root_op_names
+from ..transform.merge_composite import candidate_roots, ops_index
 
 
 @dataclass(frozen=True)
@@ -74,14 +75,17 @@ def composite_refusals(body, targets) -> dict[int, str]:
     check's reason, or an intermediate value used outside the match. First target and pattern win,
     in priority and declaration order (the order MergeComposite tries them)."""
     nodes = [n for n in post_order(body) if isinstance(n, Call) and isinstance(n.op, Op)]
-    users_by_id = users(body)
+    by_op = ops_index(nodes)
+    users_by_id = None
     refusals: dict[int, str] = {}
     for target in targets:
         for entry in target.patterns:
-            for root in reversed(nodes):
+            for root in candidate_roots(nodes, root_op_names(entry.pattern), by_op):
                 match = entry.pattern.find(root)
                 if match is None or all(id(n) in refusals for n in match.nodes):
                     continue
+                if users_by_id is None:
+                    users_by_id = users(body)
                 inner = {id(n) for n in match.nodes}
                 escaping = [n for n in match.nodes if n is not root and
                             (n is body or any(id(u) not in inner for u in users_by_id.get(id(n), ())))]
@@ -95,9 +99,16 @@ def composite_refusals(body, targets) -> dict[int, str]:
     return refusals
 
 
-def why_not(call: Call, targets, refusals: dict[int, str] | None = None) -> str:
+def composite_ops(targets) -> dict[str, frozenset[str]]:
+    """Target name -> the ops it takes inside its composite patterns (why_not asks this per host op)."""
+    return {t.name: frozenset().union(*(_pattern_op_names(p.pattern) for p in t.patterns)) for t in targets}
+
+
+def why_not(call: Call, targets, refusals: dict[int, str] | None = None,
+            in_patterns: dict[str, frozenset[str]] | None = None) -> str:
     """Why no target in `targets` (Target objects, priority order) takes `call`; `refusals` (from
-    `composite_refusals`) explains ops that a target takes only inside a composite."""
+    `composite_refusals`) explains ops that a target takes only inside a composite; `in_patterns` is
+    composite_ops(targets), computed once by a caller that asks for many calls."""
     if isinstance(call.op, Function):
         composite = call.op.attrs.get("Composite", "a function")
         return f"composite {composite} belongs to a target that was not asked for"
@@ -108,7 +119,8 @@ def why_not(call: Call, targets, refusals: dict[int, str] | None = None) -> str:
     if all(r == f"does not support {name}" for _, r in reasons):
         if refusals and id(call) in refusals:
             return refusals[id(call)]
-        in_composites = [t.name for t in targets if any(name in _pattern_op_names(p.pattern) for p in t.patterns)]
+        in_patterns = in_patterns if in_patterns is not None else composite_ops(targets)
+        in_composites = [t.name for t in targets if name in in_patterns[t.name]]
         if in_composites:
             return f"{', '.join(in_composites)} take(s) {name} only inside composites, and none matched here"
         return f"no target supports {name}"
@@ -127,23 +139,30 @@ def _node_label(call: Call) -> str:
     return "@" + call.op.name_hint
 
 
+def _region_info(name: str, func: Function) -> RegionInfo:
+    ops: Counter = Counter()
+    composites: Counter = Counter()
+    for n in post_order(func.body, into_functions=True):
+        if isinstance(n, Call):
+            if isinstance(n.op, Op):
+                ops[n.op.name] += 1
+            elif isinstance(n.op, Function) and "Composite" in n.op.attrs:
+                composites[str(n.op.attrs["Composite"])] += 1
+    return RegionInfo(name, str(func.attrs["Compiler"]), ops, composites)
+
+
 def summarize_module(mod: IRModule, targets) -> PartitionReport:
     """The report of a partitioned module, for `targets` (Target objects, priority order)."""
     report = PartitionReport([t.name for t in targets])
-    for name, func in mod.items():
-        compiler = func.attrs.get("Compiler")
-        if compiler is None:
-            continue
-        composites = Counter(str(n.op.attrs["Composite"]) for n in post_order(func.body, into_functions=True)
-                             if isinstance(n, Call) and isinstance(n.op, Function) and "Composite" in n.op.attrs)
-        report.regions.append(RegionInfo(name, str(compiler), op_counts(func.body), composites))
+    report.regions = [_region_info(name, func) for name, func in mod.items() if func.attrs.get("Compiler") is not None]
     for t in {r.target for r in report.regions} - set(report.targets):
         report.targets.append(t)
     host: Counter = Counter()
     body = mod["main"].body
     refusals = composite_refusals(body, targets)
+    in_patterns = composite_ops(targets)
     for node in post_order(body):
         if isinstance(node, Call) and not isinstance(node.op, GlobalVar):
-            host[(_node_label(node), why_not(node, targets, refusals))] += 1
+            host[(_node_label(node), why_not(node, targets, refusals, in_patterns))] += 1
     report.host = [HostOp(op, n, why) for (op, why), n in host.items()]
     return report

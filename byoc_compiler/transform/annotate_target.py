@@ -9,8 +9,9 @@ travels with the TupleGetItems that read it, and a call taking a Tuple
 (concatenate) travels with that Tuple.
 
 Marks already present are kept, so running the pass twice, or with ["A", "B"]
-versus A then B, gives the same annotations. They are stored as a side table
-(transform/annotations.py); the graph itself is unchanged.
+versus A then B, gives the same annotations. They are structured data in the
+meta of the annotated nodes (transform/annotations.py); what the graph computes
+is unchanged.
 """
 from __future__ import annotations
 
@@ -43,35 +44,8 @@ def annotate_target(mod: IRModule, targets) -> IRModule:
     main = mod["main"]
     nodes = graph_nodes(main)
     old = read(main, nodes)
-    index = {id(n): i for i, n in enumerate(nodes)}
-    users: list[list[int]] = [[] for _ in nodes]
-    for i, node in enumerate(nodes):
-        for child in dict.fromkeys(id(c) for c in inputs_of(node)):
-            users[index[child]].append(i)
-    root = len(nodes) - 1
-
-    def whole_tuple_used(i: int) -> bool:
-        return i == root or any(not isinstance(nodes[u], TupleGetItem) for u in users[i])
-
-    chosen: dict[int, str] = {}
-    for i, node in enumerate(nodes):
-        if i in old.target or not isinstance(node, Call):
-            continue
-        name = choose_target(node, targets)
-        if name is None:
-            continue
-        if isinstance(node.checked_type, TupleType) and whole_tuple_used(i):
-            continue
-        chosen[i] = name
-
-    # A call that takes a Tuple keeps it: only when that Tuple has no other user.
-    for i in list(chosen):
-        args = nodes[i].args
-        if len(args) == 1 and isinstance(args[0], Tuple):
-            j = index[id(args[0])]
-            if j in old.target or users[j] != [i] or j == root:
-                del chosen[i]
-
+    chosen, tuples = _choose(nodes, old, targets)
+    _keep_tuples_whole(nodes, old, chosen, tuples)
     target = dict(old.target)
     region = dict(old.region)
     next_region = max(region.values(), default=-1) + 1
@@ -79,17 +53,62 @@ def annotate_target(mod: IRModule, targets) -> IRModule:
         target[i], region[i] = chosen[i], next_region
         args = nodes[i].args
         if len(args) == 1 and isinstance(args[0], Tuple):
-            j = index[id(args[0])]
+            j = tuples[id(args[0])]
             target[j], region[j] = chosen[i], next_region
         next_region += 1
     for i, node in enumerate(nodes):
         if isinstance(node, TupleGetItem) and i not in target:
-            producer = index[id(node.tuple_value)]
+            producer = tuples.get(id(node.tuple_value))
             if producer in chosen:
                 target[i], region[i] = target[producer], region[producer]
 
-    ann = Annotations(len(nodes), target, region).normalized()
-    return mod.with_function("main", write(main, ann))
+    ann = Annotations(target, region).normalized()
+    return mod.with_function("main", write(main, ann, nodes))
+
+
+def _choose(nodes, old, targets) -> tuple[dict[int, str], dict[int, int]]:
+    """(position -> target, for each call a target takes and no mark has yet; id -> position of every
+    Tuple and tuple-valued call, the only nodes whose users decide anything)."""
+    chosen: dict[int, str] = {}
+    tuples: dict[int, int] = {}
+    for i, node in enumerate(nodes):
+        kind = type(node)
+        if kind is Tuple:
+            tuples[id(node)] = i
+            continue
+        if kind is not Call:
+            continue
+        if isinstance(node.checked_type, TupleType):
+            tuples[id(node)] = i
+        if i not in old.target:
+            name = choose_target(node, targets)
+            if name is not None:
+                chosen[i] = name
+    return chosen, tuples
+
+
+def _keep_tuples_whole(nodes, old, chosen: dict[int, str], tuples: dict[int, int]) -> None:
+    """Drop from `chosen` a tuple-valued call whose tuple is used whole (or is main's result), and a call
+    taking a Tuple that has another user (or is annotated, or is the result): no region takes or returns
+    a tuple."""
+    if not tuples:
+        return
+    users: dict[int, list[int]] = {j: [] for j in tuples.values()}   # tuple position -> its user nodes
+    for i, node in enumerate(nodes):
+        for child in inputs_of(node):
+            j = tuples.get(id(child))
+            if j is not None and (not users[j] or users[j][-1] != i):
+                users[j].append(i)
+    root = len(nodes) - 1
+    for i in [i for i in chosen if id(nodes[i]) in tuples]:
+        if i == root or any(not isinstance(nodes[u], TupleGetItem) for u in users[i]):
+            del chosen[i]
+    for i in list(chosen):
+        args = nodes[i].args
+        if len(args) == 1 and isinstance(args[0], Tuple):
+            j = tuples[id(args[0])]
+            if j in old.target or users[j] != [i] or j == root:
+                del chosen[i]
 
 
 def AnnotateTarget(targets) -> NamedPass:  # noqa: N802 - TVM's spelling

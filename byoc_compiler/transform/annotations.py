@@ -1,40 +1,42 @@
 """The region annotations that AnnotateTarget writes and MergeCompilerRegions / PartitionGraph read.
 
-Instead of TVM's compiler_begin/compiler_end marker ops, the annotations are a
-side table stored as one string attr of `main` (`TargetRegions`), keyed by the
-position of each node in `post_order(main.body)`. The graph itself is left
-untouched, so the module still prints, type-checks and runs as before, and
-annotating is a pure function of the module. The table records how many nodes
-the graph had, so a table that no longer fits its graph is detected instead of
-being applied to the wrong nodes.
+Instead of TVM's compiler_begin/compiler_end marker ops, each annotated node carries its region as
+structured data in its meta (`node.meta["region"] = RegionAnnotation(target, region)`, ir/expr.py):
+the graph computes, prints and type-checks as before, the annotation is not part of the module's
+structure (equality, hashing), and every rewriting pass carries it to the node that replaces the
+annotated one, so it cannot come apart from its node. Writing annotations makes new nodes (a pass
+never edits the nodes it was given): annotating is a pure function of the module.
 
-Text form: "<node count>|<target>:<i>,<i>,...|<target>:<i>,..." one `|` field
-per region, regions numbered 0, 1, ... in order of their first node.
+Inside a pass, the annotations of a graph are read into position-keyed tables (`Annotations`, positions
+in `post_order(main.body)`); regions are numbered 0, 1, ... in order of their first node.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
-from ..errors import ByocError
-from ..ir.expr import Call, Expr, Function
+from ..ir.expr import Call, Expr, Function, Tuple, TupleGetItem, carry_meta, with_inputs
 from ..ir.visitor import post_order
 
-ATTR = "TargetRegions"
+KEY = "region"
 
 
-class StaleAnnotations(ByocError):
-    pass
+@dataclass(frozen=True)
+class RegionAnnotation:
+    """What a node's meta["region"] says: the target that takes it, and which of that graph's regions."""
+
+    target: str
+    region: int
 
 
 @dataclass(frozen=True)
 class Annotations:
-    node_count: int
     target: dict[int, str]      # node position -> target name
     region: dict[int, int]      # node position -> region number
 
     @staticmethod
-    def empty(node_count: int) -> "Annotations":
-        return Annotations(node_count, {}, {})
+    def empty() -> "Annotations":
+        return Annotations({}, {})
 
     def regions(self) -> dict[int, list[int]]:
         """region number -> its node positions, ascending; regions in number order."""
@@ -48,44 +50,17 @@ class Annotations:
         first: dict[int, int] = {}
         for pos in sorted(self.region):
             first.setdefault(self.region[pos], len(first))
-        return Annotations(self.node_count, dict(sorted(self.target.items())),
+        return Annotations(dict(sorted(self.target.items())),
                            {pos: first[r] for pos, r in sorted(self.region.items())})
 
-    def encode(self) -> str:
-        norm = self.normalized()
-        fields = [str(norm.node_count)]
-        for positions in norm.regions().values():
-            fields.append(f"{norm.target[positions[0]]}:" + ",".join(map(str, positions)))
-        return "|".join(fields)
 
-    @staticmethod
-    def decode(text: str) -> "Annotations":
-        count, *fields = text.split("|")
-        target: dict[int, str] = {}
-        region: dict[int, int] = {}
-        for number, field in enumerate(fields):
-            name, _, positions = field.rpartition(":")
-            for pos in positions.split(","):
-                target[int(pos)] = name
-                region[int(pos)] = number
-        return Annotations(int(count), target, region)
-
-
-# The passes of one pipeline walk the same graph several times; remember the last few walks.
-# Keyed by the body's id, holding the body itself so that the id cannot be reused meanwhile.
-_WALKS: dict[int, tuple[Expr, list[Expr]]] = {}
+def region_of(node: Expr) -> RegionAnnotation | None:
+    return node.meta_get(KEY)
 
 
 def graph_nodes(func: Function) -> list[Expr]:
     """The nodes the annotation positions refer to (functions such as composites are not entered)."""
-    hit = _WALKS.get(id(func.body))
-    if hit is not None and hit[0] is func.body:
-        return hit[1]
-    nodes = post_order(func.body)
-    if len(_WALKS) >= 4:
-        _WALKS.pop(next(iter(_WALKS)))
-    _WALKS[id(func.body)] = (func.body, nodes)
-    return nodes
+    return post_order(func.body)
 
 
 def inputs_of(node: Expr) -> tuple[Expr, ...]:
@@ -93,31 +68,82 @@ def inputs_of(node: Expr) -> tuple[Expr, ...]:
     return node.args if isinstance(node, Call) else node.children()
 
 
-def read(func: Function, nodes: list[Expr] | None = None) -> Annotations:
-    """The annotations of `func` (empty when it has none), checked against its graph."""
-    count = len(nodes if nodes is not None else graph_nodes(func))
-    text = func.attrs.get(ATTR)
-    if text is None:
-        return Annotations.empty(count)
-    ann = Annotations.decode(text)
-    if ann.node_count != count:
-        raise StaleAnnotations(
-            f"the {ATTR} annotations of main were made for a graph of {ann.node_count} nodes but main now has "
-            f"{count}: run AnnotateTarget again after changing the graph")
-    return ann
-
-
-def write(func: Function, ann: Annotations) -> Function:
-    if not ann.target:
-        return Function(func.params, func.body, func.ret_type, func.attrs.without(ATTR), func.span)
-    out = func.with_attr(**{ATTR: ann.encode()})
-    out.checked_type = func.checked_type
+def input_positions(nodes: list[Expr]) -> list[list[int]]:
+    """Per node of `nodes` (a post_order), the positions of its distinct dataflow inputs, in argument order."""
+    index = {id(node): i for i, node in enumerate(nodes)}
+    out: list[list[int]] = []
+    for node in nodes:
+        kind = type(node)
+        inputs = node.args if kind is Call else node.children()
+        if len(inputs) < 2:
+            out.append([index[id(inputs[0])]] if inputs else [])
+            continue
+        positions = [index[id(c)] for c in inputs]
+        out.append(positions if len(set(positions)) == len(positions) else list(dict.fromkeys(positions)))
     return out
+
+
+def read(func: Function, nodes: list[Expr] | None = None) -> Annotations:
+    """The annotations on the nodes of `func`'s graph (`nodes`: graph_nodes(func), if the caller has it)."""
+    target: dict[int, str] = {}
+    region: dict[int, int] = {}
+    for pos, node in enumerate(nodes if nodes is not None else graph_nodes(func)):
+        ann = node.meta_get(KEY)
+        if ann is not None:
+            target[pos] = ann.target
+            region[pos] = ann.region
+    return Annotations(target, region)
+
+
+def copy_node(node: Expr, inputs: list[Expr]) -> Expr:
+    """A new node like `node` (same op, attrs, span, type and meta, but no region annotation) reading
+    `inputs`."""
+    out = with_inputs(node, inputs)
+    if out.meta_get(KEY) is not None:
+        del out.meta[KEY]
+    return out
+
+
+def write(func: Function, ann: Annotations, nodes: list[Expr] | None = None) -> Function:
+    """`func` whose graph nodes carry exactly the annotations `ann` (positions into `nodes`, which is
+    graph_nodes(func) when not given): a node whose annotation changes is a new node, and so is every
+    node reading a new node; the rest keep their identity."""
+    nodes = nodes if nodes is not None else graph_nodes(func)
+    made = {number: RegionAnnotation(ann.target[positions[0]], number)
+            for number, positions in ann.regions().items()}   # one object per region, shared by its nodes
+    wanted = ann.region
+    new: dict[int, Expr] = {}                  # id(old node) -> its replacement
+    replaced = new.get
+    for pos, node in enumerate(nodes):
+        kind = type(node)
+        if kind is Call:
+            inputs = node.args
+        elif kind is TupleGetItem:
+            inputs = (node.tuple_value,)
+        elif kind is Tuple:
+            inputs = node.fields
+        else:
+            continue                           # leaves and functions carry no region annotation
+        number = wanted.get(pos)
+        want = made[number] if number is not None else None
+        have = node.meta_get(KEY)
+        moved = [replaced(id(k), k) for k in inputs] if new else inputs
+        if have == want and (moved is inputs or all(map(operator.is_, moved, inputs))):
+            continue
+        out = with_inputs(node, moved)
+        if want is not None:
+            out.meta[KEY] = want
+        elif have is not None:
+            del out.meta[KEY]
+        new[id(node)] = out
+    body = new.get(id(func.body), func.body)
+    if body is func.body:
+        return func
+    out = Function(func.params, body, func.ret_type, func.attrs, func.span)
+    out.checked_type = func.checked_type
+    return carry_meta(func, out)
 
 
 def strip(func: Function) -> Function:
-    if ATTR not in func.attrs:
-        return func
-    out = Function(func.params, func.body, func.ret_type, func.attrs.without(ATTR), func.span)
-    out.checked_type = func.checked_type
-    return out
+    """`func` with no region annotation left on its graph."""
+    return write(func, Annotations.empty())

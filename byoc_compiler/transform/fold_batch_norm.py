@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.expr import Call, Constant, Expr, Function, Op, TupleGetItem
+from ..ir.expr import Call, Constant, Expr, Function, Op, TupleGetItem, carry_meta
 from ..ir.module import IRModule
 from ..ir.types import TensorType
 from ..ir.visitor import ExprMutator, post_order
@@ -176,11 +176,11 @@ class _Folder(ExprMutator):
         factor = chain.scale.reshape((-1,) + (1,) * (weight.ndim - 1))
         new_weight = Constant((weight.astype(np.float64) * factor).astype(weight.dtype))
         data = self.lookup(anchor.args[0])
-        out = Call(anchor.op, (data, new_weight), anchor.attrs, anchor.span)
+        out = carry_meta(anchor, Call(anchor.op, (data, new_weight), anchor.attrs, anchor.span))
         if any(op != "multiply" for op in chain.folded):
             out = bias_add(out, Constant(chain.shift.astype(weight.dtype)), axis=chain.axis)
             out.span = original.span
-        return out
+        return carry_meta(original, out)
 
     def rewrite_call(self, original: Call, rebuilt: Expr) -> Expr:
         return self._fold(original, rebuilt)

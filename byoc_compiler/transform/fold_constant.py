@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem
+from ..ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, carry_meta
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType
 from ..ir.visitor import ExprMutator, post_order
@@ -68,7 +68,7 @@ class _Folder(ExprMutator):
             return rebuilt
         opdef = get_op_def(rebuilt.op.name)
         result = opdef.ref(values, rebuilt.attrs)
-        return _as_constant(result, original.checked_type)
+        return carry_meta(original, _as_constant(result, original.checked_type))
 
     def rewrite_tuple_getitem(self, original: TupleGetItem, rebuilt: Expr) -> Expr:
         if isinstance(rebuilt, TupleGetItem) and isinstance(rebuilt.tuple_value, Tuple):

@@ -23,7 +23,7 @@ decision depends on set iteration order).
 from __future__ import annotations
 
 from ..ir.module import IRModule
-from .annotations import Annotations, graph_nodes, inputs_of, read, write
+from .annotations import Annotations, graph_nodes, input_positions, read, write
 from .named_pass import NamedPass
 
 
@@ -79,7 +79,7 @@ class _RegionMerger:
                 self.join(i, self.fuse(chosen, incoming))
             self.release(kids)
         region = {i: self.find(g) for i, g in self.group.items()}
-        return Annotations(self.ann.node_count, dict(self.ann.target), region).normalized()
+        return Annotations(dict(self.ann.target), region).normalized()
 
     # ---- the upstream sets ----------------------------------------------------------------------
     def live(self, items) -> set[int]:
@@ -226,10 +226,8 @@ def merge_compiler_regions(mod: IRModule) -> IRModule:
     ann = read(main, nodes)
     if not ann.target:
         return mod
-    index = {id(node): i for i, node in enumerate(nodes)}
-    children = [list(dict.fromkeys(index[id(c)] for c in inputs_of(node))) for node in nodes]
-    merged = merge_regions(ann, children)
-    return mod.with_function("main", write(main, merged))
+    merged = merge_regions(ann, input_positions(nodes))
+    return mod.with_function("main", write(main, merged, nodes))
 
 
 def MergeCompilerRegions() -> NamedPass:  # noqa: N802 - TVM's spelling

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..ir.analysis import users as users_of
-from ..ir.expr import Call, Expr, Function, Op, Var
+from ..ir.expr import Call, Expr, Function, Op, Var, carry_meta
 from ..ir.module import IRModule
 from ..ir.visitor import ExprMutator, post_order
 from ..pattern import Match
@@ -42,20 +42,41 @@ def _partitioned_from(match: Match) -> str:
     return "".join(name + "_" for name in match.op_names)
 
 
-def find_matches(body: Expr, entries: list[CompositePattern]) -> dict[int, tuple[Match, CompositePattern]]:
-    """Root id -> (Match, pattern) for the non-overlapping, self-contained, accepted matches in `body`.
+def candidate_roots(nodes: list[Call], roots: frozenset[str] | None, by_op: dict[str, list[int]]) -> list[Call]:
+    """The op calls among `nodes` (topological order) a pattern with root ops `roots` (None: any) may
+    be rooted at, from the graph's outputs backwards; `by_op` (op name -> ascending positions in
+    `nodes`, from ops_index) spares a look at every node for every pattern."""
+    if roots is None:
+        return nodes[::-1]
+    positions = [p for name in roots for p in by_op.get(name, ())]
+    positions.sort(reverse=True)
+    return [nodes[p] for p in positions]
+
+
+def ops_index(nodes: list[Call]) -> dict[str, list[int]]:
+    by_op: dict[str, list[int]] = {}
+    for pos, node in enumerate(nodes):
+        by_op.setdefault(node.op.name, []).append(pos)
+    return by_op
+
+
+def find_matches(body: Expr, entries: list[CompositePattern],
+                 order: list[Expr] | None = None) -> dict[int, tuple[Match, CompositePattern]]:
+    """Root id -> (Match, pattern) for the non-overlapping, self-contained, accepted matches in `body`
+    (`order`: post_order(body), when the caller has it).
 
     Patterns are tried one after the other over the whole graph, each skipping the nodes
     earlier patterns took — the same result as rewriting after each pattern, with one walk.
     """
-    nodes = [n for n in post_order(body) if isinstance(n, Call) and isinstance(n.op, Op)]
+    nodes = [n for n in (order if order is not None else post_order(body))
+             if isinstance(n, Call) and isinstance(n.op, Op)]
+    by_op = ops_index(nodes)
     users = None
     claimed: set[int] = set()
     found: dict[int, tuple[Match, CompositePattern]] = {}
     for entry in entries:
-        roots = root_op_names(entry.pattern)
-        for node in reversed(nodes):
-            if id(node) in claimed or (roots is not None and node.op.name not in roots):
+        for node in candidate_roots(nodes, root_op_names(entry.pattern), by_op):
+            if id(node) in claimed:
                 continue
             match = entry.pattern.find(node)
             if match is None:
@@ -90,7 +111,7 @@ def _composite(match: Match, entry: CompositePattern, args: list[Expr]) -> Call:
         else:
             new = type(node)(copied) if not hasattr(node, "index") else type(node)(copied[0], node.index)
         new.checked_type = node.checked_type
-        inner[id(node)] = new
+        inner[id(node)] = carry_meta(node, new)
     body = inner[id(match.root)]
     func = Function(params, body, match.root.checked_type,
                     {"Composite": entry.composite, "PartitionedFromPattern": _partitioned_from(match)})
@@ -134,9 +155,10 @@ def merge_composite(mod: IRModule, patterns) -> IRModule:
     for name, func in mod.items():
         if "Compiler" in func.attrs:
             continue
-        matches = find_matches(func.body, entries)
+        order = post_order(func.body)
+        matches = find_matches(func.body, entries, order)
         if matches:
-            body = _Rewriter(matches).visit(func.body)
+            body = _Rewriter(matches).visit(func.body, order)
             new = Function(func.params, body, func.ret_type, func.attrs, func.span)
             new.checked_type = func.checked_type
             out = out.with_function(name, new)

@@ -21,7 +21,7 @@ from ..errors import ByocError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TupleType
-from .annotations import graph_nodes, inputs_of, read, strip
+from .annotations import copy_node, graph_nodes, inputs_of, read
 from .named_pass import NamedPass
 
 
@@ -130,19 +130,6 @@ def contracted_order(nodes, index, owner, regions, blame: str = "MergeCompilerRe
     return order
 
 
-def _copy(node: Expr, children: list[Expr]) -> Expr:
-    if isinstance(node, Call):
-        out = Call(node.op, children, node.attrs, node.span)
-    elif isinstance(node, Tuple):
-        out = Tuple(children, node.span)
-    elif isinstance(node, TupleGetItem):
-        out = TupleGetItem(children[0], node.index, node.span)
-    else:
-        return node
-    out.checked_type = node.checked_type
-    return out
-
-
 def _rebuilt_children(node: Expr, value) -> list[Expr]:
     return [value(k) for k in inputs_of(node)]
 
@@ -153,7 +140,7 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
     nodes = graph_nodes(main)
     ann = read(main, nodes)
     if not ann.target:
-        return mod.with_function("main", strip(main))
+        return mod
     index = {id(node): i for i, node in enumerate(nodes)}
     regions, owner = propose(nodes, index, ann, bind_constants)
     by_number = {r.number: r for r in regions}
@@ -169,7 +156,7 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
     for kind, key in order:
         if kind == "node":
             node = nodes[key]
-            new[key] = _copy(node, _rebuilt_children(node, value)) if inputs_of(node) else node
+            new[key] = copy_node(node, _rebuilt_children(node, value)) if inputs_of(node) else node
             continue
         region = by_number[key]
         n = counters.get(region.target, 0)
@@ -189,7 +176,7 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
                 new[pos] = item
 
     body = new[len(nodes) - 1]
-    new_main = Function(main.params, body, main.ret_type, main.attrs.without("TargetRegions"), main.span)
+    new_main = Function(main.params, body, main.ret_type, main.attrs, main.span)
     new_main.checked_type = main.checked_type
     functions = mod.functions
     functions["main"] = new_main
@@ -208,7 +195,7 @@ def _lift(region: Region, nodes, index, symbol: str, n: int, value) -> tuple[Fun
         inner[pos] = param
     for pos in region.members:
         node = nodes[pos]
-        inner[pos] = _copy(node, _rebuilt_children(node, lambda e: inner.get(index[id(e)], e)))
+        inner[pos] = copy_node(node, _rebuilt_children(node, lambda e: inner.get(index[id(e)], e)))
     if len(region.outputs) == 1:
         body = inner[region.outputs[0]]
     else:
