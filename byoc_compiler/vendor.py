@@ -42,7 +42,8 @@ The groups:
   runtime core as a shared library for ctypes, built with a host toolchain's own commands: `toolchain=`
   since 1.7), `runtime_source_dir`, `runtime_include_flags`.
 
-The top-level package (`byoc_compiler.build`, `.zoo`, `.runtime`, ...) is public too, for tools and tests.
+The top-level package (`byoc_compiler.build`, `.zoo`, `.runtime`, ...) is public too, for tools and tests,
+not for targets: `.importlinter` closes every other module of byoc_compiler to them (tests/test_layers.py).
 """
 from __future__ import annotations
 
