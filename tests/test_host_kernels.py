@@ -358,6 +358,18 @@ def _qnn_cases():
         Case("qsoftmax-last", "qnn.softmax", (Arg((3, 17), I8, "full"),), {"input_scale": 0.07}),
         Case("qsoftmax-channels", "qnn.softmax", (Arg((2, 6, 3, 2), I8, "full"),),
              {"input_scale": 0.2, "beta": 0.5, "axis": 1}),
+        # TFLite's quantized MEAN (1/count folded into the multiplier) and SUM
+        Case("qmean-tflite-last", "qnn.mean", (Arg((2, 5, 7), I8, "full"),),
+             {"axis": [-1], "keepdims": True, "input_scale": 0.05, "input_zero_point": 3, "output_scale": 0.02,
+              "output_zero_point": -7}),
+        Case("qmean-tflite-hw-i16", "qnn.mean", (Arg((2, 6, 5, 3), I16, "full"),),
+             {"axis": [1, 2], "input_scale": 0.001, "output_scale": 0.0007}),
+        Case("qsum-tflite", "qnn.sum", (Arg((3, 4, 5), I8, "full"),),
+             {"axis": [1], "input_scale": 0.01, "input_zero_point": -2, "output_scale": 0.09,
+              "output_zero_point": 4}),
+        Case("ql2norm-last", "qnn.l2_normalize", (Arg((3, 17), I8, "full"),), {"input_zero_point": -3}),
+        Case("ql2norm-channels", "qnn.l2_normalize", (Arg((2, 6, 3, 2), I8, "full"),),
+             {"input_zero_point": 5, "axis": 1}),
         Case("relu-i8", "nn.relu", (Arg((3, 5), I8, "full"),)),
         Case("clip-i8-relu6", "clip", (Arg((3, 5), I8, "full"),), {"a_min": -5.0, "a_max": 50.0}),
     ]

@@ -137,6 +137,10 @@ OP_MODELS.update({
     "qnn.subtract": lambda: _single(lambda x: _q("qnn.subtract", _quant(x), _quant(x), lhs_scale=[0.1],
                                                  lhs_zero_point=1, rhs_scale=[0.2], rhs_zero_point=-1,
                                                  output_scale=[0.3])),
+    "qnn.mean": lambda: _single(lambda x: _q("qnn.mean", _quant(x), axis=[1], keepdims=True, input_scale=0.1,
+                                             input_zero_point=1, output_scale=0.07, output_zero_point=-3)),
+    "qnn.sum": lambda: _single(lambda x: _q("qnn.sum", _quant(x), axis=[0], input_scale=0.1, output_scale=0.9)),
+    "qnn.l2_normalize": lambda: _single(lambda x: _q("qnn.l2_normalize", _quant(x), input_zero_point=2, axis=1)),
 })
 
 

@@ -568,7 +568,9 @@ REQUIRED_ONLY = {"clip": {"a_min": 0.0, "a_max": 6.0}, "cast": {"dtype": "int32"
                  "qnn.concatenate": {"input_scales": (0.5, 0.25), "input_zero_points": (0, 1), "output_scale": 0.5},
                  "qnn.avg_pool2d": {"input_scale": (0.5,), "output_scale": (0.25,)},
                  "qnn.softmax": {"input_scale": 0.5},
-                 "qnn.subtract": {"lhs_scale": (0.5,), "rhs_scale": (0.5,), "output_scale": (1.0,)}}
+                 "qnn.subtract": {"lhs_scale": (0.5,), "rhs_scale": (0.5,), "output_scale": (1.0,)},
+                 "qnn.mean": {"input_scale": 0.5, "output_scale": 0.25}, "qnn.sum": {"input_scale": 0.5, "output_scale": 2.0},
+                 "qnn.l2_normalize": {}}
 NON_DEFAULT_ATTRS.update({
     "qnn.quantize": {"scale": (0.5, 0.25), "zero_point": (1, -2), "axis": 0, "out_dtype": "uint8",
                      "rounding": "tflite"},
@@ -590,6 +592,9 @@ NON_DEFAULT_ATTRS.update({
     "qnn.softmax": {"input_scale": 0.5, "beta": 0.25, "axis": 0},
     "qnn.subtract": {"lhs_scale": (0.5,), "lhs_zero_point": 1, "rhs_scale": (0.5,), "rhs_zero_point": 2,
                      "output_scale": (1.0,), "output_zero_point": 3},
+    **{name: {"axis": (0,), "keepdims": True, "input_scale": 0.5, "input_zero_point": 1, "output_scale": 0.25,
+              "output_zero_point": -2} for name in ("qnn.mean", "qnn.sum")},
+    "qnn.l2_normalize": {"input_zero_point": 3, "axis": 0},
 })
 
 

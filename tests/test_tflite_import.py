@@ -7,6 +7,7 @@ Models are written by byoc's .tflite writer from seeded weights (tests/tflite_mo
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import pytest
@@ -45,7 +46,38 @@ OPS = {
     "conv_softmax_over_channels": tm.conv_softmax,
     "batch_matmul": tm.batch_matmul,
     "batch_matmul_adj_y": P(tm.batch_matmul, adj_y=True),
+    "mean_hw_keep": tm.reduce,
+    "mean_last_axis": P(tm.reduce, axes=(1,), shape=(16, 32)),
+    "sum_axis1": P(tm.reduce, op="SUM", axes=(1,), keep=False, shape=(2, 9, 5)),
+    "rsqrt": tm.rsqrt,
+    "resize_nearest": tm.resize,
+    "resize_nearest_align_corners": P(tm.resize, size=(9, 3), align=True),
+    "resize_nearest_half_pixel": P(tm.resize, size=(3, 11), half=True),
+    "resize_bilinear": P(tm.resize, op="RESIZE_BILINEAR"),
+    "resize_bilinear_align_corners": P(tm.resize, op="RESIZE_BILINEAR", size=(9, 3), align=True),
+    "resize_bilinear_half_pixel": P(tm.resize, op="RESIZE_BILINEAR", size=(3, 11), half=True),
+    "space_to_batch": tm.space_batch,
+    "batch_to_space": P(tm.space_batch, op="BATCH_TO_SPACE_ND", shape=(12, 3, 4, 2)),
+    "arg_max": tm.arg_max,
+    "arg_max_axis1": P(tm.arg_max, axis=1),
+    "prelu": tm.prelu,
+    "transpose_conv_same_stride2": tm.transpose_conv,
+    "transpose_conv_valid_stride2": P(tm.transpose_conv, padding="VALID"),
+    "transpose_conv_same_stride3_k2_no_bias": P(tm.transpose_conv, stride=3, kernel=2, bias=False),
+    "transpose_conv_same_stride1_k5": P(tm.transpose_conv, stride=1, kernel=5, shape=(1, 6, 4, 2)),
+    "l2_normalization": tm.l2_normalization,
+    "l2_normalization_2d": P(tm.l2_normalization, shape=(5, 33)),
+    "leaky_relu": tm.leaky_relu,
+    "leaky_relu_negative_alpha": P(tm.leaky_relu, alpha=-0.3),
+    "hard_swish": tm.hard_swish,
+    "hard_swish_wide_input": P(tm.hard_swish, scales=(0.1, 0.03)),
+    "hard_swish_narrow_input": P(tm.hard_swish, scales=(0.005, 0.02)),
 }
+
+
+# TensorFlow Lite Micro's SPACE_TO_BATCH_ND never sets its pad value (it pads with whatever its arena held):
+# LiteRT's reference kernels are the oracle there
+LITERT_ORACLE = {"space_to_batch"}
 
 
 @pytest.mark.parametrize("case", sorted(OPS))
@@ -55,7 +87,7 @@ def test_int8_equals_tflite_micro(case):
     for seed in (0, 1):
         inputs = tm.random_inputs(data, seed)
         ours = run_reference(mod, inputs)
-        want = tm.run_tflm(data, inputs)
+        want = (tm.run_litert if case in LITERT_ORACLE else tm.run_tflm)(data, inputs)
         for got, peer in zip(ours, want):
             assert got.dtype == peer.dtype and got.shape == peer.shape
             np.testing.assert_array_equal(got, peer)
@@ -108,3 +140,66 @@ def test_load_model_reads_tflite_files(tmp_path):
     mod = load_model(str(path))
     assert [p.name_hint for p in mod["main"].params] == ["input"]
     assert mod["main"].attrs["output_names"] == ("logits",)
+
+
+def test_space_to_batch_pads_with_the_zero_point_like_litert():
+    """int8 SPACE_TO_BATCH_ND pads with the zero point (the real 0), as LiteRT does (TensorFlow Lite Micro's
+    kernel never sets its pad value: it pads with what its arena held)."""
+    m = tm.Maker(True, seed=13)
+    x = m.act("x", (1, 3, 3, 2), scale=0.05, zp=7)
+    tq = m.w.tensors[x]
+    y = m.w.tensor("y", (4, 2, 2, 2), "int8", scale=tq.scale, zero_point=tq.zero_point)
+    m.w.op("SPACE_TO_BATCH_ND", [x, m.ints("block", [2, 2]), m.ints("pads", [[1, 0], [1, 0]])], [y])
+    data = m.finish([x], [y])
+    inputs = tm.random_inputs(data, 0)
+    got = run_reference(from_tflite(data), inputs)[0]
+    np.testing.assert_array_equal(got, tm.run_litert(data, inputs)[0])
+    assert (got[0] == 7).sum() == 6      # the padded row and column of the first block
+
+
+@pytest.mark.parametrize("act", ["NONE", "RELU6"])
+def test_int8_div_equals_tflite_micro_on_every_pair(act):
+    """int8 DIV (a 256 x 256 table of TFLite's integer quotients, looked up): every pair of int8 inputs whose
+    divisor is not its zero point (TFLite leaves division by zero undefined) equals TensorFlow Lite Micro,
+    except where TFLM's last rescale shifts an int32 right by more than 31 (undefined in C++, a saturated
+    output from its x86 build: a dividend within a few steps of its zero point over a large divisor); there
+    byoc's output is the true quotient rounded (within half a step)."""
+    m = tm.Maker(True, seed=18)
+    n = 64 * 255            # a quarter of the dividends per run (TFLM's default arena)
+    a, b = m.act("a", (n,), scale=0.05, zp=3), m.act("b", (n,), scale=0.02, zp=-7)
+    y = m.act("y", (n,), scale=0.4, zp=-2)
+    m.w.op("DIV", [a, b], [y], fused_activation_function=act)
+    data = m.finish([a, b], [y])
+    mod = from_tflite(data)
+    values = np.arange(-128, 128)
+    divisors = values[values != -7]
+    undefined_pairs = 0
+    for quarter in range(4):
+        dividends = values[quarter * 64:(quarter + 1) * 64]
+        inputs = {"a": np.repeat(dividends, 255).astype(np.int8), "b": np.tile(divisors, 64).astype(np.int8)}
+        got, want = run_reference(mod, inputs)[0], tm.run_tflm(data, inputs, 1 << 18)[0]
+        undefined = _div_shift(inputs["a"].astype(np.int64) - 3, inputs["b"].astype(np.int64) + 7) < -31
+        undefined_pairs += undefined.sum()
+        np.testing.assert_array_equal(got[~undefined], want[~undefined])
+        exact = (inputs["a"][undefined] - 3.0) * 0.05 / ((inputs["b"][undefined] + 7.0) * 0.02) / 0.4 - 2
+        assert not undefined.any() or np.abs(got[undefined] - exact).max() <= 0.5 + 1e-6
+    assert 0 < undefined_pairs < 0.05 * 256 * 255
+
+
+def _div_shift(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The exponent of TFLite DIV's last rescale (its output multiplier's, less the reciprocal's bits over one
+    and the dividend's headroom), computed independently of byoc's table with Python's integers."""
+    e = math.frexp(float(np.float32(0.05)) / (float(np.float32(0.02)) * float(np.float32(0.4))))[1]
+    out = []
+    for x, y in zip(a.tolist(), b.tolist()):
+        x, y = (-x, -y) if y < 0 else (x, y)
+        headroom = 31 if x in (0, -1) else 32 - (x if x > 0 else ~x).bit_length() - 1
+        out.append(e - (y.bit_length() - 1) - headroom)
+    return np.asarray(out)
+
+
+def test_float32_div_within_tolerance_of_litert():
+    data = tm.binary(False, op="DIV")
+    inputs = tm.random_inputs(data, 0)
+    np.testing.assert_allclose(run_reference(from_tflite(data), inputs)[0], tm.run_litert(data, inputs)[0],
+                               rtol=1e-5, atol=1e-5)

@@ -47,17 +47,27 @@ def test_small_cnn_int8_build_equals_tflite_micro(target, toolchain, executor):
 
 HOST_CASES = {"add": lambda: tm.binary(True, act="RELU", broadcast=True), "mul": lambda: tm.binary(True, op="MUL"),
               "average_pool_same": lambda: tm.pool(True), "conv_softmax": lambda: tm.conv_softmax(True),
-              "logistic": lambda: tm.activation(True, op="LOGISTIC")}
+              "logistic": lambda: tm.activation(True, op="LOGISTIC"),
+              "mean_last_axis": lambda: tm.reduce(True, axes=(1,), shape=(16, 32)),
+              "resize_bilinear_half_pixel": lambda: tm.resize(True, op="RESIZE_BILINEAR", size=(3, 11), half=True),
+              "prelu": lambda: tm.prelu(True), "space_to_batch": lambda: tm.space_batch(True)}
+# the ops made of existing ops (their C checked against the reference in tests/test_host_kernels.py): builds
+# behind the marker
+MARKED_HOST_CASES = {"resize_bilinear_half_pixel", "prelu", "space_to_batch"}
 
 
-@pytest.mark.parametrize("case", sorted(HOST_CASES))
+@pytest.mark.parametrize("case", [pytest.param(c, marks=[pytest.mark.tflite] if c in MARKED_HOST_CASES else [])
+                                  for c in sorted(HOST_CASES)])
 def test_tflite_arithmetic_host_kernels_equal_tflite_micro(case):
-    """The host C of TFLite's ADD, MUL, average pool rounding, softmax and logistic (no target takes them)."""
+    """The host C of TFLite's ADD, MUL, average pool rounding, softmax, logistic and MEAN (no target takes
+    them), and of int8 RESIZE_BILINEAR, PRELU and SPACE_TO_BATCH_ND."""
     make = HOST_CASES[case]
     data = make()
     inputs = tm.random_inputs(data, 5)
     (got,) = _built_outputs(data, "host", "gcc", "aot", inputs)
-    np.testing.assert_array_equal(got, tm.run_tflm(data, inputs)[0])
+    # TFLM's SPACE_TO_BATCH_ND pads with an unset value (tests/test_tflite_import.py): LiteRT is the oracle
+    peer = tm.run_litert if case == "space_to_batch" else tm.run_tflm
+    np.testing.assert_array_equal(got, peer(data, inputs)[0])
 
 
 @pytest.mark.tflite
@@ -84,7 +94,8 @@ def test_partitioned_cnn_holds_no_more_transposes_than_inputs_and_outputs(model,
     assert _transposes(mod) == 1
 
 
-ZOO_INT8 = ("ds_cnn_int8", "resnet8_int8", "mobilenet_v1_025_int8", "fc_autoencoder_int8")
+ZOO_INT8 = ("ds_cnn_int8", "resnet8_int8", "mobilenet_v1_025_int8", "fc_autoencoder_int8", "mobilenet_v2_035_int8",
+            "micro_cnn_int8", "transformer_encoder_int8")
 ZOO_DEFAULT: set = set()    # the zoo's builds take 15-60 s each: all behind the marker
 
 
@@ -102,8 +113,8 @@ def _zoo_inputs(data: bytes, seed: int):
 
 @pytest.mark.parametrize("model,target,toolchain,executor", _zoo_params())
 def test_zoo_tflite_int8_build_equals_tflite_micro(model, target, toolchain, executor):
-    """MLPerf Tiny's four models (zoo/tiny), their .tflite form built by byoc: every element equals TensorFlow
-    Lite Micro's."""
+    """The zoo's int8 .tflite models (MLPerf Tiny's four, MobileNetV2 0.35, the micro CNN, the transformer encoder;
+    zoo/tiny) built by byoc: every element equals TensorFlow Lite Micro's."""
     data = zoo.tflite_model(model)
     inputs = _zoo_inputs(data, 7)
     (got,) = _built_outputs(data, target, toolchain, executor, inputs)

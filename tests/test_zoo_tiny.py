@@ -202,16 +202,17 @@ def _nchw(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if x.ndim == 4 else x
 
 
-# byoc's TFLite importer takes no quantized BATCH_MATMUL yet: the transformer's int8 form is checked against
-# the two interpreters only (test_transformer_tflite_runs_in_both_interpreters)
-BYOC_TFLITE_INT8 = [n for n in tiny.TFLITE if n != "transformer_encoder"]
+# LiteRT's reference kernels differ from TFLM where per-channel FULLY_CONNECTED rounds differently (and the
+# transformer's layer norms carry the difference on): the largest gap, steps (measured: 2; 4-6 over 4 seeds)
+LITERT_GAP = {"fc_autoencoder": 2, "transformer_encoder": 8}
 
 
-@pytest.mark.parametrize("name", _cases(BYOC_TFLITE_INT8))
+@pytest.mark.parametrize("name", _cases(tiny.TFLITE))
 def test_tflite_int8_runs_in_tflite_micro_and_litert_and_equals_byoc(name):
-    """TensorFlow Lite Micro runs the written model; byoc's import of it equals TFLM on every element; LiteRT's
-    reference kernels load and run it too, equal to TFLM except per-channel FULLY_CONNECTED, where LiteRT's
-    reference kernel rounds differently from TFLM's (the autoencoder: up to 2 steps)."""
+    """TensorFlow Lite Micro runs the written model; byoc's import of it equals TFLM on every element (the
+    transformer's MEAN and RSQRT included: TFLite's integer MEAN, RSQRT looked up from its integer kernel's
+    results); LiteRT's reference kernels load and run it too, equal to TFLM except per-channel
+    FULLY_CONNECTED, where LiteRT's reference kernel rounds differently from TFLM's."""
     from byoc_compiler.frontend.tflite import from_tflite
     data = tiny.tflite_model(name, True)
     mod = from_tflite(data)
@@ -222,7 +223,7 @@ def test_tflite_int8_runs_in_tflite_micro_and_litert_and_equals_byoc(name):
         assert micro.dtype == np.int8 and micro.shape == tiny.spec(name).layers[-1].shape
         np.testing.assert_array_equal(run_reference(mod, feeds)[0], micro)
         gap = np.abs(litert.astype(np.int64) - micro).max()
-        assert gap == 0 or (name == "fc_autoencoder" and gap <= 2), gap
+        assert gap <= LITERT_GAP.get(name, 0), gap
 
 
 @pytest.mark.parametrize("name", _cases(tiny.TFLITE))
@@ -294,17 +295,11 @@ def test_tflite_export_writes_the_zoo_bytes(tmp_path):
         zoo.tflite_model("concat_cnn_int8")
 
 
-def test_transformer_tflite_runs_in_both_interpreters():
-    """The 2-layer encoder's .tflite (FULLY_CONNECTED, BATCH_MATMUL, RESHAPE, TRANSPOSE, SOFTMAX, MEAN, SUB, MUL,
-    RSQRT, ADD): TensorFlow Lite Micro and LiteRT's reference kernels run the int8 form (they differ by a few
-    steps: per-channel FULLY_CONNECTED rounding, 5 measured); byoc imports the float form, equal to TFLM within
-    float32 rounding."""
+def test_transformer_float_tflite_equals_tflite_micro():
+    """The 2-layer encoder's float .tflite (FULLY_CONNECTED, BATCH_MATMUL, RESHAPE, TRANSPOSE, SOFTMAX, MEAN, SUB,
+    MUL, RSQRT, ADD) imported by byoc equals TFLM within float32 rounding (its int8 form: the test above)."""
     from byoc_compiler.frontend.tflite import from_tflite
-    q_data, f_data = tiny.tflite_model("transformer_encoder", True), tiny.tflite_model("transformer_encoder", False)
-    feeds = _tflite_inputs("transformer_encoder", True, 0)
-    (micro,), (litert,) = tm.run_tflm(q_data, feeds), tm.run_litert(q_data, feeds)
-    assert micro.dtype == np.int8 and micro.shape == (16, 32)
-    assert np.abs(micro.astype(np.int64) - litert).max() <= 8
+    f_data = tiny.tflite_model("transformer_encoder", False)
     x = _tflite_inputs("transformer_encoder", False, 0)
     np.testing.assert_allclose(run_reference(from_tflite(f_data), x)[0], tm.run_tflm(f_data, x)[0], rtol=1e-4,
                                atol=1e-4)

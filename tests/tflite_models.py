@@ -91,11 +91,11 @@ def fully_connected(quantized, per_channel=False, act="NONE", flatten_from=None)
     return m.finish([inp], [y])
 
 
-def binary(quantized, op="ADD", act="NONE", broadcast=False):
+def binary(quantized, op="ADD", act="NONE", broadcast=False, out_scale=None):
     m = Maker(quantized, seed=3)
     a = m.act("a", (1, 5, 5, 4))
     b = m.act("b", (1, 1, 1, 4) if broadcast else (1, 5, 5, 4))
-    y = m.act("y", (1, 5, 5, 4))
+    y = m.act("y", (1, 5, 5, 4), scale=out_scale if quantized else None)
     m.w.op(op, [a, b], [y], fused_activation_function=act)
     return m.finish([a, b], [y])
 
@@ -145,6 +145,114 @@ def batch_matmul(quantized, adj_y=False):
     return m.finish([a, b], [y])
 
 
+def reduce(quantized, op="MEAN", axes=(1, 2), keep=True, shape=(1, 5, 6, 7)):
+    """MEAN or SUM over `axes` of a run-time tensor, output quantized on its own (int8: TFLite's MEAN/SUM)."""
+    m = Maker(quantized, seed=10)
+    x = m.act("x", shape)
+    out_shape = tuple(1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes)
+    y = m.act("y", out_shape, scale=0.5 if quantized and op == "SUM" else None)
+    m.w.op(op, [x, m.ints("axes", list(axes))], [y], keep_dims=keep)
+    return m.finish([x], [y])
+
+
+def rsqrt(quantized, shape=(4, 32)):
+    """RSQRT; int8 with the input's zero point at -128 (TFLite refuses inputs below the zero point)."""
+    m = Maker(quantized, seed=11)
+    if quantized:
+        x, y = m.act("x", shape, scale=0.05, zp=-128), m.act("y", shape, scale=0.02, zp=-128)
+    else:
+        x, y = m.act("x", shape), m.act("y", shape)
+    m.w.op("RSQRT", [x], [y])
+    return m.finish([x], [y])
+
+
+def resize(quantized, op="RESIZE_NEAREST_NEIGHBOR", size=(7, 10), align=False, half=False, shape=(1, 4, 5, 3)):
+    """RESIZE_* of a run-time NHWC tensor to `size` (the output quantized like the input)."""
+    m = Maker(quantized, seed=12)
+    x = m.act("x", shape)
+    tq = m.w.tensors[x]
+    y = m.w.tensor("y", (shape[0], *size, shape[3]), tq.dtype, scale=tq.scale, zero_point=tq.zero_point)
+    m.w.op(op, [x, m.ints("size", list(size))], [y], align_corners=align, half_pixel_centers=half)
+    return m.finish([x], [y])
+
+
+def space_batch(quantized, op="SPACE_TO_BATCH_ND", block=(2, 3), pads=((1, 0), (1, 1)), shape=(2, 5, 7, 3)):
+    """SPACE_TO_BATCH_ND (pads: paddings) or BATCH_TO_SPACE_ND (pads: crops) of an NHWC tensor."""
+    m = Maker(quantized, seed=13)
+    x = m.act("x", shape, zp=0 if quantized else None)
+    n, h, w, c = shape
+    (bh, bw), ((t, b), (l, r)) = block, pads
+    if op == "SPACE_TO_BATCH_ND":
+        out = (n * bh * bw, (h + t + b) // bh, (w + l + r) // bw, c)
+    else:
+        out = (n // (bh * bw), h * bh - t - b, w * bw - l - r, c)
+    tq = m.w.tensors[x]
+    y = m.w.tensor("y", out, tq.dtype, scale=tq.scale, zero_point=tq.zero_point)
+    m.w.op(op, [x, m.ints("block", list(block)), m.ints("pads", [list(p) for p in pads])], [y])
+    return m.finish([x], [y])
+
+
+def arg_max(quantized, axis=3, shape=(1, 4, 5, 9), output_type="int32"):
+    m = Maker(quantized, seed=14)
+    x = m.act("x", shape)
+    y = m.w.tensor("y", tuple(d for i, d in enumerate(shape) if i != axis), output_type)
+    m.w.op("ARG_MAX", [x, m.ints("axis", [axis])], [y], output_type=output_type.upper())
+    return m.finish([x], [y])
+
+
+def prelu(quantized, alpha_shape=(1, 1, 4), shape=(1, 5, 6, 4)):
+    """PRELU with a constant alpha per channel (broadcast over H and W)."""
+    m = Maker(quantized, seed=15)
+    x = m.act("x", shape)
+    data = m.rng.uniform(-0.5, 0.9, alpha_shape)
+    if quantized:
+        alpha = m.w.tensor("alpha", alpha_shape, "int8", data=np.clip(np.rint(data / 0.01) + 5, -128, 127),
+                           scale=0.01, zero_point=5)
+    else:
+        alpha = m.w.tensor("alpha", alpha_shape, "float32", data=data)
+    y = m.act("y", shape)
+    m.w.op("PRELU", [x, alpha], [y])
+    return m.finish([x], [y])
+
+
+def transpose_conv(quantized, padding="SAME", stride=2, shape=(1, 4, 5, 3), out=6, kernel=3, bias=True):
+    """TRANSPOSE_CONV (output shape, filter OHWI, input, bias) of a run-time NHWC tensor."""
+    m = Maker(quantized, seed=16)
+    x = m.act("x", shape)
+    n, h, w, c = shape
+    k = m.weight("k", (out, kernel, kernel, c), axis=0)
+    size = (lambda v: v * stride) if padding == "SAME" else (lambda v: (v - 1) * stride + kernel)
+    out_shape = (n, size(h), size(w), out)
+    b = m.bias("b", out, m.scale(x), k) if bias else -1
+    y = m.act("y", out_shape)
+    m.w.op("TRANSPOSE_CONV", [m.ints("out_shape", list(out_shape)), k, x, b], [y], padding=padding,
+           stride_w=stride, stride_h=stride)
+    return m.finish([x], [y])
+
+
+def l2_normalization(quantized, shape=(2, 3, 4, 10)):
+    """L2_NORMALIZATION over the last axis; int8 with TFLite's fixed output quantization (1/128, 0)."""
+    m = Maker(quantized, seed=17)
+    x = m.act("x", shape)
+    y = m.w.tensor("y", shape, "int8", scale=1 / 128, zero_point=0) if quantized else m.act("y", shape)
+    m.w.op("L2_NORMALIZATION", [x], [y])
+    return m.finish([x], [y])
+
+
+def leaky_relu(quantized, alpha=0.2, shape=(2, 3, 4, 5)):
+    m = Maker(quantized, seed=19)
+    x, y = m.act("x", shape), m.act("y", shape)
+    m.w.op("LEAKY_RELU", [x], [y], alpha=alpha)
+    return m.finish([x], [y])
+
+
+def hard_swish(quantized, shape=(2, 3, 4, 5), scales=(None, None)):
+    m = Maker(quantized, seed=20)
+    x, y = m.act("x", shape, scale=scales[0]), m.act("y", shape, scale=scales[1])
+    m.w.op("HARD_SWISH", [x], [y])
+    return m.finish([x], [y])
+
+
 def small_cnn(quantized):
     """conv -> depthwise conv -> conv (stride 2) -> average pool -> reshape -> fully connected."""
     m = Maker(quantized, seed=5)
@@ -191,11 +299,12 @@ def random_inputs(data: bytes, seed: int = 0) -> dict[str, np.ndarray]:
     return out
 
 
-def run_tflm(data: bytes, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """TensorFlow Lite Micro's outputs (inputs in the model's input order)."""
+def run_tflm(data: bytes, inputs: dict[str, np.ndarray], arena_size: int | None = None) -> list[np.ndarray]:
+    """TensorFlow Lite Micro's outputs (inputs in the model's input order); `arena_size` in bytes for models
+    whose tensors outgrow its default arena."""
     from tflite_micro.python.tflite_micro import runtime   # a test extra: loaded only by the tests that use it
 
-    interp = runtime.Interpreter.from_bytes(data)
+    interp = runtime.Interpreter.from_bytes(data, arena_size=arena_size)
     for i, value in enumerate(inputs.values()):
         interp.set_input(value, i)
     interp.invoke()

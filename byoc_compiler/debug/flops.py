@@ -52,7 +52,8 @@ NO_MULTIPLY_ADDS = (
     "sum", "mean", "max", "min", "prod", "argmax", "argmin", "strided_slice", "tile", "broadcast_to",
     "image.resize", "nn.layer_norm", "nn.bias_add", "nn.batch_norm", "nn.softmax", "nn.lrn",
     "qnn.quantize", "qnn.dequantize", "qnn.requantize", "qnn.conv2d", "qnn.dense", "qnn.matmul", "qnn.add",
-    "qnn.mul", "qnn.concatenate", "qnn.avg_pool2d", "qnn.softmax", "qnn.subtract")
+    "qnn.mul", "qnn.concatenate", "qnn.avg_pool2d", "qnn.softmax", "qnn.subtract", "qnn.mean", "qnn.sum",
+    "qnn.l2_normalize")
 
 for _name, _count in {**MULTIPLY_ADDS, **dict.fromkeys(NO_MULTIPLY_ADDS, _none)}.items():
     register_op_attr(_name, "flops", _count)

@@ -167,3 +167,160 @@ def softmax(x: np.ndarray, input_scale: float, beta: float, axis: int) -> np.nda
     out = rounding_divide_by_pot(srdhm(scale, exps), over_unit + 31 - 8) - 128
     out = np.where(valid, np.clip(out, -128, 127), -128)
     return np.moveaxis(out.astype(np.int8), -1, axis)
+
+
+_HALF_SQRT_2 = 1518500250           # sqrt(2) / 2 in Q0.31
+_THREE_HALVES_Q3 = (1 << 28) + (1 << 27)   # 1.5 in Q3.28
+
+
+def inv_sqrt_multiplier(value: int) -> tuple[int, int]:
+    """(M, e) with 1 / sqrt(value) ~= M * 2**(e - 31) for an int32 value >= 0, as TFLite's
+    GetInvSqrtQuantizedMultiplierExp computes it (with its reverse shift: e is a left shift): the value
+    normalized to [2**27, 2**29) by bit pairs, five Newton-Raphson steps x <- 1.5 x - (value / 2) x**3 in
+    Q3.28, times sqrt(2) / 2. Values 0 and 1 give (INT32_MAX, 0)."""
+    if value <= 1:
+        return INT32_MAX, 0
+    shift = 11
+    while value >= 1 << 29:
+        value //= 4
+        shift += 1
+    pairs = (32 - value.bit_length() - 1) // 2 - 1
+    shift -= pairs
+    value <<= 2 * pairs
+    half_input = int(rounding_divide_by_pot(value >> 1, 1))
+    x = 1 << 28
+    for _ in range(5):
+        x3 = int(saturating_shift_left(srdhm(srdhm(x, x), x), 6))
+        x = int(saturating_shift_left(wrap32(int(srdhm(_THREE_HALVES_Q3, x)) - int(srdhm(half_input, x3))), 3))
+    x = int(srdhm(x, _HALF_SQRT_2))
+    if shift < 0:
+        x, shift = int(wrap32(x << -shift)), 0
+    return x, -shift
+
+
+def rsqrt_table(input_scale: float, input_zp: int, output_scale: float, output_zp: int) -> np.ndarray:
+    """int8 output of TFLite's int8 RSQRT for inputs -128..127: 1 / sqrt(x - zp) as a multiplier applied to 1
+    (shifted left by 20 to keep it an integer), rescaled by 1 / (sqrt(input scale) * output scale) (float32
+    sqrt and product, the reciprocal in double); x == zp gives 127. TFLite refuses to run on x < zp; byoc
+    gives what the same arithmetic gives there (the value of x == zp + 1)."""
+    s = np.float32(np.sqrt(np.float32(input_scale))) * np.float32(output_scale)
+    m, e = quantize_multiplier(1.0 / float(s))
+    out = []
+    for x in range(-128, 128):
+        value = x - input_zp
+        if value == 0:
+            out.append(127)
+            continue
+        inv_m, inv_e = inv_sqrt_multiplier(value)
+        data = multiply_by_quantized_multiplier(1, inv_m, inv_e + 20)
+        out.append(int(multiply_by_quantized_multiplier(data, m, e - 20)) + output_zp)
+    return np.clip(np.asarray(out, np.int64), -128, 127).astype(np.int8)
+
+
+L2_OUTPUT_SHIFT = 7                  # int8 L2_NORMALIZATION's output is in 1/128 steps (zero point 0)
+
+
+def l2_normalize(x: np.ndarray, input_zp: int, axis: int) -> np.ndarray:
+    """TFLite's int8 L2_NORMALIZATION along `axis`: the sum of squares of x - zp in int32, its inverse square
+    root as a multiplier (inv_sqrt_multiplier), each x - zp multiplied by it with the exponent raised by 7
+    (output scale 1/128), saturated to int8."""
+    v = np.moveaxis(x.astype(np.int64), axis, -1) - input_zp
+    sums = wrap32((v * v).sum(axis=-1))
+    rows = v.reshape(-1, v.shape[-1]) if v.size else v.reshape(0, max(v.shape[-1], 0))
+    out = np.empty_like(rows)
+    for r, total in enumerate(sums.reshape(-1)):
+        m, e = inv_sqrt_multiplier(int(total))
+        out[r] = multiply_by_quantized_multiplier(rows[r], m, e + L2_OUTPUT_SHIFT)
+    out = np.clip(out, -128, 127).astype(np.int8).reshape(v.shape)
+    return np.moveaxis(out, -1, axis)
+
+
+def _leading_sign_bits(x: np.ndarray) -> np.ndarray:
+    """CountLeadingSignBits of int32 values: the redundant sign bits (31 for 0 and -1)."""
+    x = np.asarray(x, np.int64)
+    return count_leading_zeros32(np.where(x >= 0, x, ~x)) - 1
+
+
+def div_table(s1: float, z1: int, s2: float, z2: int, so: float, zo: int) -> np.ndarray:
+    """int8 output of TFLite's int8 DIV for every pair of int8 inputs (a, b), shape (256, 256) indexed by
+    a + 128, b + 128: the divisor's reciprocal from GetReciprocal (1/(1+x) by Newton-Raphson), the dividend
+    shifted left by its headroom and multiplied by it, then rescaled by s1 / (s2 * so) (in double, as
+    TensorFlow Lite Micro's build computes it; LiteRT's reference kernel divides in float32 and differs at
+    ties). Where that last rescale is a right shift by more than 31 (a dividend within a few steps of its
+    zero point over a large divisor) TFLM shifts an int32 by 32 or more, which C++ leaves undefined (its
+    x86 build saturates the output); byoc rounds the true product there (to the output zero point, or
+    one step off it). TFLite does not define b == z2 (division by zero); byoc gives the saturated value of
+    the dividend's sign there (the output zero point for 0 / 0)."""
+    m, e = quantize_multiplier(float(np.float32(s1)) / (float(np.float32(s2)) * float(np.float32(so))))
+    a, b = np.meshgrid(np.arange(-128, 128, dtype=np.int64) - z1, np.arange(-128, 128, dtype=np.int64) - z2,
+                       indexing="ij")
+    a = np.where(b < 0, -a, a)
+    b = np.abs(b)
+    safe = np.maximum(b, 1)
+    clz = count_leading_zeros32(safe)
+    inverse = one_over_one_plus_x(wrap32(((safe << clz) & 0xFFFFFFFF) - (1 << 31)))
+    headroom = _leading_sign_bits(a)
+    quotient = srdhm(wrap32(a << headroom), inverse)
+    shift = e - (31 - clz) - headroom
+    out = multiply_by_quantized_multiplier(quotient, m, shift) + zo
+    out = np.where(b == 0, np.where(a > 0, 127, np.where(a < 0, -128, zo)), out)
+    return np.clip(out, -128, 127).astype(np.int8)
+
+
+def leaky_relu_table(input_scale: float, input_zp: int, alpha: float, output_scale: float,
+                     output_zp: int) -> np.ndarray:
+    """int8 output of TFLite's int8 LEAKY_RELU for inputs -128..127: x - zp rescaled by input/output scale where
+    it is >= 0, by input scale x alpha / output scale below (the factors in float32, as its kernel computes
+    them, then QuantizeMultiplier; a negative alpha through its magnitude, the product negated)."""
+    si, so, a = np.float32(input_scale), np.float32(output_scale), np.float32(alpha)
+    mi, ei = quantize_multiplier(float(si / so))
+    ma, ea = quantize_multiplier(float(abs(si * a / so)))
+    v = np.arange(-128, 128, dtype=np.int64) - input_zp
+    negative = multiply_by_quantized_multiplier(v, ma, ea) * (-1 if a < 0 else 1)
+    out = np.where(v >= 0, multiply_by_quantized_multiplier(v, mi, ei), negative) + output_zp
+    return np.clip(out, -128, 127).astype(np.int8)
+
+
+def _srdhm16(a: int, b: int) -> int:
+    """SaturatingRoundingDoublingHighMul of int16 values."""
+    if a == b == -(1 << 15):
+        return (1 << 15) - 1
+    ab = a * b
+    total = ab + ((1 << 14) if ab >= 0 else 1 - (1 << 14))
+    return int(math.copysign(abs(total) // (1 << 15), total)) if total else 0
+
+
+def _sat_shl16(x: int, k: int) -> int:
+    return max(-(1 << 15), min((1 << 15) - 1, x * (1 << k)))
+
+
+def _int16_multiplier(real: float) -> tuple[int, int]:
+    """QuantizeMultiplier, then the multiplier rounded to 16 bits (DownScaleInt32ToInt16Multiplier)."""
+    m, e = quantize_multiplier(real)
+    return (32767 if m >= INT32_MAX - (1 << 15) else (m + (1 << 15)) >> 16), e
+
+
+def hard_swish_table(input_scale: float, input_zp: int, output_scale: float, output_zp: int) -> np.ndarray:
+    """int8 output of TFLite's int8 HARD_SWISH for inputs -128..127, in its int16 fixed point: x - zp on a
+    scale 128 times finer, one rescale to the output, the "reluish" factor (x + 3) / 6 clamped to [0, 1]
+    from a second rescale (3/32768 units), their truncating doubling high product, a rounding shift."""
+    hires = np.float32(1.0 / 128.0) * np.float32(input_scale)
+    out_m, out_e = _int16_multiplier(float(hires / np.float32(output_scale)))
+    relu_m, relu_e = _int16_multiplier(float(hires / np.float32(3.0 / 32768.0)))
+    if out_e > 0:
+        raise ValueError(f"input scale {input_scale} over output scale {output_scale} is above 128")
+    out = []
+    for x in range(-128, 128):
+        value = (x - input_zp) * 128
+        preshift = _srdhm16(value, out_m)
+        reluish = _sat_shl16(value, relu_e - 1) if relu_e > 0 else value
+        reluish = _srdhm16(reluish, relu_m)
+        if relu_e > 0:
+            reluish = _sat_shl16(reluish, 1)
+        elif relu_e < 0:
+            reluish = int(rounding_divide_by_pot(reluish, -relu_e))
+        reluish = (reluish + (1 << 15)) >> 1
+        product = reluish * preshift
+        high = int(math.copysign(abs(product) // (1 << 15), product)) if product else 0
+        out.append(int(rounding_divide_by_pot(high, -out_e)) + output_zp)
+    return np.clip(np.asarray(out, np.int64), -128, 127).astype(np.int8)

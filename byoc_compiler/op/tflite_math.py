@@ -149,3 +149,23 @@ def average_pool_divide(total: np.ndarray, count: np.ndarray) -> np.ndarray:
     count = np.asarray(count, np.int64)
     half = count // 2
     return np.where(total > 0, (total + half) // count, -((half - total) // count))
+
+
+def reduce_multiplier(input_scale: float, output_scale: float, count: int, divide: bool) -> tuple[int, int]:
+    """(M, e) of TFLite's int8/int16 MEAN (divide) or SUM: input/output scale in double through
+    quantize_multiplier; MEAN folds 1/count in as (M << s) / count (integer division) with the exponent
+    lowered by s = floor(log2(count)), s clamped to 32 and to 31 + e."""
+    m, e = quantize_multiplier(input_scale / output_scale)
+    if divide and count > 0:
+        shift = min(count.bit_length() - 1, 32, 31 + e)
+        m, e = (m << shift) // count, e - shift
+    return m, e
+
+
+def reduce_rescale(total: np.ndarray, count: int, input_zp: int, output_zp: int, m: int, e: int,
+                   out_dtype: str) -> np.ndarray:
+    """saturate(MultiplyByQuantizedMultiplier(total - input_zp * count, M, e) + output_zp): the last step of
+    TFLite's quantized MEAN and SUM, `total` the int32 sum of the raw inputs."""
+    shifted = wrap32(wrap32(total) - input_zp * count)   # TFLite sums in int32
+    info = np.iinfo(out_dtype)
+    return np.clip(multiply_by_quantized_multiplier(shifted, m, e) + output_zp, info.min, info.max).astype(out_dtype)

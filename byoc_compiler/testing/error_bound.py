@@ -65,7 +65,7 @@ GENEROUS = ("power", "erf", "nn.hard_swish", "nn.hard_sigmoid", "nn.gelu", "equa
             "sum", "mean", "max", "min", "prod", "argmax", "argmin", "strided_slice", "tile", "broadcast_to",
             "image.resize", "nn.batch_matmul", "nn.layer_norm", "qnn.quantize", "qnn.dequantize",
             "qnn.requantize", "qnn.conv2d", "qnn.dense", "qnn.matmul", "qnn.add", "qnn.mul", "qnn.concatenate",
-            "qnn.avg_pool2d", "qnn.softmax", "qnn.subtract")
+            "qnn.avg_pool2d", "qnn.softmax", "qnn.subtract", "qnn.mean", "qnn.sum", "qnn.l2_normalize")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ def _split_shapes(shape, axes):
     return kept, reduced
 
 
-def _nest(ctx, init: str, step: str, finish: str, axes) -> str:
+def reduction_nest(ctx, init: str, step: str, finish: str, axes) -> str:
     data, out = ctx.inputs[0], ctx.outputs[0]
     if size_of(out.shape) == 0:
         return ""
@@ -52,12 +52,12 @@ def _reduction(name: str):
                 value = f"({t})(acc / {double_literal(float(count))})" if name == "mean" else f"({t})acc"
                 if name == "mean" and count == 0:
                     value = f"({t})NAN"
-                return _nest(ctx, init, op, "out0[{out}] = " + value + ";", axes)
+                return reduction_nest(ctx, init, op, "out0[{out}] = " + value + ";", axes)
             better = ">" if name == "max" else "<"
             init = f"{t} acc = {literal(empty_value(name, dtype), dtype)};"
             # NaN wins and stays (numpy's max/min propagate it).
             op = f"{{{{ const {t} v = in0[{{at}}]; if (acc == acc && ((v {better} acc) || v != v)) acc = v; }}}}"
-            return _nest(ctx, init, op, "out0[{out}] = acc;", axes)
+            return reduction_nest(ctx, init, op, "out0[{out}] = acc;", axes)
         if name in ("sum", "mean", "prod"):
             init = f"uint64_t acc = {'1u' if name == 'prod' else '0u'};"
             op = "acc *= (uint64_t)(int64_t)in0[{at}];" if name == "prod" else "acc += (uint64_t)(int64_t)in0[{at}];"
@@ -67,10 +67,10 @@ def _reduction(name: str):
                 value = f"({t})((double)(int64_t)acc / {double_literal(float(count))})"
             else:
                 value = f"({t})acc"
-            return _nest(ctx, init, op, "out0[{out}] = " + value + ";", axes)
+            return reduction_nest(ctx, init, op, "out0[{out}] = " + value + ";", axes)
         better = ">" if name == "max" else "<"
         init = f"{t} acc = {literal(empty_value(name, dtype), dtype)};"
-        return _nest(ctx, init, f"{{{{ const {t} v = in0[{{at}}]; if (v {better} acc) acc = v; }}}}",
+        return reduction_nest(ctx, init, f"{{{{ const {t} v = in0[{{at}}]; if (v {better} acc) acc = v; }}}}",
                      "out0[{out}] = acc;", axes)
     return rule
 
@@ -89,7 +89,7 @@ def _arg(name: str):
         init = f"{t} best = in0[base];\nint64_t index = 0;\nint64_t position = 0;"
         step = f"{{{{ const {t} v = in0[{{at}}]; if (position > 0 && ({cond})) {{{{ best = v; index = position; }}}} " \
                "++position; }}"
-        return _nest(ctx, init, step, "out0[{out}] = index;", (axis,))
+        return reduction_nest(ctx, init, step, "out0[{out}] = index;", (axis,))
     return rule
 
 

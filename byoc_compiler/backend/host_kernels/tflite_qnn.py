@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from ...ctext import c_type, int_literal as L, line_array
 from ...op import tflite_math
-from ...op.tflite_fixedpoint import SOFTMAX_SUM_BITS, softmax_exp_table
+from ...op.tflite_fixedpoint import L2_OUTPUT_SHIFT, SOFTMAX_SUM_BITS, softmax_exp_table
 from ...op.qnn import tflite_add_params, tflite_mul_multiplier, tflite_requantize_reals
+from ...op.qnn_tflite import reduce_params
 from .cwriter import axis_split, flat_loop, size_of
+from .reduce import reduction_nest
 
 _RANGE = {"int8": ("INT8_MIN", "INT8_MAX"), "uint8": ("0", "UINT8_MAX"), "int16": ("INT16_MIN", "INT16_MAX"),
           "uint16": ("0", "UINT16_MAX"), "int32": ("INT32_MIN", "INT32_MAX")}
@@ -60,8 +62,30 @@ HELPERS = {
   }
   return byoc_tfl_sat_shl(x, 1);
 }"""),
+    # GetInvSqrtQuantizedMultiplierExp (op/tflite_fixedpoint.inv_sqrt_multiplier): 1/sqrt(v) as M, e
+    "byoc_tfl_inv_sqrt": ((), """static inline void byoc_tfl_inv_sqrt(int32_t v, int32_t *mult, int32_t *expo) {
+  if (v <= 1) { *mult = INT32_MAX; *expo = 0; return; }
+  int32_t shift = 11;
+  while (v >= (INT32_C(1) << 29)) { v /= 4; ++shift; }
+  int32_t clz = 0;
+  while (!(((uint32_t)v << clz) & 0x80000000u)) ++clz;
+  const int32_t pairs = (clz - 1) / 2 - 1;
+  shift -= pairs;
+  v = (int32_t)((uint32_t)v << (2 * pairs));
+  const int32_t half = byoc_tfl_rdbpot(v / 2, 1);
+  int32_t x = INT32_C(1) << 28;
+  for (int i = 0; i < 5; ++i) {
+    const int32_t x3 = byoc_tfl_sat_shl(byoc_tfl_srdhm(byoc_tfl_srdhm(x, x), x), 6);
+    x = byoc_tfl_sat_shl(byoc_wrap_i32((int64_t)byoc_tfl_srdhm(402653184, x) - byoc_tfl_srdhm(half, x3)), 3);
+  }
+  x = byoc_tfl_srdhm(x, 1518500250);
+  if (shift < 0) { x = byoc_wrap_i32((int64_t)x * (INT64_C(1) << -shift)); shift = 0; }
+  *mult = x;
+  *expo = -shift;
+}"""),
 }
-HELPER_DEPS = {"byoc_tfl_rdbpot": ("byoc_floor_shift",),
+HELPER_DEPS = {"byoc_tfl_inv_sqrt": ("byoc_tfl_rdbpot", "byoc_tfl_sat_shl", "byoc_tfl_srdhm", "byoc_wrap_i32"),
+               "byoc_tfl_rdbpot": ("byoc_floor_shift",),
                "byoc_tfl_sat_shl": ("byoc_wrap_i32",),
                "byoc_tfl_one_over_one_plus_x": ("byoc_tfl_srdhm", "byoc_tfl_sat_shl", "byoc_wrap_i32"),
                "byoc_tfl_mbqm": ("byoc_tfl_srdhm", "byoc_tfl_rdbpot", "byoc_wrap_i32"),
@@ -141,5 +165,44 @@ for (int64_t c = 0; c < {L(extent)}; ++c) {{
     return "  " + line_array("exps", "int32", table) + "\n" + flat_loop(outer * inner, body, var="o")
 
 
+def _reduce(name: str):
+    """qnn.mean / qnn.sum: the raw integers summed in int32 (TFLite's accumulator), then one
+    MultiplyByQuantizedMultiplier of the sum less zero point x count (op/tflite_math.reduce_rescale)."""
+    def rule(ctx) -> str:
+        a = ctx.attrs
+        axes, count, m, e = reduce_params(name, ctx.inputs[0].shape, a)
+        f = ctx.use("byoc_tfl_mbqm")
+        ctx.use("byoc_wrap_i32")
+        rescaled = (f"({f}((int64_t)byoc_wrap_i32((int64_t)byoc_wrap_i32(acc) - {L(a.input_zero_point * count)}), "
+                    f"{L(m)}, {e}) + {L(a.output_zero_point)})")
+        finish = "out0[{out}] = " + _clamped(ctx, rescaled, ctx.outputs[0].dtype).replace("{", "{{").replace("}", "}}") + ";"
+        return reduction_nest(ctx, "int64_t acc = 0;", "acc += in0[{at}];", finish, axes)
+    return rule
+
+
+def l2_normalize(ctx) -> str:
+    """qnn.l2_normalize along one axis: the row's sum of squares (int32), its inverse square root as a
+    multiplier, each element x - zp times it with the exponent raised by 7, saturated (op/tflite_fixedpoint.py)."""
+    x = ctx.inputs[0]
+    outer, extent, inner = axis_split(x.shape, ctx.attrs.axis % x.ndim)
+    if outer * extent * inner == 0:
+        return ""
+    ctx.use("byoc_tfl_inv_sqrt")
+    f = ctx.use("byoc_tfl_mbqm")
+    zp = L(ctx.attrs.input_zero_point)
+    body = f"""const int64_t base = (o / {L(inner)}) * {L(extent * inner)} + o % {L(inner)};
+int32_t total = 0;
+for (int64_t c = 0; c < {L(extent)}; ++c) {{
+  const int64_t v = (int64_t)in0[base + c * {L(inner)}] - {zp};
+  total = byoc_wrap_i32((int64_t)total + v * v);
+}}
+int32_t mult, expo;
+byoc_tfl_inv_sqrt(total, &mult, &expo);
+for (int64_t c = 0; c < {L(extent)}; ++c)
+  out0[base + c * {L(inner)}] = {_clamped(ctx, f"{f}((int64_t)in0[base + c * {L(inner)}] - {zp}, mult, expo + {L2_OUTPUT_SHIFT})", "int8")};"""
+    return flat_loop(outer * inner, body, var="o")
+
+
 # qnn.subtract (TFLite's SUB, only with rounding="tflite") is qnn.py's rule: it needs qnn.py's loop
-RULES = {"qnn.softmax": softmax}
+RULES = {"qnn.softmax": softmax, "qnn.mean": _reduce("qnn.mean"), "qnn.sum": _reduce("qnn.sum"),
+         "qnn.l2_normalize": l2_normalize}

@@ -2,7 +2,7 @@
 import), and the questions asked of the complete table."""
 from __future__ import annotations
 
-from . import ops_elementwise, ops_nn, ops_shape  # noqa: F401
+from . import ops_elementwise, ops_nn, ops_shape, ops_spatial  # noqa: F401
 from .table import _TABLE, Converter
 
 

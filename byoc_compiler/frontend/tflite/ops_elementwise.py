@@ -9,7 +9,8 @@ import numpy as np
 
 from ...ir.expr import Constant
 from ..graph_context import NodeError
-from .ops_nn import float_path
+from ...op.tflite_fixedpoint import div_table, hard_swish_table, leaky_relu_table, rsqrt_table
+from .ops_nn import float_path, table_lookup
 from .qparams import INT_TYPES, activation_range, fused_activation, per_tensor, same_quant
 from .table import converter
 from .values import Value
@@ -34,6 +35,20 @@ def _qbinary(cx, op, exprs, dtype: str):
     return fused_activation(cx, op, y, out_q, dtype)
 
 
+def _div_lookup(cx, op, exprs):
+    """int8 DIV: TFLite's integer quotient of every pair of int8 inputs, computed at import (a 256 x 256
+    table) and looked up at (a + 128) * 256 + b + 128."""
+    (s1, z1), (s2, z2) = (per_tensor(cx.quant(op.inputs[i], f"input {i}"), f"input {i}") for i in (0, 1))
+    so, zo = per_tensor(cx.quant(op.outputs[0], "the output"), "the output")
+    try:
+        table = div_table(s1, z1, s2, z2, so, zo).reshape(-1)
+    except (ValueError, OverflowError) as exc:
+        raise NodeError(f"the scales cannot be rescaled the way TFLite's DIV does: {exc}") from None
+    a, b = (cx.call("add", cx.call("cast", e, dtype="int32"), Constant(np.int32(128))) for e in exprs)
+    index = cx.call("add", cx.call("multiply", a, Constant(np.int32(256))), b)
+    return cx.call("take", Constant(table), index, axis=0)
+
+
 @converter("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")
 def _binary(op, cx):
     dtype = cx.info(op.inputs[0]).dtype
@@ -49,11 +64,35 @@ def _binary(op, cx):
         raise NodeError(f"input type {cx.info(op.inputs[0]).type_name} is not supported")
     if op.name in ("ADD", "MUL", "SUB"):
         return [Value(_qbinary(cx, op, exprs, dtype), layout)]
+    if op.name == "DIV" and dtype == "int8":
+        return [Value(fused_activation(cx, op, _div_lookup(cx, op, exprs), cx.quant(op.outputs[0], "the output"),
+                                       dtype), layout)]
     if op.name in ("MAXIMUM", "MINIMUM") and all(same_quant(cx.info(i).quant, cx.info(op.outputs[0]).quant)
                                                  for i in op.inputs):
         return [Value(cx.call(_FLOAT_BINARY[op.name], *exprs), layout)]
-    raise NodeError(f"{op.name} on {dtype} is not supported yet (ADD, SUB, MUL, and MAXIMUM/MINIMUM with one "
-                    "quantization are)")
+    raise NodeError(f"{op.name} on {dtype} is not supported yet (ADD, SUB, MUL, DIV on int8, and MAXIMUM/MINIMUM "
+                    "with one quantization are)")
+
+
+@converter("PRELU")
+def _prelu(op, cx):
+    """x >= 0 ? x : alpha * x. int8 as TFLite computes it: the positive side requantized (input/output scale),
+    the negative side the product (x - zx)(alpha - za) rescaled by input x alpha / output scale."""
+    dtype = cx.info(op.inputs[0]).dtype
+    (x, alpha), layout = _binary_operands(cx, op)
+    if dtype == "float32":
+        y = cx.call("where", cx.call("greater_equal", x, Constant(np.float32(0))), x, cx.call("multiply", x, alpha))
+        return [Value(y, layout)]
+    if dtype != "int8" or cx.info(op.inputs[1]).dtype != "int8":
+        raise NodeError(f"PRELU on {cx.info(op.inputs[0]).type_name} is not supported (float32, int8 are)")
+    (s, z), (sa, za) = (per_tensor(cx.quant(op.inputs[i], f"input {i}"), f"input {i}") for i in (0, 1))
+    os_, oz = per_tensor(cx.quant(op.outputs[0], "the output"), "the output")
+    positive = cx.call("qnn.requantize", x, input_scale=[s], input_zero_point=[z], output_scale=[os_],
+                       output_zero_point=[oz], out_dtype="int8", rounding="tflite")
+    negative = cx.call("qnn.mul", x, alpha, lhs_scale=[s], lhs_zero_point=z, rhs_scale=[sa], rhs_zero_point=za,
+                       output_scale=[os_], output_zero_point=oz, rounding="tflite")
+    y = cx.call("where", cx.call("greater_equal", x, Constant(np.int8(z))), positive, negative)
+    return [Value(y, layout)]
 
 
 _CLAMPS = {"RELU": "RELU", "RELU6": "RELU6", "RELU_N1_TO_1": "RELU_N1_TO_1"}
@@ -87,7 +126,14 @@ def _unary(name: str, **attrs):
     return convert
 
 
-converter("HARD_SWISH")(_unary("nn.hard_swish"))
+@converter("HARD_SWISH")
+def _hard_swish(op, cx):
+    if cx.info(op.inputs[0]).dtype == "int8":
+        (s, z), (os_, oz) = (per_tensor(cx.quant(op.inputs[0], "the input"), "the input"),
+                             per_tensor(cx.quant(op.outputs[0], "the output"), "the output"))
+        return table_lookup(cx, op, lambda: hard_swish_table(s, z, os_, oz))
+    return float_path(cx, op, lambda x, _: cx.call("nn.hard_swish", x))
+
 converter("EXP")(_unary("exp"))
 converter("SQRT")(_unary("sqrt"))
 
@@ -101,11 +147,22 @@ def _gelu(op, cx):
 @converter("LEAKY_RELU")
 def _leaky_relu(op, cx):
     alpha = float(np.float32(op.options.get("alpha", 0.2)))
+    if cx.info(op.inputs[0]).dtype == "int8":
+        (s, z), (os_, oz) = (per_tensor(cx.quant(op.inputs[0], "the input"), "the input"),
+                             per_tensor(cx.quant(op.outputs[0], "the output"), "the output"))
+        return table_lookup(cx, op, lambda: leaky_relu_table(s, z, alpha, os_, oz))
     return float_path(cx, op, lambda x, _: cx.call("nn.leaky_relu", x, alpha=alpha))
 
 
 @converter("RSQRT")
 def _rsqrt(op, cx):
+    dtype = cx.info(op.inputs[0]).dtype
+    if dtype == "int8":
+        (s, z), (os_, oz) = (per_tensor(cx.quant(op.inputs[0], "the input"), "the input"),
+                             per_tensor(cx.quant(op.outputs[0], "the output"), "the output"))
+        return table_lookup(cx, op, lambda: rsqrt_table(s, z, os_, oz))
+    if dtype != "float32":
+        raise NodeError(f"RSQRT on {cx.info(op.inputs[0]).type_name} is not supported (float32 and int8 are)")
     return float_path(cx, op, lambda x, _: cx.call("divide", Constant(np.float32(1.0)), cx.call("sqrt", x)))
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from ...ir.expr import Constant
 from ...op.tflite_fixedpoint import sigmoid_table
 from ..graph_context import NodeError
-from .qparams import INT_TYPES, fused_activation, per_tensor, requantize, same_quant
+from .qparams import INT_TYPES, activation_name, fused_activation, per_tensor, requantize, same_quant
 from .schema import enum_names
 from .table import converter
 from .values import Value
@@ -218,17 +218,24 @@ def _softmax(op, cx):
     return float_path(cx, op, fn)
 
 
-def _sigmoid_lookup(cx, op, kind: str):
-    """int8 LOGISTIC / TANH: TFLite's fixed-point result for each of the 256 inputs, looked up."""
+def table_lookup(cx, op, make_table):
+    """An int8 operator with one input whose output depends on each element alone (TFLite's LOGISTIC, TANH,
+    RSQRT): `make_table()` gives its 256 outputs for inputs -128..127, computed with TFLite's integer
+    arithmetic at import; the model looks them up (`take`)."""
     v = cx.value(op, 0)
-    _fixed_output(cx, op, *((1.0 / 256, -128) if kind == "logistic" else (1.0 / 128, 0)))
-    scale, zp = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
     index = cx.call("add", cx.call("cast", v.expr, dtype="int32"), Constant(np.int32(128)))
     try:
-        table = Constant(sigmoid_table(kind, scale, zp))
+        table = Constant(make_table())
     except (ValueError, OverflowError) as exc:
-        raise NodeError(f"input scale {scale} cannot be rescaled the way TFLite's kernel does: {exc}") from None
+        raise NodeError(f"the quantization scales cannot be rescaled the way TFLite's kernel does: {exc}") from None
     return [Value(cx.call("take", table, index, axis=0), v.layout, v.nhwc)]
+
+
+def _sigmoid_lookup(cx, op, kind: str):
+    """int8 LOGISTIC / TANH: TFLite's fixed-point result for each of the 256 inputs, looked up."""
+    _fixed_output(cx, op, *((1.0 / 256, -128) if kind == "logistic" else (1.0 / 128, 0)))
+    scale, zp = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
+    return table_lookup(cx, op, lambda: sigmoid_table(kind, scale, zp))
 
 
 @converter("LOGISTIC")
@@ -243,3 +250,85 @@ def _tanh(op, cx):
     if cx.info(op.inputs[0]).dtype == "int8":
         return _sigmoid_lookup(cx, op, "tanh")
     return float_path(cx, op, lambda x, _: cx.call("tanh", x))
+
+
+def _zero_inserted(cx, x, sh: int, sw: int, value: float):
+    """NCHW x with sh - 1 rows and sw - 1 columns of `value` after each row and column (the last ones dropped):
+    the input of a transposed convolution seen as an ordinary one."""
+    n, c, h, w = cx.shape(x)
+    if sh == sw == 1:
+        return x
+    y = cx.call("reshape", x, newshape=(n, c, h, 1, w, 1))
+    y = cx.call("nn.pad", y, pad_width=((0, 0), (0, 0), (0, 0), (0, sh - 1), (0, 0), (0, sw - 1)), pad_value=value)
+    y = cx.call("reshape", y, newshape=(n, c, h * sh, w * sw))
+    return cx.call("strided_slice", y, begin=[0, 0, 0, 0], end=[n, c, (h - 1) * sh + 1, (w - 1) * sw + 1],
+                   strides=[1, 1, 1, 1])
+
+
+def _transpose_conv_input(cx, op, x, value: float, kh: int, kw: int, out_hw):
+    """The zero-inserted input padded (or cropped) so that a stride-1 convolution with the flipped filter
+    computes TFLite's TRANSPOSE_CONV: output row o sums input row i, filter row f where i * stride - top + f = o,
+    `top` TFLite's padding for a convolution from the output's size back to the input's."""
+    sh, sw = op.options.get("stride_h", 1), op.options.get("stride_w", 1)
+    top, left, _, _ = _padding(op, out_hw[0], out_hw[1], kh, kw, sh, sw)
+    d = _zero_inserted(cx, x, sh, sw, value)
+    n, c, dh, dw = cx.shape(d)
+    before = [kh - 1 - top, kw - 1 - left]
+    after = [out_hw[0] + top - dh, out_hw[1] + left - dw]
+    begin = [0, 0, max(0, -before[0]), max(0, -before[1])]
+    end = [n, c, dh - max(0, -after[0]), dw - max(0, -after[1])]
+    if begin[2:] != [0, 0] or end[2:] != [dh, dw]:
+        d = cx.call("strided_slice", d, begin=begin, end=end, strides=[1, 1, 1, 1])
+    pads = ((0, 0), (0, 0), (max(0, before[0]), max(0, after[0])), (max(0, before[1]), max(0, after[1])))
+    return cx.call("nn.pad", d, pad_width=pads, pad_value=value) if any(sum(p) for p in pads) else d
+
+
+@converter("TRANSPOSE_CONV")
+def _transpose_conv(op, cx):
+    """TRANSPOSE_CONV(output shape, filter OHWI, input, bias): a stride-1 convolution with the filter flipped
+    over the zero-inserted, padded input (exact: the same integer products are summed)."""
+    x = cx.nchw(cx.value(op, 2))
+    x_index = op.inputs[2]
+    dtype = cx.info(x_index).dtype
+    if dtype not in ("float32", "int8"):
+        raise NodeError(f"input type {cx.info(x_index).type_name} is not supported (float32, int8 are)")
+    out_shape = [int(v) for v in cx.const(op, 0, "output shape").reshape(-1)]
+    w = cx.const(op, 1, "filter")
+    if w.ndim != 4 or len(out_shape) != 4 or w.shape[3] != cx.shape(x)[1] or w.shape[0] != out_shape[3]:
+        raise NodeError(f"filter {list(w.shape)} does not fit input {list(cx.shape(x))} and output {out_shape}")
+    weight = np.ascontiguousarray(w.transpose(0, 3, 1, 2)[:, :, ::-1, ::-1])      # OHWI -> OIHW, flipped
+    kh, kw = weight.shape[2:]
+    attrs = dict(strides=(1, 1), padding=(0, 0, 0, 0), channels=weight.shape[0], kernel_size=(kh, kw))
+    bias_shape = (1, weight.shape[0], 1, 1)
+    if dtype == "float32":
+        d = _transpose_conv_input(cx, op, x, 0.0, kh, kw, out_shape[1:3])
+        y = _bias(cx, op, cx.call("nn.conv2d", d, Constant(weight), **attrs), 3, bias_shape)
+        return [Value(fused_activation(cx, op, y, None, dtype), "nchw")]
+    x_scale, x_zp = per_tensor(cx.quant(x_index, "the input"), "the input")
+    out_q = cx.quant(op.outputs[0], "the output")
+    w_scales = _weight_scales(cx, op, 0)
+    d = _transpose_conv_input(cx, op, x, float(x_zp), kh, kw, out_shape[1:3])
+    acc = cx.call("qnn.conv2d", d, Constant(weight), input_zero_point=x_zp, kernel_zero_point=[0], **attrs)
+    acc = _bias(cx, op, acc, 3, bias_shape)
+    y = requantize(cx, acc, [x_scale * s for s in w_scales], out_q, 1, dtype)
+    return [Value(fused_activation(cx, op, y, out_q, dtype), "nchw")]
+
+
+@converter("L2_NORMALIZATION")
+def _l2_normalization(op, cx):
+    """x / sqrt(sum of x**2) over the last axis; int8 as TFLite computes it (output 1/128, zero point 0)."""
+    v = cx.value(op, 0)
+    dtype = cx.info(op.inputs[0]).dtype
+    if activation_name(op) != "NONE":
+        raise NodeError(f"fused activation {activation_name(op)} is not supported")
+    axis = 1 if v.layout == "nchw" else -1
+    if dtype == "int8":
+        _fixed_output(cx, op, 1.0 / 128, 0)
+        _, zp = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
+        return [Value(cx.call("qnn.l2_normalize", v.expr, input_zero_point=zp, axis=axis), v.layout, v.nhwc)]
+    if dtype != "float32":
+        raise NodeError(f"L2_NORMALIZATION on {cx.info(op.inputs[0]).type_name} is not supported (float32, int8 are)")
+    # TFLite's float kernel: x / max(sqrt(sum of squares), 1e-6)
+    norm = cx.call("sqrt", cx.call("sum", cx.call("multiply", v.expr, v.expr), axis=[axis], keepdims=True))
+    norm = cx.call("maximum", norm, Constant(np.float32(1e-6)))
+    return [Value(cx.call("divide", v.expr, norm), v.layout, v.nhwc)]

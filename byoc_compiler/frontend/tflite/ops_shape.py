@@ -11,7 +11,6 @@ import numpy as np
 
 from ...ir.expr import Constant, Tuple
 from ..graph_context import NodeError
-from .ops_nn import float_path
 from .qparams import INT_TYPES, fused_activation, per_tensor, requantize, same_quant
 from .table import converter
 from .values import NHWC_AXIS_IN_NCHW, TO_NCHW, Value
@@ -114,13 +113,30 @@ def _reduce(op, cx):
     nchw = v.layout == "nchw" and (keep or _kept_order_same(axes))
     red_axes = tuple(NHWC_AXIS_IN_NCHW[a] for a in axes) if nchw else tuple(axes)
 
-    def fn(x, _):
-        return cx.call(_REDUCERS[op.name], x, axis=red_axes, keepdims=keep)
-    if dtype in INT_TYPES and op.name != "REDUCE_MAX":
-        result = float_path(cx, op, fn, layout_ok=nchw)
-        return [Value(result[0].expr, "nchw" if nchw and keep else "plain")]
     x = v.expr if nchw else cx.plain(v)
-    return [Value(fn(x, None), "nchw" if nchw and keep else "plain")]
+    layout = "nchw" if nchw and keep else "plain"
+    if dtype in INT_TYPES and op.name != "REDUCE_MAX":
+        if dtype not in ("int8", "int16"):
+            raise NodeError(f"{op.name} on {dtype} is not supported (TFLite Micro computes int8 and int16)")
+        (s, z), (os_, oz) = (per_tensor(cx.quant(op.inputs[0], "the input"), "the input"),
+                             per_tensor(cx.quant(op.outputs[0], "the output"), "the output"))
+        name = "qnn.mean" if op.name == "MEAN" else "qnn.sum"
+        return [Value(cx.call(name, x, axis=red_axes, keepdims=keep, input_scale=s, input_zero_point=z,
+                              output_scale=os_, output_zero_point=oz), layout)]
+    return [Value(cx.call(_REDUCERS[op.name], x, axis=red_axes, keepdims=keep), layout)]
+
+
+@converter("ARG_MAX", "ARG_MIN")
+def _arg(op, cx):
+    x = cx.plain(cx.value(op, 0))
+    axis = cx.const(op, 1, "axis").reshape(-1)
+    if axis.size != 1:
+        raise NodeError(f"axis {axis.tolist()}: one axis")
+    dst = cx.info(op.outputs[0]).dtype
+    if dst not in ("int32", "int64"):
+        raise NodeError(f"output type {cx.info(op.outputs[0]).type_name} is not supported (int32, int64 are)")
+    y = cx.call("argmax" if op.name == "ARG_MAX" else "argmin", x, axis=int(axis[0]), keepdims=False)
+    return [Value(y if dst == "int64" else cx.call("cast", y, dtype=dst))]
 
 
 def _kept_order_same(axes) -> bool:

@@ -36,6 +36,7 @@ _MAKERS = {
     "qnn.conv2d": qnn.qconv2d, "qnn.dense": qnn.qdense, "qnn.matmul": qnn.qmatmul, "qnn.add": qnn.qbinary("qnn.add"),
     "qnn.mul": qnn.qbinary("qnn.mul"), "qnn.concatenate": qnn.qconcatenate, "qnn.softmax": qnn.qsoftmax,
     "qnn.subtract": qnn.qbinary("qnn.subtract"), "qnn.avg_pool2d": qnn.qavg_pool,
+    "qnn.mean": qnn.qreduce("qnn.mean"), "qnn.sum": qnn.qreduce("qnn.sum"), "qnn.l2_normalize": qnn.ql2_normalize,
 }
 
 for _name, _maker in _MAKERS.items():

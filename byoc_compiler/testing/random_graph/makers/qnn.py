@@ -122,3 +122,23 @@ def qsoftmax(b, x):
         return None
     return b.step("qnn.softmax", [x], 128.0, input_scale=b.choice((0.05, 0.3)),
                   axis=int(b.rng.integers(0, len(b.shape(x)))))
+
+
+def qreduce(op):
+    def make(b, x):
+        x = q8(b, x)
+        if x is None or not b.shape(x) or b.dtype(x) != "int8":
+            return None
+        axes = sorted({int(a) for a in b.rng.integers(0, len(b.shape(x)), size=int(b.rng.integers(1, 3)))})
+        return b.step(op, [x], 128.0, axis=axes, keepdims=bool(b.rng.random() < 0.5), input_scale=0.05,
+                      input_zero_point=int(b.rng.integers(-3, 4)), output_scale=b.choice((0.03, 0.5)),
+                      output_zero_point=int(b.rng.integers(-5, 6)))
+    return make
+
+
+def ql2_normalize(b, x):
+    x = q8(b, x)
+    if x is None or not b.shape(x) or b.dtype(x) != "int8":
+        return None
+    return b.step("qnn.l2_normalize", [x], 128.0, input_zero_point=int(b.rng.integers(-3, 4)),
+                  axis=int(b.rng.integers(0, len(b.shape(x)))))
