@@ -124,22 +124,23 @@ def _resize_bilinear(op, cx):
     return [Value(cx.call("cast", y, dtype="int8"), "nchw")]
 
 
-def _block_and_pads(cx, op, what: str) -> tuple[list[int], list[list[int]]]:
+def _block_and_pads(cx, op, what: str):
+    """(the NHWC input, block shape, paddings or crops) of SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND."""
+    _same_quant_io(cx, op)
+    x = cx.plain(cx.value(op, 0))
+    if len(cx.shape(x)) != 4:
+        raise NodeError(f"input of shape {list(cx.shape(x))}: byoc takes 4-D (NHWC) {op.name}")
     block = [int(v) for v in cx.const(op, 1, "block shape").reshape(-1)]
     pads = cx.const(op, 2, what).astype(np.int64)
     if len(block) != 2 or min(block) < 1 or pads.shape != (2, 2) or (pads < 0).any():
         raise NodeError(f"block shape {block} and {what} {pads.tolist()}: byoc takes 4-D NHWC tensors, two positive "
                         "block sizes and non-negative (before, after) pairs")
-    return block, pads.tolist()
+    return x, block, pads.tolist()
 
 
 @converter("SPACE_TO_BATCH_ND")
 def _space_to_batch(op, cx):
-    _same_quant_io(cx, op)
-    x = cx.plain(cx.value(op, 0))
-    if len(cx.shape(x)) != 4:
-        raise NodeError(f"input of shape {list(cx.shape(x))}: byoc takes 4-D (NHWC) SPACE_TO_BATCH_ND")
-    (bh, bw), ((top, bottom), (left, right)) = _block_and_pads(cx, op, "paddings")
+    x, (bh, bw), ((top, bottom), (left, right)) = _block_and_pads(cx, op, "paddings")
     q = cx.info(op.inputs[0]).quant
     value = float(q.zero_point[0]) if cx.info(op.inputs[0]).dtype in INT_TYPES else 0.0
     x = cx.call("nn.pad", x, pad_width=((0, 0), (top, bottom), (left, right), (0, 0)), pad_value=value)
@@ -153,11 +154,7 @@ def _space_to_batch(op, cx):
 
 @converter("BATCH_TO_SPACE_ND")
 def _batch_to_space(op, cx):
-    _same_quant_io(cx, op)
-    x = cx.plain(cx.value(op, 0))
-    if len(cx.shape(x)) != 4:
-        raise NodeError(f"input of shape {list(cx.shape(x))}: byoc takes 4-D (NHWC) BATCH_TO_SPACE_ND")
-    (bh, bw), ((top, bottom), (left, right)) = _block_and_pads(cx, op, "crops")
+    x, (bh, bw), ((top, bottom), (left, right)) = _block_and_pads(cx, op, "crops")
     nb, h, w, c = cx.shape(x)
     if nb % (bh * bw):
         raise NodeError(f"batch {nb} is not a multiple of the block {bh}x{bw}")
