@@ -119,3 +119,20 @@ def test_zoo_tflite_int8_build_equals_tflite_micro(model, target, toolchain, exe
     inputs = _zoo_inputs(data, 7)
     (got,) = _built_outputs(data, target, toolchain, executor, inputs)
     np.testing.assert_array_equal(got, tm.run_tflm(data, inputs)[0])
+
+
+ZOO_FLOAT = ("ds_cnn", "resnet8", "mobilenet_v1_025", "fc_autoencoder", "mobilenet_v2_035", "micro_cnn",
+             "transformer_encoder")
+
+
+@pytest.mark.tflite
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("model", ZOO_FLOAT)
+def test_zoo_tflite_float32_build_within_tolerance_of_litert(model, target):
+    """The zoo's float32 .tflite models built by byoc (gcc, AOT) are within float32 rounding of LiteRT's
+    reference kernels (relative 1e-4 of the output's largest magnitude)."""
+    data = zoo.tflite_model(model)
+    inputs = tm.random_inputs(data, 8)
+    (got,) = _built_outputs(data, target, "gcc", "aot", inputs)
+    (want,) = tm.run_litert(data, inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
