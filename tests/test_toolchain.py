@@ -12,6 +12,7 @@ from byoc_compiler import zoo
 from byoc_compiler.backend.build import build
 from byoc_compiler.config import load_config
 from byoc_compiler.errors import ByocError
+from byoc_compiler.runtime.standalone import standalone_library
 from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.testing.tolerance import assert_close, tolerance_for_module
 
@@ -50,6 +51,25 @@ def test_missing_compiler_message():
         tcm.check_toolchain(ghost)
     assert str(info.value) == ("toolchain 'clang': compiler 'byoc-no-such-clang' not found; "
                                "install it with `apt-get install -y clang`")
+
+
+# ---- runtime.standalone: a target's C runtime alone, built with a host toolchain's own commands
+STANDALONE = [  # toolchain given, the message
+    pytest.param(lambda: dataclasses.replace(tc("gcc"), name="ghost", cc="byoc-no-such-cc"),
+                 "toolchain 'ghost': compiler 'byoc-no-such-cc' not found", id="its-compiler-not-gcc"),
+    pytest.param(lambda: "aarch64-gcc", "toolchain 'aarch64-gcc' builds for aarch64 under qemu-aarch64; its "
+                 "libraries cannot be loaded into this process", id="not-loadable-here"),
+    pytest.param(lambda: "no-such-toolchain", "unknown toolchain 'no-such-toolchain'", id="unknown-name"),
+]
+
+
+@pytest.mark.parametrize("toolchain, message", STANDALONE)
+def test_standalone_library_uses_the_toolchain_given(toolchain, message, tmp_path):
+    src = tmp_path / "empty.c"
+    src.write_text("int byoc_standalone_probe(void) { return 1; }\n")
+    with pytest.raises(ByocError) as info:
+        standalone_library("probe", [src], toolchain=toolchain())
+    assert message in str(info.value)
 
 
 def test_missing_run_program_message():
