@@ -222,6 +222,7 @@ typedef struct {
   const ck_conv2d_params *c;
   const uint8_t *pad;      /* cg planes of ph x pw */
   int64_t ph, pw, ow;
+  int vbmi;                /* ck_qvbmi(): interleave with AVX512-VBMI */
 } ck_qbordered;
 
 static int64_t ck_qbordered_bytes(const ck_conv2d_params *c, int64_t cg) {
@@ -232,12 +233,21 @@ static void ck_qborder_copy(const ck_conv2d_params *c, int64_t cg, const uint8_t
                             uint8_t *pad) {
   const int64_t pw = c->width + c->pad_left + c->pad_right, ph = c->height + c->pad_top + c->pad_bottom;
   int64_t ch, y, x;
+#if defined(__SSE2__)
+  const __m128i vflip = _mm_set1_epi8((char)flip);
+#endif
   memset(pad, zp ^ flip, (size_t)ck_qbordered_bytes(c, cg));
   for (ch = 0; ch < cg; ++ch)
     for (y = 0; y < c->height; ++y) {
       const uint8_t *src = in + (ch * c->height + y) * c->width;
       uint8_t *dst = pad + ch * ph * pw + (y + c->pad_top) * pw + c->pad_left;
-      for (x = 0; x < c->width; ++x) dst[x] = (uint8_t)(src[x] ^ flip);
+      x = 0;
+#if defined(__SSE2__)
+      for (; x + 16 <= c->width; x += 16)
+        _mm_storeu_si128((__m128i *)(void *)(dst + x),
+                         _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(src + x)), vflip));
+#endif
+      for (; x < c->width; ++x) dst[x] = (uint8_t)(src[x] ^ flip);
     }
 }
 
@@ -268,7 +278,15 @@ static const uint8_t *ck_qtap_row(const ck_qbordered *s, const ck_qruns *r, int6
   if (r->runs == 1 && cols == CK_QNR && s->c->stride_w == 1) return s->pad + tap + r->src[0];
   for (i = 0; i < r->runs; ++i) {
 #if defined(__SSE2__)
-    if (s->c->stride_w == 2) {   /* 16 at a time, reading into the copy's slack and writing into tmp's */
+    if (s->c->stride_w == 1) {   /* 16 at a time, reading into the copy's slack and writing into tmp's */
+      const uint8_t *src = s->pad + tap + r->src[i];
+      int64_t x;
+      for (x = 0; x < r->len[i]; x += 16)
+        _mm_storeu_si128((__m128i *)(void *)(tmp + r->dst[i] + x),
+                         _mm_loadu_si128((const __m128i *)(const void *)(src + x)));
+      continue;
+    }
+    if (s->c->stride_w == 2) {   /* the same, the even bytes of 32 */
       const __m128i even = _mm_set1_epi16(0x00FF);
       const uint8_t *src = s->pad + tap + r->src[i];
       int64_t x;
@@ -286,12 +304,38 @@ static const uint8_t *ck_qtap_row(const ck_qbordered *s, const ck_qruns *r, int6
   return tmp;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
+#define CK_QCONV_VBMI 1
+#include <immintrin.h>
+/* ck_qinterleave4 (no flip) in two vpermt2b: rows 0 and 1 in one register, rows 2 and 3 in the other */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void ck_qinterleave4_vbmi(
+    const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3, uint8_t *dst) {
+  /* byte 4j + r of the output: row r's column j (row r at 32 r of a:b); hi: columns 16..31 */
+  static const uint8_t lo[64] = {
+    0, 32, 64, 96, 1, 33, 65, 97, 2, 34, 66, 98, 3, 35, 67, 99,
+    4, 36, 68, 100, 5, 37, 69, 101, 6, 38, 70, 102, 7, 39, 71, 103,
+    8, 40, 72, 104, 9, 41, 73, 105, 10, 42, 74, 106, 11, 43, 75, 107,
+    12, 44, 76, 108, 13, 45, 77, 109, 14, 46, 78, 110, 15, 47, 79, 111};
+  static const uint8_t hi[64] = {
+    16, 48, 80, 112, 17, 49, 81, 113, 18, 50, 82, 114, 19, 51, 83, 115,
+    20, 52, 84, 116, 21, 53, 85, 117, 22, 54, 86, 118, 23, 55, 87, 119,
+    24, 56, 88, 120, 25, 57, 89, 121, 26, 58, 90, 122, 27, 59, 91, 123,
+    28, 60, 92, 124, 29, 61, 93, 125, 30, 62, 94, 126, 31, 63, 95, 127};
+  const __m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)r0)),
+                                       _mm256_loadu_si256((const __m256i *)(const void *)r1), 1);
+  const __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)r2)),
+                                       _mm256_loadu_si256((const __m256i *)(const void *)r3), 1);
+  _mm512_storeu_si512((void *)dst, _mm512_permutex2var_epi8(a, _mm512_loadu_si512((const void *)lo), b));
+  _mm512_storeu_si512((void *)(dst + 64), _mm512_permutex2var_epi8(a, _mm512_loadu_si512((const void *)hi), b));
+}
+#endif
+
 /* ck_qpack_b's panel of the taps (channel, i, j) in k order, read from the bordered copy */
 static void ck_qpack_bordered(const ck_qb_source *b, int64_t k, int64_t n0, int64_t cols, uint8_t *panel) {
   const ck_qbordered *s = (const ck_qbordered *)b->ctx;
   const ck_conv2d_params *c = s->c;
   static const uint8_t zeros[CK_QNR];
-  uint8_t tmp[4][CK_QNR + 16];   /* + 16: the stride-2 gather's last store */
+  uint8_t tmp[4][CK_QNR + 16];   /* + 16: the gathers' last 16-byte store */
   const uint8_t *rows[4];
   ck_qruns runs;
   int64_t t = 0, ch = 0, i = 0, j = 0, r;
@@ -312,6 +356,12 @@ static void ck_qpack_bordered(const ck_qb_source *b, int64_t k, int64_t n0, int6
         }
       }
     }
+#if defined(CK_QCONV_VBMI)
+    if (s->vbmi) {
+      ck_qinterleave4_vbmi(rows[0], rows[1], rows[2], rows[3], panel + (t - 4) * CK_QNR);
+      continue;
+    }
+#endif
     ck_qinterleave4(rows[0], rows[1], rows[2], rows[3], 0, panel + (t - 4) * CK_QNR);
   }
 }
@@ -419,6 +469,7 @@ int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *w
     bordered.ph = c->height + c->pad_top + c->pad_bottom;
     bordered.pw = c->width + c->pad_left + c->pad_right;
     bordered.ow = ow;
+    bordered.vbmi = ck_qvbmi();
     for (b = 0; b < c->batch; ++b) {
       for (g = 0; g < c->groups; ++g) {
         const uint8_t *in = (const uint8_t *)data + (b * c->channels + g * cg) * c->height * c->width;

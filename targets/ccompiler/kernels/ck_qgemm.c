@@ -582,6 +582,16 @@ void ck_qdw_row_tfl(int64_t n, const uint8_t *base, int64_t row_step, int64_t st
   kernel->tfl_row(n, acc, bias, me, q, out);
 }
 
+int ck_qvbmi(void) {
+#if defined(CK_QDISPATCH)
+  static int vbmi = -1;   /* written once on first use (the same value from any thread that races here) */
+  if (vbmi < 0) vbmi = ck_cpu_has_vbmi();
+  return vbmi && ck_qkernel_current()->cpu_has == ck_cpu_has_vnni;
+#else
+  return 0;
+#endif
+}
+
 void ck_qdw_plane_index(const ck_conv2d_params *c, uint8_t *index) {
   int64_t g, t;
   for (g = 0; g < 2; ++g)
@@ -594,10 +604,7 @@ int ck_qdw_plane(const ck_conv2d_params *c, const uint8_t *index, const uint8_t 
                  int64_t ow, const int8_t *w, int32_t bias, const float *scale, const ck_qparams *q, uint8_t *out,
                  uint8_t *flat) {
 #if defined(CK_QDISPATCH)
-  static int vbmi = -1;   /* written once on first use (the same value from any thread that races here) */
-  if (vbmi < 0) vbmi = ck_cpu_has_vbmi();
-  if (vbmi && ck_qkernel_current()->cpu_has == ck_cpu_has_vnni)
-    return ck_qdw_plane_vbmi(c, index, pad, pw, oh, ow, w, bias, scale, q, out, flat);
+  if (ck_qvbmi()) return ck_qdw_plane_vbmi(c, index, pad, pw, oh, ow, w, bias, scale, q, out, flat);
 #else
   (void)c, (void)index, (void)pad, (void)pw, (void)oh, (void)ow, (void)w, (void)bias, (void)scale, (void)q, (void)out, (void)flat;
 #endif

@@ -85,6 +85,9 @@ void ck_qdw_row_tfl(int64_t n, const uint8_t *base, int64_t row_step, int64_t st
                     int64_t kw, const int8_t *w, int32_t bias, const int32_t *me, const ck_qparams *q, uint8_t *out,
                     int32_t *acc);
 
+/* 1 when the VNNI kernel is in use and the CPU has AVX512-VBMI too (the byte-permute paths) */
+int ck_qvbmi(void);
+
 /* A depthwise channel's whole output from its plane bordered with the zero point (rows of pw bytes, at least
  * 64 bytes readable past its end; flat: oh * pw + 16 bytes of scratch; index: ck_qdw_plane_index's), scale: the channel's constants. 1 when
  * done (AVX512-VBMI + VNNI, the VNNI kernel in use), 0 when the caller must run its rows (ck_qdw_row). */
