@@ -568,3 +568,56 @@ def test_qadd_tflite_equals_tflite_math(ck, scales, zps):
     out = np.zeros_like(a)
     assert ck.ck_qadd(ctypes.byref(p), ctypes.c_int64(a.size), _ptr(a), _ptr(b), _ptr(out)) == 0
     np.testing.assert_array_equal(out, tflite_math.add(a, b, zps[0], zps[1], zps[2], t, "int8"))
+
+
+# ---- the elementwise int8 kernels on the thread pool --------------------------------------------------
+
+class QdqAddParams(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int32) for n in ("lhs_signed", "rhs_signed", "out_signed", "relu")] + \
+               [(n, ctypes.c_float) for n in ("lhs_scale", "rhs_scale", "out_scale")] + \
+               [(n, ctypes.c_int32) for n in ("lhs_zero_point", "rhs_zero_point", "out_zero_point")]
+
+
+def _elementwise_runs(ck, a, b, x, planes):
+    """Each parallel int8 elementwise kernel on inputs of three and a bit ranges (65,536 elements a range) and
+    its independent result: name -> (run(out), out dtype and shape, numpy/tflite_math result)."""
+    t = tflite_math.add_params(0.05, 0.06, 0.09, "int8")
+    add = QAddParams(1, 2, 0.0, 0.0, 0.0, 3, -7, 5, 0, 0, 0, t["left_shift"],
+                     (ctypes.c_int32 * 3)(t["m1"], t["m2"], t["mo"]), (ctypes.c_int32 * 3)(t["e1"], t["e2"], t["eo"]))
+    qdq = QdqAddParams(1, 1, 1, 1, 0.05, 0.06, 0.09, 3, -7, 5)
+    fa, fb = (a.astype(np.float32) - 3) * np.float32(0.05), (b.astype(np.float32) - -7) * np.float32(0.06)
+    qdq_want = np.clip(np.rint(np.maximum(fa + fb, 0) / np.float32(0.09)) + 5, -128, 127).astype(np.int8)
+    scale, zp = np.asarray([0.5], np.float32), np.asarray([3], np.int32)
+    pool = PoolParams(**K.pool2d_params(planes.shape, (2, 2), (2, 2), (0,) * 4, (1, 1), False, False))
+    n, c64 = ctypes.c_int64(a.size), ctypes.c_int64
+    return {
+        "qadd-tflite": (lambda o: ck.ck_qadd(ctypes.byref(add), n, _ptr(a), _ptr(b), _ptr(o)), a,
+                        tflite_math.add(a, b, 3, -7, 5, t, "int8")),
+        "qdq_add-relu": (lambda o: ck.ck_qdq_add(ctypes.byref(qdq), n, _ptr(a), _ptr(b), _ptr(o)), a, qdq_want),
+        "qclamp": (lambda o: ck.ck_qclamp(n, 1, _ptr(a), _ptr(o), -5, 90), a, np.clip(a, -5, 90)),
+        "quantize": (lambda o: ck.ck_quantize(c64(1), c64(1), c64(x.size), _ptr(x), _ptr(scale), _ptr(zp), 1, _ptr(o)),
+                     a, np.clip(np.rint(x / scale[0]) + 3, -128, 127).astype(np.int8)),
+        "dequantize": (lambda o: ck.ck_dequantize(c64(1), c64(1), n, _ptr(a), 1, _ptr(scale), _ptr(zp), _ptr(o)), x,
+                       (a.astype(np.float32) - 3) * scale[0]),
+        "qmax_pool2d": (lambda o: ck.ck_qmax_pool2d(ctypes.byref(pool), 1, _ptr(planes), _ptr(o)),
+                        np.zeros((planes.shape[0], planes.shape[1], 20, 20), np.int8),
+                        planes.reshape(2, 80, 20, 2, 20, 2).max(axis=(3, 5))),
+    }
+
+
+def test_elementwise_kernels_are_bit_identical_for_every_thread_count(ck):
+    """qnn.add (TFLite's), the fused QDQ add, clamp, quantize, dequantize and int8 max pool split into ranges
+    fixed by the size (65,536 elements; max pool: planes), never by the thread count: 1, 2, 3 and 8 threads
+    give the same bytes, each equal to its independent result."""
+    a, b = _draw((3 * 65536 + 77,), "int8"), _draw((3 * 65536 + 77,), "int8")
+    x = RNG.uniform(-80, 80, size=a.size).astype(np.float32)
+    planes = _draw((2, 80, 40, 40), "int8")          # 128,000 input bytes a batch: ranges of 40 planes
+    try:
+        for name, (run, like, want) in _elementwise_runs(ck, a, b, x, planes).items():
+            for kernel, threads in itertools.product(_kernels(ck), THREADS):
+                assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
+                out = np.zeros_like(like)
+                assert run(out) == 0
+                np.testing.assert_array_equal(out, want, err_msg=f"{name}, {kernel}, {threads} threads")
+    finally:
+        ck.byoc_set_num_threads(0)

@@ -49,49 +49,118 @@ CK_Q_AVX512 static int64_t ck_quantize_avx512(int64_t n, const float *in, float 
 
 /* ---- quantize / dequantize -------------------------------------------------------------------- */
 
-int32_t ck_quantize(int64_t outer, int64_t channels, int64_t inner, const float *in, const float *scale,
-                    const int32_t *zero_point, int32_t out_signed, void *out) {
-  const float lo = out_signed ? -128.0f : 0.0f, hi = out_signed ? 127.0f : 255.0f;
-  int64_t o, c, i;
-  if (in == NULL || scale == NULL || zero_point == NULL || out == NULL || outer < 0 || channels < 1 || inner < 0)
-    return CK_EBADPARAM;
-  for (o = 0; o < outer; ++o) {
-    for (c = 0; c < channels; ++c) {
-      const float s = scale[c], zp = (float)zero_point[c];
-      const int64_t base = (o * channels + c) * inner;
+/* Quantize and dequantize in parallel: items are (row, segment) pairs, rows = outer x channels of `inner`
+ * elements, each row cut into segments of CK_QGRAIN elements (a multiple of 64: cache-line boundaries). */
+#define CK_QGRAIN 65536
+
+typedef struct {
+  int64_t channels, inner, segments;
+  const void *in;
+  const float *scale;
+  const int32_t *zero_point;
+  int32_t is_signed; /* of the int8 side */
+  void *out;
+} ck_qconvert_job;
+
+static void ck_qconvert_item(const ck_qconvert_job *j, int64_t item, int64_t *base, int64_t *n, int64_t *c) {
+  const int64_t row = item / j->segments, first = item % j->segments * CK_QGRAIN;
+  *c = row % j->channels;
+  *base = row * j->inner + first;
+  *n = j->inner - first < CK_QGRAIN ? j->inner - first : CK_QGRAIN;
+}
+
+static void ck_quantize_range(void *ctx, int64_t begin, int64_t end) {
+  const ck_qconvert_job *j = (const ck_qconvert_job *)ctx;
+  const float lo = j->is_signed ? -128.0f : 0.0f, hi = j->is_signed ? 127.0f : 255.0f;
+  const float *in = (const float *)j->in;
+  int64_t item, base, n, c, i;
+  for (item = begin; item < end; ++item) {
+    ck_qconvert_item(j, item, &base, &n, &c);
+    {
+      const float s = j->scale[c], zp = (float)j->zero_point[c];
       i = 0;
 #if defined(CK_QADD_DISPATCH)
-      if (ck_q_use_avx512()) i = ck_quantize_avx512(inner, in + base, s, zp, out_signed, (uint8_t *)out + base);
+      if (ck_q_use_avx512()) i = ck_quantize_avx512(n, in + base, s, zp, j->is_signed, (uint8_t *)j->out + base);
 #endif
-      for (; i < inner; ++i) {
+      for (; i < n; ++i) {
         const float q = in[base + i] / s; /* stored: float32 even where float math runs wider */
         const float v = nearbyintf(q) + zp;
         const int32_t r = v != v ? 0 : (int32_t)ck_clampf(v, lo, hi); /* NaN -> 0 */
-        if (out_signed)
-          ((int8_t *)out)[base + i] = (int8_t)r;
+        if (j->is_signed)
+          ((int8_t *)j->out)[base + i] = (int8_t)r;
         else
-          ((uint8_t *)out)[base + i] = (uint8_t)r;
+          ((uint8_t *)j->out)[base + i] = (uint8_t)r;
       }
     }
   }
+}
+
+static void ck_dequantize_range(void *ctx, int64_t begin, int64_t end) {
+  const ck_qconvert_job *j = (const ck_qconvert_job *)ctx;
+  float *out = (float *)j->out;
+  int64_t item, base, n, c, i;
+  for (item = begin; item < end; ++item) {
+    ck_qconvert_item(j, item, &base, &n, &c);
+    for (i = 0; i < n; ++i) {
+      const int32_t x = j->is_signed ? ((const int8_t *)j->in)[base + i] : ((const uint8_t *)j->in)[base + i];
+      out[base + i] = (float)(x - j->zero_point[c]) * j->scale[c];
+    }
+  }
+}
+
+static int32_t ck_qconvert(ck_range_fn fn, int64_t outer, int64_t channels, int64_t inner, const void *in,
+                           const float *scale, const int32_t *zero_point, int32_t is_signed, void *out) {
+  ck_qconvert_job j;
+  if (in == NULL || scale == NULL || zero_point == NULL || out == NULL || outer < 0 || channels < 1 || inner < 0)
+    return CK_EBADPARAM;
+  if (inner == 0) return CK_OK;
+  j.channels = channels;
+  j.inner = inner;
+  j.segments = (inner + CK_QGRAIN - 1) / CK_QGRAIN;
+  j.in = in;
+  j.scale = scale;
+  j.zero_point = zero_point;
+  j.is_signed = is_signed;
+  j.out = out;
+  /* about CK_QGRAIN elements per range of items */
+  ck_parallel_range(outer * channels * j.segments, inner >= CK_QGRAIN ? 1 : CK_QGRAIN / inner, fn, &j);
   return CK_OK;
+}
+
+int32_t ck_quantize(int64_t outer, int64_t channels, int64_t inner, const float *in, const float *scale,
+                    const int32_t *zero_point, int32_t out_signed, void *out) {
+  return ck_qconvert(ck_quantize_range, outer, channels, inner, in, scale, zero_point, out_signed, out);
 }
 
 int32_t ck_dequantize(int64_t outer, int64_t channels, int64_t inner, const void *in, int32_t in_signed,
                       const float *scale, const int32_t *zero_point, float *out) {
-  int64_t o, c, i;
-  if (in == NULL || scale == NULL || zero_point == NULL || out == NULL || outer < 0 || channels < 1 || inner < 0)
-    return CK_EBADPARAM;
-  for (o = 0; o < outer; ++o) {
-    for (c = 0; c < channels; ++c) {
-      const int64_t base = (o * channels + c) * inner;
-      for (i = 0; i < inner; ++i) {
-        const int32_t x = in_signed ? ((const int8_t *)in)[base + i] : ((const uint8_t *)in)[base + i];
-        out[base + i] = (float)(x - zero_point[c]) * scale[c];
-      }
-    }
-  }
-  return CK_OK;
+  return ck_qconvert(ck_dequantize_range, outer, channels, inner, in, scale, zero_point, in_signed, out);
+}
+
+/* Byte-wise kernels (qnn.add, the fused QDQ add, relu/clip) in ranges of CK_QGRAIN elements on the pool:
+ * fn computes n elements of a, b (NULL for unary) into out with its params. */
+typedef void (*ck_qbytes_fn)(const void *params, int64_t n, const uint8_t *a, const uint8_t *b, uint8_t *out);
+
+typedef struct {
+  ck_qbytes_fn fn;
+  const void *params;
+  const uint8_t *a, *b;
+  uint8_t *out;
+} ck_qbytes_job;
+
+static void ck_qbytes_range(void *ctx, int64_t begin, int64_t end) {
+  const ck_qbytes_job *j = (const ck_qbytes_job *)ctx;
+  j->fn(j->params, end - begin, j->a + begin, j->b == NULL ? NULL : j->b + begin, j->out + begin);
+}
+
+static void ck_qbytes(ck_qbytes_fn fn, const void *params, int64_t n, const void *a, const void *b, void *out) {
+  ck_qbytes_job j;
+  j.fn = fn;
+  j.params = params;
+  j.a = (const uint8_t *)a;
+  j.b = (const uint8_t *)b;
+  j.out = (uint8_t *)out;
+  ck_parallel_range(n, CK_QGRAIN, ck_qbytes_range, &j);
 }
 
 /* ---- qnn.add ---------------------------------------------------------------------------------- */
@@ -177,13 +246,9 @@ CK_Q_AVX512 static int64_t ck_qadd_avx512(const ck_qadd_params *p,
 }
 #endif
 
-int32_t ck_qadd(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out) {
+static void ck_qadd_serial(const void *params, int64_t n, const uint8_t *lhs, const uint8_t *rhs, uint8_t *out) {
+  const ck_qadd_params *p = (const ck_qadd_params *)params;
   int64_t done = 0;
-  if (p == NULL || lhs == NULL || rhs == NULL || out == NULL || n < 0 || p->rounding < 0 || p->rounding > 2 ||
-      (p->rounding == 1 && (p->shift < 1 || p->shift > 62)) ||
-      (p->rounding == 2 && (p->left_shift < 0 || p->left_shift > 24 || p->tfl_mult[0] < 0 || p->tfl_mult[1] < 0 ||
-                            p->tfl_mult[2] < 0)))
-    return CK_EBADPARAM;
 #if defined(CK_QADD_DISPATCH)
   if (p->rounding == 0 && ck_q_use_avx512())
     done = ck_qadd_avx512(p, n, lhs, rhs, out);
@@ -192,18 +257,37 @@ int32_t ck_qadd(const ck_qadd_params *p, int64_t n, const void *lhs, const void 
     ck_qadd_tflite(p, n, lhs, rhs, out);
   else
     ck_qadd_portable(p, done, n, lhs, rhs, out);
+}
+
+int32_t ck_qadd(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out) {
+  if (p == NULL || lhs == NULL || rhs == NULL || out == NULL || n < 0 || p->rounding < 0 || p->rounding > 2 ||
+      (p->rounding == 1 && (p->shift < 1 || p->shift > 62)) ||
+      (p->rounding == 2 && (p->left_shift < 0 || p->left_shift > 24 || p->tfl_mult[0] < 0 || p->tfl_mult[1] < 0 ||
+                            p->tfl_mult[2] < 0)))
+    return CK_EBADPARAM;
+  ck_qbytes(ck_qadd_serial, p, n, lhs, rhs, out);
   return CK_OK;
 }
 
 /* ---- relu / clip ------------------------------------------------------------------------------ */
 
-int32_t ck_qclamp(int64_t n, int32_t is_signed, const void *in, void *out, int32_t lo, int32_t hi) {
+static void ck_qclamp_serial(const void *params, int64_t n, const uint8_t *in, const uint8_t *unused, uint8_t *out) {
+  const int32_t *c = (const int32_t *)params; /* is_signed, lo, hi */
   int64_t i;
-  if (in == NULL || out == NULL || n < 0 || lo > hi) return CK_EBADPARAM;
+  (void)unused;
   for (i = 0; i < n; ++i) {
-    const int32_t v = ck_load_q(in, is_signed, i);
-    ck_store_q(out, is_signed, i, v < lo ? lo : (v > hi ? hi : v));
+    const int32_t v = ck_load_q(in, c[0], i);
+    ck_store_q(out, c[0], i, v < c[1] ? c[1] : (v > c[2] ? c[2] : v));
   }
+}
+
+int32_t ck_qclamp(int64_t n, int32_t is_signed, const void *in, void *out, int32_t lo, int32_t hi) {
+  int32_t c[3];
+  if (in == NULL || out == NULL || n < 0 || lo > hi) return CK_EBADPARAM;
+  c[0] = is_signed;
+  c[1] = lo;
+  c[2] = hi;
+  ck_qbytes(ck_qclamp_serial, c, n, in, NULL, out);
   return CK_OK;
 }
 
@@ -251,9 +335,10 @@ static void ck_qmax_row(uint8_t *restrict orow, const uint8_t *restrict row, int
 }
 
 #define CK_DEFINE_QMAX_POOL(NAME, T, LOWEST)                                                       \
-  static void NAME(const ck_pool2d_params *p, int64_t oh_n, int64_t ow_n, const T *data, T *out) {  \
+  static void NAME(const ck_pool2d_params *p, int64_t oh_n, int64_t ow_n, const T *data, T *out, int64_t first, \
+                   int64_t last) {                                                                  \
     int64_t plane, oh, kh, kw, x;                                                                   \
-    for (plane = 0; plane < p->batch * p->channels; ++plane) {                                      \
+    for (plane = first; plane < last; ++plane) {                                                    \
       const T *in = data + plane * p->height * p->width;                                            \
       for (oh = 0; oh < oh_n; ++oh) {                                                               \
         T *restrict orow = out + (plane * oh_n + oh) * ow_n;                                        \
@@ -277,24 +362,43 @@ static void ck_qmax_row(uint8_t *restrict orow, const uint8_t *restrict row, int
 CK_DEFINE_QMAX_POOL(ck_qmax_pool_u8, uint8_t, 0)
 CK_DEFINE_QMAX_POOL(ck_qmax_pool_s8, int8_t, -128)
 
-int32_t ck_qmax_pool2d(const ck_pool2d_params *p, int32_t is_signed, const void *data, void *out) {
+typedef struct {
+  const ck_pool2d_params *p;
   int64_t oh, ow;
-  if (ck_pool2d_output_hw(p, &oh, &ow) != CK_OK || data == NULL || out == NULL) return CK_EBADPARAM;
-  if (is_signed)
-    ck_qmax_pool_s8(p, oh, ow, (const int8_t *)data, (int8_t *)out);
+  int32_t is_signed;
+  const void *data;
+  void *out;
+} ck_qpool_job;
+
+static void ck_qmax_pool_planes(void *ctx, int64_t first, int64_t last) {
+  const ck_qpool_job *j = (const ck_qpool_job *)ctx;
+  if (j->is_signed)
+    ck_qmax_pool_s8(j->p, j->oh, j->ow, (const int8_t *)j->data, (int8_t *)j->out, first, last);
   else
-    ck_qmax_pool_u8(p, oh, ow, (const uint8_t *)data, (uint8_t *)out);
+    ck_qmax_pool_u8(j->p, j->oh, j->ow, (const uint8_t *)j->data, (uint8_t *)j->out, first, last);
+}
+
+/* planes in parallel, about CK_QGRAIN input bytes per range */
+int32_t ck_qmax_pool2d(const ck_pool2d_params *p, int32_t is_signed, const void *data, void *out) {
+  ck_qpool_job j;
+  int64_t plane;
+  if (ck_pool2d_output_hw(p, &j.oh, &j.ow) != CK_OK || data == NULL || out == NULL) return CK_EBADPARAM;
+  j.p = p;
+  j.is_signed = is_signed;
+  j.data = data;
+  j.out = out;
+  plane = p->height * p->width;
+  ck_parallel_range(p->batch * p->channels, plane >= CK_QGRAIN ? 1 : CK_QGRAIN / (plane < 1 ? 1 : plane),
+                    ck_qmax_pool_planes, &j);
   return CK_OK;
 }
 
 /* ---- dequantize + add (+ relu) + quantize, fused ------------------------------------------------- */
 
-int32_t ck_qdq_add(const ck_qdq_add_params *p, int64_t n, const void *lhs, const void *rhs, void *out) {
+static void ck_qdq_add_serial(const void *params, int64_t n, const uint8_t *lhs, const uint8_t *rhs, uint8_t *out) {
+  const ck_qdq_add_params *p = (const ck_qdq_add_params *)params;
+  const float lo = p->out_signed ? -128.0f : 0.0f, hi = p->out_signed ? 127.0f : 255.0f;
   int64_t i;
-  float lo, hi;
-  if (p == NULL || lhs == NULL || rhs == NULL || out == NULL || n < 0 || !(p->out_scale != 0.0f)) return CK_EBADPARAM;
-  lo = p->out_signed ? -128.0f : 0.0f;
-  hi = p->out_signed ? 127.0f : 255.0f;
   for (i = 0; i < n; ++i) {
     /* one statement per rounding, as the unfused kernels store each float32 result (no contraction) */
     const float a = (float)(ck_load_q(lhs, p->lhs_signed, i) - p->lhs_zero_point) * p->lhs_scale;
@@ -306,10 +410,12 @@ int32_t ck_qdq_add(const ck_qdq_add_params *p, int64_t n, const void *lhs, const
     q = x / p->out_scale;
     v = nearbyintf(q) + (float)p->out_zero_point;
     r = v != v ? 0 : (int32_t)ck_clampf(v, lo, hi); /* NaN -> 0 */
-    if (p->out_signed)
-      ((int8_t *)out)[i] = (int8_t)r;
-    else
-      ((uint8_t *)out)[i] = (uint8_t)r;
+    ck_store_q(out, p->out_signed, i, r);
   }
+}
+
+int32_t ck_qdq_add(const ck_qdq_add_params *p, int64_t n, const void *lhs, const void *rhs, void *out) {
+  if (p == NULL || lhs == NULL || rhs == NULL || out == NULL || n < 0 || !(p->out_scale != 0.0f)) return CK_EBADPARAM;
+  ck_qbytes(ck_qdq_add_serial, p, n, lhs, rhs, out);
   return CK_OK;
 }
