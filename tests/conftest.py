@@ -42,7 +42,7 @@ os.environ.setdefault("BYOC_NUM_THREADS", "1")
 # deselected (not skipped) unless --realsize is given or the -m expression names them (docs/matrix.md).
 # The same for every ONNX conformance case through real builds (onnx_conformance_build).
 HEAVY_MARKERS = ("realsize", "int8", "onnx_conformance_build", "literals", "tflite", "timing", "threads",
-                 "baremetal", "harness")
+                 "baremetal", "harness", "package", "every_toolchain")
 
 
 def pytest_addoption(parser):

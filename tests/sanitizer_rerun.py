@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import needs
 
 SANITIZE = os.environ.get("BYOC_CK_SANITIZE", "")  # "gcc" or "clang": this run is the sanitizer rerun
@@ -24,6 +26,9 @@ BUILDS = {f"{SANITIZE}-asan-ubsan": (SANITIZE, SANITIZER_FLAGS)} if SANITIZE els
     f"{cc}{opt}": (cc, [opt]) for cc in ("gcc", "clang") for opt in ("-O0", "-O3")}
 # The sanitizer runtime a compiler links into -fsanitize=address code, to preload into Python.
 ASAN_RUNTIMES = {"gcc": "libasan.so", "clang": f"libclang_rt.asan-{platform.machine()}.so"}
+# The rerun tests' compilers: the default run reruns under gcc's sanitizers, clang's wait for `every_toolchain`
+# (the matrix's clang-asan-ubsan lanes run clang's sanitizers over whole models in the default run).
+RERUN_COMPILERS = [cc if cc == "gcc" else pytest.param(cc, marks=pytest.mark.every_toolchain) for cc in ASAN_RUNTIMES]
 
 
 def rerun(cc: str, test_file: str) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 import needs
 import sanitizer_rerun
-from sanitizer_rerun import ASAN_RUNTIMES, BUILDS, SANITIZE
+from sanitizer_rerun import BUILDS, RERUN_COMPILERS, SANITIZE
 
 from byoc_compiler.contrib.ccompiler import kernels as K
 
@@ -262,7 +262,7 @@ def test_resize_rejects_bad_parameters(lib):
 
 # (defined only outside the sanitized run, which must not start itself again)
 if not SANITIZE:
-    @pytest.mark.parametrize("cc", list(ASAN_RUNTIMES))
+    @pytest.mark.parametrize("cc", RERUN_COMPILERS)
     def test_under_sanitizers(cc):
         """This file again, against -fsanitize=address,undefined builds (the ASan runtime preloaded into Python);
         any finding aborts the run."""

@@ -77,9 +77,12 @@ def test_linked_constants_run_right_on_gcc(target, executor, interface):
 
 # Bare-metal toolchains build one form (AOT + unpacked): their linked constants run in tests/test_baremetal.py.
 CROSS = [name for name, tc in load_config().toolchains.items() if name != "gcc" and not tc.freestanding]
+# The default run: clang, big-endian s390x and gcc's sanitizers; the others wait for `every_toolchain`.
+DEFAULT_LANES = ("clang", "s390x-gcc", "gcc-asan-ubsan")
 
 
-@pytest.mark.parametrize("toolchain", CROSS)
+@pytest.mark.parametrize("toolchain", [
+    pytest.param(name, marks=[] if name in DEFAULT_LANES else [pytest.mark.every_toolchain]) for name in CROSS])
 def test_linked_constants_on_every_toolchain(toolchain):
     """s390x is big-endian: its .bin holds big-endian floats, and the runner still gets numpy's result."""
     tc = _toolchain_or_skip(toolchain)

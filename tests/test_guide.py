@@ -44,6 +44,7 @@ class Block:
     lang: str
     attrs: dict = field(default_factory=dict)
     text: str = ""
+    section: str = ""         # the `## ` heading the block is under
 
     @property
     def kind(self) -> str:
@@ -63,16 +64,18 @@ class Block:
 
 def parse_blocks(markdown: str) -> list[Block]:
     """Every fenced block of `markdown`, with the key=value / flag words of its info string."""
-    blocks, current = [], None
+    blocks, current, section = [], None, ""
     for number, line in enumerate(markdown.splitlines(), 1):
-        if current is None:
+        if current is None and line.startswith("## "):
+            section = line[3:].strip()
+        elif current is None:
             m = re.match(r"^```(\S*)\s*(.*)$", line)
             if m:
                 attrs = {}
                 for word in m.group(2).split():
                     key, _, value = word.partition("=")
                     attrs[key] = value
-                current = Block(number, m.group(1), attrs)
+                current = Block(number, m.group(1), attrs, section=section)
                 lines = []
         elif line.startswith("```"):
             current.text = "\n".join(lines) + "\n"
@@ -261,14 +264,35 @@ def test_the_example_package_is_the_guides_code():
         assert on_disk[name] == text, f"docs/examples/{name} differs from the guide's block"
 
 
-def test_the_guide_end_to_end(tmp_path):
+# Section 10 builds wheels and a virtualenv (about half the walk's time): the default run walks the guide up to
+# it, `-m package` walks all of it (.ci/run runs that after the default run; .ci/venv_smoke.py installs the same
+# vendor package into a clean virtualenv).
+PACKAGE_SECTION = "10. Ship it as a package"
+
+
+def walk_the_guide(tmp_path: Path, blocks: list[Block]) -> None:
     needs.programs("gcc", "clang", hint="the guide builds with gcc and clang (config.toml's [build] toolchains)")
     (tmp_path / "byoc").mkdir()
     project = make_project(tmp_path / "byoc")
     walk = Walkthrough(project, tool_env(tmp_path / "bin"))
-    for block in BLOCKS:
+    for block in blocks:
         walk.run(block)
     assert not walk.pending_undo, "an `undo` edit has no console block after it"
+
+
+def blocks_before(section: str) -> list[Block]:
+    sections = [b.section for b in BLOCKS]
+    assert section in sections, f"the guide has no section {section!r} any more"
+    return BLOCKS[:sections.index(section)]
+
+
+def test_the_guide_end_to_end_up_to_the_package(tmp_path):
+    walk_the_guide(tmp_path, blocks_before(PACKAGE_SECTION))
+
+
+@pytest.mark.package
+def test_the_guide_end_to_end(tmp_path):
+    walk_the_guide(tmp_path, BLOCKS)
 
 
 DIFFS = [
