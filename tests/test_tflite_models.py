@@ -51,9 +51,9 @@ HOST_CASES = {"add": lambda: tm.binary(True, act="RELU", broadcast=True), "mul":
               "mean_last_axis": lambda: tm.reduce(True, axes=(1,), shape=(16, 32)),
               "resize_bilinear_half_pixel": lambda: tm.resize(True, op="RESIZE_BILINEAR", size=(3, 11), half=True),
               "prelu": lambda: tm.prelu(True), "space_to_batch": lambda: tm.space_batch(True)}
-# the ops made of existing ops (their C checked against the reference in tests/test_host_kernels.py): builds
-# behind the marker
-MARKED_HOST_CASES = {"resize_bilinear_half_pixel", "prelu", "space_to_batch"}
+# behind the marker: the ops made of existing ops, and MEAN and MUL (each op's C is checked against the
+# reference in tests/test_host_kernels.py by default, the reference against TFLM in test_tflite_import.py)
+MARKED_HOST_CASES = {"resize_bilinear_half_pixel", "prelu", "space_to_batch", "mean_last_axis", "mul"}
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=[pytest.mark.tflite] if c in MARKED_HOST_CASES else [])
