@@ -293,6 +293,8 @@ def _transpose_conv(op, cx):
     if dtype not in ("float32", "int8"):
         raise NodeError(f"input type {cx.info(x_index).type_name} is not supported (float32, int8 are)")
     out_shape = [int(v) for v in cx.const(op, 0, "output shape").reshape(-1)]
+    if out_shape != list(cx.info(op.outputs[0]).shape):
+        raise NodeError(f"output shape {out_shape} differs from the output tensor's {list(cx.info(op.outputs[0]).shape)}")
     w = cx.const(op, 1, "filter")
     if w.ndim != 4 or len(out_shape) != 4 or w.shape[3] != cx.shape(x)[1] or w.shape[0] != out_shape[3]:
         raise NodeError(f"filter {list(w.shape)} does not fit input {list(cx.shape(x))} and output {out_shape}")

@@ -13,10 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.expr import Constant
+from ...ir.types import shape_problem
 from ..graph_context import NodeError
 from .qparams import INT_TYPES, same_quant
 from .table import converter
 from .values import Value
+
+
+_MAX_RESIZE = 1 << 24
 
 
 def _same_quant_io(cx, op) -> None:
@@ -27,8 +31,14 @@ def _same_quant_io(cx, op) -> None:
 
 def _resize_target(cx, op) -> tuple[int, int, bool, bool]:
     size = [int(v) for v in cx.const(op, 1, "size").reshape(-1)]
-    if len(size) != 2 or min(size) < 1:
-        raise NodeError(f"size {size} must be two positive integers (height, width)")
+    out = list(cx.info(op.outputs[0]).shape)
+    if len(size) != 2 or min(size) < 1 or len(out) != 4 or out[1:3] != size:
+        raise NodeError(f"size {size} must be two positive integers, the output's height and width ({out})")
+    problem = shape_problem(tuple(out), cx.info(op.outputs[0]).dtype or "float32")
+    if not problem and max(size) > _MAX_RESIZE:
+        problem = f"height or width above {_MAX_RESIZE} (byoc makes an index vector per axis at import)"
+    if problem:      # before the index vectors are made
+        raise NodeError(f"the output: {problem}")
     align, half = bool(op.options.get("align_corners")), bool(op.options.get("half_pixel_centers"))
     if align and half:
         raise NodeError("align_corners and half_pixel_centers together (TFLite refuses them too)")
