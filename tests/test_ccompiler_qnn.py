@@ -556,18 +556,23 @@ QADD_TFLITE = [((0.05, 0.06, 0.09), (3, -7, 5)), ((0.1, 0.003, 0.08), (-128, 0, 
                ((0.02, 0.03, 0.007), (10, 10, 0))]
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
 @pytest.mark.parametrize("scales,zps", QADD_TFLITE, ids=["near", "far-apart", "fine-output"])
-def test_qadd_tflite_equals_tflite_math(ck, scales, zps):
-    """ck_qadd rounding 2 (TFLite's ADD) on every pair of int8 values against tflite_math.add, the parameters
-    from tflite_math.add_params (the reference's)."""
-    t = tflite_math.add_params(*scales, "int8")
-    a = np.repeat(np.arange(-128, 128, dtype=np.int8), 256)
-    b = np.tile(np.arange(-128, 128, dtype=np.int8), 256)
-    p = QAddParams(1, 2, 0.0, 0.0, 0.0, *zps, 0, 0, 0, t["left_shift"], (ctypes.c_int32 * 3)(t["m1"], t["m2"], t["mo"]),
-                   (ctypes.c_int32 * 3)(t["e1"], t["e2"], t["eo"]))
-    out = np.zeros_like(a)
-    assert ck.ck_qadd(ctypes.byref(p), ctypes.c_int64(a.size), _ptr(a), _ptr(b), _ptr(out)) == 0
-    np.testing.assert_array_equal(out, tflite_math.add(a, b, zps[0], zps[1], zps[2], t, "int8"))
+def test_qadd_tflite_equals_tflite_math(ck, scales, zps, dtype):
+    """ck_qadd rounding 2 (TFLite's ADD) on every pair of 8-bit values against tflite_math.add, the parameters
+    from tflite_math.add_params (the reference's), on every int8 kernel (AVX-512 lanes and portable C)."""
+    t = tflite_math.add_params(*scales, dtype)
+    lo, hi = Q.TYPE_RANGE[dtype]
+    zps = tuple(z + 128 for z in zps) if dtype == "uint8" else zps   # the same points, offset into uint8
+    a = np.repeat(np.arange(lo, hi + 1), 256).astype(dtype)
+    b = np.tile(np.arange(lo, hi + 1), 256).astype(dtype)
+    p = QAddParams(int(dtype == "int8"), 2, 0.0, 0.0, 0.0, *zps, 0, 0, 0, t["left_shift"],
+                   (ctypes.c_int32 * 3)(t["m1"], t["m2"], t["mo"]), (ctypes.c_int32 * 3)(t["e1"], t["e2"], t["eo"]))
+    for kernel in _kernels(ck):
+        assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
+        out = np.zeros_like(a)
+        assert ck.ck_qadd(ctypes.byref(p), ctypes.c_int64(a.size), _ptr(a), _ptr(b), _ptr(out)) == 0
+        np.testing.assert_array_equal(out, tflite_math.add(a, b, zps[0], zps[1], zps[2], t, dtype), err_msg=kernel)
 
 
 # ---- the elementwise int8 kernels on the thread pool --------------------------------------------------

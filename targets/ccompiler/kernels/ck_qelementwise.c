@@ -187,12 +187,13 @@ static int64_t ck_round_shift(int64_t p, int32_t shift) {
 
 /* TFLite's ADD (rounding 2): both inputs rescaled by MultiplyByQuantizedMultiplier after the left shift, the
  * sum (int32 wrap as TFLite's) rescaled to the output, + zero point, saturated; the shifts found once. */
-static void ck_qadd_tflite(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out) {
+static void ck_qadd_tflite(const ck_qadd_params *p, int64_t begin, int64_t n, const void *lhs, const void *rhs,
+                           void *out) {
   const int32_t lo = p->is_signed ? -128 : 0, hi = p->is_signed ? 127 : 255;
   int32_t left[3], right[3], k;
   int64_t i;
   for (k = 0; k < 3; ++k) ck_tfl_shifts(p->tfl_exp[k], &left[k], &right[k]);
-  for (i = 0; i < n; ++i) {
+  for (i = begin; i < n; ++i) {
     const int32_t a = ck_load_q(lhs, p->is_signed, i) - p->lhs_zero_point;
     const int32_t b = ck_load_q(rhs, p->is_signed, i) - p->rhs_zero_point;
     const int32_t sa = ck_tfl_scale1((int32_t)((uint32_t)a << p->left_shift), p->tfl_mult[0], left[0], right[0]);
@@ -246,15 +247,43 @@ CK_Q_AVX512 static int64_t ck_qadd_avx512(const ck_qadd_params *p,
 }
 #endif
 
+#if defined(CK_QADD_DISPATCH)
+/* rounding 2: ck_qadd_tflite's integer steps on 16 lanes (ck_tfl_scale16 is ck_tfl_scale1 lane by lane), the
+ * clamp before the zero point is added (no int32 wrap-around) */
+CK_Q_AVX512 static int64_t ck_qadd_tflite_avx512(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs,
+                                                 void *out) {
+  const __m512i za = _mm512_set1_epi32(p->lhs_zero_point), zb = _mm512_set1_epi32(p->rhs_zero_point);
+  const __m512i zo = _mm512_set1_epi32(p->output_zero_point);
+  const __m512i lo = _mm512_set1_epi32((p->is_signed ? -128 : 0) - p->output_zero_point);
+  const __m512i hi = _mm512_set1_epi32((p->is_signed ? 127 : 255) - p->output_zero_point);
+  const __m128i shift = _mm_cvtsi32_si128(p->left_shift);
+  int32_t left[3], right[3], k;
+  int64_t i;
+  for (k = 0; k < 3; ++k) ck_tfl_shifts(p->tfl_exp[k], &left[k], &right[k]);
+  for (i = 0; i + 16 <= n; i += 16) {
+    const __m128i a8 = _mm_loadu_si128((const __m128i *)(const void *)((const uint8_t *)lhs + i));
+    const __m128i b8 = _mm_loadu_si128((const __m128i *)(const void *)((const uint8_t *)rhs + i));
+    const __m512i a = _mm512_sub_epi32(p->is_signed ? _mm512_cvtepi8_epi32(a8) : _mm512_cvtepu8_epi32(a8), za);
+    const __m512i b = _mm512_sub_epi32(p->is_signed ? _mm512_cvtepi8_epi32(b8) : _mm512_cvtepu8_epi32(b8), zb);
+    const __m512i sa = ck_tfl_scale16(_mm512_sll_epi32(a, shift), p->tfl_mult[0], left[0], right[0]);
+    const __m512i sb = ck_tfl_scale16(_mm512_sll_epi32(b, shift), p->tfl_mult[1], left[1], right[1]);
+    const __m512i r = ck_tfl_scale16(_mm512_add_epi32(sa, sb), p->tfl_mult[2], left[2], right[2]);
+    _mm_storeu_si128((__m128i *)(void *)((uint8_t *)out + i),
+                     _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(r, lo), hi), zo)));
+  }
+  return i;
+}
+#endif
+
 static void ck_qadd_serial(const void *params, int64_t n, const uint8_t *lhs, const uint8_t *rhs, uint8_t *out) {
   const ck_qadd_params *p = (const ck_qadd_params *)params;
   int64_t done = 0;
 #if defined(CK_QADD_DISPATCH)
-  if (p->rounding == 0 && ck_q_use_avx512())
-    done = ck_qadd_avx512(p, n, lhs, rhs, out);
+  if (p->rounding != 1 && ck_q_use_avx512())
+    done = p->rounding == 0 ? ck_qadd_avx512(p, n, lhs, rhs, out) : ck_qadd_tflite_avx512(p, n, lhs, rhs, out);
 #endif
   if (p->rounding == 2)
-    ck_qadd_tflite(p, n, lhs, rhs, out);
+    ck_qadd_tflite(p, done, n, lhs, rhs, out);
   else
     ck_qadd_portable(p, done, n, lhs, rhs, out);
 }

@@ -124,6 +124,26 @@ static inline int32_t ck_tfl_scale1(int32_t x, int32_t m, int32_t left, int32_t 
   return (h >> right) + ((h & mask) > threshold ? 1 : 0);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
+#include <immintrin.h>
+/* ck_tfl_scale1 on 16 lanes: the 64-bit products of the even and the odd lanes (vpmuldq), each shifted
+ * back by 31, interleaved; then the rounding right shift. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __m512i ck_tfl_scale16(
+    __m512i x, int32_t m, int32_t left, int32_t right) {
+  const __m512i v = _mm512_sll_epi32(x, _mm_cvtsi32_si128(left)), vm = _mm512_set1_epi64(m);
+  const __m512i nudge = _mm512_set1_epi64((int64_t)1 << 30);
+  const __m512i even = _mm512_srai_epi64(_mm512_add_epi64(_mm512_mul_epi32(v, vm), nudge), 31);
+  const __m512i odd = _mm512_srai_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(v, 32), vm), nudge), 31);
+  const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, _mm512_slli_epi64(odd, 32));
+  const __m512i mask = _mm512_set1_epi32((int32_t)(((uint32_t)1 << right) - 1u));
+  const __m512i threshold = _mm512_add_epi32(_mm512_srli_epi32(mask, 1), _mm512_srli_epi32(h, 31));
+  const __m512i r = _mm512_sra_epi32(h, _mm_cvtsi32_si128(right));
+  return _mm512_mask_add_epi32(r, _mm512_cmpgt_epi32_mask(_mm512_and_si512(h, mask), threshold), r,
+                               _mm512_set1_epi32(1));
+}
+
+#endif
+
 /* the output clamp is a valid subrange of the output type */
 int ck_qparams_valid(const ck_qparams *q);
 
