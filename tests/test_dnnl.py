@@ -129,12 +129,15 @@ def _shuffle(x, shape, groups, axes=None):
     return op.reshape(swapped, (n, c, *rest))
 
 
-def _shuffles():
-    """Three channel shuffles in one region: between convs (read and written in oneDNN's blocked layout), of a
-    region input (plain), and of a 3-D value."""
-    x, y = x4(12, 5, 5), var("y", 2, 12, 5)
-    between = _conv_bias(_shuffle(_conv_bias(x, 12, 24, 1), (1, 24, 5, 5), 3), 24, 16, 3)
-    return model(Tuple([between, op.nn.relu(_shuffle(x, (1, 12, 5, 5), 2)), _shuffle(y, (2, 12, 5), 4)]), x, y)
+def _shuffle_between_convs():
+    """conv -> shuffle -> conv: the shuffle reads and writes oneDNN's blocked layout."""
+    x = x4(12, 5, 5)
+    return model(_conv_bias(_shuffle(_conv_bias(x, 12, 24, 1), (1, 24, 5, 5), 3), 24, 16, 3), x)
+
+
+def _shuffle_3d():
+    y = var("y", 2, 12, 5)
+    return model(_shuffle(y, (2, 12, 5), 4), y)
 
 
 # (id, model, ops dnnl must take) -- every op of the table, through the runner, against the reference.
@@ -175,7 +178,9 @@ CASES = [
     ("lrn", lambda: _unary(lambda x: op.nn.lrn(x, size=3, bias=1.5, alpha=0.3, beta=0.6)), {"nn.lrn"}),
     ("flatten-dense", lambda: _unary(lambda x: op.nn.dense(op.nn.batch_flatten(op.nn.relu(x)), const(5, 324))),
      {"nn.batch_flatten", "nn.dense"}),
-    ("channel-shuffles", _shuffles, {"transpose", "nn.conv2d"}),
+    ("channel-shuffle-between-convs", _shuffle_between_convs, {"transpose", "nn.conv2d"}),
+    ("channel-shuffle-of-input", lambda: _unary(lambda x: op.nn.relu(_shuffle(x, (1, 4, 9, 9), 2))), {"transpose"}),
+    ("channel-shuffle-3d", _shuffle_3d, {"transpose"}),
 ]
 
 

@@ -111,6 +111,11 @@ def carry_meta(old: Expr, new: Expr, drop: str | None = None) -> Expr:
     return new
 
 
+def meta_of(nodes: Sequence[Expr], key: str) -> dict[int, Any]:
+    """Position -> meta[key] for the nodes of `nodes` that have it (one look per node, no dict made)."""
+    return {pos: node._meta[key] for pos, node in enumerate(nodes) if node._meta and key in node._meta}
+
+
 def with_inputs(node: Expr, inputs: Sequence[Expr]) -> Expr:
     """A new node like `node` (a Call, Tuple or TupleGetItem: same op, attrs, index, span, type and a copy
     of its meta) that reads `inputs` instead of its own dataflow inputs (a Call's args, a Tuple's fields,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..ir.expr import Call, GlobalVar
 from ..ir.module import IRModule
 from ..ir.visitor import post_order
-from ..transform.annotations import graph_nodes, read, region_of
+from ..transform.annotations import graph_nodes, input_positions, read, region_of
 from ..transform.partition_graph import PartitionInvariantError, contracted_order, propose
 
 
@@ -21,9 +21,9 @@ def check_regions(mod: IRModule, pass_name: str) -> None:
     ann = read(main, nodes)
     if not ann.target:
         return
-    index = {id(n): i for i, n in enumerate(nodes)}
-    regions, owner = propose(nodes, index, ann, bind_constants=True)
-    contracted_order(nodes, index, owner, regions, blame=pass_name)
+    kids = input_positions(nodes)
+    regions, owner = propose(nodes, kids, ann, bind_constants=True)
+    contracted_order(kids, owner, regions, blame=pass_name)
 
 
 def check_partitioned(before: IRModule, after: IRModule, pass_name: str) -> None:

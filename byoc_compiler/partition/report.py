@@ -70,11 +70,13 @@ def _counts(counter: Counter) -> str:
     return ", ".join(f"{name} x{n}" for name, n in sorted(counter.items())) or "-"
 
 
-def composite_refusals(body, targets) -> dict[int, str]:
+def composite_refusals(body, targets, order=None) -> dict[int, str]:
     """Node id -> why a composite pattern that matched around this host node did not take it: its
     check's reason, or an intermediate value used outside the match. First target and pattern win,
-    in priority and declaration order (the order MergeComposite tries them)."""
-    nodes = [n for n in post_order(body) if isinstance(n, Call) and isinstance(n.op, Op)]
+    in priority and declaration order (the order MergeComposite tries them). `order`: post_order(body),
+    when the caller has it."""
+    nodes = [n for n in (order if order is not None else post_order(body))
+             if isinstance(n, Call) and isinstance(n.op, Op)]
     by_op = ops_index(nodes)
     users_by_id = None
     refusals: dict[int, str] = {}
@@ -159,9 +161,10 @@ def summarize_module(mod: IRModule, targets) -> PartitionReport:
         report.targets.append(t)
     host: Counter = Counter()
     body = mod["main"].body
-    refusals = composite_refusals(body, targets)
+    order = post_order(body)
+    refusals = composite_refusals(body, targets, order)
     in_patterns = composite_ops(targets)
-    for node in post_order(body):
+    for node in order:
         if isinstance(node, Call) and not isinstance(node.op, GlobalVar):
             host[(_node_label(node), why_not(node, targets, refusals, in_patterns))] += 1
     report.host = [HostOp(op, n, why) for (op, why), n in host.items()]

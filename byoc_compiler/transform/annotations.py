@@ -15,7 +15,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
-from ..ir.expr import Call, Expr, Function, Tuple, TupleGetItem, carry_meta, with_inputs
+from ..ir.expr import Call, Expr, Function, Tuple, TupleGetItem, carry_meta, meta_of, with_inputs
 from ..ir.visitor import post_order
 
 KEY = "region"
@@ -68,9 +68,11 @@ def inputs_of(node: Expr) -> tuple[Expr, ...]:
     return node.args if isinstance(node, Call) else node.children()
 
 
-def input_positions(nodes: list[Expr]) -> list[list[int]]:
-    """Per node of `nodes` (a post_order), the positions of its distinct dataflow inputs, in argument order."""
-    index = {id(node): i for i, node in enumerate(nodes)}
+def input_positions(nodes: list[Expr], index: dict[int, int] | None = None) -> list[list[int]]:
+    """Per node of `nodes` (a post_order), the positions of its distinct dataflow inputs, in argument order
+    (`index`: id(node) -> position, when the caller has it)."""
+    if index is None:
+        index = {id(node): i for i, node in enumerate(nodes)}
     out: list[list[int]] = []
     for node in nodes:
         kind = type(node)
@@ -85,14 +87,9 @@ def input_positions(nodes: list[Expr]) -> list[list[int]]:
 
 def read(func: Function, nodes: list[Expr] | None = None) -> Annotations:
     """The annotations on the nodes of `func`'s graph (`nodes`: graph_nodes(func), if the caller has it)."""
-    target: dict[int, str] = {}
-    region: dict[int, int] = {}
-    for pos, node in enumerate(nodes if nodes is not None else graph_nodes(func)):
-        ann = node.meta_get(KEY)
-        if ann is not None:
-            target[pos] = ann.target
-            region[pos] = ann.region
-    return Annotations(target, region)
+    found = meta_of(nodes if nodes is not None else graph_nodes(func), KEY)
+    return Annotations({pos: ann.target for pos, ann in found.items()},
+                       {pos: ann.region for pos, ann in found.items()})
 
 
 def copy_node(node: Expr, inputs: list[Expr]) -> Expr:
@@ -112,6 +109,7 @@ def write(func: Function, ann: Annotations, nodes: list[Expr] | None = None) -> 
     made = {number: RegionAnnotation(ann.target[positions[0]], number)
             for number, positions in ann.regions().items()}   # one object per region, shared by its nodes
     wanted = ann.region
+    have_now = meta_of(nodes, KEY)
     new: dict[int, Expr] = {}                  # id(old node) -> its replacement
     replaced = new.get
     for pos, node in enumerate(nodes):
@@ -126,7 +124,7 @@ def write(func: Function, ann: Annotations, nodes: list[Expr] | None = None) -> 
             continue                           # leaves and functions carry no region annotation
         number = wanted.get(pos)
         want = made[number] if number is not None else None
-        have = node.meta_get(KEY)
+        have = have_now.get(pos)
         moved = [replaced(id(k), k) for k in inputs] if new else inputs
         if have == want and (moved is inputs or all(map(operator.is_, moved, inputs))):
             continue

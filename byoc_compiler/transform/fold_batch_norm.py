@@ -133,9 +133,9 @@ def _extend(node: Expr, chains: dict[int, _Chain], uses: dict[int, int]) -> tupl
     return prev, _Chain(chain.anchor, chain.axis, scale, shift, chain.folded + (name,))
 
 
-def _use_counts(body: Expr) -> dict[int, int]:
+def _use_counts(body: Expr, order: list[Expr]) -> dict[int, int]:
     uses: dict[int, int] = {id(body): 1}
-    for node in post_order(body):
+    for node in order:
         for child in node.children():
             uses[id(child)] = uses.get(id(child), 0) + 1
     return uses
@@ -143,10 +143,11 @@ def _use_counts(body: Expr) -> dict[int, int]:
 
 def _chains(body: Expr) -> dict[int, _Chain]:
     """The maximal chains worth folding, keyed by the id of their last node."""
-    uses = _use_counts(body)
+    order = post_order(body)
+    uses = _use_counts(body, order)
     chains: dict[int, _Chain] = {}
     extended: set[int] = set()
-    for node in post_order(body):
+    for node in order:
         if isinstance(node, Call) and isinstance(node.op, Op):
             start = _anchor(node)
             if start is not None:

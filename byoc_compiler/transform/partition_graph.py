@@ -21,7 +21,7 @@ from ..errors import ByocError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TupleType
-from .annotations import copy_node, graph_nodes, inputs_of, read
+from .annotations import copy_node, graph_nodes, input_positions, inputs_of, read
 from .named_pass import NamedPass
 
 
@@ -48,8 +48,8 @@ class Region:
     outputs: list[int] = field(default_factory=list)   # members read from outside (or main's result)
 
 
-def propose(nodes: list[Expr], index: dict[int, int], ann, bind_constants: bool) -> tuple[list[Region], list[int]]:
-    """The regions to lift, and node position -> region number (-1: host)."""
+def propose(nodes: list[Expr], kids: list[list[int]], ann, bind_constants: bool) -> tuple[list[Region], list[int]]:
+    """The regions to lift, and node position -> region number (-1: host). `kids`: input_positions(nodes)."""
     owner = [-1] * len(nodes)
     regions = []
     for number, members in ann.regions().items():
@@ -59,28 +59,27 @@ def propose(nodes: list[Expr], index: dict[int, int], ann, bind_constants: bool)
     root = len(nodes) - 1
     used_outside = [False] * len(nodes)
     used_outside[root] = True
-    for pos, node in enumerate(nodes):
-        for child in inputs_of(node):
-            c = index[id(child)]
-            if owner[c] != -1 and owner[c] != owner[pos]:
+    for pos, inputs in enumerate(kids):
+        mine = owner[pos]
+        for c in inputs:
+            if owner[c] != -1 and owner[c] != mine:
                 used_outside[c] = True
     for region in regions:
         seen: set[int] = set()
         for pos in region.members:
-            for child in inputs_of(nodes[pos]):
-                c = index[id(child)]
+            for c in kids[pos]:
                 if owner[c] == region.number or c in seen:
                     continue
                 seen.add(c)
-                if bind_constants and isinstance(child, Constant):
+                if bind_constants and isinstance(nodes[c], Constant):
                     continue
                 region.inputs.append(c)
         region.outputs = [pos for pos in region.members if used_outside[pos]]
     return regions, owner
 
 
-def contracted_order(nodes, index, owner, regions, blame: str = "MergeCompilerRegions") -> list[tuple[str, int]]:
-    """Units ("node", pos) / ("region", number) in dependency order.
+def contracted_order(kids: list[list[int]], owner, regions, blame: str = "MergeCompilerRegions") -> list[tuple[str, int]]:
+    """Units ("node", pos) / ("region", number) in dependency order (`kids`: input_positions of the nodes).
 
     A cycle means some region cannot become one call; it is reported as a bug of the pass `blame`.
     """
@@ -92,19 +91,12 @@ def contracted_order(nodes, index, owner, regions, blame: str = "MergeCompilerRe
     def deps_of(unit) -> list[tuple[str, int]]:
         kind, key = unit
         if kind == "region":
-            region = by_number[key]
-            deps = []
-            for pos in region.members:
-                for child in inputs_of(nodes[pos]):
-                    c = index[id(child)]
-                    if owner[c] != key:
-                        deps.append(unit_of(c))
-            return deps
-        return [unit_of(index[id(c)]) for c in inputs_of(nodes[key])]
+            return [unit_of(c) for pos in by_number[key].members for c in kids[pos] if owner[c] != key]
+        return [unit_of(c) for c in kids[key]]
 
     order: list[tuple[str, int]] = []
     state: dict[tuple[str, int], int] = {}  # 1: on the stack, 2: done
-    start = unit_of(len(nodes) - 1)
+    start = unit_of(len(kids) - 1)
     stack = [(start, iter(deps_of(start)))]
     state[start] = 1
     while stack:
@@ -142,9 +134,10 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
     if not ann.target:
         return mod
     index = {id(node): i for i, node in enumerate(nodes)}
-    regions, owner = propose(nodes, index, ann, bind_constants)
+    kids = input_positions(nodes, index)
+    regions, owner = propose(nodes, kids, ann, bind_constants)
     by_number = {r.number: r for r in regions}
-    order = contracted_order(nodes, index, owner, regions)
+    order = contracted_order(kids, owner, regions)
 
     counters: dict[str, int] = {}
     new: dict[int, Expr] = {}                 # node position -> its value in the new main
