@@ -203,3 +203,17 @@ def test_float32_div_within_tolerance_of_litert():
     inputs = tm.random_inputs(data, 0)
     np.testing.assert_allclose(run_reference(from_tflite(data), inputs)[0], tm.run_litert(data, inputs)[0],
                                rtol=1e-5, atol=1e-5)
+
+
+def test_int16_mean_equals_tflite_micro():
+    """MEAN on int16 (zero point 0, as TFLite requires) is the same qnn.mean: equal to TFLM on every element."""
+    m = tm.Maker(True, seed=10)
+    x = m.w.tensor("x", (1, 5, 6, 7), "int16", scale=0.001, zero_point=0)
+    y = m.w.tensor("y", (1, 1, 1, 7), "int16", scale=0.0007, zero_point=0)
+    m.w.op("MEAN", [x, m.ints("axes", [1, 2])], [y], keep_dims=True)
+    data = m.finish([x], [y])
+    for seed in (0, 1):
+        inputs = tm.random_inputs(data, seed)
+        got = run_reference(from_tflite(data), inputs)[0]
+        assert got.dtype == np.int16
+        np.testing.assert_array_equal(got, tm.run_tflm(data, inputs)[0])
