@@ -841,7 +841,13 @@ def _toolchains(pick):
     from byoc_compiler.toolchain import can_load_here
 
     tcs = load_config(ROOT / "config.toml").toolchains.values()
-    return [pytest.param(tc, id=tc.name) for tc in tcs if pick(tc, can_load_here(tc))]
+    return [pytest.param(tc, id=tc.name, marks=[pytest.mark.every_toolchain] if tc.name in BEYOND_DEFAULT else [])
+            for tc in tcs if pick(tc, can_load_here(tc))]
+
+
+# clang's sanitizers run the batch with `-m every_toolchain`; the default run has gcc's (the matrix's
+# clang-asan-ubsan lanes run host code under clang's sanitizers by default).
+BEYOND_DEFAULT = ("clang-asan-ubsan",)
 
 
 @pytest.mark.parametrize("tc", _toolchains(lambda tc, here: tc.sanitizer)
