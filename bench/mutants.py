@@ -1,23 +1,36 @@
-"""Mutation campaign: how many plausible bugs in ccompiler's kernel library the tests catch.
+"""Mutation campaign: how many plausible bugs in the C byoc ships the checks catch.
 
-    python bench/mutants.py                          # 3 tested mutants per kernel file (~45), seed 0
+    python bench/mutants.py                          # 3 tested mutants per file of every group, seed 0
+    python bench/mutants.py --groups runtime writers --per-file 5 --seed 1
     python bench/mutants.py --per-file 6 --seed 1 --files ck_pool.c ck_dense.c
     python bench/mutants.py --named                  # only the named realistic mutants (NAMED below)
 
-Mutants come from universalmutator (`mutate FILE c`; pip install '.[bench]'), which rewrites one
-expression or statement of a C file per mutant by its C rules. Per kernel file, mutants are drawn at
-random (seeded) until --per-file of them compile and differ from the original (stratified by file):
+Three groups of files (GROUPS): ccompiler's kernel library (C), the C runtime (byoc_compiler/runtime/src:
+core, graph executor, JSON, params, .npy, thread pool, runner) and the host C writers
+(byoc_compiler/backend/host_kernels/*.py: the Python that writes the host's C kernels). Mutants come from
+universalmutator (`mutate FILE c|python`; pip install '.[bench]'), which rewrites one expression or
+statement per mutant by the language's rules. Per file, mutants are drawn at random (seeded) until
+--per-file of them compile and differ from the original (stratified by file):
 
-* one that does not compile under the project's flags (gcc -std=c99 -Wall -Wextra -Werror -O2 -c) is left
+* one that does not compile (C: gcc -std=c99 -Wall -Wextra -Werror -O2 -c; Python: compile()) is left
   out of the count;
-* one whose object file is byte-identical to the original's is equivalent (trivial compiler
-  equivalence: the compiler proved the change has no effect) and left out of the kill rate.
+* one whose compiled form is identical to the original's is equivalent (trivial compiler equivalence:
+  the C object file byte for byte, the Python module's marshalled code object) and left out of the kill rate.
 
 Each remaining mutant is written into a scratch copy of the repository (`git archive HEAD`, so the
-tests, SCons and any subprocess see it through PYTHONPATH) and the checks covering that file run
-(COVERING: the ctypes kernel tests against the gcc -O3 build, -x). A nonzero exit (or a timeout)
-kills it. Printed: made, did not compile, equivalent, killed, survived (with the mutated line of each
-survivor), and the kill rate with its 95% Wilson interval. NAMED are the realistic bug classes a
+tests, SCons, the C compiler and any subprocess see it through PYTHONPATH) and the checks covering that
+file run there; a failing check (or a crash, or a timeout) kills it:
+
+* kernels: the ctypes kernel tests against the gcc -O3 build (COVERING, pytest -x);
+* runtime: a batch of 111 ONNX conformance cases built host-only (gcc -O0), loaded with 2 threads and run
+  as the runner program, compared with ONNX's outputs (bench/mutant_checks.py runtime);
+* writers: every conformance batch's host C written again; the batches whose C changed are built, run and
+  compared with ONNX's outputs (bench/mutant_checks.py writers; a batch whose C did not change cannot
+  differ, so a mutant that changes no batch's C survives: the suite does not reach it).
+
+The conformance cases are saved once per campaign from the unmutated copy (bench/mutant_checks.py save).
+Printed: made, did not compile, equivalent, killed, survived (with the mutated line of each survivor), per
+group and in all, and the kill rate with its 95% Wilson interval. NAMED are the realistic bug classes a
 tool does not write by itself, as (file, original text, mutated text) patches; every one must be killed.
 """
 from __future__ import annotations
@@ -26,6 +39,7 @@ import argparse
 import difflib
 import io
 import json
+import marshal
 import math
 import random
 import shutil
@@ -50,6 +64,27 @@ COVERING = {
     **dict.fromkeys(("ck_qgemm.c", "ck_qconv.c", "ck_qelementwise.c"), _QNN),
 }
 TIMEOUT = 600
+CHECK_TIMEOUT = 300         # the runtime and writer checks (a mutant that hangs a run is killed by it)
+RUNTIME = "byoc_compiler/runtime/src"
+WRITERS = "byoc_compiler/backend/host_kernels"
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    directory: str          # in the repository
+    files: tuple[str, ...]
+    language: str           # universalmutator's language: c or python
+
+
+GROUPS = {g.name: g for g in (
+    Group("kernels", KERNELS, tuple(COVERING), "c"),
+    Group("runtime", RUNTIME, ("core.c", "graph_executor.c", "json.c", "npy.c", "params.c", "parallel.c",
+                               "runtime.c", "runner.c"), "c"),
+    Group("writers", WRITERS, ("cwriter.py", "driver.py", "elementwise.py", "gemm.py", "image.py", "nn.py",
+                               "qnn.py", "qnn_fused.py", "reduce.py", "shape.py", "slicing.py", "tflite_qnn.py"),
+          "python"),
+)}
 
 
 @dataclass(frozen=True)
@@ -89,6 +124,7 @@ NAMED = [
 
 @dataclass
 class Result:
+    group: str
     file: str
     mutant: str
     status: str          # killed, survived, equivalent, no-compile
@@ -97,10 +133,22 @@ class Result:
 
 
 def _object(source: Path, include: Path, out: Path) -> bytes | None:
-    runtime = include.parents[2] / "byoc_compiler" / "runtime" / "include"     # byoc/parallel.h
+    """The C file's object at -O2 (None: it does not compile). `include`: the directory of its own headers."""
+    runtime = ROOT / "byoc_compiler" / "runtime"
     proc = subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-c", "-I", str(include), "-I",
-                           str(runtime), str(source), "-o", str(out)], capture_output=True)
+                           str(runtime / "include"), "-I", str(runtime / "src"), str(source), "-o", str(out)],
+                          capture_output=True)
     return out.read_bytes() if proc.returncode == 0 else None
+
+
+def _compiled(group: Group, source: Path, out: Path) -> bytes | None:
+    """What the mutant compiles to (None: it does not compile): C's object file, Python's code object."""
+    if group.language == "c":
+        return _object(source, ROOT / group.directory, out)
+    try:
+        return marshal.dumps(compile(source.read_text(), source.name, "exec"))
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _changed_line(original: str, mutated: str) -> str:
@@ -120,47 +168,67 @@ def _scratch(into: Path) -> Path:
     return into
 
 
-def _run_checks(repo: Path, file: str) -> tuple[bool, float]:
+def _env(repo: Path) -> dict:
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(repo), "HOME": str(repo),
+            "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _run_checks(repo: Path, group: Group, file: str, data: Path | None) -> tuple[bool, float]:
     """(killed, seconds): the covering checks of `file` against the mutated copy."""
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(repo), "HOME": str(repo),
-           "PYTHONDONTWRITEBYTECODE": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly",
-           "-o", "addopts=", *COVERING[file]]
+    if group.name == "kernels":
+        cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist", "-p",
+               "no:randomly", "-o", "addopts=", *COVERING[file]]
+        timeout, ran = TIMEOUT, (0, 1)          # pytest's 2-5: the run itself broke (collection, usage)
+    else:
+        cmd = [sys.executable, "bench/mutant_checks.py", group.name, str(data)]
+        timeout, ran = CHECK_TIMEOUT, (0, 1)
     start = time.time()
     try:
-        proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        proc = subprocess.run(cmd, cwd=repo, env=_env(repo), capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return True, time.time() - start
-    if proc.returncode not in (0, 1):          # 2-5: the run itself broke (collection, usage): not a kill
+    if proc.returncode < 0 and group.name != "kernels":     # the run crashed on a signal: caught
+        return True, time.time() - start
+    if proc.returncode not in ran:
         raise RuntimeError(f"covering checks of {file} could not run:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return proc.returncode == 1, time.time() - start
 
 
-def _test(repo: Path, file: str, text: str) -> tuple[bool, float]:
-    path = repo / KERNELS / file
+def _test(repo: Path, group: Group, file: str, text: str, data: Path | None = None) -> tuple[bool, float]:
+    path = repo / group.directory / file
     original = path.read_text()
     path.write_text(text)
     try:
-        return _run_checks(repo, file)
+        return _run_checks(repo, group, file, data)
     finally:
         path.write_text(original)
 
 
-def _candidates(file: str, work: Path) -> list[Path]:
+def _candidates(group: Group, file: str, work: Path) -> list[Path]:
     out = work / "generated" / file
     out.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mutate", str(ROOT / KERNELS / file), "c", "--noCheck", "--mutantDir", str(out)],
-                   capture_output=True, check=True, cwd=work)
-    return sorted(out.glob("*.mutant.*.c"), key=lambda p: int(p.name.split(".")[-2]))
+    subprocess.run(["mutate", str(ROOT / group.directory / file), group.language, "--noCheck", "--mutantDir",
+                    str(out)], capture_output=True, check=True, cwd=work)
+    suffix = Path(file).suffix
+    return sorted(out.glob(f"*.mutant.*{suffix}"), key=lambda p: int(p.name.split(".")[-2]))
 
 
-def campaign(repo: Path, work: Path, files: list[str], per_file: int, seed: int) -> list[Result]:
+def _saved_cases(repo: Path, work: Path) -> Path:
+    """The conformance batches and their unmutated host C, saved once (bench/mutant_checks.py save)."""
+    data = work / "cases"
+    if not (data / "batches.pkl").exists():
+        subprocess.run([sys.executable, "bench/mutant_checks.py", "save", str(data)], cwd=repo, env=_env(repo),
+                       check=True, capture_output=True)
+    return data
+
+
+def campaign(repo: Path, work: Path, group: Group, files: list[str], per_file: int, seed: int) -> list[Result]:
     results = []
-    include = repo / KERNELS
+    data = _saved_cases(repo, work) if group.name != "kernels" else None
     for file in files:
-        original = (repo / KERNELS / file).read_text()
-        reference = _object(repo / KERNELS / file, include, work / "original.o")
-        pool = _candidates(file, work)
+        original = (repo / group.directory / file).read_text()
+        reference = _compiled(group, repo / group.directory / file, work / "original.o")
+        pool = _candidates(group, file, work)
         random.Random(f"{seed}:{file}").shuffle(pool)
         tested = 0
         for mutant in pool:
@@ -170,17 +238,15 @@ def campaign(repo: Path, work: Path, files: list[str], per_file: int, seed: int)
             probe = work / "probe" / file
             probe.parent.mkdir(parents=True, exist_ok=True)
             probe.write_text(text)
-            obj = _object(probe, include, work / "mutant.o")
+            obj = _compiled(group, probe, work / "mutant.o")
             line = _changed_line(original, text)
-            if obj is None:
-                results.append(Result(file, mutant.name, "no-compile", line=line))
+            if obj is None or obj == reference:
+                results.append(Result(group.name, file, mutant.name, "no-compile" if obj is None else "equivalent",
+                                      line=line))
                 continue
-            if obj == reference:
-                results.append(Result(file, mutant.name, "equivalent", line=line))
-                continue
-            killed, seconds = _test(repo, file, text)
+            killed, seconds = _test(repo, group, file, text, data)
             tested += 1
-            results.append(Result(file, mutant.name, "killed" if killed else "survived", seconds, line))
+            results.append(Result(group.name, file, mutant.name, "killed" if killed else "survived", seconds, line))
             print(f"  {file} {mutant.name}: {results[-1].status} ({seconds:.0f} s) {line}", flush=True)
     return results
 
@@ -199,8 +265,8 @@ def named(repo: Path) -> list[Result]:
         probe.write_text(mutated)
         if _object(probe, repo / KERNELS, repo.parent / "named.o") is None:
             raise SystemExit(f"named mutant {m.name!r} does not compile; update NAMED in bench/mutants.py")
-        killed, seconds = _test(repo, m.file, mutated)
-        results.append(Result(m.file, m.name, "killed" if killed else "survived", seconds, m.mutated))
+        killed, seconds = _test(repo, GROUPS["kernels"], m.file, mutated)
+        results.append(Result("kernels", m.file, m.name, "killed" if killed else "survived", seconds, m.mutated))
         print(f"  {m.name}: {results[-1].status} ({seconds:.0f} s)", flush=True)
     return results
 
@@ -215,21 +281,28 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def report(results: list[Result]) -> str:
+def _tally(results: list[Result]) -> str:
     count = {s: sum(r.status == s for r in results) for s in ("no-compile", "equivalent", "killed", "survived")}
     n = count["killed"] + count["survived"]
     low, high = wilson(count["killed"], n)
-    lines = [f"made {len(results)}: did not compile {count['no-compile']}, equivalent {count['equivalent']}, "
-             f"killed {count['killed']}, survived {count['survived']}",
-             f"kill rate {count['killed']}/{n} = {count['killed'] / max(n, 1):.1%} (95% Wilson interval "
-             f"{low:.1%} - {high:.1%})"]
-    lines += [f"  survived: {r.file} {r.mutant}: {r.line}" for r in results if r.status == "survived"]
+    return (f"made {len(results)}: did not compile {count['no-compile']}, equivalent {count['equivalent']}, "
+            f"killed {count['killed']}, survived {count['survived']}; kill rate {count['killed']}/{n} = "
+            f"{count['killed'] / max(n, 1):.1%} (95% Wilson interval {low:.1%} - {high:.1%})")
+
+
+def report(results: list[Result]) -> str:
+    groups = sorted({r.group for r in results})
+    lines = [f"{g}: {_tally([r for r in results if r.group == g])}" for g in groups] if len(groups) > 1 else []
+    lines.append(f"all: {_tally(results)}")
+    lines += [f"  survived: {r.group} {r.file} {r.mutant}: {r.line}" for r in results if r.status == "survived"]
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--files", nargs="*", default=list(COVERING), help="kernel files (default: all)")
+    parser.add_argument("--groups", nargs="*", default=list(GROUPS), choices=list(GROUPS),
+                        help="kernels, runtime, writers (default: all)")
+    parser.add_argument("--files", nargs="*", help="only these files of the groups")
     parser.add_argument("--per-file", type=int, default=3, help="tested (compiling, non-equivalent) mutants per file")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--named", action="store_true", help="only the named realistic mutants")
@@ -241,7 +314,16 @@ def main(argv=None) -> int:
         work = Path(tmp)
         repo = _scratch(work / "repo")
         start = time.time()
-        results = named(repo) if args.named else campaign(repo, work, args.files, args.per_file, args.seed)
+        if args.named:
+            results = named(repo)
+        else:
+            results = []
+            for name in args.groups:
+                group = GROUPS[name]
+                files = [f for f in group.files if args.files is None or f in args.files]
+                results += campaign(repo, work, group, files, args.per_file, args.seed)
+                if args.json:      # kept after every group: a long campaign stopped early keeps what it measured
+                    Path(args.json).write_text(json.dumps([asdict(r) for r in results], indent=1))
         print(report(results))
         print(f"{time.time() - start:.0f} s")
         if args.json:
