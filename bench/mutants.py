@@ -76,15 +76,18 @@ class Group:
     directory: str          # in the repository
     files: tuple[str, ...]
     language: str           # universalmutator's language: c or python
+    tests: tuple[str, ...] = ()     # run only for a mutant the conformance check missed (the slower checks)
 
 
 GROUPS = {g.name: g for g in (
     Group("kernels", KERNELS, tuple(COVERING), "c"),
     Group("runtime", RUNTIME, ("core.c", "graph_executor.c", "json.c", "npy.c", "params.c", "parallel.c",
-                               "runtime.c", "runner.c"), "c"),
+                               "runtime.c", "runner.c"), "c",
+          ("tests/test_runtime_graph.py", "tests/test_runtime_runner.py", "tests/test_runtime_loader.py",
+           "tests/test_c_abi.py", "tests/test_parallel_kernels.py")),
     Group("writers", WRITERS, ("cwriter.py", "driver.py", "elementwise.py", "gemm.py", "image.py", "nn.py",
                                "qnn.py", "qnn_fused.py", "reduce.py", "shape.py", "slicing.py", "tflite_qnn.py"),
-          "python"),
+          "python", ("tests/test_host_kernels.py", "tests/test_host_fusion.py")),
 )}
 
 
@@ -131,6 +134,7 @@ class Result:
     status: str          # killed, survived, equivalent, no-compile
     seconds: float = 0.0
     line: str = ""       # the mutated line
+    by: str = ""         # which checks killed it
 
 
 def _object(source: Path, include: Path, out: Path) -> bytes | None:
@@ -151,11 +155,15 @@ def _compiled(group: Group, source: Path, out: Path) -> bytes | None:
         compile(tree, source.name, "exec")
     except (SyntaxError, ValueError):
         return None
+    postponed = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and
+                    any(a.name == "annotations" for a in n.names) for n in tree.body)
     for node in ast.walk(tree):         # docstrings are not code: a mutant of one is equivalent
         body = getattr(node, "body", None)
         if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]
+        if postponed and isinstance(node, (ast.arg, ast.FunctionDef)):   # PEP 563: never evaluated
+            setattr(node, "annotation" if isinstance(node, ast.arg) else "returns", None)
     return ast.dump(tree).encode()
 
 
@@ -181,28 +189,44 @@ def _env(repo: Path) -> dict:
             "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def _run_checks(repo: Path, group: Group, file: str, data: Path | None) -> tuple[bool, float]:
-    """(killed, seconds): the covering checks of `file` against the mutated copy."""
-    if group.name == "kernels":
-        cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist", "-p",
-               "no:randomly", "-o", "addopts=", *COVERING[file]]
-        timeout, ran = TIMEOUT, (0, 1)          # pytest's 2-5: the run itself broke (collection, usage)
-    else:
-        cmd = [sys.executable, "bench/mutant_checks.py", group.name, str(data)]
-        timeout, ran = CHECK_TIMEOUT, (0, 1)
+def _pytest(repo: Path, args, what: str) -> tuple[bool, float]:
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist", "-p",
+           "no:randomly", "-o", "addopts=", *args]
     start = time.time()
     try:
-        proc = subprocess.run(cmd, cwd=repo, env=_env(repo), capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, cwd=repo, env=_env(repo), capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         return True, time.time() - start
-    if proc.returncode < 0 and group.name != "kernels":     # the run crashed on a signal: caught
-        return True, time.time() - start
-    if proc.returncode not in ran:
-        raise RuntimeError(f"covering checks of {file} could not run:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    if proc.returncode not in (0, 1):          # 2-5: the run itself broke (collection, usage): not a kill
+        raise RuntimeError(f"covering checks of {what} could not run:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return proc.returncode == 1, time.time() - start
 
 
-def _test(repo: Path, group: Group, file: str, text: str, data: Path | None = None) -> tuple[bool, float]:
+def _conformance(repo: Path, group: Group, file: str, data: Path) -> tuple[bool, float]:
+    start = time.time()
+    try:
+        proc = subprocess.run([sys.executable, "bench/mutant_checks.py", group.name, str(data)], cwd=repo,
+                              env=_env(repo), capture_output=True, text=True, timeout=CHECK_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return True, time.time() - start
+    if proc.returncode not in (0, 1) and proc.returncode > 0:   # < 0: the run crashed on a signal: caught
+        raise RuntimeError(f"the conformance check of {file} could not run:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return proc.returncode != 0, time.time() - start
+
+
+def _run_checks(repo: Path, group: Group, file: str, data: Path | None) -> tuple[str, float]:
+    """(what killed it, or "" if nothing did; seconds): the covering checks of `file` against the mutated copy."""
+    if group.name == "kernels":
+        killed, seconds = _pytest(repo, COVERING[file], file)
+        return ("kernel tests" if killed else ""), seconds
+    killed, seconds = _conformance(repo, group, file, data)
+    if killed or not group.tests:
+        return ("conformance batches" if killed else ""), seconds
+    killed, more = _pytest(repo, group.tests, file)
+    return ("tests" if killed else ""), seconds + more
+
+
+def _test(repo: Path, group: Group, file: str, text: str, data: Path | None = None) -> tuple[str, float]:
     path = repo / group.directory / file
     original = path.read_text()
     path.write_text(text)
@@ -252,11 +276,33 @@ def campaign(repo: Path, work: Path, group: Group, files: list[str], per_file: i
                 results.append(Result(group.name, file, mutant.name, "no-compile" if obj is None else "equivalent",
                                       line=line))
                 continue
-            killed, seconds = _test(repo, group, file, text, data)
+            by, seconds = _test(repo, group, file, text, data)
             tested += 1
-            results.append(Result(group.name, file, mutant.name, "killed" if killed else "survived", seconds, line))
-            print(f"  {file} {mutant.name}: {results[-1].status} ({seconds:.0f} s) {line}", flush=True)
+            results.append(Result(group.name, file, mutant.name, "killed" if by else "survived", seconds, line, by))
+            print(f"  {file} {mutant.name}: {results[-1].status} {by} ({seconds:.0f} s) {line}", flush=True)
     return results
+
+
+def recheck(repo: Path, work: Path, results: list[Result]) -> list[Result]:
+    """The same results with every survivor tested again (mutants are made again: mutate is deterministic)."""
+    out = []
+    for r in results:
+        if r.status == "survived":
+            group = GROUPS[r.group]
+            data = _saved_cases(repo, work) if group.name != "kernels" else None
+            (mutant,) = [m for m in _candidates(group, r.file, work) if m.name == r.mutant]
+            reference = _compiled(group, repo / group.directory / r.file, work / "original.o")
+            probe = work / "probe" / r.file      # the same name as the original: it is in the object file
+            probe.parent.mkdir(parents=True, exist_ok=True)
+            probe.write_text(mutant.read_text())
+            if _compiled(group, probe, work / "mutant.o") == reference:    # by a rule added since
+                out.append(Result(r.group, r.file, r.mutant, "equivalent", line=r.line))
+                continue
+            by, seconds = _test(repo, group, r.file, mutant.read_text(), data)
+            r = Result(r.group, r.file, r.mutant, "killed" if by else "survived", seconds, r.line, by)
+            print(f"  {r.file} {r.mutant}: {r.status} {by} ({seconds:.0f} s) {r.line}", flush=True)
+        out.append(r)
+    return out
 
 
 def named(repo: Path) -> list[Result]:
@@ -273,8 +319,8 @@ def named(repo: Path) -> list[Result]:
         probe.write_text(mutated)
         if _object(probe, repo / KERNELS, repo.parent / "named.o") is None:
             raise SystemExit(f"named mutant {m.name!r} does not compile; update NAMED in bench/mutants.py")
-        killed, seconds = _test(repo, GROUPS["kernels"], m.file, mutated)
-        results.append(Result("kernels", m.file, m.name, "killed" if killed else "survived", seconds, m.mutated))
+        by, seconds = _test(repo, GROUPS["kernels"], m.file, mutated)
+        results.append(Result("kernels", m.file, m.name, "killed" if by else "survived", seconds, m.mutated, by))
         print(f"  {m.name}: {results[-1].status} ({seconds:.0f} s)", flush=True)
     return results
 
@@ -315,6 +361,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--named", action="store_true", help="only the named realistic mutants")
     parser.add_argument("--json", help="write every result here")
+    parser.add_argument("--recheck", help="a campaign's --json: run its survivors' checks again (e.g. after "
+                        "strengthening a test, or with the slower tests a group added since)")
     args = parser.parse_args(argv)
     if shutil.which("mutate") is None and not args.named:
         raise SystemExit("universalmutator is not installed: pip install '.[bench]'")
@@ -324,6 +372,8 @@ def main(argv=None) -> int:
         start = time.time()
         if args.named:
             results = named(repo)
+        elif args.recheck:
+            results = recheck(repo, work, [Result(**r) for r in json.loads(Path(args.recheck).read_text())])
         else:
             results = []
             for name in args.groups:

@@ -1,6 +1,7 @@
 """The check's allowance factor, chosen from a measured curve: false failures and caught bugs per factor.
 
-    python bench/tolerance_curve.py                          # 10,000 random graphs, the tiny zoo, 20 C builds
+    python bench/tolerance_curve.py                          # 10,000 random graphs, 1,000 of them and the tiny zoo
+                                                             #   built as C (host C and ccompiler, 100 per build)
     python bench/tolerance_curve.py --graphs 1000 --built 0  # quick
     python bench/tolerance_curve.py --realsize               # + ResNet-50 and MobileNetV2 at 224x224
 
@@ -11,7 +12,8 @@ is the smallest SAFETY under which it passes: margin * SAFETY. Measured here:
 * correct float32 computations, which every factor must pass: random graphs (testing/random_graph/,
   12 ops, seeds 0..N-1) computed by the float32 numpy reference (an independent float32 computation
   of every op); the zoo's models by the float32 reference and onnxruntime at 1 and 2 threads; and
-  --built random graphs and the tiny zoo built as C and run (host C and ccompiler, gcc);
+  --built random graphs and the tiny zoo built as C and run (host C and ccompiler, gcc; the graphs 100
+  side by side per build: one library for 100 graphs);
 * injected bugs (testing/injected.py: what a kernel with that defect computes), which a factor should
   catch: on the tiny zoo models, and BatchNorm without its epsilon in 8-layer conv + BatchNorm nets.
 
@@ -36,6 +38,7 @@ from byoc_compiler.testing import run_reference  # noqa: E402
 from byoc_compiler.testing.error_bound import reference_with_errors  # noqa: E402
 from byoc_compiler.testing.injected import BUGS, SUBTLE, calls, conv_bn_net, without_epsilon  # noqa: E402
 from byoc_compiler.testing.random_graph import random_recipe  # noqa: E402
+from byoc_compiler.testing.side_by_side import join  # noqa: E402
 from byoc_compiler.testing.tolerance import SAFETY, compare_with_bounds  # noqa: E402
 from models import _onnx_bytes, _ort_session  # noqa: E402 - bench/models.py: the same onnxruntime session
 
@@ -70,17 +73,20 @@ def zoo_models(names):
             yield f"{name} onnxruntime {threads} thread(s)", needed(_onnxruntime(name, inputs, threads), expected)
 
 
-def built(count: int):
-    """Random graphs 0..count-1 and the tiny zoo through C: host C and ccompiler on gcc."""
-    models = [(f"random{s}", random_recipe(s, steps=12).to_module()) for s in range(count)]
-    models += [(name, zoo.get(name)) for name in TINY]
-    for label, mod in models:
-        inputs = deterministic_inputs(mod)
-        expected = reference_with_errors(mod, inputs)
+def built(count: int, batch: int = 100):
+    """Random graphs 0..count-1 and the tiny zoo through C: host C and ccompiler on gcc. The random graphs
+    are built `batch` at a time, side by side in one main (testing/side_by_side.py): one library each."""
+    graphs = [(f"random{s}", random_recipe(s, steps=12).to_module()) for s in range(count)]
+    groups = [graphs[i:i + batch] for i in range(0, count, batch)] + [[(name, zoo.get(name))] for name in TINY]
+    for group in groups:
+        joined = join([mod for _, mod in group])
+        inputs = [deterministic_inputs(mod) for _, mod in group]
+        expected = [reference_with_errors(mod, feeds) for (_, mod), feeds in zip(group, inputs)]
         for target in ("host", "ccompiler"):
-            part = mod if target == "host" else partition_for("ccompiler", mod)
-            outputs = build(part, toolchain="gcc", opt="-O2").run_runner(inputs)
-            yield f"{label} {target} C (gcc)", needed(outputs, expected)
+            part = joined.mod if target == "host" else partition_for("ccompiler", joined.mod)
+            outputs = joined.split(build(part, toolchain="gcc", opt="-O2").run_runner(joined.inputs(inputs)))
+            for (label, _), got, want in zip(group, outputs, expected):
+                yield f"{label} {target} C (gcc)", needed(got, want)
 
 
 def bugs():
@@ -105,7 +111,7 @@ def curve(correct: dict, wrong: dict) -> list[tuple]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--graphs", type=int, default=10_000, help="random graphs at the reference level")
-    parser.add_argument("--built", type=int, default=20, help="random graphs also built as C (host, ccompiler)")
+    parser.add_argument("--built", type=int, default=1000, help="random graphs also built as C (host, ccompiler)")
     parser.add_argument("--realsize", action="store_true", help="also ResNet-50 and MobileNetV2 at 224x224")
     parser.add_argument("--json", help="write every measured factor here")
     args = parser.parse_args(argv)

@@ -24,7 +24,7 @@ import onnx
 from onnx import numpy_helper
 
 from byoc_compiler.frontend import from_onnx
-from byoc_compiler.ir import ExprMutator, Function, IRModule, Tuple, TupleGetItem, Var
+from byoc_compiler.testing.side_by_side import join
 from byoc_compiler.frontend.onnx import OnnxUnsupportedError, supported_ops
 
 ALLOW_LIST = Path(__file__).resolve().parent / "onnx_conformance_refused.txt"
@@ -150,8 +150,7 @@ def assert_matches(case, got, want, what: str) -> None:
 
 # ---- many cases in one build -------------------------------------------------------------------------
 # Building each case alone costs a compile and a link per case; the batched builds put many cases' graphs
-# side by side in one main (its own renamed inputs each, every output in one flat tuple), so one library
-# holds a few hundred cases' functions.
+# side by side in one main, so one library holds a hundred cases' functions.
 
 def passing_units() -> list[tuple[str, int]]:
     """(case name, data-set index) of every passing in-scope case, ordered by op types so that a batch is
@@ -176,35 +175,12 @@ def split_batches(units: list, count: int) -> list[list]:
     return out
 
 
-class _Rename(ExprMutator):
-    def __init__(self, mapping: dict):
-        super().__init__()
-        self.mapping = mapping
-
-    def rewrite_var(self, original, rebuilt):
-        return self.mapping.get(original, rebuilt)
-
-
 def batch_module(units: list[tuple[str, int]]):
-    """(IRModule, feeds, output slices): the units' mains side by side in one main; unit i's inputs are
-    renamed u<i>_<name>, its outputs are the slice slices[i] of main's flat output tuple."""
-    params, outputs, feeds, slices = [], [], {}, []
-    for i, (name, index) in enumerate(units):
-        case = by_name()[name]
-        mod, unit_feeds = _import_cached(name, index)
-        main = mod["main"]
-        renamed = {p: Var(f"u{i}_{p.name_hint}", p.type_annotation) for p in main.params}
-        body = _Rename(renamed).visit(main.body)
-        params += [renamed[p] for p in main.params]
-        feeds.update({renamed[p].name_hint: unit_feeds[p.name_hint] for p in main.params})
-        count = len(case.data_sets[index][1])
-        if isinstance(body, Tuple):
-            fields = list(body.fields)
-        else:
-            fields = [body] if count == 1 else [TupleGetItem(body, k) for k in range(count)]
-        slices.append(slice(len(outputs), len(outputs) + len(fields)))
-        outputs += fields
-    return IRModule({"main": Function(params, Tuple(outputs))}), feeds, slices
+    """(IRModule, feeds, output slices): the units' mains side by side in one main (testing/side_by_side.py):
+    unit i's inputs are renamed u<i>_<name>, its outputs are the slice slices[i] of main's flat output tuple."""
+    imported = [_import_cached(name, index) for name, index in units]
+    joined = join([mod for mod, _ in imported])
+    return joined.mod, joined.inputs([feeds for _, feeds in imported]), joined.slices
 
 
 def run_through_reference(case) -> None:
