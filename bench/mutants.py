@@ -215,11 +215,12 @@ def _conformance(repo: Path, group: Group, file: str, data: Path) -> tuple[bool,
 
 
 def _run_checks(repo: Path, group: Group, file: str, data: Path | None) -> tuple[str, float]:
-    """(what killed it, or "" if nothing did; seconds): the covering checks of `file` against the mutated copy."""
+    """(what killed it, or "" if nothing did; seconds): the covering checks of `file` against the mutated copy.
+    data None: the conformance check already ran (a recheck)."""
     if group.name == "kernels":
         killed, seconds = _pytest(repo, COVERING[file], file)
         return ("kernel tests" if killed else ""), seconds
-    killed, seconds = _conformance(repo, group, file, data)
+    killed, seconds = _conformance(repo, group, file, data) if data is not None else (False, 0.0)
     if killed or not group.tests:
         return ("conformance batches" if killed else ""), seconds
     killed, more = _pytest(repo, group.tests, file)
@@ -289,7 +290,6 @@ def recheck(repo: Path, work: Path, results: list[Result]) -> list[Result]:
     for r in results:
         if r.status == "survived":
             group = GROUPS[r.group]
-            data = _saved_cases(repo, work) if group.name != "kernels" else None
             (mutant,) = [m for m in _candidates(group, r.file, work) if m.name == r.mutant]
             reference = _compiled(group, repo / group.directory / r.file, work / "original.o")
             probe = work / "probe" / r.file      # the same name as the original: it is in the object file
@@ -298,7 +298,7 @@ def recheck(repo: Path, work: Path, results: list[Result]) -> list[Result]:
             if _compiled(group, probe, work / "mutant.o") == reference:    # by a rule added since
                 out.append(Result(r.group, r.file, r.mutant, "equivalent", line=r.line))
                 continue
-            by, seconds = _test(repo, group, r.file, mutant.read_text(), data)
+            by, seconds = _test(repo, group, r.file, mutant.read_text())
             r = Result(r.group, r.file, r.mutant, "killed" if by else "survived", seconds, r.line, by)
             print(f"  {r.file} {r.mutant}: {r.status} {by} ({seconds:.0f} s) {r.line}", flush=True)
         out.append(r)
