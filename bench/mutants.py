@@ -97,6 +97,7 @@ class Named:
     file: str
     original: str        # must occur exactly once in the file
     mutated: str
+    group: str = "kernels"
 
 
 NAMED = [
@@ -123,6 +124,12 @@ NAMED = [
           "r = ck_round_shift(sum, p->shift) + p->output_zero_point;", "r = ck_round_shift(sum, p->shift);"),
     Named("requantize arithmetic swapped: onnxruntime's float form for TFLite's fixed point (qadd)",
           "ck_qelementwise.c", "if (p->rounding == 0) {\n      const float t", "if (p->rounding != 0) {\n      const float t"),
+    Named("mean not divided by the count (host C writer)", "reduce.py",
+          'value = f"({t})(acc / {double_literal(float(count))})" if name == "mean" else f"({t})acc"',
+          'value = f"({t})acc"', "writers"),
+    Named("params blob: a tensor's shape read from its second dimension (runtime)", "params.c",
+          "for (k = 0; k < (uint32_t)t->ndim; ++k) {\n    t->shape[k]",
+          "for (k = 1; k < (uint32_t)t->ndim; ++k) {\n    t->shape[k]", "runtime"),
 ]
 
 
@@ -307,21 +314,23 @@ def recheck(repo: Path, work: Path, results: list[Result]) -> list[Result]:
 
 def named(repo: Path) -> list[Result]:
     results = []
+    work = repo.parent
     for m in NAMED:
-        path = repo / KERNELS / m.file
-        text = path.read_text()
+        group = GROUPS[m.group]
+        text = (repo / group.directory / m.file).read_text()
         if text.count(m.original) != 1:
             raise SystemExit(f"named mutant {m.name!r}: {m.original!r} occurs {text.count(m.original)} times in "
                              f"{m.file}; update NAMED in bench/mutants.py")
         mutated = text.replace(m.original, m.mutated)
-        probe = repo.parent / "probe" / m.file
+        probe = work / "probe" / m.file
         probe.parent.mkdir(parents=True, exist_ok=True)
         probe.write_text(mutated)
-        if _object(probe, repo / KERNELS, repo.parent / "named.o") is None:
+        if _compiled(group, probe, work / "named.o") is None:
             raise SystemExit(f"named mutant {m.name!r} does not compile; update NAMED in bench/mutants.py")
-        by, seconds = _test(repo, GROUPS["kernels"], m.file, mutated)
-        results.append(Result("kernels", m.file, m.name, "killed" if by else "survived", seconds, m.mutated, by))
-        print(f"  {m.name}: {results[-1].status} ({seconds:.0f} s)", flush=True)
+        data = _saved_cases(repo, work) if group.name != "kernels" else None
+        by, seconds = _test(repo, group, m.file, mutated, data)
+        results.append(Result(m.group, m.file, m.name, "killed" if by else "survived", seconds, m.mutated, by))
+        print(f"  {m.name}: {results[-1].status} {by} ({seconds:.0f} s)", flush=True)
     return results
 
 

@@ -1,5 +1,5 @@
 """A fixed sample of the mutation campaign's mutants (bench/mutants.py, docs/testing.md), replayed: the
-kernel tests must keep killing them.
+checks must keep killing them.
 
 Each case copies ccompiler's kernel sources, applies one named mutant (a realistic bug: a window off by
 one, a bias dropped on one channel, BatchNorm's epsilon dropped, softmax without max subtraction,
@@ -9,6 +9,7 @@ must fail. The same tests pass against the real library in that file.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -62,3 +63,68 @@ def test_kernel_tests_kill_the_mutant(name, tmp_path):
     for test, args in REPLAY[name]:
         with pytest.raises(AssertionError):
             test(ck.lib if test.__module__ == TQ.__name__ else ck, *args)
+
+
+# ---- the runtime and the host C writers ---------------------------------------------------------------
+# byoc_compiler is copied and patched with the named mutant, and a child interpreter on that copy builds a
+# small model host-only (gcc -O0: a mean over an axis plus a constant from the params blob) and runs its
+# runner, so the Python that writes the C, the compiler and the runner all see the mutant. It prints
+# "same" when the outputs equal the float64 reference's, "differs" or "raised ..." when not.
+CHILD = r"""
+import sys
+import numpy as np
+from byoc_compiler import op
+from byoc_compiler.backend.build import build
+from byoc_compiler.check import deterministic_inputs
+from byoc_compiler.ir import Function, IRModule, Var, const
+from byoc_compiler.ir.types import TensorType
+from byoc_compiler.testing import run_reference
+
+x = Var("x", TensorType((3, 5, 4), "float32"))
+bias = const(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+mod = IRModule({"main": Function([x], op.add(op.mean(x, axis=[1]), bias))})
+inputs = deterministic_inputs(mod)
+want = run_reference(mod, inputs)
+try:
+    got = build(mod, toolchain="gcc", opt="-O0").run_runner(inputs)
+except Exception as exc:
+    print("raised", type(exc).__name__, " ".join(str(exc).split())[:300])
+    sys.exit(1)
+same = all(np.allclose(g, w, rtol=1e-5, atol=1e-6) for g, w in zip(got, want))
+print("same" if same else "differs")
+sys.exit(0 if same else 1)
+"""
+
+# named mutant (None: the unpatched copy) -> what the child must print
+PACKAGE_REPLAY = {
+    None: "same",
+    "mean not divided by the count (host C writer)": "differs",
+    "params blob: a tensor's shape read from its second dimension (runtime)": "raised",
+}
+
+
+def _patched_copy(name, tmp: Path) -> Path:
+    import byoc_compiler
+
+    package = Path(byoc_compiler.__file__).resolve().parent
+    copy = tmp / "copy"
+    shutil.copytree(package, copy / "byoc_compiler", ignore=shutil.ignore_patterns("__pycache__"))
+    if name is not None:
+        (mutant,) = [m for m in mutants.NAMED if m.name == name]
+        directory = Path(mutants.GROUPS[mutant.group].directory).relative_to("byoc_compiler")
+        path = copy / "byoc_compiler" / directory / mutant.file
+        text = path.read_text()
+        assert text.count(mutant.original) == 1, f"{name}: the named mutant no longer applies; update bench/mutants.py"
+        path.write_text(text.replace(mutant.original, mutant.mutated))
+    return copy
+
+
+@pytest.mark.parametrize("name", list(PACKAGE_REPLAY), ids=lambda n: n or "unpatched")
+def test_model_check_kills_the_package_mutant(name, tmp_path):
+    needs.programs("gcc")
+    copy = _patched_copy(name, tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run([sys.executable, "-c", CHILD], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.stdout.startswith(PACKAGE_REPLAY[name]), proc.stdout + proc.stderr[-2000:]
+    assert proc.returncode == (0 if name is None else 1), proc.stdout + proc.stderr[-2000:]
