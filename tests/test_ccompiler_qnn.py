@@ -124,6 +124,8 @@ CONVS = [
     ("7x7-stride2-wide", (1, 3, 40, 40), (8, 3, 7, 7), (2, 2), (3, 3, 3, 3), 1, "uint8"),
     # 576 output pixels: five column chunks and an im2col of three channel tasks on the thread pool
     ("3x3-parallel", (1, 12, 24, 24), (20, 12, 3, 3), (1, 1), (1, 1, 1, 1), 1, "uint8"),
+    # 40 bordered planes of 42x42: the input copy in two ranges of planes on the pool
+    ("3x3-bordered-copy-split", (1, 40, 40, 40), (8, 40, 3, 3), (1, 1), (1, 1, 1, 1), 1, "int8"),
 ]
 THREADS = (1, 2, 3, 8)   # every count computes the same bytes (the split depends on the shape alone)
 

@@ -229,26 +229,53 @@ static int64_t ck_qbordered_bytes(const ck_conv2d_params *c, int64_t cg) {
   return ck_qround_up(cg * ck_qpadded_plane(c) + 2 * CK_QNR, CK_QALIGN);
 }
 
-static void ck_qborder_copy(const ck_conv2d_params *c, int64_t cg, const uint8_t *in, uint8_t zp, uint8_t flip,
-                            uint8_t *pad) {
-  const int64_t pw = c->width + c->pad_left + c->pad_right, ph = c->height + c->pad_top + c->pad_bottom;
+typedef struct {
+  const ck_conv2d_params *c;
+  const uint8_t *in;
+  uint8_t fill, flip;
+  uint8_t *pad;
+} ck_qborder_job;
+
+/* planes [first, last) of the copy: each plane's border filled, its rows flipped in */
+static void ck_qborder_planes(void *ctx, int64_t first, int64_t last) {
+  const ck_qborder_job *j = (const ck_qborder_job *)ctx;
+  const ck_conv2d_params *c = j->c;
+  const int64_t pw = c->width + c->pad_left + c->pad_right, plane = ck_qpadded_plane(c);
   int64_t ch, y, x;
 #if defined(__SSE2__)
-  const __m128i vflip = _mm_set1_epi8((char)flip);
+  const __m128i vflip = _mm_set1_epi8((char)j->flip);
 #endif
-  memset(pad, zp ^ flip, (size_t)ck_qbordered_bytes(c, cg));
-  for (ch = 0; ch < cg; ++ch)
+  for (ch = first; ch < last; ++ch) {
+    uint8_t *p = j->pad + ch * plane;
+    memset(p, j->fill, (size_t)(c->pad_top * pw + c->pad_left));
+    memset(p + (c->pad_top + c->height) * pw - c->pad_right, j->fill, (size_t)(c->pad_bottom * pw + c->pad_right));
     for (y = 0; y < c->height; ++y) {
-      const uint8_t *src = in + (ch * c->height + y) * c->width;
-      uint8_t *dst = pad + ch * ph * pw + (y + c->pad_top) * pw + c->pad_left;
+      const uint8_t *src = j->in + (ch * c->height + y) * c->width;
+      uint8_t *dst = p + (y + c->pad_top) * pw + c->pad_left;
+      if (y > 0) memset(dst - c->pad_left - c->pad_right, j->fill, (size_t)(c->pad_left + c->pad_right));
       x = 0;
 #if defined(__SSE2__)
       for (; x + 16 <= c->width; x += 16)
         _mm_storeu_si128((__m128i *)(void *)(dst + x),
                          _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(src + x)), vflip));
 #endif
-      for (; x < c->width; ++x) dst[x] = (uint8_t)(src[x] ^ flip);
+      for (; x < c->width; ++x) dst[x] = (uint8_t)(src[x] ^ j->flip);
     }
+  }
+}
+
+/* the copy in parallel, planes in ranges fixed by their size */
+static void ck_qborder_copy(const ck_conv2d_params *c, int64_t cg, const uint8_t *in, uint8_t zp, uint8_t flip,
+                            uint8_t *pad) {
+  const int64_t plane = ck_qpadded_plane(c);
+  ck_qborder_job j;
+  j.c = c;
+  j.in = in;
+  j.fill = (uint8_t)(zp ^ flip);
+  j.flip = flip;
+  j.pad = pad;
+  memset(pad + cg * plane, j.fill, (size_t)(ck_qbordered_bytes(c, cg) - cg * plane));   /* the slack */
+  ck_parallel_range(cg, plane >= 65536 ? 1 : 65536 / plane, ck_qborder_planes, &j);
 }
 
 /* The panel's output pixels n0..n0 + cols as runs within output rows: run r starts at column dst[r] of the
