@@ -102,8 +102,6 @@ def report(before: dict, after: dict) -> int:
 
 
 def main(argv=None) -> int:
-    from byoc_compiler import zoo
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="write the manifest here")
     ap.add_argument("--compare", metavar="BASELINE", help="record, then list differences to this manifest")
@@ -117,6 +115,7 @@ def main(argv=None) -> int:
         with open(args.diff[0]) as f, open(args.diff[1]) as g:
             return report(json.load(f), json.load(g))
     import byoc_compiler
+    from byoc_compiler import zoo
 
     models = [m for m in (args.models or zoo.all_names()) if m not in args.skip]
     print(f"byoc_compiler from {byoc_compiler.__file__}; {len(models)} models x {args.targets} x "
