@@ -19,10 +19,11 @@ def free_vars(expr: Expr) -> list[Var]:
     return [n for n in post_order(expr, into_functions=True) if isinstance(n, Var) and id(n) not in bound]
 
 
-def users(root: Expr) -> dict[int, list[Expr]]:
-    """id(node) -> the nodes that read it, for the dataflow graph under `root` (functions not entered)."""
+def users(root: Expr, order: list[Expr] | None = None) -> dict[int, list[Expr]]:
+    """id(node) -> the nodes that read it, for the dataflow graph under `root` (functions not entered;
+    `order`: post_order(root), when the caller has it)."""
     out: dict[int, list[Expr]] = {}
-    for node in post_order(root):
+    for node in order if order is not None else post_order(root):
         for child in node.children():
             out.setdefault(id(child), []).append(node)
     return out

@@ -75,8 +75,8 @@ def composite_refusals(body, targets, order=None) -> dict[int, str]:
     check's reason, or an intermediate value used outside the match. First target and pattern win,
     in priority and declaration order (the order MergeComposite tries them). `order`: post_order(body),
     when the caller has it."""
-    nodes = [n for n in (order if order is not None else post_order(body))
-             if isinstance(n, Call) and isinstance(n.op, Op)]
+    order = order if order is not None else post_order(body)
+    nodes = [n for n in order if isinstance(n, Call) and isinstance(n.op, Op)]
     by_op = ops_index(nodes)
     users_by_id = None
     refusals: dict[int, str] = {}
@@ -87,7 +87,7 @@ def composite_refusals(body, targets, order=None) -> dict[int, str]:
                 if match is None or all(id(n) in refusals for n in match.nodes):
                     continue
                 if users_by_id is None:
-                    users_by_id = users(body)
+                    users_by_id = users(body, order)
                 inner = {id(n) for n in match.nodes}
                 escaping = [n for n in match.nodes if n is not root and
                             (n is body or any(id(u) not in inner for u in users_by_id.get(id(n), ())))]

@@ -68,8 +68,8 @@ def find_matches(body: Expr, entries: list[CompositePattern],
     Patterns are tried one after the other over the whole graph, each skipping the nodes
     earlier patterns took — the same result as rewriting after each pattern, with one walk.
     """
-    nodes = [n for n in (order if order is not None else post_order(body))
-             if isinstance(n, Call) and isinstance(n.op, Op)]
+    order = order if order is not None else post_order(body)
+    nodes = [n for n in order if isinstance(n, Call) and isinstance(n.op, Op)]
     by_op = ops_index(nodes)
     users = None
     claimed: set[int] = set()
@@ -85,7 +85,7 @@ def find_matches(body: Expr, entries: list[CompositePattern],
             if inner & claimed:
                 continue
             if users is None:
-                users = users_of(body)
+                users = users_of(body, order)
             escapes = any(n is body or any(id(u) not in inner for u in users.get(id(n), ()))
                           for n in match.nodes if n is not node)
             if escapes or not entry.accepts(node):
