@@ -197,8 +197,12 @@ def _env(repo: Path) -> dict:
 
 
 def _pytest(repo: Path, args, what: str) -> tuple[bool, float]:
+    # --basetemp of its own: the default base (/tmp/pytest-of-<user>) is shared with every concurrent session,
+    # which prunes old directories in it; a survivor once "killed" here passed the same tests when run alone
+    basetemp = repo.parent / "pytest-tmp"
+    shutil.rmtree(basetemp, ignore_errors=True)
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist", "-p",
-           "no:randomly", "-o", "addopts=", *args]
+           "no:randomly", "-o", "addopts=", f"--basetemp={basetemp}", *args]
     start = time.time()
     try:
         proc = subprocess.run(cmd, cwd=repo, env=_env(repo), capture_output=True, text=True, timeout=TIMEOUT)

@@ -85,8 +85,11 @@ def built(count: int, batch: int = 100):
         for target in ("host", "ccompiler"):
             part = joined.mod if target == "host" else partition_for("ccompiler", joined.mod)
             outputs = joined.split(build(part, toolchain="gcc", opt="-O2").run_runner(joined.inputs(inputs)))
-            for (label, _), got, want in zip(group, outputs, expected):
-                yield f"{label} {target} C (gcc)", needed(got, want)
+            factors = [needed(got, want) for got, want in zip(outputs, expected)]
+            print(f"  built {group[0][0]}..{group[-1][0]} {target}: largest factor needed {max(factors):.2f}",
+                  flush=True)
+            for (label, _), factor in zip(group, factors):
+                yield f"{label} {target} C (gcc)", factor
 
 
 def bugs():
