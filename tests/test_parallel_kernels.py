@@ -5,6 +5,7 @@ The thread count is set every way a user can: runtime.load(threads=N), runner --
 (BuildResult.run_runner(threads=N)) and BYOC_NUM_THREADS; the build option max_threads bounds the
 per-thread scratch without changing results.
 """
+import ctypes
 import functools
 import os
 import subprocess
@@ -55,6 +56,19 @@ def test_outputs_are_bit_identical_for_every_thread_count():
         assert_close(runs[1][k], e, rtol, atol, what=f"output {k} at 1 thread")
         for n in THREADS[1:]:
             assert runs[n][k].tobytes() == runs[1][k].tobytes(), f"output {k}: {n} threads differ from 1 thread"
+
+
+def test_load_sets_the_pool_size():
+    """The count runtime.load gives is the library's (a mutant of byoc_set_num_threads that refused every
+    count survived: results are the same at every count, and the loader ignored the refusal)."""
+    lib, _ = _built()
+    for n in (3, 1):
+        module = lib.load(threads=n)
+        try:
+            module._lib.byoc_get_num_threads.restype = ctypes.c_int32
+            assert module._lib.byoc_get_num_threads() == n
+        finally:
+            module.close()
 
 
 def test_runner_threads_option_and_environment_agree():

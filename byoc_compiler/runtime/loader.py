@@ -390,7 +390,11 @@ def set_num_threads(lib: ctypes.CDLL, threads, shown: str) -> None:
         raise ModelLoadError(f"{shown!r}: the library has no thread pool (byoc_set_num_threads); "
                              "rebuild it with this version of byoc")
     lib.byoc_set_num_threads.argtypes = [ctypes.c_int32]
-    lib.byoc_set_num_threads(threads)
+    lib.byoc_set_num_threads.restype = ctypes.c_int32
+    if lib.byoc_set_num_threads(threads) != 0:      # a refusal ignored here ran every model at another count
+        lib.byoc_get_last_error.restype = ctypes.c_char_p
+        why = (lib.byoc_get_last_error() or b"").decode("utf-8", "replace")
+        raise ModelLoadError(f"{shown!r}: the runtime refused {threads} threads: {why}")
 
 
 def load(path, constants=None, threads=None) -> Module:
