@@ -309,6 +309,18 @@ def test_wrong_input_is_the_images_message_and_exit_status():
         lib.run_runner(wrong)
 
 
+def test_an_image_named_by_a_relative_path_runs(tmp_path, monkeypatch):
+    """SCons's check names the image relative to the project's top; the image starts in a scratch directory."""
+    from byoc_compiler.check import check_runner
+
+    mod, lib = _build("mlp", "host", "cortex-m55")
+    image = lib.runner()
+    monkeypatch.chdir(image.parent)
+    result = check_runner(Path(image.name), list(load_config().toolchain("cortex-m55").run), "mlp", mod,
+                          toolchain="cortex-m55", executor="aot", interface="unpacked", target="host")
+    assert result.passed, result
+
+
 def test_missing_c_library_names_the_packages():
     import dataclasses
 

@@ -49,7 +49,10 @@ def run_runner_proc(runner, run_prefix, arrays, workdir: Path, repeat: int = 1, 
     if semihosted(run_prefix):   # a bare-metal image: in<i>.npy and out/ relative to where it starts, run once
         if extra_args:
             raise ByocError(f"{what or runner}: a bare-metal image takes no options ({' '.join(map(str, extra_args))})")
-        proc = run_command([*run_prefix, str(runner)], what or f"image {runner}", cwd=workdir, timeout=timeout)
+        # The image starts in workdir (its files are relative to where it starts), so a relative path to it
+        # (SCons names its nodes from the project's top) is made absolute first.
+        image = Path(runner).resolve()
+        proc = run_command([*run_prefix, str(image)], what or f"image {runner}", cwd=workdir, timeout=timeout)
     else:
         argv = [*run_prefix, str(runner), "--repeat", str(repeat), "--out", str(outdir), *map(str, extra_args), *files]
         proc = run_command(argv, what or f"runner {runner}", timeout=timeout)
