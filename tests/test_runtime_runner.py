@@ -92,6 +92,9 @@ BAD_A = [
     ("bad-magic", b"\x93NUMPZ" + GOOD_A[6:], ["bad magic"]),
     ("empty", b"", ["bad magic"]),
     ("version-9", b"\x93NUMPY\x09\x00" + GOOD_A[8:], ["format version 9.0"]),
+    # an item size no dtype has (a mutant dropping the size check read it as some int32 and survived)
+    ("three-byte-int", _raw_npy("{'descr': '<i3', 'fortran_order': False, 'shape': (4,), }\n", bytes(12)),
+     ["unsupported .npy dtype"]),
     ("object-dtype", _raw_npy("{'descr': '|O', 'fortran_order': False, 'shape': (4,), }\n", b""), ["unsupported .npy dtype"]),
     ("structured", _raw_npy("{'descr': [('x', '<i4')], 'fortran_order': False, 'shape': (4,), }\n", b""),
      ["malformed .npy header"]),
