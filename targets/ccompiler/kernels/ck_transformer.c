@@ -213,21 +213,37 @@ static float ck_gelu_tanh(float x) {
  * x / sqrt 2 = -1.4, 4% at -3.5, and 0 in float32 from -4.3 on. z is capped at 9.3 (erfc is below the
  * smallest normal float there); the exponent is at most 0 and floored at -88 (ck_exp_nonpositive's range). */
 static inline float ck_erfc_nonnegative(float z) {
-  const float t = 1.0f / (1.0f + 0.5f * fminf(z, 9.3f));
-  const float p = -1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f + t * (-0.18628806f +
-                  t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f +
-                  t * 0.17087277f))))))));
-  const float zc = fminf(z, 9.3f);
-  return t * ck_exp_nonpositive(ck_floor_at_minus_88(fminf(p - zc * zc, 0.0f)));
+  int32_t bits;
+  const int32_t cap = 0x4114cccd;      /* 9.3f, capped on the bit pattern as in ck_erf (no float compare) */
+  float zc;
+  memcpy(&bits, &z, sizeof bits);
+  bits = bits < cap ? bits : cap;
+  memcpy(&zc, &bits, sizeof zc);
+  {
+    const float t = 1.0f / (1.0f + 0.5f * zc);
+    const float p = -1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f + t * (-0.18628806f +
+                    t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f +
+                    t * 0.17087277f))))))));
+    return t * ck_exp_nonpositive(ck_floor_at_minus_88(p - zc * zc));
+  }
 }
 
-/* x/2 (1 + erf(x / sqrt 2)): for x >= 0 from erf (no cancellation), for x < 0 as x/2 erfc(-x / sqrt 2).
- * Both are computed and one selected, so the loop around it stays branch-free and vectorizes. */
-static float ck_gelu_erf(float x) {
+/* x/2 (1 + erf(x / sqrt 2)): for x >= 0 from erf (no cancellation), for x < 0 as x/2 erfc(|x| / sqrt 2).
+ * Both are computed and one picked by x's sign bit with integer masks, so the loop around it has no
+ * branch and vectorizes. */
+static inline float ck_gelu_erf(float x) {
   const float u = x * 0.70710678118654752f;
   const float upper = 0.5f * x * (1.0f + ck_erf(u));
-  const float lower = 0.5f * x * ck_erfc_nonnegative(-u);
-  return x < 0.0f ? lower : upper;
+  const float lower = 0.5f * x * ck_erfc_nonnegative(fabsf(u));
+  int32_t xb, ub, lb, mask;
+  float y;
+  memcpy(&xb, &x, sizeof xb);
+  memcpy(&ub, &upper, sizeof ub);
+  memcpy(&lb, &lower, sizeof lb);
+  mask = -(int32_t)((uint32_t)xb >> 31);      /* all ones where x's sign bit is set (x < 0 or -0) */
+  ub = (lb & mask) | (ub & ~mask);
+  memcpy(&y, &ub, sizeof y);
+  return y;
 }
 
 typedef struct {
