@@ -37,10 +37,10 @@ def test_a_broken_invariant_fails_not_skips(monkeypatch):
     import byoc_compiler.partition as partition
     from byoc_compiler.transform.partition_graph import PartitionInvariantError
 
-    def planted(mod, pass_name):
+    def planted(before, after, pass_name):
         raise PartitionInvariantError(pass_name, "planted by test_a_broken_invariant_fails_not_skips")
 
-    monkeypatch.setattr(partition, "check_regions", planted)   # the name the pipeline calls
+    monkeypatch.setattr(partition, "check_partitioned", planted)   # the check the pipeline runs at its end
     try:
         test_partitioned_matches_unpartitioned_reference(TARGETS[0], "mlp", "graph", "packed")
     except PartitionInvariantError as exc:
