@@ -24,6 +24,15 @@ SANITIZER_FLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-r
 # The builds a kernel test file runs against: gcc and clang at -O0 and -O3, or in the rerun the sanitized one.
 BUILDS = {f"{SANITIZE}-asan-ubsan": (SANITIZE, SANITIZER_FLAGS)} if SANITIZE else {
     f"{cc}{opt}": (cc, [opt]) for cc in ("gcc", "clang") for opt in ("-O0", "-O3")}
+# The default run tests gcc -O3 and clang -O0 (each compiler and each level once); the other two builds wait
+# for `every_toolchain` (the matrix builds models with both compilers at both levels by default).
+DEFAULT_BUILDS = ("gcc-O3", "clang-O0")
+
+
+def build_params() -> list:
+    """BUILDS as fixture params, the builds beyond the default run's marked `every_toolchain`."""
+    return [pytest.param(name, marks=[] if SANITIZE or name in DEFAULT_BUILDS else [pytest.mark.every_toolchain])
+            for name in BUILDS]
 # The sanitizer runtime a compiler links into -fsanitize=address code, to preload into Python.
 ASAN_RUNTIMES = {"gcc": "libasan.so", "clang": f"libclang_rt.asan-{platform.machine()}.so"}
 # The rerun tests' compilers: the default run reruns under gcc's sanitizers, clang's wait for `every_toolchain`

@@ -18,7 +18,7 @@ import pytest
 import needs
 import sanitizer_rerun
 from conv_geometries import conv_geometries
-from sanitizer_rerun import BUILDS, RERUN_COMPILERS, SANITIZE
+from sanitizer_rerun import BUILDS, RERUN_COMPILERS, SANITIZE, build_params
 
 from byoc_compiler.testing.loops import conv2d_loops, pool2d_loops, pool_out_size
 
@@ -194,7 +194,7 @@ def _compile(cc: str, flags: list[str], out: Path) -> Path:
     return out
 
 
-@pytest.fixture(scope="session", params=list(BUILDS))
+@pytest.fixture(scope="session", params=build_params())
 def ck(request, tmp_path_factory) -> CkLib:
     cc, flags = BUILDS[request.param]
     return CkLib(_compile(cc, flags, tmp_path_factory.mktemp("ck") / f"libck-{request.param}.so"))

@@ -17,7 +17,7 @@ import pytest
 
 import needs
 import sanitizer_rerun
-from sanitizer_rerun import BUILDS, RERUN_COMPILERS, SANITIZE
+from sanitizer_rerun import BUILDS, RERUN_COMPILERS, SANITIZE, build_params
 
 from byoc_compiler.contrib.ccompiler import kernels as K
 
@@ -33,7 +33,7 @@ def _array(ctype, values):
     return (ctype * max(1, len(values)))(*values)
 
 
-@pytest.fixture(scope="session", params=list(BUILDS))
+@pytest.fixture(scope="session", params=build_params())
 def lib(request, tmp_path_factory):
     cc, flags = BUILDS[request.param]
     needs.programs(cc)

@@ -443,8 +443,8 @@ def sanitizer_cases(config) -> list[Case]:
 
 def sanitized_target_sets(model: str) -> tuple[str, ...]:
     """The target sets a model runs with under a sanitizer, in turn (the default run's time budget; the pairwise
-    cases sanitize more pairs, `--matrix=full` all): each zoo model all but two, so every target set meets three
-    of the five zoo models; each random graph two, so every target set meets a random graph."""
+    cases sanitize more pairs, `--matrix=full` all): each zoo model and each random graph two, so every target
+    set meets two zoo models and a random graph here (and more through the pairwise cases)."""
     sets, randoms = SANITIZER_TARGET_SETS, random_model_names()
     n = len(sets)
     if model in randoms:
@@ -453,8 +453,7 @@ def sanitized_target_sets(model: str) -> tuple[str, ...]:
     from byoc_compiler import zoo
 
     j = zoo.names().index(model) if model in zoo.names() else 0
-    left_out = {sets[2 * j % n], sets[(2 * j + 1) % n]}
-    return tuple(s for s in sets if s not in left_out)
+    return (sets[2 * j % n], sets[(2 * j + 1) % n])
 
 
 # Real architectures at reduced width (the zoo's resnet50_tiny, mobilenetv2_tiny: every layer of
@@ -462,7 +461,7 @@ def sanitized_target_sets(model: str) -> tuple[str, ...]:
 # the foreign CPU's arithmetic meet a deep model. The default run takes one lane each (s390x, the
 # big-endian one, for ResNet); `--matrix=full` every qemu toolchain with both executors.
 REDUCED_MODELS = ("resnet50_tiny", "mobilenetv2_tiny")
-REDUCED_DEFAULT = {"resnet50_tiny": ("s390x-gcc", "aarch64-gcc"), "mobilenetv2_tiny": ("armhf-gcc", "riscv64-gcc")}
+REDUCED_DEFAULT = {"resnet50_tiny": ("s390x-gcc",), "mobilenetv2_tiny": ("aarch64-gcc",)}
 
 
 def reduced_model_cases(config, full: bool = False) -> list[Case]:
