@@ -74,7 +74,7 @@ def _stays(item, marker: str) -> bool:
 # target a short smoke run (the harness builds with libFuzzer, starts from its seeds and mutates without a
 # finding; the seeds and every saved finding also replay in the unmarked regression tests). Naming the
 # marker (`pytest -m fuzz`) gives each target its long budget; BYOC_FUZZ_SECONDS wins over both (docs/matrix.md).
-FUZZ_SMOKE_SECONDS = 2
+FUZZ_SMOKE_SECONDS = 1
 
 
 @pytest.fixture

@@ -264,35 +264,19 @@ def test_the_example_package_is_the_guides_code():
         assert on_disk[name] == text, f"docs/examples/{name} differs from the guide's block"
 
 
-# Section 10 builds wheels and a virtualenv (about half the walk's time): the default run walks the guide up to
-# it, `-m package` walks all of it (.ci/run runs that after the default run; .ci/venv_smoke.py installs the same
-# vendor package into a clean virtualenv).
-PACKAGE_SECTION = "10. Ship it as a package"
-
-
-def walk_the_guide(tmp_path: Path, blocks: list[Block]) -> None:
+# The walk builds models, runs the matrix and, in section 10, two wheels and a virtualenv: about 70 s of CPU.
+# It is marked `package` and runs outside the default run: .ci/run runs it after the default run
+# (`pytest -q -m package tests/test_guide.py`), and .ci/venv_smoke.py installs the same vendor package into a
+# clean virtualenv.
+@pytest.mark.package
+def test_the_guide_end_to_end(tmp_path):
     needs.programs("gcc", "clang", hint="the guide builds with gcc and clang (config.toml's [build] toolchains)")
     (tmp_path / "byoc").mkdir()
     project = make_project(tmp_path / "byoc")
     walk = Walkthrough(project, tool_env(tmp_path / "bin"))
-    for block in blocks:
+    for block in BLOCKS:
         walk.run(block)
     assert not walk.pending_undo, "an `undo` edit has no console block after it"
-
-
-def blocks_before(section: str) -> list[Block]:
-    sections = [b.section for b in BLOCKS]
-    assert section in sections, f"the guide has no section {section!r} any more"
-    return BLOCKS[:sections.index(section)]
-
-
-def test_the_guide_end_to_end_up_to_the_package(tmp_path):
-    walk_the_guide(tmp_path, blocks_before(PACKAGE_SECTION))
-
-
-@pytest.mark.package
-def test_the_guide_end_to_end(tmp_path):
-    walk_the_guide(tmp_path, BLOCKS)
 
 
 DIFFS = [

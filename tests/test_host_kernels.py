@@ -845,9 +845,9 @@ def _toolchains(pick):
             for tc in tcs if pick(tc, can_load_here(tc))]
 
 
-# clang's sanitizers run the batch with `-m every_toolchain`; the default run has gcc's (the matrix's
-# clang-asan-ubsan lanes run host code under clang's sanitizers by default).
-BEYOND_DEFAULT = ("clang-asan-ubsan",)
+# clang's sanitizers and 32-bit armhf run the batch with `-m every_toolchain`; the default run has gcc's
+# sanitizers and big-endian s390x (the matrix's clang-asan-ubsan and armhf lanes run host code by default).
+BEYOND_DEFAULT = ("clang-asan-ubsan", "armhf-gcc")
 
 
 @pytest.mark.parametrize("tc", _toolchains(lambda tc, here: tc.sanitizer)
