@@ -44,7 +44,6 @@ class Block:
     lang: str
     attrs: dict = field(default_factory=dict)
     text: str = ""
-    section: str = ""         # the `## ` heading the block is under
 
     @property
     def kind(self) -> str:
@@ -64,18 +63,16 @@ class Block:
 
 def parse_blocks(markdown: str) -> list[Block]:
     """Every fenced block of `markdown`, with the key=value / flag words of its info string."""
-    blocks, current, section = [], None, ""
+    blocks, current = [], None
     for number, line in enumerate(markdown.splitlines(), 1):
-        if current is None and line.startswith("## "):
-            section = line[3:].strip()
-        elif current is None:
+        if current is None:
             m = re.match(r"^```(\S*)\s*(.*)$", line)
             if m:
                 attrs = {}
                 for word in m.group(2).split():
                     key, _, value = word.partition("=")
                     attrs[key] = value
-                current = Block(number, m.group(1), attrs, section=section)
+                current = Block(number, m.group(1), attrs)
                 lines = []
         elif line.startswith("```"):
             current.text = "\n".join(lines) + "\n"
