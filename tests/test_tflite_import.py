@@ -14,7 +14,7 @@ import pytest
 
 import tflite_models as tm
 from byoc_compiler.load import load_model
-from byoc_compiler.frontend.tflite import from_tflite
+from byoc_compiler.frontend.tflite import TFLiteUnsupportedError, from_tflite
 from byoc_compiler.ir import Call, post_order
 from byoc_compiler.testing.reference import run_reference
 
@@ -217,3 +217,91 @@ def test_int16_mean_equals_tflite_micro():
         got = run_reference(from_tflite(data), inputs)[0]
         assert got.dtype == np.int16
         np.testing.assert_array_equal(got, tm.run_tflm(data, inputs)[0])
+
+
+# 16x8 (int16 activations, zero point 0; int8 weights; int64 biases): id -> model builder taking `quantized`
+OPS_16X8 = {
+    "conv_same_relu": P(tm.conv, padding="SAME", act="RELU", int16=True),
+    "conv_bias_past_int32": P(tm.conv, act="NONE", int16=True, bias_bits=34, out_scale=0.2),
+    "depthwise_mult2_stride2_relu6": P(tm.conv, depthwise=True, mult=2, stride=2, act="RELU6", int16=True),
+    "fully_connected": P(tm.fully_connected, int16=True),
+    "fully_connected_per_channel_relu": P(tm.fully_connected, per_channel=True, act="RELU", int16=True),
+    "flatten_hwc_fully_connected": P(tm.fully_connected, flatten_from=(3, 4, 5), int16=True),
+    "add_broadcast_relu": P(tm.binary, act="RELU", broadcast=True, int16=True),
+    "sub": P(tm.binary, op="SUB", int16=True),
+    "mul": P(tm.binary, op="MUL", int16=True, out_scale=0.01),
+    "average_pool_same": P(tm.pool, int16=True),
+    "max_pool_valid": P(tm.pool, op="MAX_POOL_2D", padding="VALID", size=2, int16=True),
+    "small_cnn": P(tm.small_cnn, int16=True),
+}
+
+
+def _no_bias_16x8(bias_dtype):
+    """A 16x8 CONV_2D without a bias, or with an int32 one (TFLite then sums in int32 and rescales with its
+    32-bit MultiplyByQuantizedMultiplier; without a bias, in int64 with the 64-bit one)."""
+    m = tm.Maker(True, seed=21, int16=True)
+    x = m.act("x", (1, 6, 6, 5))
+    k = m.weight("k", (3, 3, 3, 5), axis=0)
+    b = -1 if bias_dtype is None else m.w.tensor("b", (3,), "int32", data=m.rng.integers(-30000, 30000, 3),
+                                                 scale=[1.0] * 3, zero_point=0)
+    y = m.act("y", (1, 6, 6, 3), scale=0.0003)
+    m.w.op("CONV_2D", [x, k, b], [y], padding="SAME", stride_w=1, stride_h=1)
+    return m.finish([x], [y])
+
+
+OPS_16X8["conv_no_bias"] = lambda quantized: _no_bias_16x8(None)
+OPS_16X8["conv_int32_bias"] = lambda quantized: _no_bias_16x8("int32")
+
+
+@pytest.mark.parametrize("case", sorted(OPS_16X8))
+def test_16x8_equals_tflite_micro(case):
+    """TFLite's 16x8 quantization: byoc's reference equals TensorFlow Lite Micro on every element, and the
+    outputs are not mostly saturated (the case tests the rescale, not the clamp)."""
+    data = OPS_16X8[case](True)
+    mod = from_tflite(data)
+    for seed in (0, 1):
+        inputs = tm.random_inputs(data, seed)
+        got, want = run_reference(mod, inputs)[0], tm.run_tflm(data, inputs)[0]
+        assert got.dtype == want.dtype == np.int16
+        np.testing.assert_array_equal(got, want)
+        assert np.mean(np.abs(want.astype(np.int32)) >= 32767) < 0.05
+
+
+def test_16x8_sums_in_int64_unless_the_bias_is_int32():
+    """With an int64 bias (or none) the 16x8 layers sum into int64 (qnn.conv2d/qnn.dense out_dtype), which
+    qnn.requantize rescales with TFLite's 64-bit MultiplyByQuantizedMultiplier; with an int32 bias, int32 and
+    the 32-bit one (conv_no_bias and conv_int32_bias above equal TFLM only so)."""
+    def accumulators(data):
+        return {e.attrs["out_dtype"] for e in post_order(from_tflite(data)["main"].body)
+                if isinstance(e, Call) and e.op.name in ("qnn.conv2d", "qnn.dense")}
+    assert accumulators(OPS_16X8["conv_bias_past_int32"](True)) == {"int64"}
+    assert accumulators(OPS_16X8["small_cnn"](True)) == {"int64"}
+    assert accumulators(_no_bias_16x8(None)) == {"int64"}
+    assert accumulators(_no_bias_16x8("int32")) == {"int32"}
+
+
+def _int16_model(op, zero_point=0, **options):
+    m = tm.Maker(True, seed=22, int16=True)
+    x = m.w.tensor("x", (2, 8), "int16", scale=0.001, zero_point=zero_point)
+    out_q = {"SOFTMAX": 1 / 32768, "LOGISTIC": 1 / 32768, "TANH": 1 / 32768}.get(op, 0.001)
+    y = m.w.tensor("y", (2, 8), "int16", scale=out_q, zero_point=0)
+    inputs = [x, x] if op == "ADD" else [x]
+    m.w.op(op, inputs, [y], **options)
+    return m.finish([x], [y])
+
+
+INT16_REFUSALS = {
+    "softmax": (lambda: _int16_model("SOFTMAX", beta=1.0), "int16 SOFTMAX (16x8 quantization) is not supported"),
+    "logistic": (lambda: _int16_model("LOGISTIC"), "int16 LOGISTIC (16x8 quantization) is not supported"),
+    "tanh": (lambda: _int16_model("TANH"), "int16 TANH (16x8 quantization) is not supported"),
+    "asymmetric": (lambda: _int16_model("ADD", zero_point=5),
+                   "int16 tensor 'x' has zero point [5]; TFLite's 16x8 quantization is symmetric"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INT16_REFUSALS))
+def test_int16_operators_byoc_does_not_take_get_one_clear_refusal(case):
+    make, words = INT16_REFUSALS[case]
+    with pytest.raises(TFLiteUnsupportedError) as info:
+        from_tflite(make())
+    assert [words in p.reason for p in info.value.problems] == [True]

@@ -1,8 +1,8 @@
 """TFLite models built by byoc (host-only and through ccompiler; gcc and clang; graph and AOT) and run:
 int8 outputs equal TensorFlow Lite Micro's on every element, float32 ones LiteRT's within tolerance.
 
-Default run: the small int8 CNN host-only (gcc, AOT), the host kernels of TFLite's arithmetic and the
-partitions' transposes; the other builds (the zoo's MLPerf Tiny models among them) behind the `tflite`
+Default run: the small int8 CNN host-only (gcc, AOT), one 16x8 conv (gcc, AOT), the host kernels of TFLite's
+arithmetic and the partitions' transposes; the other builds (the zoo's MLPerf Tiny models among them) behind the `tflite`
 marker (docs/tflite.md).
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from byoc_compiler import zoo
 from byoc_compiler.backend.build import build
 from byoc_compiler.frontend.tflite import from_tflite
 from byoc_compiler.ir import Call, post_order
-from byoc_compiler.partition import partition_for
+from byoc_compiler.partition import partition_for, summarize
 
 TARGETS = ("host", "ccompiler")
 BUILDS = list(itertools.product(TARGETS, ("gcc", "clang"), ("graph", "aot")))
@@ -68,6 +68,49 @@ def test_tflite_arithmetic_host_kernels_equal_tflite_micro(case):
     # TFLM's SPACE_TO_BATCH_ND pads with an unset value (tests/test_tflite_import.py): LiteRT is the oracle
     peer = tm.run_litert if case == "space_to_batch" else tm.run_tflm
     np.testing.assert_array_equal(got, peer(data, inputs)[0])
+
+
+# 16x8 (int16 activations, int8 weights, int64 sums): one single-op model per layer kind on gcc and clang, graph
+# and AOT, and the small CNN through every build; the default run builds the conv whose sums pass int32 (gcc, AOT)
+SINGLE_16X8 = {"conv_bias_past_int32": lambda: tm.conv(True, act="NONE", int16=True, bias_bits=34, out_scale=0.2),
+               "depthwise": lambda: tm.conv(True, depthwise=True, mult=2, stride=2, act="RELU6", int16=True),
+               "fully_connected": lambda: tm.fully_connected(True, per_channel=True, act="RELU", int16=True),
+               "add": lambda: tm.binary(True, act="RELU", broadcast=True, int16=True)}
+
+
+@pytest.mark.tflite
+@pytest.mark.parametrize("target,toolchain,executor", BUILDS)
+def test_small_cnn_16x8_build_equals_tflite_micro(target, toolchain, executor):
+    """Through ccompiler too: it takes no int16 op (the host computes them), the result is the same."""
+    data = tm.small_cnn(True, int16=True)
+    inputs = tm.random_inputs(data, 4)
+    (got,) = _built_outputs(data, target, toolchain, executor, inputs)
+    assert got.dtype == np.int16
+    np.testing.assert_array_equal(got, tm.run_tflm(data, inputs)[0])
+
+
+def _16x8_params():
+    for case, toolchain, executor in itertools.product(sorted(SINGLE_16X8), ("gcc", "clang"), ("graph", "aot")):
+        default = (case, toolchain, executor) == ("conv_bias_past_int32", "gcc", "aot")
+        yield pytest.param(case, toolchain, executor, id=f"{case}-{toolchain}-{executor}",
+                           marks=[] if default else [pytest.mark.tflite])
+
+
+@pytest.mark.parametrize("case,toolchain,executor", _16x8_params())
+def test_16x8_layer_build_equals_tflite_micro(case, toolchain, executor):
+    data = SINGLE_16X8[case]()
+    inputs = tm.random_inputs(data, 9)
+    (got,) = _built_outputs(data, "host", toolchain, executor, inputs)
+    np.testing.assert_array_equal(got, tm.run_tflm(data, inputs)[0])
+
+
+def test_ccompiler_leaves_16x8_on_the_host_saying_why():
+    """ccompiler's kernels are int8: no region of the 16x8 CNN holds an int16 op, and the report says why."""
+    mod = partition_for("ccompiler", from_tflite(tm.small_cnn(True, int16=True)))
+    report = summarize(mod)
+    assert all(not ({"qnn.conv2d", "qnn.dense", "qnn.requantize"} & set(r.ops)) for r in report.regions)
+    why = {h.op: h.why for h in report.host}
+    assert "TFLite's 16x8" in why["qnn.conv2d"] and "TFLite's 16x8" in why["qnn.dense"]
 
 
 @pytest.mark.tflite

@@ -10,14 +10,19 @@ from byoc_compiler.frontend.tflite.writer import TFLiteWriter
 class Maker:
     """A writer with seeded data helpers: int8 (quantized) or float32 tensors by one switch."""
 
-    def __init__(self, quantized: bool, seed: int = 0):
+    def __init__(self, quantized: bool, seed: int = 0, int16: bool = False):
         self.w = TFLiteWriter()
         self.q = quantized
+        self.int16 = int16            # 16x8: int16 activations (zero point 0), int8 weights, int64 biases
+        self.bias_bits = 24
         self.rng = np.random.default_rng(seed)
 
     def act(self, name, shape, scale=None, zp=None):
         if not self.q:
             return self.w.tensor(name, shape, "float32")
+        if self.int16:
+            scale = float(self.rng.uniform(0.0001, 0.0004)) if scale is None else scale
+            return self.w.tensor(name, shape, "int16", scale=scale, zero_point=0)
         scale = float(self.rng.uniform(0.02, 0.08)) if scale is None else scale
         zp = int(self.rng.integers(-20, 20)) if zp is None else zp
         return self.w.tensor(name, shape, "int8", scale=scale, zero_point=zp)
@@ -26,7 +31,8 @@ class Maker:
         if not self.q:
             return self.w.tensor(name, shape, "float32", data=self.rng.standard_normal(shape) * 0.3)
         n = shape[axis] if per_channel else 1
-        scales = self.rng.uniform(0.002, 0.01, n)
+        # 16x8: smaller weight steps keep the int16 outputs mostly unsaturated
+        scales = self.rng.uniform(0.0002, 0.001, n) if self.int16 else self.rng.uniform(0.002, 0.01, n)
         return self.w.tensor(name, shape, "int8", data=self.rng.integers(-127, 128, shape), scale=scales,
                              zero_point=0, quantized_dimension=axis)
 
@@ -35,6 +41,10 @@ class Maker:
             return self.w.tensor(name, (n,), "float32", data=self.rng.standard_normal(n) * 0.1)
         wscales = np.asarray(self.w.tensors[weight_index].scale, np.float64)
         scales = np.float32(in_scale) * wscales
+        if self.int16:      # 16x8's biases are int64, here up to 2**bias_bits
+            bound = 2 ** self.bias_bits
+            return self.w.tensor(name, (n,), "int64", data=self.rng.integers(-bound, bound, n), scale=list(scales),
+                                 zero_point=0)
         return self.w.tensor(name, (n,), "int32", data=self.rng.integers(-2000, 2000, n), scale=list(scales),
                              zero_point=0)
 
@@ -49,8 +59,12 @@ class Maker:
         return self.w.finish(inputs, outputs)
 
 
-def conv(quantized, padding="SAME", stride=1, act="RELU", depthwise=False, mult=1, shape=(1, 9, 9, 3), out=4):
-    m = Maker(quantized, seed=1)
+def conv(quantized, padding="SAME", stride=1, act="RELU", depthwise=False, mult=1, shape=(1, 9, 9, 3), out=4,
+         int16=False, bias_bits=24, out_scale=None):
+    """CONV_2D or DEPTHWISE_CONV_2D; 16x8 (int16) with biases up to 2**bias_bits (past int32's range: the sums
+    need int64) and the output step out_scale."""
+    m = Maker(quantized, seed=1, int16=int16)
+    m.bias_bits = bias_bits
     x = m.act("x", shape)
     c = shape[3]
     if depthwise:
@@ -60,7 +74,7 @@ def conv(quantized, padding="SAME", stride=1, act="RELU", depthwise=False, mult=
         k = m.weight("k", (out, 3, 3, c), axis=0)
     b = m.bias("b", out, m.scale(x), k)
     size = (lambda n: -(-n // stride)) if padding == "SAME" else (lambda n: (n - 3) // stride + 1)
-    y = m.act("y", (1, size(shape[1]), size(shape[2]), out))
+    y = m.act("y", (1, size(shape[1]), size(shape[2]), out), scale=out_scale)
     opts = dict(padding=padding, stride_w=stride, stride_h=stride, fused_activation_function=act)
     if depthwise:
         opts["depth_multiplier"] = mult
@@ -68,9 +82,9 @@ def conv(quantized, padding="SAME", stride=1, act="RELU", depthwise=False, mult=
     return m.finish([x], [y])
 
 
-def fully_connected(quantized, per_channel=False, act="NONE", flatten_from=None):
+def fully_connected(quantized, per_channel=False, act="NONE", flatten_from=None, int16=False):
     """FC on a [1, 24] input, or after a CONV_2D and a RESHAPE that flattens (H, W, C) (flatten_from)."""
-    m = Maker(quantized, seed=2)
+    m = Maker(quantized, seed=2, int16=int16)
     if flatten_from:
         h, w, c = flatten_from
         x = m.act("x", (1, h, w, 2))
@@ -91,8 +105,8 @@ def fully_connected(quantized, per_channel=False, act="NONE", flatten_from=None)
     return m.finish([inp], [y])
 
 
-def binary(quantized, op="ADD", act="NONE", broadcast=False, out_scale=None):
-    m = Maker(quantized, seed=3)
+def binary(quantized, op="ADD", act="NONE", broadcast=False, out_scale=None, int16=False):
+    m = Maker(quantized, seed=3, int16=int16)
     a = m.act("a", (1, 5, 5, 4))
     b = m.act("b", (1, 1, 1, 4) if broadcast else (1, 5, 5, 4))
     y = m.act("y", (1, 5, 5, 4), scale=out_scale if quantized else None)
@@ -100,8 +114,8 @@ def binary(quantized, op="ADD", act="NONE", broadcast=False, out_scale=None):
     return m.finish([a, b], [y])
 
 
-def pool(quantized, op="AVERAGE_POOL_2D", padding="SAME", size=3, stride=2, act="NONE"):
-    m = Maker(quantized, seed=4)
+def pool(quantized, op="AVERAGE_POOL_2D", padding="SAME", size=3, stride=2, act="NONE", int16=False):
+    m = Maker(quantized, seed=4, int16=int16)
     x = m.act("x", (1, 10, 10, 3))
     n = (lambda v: -(-v // stride)) if padding == "SAME" else (lambda v: (v - size) // stride + 1)
     tq = m.w.tensors[x]
@@ -253,9 +267,9 @@ def hard_swish(quantized, shape=(2, 3, 4, 5), scales=(None, None)):
     return m.finish([x], [y])
 
 
-def small_cnn(quantized):
+def small_cnn(quantized, int16=False):
     """conv -> depthwise conv -> conv (stride 2) -> average pool -> reshape -> fully connected."""
-    m = Maker(quantized, seed=5)
+    m = Maker(quantized, seed=5, int16=int16)
     x = m.act("input", (1, 12, 12, 3))
     layers = [("CONV_2D", (8, 3, 3, 3), 0, (1, 12, 12, 8), 1), ("DEPTHWISE_CONV_2D", (1, 3, 3, 8), 3, (1, 12, 12, 8), 1),
               ("CONV_2D", (16, 3, 3, 8), 0, (1, 6, 6, 16), 2)]

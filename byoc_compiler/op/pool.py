@@ -34,7 +34,7 @@ def pool_out_size(size: int, pad_before: int, pad_after: int, kernel: int, strid
 
 def _infer_pool(name):
     def infer(types, attrs):
-        data = tensor_arg(name, "data", types[0], FLOAT + ("int8", "uint8"), ndim=4)
+        data = tensor_arg(name, "data", types[0], FLOAT + ("int8", "uint8", "int16"), ndim=4)
         pt, pl, pb, pr = attrs.padding
         sizes = []
         for axis, (before, after) in zip((2, 3), ((pt, pb), (pl, pr))):
@@ -78,7 +78,7 @@ def _max_pool_ref(args, attrs):
     best = None
     for window, _, _ in _windows(x, attrs, -np.inf):
         best = window if best is None else np.maximum(best, window)
-    return best.astype(args[0].dtype)   # int8/uint8: the max of exact values, exact
+    return best.astype(args[0].dtype)   # integers: the max of exact values, exact
 
 
 def _avg_pool_ref(args, attrs):
@@ -119,7 +119,7 @@ register("nn.max_pool2d", ("data",), _pool_attrs(), infer=_infer_pool("nn.max_po
 register("nn.avg_pool2d", ("data",), _pool_attrs(Attr("count_include_pad", "bool", False),
                                                  Attr("rounding", "str", "half_even", choices=("half_even", "tflite"))),
          infer=_infer_pool("nn.avg_pool2d"), ref=_avg_pool_ref, family="nn",
-         doc="2-D average pooling; int8/uint8: the integer mean rounded half to even, or with rounding='tflite' "
+         doc="2-D average pooling; int8/uint8/int16: the integer mean rounded half to even, or with rounding='tflite' "
              "half away from zero (TFLite's kernels)")
 
 

@@ -23,7 +23,11 @@ from .typecheck import broadcast_shapes, normalize_axis, same_dtype, shape_text,
 Q8 = ("int8", "uint8")
 # which arithmetic a quantized op follows: onnxruntime's ("float32"), integer-only ("fixed_point"), TFLite's
 REQUANTIZE_ROUNDINGS = ("float32", "fixed_point", "tflite", "tflite_single")
-QIN = ("int8", "uint8", "int16", "uint16", "int32")
+QIN = ("int8", "uint8", "int16", "uint16", "int32", "int64")
+# conv2d/dense operands: int8/uint8 x int8/uint8, or TFLite's 16x8 (int16 data x int8 weights) whose sums
+# TFLite keeps in int64 when the bias is int64 (out_dtype "int64"), in int32 otherwise
+_QDATA = (*Q8, "int16")
+ACC_DTYPES = ("int32", "int64")
 
 
 def _positive_scales(value) -> str | None:
@@ -127,10 +131,25 @@ def _infer_requantize(types, attrs):
         for r in requantize_ratios(attrs):
             fixed_point([r])
         if attrs.rounding in ("tflite", "tflite_single"):
-            tflite_math.multipliers(tflite_requantize_reals(attrs))
+            _, exponents = tflite_math.multipliers(tflite_requantize_reals(attrs))
     except ValueError as exc:
         raise OpTypeError("qnn.requantize", "input_scale", "a scale ratio below 2**30", str(exc)) from None
+    if data.dtype == "int64":
+        _check_wide_requantize(attrs, exponents if attrs.rounding == "tflite" else None)
     return tensor_type(data.shape, attrs.out_dtype)
+
+
+def _check_wide_requantize(attrs, exponents) -> None:
+    """int64 data (a 16x8 accumulator): only TFLite's 64-bit MultiplyByQuantizedMultiplier rescales it, whose
+    shift 15 - e must stay positive (TFLite asserts e < 8)."""
+    if exponents is None:
+        raise OpTypeError("qnn.requantize", "rounding", "'tflite' for int64 data (TFLite's 16x8 requantize)",
+                          repr(attrs.rounding))
+    if any(int(z) != 0 for z in attrs.input_zero_point):
+        raise OpTypeError("qnn.requantize", "input_zero_point", "0 for int64 data", f"{list(attrs.input_zero_point)}")
+    if max(exponents) >= 8:
+        raise OpTypeError("qnn.requantize", "input_scale", "input_scale / output_scale below 2**7 for int64 data",
+                          f"exponents {exponents}")
 
 
 def tflite_requantize_reals(attrs) -> list[float]:
@@ -153,7 +172,8 @@ def _requantize_ref(args, attrs):
     if attrs.rounding in ("tflite", "tflite_single"):
         d = x.astype(np.int64) - along(attrs.input_zero_point, ax, x.ndim, np.int64)
         return tflite_math.requantize(d, tflite_requantize_reals(attrs), attrs.output_zero_point, ax,
-                                      attrs.out_dtype, single_rounding=attrs.rounding == "tflite_single")
+                                      attrs.out_dtype, single_rounding=attrs.rounding == "tflite_single",
+                                      wide=x.dtype == np.int64)
     if attrs.rounding == "fixed_point":
         return requantize_array(x, requantize_ratios(attrs), attrs.input_zero_point, attrs.output_zero_point, ax,
                                 attrs.out_dtype)
@@ -176,8 +196,9 @@ register("qnn.requantize", ("data",),
 # ---- conv2d / dense / matmul: int8 x int8 -> int32 -----------------------------------------------------
 
 def _infer_qconv2d(types, attrs):
-    data = tensor_arg("qnn.conv2d", "data", types[0], Q8, ndim=4)
+    data = tensor_arg("qnn.conv2d", "data", types[0], _QDATA, ndim=4)
     weight = tensor_arg("qnn.conv2d", "weight", types[1], Q8, ndim=4)
+    _check_operands("qnn.conv2d", data.dtype, weight.dtype, attrs.out_dtype)
     f32 = [tensor_type(data.shape, "float32"), tensor_type(weight.shape, "float32")]
     out = _infer_conv2d(f32, attrs)
     if len(attrs.kernel_zero_point) not in (1, weight.shape[0]):
@@ -185,47 +206,58 @@ def _infer_qconv2d(types, attrs):
                           "channel)", f"{len(attrs.kernel_zero_point)} values")
     _range_check("qnn.conv2d", "input_zero_point", (attrs.input_zero_point,), data.dtype)
     _range_check("qnn.conv2d", "kernel_zero_point", attrs.kernel_zero_point, weight.dtype)
-    return tensor_type(out.shape, "int32")
+    return tensor_type(out.shape, attrs.out_dtype)
+
+
+def _check_operands(op: str, data: str, weight: str, out_dtype: str) -> None:
+    """int16 data goes with int8 weights (16x8); only it may sum into int64."""
+    if data == "int16" and weight != "int8":
+        raise OpTypeError(op, "weight", "int8 weights with int16 data (16x8)", weight)
+    if out_dtype == "int64" and data != "int16":
+        raise OpTypeError(op, "out_dtype", "int32 for int8/uint8 data (int64 sums are 16x8's)", out_dtype)
 
 
 def _qconv2d_ref(args, attrs):
     x = args[0].astype(np.float64) - attrs.input_zero_point    # padding then adds exact zeros
     w = args[1].astype(np.float64) - along(attrs.kernel_zero_point, 0, 4, np.float64)
-    return conv2d_float64(x, w, attrs).astype(np.int64).astype(np.int32)
+    # float64 sums are exact (|products| < 2**23, far fewer than 2**30 of them); int32 wraps like C's
+    return conv2d_float64(x, w, attrs).astype(np.int64).astype(attrs.out_dtype)
 
 
 register("qnn.conv2d", ("data", "weight"),
          (*CONV2D_ATTRS[:-1], Attr("input_zero_point", "int", 0), Attr("kernel_zero_point", "ints", (0,)),
-          Attr("out_dtype", "str", "int32", choices=("int32",))),
+          Attr("out_dtype", "str", "int32", choices=ACC_DTYPES)),
          infer=_infer_qconv2d, ref=_qconv2d_ref, family="qnn",
-         doc="sum (data - input_zero_point) * (weight - kernel_zero_point[o]) in int32; padding is the "
-             "input zero point")
+         doc="sum (data - input_zero_point) * (weight - kernel_zero_point[o]) in int32 (int64: int16 x int8, "
+             "TFLite's 16x8); padding is the input zero point")
 
 
 def _infer_qdense(types, attrs):
-    data = tensor_arg("qnn.dense", "data", types[0], Q8)
+    data = tensor_arg("qnn.dense", "data", types[0], _QDATA)
     weight = tensor_arg("qnn.dense", "weight", types[1], Q8, ndim=2)
+    _check_operands("qnn.dense", data.dtype, weight.dtype, attrs.out_dtype)
     if data.ndim < 1 or data.shape[-1] != weight.shape[1]:
         raise OpTypeError("qnn.dense", "weight", f"shape (units, {data.shape[-1] if data.ndim else '?'})",
                           f"shape {shape_text(weight.shape)}")
     if len(attrs.kernel_zero_point) not in (1, weight.shape[0]):
         raise OpTypeError("qnn.dense", "kernel_zero_point", f"1 value or {weight.shape[0]}",
                           f"{len(attrs.kernel_zero_point)} values")
-    return tensor_type(data.shape[:-1] + (weight.shape[0],), "int32")
+    return tensor_type(data.shape[:-1] + (weight.shape[0],), attrs.out_dtype)
 
 
 def _qdense_ref(args, attrs):
     x = args[0].astype(np.float64) - attrs.input_zero_point
     w = args[1].astype(np.float64) - np.asarray(attrs.kernel_zero_point, np.float64)[:, None]
-    return (x @ w.T).astype(np.int64).astype(np.int32)
+    return (x @ w.T).astype(np.int64).astype(attrs.out_dtype)
 
 
 register("qnn.dense", ("data", "weight"),
          (Attr("input_zero_point", "int", 0), Attr("kernel_zero_point", "ints", (0,)),
           Attr("units", "int_or_none", None, check=all_positive), Attr("out_dtype", "str", "int32",
-                                                                         choices=("int32",))),
+                                                                         choices=ACC_DTYPES)),
          infer=_infer_qdense, ref=_qdense_ref, family="qnn",
-         doc="(data - input_zero_point) @ (weight - kernel_zero_point[n]).T in int32; weight is (units, K)")
+         doc="(data - input_zero_point) @ (weight - kernel_zero_point[n]).T in int32 (int64: int16 x int8, "
+             "TFLite's 16x8); weight is (units, K)")
 
 
 def _infer_qmatmul(types, attrs):
@@ -258,8 +290,9 @@ _BIN_ATTRS = (_scale("lhs_scale"), Attr("lhs_zero_point", "int", 0), _scale("rhs
 
 def _infer_qbinary(name):
     def infer(types, attrs):
-        lhs = tensor_arg(name, "lhs", types[0], Q8)
-        rhs = tensor_arg(name, "rhs", types[1], Q8)
+        dtypes = _QDATA if attrs.rounding == "tflite" else Q8     # TFLite's arithmetic takes int16 too
+        lhs = tensor_arg(name, "lhs", types[0], dtypes)
+        rhs = tensor_arg(name, "rhs", types[1], dtypes)
         same_dtype(name, "rhs", lhs, rhs)
         for n in ("lhs_scale", "rhs_scale", "output_scale"):
             if len(attrs[n]) != 1:

@@ -94,12 +94,16 @@ def multiply_by_quantized_multiplier(x: np.ndarray, m, e, single_rounding: bool 
 
 
 def multiply_by_quantized_multiplier_64(x: np.ndarray, m, e) -> np.ndarray:
-    """The int64-accumulator form (16x8 kernels): M reduced to 16 bits, one rounding shift by 15 - e."""
+    """The int64-accumulator form (16x8 kernels): M rounded to 16 bits, then one rounding shift by 15 - e
+    (ties towards +infinity: the shift floors), the result kept as an int32 (C's conversion wraps). The
+    products wrap in int64 like the C kernel's unsigned arithmetic (TFLite assumes |x| < 2**47)."""
     x = np.asarray(x, np.int64)
     m = np.asarray(m, np.int64)
     reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
     shift = 15 - np.asarray(e, np.int64)
-    return (x * reduced + (np.int64(1) << (shift - 1))) >> shift
+    with np.errstate(over="ignore"):
+        total = x * reduced + (np.int64(1) << (shift - 1))
+    return wrap32(total >> shift)
 
 
 def requantize(acc: np.ndarray, reals: Sequence[float], out_zp, axis: int, out_dtype: str,

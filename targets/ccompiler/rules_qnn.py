@@ -27,6 +27,8 @@ from .qkernels import TYPE_RANGE
 from .rule import Rule
 
 Q8 = qkernels.Q_DTYPES
+# TFLite's 16x8 (int16 activations, int8 weights, int64 sums) is computed by the host C only
+SIXTEEN_BY_EIGHT = "int16 activations (TFLite's 16x8): no ccompiler kernel, the host computes them"
 
 # The chains, longest first: (pattern name, producer op, with the int32 bias add, activation after the
 # requantize: None, "nn.relu" or "clip" on the int8/uint8 result, fused into the output clamp).
@@ -85,6 +87,8 @@ def _chain_reason(root) -> str | None:
     a = producer.attrs
     ndim = producer.checked_type.ndim
     axis = 1 if producer.op.name == "qnn.conv2d" else ndim - 1
+    if _dtype(data) == "int16":
+        return SIXTEEN_BY_EIGHT
     if _dtype(data) not in Q8 or _dtype(weight) not in Q8:
         return f"data {_dtype(data)} x weight {_dtype(weight)}: the int8 kernels take uint8/int8 x int8"
     if _dtype(weight) == "uint8" and int(np.asarray(weight.data).max(initial=0)) > 127:
@@ -122,6 +126,8 @@ QADD_ROUNDINGS = {"float32": 0, "fixed_point": 1, "tflite": 2}
 
 def _same_shape_q8(call) -> str | None:
     types = [a.checked_type for a in call.args] + [call.checked_type]
+    if any(t.dtype == "int16" for t in types):
+        return SIXTEEN_BY_EIGHT
     if any(t.dtype not in Q8 for t in types):
         return "not int8/uint8"
     if len({tuple(t.shape) for t in types}) != 1:

@@ -152,11 +152,11 @@ def _wrap32(ctx, value: str) -> str:
 
 def _conv2d(ctx) -> str:
     """Direct convolution; int32 accumulation of a whole output row cannot overflow when
-    K * 255 * 255 < 2**31, larger K accumulates in int64 per output instead."""
+    K * 255 * 255 < 2**31, larger K and int16 data (16x8) accumulate in int64 per output instead."""
     g = Conv2d.of(ctx)
     kzp = ctx.attrs.kernel_zero_point
     kzp = _array("kzp", "int32", [int(z) for z in list(kzp) * (g.o if len(kzp) == 1 else 1)])
-    wide = g.cg * g.kh * g.kw * 255 * 255 >= 2 ** 31
+    wide = g.cg * g.kh * g.kw * 255 * 255 >= 2 ** 31 or ctx.inputs[0].dtype == "int16"
     return kzp + "\n" + (_conv2d_wide(ctx, g) if wide else _conv2d_rows(ctx, g))
 
 
@@ -204,7 +204,12 @@ def row_tap(g: Conv2d, indent: int) -> str:
 
 def _conv2d_wide(ctx, g: Conv2d) -> str:
     dst = f"out0[((b * {L(g.o)} + oc) * {L(g.oh)} + oy) * {L(g.ow)} + ox]"
-    return conv2d_outputs(g, ctx.attrs.input_zero_point, "acc", f"          {dst} = {_wrap32(ctx, 'acc')};")
+    return conv2d_outputs(g, ctx.attrs.input_zero_point, "acc", f"          {dst} = {_stored_sum(ctx, 'acc')};")
+
+
+def _stored_sum(ctx, acc: str) -> str:
+    """The int64 sum `acc` as the output keeps it: itself (16x8's int64 accumulator) or wrapped to int32."""
+    return acc if ctx.outputs[0].dtype == "int64" else _wrap32(ctx, acc)
 
 
 def conv2d_outputs(g: Conv2d, input_zp: int, acc: str, finish: str) -> str:
@@ -242,7 +247,7 @@ def _int_gemm(ctx, m: int, k: int, n: int, x_zp: int, w_zps, w_at: str) -> str:
       for (int64_t j = 0; j < {L(k)}; ++j)
         acc += (int64_t)(((int32_t)in0[r * {L(k)} + j] - {L(x_zp)}) *
                          ((int32_t)in1[{w_at}] - wzp[c]));
-      out0[r * {L(n)} + c] = {_wrap32(ctx, "acc")};
+      out0[r * {L(n)} + c] = {_stored_sum(ctx, "acc")};
     }}
   }}"""
 

@@ -41,6 +41,14 @@ HELPERS = {
   const int32_t left = e > 0 ? e : 0, right = e > 0 ? 0 : -e;
   return byoc_tfl_rdbpot(byoc_tfl_srdhm(byoc_wrap_i32(x * (INT64_C(1) << left)), m), right);
 }"""),
+    # MultiplyByQuantizedMultiplier of an int64 (16x8) accumulator: m rounded to 16 bits, one rounding shift by
+    # 15 - e (e < 8); the product in unsigned arithmetic (wraps where TFLite's range assumption fails, no UB)
+    "byoc_tfl_mbqm64": ((), """static inline int32_t byoc_tfl_mbqm64(int64_t x, int32_t m, int32_t e) {
+  const int64_t reduced = m < 0x7FFF0000 ? ((int64_t)m + (INT64_C(1) << 15)) / (INT64_C(1) << 16) : 0x7FFF;
+  const int32_t shift = 15 - e;
+  const int64_t total = (int64_t)((uint64_t)x * (uint64_t)reduced + ((uint64_t)1 << (shift - 1)));
+  return byoc_wrap_i32(byoc_floor_shift(total, shift));
+}"""),
     # MultiplyByQuantizedMultiplier, single rounding (TFLITE_SINGLE_ROUNDING)
     "byoc_tfl_mbqm_single": ((), """static inline int32_t byoc_tfl_mbqm_single(int64_t x, int32_t m, int32_t e) {
   const int32_t shift = 31 - e;
@@ -89,7 +97,8 @@ HELPER_DEPS = {"byoc_tfl_inv_sqrt": ("byoc_tfl_rdbpot", "byoc_tfl_sat_shl", "byo
                "byoc_tfl_sat_shl": ("byoc_wrap_i32",),
                "byoc_tfl_one_over_one_plus_x": ("byoc_tfl_srdhm", "byoc_tfl_sat_shl", "byoc_wrap_i32"),
                "byoc_tfl_mbqm": ("byoc_tfl_srdhm", "byoc_tfl_rdbpot", "byoc_wrap_i32"),
-               "byoc_tfl_mbqm_single": ("byoc_floor_shift", "byoc_wrap_i32")}
+               "byoc_tfl_mbqm_single": ("byoc_floor_shift", "byoc_wrap_i32"),
+               "byoc_tfl_mbqm64": ("byoc_floor_shift", "byoc_wrap_i32")}
 
 
 def _clamped(ctx, value: str, dtype: str) -> str:
@@ -104,7 +113,8 @@ def requantize(ctx, channel: str, n: int) -> str:
     a = ctx.attrs
     ms, es = tflite_math.multipliers(tflite_requantize_reals(a))
     spread = (lambda v: list(v) * (n if len(v) == 1 else 1))
-    fn = ctx.use("byoc_tfl_mbqm_single" if a.rounding == "tflite_single" else "byoc_tfl_mbqm")
+    fn = ctx.use("byoc_tfl_mbqm64" if ctx.inputs[0].dtype == "int64" else
+                 "byoc_tfl_mbqm_single" if a.rounding == "tflite_single" else "byoc_tfl_mbqm")
     pre = ["  " + line_array("mult", "int32", spread(ms)), "  " + line_array("expo", "int32", spread(es)),
            "  " + line_array("izp", "int64", spread([int(z) for z in a.input_zero_point])),
            "  " + line_array("ozp", "int64", spread([int(z) for z in a.output_zero_point]))]

@@ -10,8 +10,8 @@ import numpy as np
 from ...ir.expr import Constant
 from ..graph_context import NodeError
 from ...op.tflite_fixedpoint import div_table, hard_swish_table, leaky_relu_table, rsqrt_table
-from .ops_nn import float_path, table_lookup
-from .qparams import INT_TYPES, activation_range, fused_activation, per_tensor, same_quant
+from .ops_nn import check_16x8, float_path, table_lookup
+from .qparams import INT_TYPES, activation_range, fused_activation, int16_refusal, per_tensor, same_quant
 from .table import converter
 from .values import Value
 
@@ -60,6 +60,11 @@ def _binary(op, cx):
         else:
             y = cx.call(_FLOAT_BINARY[op.name], *exprs)
         return [Value(fused_activation(cx, op, y, None, "float32"), layout)]
+    if dtype == "int16" and op.name in ("ADD", "MUL", "SUB"):
+        check_16x8(cx, op)
+        return [Value(_qbinary(cx, op, exprs, dtype), layout)]
+    if dtype == "int16":
+        raise NodeError(int16_refusal(op.name))
     if dtype not in ("int8", "uint8"):
         raise NodeError(f"input type {cx.info(op.inputs[0]).type_name} is not supported")
     if op.name in ("ADD", "MUL", "SUB"):

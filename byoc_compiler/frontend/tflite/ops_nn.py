@@ -13,7 +13,8 @@ import numpy as np
 from ...ir.expr import Constant
 from ...op.tflite_fixedpoint import sigmoid_table
 from ..graph_context import NodeError
-from .qparams import INT_TYPES, activation_name, fused_activation, per_tensor, requantize, same_quant
+from .qparams import (INT_TYPES, activation_name, fused_activation, int16_refusal, per_tensor, requantize,
+                      same_quant)
 from .schema import enum_names
 from .table import converter
 from .values import Value
@@ -43,10 +44,30 @@ def _padding(op, h: int, w: int, kh: int, kw: int, sh: int, sw: int, dh: int = 1
 
 
 def _check_int_dtype(cx, op, dtype: str) -> None:
-    if dtype == "int16":
-        raise NodeError("int16 activations (16x8 quantization) are not supported yet")
-    if dtype not in ("float32", "int8", "uint8"):
+    if dtype not in ("float32", "int8", "uint8", "int16"):
         raise NodeError(f"input type {cx.info(op.inputs[0]).type_name} is not supported")
+    if dtype == "int16":
+        check_16x8(cx, op)
+
+
+def check_16x8(cx, op) -> None:
+    """int16 activations (TFLite's 16x8 quantization): symmetric (zero point 0: TFLite's 16x8 kernels add no
+    offsets) and, for the layers with weights, int8 weights."""
+    for index in [i for i in (*op.inputs, *op.outputs) if i >= 0 and cx.info(i).dtype == "int16"]:
+        q = cx.quant(index, "the int16")
+        if any(int(z) != 0 for z in q.zero_point):
+            raise NodeError(f"int16 tensor {cx.info(index).name!r} has zero point {list(q.zero_point)}; "
+                            "TFLite's 16x8 quantization is symmetric (zero point 0)")
+    if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED") and cx.info(op.inputs[1]).dtype != "int8":
+        raise NodeError(f"int16 input with {cx.info(op.inputs[1]).type_name} weights; 16x8 takes int8 weights")
+
+
+def _accumulator(cx, op, dtype: str, position: int) -> str:
+    """The dtype TFLite sums a quantized layer in: int64 for 16x8 unless the bias is int32, int32 otherwise."""
+    bias = cx.info(op.inputs[position]).dtype if cx.has_input(op, position) else None
+    if bias not in (None, "int32", "int64") or (bias == "int64" and dtype != "int16"):
+        raise NodeError(f"a {bias} bias with {dtype} input (TFLite's biases: int32, or int64 for int16 input)")
+    return "int64" if dtype == "int16" and bias != "int32" else "int32"
 
 
 def _weight_scales(cx, op, axis_ok: int) -> list[float]:
@@ -98,7 +119,8 @@ def _conv(op, cx):
     x_scale, x_zp = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
     out_q = cx.quant(op.outputs[0], "the output")
     w_scales = _weight_scales(cx, op, 0 if op.name == "CONV_2D" else 3)
-    acc = cx.call("qnn.conv2d", x, Constant(weight), input_zero_point=x_zp, kernel_zero_point=[0], **attrs)
+    acc = cx.call("qnn.conv2d", x, Constant(weight), input_zero_point=x_zp, kernel_zero_point=[0],
+                  out_dtype=_accumulator(cx, op, dtype, 2), **attrs)
     acc = _bias(cx, op, acc, 2, bias_shape)
     y = requantize(cx, acc, [x_scale * s for s in w_scales], out_q, 1, dtype)
     return [Value(fused_activation(cx, op, y, out_q, dtype), "nchw")]
@@ -141,7 +163,8 @@ def _fully_connected(op, cx):
         x_scale, x_zp = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
         out_q = cx.quant(op.outputs[0], "the output")
         w_scales = _weight_scales(cx, op, 0)
-        acc = cx.call("qnn.dense", x, Constant(weight), input_zero_point=x_zp, kernel_zero_point=[0])
+        acc = cx.call("qnn.dense", x, Constant(weight), input_zero_point=x_zp, kernel_zero_point=[0],
+                      out_dtype=_accumulator(cx, op, dtype, 2))
         acc = _bias(cx, op, acc, 2, (weight.shape[0],))
         # per tensor, TFLite multiplies the two scales in float32 before going to double
         products = [float(np.float32(x_scale) * np.float32(w_scales[0]))] if len(w_scales) == 1 else \
@@ -185,6 +208,8 @@ def float_path(cx, op, fn, layout_ok: bool = True):
     dtype = cx.info(op.inputs[0]).dtype
     if dtype == "float32":
         return [Value(fn(x, layout), layout)]
+    if dtype == "int16":
+        raise NodeError(int16_refusal(op.name))
     if dtype not in ("int8", "uint8"):
         raise NodeError(f"input type {cx.info(op.inputs[0]).type_name} is not supported")
     s, zp = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
@@ -290,6 +315,8 @@ def _transpose_conv(op, cx):
     x = cx.nchw(cx.value(op, 2))
     x_index = op.inputs[2]
     dtype = cx.info(x_index).dtype
+    if dtype == "int16":
+        raise NodeError(int16_refusal(op.name))
     if dtype not in ("float32", "int8"):
         raise NodeError(f"input type {cx.info(x_index).type_name} is not supported (float32, int8 are)")
     out_shape = [int(v) for v in cx.const(op, 0, "output shape").reshape(-1)]

@@ -11,6 +11,15 @@ from .reader import Quant
 from .schema import enum_names
 
 INT_TYPES = ("int8", "uint8", "int16")
+# the operators byoc computes on int16 activations (TFLite's 16x8 quantization)
+INT16_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D",
+             "MEAN", "SUM")
+
+
+def int16_refusal(op_name: str) -> str:
+    """The one message for an int16 (16x8) operator byoc does not compute."""
+    return (f"int16 {op_name} (16x8 quantization) is not supported: byoc computes int16 activations in "
+            f"{', '.join(INT16_OPS)}")
 
 
 def activation_name(op) -> str:
