@@ -167,3 +167,32 @@ def test_rejects_non_module():
 
 def test_type_inference_error_is_a_type_error():
     assert issubclass(TypeInferenceError, TypeError)
+
+
+def _callee(shape):
+    p = Var("p", f32(4))
+    return Function([p], op.reshape(p, newshape=shape), attrs={"Compiler": "ccompiler", "global_symbol": "f"})
+
+
+def test_a_typed_graph_is_typed_again_where_a_callee_changed():
+    # Types already on nodes are kept unless an input's type changed in this run: here the module's @f
+    # changes its return type, so main's call of it and the ops after it are typed again.
+    x = Var("x", f32(4))
+    y = op.exp(op.nn.relu(Call(GlobalVar("f"), [x])))
+    typed = infer_type(IRModule({"f": _callee((2, 2)), "main": Function([x], y)}))
+    assert typed["main"].body.checked_type == f32(2, 2)
+    again = infer_type(IRModule({"f": _callee((1, 4)), "main": Function([x], y)}))
+    assert [n.checked_type for n in post_order(again["main"].body) if isinstance(n, Call)] == [f32(1, 4)] * 3
+
+
+def test_a_node_made_without_a_type_between_typed_ones_is_typed_and_its_users_again():
+    x = Var("x", f32(2, 3))
+    first = op.nn.relu(x)
+    top = op.exp(first)
+    infer_type(IRModule.from_expr(Function([x], top)))
+    # a pass replaced `first` by an untyped node of another shape, copying top with its old type
+    new_first = op.reshape(x, newshape=(3, 2))
+    new_top = Call(top.op, [new_first], top.attrs)
+    new_top.checked_type = top.checked_type
+    out = infer_type(IRModule.from_expr(Function([x], new_top)))
+    assert new_first.checked_type == f32(3, 2) and out["main"].body.checked_type == f32(3, 2)

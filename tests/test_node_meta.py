@@ -7,6 +7,7 @@ import pytest
 from byoc_compiler import op
 from byoc_compiler.ir import Call, Function, IRModule, Op, TensorType, Var, const, post_order
 from byoc_compiler.ir.structural import structural_equal, structural_hash
+from byoc_compiler.ir.visitor import graph_order
 from byoc_compiler.partition import partition_for, pipeline
 from byoc_compiler.target import get_targets
 from byoc_compiler.transform.annotations import KEY, RegionAnnotation, region_of
@@ -105,3 +106,19 @@ def test_meta_is_not_structure(meta):
     assert structural_equal(plain, marked)
     assert structural_hash(plain) == structural_hash(marked)
     assert plain.astext() == marked.astext()
+
+
+def test_the_walk_a_pass_remembers_for_the_next_is_the_walk_of_its_graph():
+    # annotations.write and graph_order remember a body's topological order on it, so later passes do not
+    # walk again; after every pass that order must be exactly (node for node) a fresh walk's.
+    mod, _ = planted_model()
+    checked = []
+
+    def same_order(pass_name, after):
+        for func in after.functions.values():
+            assert all(map(lambda a, b: a is b, graph_order(func.body), post_order(func.body))), pass_name
+            assert len(graph_order(func.body)) == len(post_order(func.body)), pass_name
+        checked.append(pass_name)
+
+    partition_for(["ccompiler", "examplejson"], mod, trace=same_order)
+    assert "MergeCompilerRegions" in checked and "PartitionGraph" in checked

@@ -12,6 +12,10 @@ It is left out of structural equality and hashing and never printed as IR; a pas
 that replaces a node by a new one carries the old node's meta over (`carry_meta`).
 A pass that changes meta makes a new node with a new dict (never edits the dict
 of a node it was given), so modules stay values.
+
+A second cache, `_order`, holds the topological order of the graph under a node
+(visitor.graph_order): also a pure function of structure, filled only for the
+bodies of functions, so that the passes of a pipeline walk an unchanged body once.
 """
 from __future__ import annotations
 
@@ -38,7 +42,7 @@ class Span:
 
 
 class Expr:
-    __slots__ = ("checked_type", "span", "_meta")
+    __slots__ = ("checked_type", "span", "_meta", "_order")   # _order: unset until graph_order fills it
 
     def __init__(self, span: Span | None = None):
         self.checked_type: Type | None = None
@@ -116,16 +120,22 @@ def meta_of(nodes: Sequence[Expr], key: str) -> dict[int, Any]:
     return {pos: node._meta[key] for pos, node in enumerate(nodes) if node._meta and key in node._meta}
 
 
-def with_inputs(node: Expr, inputs: Sequence[Expr]) -> Expr:
+_COPY = object()   # with_inputs' default meta: a copy of the node's
+
+
+def with_inputs(node: Expr, inputs: Sequence[Expr], meta: Any = _COPY) -> Expr:
     """A new node like `node` (a Call, Tuple or TupleGetItem: same op, attrs, index, span, type and a copy
-    of its meta) that reads `inputs` instead of its own dataflow inputs (a Call's args, a Tuple's fields,
-    a TupleGetItem's tuple). Passes that copy whole graphs call this for every node, hence the direct
-    slot writes instead of the checking constructors."""
+    of its meta, or `meta`, a dict made for the new node alone, or None) that reads `inputs` instead of
+    its own dataflow inputs (a Call's args, a Tuple's fields, a TupleGetItem's tuple). Passes that copy
+    whole graphs call this for every node, hence the direct slot writes instead of the checking
+    constructors."""
     kind = type(node)
     out = object.__new__(kind)
     out.checked_type = node.checked_type
     out.span = node.span
-    out._meta = dict(node._meta) if node._meta else None
+    if meta is _COPY:
+        meta = dict(node._meta) if node._meta else None
+    out._meta = meta or None
     if kind is Call:
         out.op, out.args, out.attrs = node.op, tuple(inputs), node.attrs
     elif kind is Tuple:
@@ -135,6 +145,21 @@ def with_inputs(node: Expr, inputs: Sequence[Expr]) -> Expr:
     else:
         raise TypeError(f"with_inputs: a {kind.__name__} has no dataflow inputs to replace")
     return out
+
+
+def meta_with(node: Expr, key: str, value: Any) -> dict | None:
+    """A new meta dict for a node replacing `node`: node's meta with meta[key] = value (value None: without
+    key); None when that leaves it empty."""
+    meta = node._meta
+    if value is not None:
+        if not meta:
+            return {key: value}
+        meta = dict(meta)
+        meta[key] = value
+        return meta
+    if not meta:
+        return None
+    return {k: v for k, v in meta.items() if k != key} or None
 
 
 def _as_expr(value: Any) -> Expr:

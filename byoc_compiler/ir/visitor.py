@@ -59,6 +59,27 @@ def post_order(root: Expr, into_functions: bool = False) -> list[Expr]:
     return order
 
 
+def graph_order(body: Expr) -> list[Expr]:
+    """post_order(body) (Functions not entered), remembered on `body`: nodes never change, so the passes
+    of a pipeline that walk the same function body share one walk. For function bodies only (a cache per
+    walked root: calling it on every node of a chain would hold n^2 references). A fresh list each call."""
+    known = getattr(body, "_order", None)
+    if known is None:
+        order = post_order(body)
+        remember_order(body, order)
+        return order
+    order = list(known)
+    order.append(body)
+    return order
+
+
+def remember_order(body: Expr, order: list[Expr]) -> None:
+    """Record `order` as post_order(body), for a pass that built `body` node for node from a walk it had
+    (so the order is known without walking again). The root is left out of what is kept: a node holding
+    a reference to itself would be a cycle only the cycle collector frees."""
+    body._order = tuple(order[:-1])
+
+
 class ExprVisitor:
     """Calls `visit_<kind>(node)` once per node, inputs first.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..ir.expr import Call, GlobalVar
 from ..ir.module import IRModule
-from ..ir.visitor import post_order
+from ..ir.visitor import graph_order
 from ..transform.annotations import graph_nodes, input_positions, read, region_of
 from ..transform.partition_graph import PartitionInvariantError, contracted_order, propose
 
@@ -36,7 +36,7 @@ def check_partitioned(before: IRModule, after: IRModule, pass_name: str) -> None
         fail(f"main's result type changed from {old_type} to {new_type}")
     called: dict[str, list[str]] = {}      # global function -> the functions calling it
     for name, func in after.items():
-        for node in post_order(func.body):
+        for node in graph_order(func.body):
             if isinstance(node, Call) and isinstance(node.op, GlobalVar):
                 called.setdefault(node.op.name_hint, []).append(name)
             if region_of(node) is not None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..ir.analysis import users
 from ..ir.expr import Call, Function, GlobalVar, Op
 from ..ir.module import IRModule
-from ..ir.visitor import post_order
+from ..ir.visitor import graph_order, post_order
 from ..pattern.matcher import op_names as _pattern_op_names, root_op_names
 from ..transform.merge_composite import candidate_roots, ops_index
 
@@ -161,7 +161,7 @@ def summarize_module(mod: IRModule, targets) -> PartitionReport:
         report.targets.append(t)
     host: Counter = Counter()
     body = mod["main"].body
-    order = post_order(body)
+    order = graph_order(body)
     refusals = composite_refusals(body, targets, order)
     in_patterns = composite_ops(targets)
     for node in order:

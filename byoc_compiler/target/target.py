@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from ..errors import ByocError
 from ..ir.expr import Op
-from ..ir.types import flatten_type
+from ..ir.types import TensorType, flatten_type
 from ..op.registry import get_op_def
 from .system_library import SystemLibrary
 
@@ -277,11 +277,12 @@ def dtypes_only(*dtypes: str) -> Predicate:
 
     def predicate(call) -> str | None:
         for expr in (*call.args, call):
-            if expr.checked_type is None:
+            ty = expr.checked_type
+            if ty is None:
                 continue
-            for ty in flatten_type(expr.checked_type):
-                if ty.dtype not in allowed:
-                    return f"dtype {ty.dtype} not supported"
+            for t in (ty,) if type(ty) is TensorType else flatten_type(ty):   # (asked of every call)
+                if t.dtype not in allowed:
+                    return f"dtype {t.dtype} not supported"
         return None
 
     return predicate
@@ -295,9 +296,12 @@ def rank_at_most(limit: int) -> Predicate:
 
     def predicate(call) -> str | None:
         for expr in (*call.args, call):
-            for ty in flatten_type(expr.checked_type) if expr.checked_type is not None else ():
-                if ty.ndim > limit:
-                    return f"rank {ty.ndim} is above the limit of {limit}"
+            ty = expr.checked_type
+            if ty is None:
+                continue
+            for t in (ty,) if type(ty) is TensorType else flatten_type(ty):
+                if len(t.shape) > limit:
+                    return f"rank {len(t.shape)} is above the limit of {limit}"
         return None
 
     return predicate

@@ -15,8 +15,8 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
-from ..ir.expr import Call, Expr, Function, Tuple, TupleGetItem, carry_meta, meta_of, with_inputs
-from ..ir.visitor import post_order
+from ..ir.expr import Call, Expr, Function, Tuple, TupleGetItem, carry_meta, meta_of, meta_with, with_inputs
+from ..ir.visitor import graph_order, remember_order
 
 KEY = "region"
 
@@ -60,7 +60,7 @@ def region_of(node: Expr) -> RegionAnnotation | None:
 
 def graph_nodes(func: Function) -> list[Expr]:
     """The nodes the annotation positions refer to (functions such as composites are not entered)."""
-    return post_order(func.body)
+    return graph_order(func.body)
 
 
 def inputs_of(node: Expr) -> tuple[Expr, ...]:
@@ -95,10 +95,7 @@ def read(func: Function, nodes: list[Expr] | None = None) -> Annotations:
 def copy_node(node: Expr, inputs: list[Expr]) -> Expr:
     """A new node like `node` (same op, attrs, span, type and meta, but no region annotation) reading
     `inputs`."""
-    out = with_inputs(node, inputs)
-    if out.meta_get(KEY) is not None:
-        del out.meta[KEY]
-    return out
+    return with_inputs(node, inputs, meta_with(node, KEY, None))
 
 
 def write(func: Function, ann: Annotations, nodes: list[Expr] | None = None) -> Function:
@@ -106,9 +103,12 @@ def write(func: Function, ann: Annotations, nodes: list[Expr] | None = None) -> 
     graph_nodes(func) when not given): a node whose annotation changes is a new node, and so is every
     node reading a new node; the rest keep their identity."""
     nodes = nodes if nodes is not None else graph_nodes(func)
-    made = {number: RegionAnnotation(ann.target[positions[0]], number)
-            for number, positions in ann.regions().items()}   # one object per region, shared by its nodes
     wanted = ann.region
+    made: dict[int, RegionAnnotation] = {}     # one object per region (its first node's target), shared
+    for pos in sorted(wanted):
+        number = wanted[pos]
+        if number not in made:
+            made[number] = RegionAnnotation(ann.target[pos], number)
     have_now = meta_of(nodes, KEY)
     new: dict[int, Expr] = {}                  # id(old node) -> its replacement
     replaced = new.get
@@ -126,17 +126,13 @@ def write(func: Function, ann: Annotations, nodes: list[Expr] | None = None) -> 
         want = made[number] if number is not None else None
         have = have_now.get(pos)
         moved = [replaced(id(k), k) for k in inputs] if new else inputs
-        if have == want and (moved is inputs or all(map(operator.is_, moved, inputs))):
+        if (have is want or have == want) and (moved is inputs or all(map(operator.is_, moved, inputs))):
             continue
-        out = with_inputs(node, moved)
-        if want is not None:
-            out.meta[KEY] = want
-        elif have is not None:
-            del out.meta[KEY]
-        new[id(node)] = out
+        new[id(node)] = with_inputs(node, moved, meta_with(node, KEY, want))
     body = new.get(id(func.body), func.body)
     if body is func.body:
         return func
+    remember_order(body, [replaced(id(n), n) for n in nodes])   # node for node: the same order
     out = Function(func.params, body, func.ret_type, func.attrs, func.span)
     out.checked_type = func.checked_type
     return carry_meta(func, out)

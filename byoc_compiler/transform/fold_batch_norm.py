@@ -26,7 +26,7 @@ import numpy as np
 from ..ir.expr import Call, Constant, Expr, Function, Op, TupleGetItem, carry_meta
 from ..ir.module import IRModule
 from ..ir.types import TensorType
-from ..ir.visitor import ExprMutator, post_order
+from ..ir.visitor import ExprMutator, graph_order
 from ..op.nn import bias_add
 from .named_pass import NamedPass, rewrite_bodies, typed
 
@@ -143,7 +143,7 @@ def _use_counts(body: Expr, order: list[Expr]) -> dict[int, int]:
 
 def _chains(body: Expr) -> dict[int, _Chain]:
     """The maximal chains worth folding, keyed by the id of their last node."""
-    order = post_order(body)
+    order = graph_order(body)
     uses = _use_counts(body, order)
     chains: dict[int, _Chain] = {}
     extended: set[int] = set()

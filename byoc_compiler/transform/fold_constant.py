@@ -12,7 +12,7 @@ import numpy as np
 from ..ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, carry_meta
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType
-from ..ir.visitor import ExprMutator, post_order
+from ..ir.visitor import ExprMutator, graph_order
 from ..op.registry import get_op_def
 from .named_pass import NamedPass, rewrite_bodies
 
@@ -83,7 +83,7 @@ class _Folder(ExprMutator):
 
 def _has_work(func: Function) -> bool:
     """Whether anything in `func` folds (a quick look first: most graphs have nothing to fold)."""
-    for node in post_order(func.body):
+    for node in graph_order(func.body):
         if isinstance(node, Call) and isinstance(node.op, Op) and node.args and \
                 all(_constant_value(a) is not None for a in node.args) and \
                 result_bytes(node.checked_type) <= MAX_FOLD_BYTES:

@@ -15,7 +15,7 @@ from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, Tupl
 from ..ir.module import IRModule
 from ..ir.printer import _Printer
 from ..ir.types import TupleType, Type
-from ..ir.visitor import post_order
+from ..ir.visitor import graph_order, post_order
 from ..op.registry import OpError, OpTypeError, get_op_def
 from ..op.typecheck import tensor_type, type_text
 
@@ -65,6 +65,11 @@ def _locate(call: Expr, fname: str, func: Function | None) -> str:
     return f"in @{fname}, at a {what} call"
 
 
+def _inputs(node: Expr) -> tuple[Expr, ...]:
+    """What a node's type is computed from (a composite call: its arguments; the body is its own)."""
+    return node.args if type(node) is Call else node.children()
+
+
 class _Inferer:
     def __init__(self, mod: IRModule):
         self.mod = mod
@@ -95,51 +100,69 @@ class _Inferer:
                     f"parameter %{param.name_hint} of @{name} has no type annotation; "
                     f"give it one, e.g. Var({param.name_hint!r}, TensorType(shape, 'float32'))")
         env = {id(p): p.type_annotation for p in func.params}
-        ty = self.infer_body(func.body, env, name, func)
+        ty = self.infer_body(func.body, env, name, func, graph_order(func.body))
         if func.ret_type is not None and func.ret_type != ty:
             raise TypeInferenceError(f"@{name} declares return type {func.ret_type} but its body has type {ty}")
         self.ret_types[name] = ty
         self.in_progress.discard(name)
 
     # ---- one graph ----------------------------------------------------------------------------
-    def infer_body(self, body: Expr, env: dict[int, Type], fname: str, func: Function) -> Type:
-        """Type every node of `body` (not entering nested Functions); params are typed by `env`."""
+    def infer_body(self, body: Expr, env: dict[int, Type], fname: str, func: Function,
+                   order: list[Expr] | None = None) -> Type:
+        """Type every node of `body` (not entering nested Functions); params are typed by `env`.
+
+        A node typed already keeps its type unless an input's type changed in this run: a type is a
+        pure function of the node's structure (ir/expr.py), so a pipeline types its unchanged nodes
+        once and a pass that rebuilt a node with its type (annotations, PartitionGraph) is not undone.
+        Vars (their env) and calls of global functions (the callee may differ) are typed every time.
+        `order`: post_order(body), when the caller has it."""
         for p in func.params:
             if id(p) in env:  # a composite body is typed with its own params' env
                 p.checked_type = env[id(p)]
-        for node in post_order(body):
+        changed: set[int] = set()       # nodes whose type is new in this run: their users are typed again
+        for node in order if order is not None else post_order(body):
             cls = type(node)
-            if cls is Call:
-                node.checked_type = self.call_type(node, fname, func)
-            elif cls is Var:
-                ty = env.get(id(node))
-                if ty is None:
-                    raise TypeInferenceError(
-                        f"%{node.name_hint} is used in @{fname} but is not a parameter of it (a free variable)")
-                node.checked_type = ty
-            elif cls is Constant:
-                node.checked_type = _constant_type(node)
-            elif cls is TupleGetItem:
-                tup = node.tuple_value.checked_type
-                if not isinstance(tup, TupleType):
-                    raise TypeInferenceError(
-                        f"TupleGetItem .{node.index} {_locate(node, fname, func)}: expected a tuple, "
-                        f"found {type_text(tup)}", expected="a tuple", found=type_text(tup))
-                if not 0 <= node.index < len(tup.fields):
-                    raise TypeInferenceError(
-                        f"TupleGetItem .{node.index} {_locate(node, fname, func)}: index out of range for a tuple "
-                        f"of {len(tup.fields)} fields (valid: 0..{len(tup.fields) - 1})",
-                        expected=f"index in [0, {len(tup.fields) - 1}]", found=str(node.index))
-                node.checked_type = tup.fields[node.index]
-            elif cls is Tuple:
-                node.checked_type = TupleType(tuple(f.checked_type for f in node.fields))
-            elif cls is Function:
+            old = node.checked_type
+            if old is not None and cls is not Var and not (cls is Call and type(node.op) is GlobalVar) and \
+                    not (changed and any(id(k) in changed for k in _inputs(node))):
+                continue
+            if cls is Function:
                 # Only reachable as a call target (handled in call_type) or as a value, which we do not type.
                 continue
-            elif cls is GlobalVar:
-                raise TypeInferenceError(f"@{node.name_hint} is used as a value in @{fname}; global functions can "
-                                         "only be called")
+            ty = self.node_type(node, cls, env, fname, func)
+            node.checked_type = ty
+            if old is None or ty != old:
+                changed.add(id(node))
         return body.checked_type
+
+    def node_type(self, node: Expr, cls: type, env: dict[int, Type], fname: str, func: Function) -> Type:
+        """The type of one node whose inputs are typed."""
+        if cls is Call:
+            return self.call_type(node, fname, func)
+        if cls is Var:
+            ty = env.get(id(node))
+            if ty is None:
+                raise TypeInferenceError(
+                    f"%{node.name_hint} is used in @{fname} but is not a parameter of it (a free variable)")
+            return ty
+        if cls is Constant:
+            return _constant_type(node)
+        if cls is TupleGetItem:
+            tup = node.tuple_value.checked_type
+            if not isinstance(tup, TupleType):
+                raise TypeInferenceError(
+                    f"TupleGetItem .{node.index} {_locate(node, fname, func)}: expected a tuple, "
+                    f"found {type_text(tup)}", expected="a tuple", found=type_text(tup))
+            if not 0 <= node.index < len(tup.fields):
+                raise TypeInferenceError(
+                    f"TupleGetItem .{node.index} {_locate(node, fname, func)}: index out of range for a tuple "
+                    f"of {len(tup.fields)} fields (valid: 0..{len(tup.fields) - 1})",
+                    expected=f"index in [0, {len(tup.fields) - 1}]", found=str(node.index))
+            return tup.fields[node.index]
+        if cls is Tuple:
+            return TupleType(tuple(f.checked_type for f in node.fields))
+        raise TypeInferenceError(f"@{node.name_hint} is used as a value in @{fname}; global functions can "
+                                 "only be called")
 
     def _op_entry(self, call: Call, fname: str, func: Function):
         """(infer, argument count, input names) of the op of `call`, cached per Op."""

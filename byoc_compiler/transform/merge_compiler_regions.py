@@ -66,9 +66,19 @@ class _RegionMerger:
         self.first_group_of_region: dict[int, int] = {}
 
     def run(self) -> Annotations:
+        target, region = self.ann.target, self.ann.region
         for i, kids in enumerate(self.children):
+            if not kids and i not in target:
+                continue                        # a leaf: nothing upstream of it, nothing to release
+            g = self.joins_whole(i, kids, target) if i in target else None
+            if g is not None:                   # the common case, without the upstream sets (joins_whole)
+                self.group[i] = g
+                self.first_group_of_region.setdefault(region[i], g)
+                self.pending[g] = self.pending.get(g, 0) + self.users_left[i]
+                self.release(kids)
+                continue
             contrib = {c: self.contribution(c) for c in kids}
-            if self.ann.target.get(i) is None:
+            if target.get(i) is None:
                 self.visit_host(i, contrib)
             else:
                 chosen = self.propose(i, contrib)
@@ -80,6 +90,27 @@ class _RegionMerger:
             self.release(kids)
         region = {i: self.find(g) for i, g in self.group.items()}
         return Annotations(dict(self.ann.target), region).normalized()
+
+    def joins_whole(self, i: int, kids: list[int], target: dict[int, str]) -> int | None:
+        """The group of every input of annotated node i, when all its inputs have its target and are in one
+        group (which its region's first group, if any, is too): the node joins that group and nothing
+        changes upstream of anything. Otherwise None (the general steps decide)."""
+        if not kids:
+            return None
+        t, group, parent = target[i], self.group, self.uf.parent
+        g = None
+        for c in kids:
+            if target.get(c) != t:
+                return None
+            root = group[c]
+            if parent[root] != root:
+                root = self.find(root)
+            if g is None:
+                g = root
+            elif root != g:
+                return None
+        forced = self.first_group_of_region.get(self.ann.region[i])
+        return g if forced is None or self.find(forced) == g else None
 
     # ---- the upstream sets ----------------------------------------------------------------------
     def live(self, items) -> set[int]:
@@ -199,15 +230,18 @@ class _RegionMerger:
 
     def release(self, kids: list[int]) -> None:
         """Each input has one user fewer to wait for; closed regions and consumed values leave the sets."""
+        group, pending, users_left, parent = self.group, self.pending, self.users_left, self.uf.parent
         for c in kids:
-            if c in self.group:
-                g = self.find(self.group[c])
-                self.pending[g] -= 1
-                if self.pending[g] == 0:
+            g = group.get(c)
+            if g is not None:
+                if parent[g] != g:
+                    g = self.find(g)
+                left = pending[g] = pending[g] - 1
+                if not left:
                     self.group_up.pop(g, None)
                     self.below.pop(g, None)
-            self.users_left[c] -= 1
-            if self.users_left[c] == 0 and c in self.node_up:
+            left = users_left[c] = users_left[c] - 1
+            if not left and c in self.node_up:
                 for g in self.node_up.pop(c):
                     entries = self.below.get(self.find(g))
                     if entries:

@@ -19,7 +19,7 @@ from typing import Iterable
 from ..ir.analysis import users as users_of
 from ..ir.expr import Call, Expr, Function, Op, Var, carry_meta
 from ..ir.module import IRModule
-from ..ir.visitor import ExprMutator, post_order
+from ..ir.visitor import ExprMutator, graph_order, post_order
 from ..pattern import Match
 from ..pattern.matcher import root_op_names
 from ..target import CompositePattern
@@ -155,7 +155,7 @@ def merge_composite(mod: IRModule, patterns) -> IRModule:
     for name, func in mod.items():
         if "Compiler" in func.attrs:
             continue
-        order = post_order(func.body)
+        order = graph_order(func.body)
         matches = find_matches(func.body, entries, order)
         if matches:
             body = _Rewriter(matches).visit(func.body, order)
