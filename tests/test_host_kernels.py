@@ -70,6 +70,11 @@ def draw(arg: Arg, rng: np.random.Generator) -> np.ndarray:
         a = rng.integers(info.min, info.max, shape, dtype=np.int64, endpoint=True)
     elif kind == "acc":  # int32 accumulators of an int8 conv: up to ~2**20
         a = rng.integers(-(2 ** 20), 2 ** 20, shape)
+    elif kind == "acc64":  # int64 accumulators of a 16x8 conv: magnitudes 2**4 .. 2**47 (TFLite's range), and
+        # a few past it (the C wraps like numpy)
+        bits = rng.integers(4, 48, shape)
+        a = rng.integers(-(2 ** 47), 2 ** 47, shape, dtype=np.int64) >> (47 - bits)
+        a.flat[1::23] = rng.integers(-(2 ** 62), 2 ** 62, a.flat[1::23].shape, dtype=np.int64)
     elif kind == "wide":  # floats beyond every integer range, NaN and infinities: cast must saturate
         a = rng.standard_normal(shape) * 10.0 ** rng.integers(0, 21, shape)
         a.flat[::5] = np.nan
@@ -344,6 +349,18 @@ def _qnn_cases():
         Case("requantize-tflite-up", "qnn.requantize", (Arg((3, 7), I8, "full"),),
              {"input_scale": [0.3], "input_zero_point": [-4], "output_scale": [0.07], "axis": -1,
               "rounding": "tflite"}),
+        # 16x8: int16 x int8 sums in int64 (or int32), TFLite's 64-bit rescale, int16 ADD and pools
+        Case("requantize-tflite-i64", "qnn.requantize", (Arg((5, 64), I64, "acc64"),),
+             {"input_scale": [3e-7, 1e-6, 2.5e-5, 0.004, 1.0], "output_scale": [0.01], "out_dtype": "int16",
+              "axis": 0, "rounding": "tflite"}),
+        Case("qconv2d-16x8", "qnn.conv2d", (Arg((1, 4, 6, 5), I16, "full"), Arg((6, 2, 3, 3), I8, "full")),
+             {"groups": 2, "padding": 1, "strides": 2, "out_dtype": "int64"}),
+        Case("qdense-16x8-i32", "qnn.dense", (Arg((3, 20), I16, "full"), Arg((4, 20), I8, "full"))),
+        Case("qadd-tflite-i16", "qnn.add", (Arg((2, 3, 4), I16, "full"), Arg((3, 1), I16, "full")),
+             {"lhs_scale": [0.0005], "rhs_scale": [0.0011], "output_scale": [0.0008], "rounding": "tflite"}),
+        Case("avg_pool-i16-tflite", "nn.avg_pool2d", (Arg((1, 3, 7, 6), I16, "full"),),
+             {"pool_size": 3, "strides": 2, "padding": 1, "rounding": "tflite"}),
+        Case("max_pool-i16", "nn.max_pool2d", (Arg((1, 2, 5, 5), I16, "full"),), {"pool_size": 2}),
         Case("qadd-tflite-bcast", "qnn.add", (Arg((2, 3, 4), I8, "full"), Arg((3, 1), I8, "full")),
              {"lhs_scale": [0.05], "lhs_zero_point": 3, "rhs_scale": [0.11], "rhs_zero_point": -9,
               "output_scale": [0.08], "output_zero_point": 1, "rounding": "tflite"}),
