@@ -1,8 +1,8 @@
 """ccompiler's int8 side (targets/ccompiler/rules_qnn.py, kernels/ck_q*.c) against independent results.
 
 - The kernel library through ctypes: the codegen's numpy mirrors (packed weight layout, scratch sizes)
-  equal the C's; ck_qconv2d / ck_qdense with every int8 GEMM kernel this CPU runs (AVX512-VNNI and the
-  portable one) equal a numpy computation written here (int64 sums, float32 requantization); the bounded
+  equal the C's; ck_qconv2d / ck_qdense with every int8 GEMM kernel this CPU runs (AMX, AVX512-VNNI and
+  the portable one) equal a numpy computation written here (int64 sums, float32 requantization); the bounded
   scratch path (im2col in chunks of output pixels) equals it and the whole-image path on shapes with
   padding, strides, dilation and groups.
 - Small quantized graphs built for ccompiler (every op in a ccompiler region) equal byoc's integer
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import platform
 import subprocess
 
 import numpy as np
@@ -74,11 +75,27 @@ def ck(request, tmp_path_factory):
 
 
 def _kernels(lib) -> list[str]:
-    return [k for k in ("avx512vnni-8x32", "portable-8x32") if lib.ck_qgemm_use_kernel(k.encode()) == 0]
+    return [k for k in ("amx-int8-32x32", "avx512vnni-8x32", "portable-8x32") if lib.ck_qgemm_use_kernel(k.encode()) == 0]
 
 
 def _ptr(a):
     return a.ctypes.data_as(ctypes.c_void_p)
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((set(line.split(":", 1)[1].split()) for line in f if line.startswith("flags")), set())
+    except OSError:
+        return set()
+
+
+def test_amx_kernel_runs_where_the_cpu_has_it(ck):
+    """On an x86-64 Linux CPU with AMX-INT8 the library gets the tile state and offers the AMX kernel (so the
+    tests above run it); elsewhere it refuses it."""
+    has_amx = platform.system() == "Linux" and platform.machine() == "x86_64" and \
+        {"amx_tile", "amx_int8", "avx512_vnni"} <= _cpu_flags()
+    assert ("amx-int8-32x32" in _kernels(ck)) == has_amx
 
 
 def _requant(acc: np.ndarray, scale: np.ndarray, q: dict, axis: int) -> np.ndarray:
@@ -126,6 +143,10 @@ CONVS = [
     ("3x3-parallel", (1, 12, 24, 24), (20, 12, 3, 3), (1, 1), (1, 1, 1, 1), 1, "uint8"),
     # 40 bordered planes of 42x42: the input copy in two ranges of planes on the pool
     ("3x3-bordered-copy-split", (1, 40, 40, 40), (8, 40, 3, 3), (1, 1), (1, 1, 1, 1), 1, "int8"),
+    # AMX's 32 x 32 blocks: 72 channels = two blocks + an 8-row tile, K 180 = two 64-byte k-blocks + a tail
+    # read past the row, 81 pixels = two panels + 17 columns; grouped: the last block reads into the next group
+    ("amx-blocks-k-tail", (1, 20, 9, 9), (72, 20, 3, 3), (1, 1), (1, 1, 1, 1), 1, "int8"),
+    ("amx-grouped-1x1", (1, 18, 5, 9), (96, 9, 1, 1), (1, 1), (0, 0, 0, 0), 2, "uint8"),
 ]
 THREADS = (1, 2, 3, 8)   # every count computes the same bytes (the split depends on the shape alone)
 
@@ -228,7 +249,7 @@ def test_qconv2d_and_qdense_workspace_formulas_agree_with_c(ck):
     assert wrong == []
 
 
-@pytest.mark.parametrize("batch,units,depth", [(1, 10, 37), (3, 17, 64), (40, 9, 5)])
+@pytest.mark.parametrize("batch,units,depth", [(1, 10, 37), (3, 17, 64), (40, 9, 5), (37, 70, 131)])
 @pytest.mark.parametrize("direct_rows", [0, 64], ids=["gemm", "direct"])
 def test_qdense_kernels_equal_numpy(ck, batch, units, depth, direct_rows):
     """The GEMM core and (batch <= direct_rows) one dot product per output with no workspace."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from byoc_compiler.vendor import build_max_threads
 
-QMR, QNR, QALIGN = 8, 32, 64          # CK_QMR, CK_QNR, CK_QALIGN
+QMR, QNR, QALIGN, QKB = 8, 32, 64, 64   # CK_QMR, CK_QNR, CK_QALIGN, CK_QKB
 Q_DTYPES = ("int8", "uint8")
 TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
@@ -122,7 +122,7 @@ def qconv2d_workspace_bytes(p: dict[str, int], im2col_columns: int = 0) -> int:
         copy = _round_up(p["channels"] // p["groups"] * plane + 2 * QNR, QALIGN)
         return QALIGN + _qgemm_slots(oh * ow) * _panel_stride(k) + copy
     if chunk == QNR and not _is_pointwise(p):      # the im2col is written straight into the one B panel
-        return QALIGN + _panel_stride(k)
+        return QALIGN + _panel_bytes(k)
     slots = _qgemm_slots(oh * ow if _is_pointwise(p) else chunk)
     return QALIGN + slots * _panel_stride(k) + (0 if _is_pointwise(p) else k * chunk)
 
@@ -133,6 +133,12 @@ def _qgemm_slots(n: int) -> int:
 
 
 def _panel_stride(k: int) -> int:
+    """ck_qgemm_panel_stride: the GEMM core's panels hold k rounded up to the AMX kernel's k-block."""
+    return _round_up(k, QKB) * QNR
+
+
+def _panel_bytes(k: int) -> int:
+    """ck_qgemm_panel_bytes: the bounded-scratch conv's one panel (no AMX there), k rounded up to 4."""
     return _round_up(_round_up(k, 4) * QNR, QALIGN)
 
 
@@ -144,14 +150,14 @@ def qdense_workspace_bytes(depth: int, batch: int, direct_rows: int = 0) -> int:
 
 def pack_weight(groups: int, weight: np.ndarray) -> np.ndarray:
     """ck_qconv2d_pack_weight / ck_qdense_pack_weight in numpy: per group, the [og, K] int8 matrix
-    as tiles of QMR rows, each k-step of 4 stored as QMR x 4 bytes (zeros past the ends)."""
+    row-major, rows padded to a multiple of 4 and to QMR rows with zeros; then QKB bytes of zeros (the AMX
+    kernel's last k-block reads up to that far past a row)."""
     o = weight.shape[0]
     og, k = o // groups, weight.size // o
     m8, k4 = _round_up(og, QMR), _round_up(k, 4)
     w = np.zeros((groups, m8, k4), np.int8)
     w[:, :og, :k] = weight.reshape(groups, og, k)
-    # [g, m8/8, 8, k4/4, 4] -> [g, m8/8, k4/4, 8, 4]
-    return np.ascontiguousarray(w.reshape(groups, m8 // QMR, QMR, k4 // 4, 4).transpose(0, 1, 3, 2, 4)).reshape(-1)
+    return np.concatenate([w.reshape(-1), np.zeros(QKB, np.int8)])
 
 
 def fold_bias(weight: np.ndarray, bias: np.ndarray | None, input_zero_point: int, requant_zero_points) -> np.ndarray:
@@ -171,14 +177,14 @@ def qfunctions(fn) -> dict:
         fn("ck_qconv2d_packed_weight_bytes", "const ck_qconv2d_params *p", "size of a packed int8 conv weight",
            "size_t"),
         fn("ck_qconv2d_pack_weight", "const ck_qconv2d_params *p, const int8_t *weight, int8_t *packed",
-           "int8 conv weight -> tiles of 8 rows x 4 k (pack_weight mirrors it)"),
+           "int8 conv weight -> rows padded to 4 k and 8 rows (pack_weight mirrors it)"),
         fn("ck_qconv2d_workspace_bytes", "const ck_qconv2d_params *p", "scratch of ck_qconv2d", "size_t"),
         fn("ck_qconv2d", "const ck_qconv2d_params *p, const void *data, const int8_t *weight, const int32_t *bias, "
            "const float *scale, void *out, void *workspace", "qnn.conv2d + bias + qnn.requantize"),
         fn("ck_qdense_packed_weight_bytes", "const ck_qdense_params *p", "size of a packed int8 dense weight",
            "size_t"),
         fn("ck_qdense_pack_weight", "const ck_qdense_params *p, const int8_t *weight, int8_t *packed",
-           "int8 dense weight -> tiles of 8 rows x 4 k"),
+           "int8 dense weight -> rows padded to 4 k and 8 rows"),
         fn("ck_qdense_workspace_bytes", "const ck_qdense_params *p", "scratch of ck_qdense", "size_t"),
         fn("ck_qdense", "const ck_qdense_params *p, const void *data, const int8_t *packed_weight, "
            "const int32_t *bias, const float *scale, void *out, void *workspace", "qnn.dense + bias + qnn.requantize"),

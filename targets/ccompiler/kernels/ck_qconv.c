@@ -42,22 +42,19 @@ size_t ck_qconv2d_packed_weight_bytes(const ck_qconv2d_params *p) {
   int64_t oh, ow;
   if (!ck_qconv_valid(p, &oh, &ow) || ck_qconv_is_depthwise(&p->conv)) return 0;
   return (size_t)(p->conv.groups * ck_qround_up(p->conv.out_channels / p->conv.groups, CK_QMR) *
-                  ck_qround_up(ck_qconv_depth(&p->conv), 4));
+                  ck_qround_up(ck_qconv_depth(&p->conv), 4) + CK_QKB);
 }
 
 int32_t ck_qconv2d_pack_weight(const ck_qconv2d_params *p, const int8_t *weight, int8_t *packed) {
   const size_t bytes = ck_qconv2d_packed_weight_bytes(p);
-  int64_t g, r, c;
+  int64_t g, r;
   if (bytes == 0 || weight == NULL || packed == NULL) return CK_EBADPARAM;
-  {
+  {   /* per group [round_up(og, 8)][round_up(K, 4)] row-major, zeros past the ends; CK_QKB bytes of slack */
     const int64_t og = p->conv.out_channels / p->conv.groups, k = ck_qconv_depth(&p->conv);
     const int64_t k4 = ck_qround_up(k, 4), group_bytes = ck_qround_up(og, CK_QMR) * k4;
     memset(packed, 0, bytes);
     for (g = 0; g < p->conv.groups; ++g)
-      for (r = 0; r < og; ++r)
-        for (c = 0; c < k; ++c)
-          packed[g * group_bytes + (r / CK_QMR) * CK_QMR * k4 + (c / 4) * 4 * CK_QMR + (r % CK_QMR) * 4 + c % 4] =
-              weight[(g * og + r) * k + c];
+      for (r = 0; r < og; ++r) memcpy(packed + g * group_bytes + r * k4, weight + (g * og + r) * k, (size_t)k);
   }
   return CK_OK;
 }
@@ -94,7 +91,7 @@ size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p) {
                     ck_qbordered_bytes(&p->conv, p->conv.channels / p->conv.groups));
   chunk = ck_qconv_chunk(p, oh * ow);
   if (chunk == CK_QNR && !ck_qconv_is_pointwise(&p->conv)) /* the im2col is the one B panel */
-    return (size_t)(CK_QALIGN + ck_qgemm_panel_stride(k));
+    return (size_t)(CK_QALIGN + ck_qgemm_panel_bytes(k));
   return (size_t)(CK_QALIGN + ck_qgemm_slots(chunk) * ck_qgemm_panel_stride(k) +
                   (ck_qconv_is_pointwise(&p->conv) ? 0 : k * chunk));
 }

@@ -1,15 +1,23 @@
 /* ck_qgemm.c - the int8 GEMM core: uint8 activations x int8 weights -> int32, requantized.
  *
- * C[m, n] = sum_k A[m, k] * B[k, n]: A is the weight, packed ahead of time as tiles of 8 rows x 4
- * consecutive k (32 bytes per k-step); B (activations) is packed per call, one panel of 32
+ * C[m, n] = sum_k A[m, k] * B[k, n]: A is the weight, packed ahead of time row-major with rows
+ * padded to 4 k (and to 8 rows, zeros); B (activations) is packed per call, one panel of 32
  * columns at a time, as 32 columns x 4 consecutive k (128 bytes per k-step), int8 data offset by
  * 128 into uint8 on the way (the bias folded at codegen time compensates). That is the operand
  * shape of x86's vpdpbusd (4 uint8 x int8 products summed into each int32 lane): the AVX512-VNNI
  * micro-kernel keeps an 8 x 32 int32 tile in 16 registers, reading one 4-byte weight group per row
- * as a broadcast. Elsewhere (other CPUs, other compilers) a portable C kernel computes the same
- * tile. The epilogue requantizes a tile row by row: float32(acc + bias) * scale, rounded to
- * nearest even, + zero point, clamped (byoc's qnn.requantize, rounding="float32").
+ * as a broadcast. Where the CPU has AMX (Intel's tile unit, Sapphire Rapids on) and Linux grants the
+ * process its tile state, blocks of 32 rows x 32 columns run on it instead: tdpbsud multiplies a
+ * 16 x 64-byte tile of weight rows (the row-major packing read as it is) with a 16 x 64-byte tile of
+ * the panel (16 k-steps of 16 columns, the same bytes vpdpbusd reads) into 16 x 16 int32, four such
+ * tiles per block. Elsewhere (other CPUs, other compilers) a portable C kernel computes the same
+ * tile. Every path sums the same int32 products exactly, so all give the same bytes. The epilogue
+ * requantizes a tile row by row: float32(acc + bias) * scale, rounded to nearest even, + zero point,
+ * clamped (byoc's qnn.requantize, rounding="float32").
  */
+#if defined(__linux__) && defined(__x86_64__) && !defined(BYOC_FREESTANDING) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE /* syscall() for arch_prctl (AMX's tile state) */
+#endif
 #include <math.h>
 #include <string.h>
 
@@ -18,6 +26,16 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
 #define CK_QDISPATCH 1
 #include <immintrin.h>
+#endif
+
+/* AMX: an x86-64 Linux process must ask the kernel for the tile state (arch_prctl) before its first tile
+ * instruction; gcc 11 and clang 12 on have the intrinsics. Never on bare metal. */
+#if defined(CK_QDISPATCH) && defined(__linux__) && !defined(BYOC_FREESTANDING) && \
+    ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11))
+#define CK_QAMX 1
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 int ck_qparams_valid(const ck_qparams *q) {
@@ -115,10 +133,11 @@ static void ck_qtile_portable(int64_t steps, const int8_t *a, const uint8_t *b, 
   (void)cols;
   for (i = 0; i < CK_QMR * CK_QNR; ++i) acc[i] = 0;
   for (s = 0; s < steps; ++s) {
-    const int8_t *as = a + s * 4 * CK_QMR;
+    const int8_t *as = a + s * 4;   /* row i of the packed weight at i * 4 * steps */
     const uint8_t *bs = b + s * 4 * CK_QNR;
     for (i = 0; i < CK_QMR; ++i) {
-      const int32_t w0 = as[4 * i], w1 = as[4 * i + 1], w2 = as[4 * i + 2], w3 = as[4 * i + 3];
+      const int8_t *wi = as + i * 4 * steps;
+      const int32_t w0 = wi[0], w1 = wi[1], w2 = wi[2], w3 = wi[3];
       int32_t *row = acc + i * CK_QNR;
       for (j = 0; j < CK_QNR; ++j)
         row[j] += w0 * bs[4 * j] + w1 * bs[4 * j + 1] + w2 * bs[4 * j + 2] + w3 * bs[4 * j + 3];
@@ -145,7 +164,7 @@ static void ck_qfused_portable(int64_t steps, const int8_t *a, const uint8_t *b,
 #define CK_VNNI_ROW(I)                                                          \
   do {                                                                          \
     int32_t w_;                                                                 \
-    memcpy(&w_, a + 4 * (I), sizeof w_);                                        \
+    memcpy(&w_, a + (I) * lda_, sizeof w_);                                     \
     acc##I##0 = _mm512_dpbusd_epi32(acc##I##0, b0, _mm512_set1_epi32(w_));      \
     if (wide) acc##I##1 = _mm512_dpbusd_epi32(acc##I##1, b1, _mm512_set1_epi32(w_)); \
   } while (0)
@@ -155,8 +174,9 @@ static void ck_qfused_portable(int64_t steps, const int8_t *a, const uint8_t *b,
   __m512i acc00 = _mm512_setzero_si512(), acc01 = acc00, acc10 = acc00, acc11 = acc00, acc20 = acc00, \
           acc21 = acc00, acc30 = acc00, acc31 = acc00, acc40 = acc00, acc41 = acc00, acc50 = acc00,   \
           acc51 = acc00, acc60 = acc00, acc61 = acc00, acc70 = acc00, acc71 = acc00;                  \
+  const int64_t lda_ = 4 * steps; /* the packed weight's row stride */                              \
   int64_t s_;                                                                                        \
-  for (s_ = 0; s_ < steps; ++s_, a += 4 * CK_QMR, b += 4 * CK_QNR) {                                 \
+  for (s_ = 0; s_ < steps; ++s_, a += 4, b += 4 * CK_QNR) {                                          \
     const __m512i b0 = _mm512_loadu_si512((const void *)b);                                          \
     const __m512i b1 = wide ? _mm512_loadu_si512((const void *)(b + 64)) : b0;                       \
     CK_VNNI_ROW(0);                                                                                  \
@@ -381,6 +401,73 @@ static int ck_cpu_has_vnni(void) {
 }
 #endif
 
+/* ---- AMX: 32 x 32 blocks on the tile unit ------------------------------------------------------ */
+
+typedef void (*ck_qblock_fn)(int64_t steps, const int8_t *a, const uint8_t *b, int32_t *acc);
+#define CK_QBLOCK 32 /* rows and columns of a block */
+
+#if defined(CK_QAMX)
+#define CK_AMX_TARGET __attribute__((target("amx-tile,amx-int8")))
+
+/* AMX-TILE and AMX-INT8 (CPUID leaf 7, EDX bits 24 and 25; clang 14's __builtin_cpu_supports does not know
+ * them), the VNNI kernel for the rows a block leaves, and Linux's permission for the tile state
+ * (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), asked once per process; refused: the VNNI kernel). */
+static int ck_cpu_has_amx(void) {
+  unsigned eax, ebx, ecx, edx;
+  if (!ck_cpu_has_vnni() || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return 0;
+  if (!(edx & (1u << 24)) || !(edx & (1u << 25))) return 0;
+  return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+}
+
+typedef struct {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} ck_qtilecfg;
+
+/* All eight tiles 16 rows x 64 bytes (palette 1). A constant in memory, 64-byte aligned (ldtilecfg faults
+ * otherwise): gcc 12's _tile_loadconfig tells the compiler it reads 8 bytes, so a config filled on the stack
+ * loses the other stores. */
+static const ck_qtilecfg ck_qamx_config __attribute__((aligned(64))) = {
+    1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+
+/* on: this thread's tiles configured for ck_qblock_amx; off: released, so the OS need not save them */
+CK_AMX_TARGET static void ck_qtiles_amx(int on) {
+  if (on)
+    _tile_loadconfig(&ck_qamx_config);
+  else
+    _tile_release();
+}
+
+/* acc[32][CK_QNR] = rows 0..31 of the packed weight (row stride 4 * steps) x the panel: tiles 0-3 the block's
+ * quarters, 4 and 5 weight rows 0-15 and 16-31 (64 bytes of k each), 6 and 7 panel columns 0-15 and 16-31
+ * (16 k-steps each). The last k-block reads past a row's 4 * steps bytes into the next row (or the weight's
+ * slack) and past the panel's k-steps into its zeroed tail: those products are 0. */
+CK_AMX_TARGET static void ck_qblock_amx(int64_t steps, const int8_t *a, const uint8_t *b, int32_t *acc) {
+  const int64_t lda = 4 * steps, ldb = 4 * CK_QNR;
+  int64_t s;
+  __asm__ volatile("" ::: "memory");   /* the tile loads' asm does not say it reads memory */
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (s = 0; s < steps; s += CK_QKB / 4) {
+    _tile_loadd(4, a + 4 * s, lda);
+    _tile_loadd(6, b + ldb * s, ldb);
+    _tile_loadd(7, b + ldb * s + 64, ldb);
+    _tile_dpbsud(0, 4, 6);
+    _tile_dpbsud(1, 4, 7);
+    _tile_loadd(5, a + 16 * lda + 4 * s, lda);
+    _tile_dpbsud(2, 5, 6);
+    _tile_dpbsud(3, 5, 7);
+  }
+  _tile_stored(0, acc, ldb);
+  _tile_stored(1, acc + 16, ldb);
+  _tile_stored(2, acc + 16 * CK_QNR, ldb);
+  _tile_stored(3, acc + 16 * CK_QNR + 16, ldb);
+}
+#endif
+
 typedef void (*ck_qtfl_row_fn)(int64_t n, const int32_t *acc, int32_t bias, const int32_t *me, const ck_qparams *q,
                                uint8_t *out);
 typedef void (*ck_qdw_sums_fn)(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride, int64_t col_step,
@@ -502,6 +589,8 @@ CK_VNNI_TARGET static void ck_qdw_row_avx512(int64_t n, const uint8_t *base, int
 
 typedef struct {
   const char *name;
+  ck_qblock_fn block;       /* NULL, or 32 x 32 blocks (AMX): rows a block leaves run on `tile` */
+  void (*tiles)(int on);    /* the block kernel's per-thread set-up (on) and release (off) */
   ck_qtile_fn tile;
   ck_qfused_fn fused;
   ck_qrow_fn requant_row;
@@ -512,11 +601,15 @@ typedef struct {
 } ck_qkernel;
 
 static const ck_qkernel ck_qkernels[] = {
+#if defined(CK_QAMX)
+    {"amx-int8-32x32", ck_qblock_amx, ck_qtiles_amx, ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512,
+     ck_qdw_row_avx512, ck_cpu_has_amx, ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512},
+#endif
 #if defined(CK_QDISPATCH)
-    {"avx512vnni-8x32", ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512, ck_qdw_row_avx512, ck_cpu_has_vnni,
+    {"avx512vnni-8x32", NULL, NULL, ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512, ck_qdw_row_avx512, ck_cpu_has_vnni,
      ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512},
 #endif
-    {"portable-8x32", ck_qtile_portable, ck_qfused_portable, ck_qrequant_row_portable, ck_qdw_row_portable, NULL,
+    {"portable-8x32", NULL, NULL, ck_qtile_portable, ck_qfused_portable, ck_qrequant_row_portable, ck_qdw_row_portable, NULL,
      ck_qrequant_row_tfl_portable, ck_qdw_sums_portable},
 };
 #define CK_NUM_QKERNELS ((int32_t)(sizeof ck_qkernels / sizeof ck_qkernels[0]))
@@ -571,7 +664,7 @@ int ck_qvbmi(void) {
 #if defined(CK_QDISPATCH)
   static int vbmi = -1;   /* written once on first use (the same value from any thread that races here) */
   if (vbmi < 0) vbmi = ck_cpu_has_vbmi();
-  return vbmi && ck_qkernel_current()->cpu_has == ck_cpu_has_vnni;
+  return vbmi && ck_qkernel_current()->tile == ck_qtile_vnni;   /* the VNNI kernel or AMX's */
 #else
   return 0;
 #endif
@@ -625,7 +718,9 @@ int64_t ck_qgemm_slots(int64_t n) {
   return chunks < 1 ? 1 : chunks < BYOC_MAX_THREADS ? chunks : BYOC_MAX_THREADS;
 }
 
-int64_t ck_qgemm_panel_stride(int64_t k) { return ck_qround_up(ck_qround_up(k, 4) * CK_QNR, CK_QALIGN); }
+int64_t ck_qgemm_panel_stride(int64_t k) { return ck_qround_up(k, CK_QKB) * CK_QNR; }
+
+int64_t ck_qgemm_panel_bytes(int64_t k) { return ck_qround_up(ck_qround_up(k, 4) * CK_QNR, CK_QALIGN); }
 
 typedef struct {
   int64_t m, n, k;
@@ -639,42 +734,57 @@ typedef struct {
   uint8_t *panels;
 } ck_qgemm_job;
 
+/* Rows [m0, m0 + rows) x columns [n0, n0 + cols) of the output requantized from acc (row stride CK_QNR) */
+static void ck_qgemm_store(const ck_qkernel *kernel, const ck_qgemm_job *job, int64_t m0, int64_t rows, int64_t n0,
+                           int64_t cols, const int32_t *acc) {
+  uint8_t tmp[CK_QNR];
+  int64_t i, j;
+  for (i = 0; i < rows; ++i) {
+    uint8_t *dst = job->out + (m0 + i) * job->out_row + n0 * job->out_col;
+    uint8_t *o = job->out_col == 1 ? dst : tmp;
+    if (job->q->rounding == 1)
+      kernel->tfl_row(cols, acc + i * CK_QNR, job->bias[m0 + i], (const int32_t *)(const void *)job->scale + 2 * (m0 + i),
+                      job->q, o);
+    else
+      kernel->requant_row(cols, acc + i * CK_QNR, job->bias[m0 + i], job->scale[m0 + i], job->q, o);
+    if (job->out_col != 1)
+      for (j = 0; j < cols; ++j) dst[j * job->out_col] = tmp[j];
+  }
+}
+
 static void ck_qgemm_chunk(int32_t chunk, int32_t slot, void *ctx) {
   const ck_qgemm_job *job = (const ck_qgemm_job *)ctx;
   const ck_qkernel *kernel = ck_qkernel_current();
-  const int64_t k4 = ck_qround_up(job->k, 4), steps = k4 / 4, m = job->m;
+  const int64_t k4 = ck_qround_up(job->k, 4), steps = k4 / 4, m = job->m, m8 = ck_qround_up(m, CK_QMR);
   const int64_t first = (int64_t)chunk * CK_QN_CHUNK;
   const int64_t end = first + CK_QN_CHUNK < job->n ? first + CK_QN_CHUNK : job->n;
   uint8_t *panel = job->panels + (size_t)slot * (size_t)ck_qgemm_panel_stride(job->k);
-  int32_t acc[CK_QMR * CK_QNR];
+  int32_t acc[CK_QBLOCK * CK_QNR];
   int64_t n0, m0;
+  if (kernel->block != NULL) kernel->tiles(1);
   for (n0 = first; n0 < end; n0 += CK_QNR) {
     const int64_t cols = end - n0 < CK_QNR ? end - n0 : CK_QNR;
     ck_qpack_b(job->k, n0, cols, job->b, panel);
-    for (m0 = 0; m0 < m; m0 += CK_QMR) {
-      const int64_t rows = m - m0 < CK_QMR ? m - m0 : CK_QMR;
-      int64_t i;
-      if (job->q->rounding == 1) {
-        ck_qtfl_tile(kernel, steps, job->packed_a + m0 * k4, panel, rows, cols, job->bias + m0,
-                     (const int32_t *)(const void *)job->scale + 2 * m0, job->q,
-                     job->out + m0 * job->out_row + n0 * job->out_col, job->out_row, job->out_col);
-        continue;
+    /* the k-steps past k4 up to the block kernel's k-block: zeros it multiplies */
+    memset(panel + k4 * CK_QNR, 0, (size_t)(ck_qgemm_panel_stride(job->k) - k4 * CK_QNR));
+    m0 = 0;
+    if (kernel->block != NULL)
+      for (; m0 + CK_QBLOCK <= m8; m0 += CK_QBLOCK) {
+        kernel->block(steps, job->packed_a + m0 * k4, panel, acc);
+        ck_qgemm_store(kernel, job, m0, m - m0 < CK_QBLOCK ? m - m0 : CK_QBLOCK, n0, cols, acc);
       }
-      if (job->out_col == 1) {
+    for (; m0 < m; m0 += CK_QMR) {
+      const int64_t rows = m - m0 < CK_QMR ? m - m0 : CK_QMR;
+      if (job->q->rounding == 0 && job->out_col == 1) {
         kernel->fused(steps, job->packed_a + m0 * k4, panel, rows, cols, job->bias + m0, job->scale + m0, job->q,
                       job->out + m0 * job->out_row + n0, job->out_row);
         continue;
       }
       kernel->tile(steps, job->packed_a + m0 * k4, panel, cols, acc);
-      for (i = 0; i < rows; ++i) {
-        uint8_t *dst = job->out + (m0 + i) * job->out_row + n0 * job->out_col;
-        int64_t j;
-        uint8_t tmp[CK_QNR];
-        ck_qrequant_row_portable(cols, acc + i * CK_QNR, job->bias[m0 + i], job->scale[m0 + i], job->q, tmp);
-        for (j = 0; j < cols; ++j) dst[j * job->out_col] = tmp[j];
-      }
+      ck_qgemm_store(kernel, job, m0, rows, n0, cols, acc);
     }
   }
+  if (kernel->block != NULL) kernel->tiles(0);
 }
 
 void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
@@ -717,17 +827,15 @@ void ck_qgemm_panel(int64_t m, int64_t cols, int64_t k, const int8_t *packed_a, 
 
 size_t ck_qdense_packed_weight_bytes(const ck_qdense_params *p) {
   if (p == NULL || p->units < 1 || p->depth < 1) return 0;
-  return (size_t)(ck_qround_up(p->units, CK_QMR) * ck_qround_up(p->depth, 4));
+  return (size_t)(ck_qround_up(p->units, CK_QMR) * ck_qround_up(p->depth, 4) + CK_QKB);
 }
 
-/* [M/8][K/4][8][4]: the tile of rows m0..m0+8 at m0 * K4, its k-step s at s * 32. */
+/* [round_up(M, 8)][round_up(K, 4)] row-major, zeros past the ends and in the CK_QKB bytes of slack after */
 static void ck_qpack_a(int64_t m, int64_t k, const int8_t *w, int8_t *packed) {
   const int64_t k4 = ck_qround_up(k, 4), m8 = ck_qround_up(m, CK_QMR);
-  int64_t r, c;
-  memset(packed, 0, (size_t)(m8 * k4));
-  for (r = 0; r < m; ++r)
-    for (c = 0; c < k; ++c)
-      packed[(r / CK_QMR) * CK_QMR * k4 + (c / 4) * 4 * CK_QMR + (r % CK_QMR) * 4 + c % 4] = w[r * k + c];
+  int64_t r;
+  memset(packed, 0, (size_t)(m8 * k4 + CK_QKB));
+  for (r = 0; r < m; ++r) memcpy(packed + r * k4, w + r * k, (size_t)k);
 }
 
 int32_t ck_qdense_pack_weight(const ck_qdense_params *p, const int8_t *weight, int8_t *packed) {
@@ -750,9 +858,9 @@ static void ck_qdense_direct(const ck_qdense_params *p, const uint8_t *data, con
   for (r = 0; r < p->batch; ++r) {
     const uint8_t *x = data + r * p->depth;
     for (u = 0; u < p->units; ++u) {
-      const int8_t *row = w + (u / CK_QMR) * CK_QMR * k4 + (u % CK_QMR) * 4;   /* ck_qpack_a's layout */
+      const int8_t *row = w + u * k4;   /* ck_qpack_a's layout */
       int32_t acc = 0;
-      for (c = 0; c < p->depth; ++c) acc += (int32_t)row[(c / 4) * 4 * CK_QMR + c % 4] * (int32_t)(uint8_t)(x[c] ^ flip);
+      for (c = 0; c < p->depth; ++c) acc += (int32_t)row[c] * (int32_t)(uint8_t)(x[c] ^ flip);
       if (p->q.rounding == 1)
         ck_qkernel_current()->tfl_row(1, &acc, bias[u], (const int32_t *)(const void *)scale + 2 * u, &p->q,
                                       out + r * p->units + u);

@@ -9,6 +9,10 @@
 #endif
 
 #define CK_QALIGN 64
+/* The AMX tiles' k-block (64 bytes of k per tile row): B panels of the GEMM core hold round_up(k, CK_QKB)
+ * k, zeros past k; a packed weight ends in CK_QKB bytes of slack, which a tile row of its last k-block
+ * may read (their products with those zeros vanish). */
+#define CK_QKB 64
 
 static inline int64_t ck_qround_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 
@@ -55,7 +59,8 @@ static inline void ck_qinterleave4(const uint8_t *r0, const uint8_t *r1, const u
 }
 
 /* out[m, n] = requant(sum_k A[m, k] * B[k, n] + bias[m]) for m < M, n < N, stored at
- * out + m * out_row + n * out_col; A packed ([M/8][K/4][8][4], ck_qconv2d_pack_weight's layout);
+ * out + m * out_row + n * out_col; A packed (row-major [round_up(M, 8)][round_up(K, 4)], zeros past the ends,
+ * ck_qconv2d_pack_weight's layout);
  * panels: ck_qgemm_slots(n) * ck_qgemm_panel_stride(k) bytes of scratch, 64-byte aligned: one packed panel
  * per thread (the columns are split across the runtime's pool). */
 void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
@@ -67,7 +72,8 @@ void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, cons
 void ck_qgemm_panel(int64_t m, int64_t cols, int64_t k, const int8_t *packed_a, const uint8_t *panel,
                     const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row);
 int64_t ck_qgemm_slots(int64_t n);        /* threads' panels a call over n columns uses */
-int64_t ck_qgemm_panel_stride(int64_t k); /* bytes of one, a multiple of CK_QALIGN */
+int64_t ck_qgemm_panel_stride(int64_t k); /* bytes of one (k rounded up to CK_QKB), a multiple of CK_QALIGN */
+int64_t ck_qgemm_panel_bytes(int64_t k);  /* bytes of ck_qgemm_panel's one panel (k rounded up to 4) */
 
 /* out[x] = requant(acc[x] + bias) for x < n (contiguous output, int8 or uint8 as q says). */
 void ck_qrequant_row(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q, uint8_t *out);

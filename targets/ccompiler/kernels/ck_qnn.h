@@ -10,8 +10,9 @@
  * Weights are packed once, ahead of the call (at codegen time; ck_q*_pack_weight is the reference
  * of the layout), with the input zero point folded into the bias:
  *   bias[o] = conv bias[o] - x_zp * sum_k w[o, k] - requantize input zero point.
- * The int8 x uint8 products run on AVX512-VNNI (vpdpbusd) where the CPU has it (chosen at run
- * time), on portable C elsewhere; int8 inputs are offset by 128 into uint8 while packed, which the
+ * The int8 x uint8 products run on AMX (tdpbsud, 32 x 32 blocks) where the CPU has it and Linux grants
+ * the tile state, on AVX512-VNNI (vpdpbusd) where the CPU has that (chosen at run time), on portable C
+ * elsewhere: the same exact int32 sums on every path; int8 inputs are offset by 128 into uint8 while packed, which the
  * folded bias already accounts for. */
 #ifndef BYOC_CK_QNN_H_
 #define BYOC_CK_QNN_H_
@@ -23,7 +24,7 @@
 extern "C" {
 #endif
 
-/* Packed weight tiles: CK_QMR output channels x 4 consecutive k per k-step. */
+/* Packed weights: rows padded to CK_QMR output channels; B panels: CK_QNR columns. */
 #define CK_QMR 8
 #define CK_QNR 32
 
@@ -50,9 +51,10 @@ typedef struct {
 } ck_qconv2d_params;
 
 /* Bytes of the packed weight: per group, round_up(out_channels/groups, CK_QMR) * round_up(K, 4)
- * (K = channels/groups * kernel_h * kernel_w), stored as [M/8][K/4][8][4]: for each tile of 8
- * output channels and each step of 4 k, 8 x 4 bytes (zeros past the ends). Depthwise convolutions
- * (one input and one output channel per group) read the weight as it is: 0. */
+ * (K = channels/groups * kernel_h * kernel_w), stored row-major: each output channel's K weights, zeros
+ * up to round_up(K, 4), zero rows up to a multiple of CK_QMR; then 64 bytes of zeros (the AMX kernel's
+ * last k-block reads up to 64 bytes past a row). Depthwise convolutions (one input and one output channel
+ * per group) read the weight as it is: 0. */
 size_t ck_qconv2d_packed_weight_bytes(const ck_qconv2d_params *p);
 int32_t ck_qconv2d_pack_weight(const ck_qconv2d_params *p, const int8_t *weight, int8_t *packed);
 size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p);
@@ -117,7 +119,7 @@ int32_t ck_qclamp(int64_t n, int32_t is_signed, const void *in, void *out, int32
 /* nn.max_pool2d on int8 or uint8 (padding never wins). */
 int32_t ck_qmax_pool2d(const ck_pool2d_params *p, int32_t is_signed, const void *data, void *out);
 
-/* Name of the int8 GEMM kernel in use ("avx512vnni-8x32" or "portable-8x32"); ck_qgemm_use_kernel
+/* Name of the int8 GEMM kernel in use ("amx-int8-32x32", "avx512vnni-8x32" or "portable-8x32"); ck_qgemm_use_kernel
  * forces one (tests, benchmarks; CK_EBADPARAM if unknown or this CPU cannot run it). */
 const char *ck_qgemm_kernel_name(void);
 int32_t ck_qgemm_use_kernel(const char *name);
