@@ -142,6 +142,20 @@ NAMED = [
 ]
 
 
+# Mutants of the seeded campaign (docs/testing.md, session 7) that survived the checks of their day and are
+# killed by the tests added for them; tests/test_mutants_replay.py replays them so those tests keep doing it.
+# name: "<file> <line>" of the run, then what the mutant does.
+SAMPLED = [
+    Named("core.c 33: a message vsnprintf cannot format keeps its prefix", "core.c",
+          "    g_last_error[0] = '\\0';\n  }\n  va_end", "    g_last_error[(0+1)] = '\\0';\n  }\n  va_end", "runtime"),
+    Named("parallel.c 86: a pool thread claims every second task", "parallel.c",
+          "__atomic_fetch_add(&g_pool.next_task, 1, __ATOMIC_RELAXED)",
+          "__atomic_fetch_add(&g_pool.next_task, (1+1), __ATOMIC_RELAXED)", "runtime"),
+    Named("parallel.c 231: BYOC_NUM_THREADS clamped to 255", "parallel.c",
+          "BYOC_POOL_MAX_WORKERS + 1 ? BYOC_POOL_MAX_WORKERS + 1 : (int32_t)v",
+          "BYOC_POOL_MAX_WORKERS + 1 ? BYOC_POOL_MAX_WORKERS / 1 : (int32_t)v", "runtime"),
+]
+
 @dataclass
 class Result:
     group: str

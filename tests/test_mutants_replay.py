@@ -21,6 +21,7 @@ import needs
 
 import test_ccompiler_kernels as TK
 import test_ccompiler_qnn as TQ
+import test_runtime_c_api as TA
 from byoc_compiler.contrib.ccompiler import kernels as K
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -128,3 +129,37 @@ def test_model_check_kills_the_package_mutant(name, tmp_path):
                           timeout=600)
     assert proc.stdout.startswith(PACKAGE_REPLAY[name]), proc.stdout + proc.stderr[-2000:]
     assert proc.returncode == (0 if name is None else 1), proc.stdout + proc.stderr[-2000:]
+
+
+# ---- sampled campaign mutants of the runtime C ------------------------------------------------------------
+# The core (runtime.c with core.c, parallel.c) copied and patched with the mutant, built as a library, and the
+# tests of tests/test_runtime_c_api.py written for it run against that library: they must fail.
+def _every_task_once_on_3_threads(api, monkeypatch):
+    assert api.byoc_set_num_threads(3) == 0
+    TA.test_parallel_for_runs_every_task_once(api, 3, 7)
+
+
+SAMPLED_REPLAY = {   # mutants.SAMPLED name -> the tests that must fail, as a call (library, monkeypatch)
+    "core.c 33: a message vsnprintf cannot format keeps its prefix":
+        lambda api, monkeypatch: TA.test_a_message_that_cannot_be_formatted_leaves_no_partial_text(api),
+    "parallel.c 86: a pool thread claims every second task": _every_task_once_on_3_threads,
+    "parallel.c 231: BYOC_NUM_THREADS clamped to 255":
+        lambda api, monkeypatch: TA.test_thread_count_from_the_environment_is_kept_and_clamped(api, monkeypatch,
+                                                                                              "257", 256),
+}
+
+
+@pytest.mark.parametrize("name", list(SAMPLED_REPLAY), ids=lambda n: n.split(":")[0].replace(" ", "-"))
+def test_runtime_api_tests_kill_the_sampled_mutant(name, tmp_path, monkeypatch):
+    from byoc_compiler import runtime
+
+    (mutant,) = [m for m in mutants.SAMPLED if m.name == name]
+    src = tmp_path / "src"
+    shutil.copytree(runtime.source_dir(), src)
+    path = src / mutant.file
+    text = path.read_text()
+    assert text.count(mutant.original) == 1, f"{name}: the sampled mutant no longer applies; update bench/mutants.py"
+    path.write_text(text.replace(mutant.original, mutant.mutated))
+    api = TA.build_api([src / s.name for s in runtime.runtime_sources("aot")], tmp_path / "libmutant.so")
+    with pytest.raises(AssertionError):
+        SAMPLED_REPLAY[name](api, monkeypatch)

@@ -8,8 +8,8 @@ One library per session: the graph executor's runtime sources (runtime.runtime_s
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
-import numpy as np
 import pytest
 
 import needs
@@ -34,15 +34,19 @@ class FuncEntry(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("fn", PACKED_FN), ("resource", ctypes.c_void_p)]
 
 
-@pytest.fixture(scope="module")
-def api(tmp_path_factory):
+def build_api(sources, out: Path) -> ctypes.CDLL:
+    """The runtime `sources` (gcc -O0) as a library with its last error's return type set; the replay of the
+    campaign's runtime mutants (tests/test_mutants_replay.py) builds patched copies with it."""
     needs.programs("gcc")
-    out = tmp_path_factory.mktemp("c-api") / "libbyoc-api.so"
-    builder.compile_c("gcc", runtime.runtime_sources("graph"), out, flags=["-O0", "-pthread"], shared=True,
-                      ldflags=["-lm", "-pthread"])
+    builder.compile_c("gcc", sources, out, flags=["-O0", "-pthread"], shared=True, ldflags=["-lm", "-pthread"])
     lib = ctypes.CDLL(str(out))
     lib.byoc_get_last_error.restype = ctypes.c_char_p
     return lib
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    return build_api(runtime.runtime_sources("graph"), tmp_path_factory.mktemp("c-api") / "libbyoc-api.so")
 
 
 def last_error(api) -> str:
