@@ -166,3 +166,15 @@ def test_check_run_runner_failure_is_one_byoc_error(aot_runner, tmp_path, make, 
     prefix, exe, inputs = make(aot_runner)
     with pytest.raises(ByocError, match=fragment.replace("(", r"\(")):
         run_runner(exe, prefix, inputs, ["a", "b"], tmp_path)
+
+
+def test_an_output_the_descriptor_gives_no_size_is_refused(rt_dir, tmp_path):
+    """A descriptor whose output has no byte size (0-bit floats): the runner stops with a message before it
+    runs the model (which would write through the output it could not allocate)."""
+    runner = builder.build_model("aot", "gcc", rt_dir / "aot-bad-output", runner=True,
+                                 flags=["-O0", "-DBYOC_FIXTURE_BAD_OUTPUT"])
+    np.save(tmp_path / "a.npy", A)
+    np.save(tmp_path / "b.npy", B)
+    proc = run([runner, "--out", tmp_path, tmp_path / "a.npy", tmp_path / "b.npy"])
+    assert_clean_failure(proc, "output 1: invalid shape/dtype")
+    assert not (tmp_path / "out0.npy").exists()

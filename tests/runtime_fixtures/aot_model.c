@@ -5,8 +5,13 @@
 static const int64_t kShapeA[1] = {4};
 static const int64_t kShapeB[2] = {2, 2};
 static const ByocTensorInfo kInputs[] = {{"a", 1, kShapeA, {kDLInt, 32, 1}}, {"b", 2, kShapeB, {kDLFloat, 32, 1}}};
+#ifdef BYOC_FIXTURE_BAD_OUTPUT /* a descriptor whose second output has no size (0-bit floats): refused */
+#define OUT1_BITS 0
+#else
+#define OUT1_BITS 32
+#endif
 static const ByocTensorInfo kOutputs[] = {{"out0", 1, kShapeA, {kDLInt, 32, 1}},
-                                          {"out1", 2, kShapeB, {kDLFloat, 32, 1}}};
+                                          {"out1", 2, kShapeB, {kDLFloat, OUT1_BITS, 1}}};
 static int g_ready;
 
 static int32_t model_init(void) {
