@@ -156,12 +156,28 @@ SAMPLED = [
           "BYOC_POOL_MAX_WORKERS + 1 ? BYOC_POOL_MAX_WORKERS / 1 : (int32_t)v", "runtime"),
 ]
 
+# Survivors judged equivalent by reading the code (what trivial compiler equivalence cannot see): no input,
+# thread count or environment gives a different result. (file, mutant) -> why; such a survivor leaves the
+# kill rate's denominator as "equivalent (judged)" and the report prints the reason. Mutant names are
+# universalmutator's (deterministic for a given source file): an entry no longer matches once its file changes.
+JUDGED_EQUIVALENT = {
+    ("parallel.c", "parallel.mutant.1059.c"):
+        "cgroup quota starts at 0 for -1: it is only compared `<= 0` where it was not overwritten, and both are",
+    ("runtime.c", "runtime.mutant.1058.c"):
+        "byoc_dtype_parse returns -2 for -1 on a bad lane count: its contract is 0 on success, non-zero on failure, "
+        "and its one caller tests `!= 0`",
+    ("cwriter.py", "cwriter.mutant.1401.py"):
+        "coalesce() checks a dim against the first merged dim, not the last: with two or more merged dims the "
+        "first's stride is at least the product of two later extents times the new stride, so the check never "
+        "passes and the mutant only merges fewer loops (same elements, same order, same C results)",
+}
+
 @dataclass
 class Result:
     group: str
     file: str
     mutant: str
-    status: str          # killed, survived, equivalent, no-compile
+    status: str          # killed, survived, equivalent, judged-equivalent, no-compile
     seconds: float = 0.0
     line: str = ""       # the mutated line
     by: str = ""         # which checks killed it
@@ -379,11 +395,23 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return centre - half, centre + half
 
 
+def judged(results: list[Result]) -> list[Result]:
+    """Survivors listed in JUDGED_EQUIVALENT marked judged-equivalent (the reason goes in `by`)."""
+    out = []
+    for r in results:
+        why = JUDGED_EQUIVALENT.get((r.file, r.mutant))
+        out.append(Result(r.group, r.file, r.mutant, "judged-equivalent", r.seconds, r.line, why)
+                   if r.status == "survived" and why else r)
+    return out
+
+
 def _tally(results: list[Result]) -> str:
-    count = {s: sum(r.status == s for r in results) for s in ("no-compile", "equivalent", "killed", "survived")}
+    count = {s: sum(r.status == s for r in results)
+             for s in ("no-compile", "equivalent", "judged-equivalent", "killed", "survived")}
     n = count["killed"] + count["survived"]
     low, high = wilson(count["killed"], n)
-    return (f"made {len(results)}: did not compile {count['no-compile']}, equivalent {count['equivalent']}, "
+    return (f"made {len(results)}: did not compile {count['no-compile']}, equivalent {count['equivalent']} "
+            f"(+ {count['judged-equivalent']} judged), "
             f"killed {count['killed']}, survived {count['survived']}; kill rate {count['killed']}/{n} = "
             f"{count['killed'] / max(n, 1):.1%} (95% Wilson interval {low:.1%} - {high:.1%})")
 
@@ -393,6 +421,8 @@ def report(results: list[Result]) -> str:
     lines = [f"{g}: {_tally([r for r in results if r.group == g])}" for g in groups] if len(groups) > 1 else []
     lines.append(f"all: {_tally(results)}")
     lines += [f"  survived: {r.group} {r.file} {r.mutant}: {r.line}" for r in results if r.status == "survived"]
+    lines += [f"  judged equivalent: {r.group} {r.file} {r.mutant}: {r.line} ({r.by})" for r in results
+              if r.status == "judged-equivalent"]
     return "\n".join(lines)
 
 
@@ -417,7 +447,7 @@ def main(argv=None) -> int:
         if args.named:
             results = named(repo)
         elif args.recheck:
-            results = recheck(repo, work, [Result(**r) for r in json.loads(Path(args.recheck).read_text())])
+            results = recheck(repo, work, judged([Result(**r) for r in json.loads(Path(args.recheck).read_text())]))
         else:
             results = []
 
@@ -428,6 +458,7 @@ def main(argv=None) -> int:
                 group = GROUPS[name]
                 files = [f for f in group.files if args.files is None or f in args.files]
                 campaign(repo, work, group, files, args.per_file, args.seed, results, keep)
+        results = judged(results)
         print(report(results))
         print(f"{time.time() - start:.0f} s")
         if args.json:

@@ -927,6 +927,19 @@ def test_each_kernel_alone_uses_every_helper_it_defines(cc, tmp_path):
         run([cc, *WARNINGS, f"-I{RUNTIME / 'include'}", "-DBYOC_UNPACKED_API", "-fsyntax-only", source])
 
 
+
+def test_each_kernel_with_an_error_path_compiles_alone(tmp_path):
+    """A kernel that can fail (integer division by zero, take from an empty tensor) records its message with
+    the runtime's byoc_set_last_error: alone in its file it must include the header that declares it (the
+    batch above shares one file, where an earlier kernel's include would hide a missing one)."""
+    with_errors = [c for c in CASES if "byoc_set_last_error" in emit_kernel(typed_call(c), c.symbol).code.split(
+        "/* host kernel ", 1)[1].split("#ifdef BYOC_UNPACKED_API", 1)[0]]
+    assert {c.op for c in with_errors} >= {"divide"}
+    for case in with_errors:
+        source = tmp_path / f"{case.symbol}.c"
+        source.write_text(emit_kernel(typed_call(case), case.symbol).code)
+        run([COMPILERS[0], *WARNINGS, f"-I{RUNTIME / 'include'}", "-DBYOC_UNPACKED_API", "-fsyntax-only", source])
+
 # Big enough that the kernels split their work into several pool tasks.
 PARALLEL_CASES = [
     Case("parallel-conv2d-3x3", "nn.conv2d", (Arg((1, 16, 32, 32)), Arg((32, 16, 3, 3))), {"padding": 1}),
