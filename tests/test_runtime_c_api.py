@@ -183,27 +183,26 @@ def test_thread_count_is_kept_and_clamped(api, asked, got):
     assert api.byoc_get_num_threads() >= 1
 
 
-@pytest.mark.parametrize("value,got", [("3", 3), ("256", 256), ("257", 256), ("100000", 256), ("1", 1)])
-def test_thread_count_from_the_environment_is_kept_and_clamped(api, monkeypatch, value, got):
-    """BYOC_NUM_THREADS is read when the count is not decided yet (set_num_threads(0) forgets it)."""
-    monkeypatch.setenv("BYOC_NUM_THREADS", value)
+def _threads_from_environment(api, monkeypatch, value) -> int:
+    """The count the pool decides with BYOC_NUM_THREADS=value (None: unset); set_num_threads(0) forgets the
+    count decided before, so the variable is read again."""
+    if value is None:
+        monkeypatch.delenv("BYOC_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("BYOC_NUM_THREADS", value)
     try:
         assert api.byoc_set_num_threads(0) == 0
-        assert api.byoc_get_num_threads() == got
+        return api.byoc_get_num_threads()
     finally:
-        monkeypatch.delenv("BYOC_NUM_THREADS")
+        monkeypatch.delenv("BYOC_NUM_THREADS", raising=False)
         api.byoc_set_num_threads(0)
+
+
+@pytest.mark.parametrize("value,got", [("3", 3), ("256", 256), ("257", 256), ("100000", 256), ("1", 1)])
+def test_thread_count_from_the_environment_is_kept_and_clamped(api, monkeypatch, value, got):
+    assert _threads_from_environment(api, monkeypatch, value) == got
 
 
 @pytest.mark.parametrize("value", ["0", "-4", "two", "3x"])
 def test_a_malformed_thread_count_in_the_environment_gives_the_default(api, monkeypatch, value):
-    monkeypatch.delenv("BYOC_NUM_THREADS", raising=False)
-    api.byoc_set_num_threads(0)
-    default = api.byoc_get_num_threads()
-    monkeypatch.setenv("BYOC_NUM_THREADS", value)
-    try:
-        assert api.byoc_set_num_threads(0) == 0
-        assert api.byoc_get_num_threads() == default
-    finally:
-        monkeypatch.delenv("BYOC_NUM_THREADS")
-        api.byoc_set_num_threads(0)
+    assert _threads_from_environment(api, monkeypatch, value) == _threads_from_environment(api, monkeypatch, None)
