@@ -278,36 +278,52 @@ typedef struct {
   ck_pm_fn tile, wide; /* the 24- and 48-channel tiles (wide: NULL where the CPU has none) */
   int direct, by_offsets;
   int64_t pc; /* the K block of a packed pass */
+  int64_t aoff[CK_KC]; /* by_offsets: tap pc + o's offset in the bordered copy */
 } ck_pm_job;
 
-/* The tiles of channels [c0, c1) over K block pc. */
+/* The offsets of taps [pc, pc + kc), (channel, kh, kw) each, counted up from one division: once per K block
+ * for every task (computed per task and block with two divisions per tap, they took 15% of a 3x3 conv on
+ * 7x7 planes). */
+static void ck_pm_tap_offsets(const ck_conv_view *v, int64_t pc, int64_t kc, int64_t *restrict aoff) {
+  const int64_t taps = v->kernel_h * v->kernel_w;
+  int64_t channel = pc / taps, kh = pc % taps / v->kernel_w, kw = pc % taps % v->kernel_w, o;
+  for (o = 0; o < kc; ++o) {
+    aoff[o] = channel * v->padded_plane + kh * v->dilation_h * v->padded_w + kw * v->dilation_w;
+    if (++kw == v->kernel_w) {
+      kw = 0;
+      if (++kh == v->kernel_h) {
+        kh = 0;
+        ++channel;
+      }
+    }
+  }
+}
+
+/* The tiles of channels [c0, c1) over K block pc, in steps of CK_PM_KC taps: a step of a 48-channel weight
+ * pair (24 KB) stays in L1 while every pixel sliver passes (a whole 256-tap block, 48 KB, did not). */
+#define CK_PM_KC 128
 static void ck_pm_block(const ck_pm_job *job, int64_t pc, int64_t c0, int64_t c1) {
   const ck_conv_view *v = job->src->conv;
   const int64_t kc = job->kdim - pc < CK_KC ? job->kdim - pc : CK_KC, m24 = job->m24;
   const float *a = job->direct ? job->src->base + pc * job->src->row_stride : job->slivers;
   const int64_t as = job->direct ? job->src->row_stride : CK_PM_MR, step = job->direct ? 1 : kc;
-  int64_t aoff[CK_KC];
-  int64_t cs, s, o, width = CK_M_QUANTUM;
-  if (job->by_offsets) {
-    const int64_t taps = v->kernel_h * v->kernel_w;
-    for (o = 0; o < kc; ++o) { /* tap pc + o: (channel, kh, kw) */
-      const int64_t t = (pc + o) % taps;
-      aoff[o] = (pc + o) / taps * v->padded_plane + t / v->kernel_w * v->dilation_h * v->padded_w +
-                t % v->kernel_w * v->dilation_w;
-    }
-  }
+  int64_t cs, s, q, width = CK_M_QUANTUM;
   for (cs = c0; cs < c1; cs += width) {
-    const float *w = job->packed + pc * m24 + cs * kc;
     /* two slivers at once where the CPU has the wide tile (same bits as two narrow ones) */
     const ck_pm_fn tile = job->wide != NULL && cs + 2 * CK_M_QUANTUM <= c1 ? job->wide : job->tile;
     width = tile == job->tile ? CK_M_QUANTUM : 2 * CK_M_QUANTUM;
-    if (job->by_offsets) {
-      for (s = 0; s < job->pm_pixels; s += CK_PM_MR) /* pixel s: output row s / out_w, column s % out_w */
-        tile(kc, v->padded + s / v->out_w * v->stride_h * v->padded_w + s % v->out_w, 0, aoff, w,
-             job->result + s * m24 + cs, m24, pc > 0);
-    } else {
-      for (s = 0; s < job->pm_pixels; s += CK_PM_MR)
-        tile(kc, a + s * step, as, NULL, w, job->result + s * m24 + cs, m24, pc > 0);
+    for (q = 0; q < kc; q += CK_PM_KC) {
+      const int64_t kq = kc - q < CK_PM_KC ? kc - q : CK_PM_KC, ws = kc * CK_M_QUANTUM;
+      const float *w = job->packed + pc * m24 + cs * kc + q * CK_M_QUANTUM;
+      const int accumulate = pc > 0 || q > 0;
+      if (job->by_offsets) {
+        for (s = 0; s < job->pm_pixels; s += CK_PM_MR) /* pixel s: output row s / out_w, column s % out_w */
+          tile(kq, v->padded + s / v->out_w * v->stride_h * v->padded_w + s % v->out_w, 0, job->aoff + q, w, ws,
+               job->result + s * m24 + cs, m24, accumulate);
+      } else {
+        for (s = 0; s < job->pm_pixels; s += CK_PM_MR)
+          tile(kq, a + s * step + q * as, as, NULL, w, ws, job->result + s * m24 + cs, m24, accumulate);
+      }
     }
   }
 }
@@ -378,7 +394,8 @@ static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixe
    * task and made ResNet-50 some 7% slower on one thread) */
   for (job.pc = 0; job.pc < kdim; job.pc += CK_KC) {
     const int64_t kc = kdim - job.pc < CK_KC ? kdim - job.pc : CK_KC;
-    if (!job.by_offsets && !job.direct) ck_pack_b(src, job.pc, kc, 0, pixels, pixels, CK_PM_MR, job.slivers);
+    if (job.by_offsets) ck_pm_tap_offsets(v, job.pc, kc, job.aoff);
+    else if (!job.direct) ck_pack_b(src, job.pc, kc, 0, pixels, pixels, CK_PM_MR, job.slivers);
     byoc_parallel_for(tasks, ck_pm_task_block, &job);
   }
   byoc_parallel_for(tasks, ck_pm_task_finish, &job);

@@ -383,20 +383,20 @@ static void ck_epilogue_tile(float *restrict c, int64_t ldc, int64_t mr, int64_t
   }
 }
 
-/* C[row0.., col0..] (+)= tile within bounds, then the epilogue once the last K block is in. */
+/* The mr x nr corner of C into a zeroed local tile: an edge tile's chain goes on from C as a full tile's does. */
+static void ck_load_tile(float *restrict tile, int64_t tile_ld, int64_t tile_rows, const float *restrict c,
+                         int64_t ldc, int64_t mr, int64_t nr) {
+  int64_t i;
+  memset(tile, 0, sizeof(float) * (size_t)(tile_rows * tile_ld));
+  for (i = 0; i < mr; ++i) memcpy(tile + i * tile_ld, c + i * ldc, sizeof(float) * (size_t)nr);
+}
+
+/* C[row0.., col0..] = tile within bounds, then the epilogue once the last K block is in. */
 static void ck_store_tile(const float *restrict tile, int64_t tile_ld, float *restrict c, int64_t ldc,
-                          int64_t mr, int64_t nr, int accumulate, const ck_epilogue *last, int64_t row0,
-                          int64_t col0, const float *residual) {
-  int64_t i, j;
-  for (i = 0; i < mr; ++i) {
-    float *restrict cr = c + i * ldc;
-    const float *restrict tr = tile + i * tile_ld;
-    if (accumulate) {
-      for (j = 0; j < nr; ++j) cr[j] += tr[j];
-    } else {
-      for (j = 0; j < nr; ++j) cr[j] = tr[j];
-    }
-  }
+                          int64_t mr, int64_t nr, const ck_epilogue *last, int64_t row0, int64_t col0,
+                          const float *residual) {
+  int64_t i;
+  for (i = 0; i < mr; ++i) memcpy(c + i * ldc, tile + i * tile_ld, sizeof(float) * (size_t)nr);
   if (last != NULL) ck_epilogue_tile(c, ldc, mr, nr, last, row0, col0, residual);
 }
 
@@ -500,8 +500,9 @@ static void ck_gemm_tiles(const ck_gemm_job *job, int64_t ic, int64_t mc, int64_
             in_kernel ? last->activation : CK_ACT_NONE);
         if (last != NULL && !in_kernel) ck_epilogue_tile(c_tile, ldc, mr, nr, last, row0, col0, r_tile);
       } else { /* edge tile: through a local tile, stored within bounds */
-        run(kc, ap, as, bp, bs, tile, sliver, 0, NULL, NULL, CK_ACT_NONE);
-        ck_store_tile(tile, sliver, c_tile, ldc, mr, nr, accumulate, last, row0, col0, r_tile);
+        if (accumulate) ck_load_tile(tile, sliver, mr_full, c_tile, ldc, mr, nr);
+        run(kc, ap, as, bp, bs, tile, sliver, accumulate, NULL, NULL, CK_ACT_NONE);
+        ck_store_tile(tile, sliver, c_tile, ldc, mr, nr, last, row0, col0, r_tile);
       }
     }
   }

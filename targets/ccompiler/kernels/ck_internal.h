@@ -99,7 +99,8 @@ typedef struct {
   const float *packed;
 } ck_b_source;
 
-/* C[mr][nr] (+ C when accumulate) = sum over kc of the packed slivers' outer products
+/* C[mr][nr] = sum over kc of the packed slivers' outer products, one fused multiply-add chain per element
+ * that starts from 0, or when accumulate goes on from C (so how K is cut into blocks never changes the bits)
  * (A sliver: mr floats per k, `as` floats apart, as >= mr; B sliver: nr floats per k, `bs` floats
  * apart, bs >= nr; C row stride ldc, unit column stride). as == mr and bs == nr for slivers packed
  * per call; as == CK_M_QUANTUM for weights packed ahead as A (conv2d), bs == CK_N_QUANTUM for B
@@ -118,8 +119,9 @@ typedef void (*ck_gemv_dot_fn)(int64_t n, int64_t k, const float *a, const float
  * r_i[odd + c / 2] for odd c (rows stored as their even columns, then their odd ones). */
 typedef void (*ck_dw3x3_row_fn)(int64_t n, int64_t odd, const float *r0, const float *r1, const float *r2,
                                 const float *w, float bias, int32_t activation, float *out);
-/* Pixel-major tile, for convolutions whose output planes are small (7x7, 14x14): C'[i][j] (+ C' when
- * accumulate) = sum over kc of a_p[i] * wp[p * CK_M_QUANTUM + j] for CK_PM_MR pixels i and
+/* Pixel-major tile, for convolutions whose output planes are small (7x7, 14x14): C'[i][j] = sum over kc of
+ * a_p[i] * wp[p * CK_M_QUANTUM + j] (a chain from 0, or from C' when accumulate, as in ck_micro_fn)
+ * (the second sliver of the wide tile ws floats after wp) for CK_PM_MR pixels i and
  * the CK_M_QUANTUM output channels j of one sliver of a packed conv2d weight (ck_pack_a_ahead) read as
  * it is; a_p = ap + p * as when aoff == NULL: packed pixel slivers (as == CK_PM_MR) or a 1x1 convolution's
  * input itself (as: the plane); else a_p = ap + aoff[p]: seven neighbouring pixels of one row of the
@@ -128,8 +130,8 @@ typedef void (*ck_dw3x3_row_fn)(int64_t n, int64_t odd, const float *r0, const f
  * where 32-pixel slivers waste up to a quarter of the work. */
 #define CK_PM_MR 7
 #define CK_PM_MAX_PIXELS 1024 /* larger planes: the channel-major tiles */
-typedef void (*ck_pm_fn)(int64_t kc, const float *ap, int64_t as, const int64_t *aoff, const float *wp, float *c,
-                         int64_t ldc, int accumulate);
+typedef void (*ck_pm_fn)(int64_t kc, const float *ap, int64_t as, const int64_t *aoff, const float *wp, int64_t ws,
+                         float *c, int64_t ldc, int accumulate);
 typedef struct {
   const char *name;
   int32_t mr, nr;
@@ -138,8 +140,8 @@ typedef struct {
   ck_gemv_dot_fn gemv_dot; /* same vector width */
   ck_dw3x3_row_fn dw3x3_row; /* same instruction set */
   ck_pm_fn pixel_major;      /* NULL: none (then small planes run the channel-major tiles) */
-  ck_pm_fn pixel_major_wide; /* the same on two slivers (48 channels), the second kc * CK_M_QUANTUM floats
-                              * after wp, with the same bits; NULL: none (pixel_major only) */
+  ck_pm_fn pixel_major_wide; /* the same on two slivers (48 channels), the second ws floats after wp, with the
+                              * same bits; NULL: none (pixel_major only) */
   int (*cpu_has)(void); /* NULL: always available */
 } ck_micro_kernel;
 

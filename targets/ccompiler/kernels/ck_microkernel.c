@@ -69,7 +69,13 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
     vec acc[MR][2];                                                                                 \
     int64_t p;                                                                                      \
     int i;                                                                                          \
-    for (i = 0; i < (MR); ++i) acc[i][0] = acc[i][1] = (vec){0};                                    \
+    for (i = 0; i < (MR); ++i) {                                                                    \
+      acc[i][0] = acc[i][1] = (vec){0};                                                             \
+      if (accumulate) { /* the chain goes on from C: the K blocking never changes the sums */      \
+        memcpy(&acc[i][0], c + i * ldc, sizeof acc[i][0]);                                          \
+        memcpy(&acc[i][1], c + i * ldc + (VF), sizeof acc[i][1]);                                   \
+      }                                                                                             \
+    }                                                                                               \
     for (p = 0; p < kc; ++p) {                                                                      \
       vec b0, b1;                                                                                   \
       memcpy(&b0, bp + p * bs, sizeof b0);                                                          \
@@ -82,13 +88,6 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
     }                                                                                               \
     for (i = 0; i < (MR); ++i) {                                                                    \
       float *row = c + i * ldc;                                                                     \
-      if (accumulate) {                                                                             \
-        vec c0, c1;                                                                                 \
-        memcpy(&c0, row, sizeof c0);                                                                \
-        memcpy(&c1, row + (VF), sizeof c1);                                                         \
-        acc[i][0] = acc[i][0] + c0;                                                                 \
-        acc[i][1] = acc[i][1] + c1;                                                                 \
-      }                                                                                             \
       if (row_bias != NULL) {                                                                       \
         CK_SPLAT(vec, VF, bi, row_bias[i]);                                                         \
         acc[i][0] = acc[i][0] + bi;                                                                 \
@@ -134,29 +133,25 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
   }
 #define CK_DEFINE_PM_KERNEL(NAME, MR, VF, NV)                                                        \
   static void NAME(int64_t kc, const float *restrict ap, int64_t as, const int64_t *restrict aoff,   \
-                   const float *restrict wp, float *restrict c, int64_t ldc, int accumulate) {     \
+                   const float *restrict wp, int64_t ws, float *restrict c, int64_t ldc,           \
+                   int accumulate) {                                                               \
     typedef float vec __attribute__((vector_size((VF) * sizeof(float))));                          \
     vec acc[MR][NV];                                                                                \
     int64_t p;                                                                                      \
     int i, v;                                                                                       \
+    (void)ws; /* one sliver */                                                                      \
     for (i = 0; i < (MR); ++i)                                                                      \
-      for (v = 0; v < (NV); ++v) acc[i][v] = (vec){0};                                              \
+      for (v = 0; v < (NV); ++v) {                                                                  \
+        acc[i][v] = (vec){0};                                                                       \
+        if (accumulate) memcpy(&acc[i][v], c + i * ldc + v * (VF), sizeof acc[i][v]);               \
+      }                                                                                             \
     if (aoff == NULL) {                                                                             \
       for (p = 0; p < kc; ++p) CK_PM_STEP(vec, MR, VF, NV, ap + p * as)                              \
     } else {                                                                                        \
       for (p = 0; p < kc; ++p) CK_PM_STEP(vec, MR, VF, NV, ap + aoff[p])                             \
     }                                                                                               \
-    for (i = 0; i < (MR); ++i) {                                                                    \
-      for (v = 0; v < (NV); ++v) {                                                                  \
-        float *at = c + i * ldc + v * (VF);                                                         \
-        if (accumulate) {                                                                           \
-          vec old;                                                                                  \
-          memcpy(&old, at, sizeof old);                                                             \
-          acc[i][v] = acc[i][v] + old;                                                              \
-        }                                                                                           \
-        memcpy(at, &acc[i][v], sizeof acc[i][v]);                                                   \
-      }                                                                                             \
-    }                                                                                               \
+    for (i = 0; i < (MR); ++i)                                                                      \
+      for (v = 0; v < (NV); ++v) memcpy(c + i * ldc + v * (VF), &acc[i][v], sizeof acc[i][v]);      \
   }
 
 /* Dot products 4 weight rows at a time, vector partial sums added up once at the end
@@ -224,20 +219,23 @@ __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_d
 __attribute__((target("avx512f,avx512vl,avx2,fma"))) CK_CONTRACT CK_DEFINE_PM_KERNEL(ck_pm_avx512, CK_PM_MR, 8, 3)
 
 /* The wide pixel-major tile (ck_micro_kernel.pixel_major_wide): 7 pixels x 48 channels, two weight slivers
- * (the second kc * CK_M_QUANTUM floats after the first) in three 512-bit vectors, the middle one half of
+ * (the second ws floats after the first) in three 512-bit vectors, the middle one half of
  * each sliver: 21 accumulators of 16 lanes where the 7 x 24 tile has 21 of 8. Each lane sums the same
  * products in the same order as the narrow tile, so either gives the same bits. */
 __attribute__((target("avx512f,avx512vl,avx2,fma"))) CK_CONTRACT static void ck_pm_wide_avx512(
     int64_t kc, const float *restrict ap, int64_t as, const int64_t *restrict aoff, const float *restrict wp,
-    float *restrict c, int64_t ldc, int accumulate) {
+    int64_t ws, float *restrict c, int64_t ldc, int accumulate) {
   typedef float vec __attribute__((vector_size(16 * sizeof(float))));
   typedef float half __attribute__((vector_size(8 * sizeof(float))));
-  const float *restrict wq = wp + kc * CK_M_QUANTUM;
+  const float *restrict wq = wp + ws;
   vec acc[CK_PM_MR][3];
   int64_t p;
   int i, v;
   for (i = 0; i < CK_PM_MR; ++i)
-    for (v = 0; v < 3; ++v) acc[i][v] = (vec){0};
+    for (v = 0; v < 3; ++v) {
+      acc[i][v] = (vec){0};
+      if (accumulate) memcpy(&acc[i][v], c + i * ldc + v * 16, sizeof acc[i][v]);
+    }
   for (p = 0; p < kc; ++p) {
     const float *restrict a_ = aoff == NULL ? ap + p * as : ap + aoff[p];
     vec w[3];
@@ -259,17 +257,8 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) CK_CONTRACT static void ck_
       for (v = 0; v < 3; ++v) acc[i][v] = acc[i][v] + ai * w[v];
     }
   }
-  for (i = 0; i < CK_PM_MR; ++i) {
-    for (v = 0; v < 3; ++v) {
-      float *at = c + i * ldc + v * 16;
-      if (accumulate) {
-        vec old;
-        memcpy(&old, at, sizeof old);
-        acc[i][v] = acc[i][v] + old;
-      }
-      memcpy(at, &acc[i][v], sizeof acc[i][v]);
-    }
-  }
+  for (i = 0; i < CK_PM_MR; ++i)
+    for (v = 0; v < 3; ++v) memcpy(c + i * ldc + v * 16, &acc[i][v], sizeof acc[i][v]);
 }
 
 static int ck_cpu_has_avx2(void) {
@@ -291,13 +280,13 @@ static void ck_micro_baseline(int64_t kc, const float *restrict ap, int64_t as, 
   int64_t p;
   int i, j;
   for (i = 0; i < CK_MR; ++i)
-    for (j = 0; j < CK_NR; ++j) acc[i][j] = 0.0f;
+    for (j = 0; j < CK_NR; ++j) acc[i][j] = accumulate ? c[i * ldc + j] : 0.0f; /* the chain goes on from C */
   for (p = 0; p < kc; ++p)
     for (i = 0; i < CK_MR; ++i)
       for (j = 0; j < CK_NR; ++j) acc[i][j] += ap[p * as + i] * bp[p * bs + j];
   for (i = 0; i < CK_MR; ++i) {
     for (j = 0; j < CK_NR; ++j) {
-      c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+      c[i * ldc + j] = acc[i][j];
       if (row_bias != NULL) c[i * ldc + j] += row_bias[i];
       if (residual != NULL) c[i * ldc + j] += residual[i * ldc + j];
     }
