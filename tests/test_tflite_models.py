@@ -75,7 +75,8 @@ def test_tflite_arithmetic_host_kernels_equal_tflite_micro(case):
 SINGLE_16X8 = {"conv_bias_past_int32": lambda: tm.conv(True, act="NONE", int16=True, bias_bits=34, out_scale=0.2),
                "depthwise": lambda: tm.conv(True, depthwise=True, mult=2, stride=2, act="RELU6", int16=True),
                "fully_connected": lambda: tm.fully_connected(True, per_channel=True, act="RELU", int16=True),
-               "add": lambda: tm.binary(True, act="RELU", broadcast=True, int16=True)}
+               "add": lambda: tm.binary(True, act="RELU", broadcast=True, int16=True),
+               "softmax": lambda: tm.activation(True, op="SOFTMAX", int16=True)}
 
 
 @pytest.mark.tflite

@@ -125,12 +125,17 @@ def pool(quantized, op="AVERAGE_POOL_2D", padding="SAME", size=3, stride=2, act=
     return m.finish([x], [y])
 
 
-def activation(quantized, op="SOFTMAX", shape=(2, 3, 3, 10), beta=1.0):
-    """SOFTMAX, LOGISTIC or TANH with TFLite's fixed int8 output quantization, after a conv (an NCHW input)."""
-    m = Maker(quantized, seed=6)
-    x = m.act("x", shape, scale=0.08 if quantized else None)
+def activation(quantized, op="SOFTMAX", shape=(2, 3, 3, 10), beta=1.0, int16=False):
+    """SOFTMAX, LOGISTIC or TANH with TFLite's fixed int8 output quantization (int16 SOFTMAX: 1/32768, 0)."""
+    m = Maker(quantized, seed=6, int16=int16)
+    x = m.act("x", shape, scale=(0.0005 if int16 else 0.08) if quantized else None)
     out_q = {"SOFTMAX": (1 / 256, -128), "LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}[op]
-    y = m.w.tensor("y", shape, "int8", scale=out_q[0], zero_point=out_q[1]) if quantized else m.act("y", shape)
+    if int16:
+        y = m.w.tensor("y", shape, "int16", scale=1 / 32768, zero_point=0)
+    elif quantized:
+        y = m.w.tensor("y", shape, "int8", scale=out_q[0], zero_point=out_q[1])
+    else:
+        y = m.act("y", shape)
     opts = {"beta": beta} if op == "SOFTMAX" else {}
     m.w.op(op, [x], [y], **opts)
     return m.finish([x], [y])

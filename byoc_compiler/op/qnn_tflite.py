@@ -1,9 +1,9 @@
-"""TFLite-only quantized ops: qnn.softmax (int8, output scale 1/256 and zero point -128), qnn.subtract,
-the quantized reductions qnn.mean / qnn.sum and qnn.l2_normalize (int8, output scale 1/128 and zero point
-0), in TFLite's fixed point.
+"""TFLite-only quantized ops: qnn.softmax (int8, output scale 1/256 and zero point -128; int16, 1/32768 and 0),
+qnn.subtract, the quantized reductions qnn.mean / qnn.sum and qnn.l2_normalize (int8, output scale 1/128 and
+zero point 0), in TFLite's fixed point.
 
-qnn.softmax's reference is op/tflite_fixedpoint.py's `softmax`; the host kernel computes the same steps from
-the same exp table. qnn.subtract is TFLite's SUB: its ADD with the second input's multiplier negated
+qnn.softmax's reference is op/tflite_fixedpoint.py's `softmax` (int16: op/tflite_softmax16.py); the host kernel
+computes the same steps from the same tables. qnn.subtract is TFLite's SUB: its ADD with the second input's multiplier negated
 (op/tflite_math.py). qnn.mean and qnn.sum sum the raw integers in int32 and rescale the sum (less the zero
 point times the count) once by MultiplyByQuantizedMultiplier, MEAN's multiplier carrying 1/count
 (tflite_math.reduce_multiplier). Host kernels: backend/host_kernels/tflite_qnn.py.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import tflite_math
+from . import tflite_math, tflite_softmax16 as softmax16
 from .qnn import _BIN_ATTRS, _infer_qbinary, saturate, tflite_add_params
 from .reduce import reduce_axes, reduced_shape
 from .registry import Attr, OpTypeError, register
@@ -21,20 +21,25 @@ from .typecheck import normalize_axis, tensor_arg, tensor_type
 
 
 def _infer(types, attrs):
-    data = tensor_arg("qnn.softmax", "data", types[0], ("int8",))
+    data = tensor_arg("qnn.softmax", "data", types[0], ("int8", "int16"))
     if data.ndim == 0:
         raise OpTypeError("qnn.softmax", "data", "a tensor of rank >= 1", "a scalar")
-    normalize_axis("qnn.softmax", "axis", attrs.axis, data.ndim)
+    axis = normalize_axis("qnn.softmax", "axis", attrs.axis, data.ndim)
+    if data.dtype == "int16" and data.shape[axis] > 65536:     # the int32 sum of int16 exps must not overflow
+        raise OpTypeError("qnn.softmax", "data", "at most 65536 int16 values along the axis",
+                          f"shape {list(data.shape)}")
     try:
-        softmax_params(attrs.input_scale, attrs.beta)
+        (softmax16.input_multiplier if data.dtype == "int16" else softmax_params)(attrs.input_scale, attrs.beta)
     except ValueError as exc:
-        raise OpTypeError("qnn.softmax", "input_scale", "input_scale * beta below 32", str(exc)) from None
-    return tensor_type(data.shape, "int8")
+        raise OpTypeError("qnn.softmax", "input_scale", "input_scale * beta TFLite's multiplier represents",
+                          str(exc)) from None
+    return tensor_type(data.shape, data.dtype)
 
 
 def _ref(args, attrs):
     x = args[0]
-    return softmax(x, attrs.input_scale, attrs.beta, attrs.axis % x.ndim)
+    fn = softmax16.softmax if x.dtype == np.int16 else softmax
+    return fn(x, attrs.input_scale, attrs.beta, attrs.axis % x.ndim)
 
 
 def _positive(value) -> str | None:
@@ -46,7 +51,8 @@ register("qnn.softmax", ("data",),
           Attr("axis", "int", -1), Attr("rounding", "str", "tflite", choices=("tflite",))),
          infer=_infer, ref=_ref, family="qnn",
          doc="softmax of int8 data along axis, output scale 1/256 and zero point -128, as TFLite's int8 kernel "
-             "computes it (fixed-point exp and reciprocal)")
+             "computes it (fixed-point exp and reciprocal); int16 data (16x8): output scale 1/32768 and zero "
+             "point 0, TFLite's int16 kernel (interpolated exp and reciprocal tables, op/tflite_softmax16.py)")
 
 
 def _sub_ref(args, attrs):

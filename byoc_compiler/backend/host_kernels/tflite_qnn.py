@@ -7,7 +7,7 @@ without right-shifting negative values (implementation-defined in C99).
 from __future__ import annotations
 
 from ...ctext import c_type, int_literal as L, line_array
-from ...op import tflite_math
+from ...op import tflite_math, tflite_softmax16 as softmax16
 from ...op.tflite_fixedpoint import L2_OUTPUT_SHIFT, SOFTMAX_SUM_BITS, softmax_exp_table
 from ...op.qnn import tflite_add_params, tflite_mul_multiplier, tflite_requantize_reals
 from ...op.qnn_tflite import reduce_params
@@ -48,6 +48,12 @@ HELPERS = {
   const int32_t shift = 15 - e;
   const int64_t total = (int64_t)((uint64_t)x * (uint64_t)reduced + ((uint64_t)1 << (shift - 1)));
   return byoc_wrap_i32(byoc_floor_shift(total, shift));
+}"""),
+    # TFLite's int16 table lookup: entry 256 + (v >> 7) interpolated towards the next by v's low 7 bits
+    "byoc_tfl_lut16": ((), """static inline int16_t byoc_tfl_lut16(int16_t v, const int16_t *lut) {
+  const int32_t index = 256 + (int32_t)byoc_floor_shift(v, 7);
+  const int32_t slope = (int32_t)lut[index + 1] - lut[index];
+  return (int16_t)byoc_wrap_i32(lut[index] + byoc_floor_shift((int64_t)slope * (v & 0x7F) + 64, 7));
 }"""),
     # MultiplyByQuantizedMultiplier, single rounding (TFLITE_SINGLE_ROUNDING)
     "byoc_tfl_mbqm_single": ((), """static inline int32_t byoc_tfl_mbqm_single(int64_t x, int32_t m, int32_t e) {
@@ -98,7 +104,8 @@ HELPER_DEPS = {"byoc_tfl_inv_sqrt": ("byoc_tfl_rdbpot", "byoc_tfl_sat_shl", "byo
                "byoc_tfl_one_over_one_plus_x": ("byoc_tfl_srdhm", "byoc_tfl_sat_shl", "byoc_wrap_i32"),
                "byoc_tfl_mbqm": ("byoc_tfl_srdhm", "byoc_tfl_rdbpot", "byoc_wrap_i32"),
                "byoc_tfl_mbqm_single": ("byoc_floor_shift", "byoc_wrap_i32"),
-               "byoc_tfl_mbqm64": ("byoc_floor_shift", "byoc_wrap_i32")}
+               "byoc_tfl_mbqm64": ("byoc_floor_shift", "byoc_wrap_i32"),
+               "byoc_tfl_lut16": ("byoc_floor_shift", "byoc_wrap_i32")}
 
 
 def _clamped(ctx, value: str, dtype: str) -> str:
@@ -155,6 +162,8 @@ def softmax(ctx) -> str:
     outer, extent, inner = axis_split(x.shape, ctx.attrs.axis % x.ndim)
     if outer * extent * inner == 0:
         return ""
+    if x.dtype == "int16":
+        return _softmax16(ctx, outer, extent, inner)
     table = [int(v) for v in softmax_exp_table(ctx.attrs.input_scale, ctx.attrs.beta)]
     for helper in ("byoc_tfl_rdbpot", "byoc_tfl_srdhm", "byoc_tfl_one_over_one_plus_x", "byoc_clamp64"):
         ctx.use(helper)
@@ -173,6 +182,40 @@ for (int64_t c = 0; c < {L(extent)}; ++c) {{
   out0[base + c * {L(inner)}] = (int8_t)byoc_clamp64((int64_t)byoc_tfl_rdbpot(byoc_tfl_srdhm(scale, e), exponent) - 128, INT8_MIN, INT8_MAX);
 }}"""
     return "  " + line_array("exps", "int32", table) + "\n" + flat_loop(outer * inner, body, var="o")
+
+
+def _softmax16(ctx, outer: int, extent: int, inner: int) -> str:
+    """int16 qnn.softmax (op/tflite_softmax16.py): each difference from the row's maximum rescaled, re-centred
+    and looked up in the exp table, the int32 sum normalized and looked up in the reciprocal table, each exp
+    times the reciprocal shifted right with rounding. The tables are the reference's, written as constants."""
+    exp_table, recip_table = softmax16.tables()
+    m, e = softmax16.input_multiplier(ctx.attrs.input_scale, ctx.attrs.beta)
+    f = ctx.use("byoc_tfl_mbqm")
+    lookup = ctx.use("byoc_tfl_lut16")
+    ctx.use("byoc_clamp64")
+    ctx.use("byoc_floor_shift")
+    at = f"base + c * {L(inner)}"
+    body = f"""const int64_t base = (o / {L(inner)}) * {L(extent * inner)} + o % {L(inner)};
+int32_t top = INT16_MIN;
+for (int64_t c = 0; c < {L(extent)}; ++c) if (in0[{at}] > top) top = in0[{at}];
+int32_t sum = 0;
+for (int64_t c = 0; c < {L(extent)}; ++c) {{
+  const int32_t scaled = {f}((int64_t)in0[{at}] - top, {L(m)}, {e});
+  out0[{at}] = {lookup}((int16_t)byoc_clamp64((int64_t)scaled + 32767, INT16_MIN, INT16_MAX), exp_lut);
+  sum += out0[{at}];   /* at most 65536 x 32767 (the op's type check) */
+}}
+int32_t headroom = 0;
+while (headroom < 31 && !(((uint32_t)sum << headroom) & 0x80000000u)) ++headroom;
+const int64_t shifted = (((int64_t)sum << (headroom - 1)) + (1 << 13)) / (1 << 14);
+const int32_t reciprocal = {lookup}((int16_t)byoc_clamp64(shifted - 98304, INT16_MIN, INT16_MAX), recip_lut);
+const int32_t shift = 31 - headroom;
+for (int64_t c = 0; c < {L(extent)}; ++c) {{
+  const int64_t v = byoc_floor_shift((int64_t)out0[{at}] * reciprocal + (INT64_C(1) << (shift - 1)), shift);
+  out0[{at}] = (int16_t)byoc_clamp64(v, 0, INT16_MAX);
+}}"""
+    tables = ["  " + line_array("exp_lut", "int16", [int(v) for v in exp_table]),
+              "  " + line_array("recip_lut", "int16", [int(v) for v in recip_table])]
+    return "\n".join(tables) + "\n" + flat_loop(outer * inner, body, var="o")
 
 
 def _reduce(name: str):

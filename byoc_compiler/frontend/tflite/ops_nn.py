@@ -226,11 +226,24 @@ def _fixed_output(cx, op, scale: float, zero_point: int) -> None:
                         f"kernels assume them); the model has {list(q.scale)}, {list(q.zero_point)}")
 
 
+def _near_output(cx, op, scale: float) -> None:
+    """int16 SOFTMAX's output scale: within 0.1% of `scale` (TFLite's check; its kernel assumes `scale`)."""
+    q = cx.quant(op.outputs[0], "the output")
+    if len(q.scale) != 1 or abs(float(q.scale[0]) - scale) > 0.001 * scale:
+        raise NodeError(f"int16 {op.name} needs the output scale {scale} (TFLite's kernel assumes it); the model "
+                        f"has {list(q.scale)}")
+
+
 @converter("SOFTMAX")
 def _softmax(op, cx):
     beta = float(np.float32(op.options.get("beta", 1.0)))
-    if cx.info(op.inputs[0]).dtype == "int8":
-        _fixed_output(cx, op, 1.0 / 256, -128)
+    dtype = cx.info(op.inputs[0]).dtype
+    if dtype in ("int8", "int16"):
+        if dtype == "int16":
+            check_16x8(cx, op)
+            _near_output(cx, op, 1.0 / 32768)
+        else:
+            _fixed_output(cx, op, 1.0 / 256, -128)
         v = cx.value(op, 0)
         scale, _ = per_tensor(cx.quant(op.inputs[0], "the input"), "the input")
         axis = 1 if v.layout == "nchw" else -1
