@@ -1,7 +1,8 @@
 """ck_hard_sigmoid and ck_hard_swish (targets/ccompiler/kernels/ck_activation.c) through ctypes against
 numpy in float64, special values included (NaN stays NaN, the clamp's corners, infinities), built with gcc
-and clang at -O0 and -O3 and once under ASan + UBSan; and the EfficientNet-lite backbone they are for is one
-ccompiler region (tests/test_zoo_modern.py runs it built, against onnxruntime)."""
+and clang at -O0 and -O3 and once under ASan + UBSan, on every instruction set this CPU runs and at 1 and 3
+threads; and the EfficientNet-lite backbone they are for is one ccompiler region (tests/test_zoo_modern.py runs
+it built, against onnxruntime)."""
 from __future__ import annotations
 
 import ctypes
@@ -25,11 +26,15 @@ SPECIAL = np.array([np.nan, np.inf, -np.inf, -3.0, 3.0, -2.5, 2.5, 0.0, -0.0, 1e
                    np.float32)
 
 
+# the activations follow the gemm core's instruction set (ck_microkernel.c) and split on the pool (ck_parallel.c)
+SOURCES = [str(K.KERNEL_DIR / name) for name in ("ck_activation.c", "ck_microkernel.c", "ck_parallel.c")]
+
+
 def _compile(tmp_path, cc, flags):
     needs.programs(cc)
     out = tmp_path / f"libck-activation-{cc}.so"
     cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", *flags, "-I", str(K.INCLUDE_DIR),
-           str(K.KERNEL_DIR / "ck_activation.c"), *K.standalone_args(), "-o", str(out), *K.LDFLAGS]
+           *SOURCES, *K.standalone_args(), "-o", str(out), *K.LDFLAGS]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
     return out
@@ -40,6 +45,7 @@ def lib(request, tmp_path_factory):
     so = ctypes.CDLL(str(_compile(tmp_path_factory.mktemp("ck"), *BUILDS[request.param])))
     so.ck_hard_sigmoid.argtypes = [ctypes.c_int64, f32p, f32p, ctypes.c_float, ctypes.c_float]
     so.ck_hard_swish.argtypes = [ctypes.c_int64, f32p, f32p]
+    so.ck_gemm_kernel_name.restype = so.ck_gemm_kernel_at.restype = ctypes.c_char_p
     return so
 
 
@@ -73,6 +79,44 @@ def test_hard_swish_in_place(lib):
     _expect(x, x, want)
 
 
+def _kernels(lib) -> list[bytes]:
+    names, i = [], 0
+    while lib.ck_gemm_kernel_at(i) is not None:
+        names.append(lib.ck_gemm_kernel_at(i))
+        i += 1
+    return names
+
+
+def test_every_instruction_set_and_thread_count(lib):
+    """Three ranges of the pool and a ragged tail (40,000 elements), in place and not, on every kernel this CPU
+    runs: against numpy, and 3 threads bit-equal to 1."""
+    rng = np.random.default_rng(16)
+    x = np.concatenate([np.tile(SPECIAL, 10), rng.uniform(-8, 8, 40_000 - 10 * SPECIAL.size).astype(np.float32)])
+    with np.errstate(invalid="ignore", over="ignore"):
+        swish = x.astype(np.float64) * np.clip(x.astype(np.float64) / 6.0 + 0.5, 0.0, 1.0)
+        sigmoid = np.clip(np.float32(0.2) * x.astype(np.float64) + np.float32(0.5), 0.0, 1.0)
+    default, ran = lib.ck_gemm_kernel_name(), []
+    try:
+        for name in _kernels(lib):
+            if lib.ck_gemm_use_kernel(name) != 0:
+                continue  # this CPU lacks it
+            outs = []
+            for threads in (1, 3):
+                lib.byoc_set_num_threads(threads)
+                y, z = np.full_like(x, 7.0), x.copy()
+                assert lib.ck_hard_sigmoid(x.size, x.ctypes.data_as(f32p), y.ctypes.data_as(f32p), 0.2, 0.5) == 0
+                assert lib.ck_hard_swish(z.size, z.ctypes.data_as(f32p), z.ctypes.data_as(f32p)) == 0
+                _expect(x, y, sigmoid)
+                _expect(x, z, swish)
+                outs.append((y, z))
+            assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(*outs)), name
+            ran.append(name)
+    finally:
+        lib.byoc_set_num_threads(1)
+        assert lib.ck_gemm_use_kernel(default) == 0
+    assert ran and ran[-1].startswith(b"baseline-")
+
+
 def test_rejects_bad_parameters(lib):
     x = np.ones(4, np.float32)
     p = x.ctypes.data_as(f32p)
@@ -100,7 +144,7 @@ int main(void) {
 """)
     exe = tmp_path / "driver"
     cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", *SANITIZERS, "-I", str(K.INCLUDE_DIR), str(driver),
-           str(K.KERNEL_DIR / "ck_activation.c"), *K.standalone_args(), "-o", str(exe), *K.LDFLAGS]
+           *SOURCES, *K.standalone_args(), "-o", str(exe), *K.LDFLAGS]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     run = subprocess.run([str(exe)], capture_output=True, text=True,

@@ -53,12 +53,9 @@ CK_CONTRACT CK_DEFINE_DW_TAPS(ck_dw_taps_baseline)
 __attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_DW_TAPS(ck_dw_taps_avx2)
 __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_DW_TAPS(ck_dw_taps_avx512)
 
-/* The gemm core's kernel names the instruction set it checked this CPU for. */
 static ck_dw_taps_fn ck_dw_taps_current(void) {
-  const char *name = ck_micro_kernel_current()->name;
-  if (strncmp(name, "avx512", 6) == 0) return ck_dw_taps_avx512;
-  if (strncmp(name, "avx2", 4) == 0) return ck_dw_taps_avx2;
-  return ck_dw_taps_baseline;
+  static const ck_dw_taps_fn by_isa[] = {ck_dw_taps_baseline, ck_dw_taps_avx2, ck_dw_taps_avx512};
+  return by_isa[ck_micro_kernel_isa()];
 }
 #else
 static ck_dw_taps_fn ck_dw_taps_current(void) { return ck_dw_taps_baseline; }

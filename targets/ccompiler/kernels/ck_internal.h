@@ -147,6 +147,10 @@ typedef struct {
 
 /* The kernel in use (chosen on first call). */
 const ck_micro_kernel *ck_micro_kernel_current(void);
+/* The instruction set the kernel in use was checked for, for the loops that follow it (depthwise windows,
+ * activations): CK_ISA_AVX512, CK_ISA_AVX2 or CK_ISA_BASELINE (what the compiler flags allow). */
+enum { CK_ISA_BASELINE = 0, CK_ISA_AVX2 = 1, CK_ISA_AVX512 = 2 };
+int32_t ck_micro_kernel_isa(void);
 
 /* a_packed: NULL, or A already packed by ck_pack_a_ahead (then a and its strides are unused).
  * residual: NULL, or an m x n matrix (row stride ldc, not aliasing c) added after the epilogue's bias,

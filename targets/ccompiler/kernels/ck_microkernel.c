@@ -344,6 +344,13 @@ const ck_micro_kernel *ck_micro_kernel_current(void) {
 
 const char *ck_gemm_kernel_name(void) { return ck_micro_kernel_current()->name; }
 
+int32_t ck_micro_kernel_isa(void) {
+  const char *name = ck_micro_kernel_current()->name;
+  if (strncmp(name, "avx512", 6) == 0) return CK_ISA_AVX512;
+  if (strncmp(name, "avx2", 4) == 0) return CK_ISA_AVX2;
+  return CK_ISA_BASELINE;
+}
+
 const char *ck_gemm_kernel_at(int32_t index) {
   return index >= 0 && index < CK_NUM_KERNELS ? ck_kernels[index].name : NULL;
 }
