@@ -112,7 +112,8 @@ def _thread_count(threads: int | None):
 
 
 def isa_path() -> str:
-    """The micro-kernel ccompiler's library picks on this CPU (its run-time dispatch), e.g. avx512_8x32."""
+    """The micro-kernels ccompiler's library picks on this CPU (its run-time dispatch): float32 and int8, e.g.
+    "avx512-8x32, int8 amx-int8-32x32"."""
     import ctypes  # noqa: PLC0415  (only this report loads a library)
 
     from byoc_compiler.contrib.ccompiler import kernels as K  # noqa: PLC0415  (only this report needs it)
@@ -122,8 +123,8 @@ def isa_path() -> str:
         subprocess.run(["gcc", "-std=c99", "-O1", "-fPIC", "-shared", "-I", str(K.INCLUDE_DIR),
                         *map(str, K.SOURCES), *K.standalone_args(), "-o", str(out), *K.LDFLAGS], check=True)
         lib = ctypes.CDLL(str(out))
-        lib.ck_gemm_kernel_name.restype = ctypes.c_char_p
-        return lib.ck_gemm_kernel_name().decode()
+        lib.ck_gemm_kernel_name.restype = lib.ck_qgemm_kernel_name.restype = ctypes.c_char_p
+        return f"{lib.ck_gemm_kernel_name().decode()}, int8 {lib.ck_qgemm_kernel_name().decode()}"
 
 
 # One build measured in a wrapper process, so that RUSAGE_CHILDREN covers that build alone.

@@ -466,6 +466,28 @@ CK_AMX_TARGET static void ck_qblock_amx(int64_t steps, const int8_t *a, const ui
   _tile_stored(2, acc + 16 * CK_QNR, ldb);
   _tile_stored(3, acc + 16 * CK_QNR + 16, ldb);
 }
+
+/* The block and byoc's float32 requantization of its first rows x cols, straight from the stored tiles (no
+ * call per row: at 32 columns a row is two vectors) */
+__attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni"))) static void ck_qfused_amx(
+    int64_t steps, const int8_t *a, const uint8_t *b, int64_t rows, int64_t cols, const int32_t *bias,
+    const float *scale, const ck_qparams *q, uint8_t *out, int64_t ldo) {
+  const __mmask16 mask0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1u);
+  const __mmask16 mask1 = cols >= 32 ? (__mmask16)0xFFFF : (__mmask16)(cols > 16 ? (1u << (cols - 16)) - 1u : 0u);
+  int32_t acc[CK_QBLOCK * CK_QNR];
+  ck_qepilogue e;
+  int64_t i;
+  ck_qblock_amx(steps, a, b, acc);
+  e.zp = _mm512_set1_epi32(q->output_zero_point);
+  e.lo = _mm512_set1_ps((float)(q->out_min - q->output_zero_point));
+  e.hi = _mm512_set1_ps((float)(q->out_max - q->output_zero_point));
+  for (i = 0; i < rows; ++i) {
+    ck_qrequant16(_mm512_loadu_si512((const void *)(acc + i * CK_QNR)), bias[i], scale[i], &e, mask0, out + i * ldo);
+    if (cols > 16)
+      ck_qrequant16(_mm512_loadu_si512((const void *)(acc + i * CK_QNR + 16)), bias[i], scale[i], &e, mask1,
+                    out + i * ldo + 16);
+  }
+}
 #endif
 
 typedef void (*ck_qtfl_row_fn)(int64_t n, const int32_t *acc, int32_t bias, const int32_t *me, const ck_qparams *q,
@@ -590,6 +612,7 @@ CK_VNNI_TARGET static void ck_qdw_row_avx512(int64_t n, const uint8_t *base, int
 typedef struct {
   const char *name;
   ck_qblock_fn block;       /* NULL, or 32 x 32 blocks (AMX): rows a block leaves run on `tile` */
+  ck_qfused_fn block_fused; /* the block requantized (float32 rounding, unit column stride) */
   void (*tiles)(int on);    /* the block kernel's per-thread set-up (on) and release (off) */
   ck_qtile_fn tile;
   ck_qfused_fn fused;
@@ -602,14 +625,14 @@ typedef struct {
 
 static const ck_qkernel ck_qkernels[] = {
 #if defined(CK_QAMX)
-    {"amx-int8-32x32", ck_qblock_amx, ck_qtiles_amx, ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512,
+    {"amx-int8-32x32", ck_qblock_amx, ck_qfused_amx, ck_qtiles_amx, ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512,
      ck_qdw_row_avx512, ck_cpu_has_amx, ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512},
 #endif
 #if defined(CK_QDISPATCH)
-    {"avx512vnni-8x32", NULL, NULL, ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512, ck_qdw_row_avx512, ck_cpu_has_vnni,
+    {"avx512vnni-8x32", NULL, NULL, NULL, ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512, ck_qdw_row_avx512, ck_cpu_has_vnni,
      ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512},
 #endif
-    {"portable-8x32", NULL, NULL, ck_qtile_portable, ck_qfused_portable, ck_qrequant_row_portable, ck_qdw_row_portable, NULL,
+    {"portable-8x32", NULL, NULL, NULL, ck_qtile_portable, ck_qfused_portable, ck_qrequant_row_portable, ck_qdw_row_portable, NULL,
      ck_qrequant_row_tfl_portable, ck_qdw_sums_portable},
 };
 #define CK_NUM_QKERNELS ((int32_t)(sizeof ck_qkernels / sizeof ck_qkernels[0]))
@@ -708,13 +731,18 @@ static void ck_qtfl_tile(const ck_qkernel *kernel, int64_t steps, const int8_t *
   }
 }
 
-/* In parallel: column chunks of CK_QN_CHUNK (whole panels; 128 bytes of every output row: boundaries on
- * cache lines), each packing its panels into its thread's slot. The split depends on n alone and every
- * output byte is computed by one task in one order: results are the same for every thread count. */
-#define CK_QN_CHUNK (4 * CK_QNR)
+/* In parallel: column chunks of whole panels, each packing its panels into its thread's slot: 4 panels (128
+ * bytes of every output row) over wide outputs, one panel (32) below CK_QN_WIDE columns, so that ResNet's
+ * 14x14 and 7x7 layers still make 7 and 2 tasks, not 2 uneven ones and 1 (the few bytes threads then share
+ * in a cache line cost less than a core idling). The split depends on n alone and every output byte is
+ * computed by one task in one order: results are the same for every thread count. */
+
+static int64_t ck_qgemm_chunk_columns(int64_t n) { return n >= CK_QN_WIDE ? 4 * CK_QNR : CK_QNR; }
+
+static int64_t ck_qgemm_chunks(int64_t n) { return (n + ck_qgemm_chunk_columns(n) - 1) / ck_qgemm_chunk_columns(n); }
 
 int64_t ck_qgemm_slots(int64_t n) {
-  const int64_t chunks = (n + CK_QN_CHUNK - 1) / CK_QN_CHUNK;
+  const int64_t chunks = ck_qgemm_chunks(n);
   return chunks < 1 ? 1 : chunks < BYOC_MAX_THREADS ? chunks : BYOC_MAX_THREADS;
 }
 
@@ -756,8 +784,8 @@ static void ck_qgemm_chunk(int32_t chunk, int32_t slot, void *ctx) {
   const ck_qgemm_job *job = (const ck_qgemm_job *)ctx;
   const ck_qkernel *kernel = ck_qkernel_current();
   const int64_t k4 = ck_qround_up(job->k, 4), steps = k4 / 4, m = job->m, m8 = ck_qround_up(m, CK_QMR);
-  const int64_t first = (int64_t)chunk * CK_QN_CHUNK;
-  const int64_t end = first + CK_QN_CHUNK < job->n ? first + CK_QN_CHUNK : job->n;
+  const int64_t first = (int64_t)chunk * ck_qgemm_chunk_columns(job->n);
+  const int64_t end = first + ck_qgemm_chunk_columns(job->n) < job->n ? first + ck_qgemm_chunk_columns(job->n) : job->n;
   uint8_t *panel = job->panels + (size_t)slot * (size_t)ck_qgemm_panel_stride(job->k);
   int32_t acc[CK_QBLOCK * CK_QNR];
   int64_t n0, m0;
@@ -770,8 +798,14 @@ static void ck_qgemm_chunk(int32_t chunk, int32_t slot, void *ctx) {
     m0 = 0;
     if (kernel->block != NULL)
       for (; m0 + CK_QBLOCK <= m8; m0 += CK_QBLOCK) {
+        const int64_t rows = m - m0 < CK_QBLOCK ? m - m0 : CK_QBLOCK;
+        if (job->q->rounding == 0 && job->out_col == 1) {
+          kernel->block_fused(steps, job->packed_a + m0 * k4, panel, rows, cols, job->bias + m0, job->scale + m0,
+                              job->q, job->out + m0 * job->out_row + n0, job->out_row);
+          continue;
+        }
         kernel->block(steps, job->packed_a + m0 * k4, panel, acc);
-        ck_qgemm_store(kernel, job, m0, m - m0 < CK_QBLOCK ? m - m0 : CK_QBLOCK, n0, cols, acc);
+        ck_qgemm_store(kernel, job, m0, rows, n0, cols, acc);
       }
     for (; m0 < m; m0 += CK_QMR) {
       const int64_t rows = m - m0 < CK_QMR ? m - m0 : CK_QMR;
@@ -803,7 +837,7 @@ void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, cons
   job.out_row = out_row;
   job.out_col = out_col;
   job.panels = panels;
-  byoc_parallel_chunks((int32_t)((n + CK_QN_CHUNK - 1) / CK_QN_CHUNK), (int32_t)ck_qgemm_slots(n), ck_qgemm_chunk,
+  byoc_parallel_chunks((int32_t)ck_qgemm_chunks(n), (int32_t)ck_qgemm_slots(n), ck_qgemm_chunk,
                        &job);
 }
 
