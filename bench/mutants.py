@@ -292,11 +292,12 @@ def _test(repo: Path, group: Group, file: str, text: str, data: Path | None = No
         path.write_text(original)
 
 
-def _candidates(group: Group, file: str, work: Path) -> list[Path]:
-    out = work / "generated" / file
+def _candidates(group: Group, file: str, work: Path, source: Path | None = None) -> list[Path]:
+    """universalmutator's mutants of `file` (of `source` if given: the file as an earlier commit had it)."""
+    out = work / ("generated" if source is None else "generated-then") / file
     out.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mutate", str(ROOT / group.directory / file), group.language, "--noCheck", "--mutantDir",
-                    str(out)], capture_output=True, check=True, cwd=work)
+    subprocess.run(["mutate", str(source or ROOT / group.directory / file), group.language, "--noCheck",
+                    "--mutantDir", str(out)], capture_output=True, check=True, cwd=work)
     suffix = Path(file).suffix
     return sorted(out.glob(f"*.mutant.*{suffix}"), key=lambda p: int(p.name.split(".")[-2]))
 
@@ -342,21 +343,57 @@ def campaign(repo: Path, work: Path, group: Group, files: list[str], per_file: i
     return results
 
 
-def recheck(repo: Path, work: Path, results: list[Result]) -> list[Result]:
-    """The same results with every survivor tested again (mutants are made again: mutate is deterministic)."""
+def _port(then: str, mutant: str, now: str) -> str | None:
+    """The mutant of `then` (the campaign's source) applied to `now` (the file today): its changed lines
+    replaced where they and two lines either side occur exactly once in `now`; None where they do not."""
+    if then == now:
+        return mutant
+    a, b = then.splitlines(keepends=True), mutant.splitlines(keepends=True)
+    changes = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(changes) != 1:
+        return None
+    _, i1, i2, j1, j2 = changes[0]
+    lo, hi = max(0, i1 - 2), min(len(a), i2 + 2)
+    old = "".join(a[lo:hi])
+    new = "".join(a[lo:i1] + b[j1:j2] + a[i2:hi])
+    return now.replace(old, new) if now.count(old) == 1 else None
+
+
+def _survivor_text(repo: Path, work: Path, r: Result, then: str | None) -> str | None:
+    """The survivor's mutated file for today's tree: made again (mutate is deterministic) from the campaign's
+    source (`then`: its commit; None: today's file) and ported onto today's file."""
+    group = GROUPS[r.group]
+    now = (repo / group.directory / r.file).read_text()
+    source = None
+    if then is not None:
+        source = work / "then" / r.file
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text(subprocess.run(["git", "-C", str(ROOT), "show", f"{then}:{group.directory}/{r.file}"],
+                                         capture_output=True, text=True, check=True).stdout)
+    (mutant,) = [m for m in _candidates(group, r.file, work, source) if m.name == r.mutant]
+    return _port(source.read_text() if source else now, mutant.read_text(), now)
+
+
+def recheck(repo: Path, work: Path, results: list[Result], then: str | None = None) -> list[Result]:
+    """The same results with every survivor tested again against today's checks; `then`: the commit the
+    campaign ran on (its survivors are ported onto files changed since, or reported as not ported)."""
     out = []
     for r in results:
         if r.status == "survived":
             group = GROUPS[r.group]
-            (mutant,) = [m for m in _candidates(group, r.file, work) if m.name == r.mutant]
+            text = _survivor_text(repo, work, r, then)
+            if text is None:
+                print(f"  {r.file} {r.mutant}: not ported ({r.file} changed around line {r.line})", flush=True)
+                out.append(r)
+                continue
             reference = _compiled(group, repo / group.directory / r.file, work / "original.o")
             probe = work / "probe" / r.file      # the same name as the original: it is in the object file
             probe.parent.mkdir(parents=True, exist_ok=True)
-            probe.write_text(mutant.read_text())
+            probe.write_text(text)
             if _compiled(group, probe, work / "mutant.o") == reference:    # by a rule added since
                 out.append(Result(r.group, r.file, r.mutant, "equivalent", line=r.line))
                 continue
-            by, seconds = _test(repo, group, r.file, mutant.read_text())
+            by, seconds = _test(repo, group, r.file, text)
             r = Result(r.group, r.file, r.mutant, "killed" if by else "survived", seconds, r.line, by)
             print(f"  {r.file} {r.mutant}: {r.status} {by} ({seconds:.0f} s) {r.line}", flush=True)
         out.append(r)
@@ -437,6 +474,8 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write every result here")
     parser.add_argument("--recheck", help="a campaign's --json: run its survivors' checks again (e.g. after "
                         "strengthening a test, or with the slower tests a group added since)")
+    parser.add_argument("--then", help="with --recheck: the commit the campaign ran on, where a mutated file has "
+                        "changed since (its survivors are made from that commit's file and ported onto today's)")
     args = parser.parse_args(argv)
     if shutil.which("mutate") is None and not args.named:
         raise SystemExit("universalmutator is not installed: pip install '.[bench]'")
@@ -447,7 +486,8 @@ def main(argv=None) -> int:
         if args.named:
             results = named(repo)
         elif args.recheck:
-            results = recheck(repo, work, judged([Result(**r) for r in json.loads(Path(args.recheck).read_text())]))
+            results = recheck(repo, work, judged([Result(**r) for r in json.loads(Path(args.recheck).read_text())]),
+                              args.then)
         else:
             results = []
 
