@@ -170,6 +170,11 @@ JUDGED_EQUIVALENT = {
         "coalesce() checks a dim against the first merged dim, not the last: with two or more merged dims the "
         "first's stride is at least the product of two later extents times the new stride, so the check never "
         "passes and the mutant only merges fewer loops (same elements, same order, same C results)",
+    ("elementwise.py", "elementwise.mutant.1160.py"):
+        "the tuple of a membership test (`dtype in (...)`) written in the other order: the same two strings",
+    ("gemm.py", "gemm.mutant.1869.py"):
+        "the GEMM's task size divides by 0 instead of 1 when a panel has no flops: every caller (dense, matmul, "
+        "batch_matmul, conv2d in nn.py) returns before it when an extent is 0, so m >= 1 and panel_flops >= 2 NR",
 }
 
 @dataclass
