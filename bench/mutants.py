@@ -175,6 +175,9 @@ JUDGED_EQUIVALENT = {
     ("gemm.py", "gemm.mutant.1869.py"):
         "the GEMM's task size divides by 0 instead of 1 when a panel has no flops: every caller (dense, matmul, "
         "batch_matmul, conv2d in nn.py) returns before it when an extent is 0, so m >= 1 and panel_flops >= 2 NR",
+    ("image.py", "image.mutant.206.py"):
+        "an axis is the identity if it has `<= 1` taps for `== 1`: op/image.py's resize_taps gives every axis 1 "
+        "(nearest, identity, empty), 2 (linear) or 4 (cubic) taps, never 0",
 }
 
 @dataclass
