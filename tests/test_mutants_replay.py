@@ -41,8 +41,24 @@ REPLAY = {
 }
 
 
-def _mutant_library(name: str, tmp: Path) -> TK.CkLib:
+@pytest.fixture(scope="module")
+def kernel_objects(tmp_path_factory) -> dict[str, Path]:
+    """Every source of the library (the kernels, the runtime's pool and last error) compiled once (gcc -O0, the
+    replay's flags): a mutant's library recompiles only its own file."""
     needs.programs("gcc")
+    out = tmp_path_factory.mktemp("ck-objects")
+    sources = [*K.SOURCES, *(Path(a) for a in K.standalone_args() if a.endswith(".c"))]
+    proc = subprocess.run(["gcc", *_COMPILE, "-I", str(K.INCLUDE_DIR), *_RUNTIME_INCLUDES, "-c", *map(str, sources)],
+                          cwd=out, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return {s.name: out / f"{s.stem}.o" for s in sources}
+
+
+_COMPILE = [*(f for f in TK.WARNINGS if f != "-shared"), "-O0"]
+_RUNTIME_INCLUDES = [a for a in K.standalone_args() if not a.endswith(".c")]
+
+
+def _mutant_library(name: str, tmp: Path, objects: dict[str, Path]) -> TK.CkLib:
     (mutant,) = [m for m in mutants.NAMED if m.name == name]
     src = tmp / "kernels"
     shutil.copytree(K.KERNEL_DIR, src)
@@ -50,17 +66,20 @@ def _mutant_library(name: str, tmp: Path) -> TK.CkLib:
     text = path.read_text()
     assert text.count(mutant.original) == 1, f"{name}: the named mutant no longer applies; update bench/mutants.py"
     path.write_text(text.replace(mutant.original, mutant.mutated))
+    obj = tmp / "mutant.o"
+    proc = subprocess.run(["gcc", *_COMPILE, "-I", str(src), *_RUNTIME_INCLUDES, "-c", str(path), "-o", str(obj)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
     lib = tmp / "libck-mutant.so"
-    cmd = ["gcc", *TK.WARNINGS, "-O0", "-I", str(src), *(str(src / s.name) for s in K.SOURCES),
-           *K.standalone_args(), "-o", str(lib), *K.LDFLAGS]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    linked = [str(obj if f == mutant.file else o) for f, o in objects.items()]
+    proc = subprocess.run(["gcc", "-shared", *linked, "-o", str(lib), *K.LDFLAGS], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return TK.CkLib(lib)
 
 
 @pytest.mark.parametrize("name", list(REPLAY))
-def test_kernel_tests_kill_the_mutant(name, tmp_path):
-    ck = _mutant_library(name, tmp_path)
+def test_kernel_tests_kill_the_mutant(name, tmp_path, kernel_objects):
+    ck = _mutant_library(name, tmp_path, kernel_objects)
     for test, args in REPLAY[name]:
         with pytest.raises(AssertionError):
             test(ck.lib if test.__module__ == TQ.__name__ else ck, *args)
