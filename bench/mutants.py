@@ -178,6 +178,9 @@ JUDGED_EQUIVALENT = {
     ("image.py", "image.mutant.206.py"):
         "an axis is the identity if it has `<= 1` taps for `== 1`: op/image.py's resize_taps gives every axis 1 "
         "(nearest, identity, empty), 2 (linear) or 4 (cubic) taps, never 0",
+    ("image.py", "image.mutant.231.py"):
+        "no axis is taken as the identity: it then runs as one tap of weight 1.0 from an index table, "
+        "acc += 1.0 * (double)x, exactly the value the direct index gives (resize's output is float32)",
 }
 
 @dataclass
