@@ -194,19 +194,19 @@ class Result:
     by: str = ""         # which checks killed it
 
 
-def _object(source: Path, include: Path, out: Path) -> bytes | None:
+def _object(source: Path, include: Path, out: Path, repo: Path) -> bytes | None:
     """The C file's object at -O2 (None: it does not compile). `include`: the directory of its own headers."""
-    runtime = ROOT / "byoc_compiler" / "runtime"
+    runtime = repo / "byoc_compiler" / "runtime"
     proc = subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-c", "-I", str(include), "-I",
                            str(runtime / "include"), "-I", str(runtime / "src"), str(source), "-o", str(out)],
                           capture_output=True)
     return out.read_bytes() if proc.returncode == 0 else None
 
 
-def _compiled(group: Group, source: Path, out: Path) -> bytes | None:
+def _compiled(group: Group, source: Path, out: Path, repo: Path) -> bytes | None:
     """What the mutant compiles to (None: it does not compile): C's object file, Python's code object."""
     if group.language == "c":
-        return _object(source, ROOT / group.directory, out)
+        return _object(source, repo / group.directory, out, repo)
     try:
         tree = ast.parse(source.read_text())
         compile(tree, source.name, "exec")
@@ -303,11 +303,12 @@ def _test(repo: Path, group: Group, file: str, text: str, data: Path | None = No
         path.write_text(original)
 
 
-def _candidates(group: Group, file: str, work: Path, source: Path | None = None) -> list[Path]:
-    """universalmutator's mutants of `file` (of `source` if given: the file as an earlier commit had it)."""
-    out = work / ("generated" if source is None else "generated-then") / file
+def _candidates(group: Group, file: str, work: Path, source: Path) -> list[Path]:
+    """universalmutator's mutants of `file` as `source` has it: the scratch copy's (never the working tree's,
+    which may change while a campaign runs), or an earlier commit's."""
+    out = work / "generated" / source.parent.name / file
     out.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mutate", str(source or ROOT / group.directory / file), group.language, "--noCheck",
+    subprocess.run(["mutate", str(source), group.language, "--noCheck",
                     "--mutantDir", str(out)], capture_output=True, check=True, cwd=work)
     suffix = Path(file).suffix
     return sorted(out.glob(f"*.mutant.*{suffix}"), key=lambda p: int(p.name.split(".")[-2]))
@@ -329,8 +330,8 @@ def campaign(repo: Path, work: Path, group: Group, files: list[str], per_file: i
     data = _saved_cases(repo, work) if group.name != "kernels" else None
     for file in files:
         original = (repo / group.directory / file).read_text()
-        reference = _compiled(group, repo / group.directory / file, work / "original.o")
-        pool = _candidates(group, file, work)
+        reference = _compiled(group, repo / group.directory / file, work / "original.o", repo)
+        pool = _candidates(group, file, work, repo / group.directory / file)
         random.Random(f"{seed}:{file}").shuffle(pool)
         tested = 0
         for mutant in pool:
@@ -340,7 +341,7 @@ def campaign(repo: Path, work: Path, group: Group, files: list[str], per_file: i
             probe = work / "probe" / file
             probe.parent.mkdir(parents=True, exist_ok=True)
             probe.write_text(text)
-            obj = _compiled(group, probe, work / "mutant.o")
+            obj = _compiled(group, probe, work / "mutant.o", repo)
             line = _changed_line(original, text)
             if obj is None or obj == reference:
                 results.append(Result(group.name, file, mutant.name, "no-compile" if obj is None else "equivalent",
@@ -375,14 +376,14 @@ def _survivor_text(repo: Path, work: Path, r: Result, then: str | None) -> str |
     source (`then`: its commit; None: today's file) and ported onto today's file."""
     group = GROUPS[r.group]
     now = (repo / group.directory / r.file).read_text()
-    source = None
+    source = repo / group.directory / r.file
     if then is not None:
         source = work / "then" / r.file
         source.parent.mkdir(parents=True, exist_ok=True)
         source.write_text(subprocess.run(["git", "-C", str(ROOT), "show", f"{then}:{group.directory}/{r.file}"],
                                          capture_output=True, text=True, check=True).stdout)
     (mutant,) = [m for m in _candidates(group, r.file, work, source) if m.name == r.mutant]
-    return _port(source.read_text() if source else now, mutant.read_text(), now)
+    return _port(source.read_text(), mutant.read_text(), now)
 
 
 def recheck(repo: Path, work: Path, results: list[Result], then: str | None = None) -> list[Result]:
@@ -397,11 +398,11 @@ def recheck(repo: Path, work: Path, results: list[Result], then: str | None = No
                 print(f"  {r.file} {r.mutant}: not ported ({r.file} changed around line {r.line})", flush=True)
                 out.append(r)
                 continue
-            reference = _compiled(group, repo / group.directory / r.file, work / "original.o")
+            reference = _compiled(group, repo / group.directory / r.file, work / "original.o", repo)
             probe = work / "probe" / r.file      # the same name as the original: it is in the object file
             probe.parent.mkdir(parents=True, exist_ok=True)
             probe.write_text(text)
-            if _compiled(group, probe, work / "mutant.o") == reference:    # by a rule added since
+            if _compiled(group, probe, work / "mutant.o", repo) == reference:    # by a rule added since
                 out.append(Result(r.group, r.file, r.mutant, "equivalent", line=r.line))
                 continue
             by, seconds = _test(repo, group, r.file, text)
@@ -424,7 +425,7 @@ def named(repo: Path) -> list[Result]:
         probe = work / "probe" / m.file
         probe.parent.mkdir(parents=True, exist_ok=True)
         probe.write_text(mutated)
-        if _compiled(group, probe, work / "named.o") is None:
+        if _compiled(group, probe, work / "named.o", repo) is None:
             raise SystemExit(f"named mutant {m.name!r} does not compile; update NAMED in bench/mutants.py")
         data = _saved_cases(repo, work) if group.name != "kernels" else None
         by, seconds = _test(repo, group, m.file, mutated, data)
