@@ -218,7 +218,9 @@ def _compiled(group: Group, source: Path, out: Path, repo: Path) -> bytes | None
         body = getattr(node, "body", None)
         if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
-            node.body = body[1:] or [ast.Pass()]
+            node.body = body = body[1:] or [ast.Pass()]
+        if isinstance(body, list) and len(body) > 1:     # `pass` beside other statements compiles to nothing
+            node.body = [b for b in body if not isinstance(b, ast.Pass)] or [ast.Pass()]
         if postponed and isinstance(node, (ast.arg, ast.FunctionDef)):   # PEP 563: never evaluated
             setattr(node, "annotation" if isinstance(node, ast.arg) else "returns", None)
     return ast.dump(tree).encode()
