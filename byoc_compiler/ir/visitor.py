@@ -9,7 +9,7 @@ from __future__ import annotations
 import operator
 from typing import Callable, Iterator
 
-from .expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var, carry_meta
+from .expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var, carry_meta, with_inputs
 
 
 def _inputs(node: Expr, into_functions: bool) -> tuple[Expr, ...]:
@@ -158,38 +158,45 @@ class ExprMutator:
         if id(expr) in memo:
             return memo[id(expr)]
         hooks = {kind: getattr(self, "rewrite_" + name) for kind, name in _KIND.items()}
+        rebuild = self._rebuild
         for node in order if order is not None else post_order(expr, self.into_functions):
-            if id(node) in memo:
-                continue
-            rebuilt = self._rebuild(node)
-            if rebuilt is not node:
-                carry_meta(node, rebuilt)
-            memo[id(node)] = hooks[type(node)](node, rebuilt)
+            key = id(node)
+            if key not in memo:
+                memo[key] = hooks[type(node)](node, rebuild(node))
         return memo[id(expr)]
 
     def _rebuild(self, node: Expr) -> Expr:
+        """`node` reading the rewritten versions of its inputs: itself when none changed, else a new node
+        (with_inputs: no type yet, a copy of node's meta)."""
         memo = self.memo
-        if isinstance(node, Call):
-            op = memo.get(id(node.op), node.op) if isinstance(node.op, Function) else node.op
-            args = [memo[id(a)] for a in node.args]
-            if op is node.op and all(map(operator.is_, args, node.args)):
-                return node
-            return Call(op, args, node.attrs, node.span)
-        if isinstance(node, Tuple):
-            fields = [memo[id(f)] for f in node.fields]
-            if all(map(operator.is_, fields, node.fields)):
-                return node
-            return Tuple(fields, node.span)
-        if isinstance(node, TupleGetItem):
-            value = memo[id(node.tuple_value)]
-            return node if value is node.tuple_value else TupleGetItem(value, node.index, node.span)
-        if isinstance(node, Function) and self.into_functions:
-            params = [memo.get(id(p), p) for p in node.params]
-            body = memo[id(node.body)]
-            if body is node.body and all(a is b for a, b in zip(params, node.params)):
-                return node
-            return Function(params, body, node.ret_type, node.attrs, node.span)
-        return node
+        kind = type(node)
+        if kind is Call:
+            op = memo.get(id(node.op), node.op) if type(node.op) is Function else node.op
+            inputs = node.args
+        elif kind is Tuple:
+            op, inputs = None, node.fields
+        elif kind is TupleGetItem:
+            op, inputs = None, (node.tuple_value,)
+        elif kind is Function and self.into_functions:
+            return self._rebuild_function(node)
+        else:
+            return node
+        moved = [memo[id(a)] for a in inputs]
+        if all(map(operator.is_, moved, inputs)) and (op is None or op is node.op):
+            return node
+        out = with_inputs(node, moved)
+        out.checked_type = None
+        if op is not None:
+            out.op = op
+        return out
+
+    def _rebuild_function(self, node: Function) -> Expr:
+        memo = self.memo
+        params = [memo.get(id(p), p) for p in node.params]
+        body = memo[id(node.body)]
+        if body is node.body and all(a is b for a, b in zip(params, node.params)):
+            return node
+        return carry_meta(node, Function(params, body, node.ret_type, node.attrs, node.span))
 
     def rewrite_var(self, original: Var, rebuilt: Expr) -> Expr:
         return rebuilt

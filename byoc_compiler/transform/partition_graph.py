@@ -14,6 +14,7 @@ Tuple read with TupleGetItem; constants are bound inside unless bind_constants=F
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 
 from ..ctext import identifier_part, sanitize_identifier
@@ -122,10 +123,6 @@ def contracted_order(kids: list[list[int]], owner, regions, blame: str = "MergeC
     return order
 
 
-def _rebuilt_children(node: Expr, value) -> list[Expr]:
-    return [value(k) for k in inputs_of(node)]
-
-
 def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bool = True) -> IRModule:
     """`mod` with every annotated region of main lifted into an external function."""
     main = mod["main"]
@@ -133,23 +130,25 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
     ann = read(main, nodes)
     if not ann.target:
         return mod
-    index = {id(node): i for i, node in enumerate(nodes)}
-    kids = input_positions(nodes, index)
+    kids = input_positions(nodes)
     regions, owner = propose(nodes, kids, ann, bind_constants)
     by_number = {r.number: r for r in regions}
     order = contracted_order(kids, owner, regions)
 
     counters: dict[str, int] = {}
-    new: dict[int, Expr] = {}                 # node position -> its value in the new main
+    new: dict[int, Expr] = {}                 # id(node) -> its value in the new main (absent: itself)
     externals: dict[str, Function] = {}
 
     def value(expr: Expr) -> Expr:
-        return new.get(index[id(expr)], expr)
+        return new.get(id(expr), expr)
 
     for kind, key in order:
         if kind == "node":
             node = nodes[key]
-            new[key] = copy_node(node, _rebuilt_children(node, value)) if inputs_of(node) else node
+            inputs = inputs_of(node)
+            moved = [new.get(id(k), k) for k in inputs]
+            if any(map(operator.is_not, moved, inputs)):   # host nodes carry no annotation: else kept
+                new[id(node)] = copy_node(node, moved)
             continue
         region = by_number[key]
         n = counters.get(region.target, 0)
@@ -158,17 +157,17 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
             n += 1
             symbol = external_symbol(mod_name, region.target, n)
         counters[region.target] = n + 1
-        func, call = _lift(region, nodes, index, symbol, n, value)
+        func, call = _lift(region, nodes, symbol, n, value)
         externals[symbol] = func
         if len(region.outputs) == 1:
-            new[region.outputs[0]] = call
+            new[id(nodes[region.outputs[0]])] = call
         else:
             for k, pos in enumerate(region.outputs):
                 item = TupleGetItem(call, k)
                 item.checked_type = nodes[pos].checked_type
-                new[pos] = item
+                new[id(nodes[pos])] = item
 
-    body = new[len(nodes) - 1]
+    body = value(nodes[-1])
     new_main = Function(main.params, body, main.ret_type, main.attrs, main.span)
     new_main.checked_type = main.checked_type
     functions = mod.functions
@@ -177,22 +176,21 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
     return IRModule(functions)
 
 
-def _lift(region: Region, nodes, index, symbol: str, n: int, value) -> tuple[Function, Call]:
+def _lift(region: Region, nodes, symbol: str, n: int, value) -> tuple[Function, Call]:
     prefix = sanitize_identifier(f"{region.target}_{n}_i")
-    inner: dict[int, Expr] = {}
+    inner: dict[int, Expr] = {}               # id(node) -> its value in the function (absent: itself, a constant)
     params: list[Var] = []
     for k, pos in enumerate(region.inputs):
         param = Var(f"{prefix}{k}", nodes[pos].checked_type)
         param.checked_type = nodes[pos].checked_type
         params.append(param)
-        inner[pos] = param
+        inner[id(nodes[pos])] = param
     for pos in region.members:
         node = nodes[pos]
-        inner[pos] = copy_node(node, _rebuilt_children(node, lambda e: inner.get(index[id(e)], e)))
-    if len(region.outputs) == 1:
-        body = inner[region.outputs[0]]
-    else:
-        body = Tuple([inner[pos] for pos in region.outputs])
+        inner[id(node)] = copy_node(node, [inner.get(id(k), k) for k in inputs_of(node)])
+    body = inner[id(nodes[region.outputs[0]])] if len(region.outputs) == 1 else None
+    if body is None:
+        body = Tuple([inner[id(nodes[pos])] for pos in region.outputs])
         body.checked_type = TupleType([nodes[pos].checked_type for pos in region.outputs])
     attrs = {"Compiler": region.target, "global_symbol": symbol, "Primitive": 1, "Inline": 1}
     func = Function(params, body, body.checked_type, attrs)
