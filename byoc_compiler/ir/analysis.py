@@ -29,6 +29,18 @@ def users(root: Expr, order: list[Expr] | None = None) -> dict[int, list[Expr]]:
     return out
 
 
+def use_counts(order: list[Expr]) -> dict[int, int]:
+    """id(node) -> how many times the nodes of `order` (a post_order) read it (a node reading it twice counts
+    twice; functions not entered): a node is used only inside a set of nodes when they read it as often."""
+    counts: dict[int, int] = {}
+    get = counts.get
+    for node in order:
+        for child in node.children():
+            key = id(child)
+            counts[key] = get(key, 0) + 1
+    return counts
+
+
 def op_counts(expr: Expr) -> Counter:
     """How many calls of each primitive op `expr` contains (composite bodies included)."""
     counts: Counter = Counter()

@@ -4,12 +4,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..ir.analysis import users
+from ..ir.analysis import use_counts
 from ..ir.expr import Call, Function, GlobalVar, Op
 from ..ir.module import IRModule
 from ..ir.visitor import graph_order, post_order
 from ..pattern.matcher import op_names as _pattern_op_names, root_op_names
-from ..transform.merge_composite import candidate_roots, ops_index
+from ..transform.merge_composite import candidate_roots, escapes, ops_index
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def composite_refusals(body, targets, order=None) -> dict[int, str]:
     order = order if order is not None else post_order(body)
     nodes = [n for n in order if isinstance(n, Call) and isinstance(n.op, Op)]
     by_op = ops_index(nodes)
-    users_by_id = None
+    uses = None
     refusals: dict[int, str] = {}
     for target in targets:
         for entry in target.patterns:
@@ -86,12 +86,9 @@ def composite_refusals(body, targets, order=None) -> dict[int, str]:
                 match = entry.pattern.find(root)
                 if match is None or all(id(n) in refusals for n in match.nodes):
                     continue
-                if users_by_id is None:
-                    users_by_id = users(body, order)
-                inner = {id(n) for n in match.nodes}
-                escaping = [n for n in match.nodes if n is not root and
-                            (n is body or any(id(u) not in inner for u in users_by_id.get(id(n), ())))]
-                if escaping:
+                if uses is None:
+                    uses = use_counts(order)
+                if escapes(match, body, uses):
                     why = "an intermediate value of the match is used outside it"
                 else:
                     why = entry.refusal(root) or "it overlaps a match taken first"

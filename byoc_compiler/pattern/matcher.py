@@ -58,12 +58,29 @@ class _State:
 
 def match(pattern: Pattern, expr: Expr) -> Match | None:
     """The Match of `pattern` rooted at `expr`, or None."""
+    if not _may_match(pattern, expr):
+        return None
     state = _match(pattern, expr, _State())
     if state is None:
         return None
     interior = state.interior
     inputs = tuple(e for k, e in state.inputs.items() if k not in interior)
     return Match(expr, _post_order_within(expr, interior), inputs)
+
+
+def _may_match(pat: Pattern, expr: Expr) -> bool:
+    """False when a call pattern of an op cannot match `expr` by the ops of the call and of its arguments
+    (what _match would find first, without its state): passes try every pattern at every call of its root
+    op, and most of those tries fail right there."""
+    if type(pat) is not CallPattern or type(pat.op) is not OpPattern:
+        return True
+    if not isinstance(expr, Call) or not _op_ok(pat.op, expr.op) or len(expr.args) != len(pat.args):
+        return False
+    for sub, arg in zip(pat.args, expr.args):
+        if type(sub) is CallPattern and type(sub.op) is OpPattern and \
+                not (isinstance(arg, Call) and _op_ok(sub.op, arg.op)):
+            return False
+    return True
 
 
 def root_op_names(pattern: Pattern) -> frozenset[str] | None:

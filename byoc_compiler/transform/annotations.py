@@ -98,6 +98,16 @@ def copy_node(node: Expr, inputs: list[Expr]) -> Expr:
     return with_inputs(node, inputs, meta_with(node, KEY, None))
 
 
+def moved_inputs(inputs: tuple[Expr, ...], replaced) -> tuple[Expr, ...] | list[Expr]:
+    """`inputs` with each replaced by `replaced(id(input))` where that is not None; `inputs` itself when
+    none is (most nodes read one value: that case first)."""
+    if len(inputs) == 1:
+        new = replaced(id(inputs[0]))
+        return inputs if new is None else (new,)
+    moved = [replaced(id(k), k) for k in inputs]
+    return inputs if all(map(operator.is_, moved, inputs)) else moved
+
+
 def write(func: Function, ann: Annotations, nodes: list[Expr] | None = None) -> Function:
     """`func` whose graph nodes carry exactly the annotations `ann` (positions into `nodes`, which is
     graph_nodes(func) when not given): a node whose annotation changes is a new node, and so is every
@@ -124,10 +134,11 @@ def write(func: Function, ann: Annotations, nodes: list[Expr] | None = None) -> 
             continue                           # leaves and functions carry no region annotation
         number = wanted.get(pos)
         want = made[number] if number is not None else None
-        have = have_now.get(pos)
-        moved = [replaced(id(k), k) for k in inputs] if new else inputs
-        if (have is want or have == want) and (moved is inputs or all(map(operator.is_, moved, inputs))):
-            continue
+        moved = moved_inputs(inputs, replaced) if new else inputs
+        if moved is inputs:
+            have = have_now.get(pos)
+            if have is want or have == want:
+                continue
         new[id(node)] = with_inputs(node, moved, meta_with(node, KEY, want))
     body = new.get(id(func.body), func.body)
     if body is func.body:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..ir.analysis import users as users_of
+from ..ir.analysis import use_counts
 from ..ir.expr import Call, Expr, Function, Op, Var, carry_meta
 from ..ir.module import IRModule
 from ..ir.visitor import ExprMutator, graph_order, post_order
@@ -60,6 +60,16 @@ def ops_index(nodes: list[Call]) -> dict[str, list[int]]:
     return by_op
 
 
+def escapes(match: Match, body: Expr, uses: dict[int, int]) -> bool:
+    """Whether a value the match computes before its root is read outside it (or is the graph's result):
+    the composite would have to return it. `uses`: use_counts of the graph."""
+    inside: dict[int, int] = {}
+    for n in match.nodes:
+        for child in n.children():
+            inside[id(child)] = inside.get(id(child), 0) + 1
+    return any(n is body or uses.get(id(n), 0) != inside.get(id(n), 0) for n in match.nodes if n is not match.root)
+
+
 def find_matches(body: Expr, entries: list[CompositePattern],
                  order: list[Expr] | None = None) -> dict[int, tuple[Match, CompositePattern]]:
     """Root id -> (Match, pattern) for the non-overlapping, self-contained, accepted matches in `body`
@@ -71,7 +81,7 @@ def find_matches(body: Expr, entries: list[CompositePattern],
     order = order if order is not None else post_order(body)
     nodes = [n for n in order if isinstance(n, Call) and isinstance(n.op, Op)]
     by_op = ops_index(nodes)
-    users = None
+    uses = None
     claimed: set[int] = set()
     found: dict[int, tuple[Match, CompositePattern]] = {}
     for entry in entries:
@@ -84,11 +94,9 @@ def find_matches(body: Expr, entries: list[CompositePattern],
             inner = {id(n) for n in match.nodes}
             if inner & claimed:
                 continue
-            if users is None:
-                users = users_of(body, order)
-            escapes = any(n is body or any(id(u) not in inner for u in users.get(id(n), ()))
-                          for n in match.nodes if n is not node)
-            if escapes or not entry.accepts(node):
+            if uses is None:
+                uses = use_counts(order)
+            if escapes(match, body, uses) or not entry.accepts(node):
                 continue
             claimed |= inner
             found[id(node)] = (match, entry)

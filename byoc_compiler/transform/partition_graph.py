@@ -14,7 +14,6 @@ Tuple read with TupleGetItem; constants are bound inside unless bind_constants=F
 """
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, field
 
 from ..ctext import identifier_part, sanitize_identifier
@@ -22,7 +21,7 @@ from ..errors import ByocError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TupleType
-from .annotations import copy_node, graph_nodes, input_positions, inputs_of, read
+from .annotations import copy_node, graph_nodes, input_positions, inputs_of, moved_inputs, read
 from .named_pass import NamedPass
 
 
@@ -146,8 +145,8 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
         if kind == "node":
             node = nodes[key]
             inputs = inputs_of(node)
-            moved = [new.get(id(k), k) for k in inputs]
-            if any(map(operator.is_not, moved, inputs)):   # host nodes carry no annotation: else kept
+            moved = moved_inputs(inputs, new.get)
+            if moved is not inputs:            # host nodes carry no annotation: else kept as they are
                 new[id(node)] = copy_node(node, moved)
             continue
         region = by_number[key]
