@@ -285,6 +285,31 @@ def test_tflite_carries_the_specs_numbers(name):
     assert [(float(s[0]), int(z[0])) for _, _, s, z, _, _ in [tensors[q.spec.output]]] == [(1 / 256, -128)]
 
 
+def _inputs_16x8(name: str, seed: int) -> dict[str, np.ndarray]:
+    """Seeded normal data quantized with the 16x8 model's symmetric int16 input scale (NHWC)."""
+    spec = tiny.spec(name)
+    x = np.random.default_rng(seed).standard_normal(spec.input_shape).astype(np.float32)
+    scale, _ = tiny.quantized16(name).act[spec.input]
+    return {"input": np.clip(np.rint(x / scale), -32768, 32767).astype(np.int16)}
+
+
+@pytest.mark.parametrize("name", tiny.TFLITE_16X8)
+def test_tflite_16x8_equals_tflite_micro_and_computes_the_float_model(name):
+    """The zoo's 16x8 .tflite (int16 activations with zero point 0, int8 weights, int64 biases, an int16 softmax):
+    byoc's import equals TensorFlow Lite Micro on every element, and it computes the float model: its
+    dequantized output is within 0.005 of the float .tflite's in TFLM (output step 1/32768) and picks its class."""
+    from byoc_compiler.frontend.tflite import from_tflite
+    data = zoo.tflite_model(f"{name}_16x8")
+    mod = from_tflite(data)
+    for seed in range(2):
+        feeds = _inputs_16x8(name, seed)
+        (micro,) = tm.run_tflm(data, feeds)
+        assert micro.dtype == np.int16
+        np.testing.assert_array_equal(run_reference(mod, feeds)[0], micro)
+        (real,) = tm.run_tflm(zoo.tflite_model(name), _tflite_inputs(name, False, seed))
+        assert np.abs(micro / 32768.0 - real).max() < 0.005 and micro.argmax() == real.argmax()
+
+
 def test_tflite_export_writes_the_zoo_bytes(tmp_path):
     from byoc_compiler.__main__ import main
     assert zoo.tflite_names()[:2] == ["ds_cnn_int8", "ds_cnn"]
@@ -293,6 +318,8 @@ def test_tflite_export_writes_the_zoo_bytes(tmp_path):
     assert zoo.tflite_model("ds_cnn") == tiny.tflite_model("ds_cnn", False) != zoo.tflite_model("ds_cnn_int8")
     with pytest.raises(ValueError, match="'concat_cnn_int8' has no .tflite form"):
         zoo.tflite_model("concat_cnn_int8")
+    assert main(["zoo", "export", "micro_cnn_16x8", str(tmp_path / "cnn16.tflite")]) == 0
+    assert (tmp_path / "cnn16.tflite").read_bytes() == tiny.tflite_model("micro_cnn", False, True)
 
 
 def test_transformer_float_tflite_equals_tflite_micro():

@@ -3,6 +3,7 @@
     python -m byoc_compiler zoo list
     python -m byoc_compiler zoo export resnet50 resnet50.onnx    # then: scons model=resnet50.onnx
     python -m byoc_compiler zoo export ds_cnn_int8 ds_cnn.tflite  # the microcontroller models, also .tflite
+    python -m byoc_compiler zoo export micro_cnn_16x8 cnn.tflite  # 16x8 forms: .tflite only
 """
 from __future__ import annotations
 
@@ -28,12 +29,14 @@ def run(args) -> int:
         rows += [(n, "IR", zoo.describe(n)) for n in zoo.names()]
         tflite = set(zoo.tflite_names())
         rows += [(n, "onnx, tflite" if n in tflite else "onnx", zoo.describe(n)) for n in zoo.onnx_names()]
+        rows += [(n, "tflite", zoo.describe(n)) for n in zoo.tflite_names() if n not in zoo.onnx_names()]
         widths = [max(len(r[i]) for r in rows) for i in range(2)]
         for row in rows:
             print(f"{row[0].ljust(widths[0])}  {row[1].ljust(widths[1])}  {row[2]}".rstrip())
         return 0
-    if args.name not in zoo.onnx_names():
-        what = "is built in the IR, not as ONNX" if args.name in zoo.names() else "is not a zoo model"
+    if args.name not in zoo.onnx_names() and not (args.name in zoo.tflite_names() and args.output.endswith(".tflite")):
+        what = "is built in the IR, not as ONNX" if args.name in zoo.names() else \
+            "has a .tflite form only" if args.name in zoo.tflite_names() else "is not a zoo model"
         raise ByocError(f"{args.name!r} {what}; models that export: {', '.join(zoo.onnx_names())}")
     if args.output.endswith(".tflite"):
         if args.name not in zoo.tflite_names():

@@ -33,7 +33,8 @@ from .efficientnet import efficientnet_lite
 from .mobilenet import mobilenetv2
 from .resnet import resnet50
 from .shufflenet import shufflenet
-from .tiny import TFLITE as _TFLITE_MODELS, tflite_model as _tiny_tflite, zoo_rows as _tiny_rows
+from .tiny import MODELS as _TINY_MODELS, TFLITE as _TFLITE_MODELS, TFLITE_16X8 as _TFLITE_16X8, \
+    tflite_model as _tiny_tflite, zoo_rows as _tiny_rows
 
 
 class _Weights:
@@ -176,6 +177,8 @@ def describe(name: str) -> str:
     """One line about model `name`."""
     if name in ONNX_MODELS:
         return ONNX_MODELS[name][1]
+    if name in tflite_names():       # a 16x8 form (.tflite only)
+        return f"{_TINY_MODELS[name.removesuffix('_16x8')][1]}; 16x8: int16 activations, int8 weights, .tflite only"
     doc = (_builder(name).__doc__ or "").strip().splitlines()
     return doc[0] if doc else ""
 
@@ -212,16 +215,20 @@ def onnx_model(name: str):
 
 
 def tflite_names() -> list[str]:
-    """The zoo models that also have a .tflite form (the microcontroller models, int8 and float32)."""
-    return [n for m in _TFLITE_MODELS for n in (f"{m}_int8", m)]
+    """The zoo models that also have a .tflite form (the microcontroller models, int8 and float32), then the
+    .tflite-only 16x8 forms (`<model>_16x8`: int16 activations, int8 weights)."""
+    return [n for m in _TFLITE_MODELS for n in (f"{m}_int8", m)] + [f"{m}_16x8" for m in _TFLITE_16X8]
 
 
 def tflite_model(name: str) -> bytes:
     """The .tflite bytes of zoo model `name` (`<model>_int8`: int8 in and out; `<model>`: float32), written
-    from the same weights and quantization parameters as its ONNX form."""
+    from the same weights and quantization parameters as its ONNX form; `<model>_16x8`: from the same
+    weights, int16 activations (no ONNX form)."""
     if name not in tflite_names():
         raise _unknown(name) if name not in all_names() else ValueError(
             f"zoo model {name!r} has no .tflite form; models with one: {', '.join(tflite_names())}")
+    if name.endswith("_16x8"):
+        return _tiny_tflite(name.removesuffix("_16x8"), False, True)
     return _tiny_tflite(name.removesuffix("_int8"), name.endswith("_int8"))
 
 

@@ -18,6 +18,7 @@ from . import models
 from ...errors import ByocError
 from .onnx_form import onnx_model as _write_onnx
 from .quant import QuantizedSpec, quantize
+from .quant16 import quantize16
 from .spec import Spec
 
 # name -> (spec builder, one line for `zoo list`)
@@ -65,18 +66,33 @@ TFLITE = ("ds_cnn", "resnet8", "mobilenet_v1_025", "fc_autoencoder", "mobilenet_
           "transformer_encoder")
 
 
+# models with a 16x8 .tflite form too (int16 activations, int8 weights: TFLite's
+# EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8; quant16.py)
+TFLITE_16X8 = ("micro_cnn",)
+
+
 @functools.lru_cache(maxsize=16)
-def tflite_model(name: str, int8: bool) -> bytes:
-    """The .tflite bytes of model `name`: int8 (int8 input and output), or its float32 twin."""
-    if name not in TFLITE:
+def tflite_model(name: str, int8: bool, int16: bool = False) -> bytes:
+    """The .tflite bytes of model `name`: int8 (int8 input and output), 16x8 (`int16`: int16 input and output),
+    or its float32 twin."""
+    if name not in (TFLITE_16X8 if int16 else TFLITE):
         _check(name)
-        raise ValueError(f"model {name!r} has no .tflite form; models with one: {', '.join(TFLITE)}")
+        models = TFLITE_16X8 if int16 else TFLITE
+        raise ValueError(f"model {name!r} has no {'16x8 ' if int16 else ''}.tflite form; models with one: "
+                         f"{', '.join(models)}")
     try:
         from .tflite_form import tflite_model as write   # the tflite schema package is an optional extra
     except ImportError as exc:
         raise ByocError(f"the .tflite form of zoo model {name!r} needs the tflite and flatbuffers packages "
                         f"({exc.name} is missing): pip install 'byoc_compiler[tflite]'") from None
+    if int16:
+        return write(spec(name), quantized16(name))
     return write(spec(name), quantized(name) if int8 else None)
+
+
+@functools.lru_cache(maxsize=4)
+def quantized16(name: str) -> QuantizedSpec:
+    return quantize16(spec(name))
 
 
 def zoo_rows() -> dict[str, tuple[Callable[[], object], str]]:

@@ -32,6 +32,7 @@ class QuantizedSpec:
     act: dict[str, tuple[np.float32, int]]                   # tensor -> (scale, zero point)
     weight: dict[str, tuple[np.ndarray, np.ndarray]]         # layer output -> (int8 weight, float32 scales)
     bias: dict[str, np.ndarray]                              # layer output -> int32 bias (its scale: bias_scale)
+    act_dtype: str = "int8"                                  # "int16": TFLite's 16x8 (quant16.py), int64 biases
 
     def constant(self, layer) -> np.ndarray:
         """A const layer's value as int8 with its parameters."""
@@ -53,8 +54,9 @@ def _params(lo: float, hi: float, act: str) -> tuple[np.float32, int]:
     return scale, zp
 
 
-def calibrate(spec: Spec, seed: int = 0) -> dict[str, tuple[np.float32, int]]:
-    """Activation parameters of every tensor from the float spec's ranges on seeded normal inputs."""
+def calibrate(spec: Spec, seed: int = 0, params=_params, softmax=SOFTMAX_PARAMS) -> dict[str, tuple[np.float32, int]]:
+    """Activation parameters of every tensor from the float spec's ranges on seeded normal inputs:
+    `params(lo, hi, activation)` of each range, softmax's output `softmax` (quant16.py: the 16x8 ones)."""
     rng = np.random.default_rng(seed)
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
@@ -62,14 +64,14 @@ def calibrate(spec: Spec, seed: int = 0) -> dict[str, tuple[np.float32, int]]:
         for name, value in evaluate(spec, rng.standard_normal(spec.input_shape)).items():
             lo[name] = min(lo.get(name, np.inf), float(value.min()))
             hi[name] = max(hi.get(name, -np.inf), float(value.max()))
-    act = {spec.input: _params(lo[spec.input], hi[spec.input], "none")}
+    act = {spec.input: params(lo[spec.input], hi[spec.input], "none")}
     for layer in spec.layers:
         if layer.op in SAME_AS_INPUT:
             act[layer.output] = act[layer.inputs[0]]
         elif layer.op == "softmax":
-            act[layer.output] = SOFTMAX_PARAMS
+            act[layer.output] = softmax
         else:
-            act[layer.output] = _params(lo[layer.output], hi[layer.output], layer.attrs.get("act", "none"))
+            act[layer.output] = params(lo[layer.output], hi[layer.output], layer.attrs.get("act", "none"))
     return act
 
 
@@ -83,11 +85,13 @@ def _weight(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     return q, scale
 
 
-def quantize(spec: Spec) -> QuantizedSpec:
-    q = QuantizedSpec(spec, calibrate(spec), {}, {})
+def quantize(spec: Spec, params=_params, softmax=SOFTMAX_PARAMS, act_dtype: str = "int8") -> QuantizedSpec:
+    """The int8 form (or, with quant16.py's parameters and act_dtype "int16", the 16x8 one: int64 biases)."""
+    q = QuantizedSpec(spec, calibrate(spec, params=params, softmax=softmax), {}, {}, act_dtype=act_dtype)
     for layer in spec.layers:
         if layer.op in WEIGHT_AXIS:
             q.weight[layer.output] = _weight(layer.weight, WEIGHT_AXIS[layer.op])
             bias_scale = q.bias_scale(layer.output, layer.inputs[0]).astype(np.float64)
-            q.bias[layer.output] = np.round(layer.bias / bias_scale).astype(np.int32)
+            q.bias[layer.output] = np.round(layer.bias / bias_scale).astype(np.int64 if act_dtype == "int16" else
+                                                                             np.int32)
     return q

@@ -1,4 +1,5 @@
-"""A Spec written as a .tflite file: float32, or int8 with the QuantizedSpec's parameters (no TensorFlow).
+"""A Spec written as a .tflite file: float32, or int8 (or 16x8: int16 activations, int64 biases) with the
+QuantizedSpec's parameters (no TensorFlow).
 
 TFLite's conventions, which the Spec already follows: NHWC; conv weights (O, kh, kw, I) per-channel on
 axis 0, depthwise weights (1, kh, kw, C) per-channel on axis 3, fully connected weights (O, K) per-channel
@@ -45,7 +46,7 @@ class _Writer:
             self.index[name] = self.w.tensor(name, shape, "float32")
         else:
             scale, zp = self.q.act[name]
-            self.index[name] = self.w.tensor(name, shape, "int8", scale=float(scale), zero_point=int(zp))
+            self.index[name] = self.w.tensor(name, shape, self.q.act_dtype, scale=float(scale), zero_point=int(zp))
         return self.index[name]
 
     def ints(self, name: str, values) -> int:
@@ -71,7 +72,8 @@ class _Writer:
         bias_scale = self.q.bias_scale(name, layer.inputs[0])
         return [self.w.tensor(f"{name}_w", w.shape, "int8", data=w, scale=scales, zero_point=0,
                               quantized_dimension=WEIGHT_AXIS[layer.op]),
-                self.w.tensor(f"{name}_b", (n,), "int32", data=self.q.bias[name], scale=bias_scale, zero_point=0)]
+                self.w.tensor(f"{name}_b", (n,), "int64" if self.q.act_dtype == "int16" else "int32",
+                              data=self.q.bias[name], scale=bias_scale, zero_point=0)]
 
     def options(self, layer: Layer) -> tuple[list[int], dict]:
         """(extra inputs, options) of a layer's operator."""
