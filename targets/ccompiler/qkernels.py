@@ -119,7 +119,7 @@ def qconv2d_workspace_bytes(p: dict[str, int], im2col_columns: int = 0) -> int:
     k = _depth(p)
     if im2col_columns <= 0 and p["kernel_h"] * p["kernel_w"] > 1:   # panels packed from a bordered input copy
         plane = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
-        copy = _round_up(p["channels"] // p["groups"] * plane + 2 * QNR, QALIGN)
+        copy = _round_up(p["channels"] // p["groups"] * plane + 4 * QNR, QALIGN)
         return QALIGN + _qgemm_slots(oh * ow) * _panel_stride(k) + copy
     if chunk == QNR and not _is_pointwise(p):      # the im2col is written straight into the one B panel
         return QALIGN + _panel_bytes(k)

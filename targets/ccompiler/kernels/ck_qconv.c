@@ -213,7 +213,8 @@ static void ck_qim2col(const ck_conv2d_params *c, int64_t cg, int64_t ow_n, int6
 /* ---- the hosted path (im2col_columns 0): B panels packed straight from a bordered copy ---------- */
 
 /* The group's input planes copied into a border of the zero point, every byte flipped into uint8 (int8 data
- * offset by 128, as the panels hold it), 2 * CK_QNR bytes of slack after the last plane (the stride-2 gather
+ * offset by 128, as the panels hold it), 4 * CK_QNR bytes of slack after the last plane (the window gather
+ * reads 128 bytes from a panel's first pixel; the stride-2 gather
  * reads 32 bytes for 16). */
 typedef struct {
   const ck_conv2d_params *c;
@@ -223,7 +224,7 @@ typedef struct {
 } ck_qbordered;
 
 static int64_t ck_qbordered_bytes(const ck_conv2d_params *c, int64_t cg) {
-  return ck_qround_up(cg * ck_qpadded_plane(c) + 2 * CK_QNR, CK_QALIGN);
+  return ck_qround_up(cg * ck_qpadded_plane(c) + 4 * CK_QNR, CK_QALIGN);
 }
 
 typedef struct {
@@ -331,9 +332,9 @@ static const uint8_t *ck_qtap_row(const ck_qbordered *s, const ck_qruns *r, int6
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
 #define CK_QCONV_VBMI 1
 #include <immintrin.h>
-/* ck_qinterleave4 (no flip) in two vpermt2b: rows 0 and 1 in one register, rows 2 and 3 in the other */
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void ck_qinterleave4_vbmi(
-    const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3, uint8_t *dst) {
+/* ck_qinterleave4 (no flip) in two vpermt2b: rows 0 and 1 in a (256 bits each), rows 2 and 3 in b */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static inline void ck_qinterleave4_vbmi_regs(__m512i a, __m512i b,
+                                                                                                   uint8_t *dst) {
   /* byte 4j + r of the output: row r's column j (row r at 32 r of a:b); hi: columns 16..31 */
   static const uint8_t lo[64] = {
     0, 32, 64, 96, 1, 33, 65, 97, 2, 34, 66, 98, 3, 35, 67, 99,
@@ -345,14 +346,56 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void ck_qinterleav
     20, 52, 84, 116, 21, 53, 85, 117, 22, 54, 86, 118, 23, 55, 87, 119,
     24, 56, 88, 120, 25, 57, 89, 121, 26, 58, 90, 122, 27, 59, 91, 123,
     28, 60, 92, 124, 29, 61, 93, 125, 30, 62, 94, 126, 31, 63, 95, 127};
-  const __m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)r0)),
-                                       _mm256_loadu_si256((const __m256i *)(const void *)r1), 1);
-  const __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)r2)),
-                                       _mm256_loadu_si256((const __m256i *)(const void *)r3), 1);
   _mm512_storeu_si512((void *)dst, _mm512_permutex2var_epi8(a, _mm512_loadu_si512((const void *)lo), b));
   _mm512_storeu_si512((void *)(dst + 64), _mm512_permutex2var_epi8(a, _mm512_loadu_si512((const void *)hi), b));
 }
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void ck_qinterleave4_vbmi(
+    const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3, uint8_t *dst) {
+  ck_qinterleave4_vbmi_regs(
+      _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)r0)),
+                         _mm256_loadu_si256((const __m256i *)(const void *)r1), 1),
+      _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)r2)),
+                         _mm256_loadu_si256((const __m256i *)(const void *)r3), 1),
+      dst);
+}
+
+/* One tap's bytes of the panel's pixels, gathered from the 128 bytes at p (the tap of the first pixel)
+ * through index (ck_qpanel_window's), zeros past the valid columns: the low 256 bits */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static inline __m512i ck_qgather_window(const uint8_t *p, __m512i index,
+                                                                                             __mmask64 valid) {
+  return _mm512_maskz_permutex2var_epi8(valid, _mm512_loadu_si512((const void *)p), index,
+                                        _mm512_loadu_si512((const void *)(p + 64)));
+}
+
+/* Four taps (offsets tap[r] in the bordered copy, -1: a zero row past k) of a panel whose pixels lie within 128
+ * bytes of base: gathered by vpermt2b and interleaved in registers, no row copies */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void ck_qpack4_window(const uint8_t *base, const int64_t *tap,
+                                                                                   const uint8_t *index, int64_t cols,
+                                                                                   uint8_t *dst) {
+  const __m512i idx = _mm512_loadu_si512((const void *)index);
+  const __mmask64 valid = cols >= CK_QNR ? (__mmask64)0xFFFFFFFFu : ((__mmask64)1 << cols) - 1u;
+  __m512i g[4];
+  int r;
+  for (r = 0; r < 4; ++r) g[r] = tap[r] < 0 ? _mm512_setzero_si512() : ck_qgather_window(base + tap[r], idx, valid);
+  ck_qinterleave4_vbmi_regs(_mm512_inserti64x4(g[0], _mm512_castsi512_si256(g[1]), 1),
+                            _mm512_inserti64x4(g[2], _mm512_castsi512_si256(g[3]), 1), dst);
+}
 #endif
+
+/* index[j] = the byte offset of the panel's pixel j from its first (the same for every tap), 0 past the runs;
+ * 1 when every offset is below 128 (two 64-byte loads hold a tap's bytes of the whole panel) */
+static int ck_qpanel_window(const ck_qruns *r, int64_t stride_w, uint8_t *index) {
+  int64_t i, x, j = 0;
+  for (i = 0; i < r->runs; ++i)
+    for (x = 0; x < r->len[i]; ++x, ++j) {
+      const int64_t off = r->src[i] + x * stride_w - r->src[0];
+      if (off > 127) return 0;
+      index[j] = (uint8_t)off;
+    }
+  for (; j < 64; ++j) index[j] = 0;
+  return 1;
+}
 
 /* ck_qpack_b's panel of the taps (channel, i, j) in k order, read from the bordered copy */
 static void ck_qpack_bordered(const ck_qb_source *b, int64_t k, int64_t n0, int64_t cols, uint8_t *panel) {
@@ -363,15 +406,23 @@ static void ck_qpack_bordered(const ck_qb_source *b, int64_t k, int64_t n0, int6
   const uint8_t *rows[4];
   ck_qruns runs;
   int64_t t = 0, ch = 0, i = 0, j = 0, r;
+#if defined(CK_QCONV_VBMI)
+  uint8_t index[64];
+  int window;
+#endif
   ck_qpanel_runs(s, n0, cols, &runs);
+#if defined(CK_QCONV_VBMI)
+  /* pixels that a tap row would gather (several runs, or stride > 1) come through a byte permutation */
+  window = s->vbmi && (runs.runs > 1 || c->stride_w != 1) && ck_qpanel_window(&runs, c->stride_w, index);
+#endif
   while (t < k) {
+    int64_t tap[4];
     for (r = 0; r < 4; ++r, ++t) {
       if (t >= k) {
-        rows[r] = zeros;
+        tap[r] = -1;
         continue;
       }
-      rows[r] = ck_qtap_row(s, &runs, ch * s->ph * s->pw + i * c->dilation_h * s->pw + j * c->dilation_w, cols,
-                            tmp[r]);
+      tap[r] = ch * s->ph * s->pw + i * c->dilation_h * s->pw + j * c->dilation_w;
       if (++j == c->kernel_w) {   /* the next tap in k order */
         j = 0;
         if (++i == c->kernel_h) {
@@ -380,6 +431,13 @@ static void ck_qpack_bordered(const ck_qb_source *b, int64_t k, int64_t n0, int6
         }
       }
     }
+#if defined(CK_QCONV_VBMI)
+    if (window) {
+      ck_qpack4_window(s->pad + runs.src[0], tap, index, cols, panel + (t - 4) * CK_QNR);
+      continue;
+    }
+#endif
+    for (r = 0; r < 4; ++r) rows[r] = tap[r] < 0 ? zeros : ck_qtap_row(s, &runs, tap[r], cols, tmp[r]);
 #if defined(CK_QCONV_VBMI)
     if (s->vbmi) {
       ck_qinterleave4_vbmi(rows[0], rows[1], rows[2], rows[3], panel + (t - 4) * CK_QNR);
