@@ -14,7 +14,7 @@ that the compiler refuses it where the description and the C disagree:
 tests/test_ccompiler_kernel_check.py compiles it (`-fsyntax-only`) with gcc and clang and plants
 disagreements. The size formulas themselves (workspace bytes) are functions, which no compile-time check
 can evaluate: tests/test_ccompiler_kernels.py and test_ccompiler_qnn.py call the C beside the mirror, on
-a grid of shapes among others; the constants private to a .c file (ck_gemm.c's CK_N_CHUNK, CK_MIN_TASKS)
+a grid of shapes among others; the constants private to a .c file (ck_gemm.c's CK_N_CHUNK, CK_MIN_TASKS, CK_ROW_TASKS)
 are checked only that way.
 """
 from __future__ import annotations

@@ -229,7 +229,7 @@ def pool2d_params(data_shape, pool_size, strides, padding, dilation, ceil_mode, 
 
 # ---- size formulas, mirrored from the C (ck_internal.h, ck_gemm.c, ck_conv2d.c) ----------------
 M_QUANTUM, N_QUANTUM, MC, KC, ALIGN = 24, 32, 96, 256, 64  # CK_* of ck_internal.h (kernel_check.py asserts them)
-_N_CHUNK, _MIN_TASKS = 1024, 8    # ck_gemm.c's split of C into tasks
+_N_CHUNK, _MIN_TASKS, _ROW_TASKS = 1024, 8, 16    # ck_gemm.c's split of C into tasks
 _DW_TASK_GROUPS = 4               # ck_conv2d.c's split of one-channel groups into tasks
 PM_MR, PM_MAX_PIXELS = 7, 1024  # pixel-major tiles (CK_PM_MR, CK_PM_MAX_PIXELS)
 
@@ -239,13 +239,16 @@ def _round_up(x: int, q: int) -> int:
 
 
 def gemm_split(m: int, n: int) -> tuple[int, int]:
-    """ck_gemm_split_of: (column chunks of _N_CHUNK, row groups of whole MC blocks, made when there are
-    fewer than _MIN_TASKS chunks); the shape alone decides: results do not depend on the thread count."""
-    blocks = -(-m // MC)
+    """ck_gemm_split_of: (column chunks of at most _N_CHUNK, as even as the 32-column grid allows; row groups
+    of whole 24-row slivers, about _ROW_TASKS tasks in all, made when there are fewer than _MIN_TASKS chunks
+    and more than one MC block of rows); the shape alone decides: results do not depend on the thread count."""
     chunks = -(-n // _N_CHUNK)
-    groups = 1 if chunks >= _MIN_TASKS else min(blocks, -(-_MIN_TASKS // chunks))
-    per_group = -(-blocks // groups)
-    return chunks, -(-blocks // per_group)
+    chunks = -(-n // _round_up(-(-n // chunks), N_QUANTUM))
+    if chunks >= _MIN_TASKS or m <= MC:
+        return chunks, 1
+    slivers = -(-m // M_QUANTUM)
+    per_group = -(-slivers // min(slivers, -(-_ROW_TASKS // chunks)))
+    return chunks, -(-slivers // per_group)
 
 
 def _gemm_slots(m: int, n: int) -> int:

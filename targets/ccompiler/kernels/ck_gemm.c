@@ -17,32 +17,50 @@ static int64_t ck_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t ck_round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 
 /* ---- the split into tasks -------------------------------------------------------------------
- * C is cut into column chunks of CK_N_CHUNK (a multiple of every NR and of 16 floats: chunk boundaries
- * fall on cache lines of rows that start on one) and, when there are fewer than CK_MIN_TASKS chunks,
- * row groups of whole CK_MC blocks. The split depends on the shape alone, never on the thread count, and
- * every element of C is computed by one task in one fixed order: results are the same for every count.
- * Each task packs its own panel of B (KC x CK_N_CHUNK) into its thread's slot of the workspace and runs
- * every row block of its group over it. Chunks as wide as one thread's old NC block keep its speed:
- * 128-column chunks re-read the A blocks (weights) per chunk and cut C's store streams short, and ran
- * ResNet-50's 1x1 64->256 @56 at 0.37x, its 1x1/2 512->1024 @28 at 0.8x of one 1024-column block. */
+ * C is cut into column chunks of at most CK_N_CHUNK columns, all as wide as one another up to the 32-column
+ * grid (a multiple of every NR and of 16 floats: chunk boundaries fall on cache lines of rows that start on
+ * one; 3136 columns are 800 + 800 + 800 + 736, not 1024 x 3 + 64, which left one of two threads a third
+ * idle on ResNet-50's 56x56 layers) and, when there are fewer than CK_MIN_TASKS chunks and more than one
+ * CK_MC block of rows, row groups of whole 24-row slivers (CK_M_QUANTUM: a packed weight's sliver), about
+ * CK_ROW_TASKS tasks in all, as even as those allow (whole 96-row blocks made 128 rows 96 + 32 and 256 rows
+ * 96 + 96 + 64: 1.33x on two threads at best). The split depends on the shape alone, never on the thread
+ * count, and every element of
+ * C is computed by one task in one fixed order (micro-tiles on the same 8-row and 32-column grid, one chain
+ * over K): results are the same for every count.
+ * Each task packs its own panel of B (KC x its chunk) into its thread's slot of the workspace and runs
+ * every row block of its group over it (with row groups, B is packed once ahead for all of them).
+ * Chunks as wide as one thread's old NC block keep its speed: 128-column chunks re-read the A blocks
+ * (weights) per chunk and cut C's store streams short, and ran ResNet-50's 1x1 64->256 @56 at 0.37x, its
+ * 1x1/2 512->1024 @28 at 0.8x of one 1024-column block. */
 #ifndef CK_N_CHUNK /* (set on the command line: block-size experiments) */
 #define CK_N_CHUNK 1024
 #endif
 #define CK_MIN_TASKS 8
+/* Row groups aim at this many tasks: 16 small ones balance two threads to within a few percent where 8 left
+ * one with 4.5 of them against 3.5 (ResNet-50's 1x1 256->1024 at 14x14: 1.78x at best on two threads, now
+ * 1.97x), while each group still runs over a B panel that stays in L2 on those layers. */
+#define CK_ROW_TASKS 16
 
 typedef struct {
-  int64_t n_chunks, row_groups, group_rows;
+  int64_t n_chunks, chunk_cols, row_groups, group_rows;
 } ck_gemm_split;
 
 static ck_gemm_split ck_gemm_split_of(int64_t m, int64_t n) {
   ck_gemm_split s;
-  const int64_t blocks = (m + CK_MC - 1) / CK_MC;
+  const int64_t blocks = (m + CK_MC - 1) / CK_MC, slivers = (m + CK_M_QUANTUM - 1) / CK_M_QUANTUM;
   int64_t per_group;
   s.n_chunks = (n + CK_N_CHUNK - 1) / CK_N_CHUNK;
-  s.row_groups = s.n_chunks >= CK_MIN_TASKS ? 1 : ck_min(blocks, (CK_MIN_TASKS + s.n_chunks - 1) / s.n_chunks);
-  per_group = (blocks + s.row_groups - 1) / s.row_groups;
-  s.row_groups = (blocks + per_group - 1) / per_group;
-  s.group_rows = per_group * CK_MC;
+  s.chunk_cols = ck_round_up((n + s.n_chunks - 1) / s.n_chunks, CK_N_QUANTUM);
+  s.n_chunks = (n + s.chunk_cols - 1) / s.chunk_cols;
+  if (s.n_chunks >= CK_MIN_TASKS || blocks < 2) {
+    s.row_groups = 1;
+    s.group_rows = blocks * CK_MC;
+    return s;
+  }
+  per_group = (slivers + ck_min(slivers, (CK_ROW_TASKS + s.n_chunks - 1) / s.n_chunks) - 1) /
+              ck_min(slivers, (CK_ROW_TASKS + s.n_chunks - 1) / s.n_chunks);
+  s.row_groups = (slivers + per_group - 1) / per_group;
+  s.group_rows = per_group * CK_M_QUANTUM;
   return s;
 }
 
@@ -512,7 +530,7 @@ static void ck_gemm_tiles(const ck_gemm_job *job, int64_t ic, int64_t mc, int64_
 static void ck_gemm_task(int32_t task, int32_t slot, void *ctx) {
   const ck_gemm_job *job = (const ck_gemm_job *)ctx;
   const int64_t chunk = task % job->split.n_chunks, group = task / job->split.n_chunks;
-  const int64_t jc = chunk * CK_N_CHUNK, nc = ck_min(CK_N_CHUNK, job->n - jc);
+  const int64_t jc = chunk * job->split.chunk_cols, nc = ck_min(job->split.chunk_cols, job->n - jc);
   const int64_t i0 = group * job->split.group_rows, i1 = ck_min(job->m, i0 + job->split.group_rows);
   const int64_t m24 = ck_round_up(job->m, CK_M_QUANTUM), nr_full = job->kernel->nr, k = job->k;
   /* A last sliver at most half full runs the half-width kernel: no work on padding columns */
