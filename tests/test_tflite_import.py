@@ -280,6 +280,23 @@ def test_16x8_sums_in_int64_unless_the_bias_is_int32():
     assert accumulators(_no_bias_16x8("int32")) == {"int32"}
 
 
+def test_16x8_model_with_float_input_and_output_equals_tflite_micro():
+    """QUANTIZE float32 -> int16, a 16x8 CONV_2D, DEQUANTIZE int16 -> float32 (a converted model that keeps
+    float32 at its ends): equal to TFLM on every element."""
+    m = tm.Maker(True, seed=24, int16=True)
+    xf, yf = m.w.tensor("xf", (1, 6, 6, 3), "float32"), m.w.tensor("yf", (1, 6, 6, 4), "float32")
+    x = m.act("x", (1, 6, 6, 3), scale=0.0002)
+    k = m.weight("k", (4, 3, 3, 3), axis=0)
+    b = m.bias("b", 4, m.scale(x), k)
+    y = m.act("y", (1, 6, 6, 4), scale=0.0003)
+    m.w.op("QUANTIZE", [xf], [x])
+    m.w.op("CONV_2D", [x, k, b], [y], padding="SAME", stride_w=1, stride_h=1)
+    m.w.op("DEQUANTIZE", [y], [yf])
+    data = m.finish([xf], [yf])
+    inputs = {"xf": (np.random.default_rng(0).standard_normal((1, 6, 6, 3)) * 2).astype(np.float32)}
+    np.testing.assert_array_equal(run_reference(from_tflite(data), inputs)[0], tm.run_tflm(data, inputs)[0])
+
+
 def _int16_model(op, zero_point=0, out_scale=None, **options):
     m = tm.Maker(True, seed=22, int16=True)
     x = m.w.tensor("x", (2, 8), "int16", scale=0.001, zero_point=zero_point)

@@ -13,7 +13,7 @@ from .schema import enum_names
 INT_TYPES = ("int8", "uint8", "int16")
 # the operators byoc computes on int16 activations (TFLite's 16x8 quantization)
 INT16_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D",
-             "MEAN", "SUM", "SOFTMAX")
+             "MEAN", "SUM", "SOFTMAX", "QUANTIZE", "DEQUANTIZE")
 
 
 def int16_refusal(op_name: str) -> str:
