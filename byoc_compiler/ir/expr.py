@@ -157,9 +157,9 @@ def meta_with(node: Expr, key: str, value: Any) -> dict | None:
         meta = dict(meta)
         meta[key] = value
         return meta
-    if not meta:
+    if not meta or (len(meta) == 1 and key in meta):
         return None
-    return {k: v for k, v in meta.items() if k != key} or None
+    return {k: v for k, v in meta.items() if k != key}
 
 
 def _as_expr(value: Any) -> Expr:

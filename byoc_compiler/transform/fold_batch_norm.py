@@ -141,17 +141,34 @@ def _use_counts(body: Expr, order: list[Expr]) -> dict[int, int]:
     return uses
 
 
+_ANCHORS = ("nn.conv2d", "nn.dense")
+_STEPS = ("nn.bias_add", "multiply", "add", "subtract")
+
+
+def _may_extend(node: Expr, kind: type, chains: dict[int, _Chain]) -> bool:
+    """Whether `node` reads the end of a chain the way _extend looks at (a quick look at every node)."""
+    if kind is TupleGetItem:
+        bn = node.tuple_value
+        return type(bn) is Call and bool(bn.args) and id(bn.args[0]) in chains
+    return kind is Call and type(node.op) is Op and node.op.name in _STEPS and \
+        any(id(a) in chains for a in node.args)
+
+
 def _chains(body: Expr) -> dict[int, _Chain]:
     """The maximal chains worth folding, keyed by the id of their last node."""
     order = graph_order(body)
-    uses = _use_counts(body, order)
+    uses: dict[int, int] = {}
     chains: dict[int, _Chain] = {}
     extended: set[int] = set()
     for node in order:
-        if isinstance(node, Call) and isinstance(node.op, Op):
+        kind = type(node)
+        if kind is Call and type(node.op) is Op and node.op.name in _ANCHORS:
             start = _anchor(node)
             if start is not None:
                 chains[id(node)] = start
+        if not chains or not _may_extend(node, kind, chains):
+            continue
+        uses = uses or _use_counts(body, order)     # counted once, when a chain may grow
         step = _extend(node, chains, uses)
         if step is not None:
             prev, chains[id(node)] = step

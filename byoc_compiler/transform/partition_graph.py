@@ -186,7 +186,7 @@ def _lift(region: Region, nodes, symbol: str, n: int, value) -> tuple[Function, 
         inner[id(nodes[pos])] = param
     for pos in region.members:
         node = nodes[pos]
-        inner[id(node)] = copy_node(node, [inner.get(id(k), k) for k in inputs_of(node)])
+        inner[id(node)] = copy_node(node, moved_inputs(inputs_of(node), inner.get))
     body = inner[id(nodes[region.outputs[0]])] if len(region.outputs) == 1 else None
     if body is None:
         body = Tuple([inner[id(nodes[pos])] for pos in region.outputs])
