@@ -5,7 +5,7 @@ one of the last few values, a binary op also one a little further back, like
 residual connections), a mix of ops ccompiler takes and ops it leaves to
 examplejson or the host, plus dense+bias+relu runs for the composite patterns.
 For each size the full `partition_for(["ccompiler", "examplejson"], mod)` is
-timed (median CPU time of several runs), with the peer measured in the same run:
+timed (median CPU time of several runs, each on a new graph), with the peer measured in the same run:
 a plain topological sort (`post_order`) of the same graph. Printed: time per node and
 the growth ratio between sizes next to n log n's.
 
@@ -74,15 +74,18 @@ def random_graph(nodes: int, seed: int = 0) -> IRModule:
     return IRModule.from_expr(values[-1])
 
 
-def median_time(fn, repeat: int) -> float:
-    """Median CPU seconds of `fn` (CPU time, not wall time: the machine is shared with other jobs)."""
+def median_time(fn, repeat: int, fresh=None) -> float:
+    """Median CPU seconds of `fn` (CPU time, not wall time: the machine is shared with other jobs); with
+    `fresh`, each run is `fn(fresh())`, fresh() made outside the timing (a new graph: partition_for
+    leaves types on the nodes it was given, and a second run on them would skip typing)."""
     times = []
     for _ in range(repeat):
+        arg = fresh() if fresh is not None else None
         gc.collect()
         gc.disable()  # partition_for pauses the cycle collector itself; give the peer the same footing
         try:
             start = time.process_time()
-            fn()
+            fn() if fresh is None else fn(arg)
             times.append(time.process_time() - start)
         finally:
             gc.enable()
@@ -93,8 +96,8 @@ def child(size: int, repeat: int) -> None:
     """One tree's measurement for --vs: median CPU seconds of partition_for, and where byoc came from."""
     import byoc_compiler
 
-    mod = random_graph(size)
-    seconds = median_time(lambda: partition_for(["ccompiler", "examplejson"], mod), repeat)
+    seconds = median_time(lambda mod: partition_for(["ccompiler", "examplejson"], mod), repeat,
+                          lambda: random_graph(size))
     print(json.dumps({"seconds": seconds, "byoc": byoc_compiler.__file__}))
 
 
@@ -160,7 +163,8 @@ def main() -> None:
         mod = random_graph(size)
         n = len(post_order(mod["main"].body))
         repeat = args.repeat if size <= 10000 else max(1, args.repeat // 2)
-        t_part = median_time(lambda: partition_for(["ccompiler", "examplejson"], mod), repeat)
+        t_part = median_time(lambda m: partition_for(["ccompiler", "examplejson"], m), repeat,
+                             lambda: random_graph(size))
         t_sort = median_time(lambda: post_order(mod["main"].body), repeat)
         report = summarize(partition_for(["ccompiler", "examplejson"], mod))
         regions = len(report.regions)
