@@ -312,9 +312,11 @@ def all_of(*predicates: Predicate | None) -> Predicate:
 
     def predicate(call) -> str | None:
         for p in predicates:
-            reason = _reason(p(call)) if p is not None else None
-            if reason is not None:
-                return reason
+            if p is None:
+                continue
+            verdict = p(call)
+            if verdict is not None and verdict is not True:   # (asked of every call: no call for a yes)
+                return _reason(verdict)
         return None
 
     return predicate

@@ -129,16 +129,14 @@ class _Inferer:
             if cls is Function:
                 # Only reachable as a call target (handled in call_type) or as a value, which we do not type.
                 continue
-            ty = self.node_type(node, cls, env, fname, func)
+            ty = self.call_type(node, fname, func) if cls is Call else self.node_type(node, cls, env, fname, func)
             node.checked_type = ty
             if old is None or ty != old:
                 changed.add(id(node))
         return body.checked_type
 
     def node_type(self, node: Expr, cls: type, env: dict[int, Type], fname: str, func: Function) -> Type:
-        """The type of one node whose inputs are typed."""
-        if cls is Call:
-            return self.call_type(node, fname, func)
+        """The type of one node (not a call) whose inputs are typed."""
         if cls is Var:
             ty = env.get(id(node))
             if ty is None:
