@@ -383,6 +383,7 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void ck_qpack4_win
 }
 #endif
 
+#if defined(CK_QCONV_VBMI)
 /* index[j] = the byte offset of the panel's pixel j from its first (the same for every tap), 0 past the runs;
  * 1 when every offset is below 128 (two 64-byte loads hold a tap's bytes of the whole panel) */
 static int ck_qpanel_window(const ck_qruns *r, int64_t stride_w, uint8_t *index) {
@@ -396,6 +397,7 @@ static int ck_qpanel_window(const ck_qruns *r, int64_t stride_w, uint8_t *index)
   for (; j < 64; ++j) index[j] = 0;
   return 1;
 }
+#endif
 
 /* ck_qpack_b's panel of the taps (channel, i, j) in k order, read from the bordered copy */
 static void ck_qpack_bordered(const ck_qb_source *b, int64_t k, int64_t n0, int64_t cols, uint8_t *panel) {
