@@ -405,6 +405,11 @@ static int ck_cpu_has_vnni(void) {
 
 typedef void (*ck_qblock_fn)(int64_t steps, const int8_t *a, const uint8_t *b, int32_t *acc);
 #define CK_QBLOCK 32 /* rows and columns of a block */
+#if defined(CK_QAMX)
+#define CK_QACC_ROWS CK_QBLOCK
+#else
+#define CK_QACC_ROWS CK_QMR /* no block kernel: a microcontroller's stack keeps 3 KB */
+#endif
 
 #if defined(CK_QAMX)
 #define CK_AMX_TARGET __attribute__((target("amx-tile,amx-int8")))
@@ -787,7 +792,7 @@ static void ck_qgemm_chunk(int32_t chunk, int32_t slot, void *ctx) {
   const int64_t first = (int64_t)chunk * ck_qgemm_chunk_columns(job->n);
   const int64_t end = first + ck_qgemm_chunk_columns(job->n) < job->n ? first + ck_qgemm_chunk_columns(job->n) : job->n;
   uint8_t *panel = job->panels + (size_t)slot * (size_t)ck_qgemm_panel_stride(job->k);
-  int32_t acc[CK_QBLOCK * CK_QNR];
+  int32_t acc[CK_QACC_ROWS * CK_QNR];
   int64_t n0, m0;
   if (kernel->block != NULL) kernel->tiles(1);
   for (n0 = first; n0 < end; n0 += CK_QNR) {
