@@ -1,8 +1,8 @@
 """ck_hard_sigmoid and ck_hard_swish (targets/ccompiler/kernels/ck_activation.c) through ctypes against
 numpy in float64, special values included (NaN stays NaN, the clamp's corners, infinities), built with gcc
-and clang at -O0 and -O3 and once under ASan + UBSan, on every instruction set this CPU runs and at 1 and 3
-threads; and the EfficientNet-lite backbone they are for is one ccompiler region (tests/test_zoo_modern.py runs
-it built, against onnxruntime)."""
+and clang at -O0 and -O3 and under ASan + UBSan (the portable loops; every instruction set and thread counts:
+tests/test_ccompiler_kernels.py); and the EfficientNet-lite backbone they are for is one ccompiler region
+(tests/test_zoo_modern.py runs it built, against onnxruntime)."""
 from __future__ import annotations
 
 import ctypes
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import needs
+from sanitizer_rerun import DEFAULT_BUILDS
 
 from byoc_compiler import partition_for, zoo
 from byoc_compiler.ir import post_order
@@ -26,8 +27,11 @@ SPECIAL = np.array([np.nan, np.inf, -np.inf, -3.0, 3.0, -2.5, 2.5, 0.0, -0.0, 1e
                    np.float32)
 
 
-# the activations follow the gemm core's instruction set (ck_microkernel.c) and split on the pool (ck_parallel.c)
-SOURCES = [str(K.KERNEL_DIR / name) for name in ("ck_activation.c", "ck_microkernel.c", "ck_parallel.c")]
+# the activations follow the gemm core's instruction set (ck_microkernel.c) and split on the pool (ck_parallel.c);
+# here the portable loops alone (CK_NO_DISPATCH keeps these six builds cheap): the AVX2/AVX-512 builds and the
+# thread counts are tested on the whole library in tests/test_ccompiler_kernels.py
+SOURCES = ["-DCK_NO_DISPATCH", *(str(K.KERNEL_DIR / name) for name in ("ck_activation.c", "ck_microkernel.c",
+                                                                       "ck_parallel.c"))]
 
 
 def _compile(tmp_path, cc, flags):
@@ -40,12 +44,14 @@ def _compile(tmp_path, cc, flags):
     return out
 
 
-@pytest.fixture(scope="module", params=list(BUILDS))
+# the default run: gcc -O3 and clang -O0, as the kernel suite (sanitizer_rerun.DEFAULT_BUILDS); the other two
+# and clang's sanitizers with `every_toolchain`
+@pytest.fixture(scope="module", params=[
+    pytest.param(b, marks=[] if b in DEFAULT_BUILDS else [pytest.mark.every_toolchain]) for b in BUILDS])
 def lib(request, tmp_path_factory):
     so = ctypes.CDLL(str(_compile(tmp_path_factory.mktemp("ck"), *BUILDS[request.param])))
     so.ck_hard_sigmoid.argtypes = [ctypes.c_int64, f32p, f32p, ctypes.c_float, ctypes.c_float]
     so.ck_hard_swish.argtypes = [ctypes.c_int64, f32p, f32p]
-    so.ck_gemm_kernel_name.restype = so.ck_gemm_kernel_at.restype = ctypes.c_char_p
     return so
 
 
@@ -79,44 +85,6 @@ def test_hard_swish_in_place(lib):
     _expect(x, x, want)
 
 
-def _kernels(lib) -> list[bytes]:
-    names, i = [], 0
-    while lib.ck_gemm_kernel_at(i) is not None:
-        names.append(lib.ck_gemm_kernel_at(i))
-        i += 1
-    return names
-
-
-def test_every_instruction_set_and_thread_count(lib):
-    """Three ranges of the pool and a ragged tail (40,000 elements), in place and not, on every kernel this CPU
-    runs: against numpy, and 3 threads bit-equal to 1."""
-    rng = np.random.default_rng(16)
-    x = np.concatenate([np.tile(SPECIAL, 10), rng.uniform(-8, 8, 40_000 - 10 * SPECIAL.size).astype(np.float32)])
-    with np.errstate(invalid="ignore", over="ignore"):
-        swish = x.astype(np.float64) * np.clip(x.astype(np.float64) / 6.0 + 0.5, 0.0, 1.0)
-        sigmoid = np.clip(np.float32(0.2) * x.astype(np.float64) + np.float32(0.5), 0.0, 1.0)
-    default, ran = lib.ck_gemm_kernel_name(), []
-    try:
-        for name in _kernels(lib):
-            if lib.ck_gemm_use_kernel(name) != 0:
-                continue  # this CPU lacks it
-            outs = []
-            for threads in (1, 3):
-                lib.byoc_set_num_threads(threads)
-                y, z = np.full_like(x, 7.0), x.copy()
-                assert lib.ck_hard_sigmoid(x.size, x.ctypes.data_as(f32p), y.ctypes.data_as(f32p), 0.2, 0.5) == 0
-                assert lib.ck_hard_swish(z.size, z.ctypes.data_as(f32p), z.ctypes.data_as(f32p)) == 0
-                _expect(x, y, sigmoid)
-                _expect(x, z, swish)
-                outs.append((y, z))
-            assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(*outs)), name
-            ran.append(name)
-    finally:
-        lib.byoc_set_num_threads(1)
-        assert lib.ck_gemm_use_kernel(default) == 0
-    assert ran and ran[-1].startswith(b"baseline-")
-
-
 def test_rejects_bad_parameters(lib):
     x = np.ones(4, np.float32)
     p = x.ctypes.data_as(f32p)
@@ -124,7 +92,7 @@ def test_rejects_bad_parameters(lib):
     assert lib.ck_hard_sigmoid(4, p, None, 0.2, 0.5) != 0
 
 
-@pytest.mark.parametrize("cc", ["gcc", "clang"])
+@pytest.mark.parametrize("cc", ["gcc", pytest.param("clang", marks=pytest.mark.every_toolchain)])
 def test_under_sanitizers(cc, tmp_path):
     """A sanitized build called from a C driver (no ASan runtime in Python needed): every special value."""
     needs.programs(cc)

@@ -391,6 +391,42 @@ def test_every_micro_kernel_that_runs_here(ck):
     assert names[-1] in ran, "the baseline kernel always runs"
 
 
+def test_hard_swish_and_sigmoid_on_every_kernel_and_thread_count(ck):
+    """ck_activation.c's loops follow the gemm core's instruction set: each one this CPU runs, over three pool
+    ranges and a tail (40,000 elements, NaN and infinities among them), in place and not, against numpy in
+    float64, 3 threads bit-equal to 1."""
+    x = rand(40_000, low=-8, high=8)
+    x[::997] = np.resize(np.array([np.nan, np.inf, -np.inf, -3.0, 3.0, 0.0, -0.0, 6.0, -6.0, 1e30, -1e30],
+                                  np.float32), x[::997].size)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = {"swish": x.astype(np.float64) * np.clip(x.astype(np.float64) / 6.0 + 0.5, 0.0, 1.0),
+                "sigmoid": np.clip(np.float32(0.2) * x.astype(np.float64) + np.float32(0.5), 0.0, 1.0)}
+    default, ran = ck.ck_gemm_kernel_name(), []
+    ck.ck_hard_sigmoid.argtypes = [i64, f32p, f32p, ctypes.c_float, ctypes.c_float]
+    try:
+        for name in kernel_names(ck):
+            if ck.ck_gemm_use_kernel(name.encode()) != 0:
+                continue  # this CPU lacks it
+            outs = []
+            for threads in (1, 3):
+                ck.byoc_set_num_threads(threads)
+                got = {"sigmoid": np.full_like(x, 7.0), "swish": x.copy()}
+                assert ck.ck_hard_sigmoid(x.size, fptr(x), fptr(got["sigmoid"]), 0.2, 0.5) == 0
+                assert ck.ck_hard_swish(i64(x.size), fptr(got["swish"]), fptr(got["swish"])) == 0  # in place
+                for key in want:
+                    with np.errstate(invalid="ignore"):
+                        np.testing.assert_allclose(got[key], want[key].astype(np.float32), rtol=5e-7, atol=1e-7,
+                                                   equal_nan=True, err_msg=f"{name} {key} {threads} threads")
+                    assert np.array_equal(np.isnan(got[key]), np.isnan(want[key])), (name, key)
+                outs.append(got)
+            assert all(np.array_equal(outs[0][k], outs[1][k], equal_nan=True) for k in want), name
+            ran.append(name)
+    finally:
+        ck.byoc_set_num_threads(1)
+        assert ck.ck_gemm_use_kernel(default) == 0
+    assert ran and ran[-1].startswith("baseline-")
+
+
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (5, 7, 3), (24, 32, 256), (25, 33, 257), (1000, 5000, 3000)],
                          ids=lambda v: str(v))
 def test_gemm_workspace_mirror(ck, m, n, k):
