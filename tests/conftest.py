@@ -1,6 +1,8 @@
 """Shared pytest set-up: the repository root is importable (byoc_compiler from this checkout) wherever pytest starts."""
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,23 @@ os.environ.setdefault("BYOC_QUANTIZED_CACHE", str(ROOT / "build" / ".quantized-c
 # in every worker would oversubscribe the machine. Tests of the pool set their counts explicitly
 # (runtime.load(threads=N), run_runner(threads=N), BYOC_NUM_THREADS in a subprocess's environment).
 os.environ.setdefault("BYOC_NUM_THREADS", "1")
+
+# Objects of the runtime and the kernel libraries, compiled once per command for the whole run and shared by
+# the workers (backend/compile_link.py): each worker compiling them again for every toolchain and flag set
+# was minutes of a run. A directory per run, made before the workers start; BYOC_OBJECT_CACHE set outside wins.
+_OBJECT_CACHE_MADE: list = []
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput") or os.environ.get("BYOC_OBJECT_CACHE"):
+        return
+    _OBJECT_CACHE_MADE.append(tempfile.mkdtemp(prefix="byoc-test-objects-"))
+    os.environ["BYOC_OBJECT_CACHE"] = _OBJECT_CACHE_MADE[0]
+
+
+def pytest_unconfigure(config):
+    for path in _OBJECT_CACHE_MADE:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 # Real-size models (ResNet-50, MobileNetV2 at 224x224) beyond the default run's one case per target:

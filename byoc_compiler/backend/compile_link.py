@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -168,31 +169,62 @@ def undefined_symbol_fix(result, log: str) -> str | None:
     return None
 
 
-# Objects of sources that are not generated (the runtime, target runtimes) are the same for every model
-# built with the same command in this process: compile them once. Keyed by the command with the object
-# path left out and by the source text.
+# Objects of sources that are not generated (the runtime, target runtimes, kernel libraries) are the same for
+# every model built with the same command: compile them once. Keyed by the command with the object path left
+# out, the source text, the compiler executable and the headers its include directories hold (path, size,
+# mtime: an edited header is a new key). Per process by default; `BYOC_OBJECT_CACHE=<dir>` shares the objects
+# between processes (the test suite's workers, tests/conftest.py), written by atomic rename.
 _OBJECT_CACHE: dict[str, Path] = {}
-_OBJECT_CACHE_DIR: str | None = None
+_OBJECT_CACHE_DIR: Path | None = None
+_SYSTEM_DIRS = ("/usr/", "/opt/")     # installed headers (dlpack, a cross compiler's libc): never edited in a run
+
+
+def _object_cache_dir() -> Path:
+    global _OBJECT_CACHE_DIR
+    if _OBJECT_CACHE_DIR is None:
+        shared = os.environ.get("BYOC_OBJECT_CACHE")
+        if shared:
+            _OBJECT_CACHE_DIR = Path(shared)
+            _OBJECT_CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        else:
+            _OBJECT_CACHE_DIR = Path(tempfile.mkdtemp(prefix="byoc-objects-"))
+            atexit.register(shutil.rmtree, _OBJECT_CACHE_DIR, True)
+    return _OBJECT_CACHE_DIR
+
+
+def _stamp(path) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"{path}\0missing"
+    return f"{path}\0{st.st_size}\0{st.st_mtime_ns}"
+
+
+def _object_key(argv: list[str], src: Path, obj: Path) -> str:
+    key_argv = [a for a in argv if a != os.fspath(obj)]
+    dirs = [a[2:] for a in argv if a.startswith("-I")] + [os.fspath(Path(src).parent)]
+    stamps = [_stamp(shutil.which(argv[0]) or argv[0])]
+    for d in dict.fromkeys(dirs):
+        if not d.startswith(_SYSTEM_DIRS):
+            stamps += [_stamp(h) for h in sorted(Path(d).rglob("*.h"))]
+    text = "\0".join(key_argv) + "\0" + "\n".join(stamps) + "\0"
+    return hashlib.sha256(text.encode() + Path(src).read_bytes()).hexdigest()
 
 
 def _compile_cached(argv: list[str], src: Path, obj: Path, generated: bool, what: str) -> None:
-    global _OBJECT_CACHE_DIR
     if generated:
         tcmod.run_command(argv, what)
         return
-    key_argv = [a for a in argv if a != os.fspath(obj)]
-    key = hashlib.sha256(("\0".join(key_argv) + "\0").encode() + Path(src).read_bytes()).hexdigest()
-    cached = _OBJECT_CACHE.get(key)
-    if cached is None or not cached.exists():
-        tcmod.run_command(argv, what)
-        if _OBJECT_CACHE_DIR is None:
-            _OBJECT_CACHE_DIR = tempfile.mkdtemp(prefix="byoc-objects-")
-            atexit.register(shutil.rmtree, _OBJECT_CACHE_DIR, True)
-        cached = Path(_OBJECT_CACHE_DIR) / f"{key}.o"
-        shutil.copyfile(obj, cached)
-        _OBJECT_CACHE[key] = cached
+    key = _object_key(argv, src, obj)
+    cached = _OBJECT_CACHE.get(key) or _object_cache_dir() / f"{key}.o"
+    if cached.exists():
+        shutil.copyfile(cached, obj)
         return
-    shutil.copyfile(cached, obj)
+    tcmod.run_command(argv, what)
+    partial = cached.with_name(f"{key}.{os.getpid()}.{threading.get_ident()}.part")
+    shutil.copyfile(obj, partial)
+    os.replace(partial, cached)     # another process may be writing the same object: both are whole
+    _OBJECT_CACHE[key] = cached
 
 
 def _keep_sources(exc, gen: Path):

@@ -1,0 +1,78 @@
+"""The object cache of sources that are not generated (backend/compile_link.py): one compile per command,
+shared between processes through BYOC_OBJECT_CACHE, and never reused after the source or a header changes."""
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import needs
+from byoc_compiler import toolchain as tcmod
+from byoc_compiler.backend import compile_link
+
+
+@pytest.fixture
+def library(tmp_path):
+    """A one-file 'kernel library' with a header in its include directory."""
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "lib.h").write_text("#define LIB_SCALE 3\n")
+    src = tmp_path / "lib.c"
+    src.write_text('#include "lib.h"\nint lib_scale(int x) { return LIB_SCALE * x; }\n')
+    return src, inc
+
+
+def _argv(src, inc, obj):
+    return ["gcc", "-std=c99", "-O2", f"-I{inc}", "-c", str(src), "-o", str(obj)]
+
+
+def _bump(path: Path, text: str):
+    st = path.stat()
+    path.write_text(text)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+
+@pytest.mark.parametrize("edit", ["nothing", "header", "source", "flags"])
+def test_key_changes_exactly_when_the_compile_would(library, tmp_path, edit):
+    src, inc = library
+    before = compile_link._object_key(_argv(src, inc, tmp_path / "a.o"), src, tmp_path / "a.o")
+    argv = _argv(src, inc, tmp_path / "b.o")      # another object path: the same key
+    if edit == "header":
+        _bump(inc / "lib.h", "#define LIB_SCALE 4\n")
+    elif edit == "source":
+        src.write_text(src.read_text() + "/* edited */\n")
+    elif edit == "flags":
+        argv.insert(3, "-DEXTRA")
+    after = compile_link._object_key(argv, src, tmp_path / "b.o")
+    assert (after == before) == (edit == "nothing")
+
+
+def test_another_process_reuses_the_object_and_an_edited_header_compiles_again(library, tmp_path, monkeypatch):
+    needs.programs("gcc")
+    src, inc = library
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("BYOC_OBJECT_CACHE", str(shared))
+
+    def fresh_process():     # what another worker starts with: no objects of its own, the shared directory
+        monkeypatch.setattr(compile_link, "_OBJECT_CACHE", {})
+        monkeypatch.setattr(compile_link, "_OBJECT_CACHE_DIR", None)
+
+    fresh_process()
+    first = tmp_path / "first.o"
+    compile_link._compile_cached(_argv(src, inc, first), src, first, False, "compiling lib.c")
+    assert [p.suffix for p in shared.iterdir()] == [".o"]
+
+    fresh_process()
+    compiles = []
+    real_run = tcmod.run_command
+    monkeypatch.setattr(tcmod, "run_command", lambda argv, what: (compiles.append(argv), real_run(argv, what)))
+    second = tmp_path / "second.o"
+    compile_link._compile_cached(_argv(src, inc, second), src, second, False, "compiling lib.c")
+    assert compiles == [] and second.read_bytes() == first.read_bytes()
+
+    _bump(inc / "lib.h", "#define LIB_SCALE 4\n")
+    third = tmp_path / "third.o"
+    compile_link._compile_cached(_argv(src, inc, third), src, third, False, "compiling lib.c")
+    assert len(compiles) == 1 and third.read_bytes() != first.read_bytes()
+    assert sorted(p.suffix for p in shared.iterdir()) == [".o", ".o"]    # no partial file left behind
+    shutil.rmtree(shared)
