@@ -181,6 +181,15 @@ JUDGED_EQUIVALENT = {
     ("image.py", "image.mutant.231.py"):
         "no axis is taken as the identity: it then runs as one tap of weight 1.0 from an index table, "
         "acc += 1.0 * (double)x, exactly the value the direct index gives (resize's output is float32)",
+    ("shape.py", "shape.mutant.1361.py"):
+        "pad's source offset writes `s * 1` where the input's stride is 1 (the same value) and `s` for `s * 0` "
+        "where it is 0, which needs an empty later axis: every source index along it is padding, so that read "
+        "is never evaluated",
+    ("shape.py", "shape.mutant.1459.py"):
+        "the copy ops' names in another order: RULES maps the same names to the same rule (looked up by name; "
+        "the listing sorts them)",
+    ("shape.py", "shape.mutant.829.py"):
+        "concatenate's output taken as outputs[-1] for outputs[0]: concatenate has exactly one output",
 }
 
 @dataclass
