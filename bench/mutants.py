@@ -269,6 +269,8 @@ def _pytest(repo: Path, args, what: str) -> tuple[bool, float]:
         proc = subprocess.run(cmd, cwd=repo, env=_env(repo), capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         return True, time.time() - start
+    if proc.returncode < 0:                    # the test process crashed on a signal (a mutant's segfault): caught
+        return True, time.time() - start
     if proc.returncode not in (0, 1):          # 2-5: the run itself broke (collection, usage): not a kill
         raise RuntimeError(f"covering checks of {what} could not run:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return proc.returncode == 1, time.time() - start
