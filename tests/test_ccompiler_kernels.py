@@ -499,6 +499,10 @@ CONV_TINY = [
     # out_w 11: a packed sliver (8, 16 or 32 pixels) starts at pixel 32, the last column of a line,
     # whose taps lie beyond the right edge of the image (padding 3)
     ("sliver-starts-in-right-padding", (1, 2, 6, 10), (3, 2, 3, 3), (1, 1), (0, 0, 0, 3), (1, 1), 1),
+    # (windows wider than a pixel read a zero-bordered copy; a 1x1 window reads the image itself:) out_w 11,
+    # a full sliver starts at pixel 32, the last column of a line, one column past the edge (x = width + 1)
+    # with 32 real pixels after it: its run has no column inside the image and writes none outside itself
+    ("1x1-full-sliver-starts-in-right-padding", (1, 3, 6, 9), (4, 3, 1, 1), (1, 1), (0, 0, 0, 2), (1, 1), 1),
 ]
 
 
