@@ -196,6 +196,13 @@ JUDGED_EQUIVALENT = {
     ("ck_elementwise.c", "ck_elementwise.mutant.1362.c"):
         "a binary op skips dims of extent `<= 1` for `== 1`: a negative extent was refused and an extent 0 "
         "returned (nothing to compute) before this loop, so every extent here is at least 1",
+    ("ck_pool.c", "ck_pool.mutant.181.c"):
+        "ceil-mode output size takes the negative-span form for `span < 1` for `span < 0`: at span 0 both forms "
+        "give 1",
+    ("ck_pool.c", "ck_pool.mutant.1852.c"):
+        "average pool's whole-window columns end earlier (`hi_w % 1` is 0 for `hi_w - 1`): the columns it drops "
+        "from the fast range get ck_avg_divisor, which counts rows * pool_w taps for a whole window, the same float "
+        "(every window has a row inside: padding as large as the window is refused)",
 }
 
 @dataclass

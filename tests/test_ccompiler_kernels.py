@@ -797,6 +797,9 @@ BROADCASTS = [
     ("outer-product", (7, 1), (1, 11)),
     ("rank-8", (2, 1, 2, 1, 2, 1, 2, 3), (1, 2, 1, 2, 1, 2, 1, 3)),
     ("zero-size", (0, 3), (3,)),
+    # broadcast in the middle where the operand's outer stride (3) equals the broadcast extent (3): the two
+    # dims must stay two loops (merged, the operand would be read as if not broadcast)
+    ("middle-broadcast-stride-equals-extent", (2, 3, 3), (2, 1, 3)),
 ]
 
 
