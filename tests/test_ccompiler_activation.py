@@ -85,6 +85,20 @@ def test_hard_swish_in_place(lib):
     _expect(x, x, want)
 
 
+@pytest.mark.parametrize("input_first", [True, False], ids=["input-below-output", "input-above-output"])
+def test_separate_buffers_in_either_order(lib, input_first):
+    """Input and output side by side in one allocation, either one first: only the same address is in place."""
+    x = _inputs()
+    both = np.full(2 * x.size, 7.0, np.float32)
+    src, dst = (both[:x.size], both[x.size:]) if input_first else (both[x.size:], both[:x.size])
+    src[:] = x
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = x.astype(np.float64) * np.clip(x.astype(np.float64) / 6.0 + 0.5, 0.0, 1.0)
+    assert lib.ck_hard_swish(x.size, src.ctypes.data_as(f32p), dst.ctypes.data_as(f32p)) == 0
+    _expect(x, dst, want)
+    np.testing.assert_array_equal(src, x)
+
+
 def test_rejects_bad_parameters(lib):
     x = np.ones(4, np.float32)
     p = x.ctypes.data_as(f32p)
