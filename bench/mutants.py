@@ -205,6 +205,9 @@ JUDGED_EQUIVALENT = {
         "average pool's whole-window columns end earlier (`hi_w % 1` is 0 for `hi_w - 1`): the columns it drops "
         "from the fast range get ck_avg_divisor, which counts rows * pool_w taps for a whole window, the same float "
         "(every window has a row inside: padding as large as the window is refused)",
+    ("ck_resize.c", "ck_resize.mutant.2304.c"):
+        "the column tiles loop on `t0 <= width`: where the width is a multiple of the 256-column tile it adds a "
+        "tile of 0 columns, whose rows compute their sources and write nothing (every column loop runs to n = 0)",
 }
 
 @dataclass
