@@ -208,6 +208,9 @@ JUDGED_EQUIVALENT = {
     ("ck_resize.c", "ck_resize.mutant.2304.c"):
         "the column tiles loop on `t0 <= width`: where the width is a multiple of the 256-column tile it adds a "
         "tile of 0 columns, whose rows compute their sources and write nothing (every column loop runs to n = 0)",
+    ("ck_activation.c", "ck_activation.mutant.604.c"):
+        "ck_hard_swish passes alpha 0.1 for 0.0: the swish branch never reads alpha or beta (they are hard "
+        "sigmoid's)",
 }
 
 @dataclass
