@@ -138,6 +138,8 @@ CONVS = [
     # rows of 16 output columns and a tail: the vector depthwise row (stride 1 and 2)
     ("depthwise-wide-rows", (1, 3, 5, 40), (3, 1, 3, 3), (1, 1), (1, 1, 1, 1), 3, "uint8"),
     ("depthwise-wide-stride2-int8", (2, 3, 6, 71), (3, 1, 3, 3), (2, 2), (1, 1, 1, 1), 3, "int8"),
+    # 16 outputs' taps span 15 * 4 + 5 = 65 bytes: one past a 64-byte load, so not the VBMI plane kernel
+    ("depthwise-stride4-5x5-int8", (1, 3, 9, 70), (3, 1, 5, 5), (4, 4), (0, 0, 0, 0), 3, "int8"),
     ("7x7-stride2-wide", (1, 3, 40, 40), (8, 3, 7, 7), (2, 2), (3, 3, 3, 3), 1, "uint8"),
     # 576 output pixels: five column chunks and an im2col of three channel tasks on the thread pool
     ("3x3-parallel", (1, 12, 24, 24), (20, 12, 3, 3), (1, 1), (1, 1, 1, 1), 1, "uint8"),
