@@ -211,6 +211,9 @@ JUDGED_EQUIVALENT = {
     ("ck_activation.c", "ck_activation.mutant.604.c"):
         "ck_hard_swish passes alpha 0.1 for 0.0: the swish branch never reads alpha or beta (they are hard "
         "sigmoid's)",
+    ("ck_parallel.c", "ck_parallel.mutant.150.c"):
+        "a grain below 1 clamped to 2 for 1: no caller passes one (ck_grain and every caller's own expression give "
+        "at least 1), so the clamp is never taken",
 }
 
 @dataclass
