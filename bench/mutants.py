@@ -1,6 +1,8 @@
 """Mutation campaign: how many plausible bugs in the C byoc ships the checks catch.
 
     python bench/mutants.py                          # 3 tested mutants per file of every group, seed 0
+    nice -n 10 python bench/mutants.py --per-file 3 --seed 7 --json r.json   # docs/testing.md's run
+    python bench/mutants.py --recheck r.json [--then COMMIT] --json r2.json  # its survivors, today's checks
     python bench/mutants.py --groups runtime writers --per-file 5 --seed 1
     python bench/mutants.py --per-file 6 --seed 1 --files ck_pool.c ck_dense.c
     python bench/mutants.py --named                  # only the named realistic mutants (NAMED below)
@@ -15,19 +17,21 @@ statement per mutant by the language's rules. Per file, mutants are drawn at ran
 * one that does not compile (C: gcc -std=c99 -Wall -Wextra -Werror -O2 -c; Python: compile()) is left
   out of the count;
 * one whose compiled form is identical to the original's is equivalent (trivial compiler equivalence:
-  the C object file byte for byte; for Python the syntax tree without docstrings, which is what the
-  interpreter compiles) and left out of the kill rate.
+  the C object file byte for byte; for Python the syntax tree without docstrings, annotations under
+  PEP 563 and `pass` beside other statements, which is what the interpreter compiles) and left out of
+  the kill rate; a survivor shown equivalent by reading the code is listed in JUDGED_EQUIVALENT with why.
 
-Each remaining mutant is written into a scratch copy of the repository (`git archive HEAD`, so the
-tests, SCons, the C compiler and any subprocess see it through PYTHONPATH) and the checks covering that
-file run there; a failing check (or a crash, or a timeout) kills it:
+Each remaining mutant is made from and written into a scratch copy of the repository (`git archive HEAD`,
+so the tests, SCons, the C compiler and any subprocess see it through PYTHONPATH) and the checks covering
+that file run there, in stages; a failing check (or a crash, or a timeout) kills it:
 
-* kernels: the ctypes kernel tests against the gcc -O3 build (COVERING, pytest -x);
+* kernels: the ctypes kernel tests of the file (COVERING, pytest -x);
 * runtime: a batch of 111 ONNX conformance cases built host-only (gcc -O0), loaded with 2 threads and run
   as the runner program, compared with ONNX's outputs (bench/mutant_checks.py runtime);
 * writers: every conformance batch's host C written again; the batches whose C changed are built, run and
   compared with ONNX's outputs (bench/mutant_checks.py writers; a batch whose C did not change cannot
-  differ, so a mutant that changes no batch's C survives: the suite does not reach it).
+  differ);
+* runtime and writers, for a mutant the conformance check missed: the group's own tests (Group.tests).
 
 The conformance cases are saved once per campaign from the unmutated copy (bench/mutant_checks.py save).
 Printed: made, did not compile, equivalent, killed, survived (with the mutated line of each survivor), per
