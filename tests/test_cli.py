@@ -144,8 +144,24 @@ def test_partition_print_after_shows_the_module_after_that_pass():
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "// ---- after AnnotateTarget ----" in proc.stdout
-    after_partition = proc.stdout.split("// ---- after PartitionGraph ----")[1]
+    after_annotate, after_partition = proc.stdout.split("// ---- after PartitionGraph ----")
     assert 'Compiler="ccompiler"' in after_partition
+    # the annotations AnnotateTarget wrote (node meta) follow their bindings; PartitionGraph consumed them
+    assert "/* region=ccompiler:0 */" in after_annotate and "region=" not in after_partition
+
+
+def test_printed_meta_is_a_comment_the_parser_ignores():
+    from byoc_compiler import partition_for, zoo
+    from byoc_compiler.ir.printer import astext
+    from byoc_compiler.ir import structural_equal
+    from byoc_compiler.text import parse
+
+    after = {}
+    partition_for("ccompiler", zoo.get("mlp"), trace=lambda name, module: after.setdefault(name, module))
+    annotated = after["AnnotateTarget"]
+    text = astext(annotated, show_meta=True)
+    assert "/* region=ccompiler:0 */" in text and "region=" not in astext(annotated)
+    assert structural_equal(parse(text), parse(astext(annotated)))
 
 
 def test_partition_print_after_unknown_pass_is_one_clear_error():

@@ -49,6 +49,7 @@ def run(args) -> int:
     from ..partition import partition_for, summarize
 
     mod = load_model(args.model, shape=parse_shapes(args.shape))
+    from ..ir.printer import astext
     from ..partition import PIPELINE
 
     wanted = set(args.print_after)
@@ -58,8 +59,8 @@ def run(args) -> int:
                         f"{' -> '.join(PIPELINE)} (or `all`)")
 
     def trace(pass_name, module):
-        if "all" in wanted or pass_name in wanted:
-            print(f"// ---- after {pass_name} ----\n{module.astext()}\n")
+        if "all" in wanted or pass_name in wanted:     # with each node's region annotation (its meta)
+            print(f"// ---- after {pass_name} ----\n{astext(module, show_meta=True)}\n")
 
     mod = partition_for(args.target, mod, strict=args.strict, mod_name=args.mod_name,
                         bind_constants=not args.no_bind_constants, trace=trace if wanted else None)

@@ -185,8 +185,8 @@ def _attr_key(key: str) -> str:
 
 class _Printer:
     def __init__(self, show_types: bool, sidecar: str | None = None, sidecar_bytes: int = SIDECAR_BYTES,
-                 external=None):
-        self.show_types = show_types
+                 external=None, show_meta: bool = False):
+        self.show_types, self.show_meta = show_types, show_meta
         self.sidecar, self.sidecar_bytes = sidecar, sidecar_bytes
         self.external = external
         self.sidecar_data = bytearray()
@@ -218,9 +218,12 @@ class _Printer:
 
     # ---- pieces ------------------------------------------------------------------------------
     def _ty_comment(self, expr: Expr) -> str:
+        text = ""
         if self.show_types and expr.checked_type is not None:
-            return f" /* ty={expr.checked_type} */"
-        return ""
+            text = f" /* ty={expr.checked_type} */"
+        if self.show_meta and expr._meta:
+            text += " /* " + ", ".join(f"{key}={value}" for key, value in sorted(expr._meta.items())) + " */"
+        return text
 
     def _ref(self, expr: Expr) -> str:
         """How an already-printed value is referenced inside another expression."""
@@ -374,9 +377,11 @@ class _Printer:
         return '#[metadata]\n{"relay.Constant": [\n' + lines + "\n]}\n"
 
 
-def astext(obj, show_types: bool = False) -> str:
-    """The text form of an IRModule, a Function or any expression (see the module docstring)."""
-    return _any(_Printer(show_types), obj)
+def astext(obj, show_types: bool = False, show_meta: bool = False) -> str:
+    """The text form of an IRModule, a Function or any expression (see the module docstring). With
+    `show_meta=True` each binding's meta (ir/expr.py: a region annotation, a user's note) follows it as a
+    `/* key=value */` comment, which the parser ignores like the types' comments."""
+    return _any(_Printer(show_types, show_meta=show_meta), obj)
 
 
 def astext_with_sidecar(obj, sidecar: str, show_types: bool = False,

@@ -28,6 +28,9 @@ class RegionAnnotation:
     target: str
     region: int
 
+    def __str__(self) -> str:       # how `--print-after AnnotateTarget` shows it: region=ccompiler:0
+        return f"{self.target}:{self.region}"
+
 
 @dataclass(frozen=True)
 class Annotations:
