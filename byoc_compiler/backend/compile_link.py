@@ -72,8 +72,8 @@ def runner_only_sources(executor: str, profile: str) -> set[str]:
 
 
 def library_sources(result) -> list[tuple[Path, list]]:
-    """(source, include dirs) of the targets' runtime and kernel libraries a build compiles. A freestanding
-    build takes only the files its generated code references (kernel_sources.py)."""
+    """(source, include dirs) of the targets' runtime and kernel libraries a build compiles: the files its
+    generated code references (kernel_sources.py)."""
     out = []
     for symbol, artifact in result.artifacts.items():
         target = result.region_targets[symbol]
@@ -82,7 +82,7 @@ def library_sources(result) -> list[tuple[Path, list]]:
             files += list(artifact.runtime_sources)
         incs = list(target.include_dirs) + list(artifact.include_dirs)
         out += [(Path(f), incs) for f in files]
-    if result.toolchain.freestanding and out:
+    if out:
         roots = list(result.sources().values())
         keep = set(used_sources(roots, list(dict.fromkeys(f for f, _ in out))))
         out = [(f, incs) for f, incs in out if f in keep]

@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from byoc_compiler.backend.constants import BIN_FILE, PARAMS_FILE
+from byoc_compiler.backend.kernel_sources import link_signature
 from byoc_compiler.config import load_config as _load_config
 from byoc_compiler.errors import ByocError
 
@@ -187,10 +188,14 @@ def plan_key(request: CodegenRequest, known: dict | None = None) -> tuple[str, d
     known = known or {}
     h = hashlib.sha256(request.signature().encode())
     inputs = model_files(request.model_spec) + [request.config] + generator_sources(request)
-    # The target's C files are in the plan by name only (what to compile): their content changes what
-    # SCons recompiles, never the plan, so editing a kernel recompiles its objects without re-planning.
-    for name in target_files(request):
+    # The target's C files are in the plan by name and by which of them the build needs (what to compile):
+    # their content changes what SCons recompiles, never the plan, so editing a kernel recompiles its
+    # objects without re-planning, unless the edit makes it call into a file the build did not compile
+    # (the files' definitions and cross-file names, kernel_sources.link_signature).
+    c_files = target_files(request)
+    for name in c_files:
         h.update(b"\0c-file\0" + name.encode())
+    h.update(b"\0link\0" + link_signature(c_files).encode())
     digests = {}
     for name in inputs:
         full = os.path.abspath(name)
