@@ -83,6 +83,9 @@ def _bias(cx, op, y, position: int, shape_of_one):
     if not cx.has_input(op, position):
         return y
     bias = cx.const(op, position, "bias")
+    if bias.size != int(np.prod(shape_of_one)):
+        raise NodeError(f"the bias has {bias.size} values (shape {list(bias.shape)}); expected one per output "
+                        f"channel, {int(np.prod(shape_of_one))}")
     return cx.call("add", y, Constant(np.ascontiguousarray(bias.reshape(shape_of_one))))
 
 
