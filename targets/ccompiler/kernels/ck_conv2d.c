@@ -264,11 +264,15 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
  * then every 24-channel sliver of the packed weight (read where it lies) meets every pixel sliver, into
  * C' [pixels][channels] in the workspace; at the end C' goes to out [channels][pixels], transposed in
  * blocks of 16 channels, with the bias and the activation.
- * In parallel: tasks of CK_PM_TASK_CHANNELS channels (two weight slivers; the split depends on og alone),
- * each reading its own part of the weight (the large operand of these small planes) and writing its own
- * columns of C' and rows of out; per K block (packed first unless read in place), then the transposition. */
-#define CK_PM_TASK_CHANNELS 48
-
+ * In parallel: one task per thread, each a static share of the output tiles -- whole 24-channel weight
+ * slivers (each task reading its own part of the weight, the large operand of these small planes), or
+ * whole 7-pixel slivers where those split more evenly (14x14: 28 pixel slivers against 11 channel slivers
+ * of 256 channels). Every element is one chain over K on the same tile whichever task computes it, so the
+ * split (and the thread count it follows) never changes the bits. Where the pixels are read where they lie
+ * (a 1x1 input, or the bordered copy through tap offsets) a task runs every K block of its share and then
+ * its transposition: one parallel region per convolution (a region per K block, 18 on a 3x3 512-channel
+ * conv, paid a wake-up and an uneven share each). Packed pixel slivers are shared by the tasks, so those
+ * calls keep a region per K block after packing it. */
 typedef struct {
   const ck_b_source *src;
   int64_t og, pixels, kdim, m24, pm_pixels;
@@ -277,13 +281,17 @@ typedef struct {
   float *out, *slivers, *result;
   ck_pm_fn tile, wide; /* the 24- and 48-channel tiles (wide: NULL where the CPU has none) */
   int direct, by_offsets;
-  int64_t pc; /* the K block of a packed pass */
-  int64_t aoff[CK_KC]; /* by_offsets: tap pc + o's offset in the bordered copy */
+  int by_pixels; /* the tasks share out pixel slivers (else channel slivers) */
+  int64_t pc;    /* the K block of a packed pass */
 } ck_pm_job;
 
+/* One task's share of the output: channels [c0, c1) of m24 and pixels [s0, s1) of pm_pixels. */
+typedef struct {
+  int64_t c0, c1, s0, s1;
+} ck_pm_share;
+
 /* The offsets of taps [pc, pc + kc), (channel, kh, kw) each, counted up from one division: once per K block
- * for every task (computed per task and block with two divisions per tap, they took 15% of a 3x3 conv on
- * 7x7 planes). */
+ * (computed per tile with two divisions per tap, they took 15% of a 3x3 conv on 7x7 planes). */
 static void ck_pm_tap_offsets(const ck_conv_view *v, int64_t pc, int64_t kc, int64_t *restrict aoff) {
   const int64_t taps = v->kernel_h * v->kernel_w;
   int64_t channel = pc / taps, kh = pc % taps / v->kernel_w, kw = pc % taps % v->kernel_w, o;
@@ -299,70 +307,102 @@ static void ck_pm_tap_offsets(const ck_conv_view *v, int64_t pc, int64_t kc, int
   }
 }
 
-/* The tiles of channels [c0, c1) over K block pc, in steps of CK_PM_KC taps: a step of a 48-channel weight
- * pair (24 KB) stays in L1 while every pixel sliver passes (a whole 256-tap block, 48 KB, did not). */
+/* The tiles of a share over K block pc (aoff: its tap offsets when by_offsets), in steps of CK_PM_KC taps: a
+ * step of a 48-channel weight pair (24 KB) stays in L1 while every pixel sliver passes (a whole 256-tap
+ * block, 48 KB, did not). */
 #define CK_PM_KC 128
-static void ck_pm_block(const ck_pm_job *job, int64_t pc, int64_t c0, int64_t c1) {
+static void ck_pm_block(const ck_pm_job *job, int64_t pc, const int64_t *aoff, const ck_pm_share *sh) {
   const ck_conv_view *v = job->src->conv;
   const int64_t kc = job->kdim - pc < CK_KC ? job->kdim - pc : CK_KC, m24 = job->m24;
   const float *a = job->direct ? job->src->base + pc * job->src->row_stride : job->slivers;
   const int64_t as = job->direct ? job->src->row_stride : CK_PM_MR, step = job->direct ? 1 : kc;
   int64_t cs, s, q, width = CK_M_QUANTUM;
-  for (cs = c0; cs < c1; cs += width) {
+  for (cs = sh->c0; cs < sh->c1; cs += width) {
     /* two slivers at once where the CPU has the wide tile (same bits as two narrow ones) */
-    const ck_pm_fn tile = job->wide != NULL && cs + 2 * CK_M_QUANTUM <= c1 ? job->wide : job->tile;
+    const ck_pm_fn tile = job->wide != NULL && cs + 2 * CK_M_QUANTUM <= sh->c1 ? job->wide : job->tile;
     width = tile == job->tile ? CK_M_QUANTUM : 2 * CK_M_QUANTUM;
     for (q = 0; q < kc; q += CK_PM_KC) {
       const int64_t kq = kc - q < CK_PM_KC ? kc - q : CK_PM_KC, ws = kc * CK_M_QUANTUM;
       const float *w = job->packed + pc * m24 + cs * kc + q * CK_M_QUANTUM;
       const int accumulate = pc > 0 || q > 0;
       if (job->by_offsets) {
-        for (s = 0; s < job->pm_pixels; s += CK_PM_MR) /* pixel s: output row s / out_w, column s % out_w */
-          tile(kq, v->padded + s / v->out_w * v->stride_h * v->padded_w + s % v->out_w, 0, job->aoff + q, w, ws,
+        for (s = sh->s0; s < sh->s1; s += CK_PM_MR) /* pixel s: output row s / out_w, column s % out_w */
+          tile(kq, v->padded + s / v->out_w * v->stride_h * v->padded_w + s % v->out_w, 0, aoff + q, w, ws,
                job->result + s * m24 + cs, m24, accumulate);
       } else {
-        for (s = 0; s < job->pm_pixels; s += CK_PM_MR)
+        for (s = sh->s0; s < sh->s1; s += CK_PM_MR)
           tile(kq, a + s * step + q * as, as, NULL, w, ws, job->result + s * m24 + cs, m24, accumulate);
       }
     }
   }
 }
 
-/* C' -> out for channels [c0, c1) of og: transposed, + bias, + residual, activation. */
-static void ck_pm_finish(const ck_pm_job *job, int64_t c0, int64_t c1) {
-  const int64_t pixels = job->pixels, m24 = job->m24;
+/* C' -> out for a share's channels below og and pixels below `pixels`: transposed, + bias, + residual,
+ * activation. */
+static void ck_pm_finish(const ck_pm_job *job, const ck_pm_share *sh) {
+  const int64_t pixels = job->pixels, m24 = job->m24, c1 = sh->c1 < job->og ? sh->c1 : job->og;
+  const int64_t j1 = sh->s1 < pixels ? sh->s1 : pixels;
   int64_t o0, o, j;
-  for (o0 = c0; o0 < c1; o0 += 16) {
+  for (o0 = sh->c0; o0 < c1; o0 += 16) {
     const int64_t oc = c1 - o0 < 16 ? c1 - o0 : 16;
-    for (j = 0; j < pixels; ++j) {
+    for (j = sh->s0; j < j1; ++j) {
       const float *restrict r = job->result + j * m24 + o0;
       for (o = 0; o < oc; ++o)
         job->out[(o0 + o) * pixels + j] = r[o] + (job->bias != NULL ? job->bias[o0 + o] : 0.0f);
       if (job->residual != NULL)
         for (o = 0; o < oc; ++o) job->out[(o0 + o) * pixels + j] += job->residual[(o0 + o) * pixels + j];
     }
-    for (o = 0; o < oc; ++o) ck_activate(job->activation, pixels, job->out + (o0 + o) * pixels);
+    for (o = 0; o < oc; ++o) ck_activate(job->activation, j1 - sh->s0, job->out + (o0 + o) * pixels + sh->s0);
   }
 }
 
-static int64_t ck_pm_end(int64_t c0, int64_t limit) {
-  return c0 + CK_PM_TASK_CHANNELS < limit ? c0 + CK_PM_TASK_CHANNELS : limit;
+/* Task `task` of n_tasks: an even share of whole slivers (channel or pixel ones). */
+static ck_pm_share ck_pm_share_of(const ck_pm_job *job, int32_t task, int32_t n_tasks) {
+  ck_pm_share sh;
+  const int64_t unit = job->by_pixels ? CK_PM_MR : CK_M_QUANTUM;
+  const int64_t units = (job->by_pixels ? job->pm_pixels : job->m24) / unit;
+  const int64_t lo = units * task / n_tasks * unit, hi = units * (task + 1) / n_tasks * unit;
+  sh.c0 = job->by_pixels ? 0 : lo;
+  sh.c1 = job->by_pixels ? job->m24 : hi;
+  sh.s0 = job->by_pixels ? lo : 0;
+  sh.s1 = job->by_pixels ? hi : job->pm_pixels;
+  return sh;
 }
 
 static void ck_pm_task_block(int32_t task, int32_t n_tasks, void *ctx) {
   const ck_pm_job *job = (const ck_pm_job *)ctx;
-  const int64_t c0 = (int64_t)task * CK_PM_TASK_CHANNELS;
-  (void)n_tasks;
-  ck_pm_block(job, job->pc, c0, ck_pm_end(c0, job->m24));
+  const ck_pm_share sh = ck_pm_share_of(job, task, n_tasks);
+  ck_pm_block(job, job->pc, NULL, &sh); /* (packed slivers: no tap offsets) */
 }
 
 static void ck_pm_task_finish(int32_t task, int32_t n_tasks, void *ctx) {
   const ck_pm_job *job = (const ck_pm_job *)ctx;
-  const int64_t c0 = (int64_t)task * CK_PM_TASK_CHANNELS;
-  (void)n_tasks;
-  if (c0 < job->og) ck_pm_finish(job, c0, ck_pm_end(c0, job->og));
+  const ck_pm_share sh = ck_pm_share_of(job, task, n_tasks);
+  ck_pm_finish(job, &sh);
 }
 
+/* A share's every K block (pixels read where they lie), then its transposition. */
+static void ck_pm_task_whole(int32_t task, int32_t n_tasks, void *ctx) {
+  const ck_pm_job *job = (const ck_pm_job *)ctx;
+  const ck_pm_share sh = ck_pm_share_of(job, task, n_tasks);
+  int64_t pc, aoff[CK_KC];
+  for (pc = 0; pc < job->kdim; pc += CK_KC) {
+    if (job->by_offsets)
+      ck_pm_tap_offsets(job->src->conv, pc, job->kdim - pc < CK_KC ? job->kdim - pc : CK_KC, aoff);
+    ck_pm_block(job, pc, aoff, &sh);
+  }
+  ck_pm_finish(job, &sh);
+}
+
+/* Tasks: one per thread, at most one per sliver; pixel slivers where they share out more evenly. */
+static int32_t ck_pm_tasks(ck_pm_job *job) {
+  const int64_t threads = byoc_get_num_threads(), cs = job->m24 / CK_M_QUANTUM, ps = job->pm_pixels / CK_PM_MR;
+  /* the largest share, in slivers times the other side's extent */
+  const int64_t by_c = (cs + threads - 1) / threads * job->pm_pixels, by_p = (ps + threads - 1) / threads * job->m24;
+  const int64_t t_c = threads < cs ? threads : cs, t_p = threads < ps ? threads : ps;
+  job->by_pixels = CK_PM_MR * by_p < CK_M_QUANTUM * by_c;
+  return (int32_t)(job->by_pixels ? t_p : t_c);
+}
 static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixels, int64_t kdim,
                                 const float *packed, const float *bias, const float *residual, int32_t activation,
                                 float *out, void *workspace, ck_pm_fn tile) {
@@ -388,14 +428,15 @@ static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixe
   job.direct = src->conv == NULL && pixels == job.pm_pixels;
   /* the bordered copy read as it lies (ck_pm_by_offsets; the copy exists for exactly those windows) */
   job.by_offsets = v != NULL && v->padded != NULL && v->stride_w == 1 && v->out_w % CK_PM_MR == 0;
-  tasks = (int32_t)((job.m24 + CK_PM_TASK_CHANNELS - 1) / CK_PM_TASK_CHANNELS);
-  /* K blocks outermost, as on one thread before the pool: a block's pixels stay in L1 while every channel
-   * sliver passes (running every K block of a task's channels in one go re-read the input from L2 per
-   * task and made ResNet-50 some 7% slower on one thread) */
+  tasks = ck_pm_tasks(&job);
+  if (job.direct || job.by_offsets) {
+    /* within a task, K blocks outermost: a block's pixels stay in L1 while the task's channel slivers pass
+     * (channel slivers outermost re-read the input from L2 per sliver pair: some 7% slower on one thread) */
+    byoc_parallel_for(tasks, ck_pm_task_whole, &job);
+    return;
+  }
   for (job.pc = 0; job.pc < kdim; job.pc += CK_KC) {
-    const int64_t kc = kdim - job.pc < CK_KC ? kdim - job.pc : CK_KC;
-    if (job.by_offsets) ck_pm_tap_offsets(v, job.pc, kc, job.aoff);
-    else if (!job.direct) ck_pack_b(src, job.pc, kc, 0, pixels, pixels, CK_PM_MR, job.slivers);
+    ck_pack_b(src, job.pc, kdim - job.pc < CK_KC ? kdim - job.pc : CK_KC, 0, pixels, pixels, CK_PM_MR, job.slivers);
     byoc_parallel_for(tasks, ck_pm_task_block, &job);
   }
   byoc_parallel_for(tasks, ck_pm_task_finish, &job);
