@@ -5,7 +5,10 @@
 
 The pipeline is flat and named (`PIPELINE`); after the passes that shape
 regions an invariant check runs, so a pass that breaks one is named as the
-culprit instead of the failure surfacing later in a codegen.
+culprit instead of the failure surfacing later in a codegen. Without a trace,
+nobody sees the modules between AnnotateTarget, MergeCompilerRegions and
+PartitionGraph, so those three run as one pass that hands the regions on as a
+table instead of node meta (transform/annotate_partition.py; the same result).
 """
 from __future__ import annotations
 
@@ -16,8 +19,8 @@ import weakref
 from ..errors import ByocError
 from ..ir.module import IRModule
 from ..target import get_targets
-from ..transform import (AnnotateTarget, FoldBatchNorm, FoldConstant, InferType, MergeCompilerRegions, MergeComposite,
-                         PartitionGraph)
+from ..transform import (AnnotateMergePartition, AnnotateTarget, FoldBatchNorm, FoldConstant, InferType,
+                         MergeCompilerRegions, MergeComposite, PartitionGraph)
 from ..transform.named_pass import NamedPass
 from .invariants import check_partitioned
 from .report import summarize_module
@@ -39,12 +42,14 @@ class PartitionError(ByocError):
         self.report = report
 
 
-def pipeline(targets, mod_name: str = "default", bind_constants: bool = True) -> list:
-    """The passes of partition_for, in order, for `targets` (Target objects, priority order)."""
+def pipeline(targets, mod_name: str = "default", bind_constants: bool = True, fused: bool = False) -> list:
+    """The passes of partition_for, in order, for `targets` (Target objects, priority order); `fused`:
+    AnnotateTarget, MergeCompilerRegions and PartitionGraph as one pass (module docstring)."""
     patterns = [p for t in targets for p in t.patterns]
+    regions = [AnnotateMergePartition(targets, mod_name, bind_constants)] if fused else \
+        [AnnotateTarget(targets), MergeCompilerRegions(), PartitionGraph(mod_name, bind_constants)]
     return [NamedPass("InferType", InferType()), FoldConstant(), FoldBatchNorm(), MergeComposite(patterns),
-            AnnotateTarget(targets), MergeCompilerRegions(), PartitionGraph(mod_name, bind_constants),
-            NamedPass("InferType", InferType())]
+            *regions, NamedPass("InferType", InferType())]
 
 
 def partition_for(targets, mod: IRModule, strict: bool = False, mod_name: str = "default",
@@ -65,7 +70,7 @@ def partition_for(targets, mod: IRModule, strict: bool = False, mod_name: str = 
                         "with IRModule.from_expr(expr)")
     chosen = get_targets(targets)
     with _collector_paused():
-        mod = _run(pipeline(chosen, mod_name, bind_constants), mod, trace)
+        mod = _run(pipeline(chosen, mod_name, bind_constants, fused=trace is None), mod, trace)
         report = summarize_module(mod, chosen)
     _REPORTS[mod] = report
     if strict and report.host:

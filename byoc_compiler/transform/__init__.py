@@ -15,6 +15,7 @@ from . import merge_composite as _merge_composite_module
 from . import annotate_target as _annotate_target_module
 from . import merge_compiler_regions as _merge_compiler_regions_module
 from . import partition_graph as _partition_graph_module
+from . import annotate_partition as _annotate_partition_module
 from . import qdq_to_integer as _qdq_to_integer_module
 
 InferType = _infer_type_module.InferType
@@ -31,10 +32,13 @@ MergeCompilerRegions = _merge_compiler_regions_module.MergeCompilerRegions
 merge_compiler_regions = _merge_compiler_regions_module.merge_compiler_regions
 PartitionGraph = _partition_graph_module.PartitionGraph
 partition_graph = _partition_graph_module.partition_graph
+AnnotateMergePartition = _annotate_partition_module.AnnotateMergePartition
+annotate_and_partition = _annotate_partition_module.annotate_and_partition
 QDQToInteger = _qdq_to_integer_module.QDQToInteger
 qdq_to_integer = _qdq_to_integer_module.qdq_to_integer
 
 __all__ = ["InferType", "infer_type", "FoldConstant", "fold_constant", "FoldBatchNorm", "fold_batch_norm",
            "MergeComposite", "merge_composite",
            "AnnotateTarget", "annotate_target", "MergeCompilerRegions", "merge_compiler_regions",
-           "PartitionGraph", "partition_graph", "QDQToInteger", "qdq_to_integer"]
+           "PartitionGraph", "partition_graph", "AnnotateMergePartition", "annotate_and_partition",
+           "QDQToInteger", "qdq_to_integer"]

@@ -39,11 +39,19 @@ def choose_target(call: Call, targets: list[Target]) -> str | None:
 
 def annotate_target(mod: IRModule, targets) -> IRModule:
     """`mod` with the calls of main annotated for `targets` (a name, a Target, or a priority list)."""
+    mod, nodes, ann = target_annotations(mod, targets)
+    main = mod["main"]
+    return mod.with_function("main", write(main, ann, nodes))
+
+
+def target_annotations(mod: IRModule, targets) -> tuple[IRModule, list, Annotations]:
+    """What annotate_target writes, as a table: (`mod` typed, graph_nodes of its main, the annotations
+    of those nodes: the marks main has already plus the new ones). For a caller that goes on with the
+    table (transform/annotate_partition.py) instead of the annotated module."""
     targets = get_targets(targets)
     mod = typed(mod)
-    main = mod["main"]
-    nodes = graph_nodes(main)
-    old = read(main, nodes)
+    nodes = graph_nodes(mod["main"])
+    old = read(mod["main"], nodes)
     chosen, tuples = _choose(nodes, old, targets)
     _keep_tuples_whole(nodes, old, chosen, tuples)
     target = dict(old.target)
@@ -61,9 +69,7 @@ def annotate_target(mod: IRModule, targets) -> IRModule:
             producer = tuples.get(id(node.tuple_value))
             if producer in chosen:
                 target[i], region[i] = target[producer], region[producer]
-
-    ann = Annotations(target, region).normalized()
-    return mod.with_function("main", write(main, ann, nodes))
+    return mod, nodes, Annotations(target, region).normalized()
 
 
 def _choose(nodes, old, targets) -> tuple[dict[int, str], dict[int, int]]:

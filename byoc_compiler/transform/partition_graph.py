@@ -129,7 +129,14 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
     ann = read(main, nodes)
     if not ann.target:
         return mod
-    kids = input_positions(nodes)
+    return lift_regions(mod, nodes, ann, input_positions(nodes), mod_name, bind_constants)
+
+
+def lift_regions(mod: IRModule, nodes: list[Expr], ann, kids: list[list[int]], mod_name: str = "default",
+                 bind_constants: bool = True) -> IRModule:
+    """partition_graph for the regions `ann` (annotations of `nodes`, graph_nodes of main, whatever
+    main's nodes carry; `kids`: input_positions(nodes)): the nodes lifted lose their region annotation."""
+    main = mod["main"]
     regions, owner = propose(nodes, kids, ann, bind_constants)
     by_number = {r.number: r for r in regions}
     order = contracted_order(kids, owner, regions)
