@@ -17,12 +17,13 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..ir.analysis import use_counts
-from ..ir.expr import Call, Expr, Function, Op, Var, carry_meta
+from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem, Var, carry_meta, with_inputs
 from ..ir.module import IRModule
-from ..ir.visitor import ExprMutator, graph_order, post_order
+from ..ir.visitor import graph_order, post_order
 from ..pattern import Match
 from ..pattern.matcher import root_op_names
 from ..target import CompositePattern
+from .annotations import moved_inputs
 from .named_pass import NamedPass, typed
 
 
@@ -128,28 +129,33 @@ def _composite(match: Match, entry: CompositePattern, args: list[Expr]) -> Call:
     return call
 
 
-class _Rewriter(ExprMutator):
-    into_functions = False
-
-    def __init__(self, matches: dict[int, tuple[Match, CompositePattern]]):
-        super().__init__()
-        self.matches = matches
-
-    def rewrite_call(self, original: Call, rebuilt: Expr) -> Expr:
-        found = self.matches.get(id(original))
-        if found is None:
-            if rebuilt is not original:
-                rebuilt.checked_type = original.checked_type
-            return rebuilt
-        match, entry = found
-        return _composite(match, entry, [self.lookup(e) for e in match.inputs])
-
-    def rewrite_tuple(self, original, rebuilt):
-        if rebuilt is not original:
-            rebuilt.checked_type = original.checked_type
-        return rebuilt
-
-    rewrite_tuple_getitem = rewrite_tuple
+def rewrite_matches(order: list[Expr], matches: dict[int, tuple[Match, CompositePattern]]) -> Expr:
+    """The graph whose post_order is `order` with each match (find_matches) replaced by its composite call:
+    every other node reading a replaced one is a new node (with_inputs: same type and meta), the rest keep
+    their identity. One loop over the graph instead of an ExprMutator: this runs on every node."""
+    new: dict[int, Expr] = {}                  # id(old node) -> its replacement
+    replaced = new.get
+    for node in order:
+        kind = type(node)
+        if kind is Call:
+            found = matches.get(id(node))
+            if found is not None:
+                match, entry = found
+                new[id(node)] = _composite(match, entry, [replaced(id(e), e) for e in match.inputs])
+                continue
+            inputs = node.args
+        elif kind is TupleGetItem:
+            inputs = (node.tuple_value,)
+        elif kind is Tuple:
+            inputs = node.fields
+        else:
+            continue                           # leaves, and Functions (composite bodies are not entered)
+        if new:
+            moved = moved_inputs(inputs, replaced)
+            if moved is not inputs:
+                new[id(node)] = with_inputs(node, moved)
+    root = order[-1]
+    return new.get(id(root), root)
 
 
 def merge_composite(mod: IRModule, patterns) -> IRModule:
@@ -166,7 +172,7 @@ def merge_composite(mod: IRModule, patterns) -> IRModule:
         order = graph_order(func.body)
         matches = find_matches(func.body, entries, order)
         if matches:
-            body = _Rewriter(matches).visit(func.body, order)
+            body = rewrite_matches(order, matches)
             new = Function(func.params, body, func.ret_type, func.attrs, func.span)
             new.checked_type = func.checked_type
             out = out.with_function(name, new)
