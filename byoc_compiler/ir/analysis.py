@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .expr import Call, Expr, Function, Op, Tuple, TupleGetItem, Var
+from .expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
 from .types import flatten_type
 from .visitor import post_order
 
@@ -35,7 +35,14 @@ def use_counts(order: list[Expr]) -> dict[int, int]:
     counts: dict[int, int] = {}
     get = counts.get
     for node in order:
-        for child in node.children():
+        kind = type(node)
+        if kind is Call:      # (every node of the graph: the common kinds without a method call)
+            kids = node.args if type(node.op) is not Function else node.children()
+        elif kind is Var or kind is Constant:
+            continue
+        else:
+            kids = node.children()
+        for child in kids:
             key = id(child)
             counts[key] = get(key, 0) + 1
     return counts

@@ -76,8 +76,7 @@ def composite_refusals(body, targets, order=None) -> dict[int, str]:
     in priority and declaration order (the order MergeComposite tries them). `order`: post_order(body),
     when the caller has it."""
     order = order if order is not None else post_order(body)
-    nodes = [n for n in order if isinstance(n, Call) and isinstance(n.op, Op)]
-    by_op = ops_index(nodes)
+    nodes, by_op = ops_index(order)
     uses = None
     refusals: dict[int, str] = {}
     for target in targets:
@@ -141,13 +140,23 @@ def _node_label(call: Call) -> str:
 def _region_info(name: str, func: Function) -> RegionInfo:
     ops: Counter = Counter()
     composites: Counter = Counter()
-    for n in post_order(func.body, into_functions=True):
-        if isinstance(n, Call):
-            if isinstance(n.op, Op):
-                ops[n.op.name] += 1
-            elif isinstance(n.op, Function) and "Composite" in n.op.attrs:
-                composites[str(n.op.attrs["Composite"])] += 1
+    entered: set[int] = set()
+    order = graph_order(func.body)    # the walk the last InferType made of this body
+    for n in order:
+        if type(n) is Call and type(n.op) is Function and id(n.op) not in entered:
+            entered.add(id(n.op))
+            _count_calls(post_order(n.op.body, into_functions=True), ops, composites)
+    _count_calls(order, ops, composites)
     return RegionInfo(name, str(func.attrs["Compiler"]), ops, composites)
+
+
+def _count_calls(nodes, ops: Counter, composites: Counter) -> None:
+    for n in nodes:
+        if type(n) is Call:
+            if type(n.op) is Op:
+                ops[n.op.name] += 1
+            elif type(n.op) is Function and "Composite" in n.op.attrs:
+                composites[str(n.op.attrs["Composite"])] += 1
 
 
 def summarize_module(mod: IRModule, targets) -> PartitionReport:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ir.analysis import use_counts
 from ..ir.expr import Call, Constant, Expr, Function, Op, TupleGetItem, carry_meta
 from ..ir.module import IRModule
 from ..ir.types import TensorType
@@ -134,10 +135,8 @@ def _extend(node: Expr, chains: dict[int, _Chain], uses: dict[int, int]) -> tupl
 
 
 def _use_counts(body: Expr, order: list[Expr]) -> dict[int, int]:
-    uses: dict[int, int] = {id(body): 1}
-    for node in order:
-        for child in node.children():
-            uses[id(child)] = uses.get(id(child), 0) + 1
+    uses = use_counts(order)
+    uses[id(body)] = uses.get(id(body), 0) + 1      # the result is used by the function's caller
     return uses
 
 

@@ -67,26 +67,32 @@ class _RegionMerger:
 
     def run(self) -> Annotations:
         target, region = self.ann.target, self.ann.region
+        group, pending, users_left, joins_whole = self.group, self.pending, self.users_left, self.joins_whole
         for i, kids in enumerate(self.children):
-            if not kids and i not in target:
+            if i not in target:
+                if kids:
+                    self.visit_host(i, {c: self.contribution(c) for c in kids})
+                    self.release(kids)
                 continue                        # a leaf: nothing upstream of it, nothing to release
-            g = self.joins_whole(i, kids, target) if i in target else None
+            g = joins_whole(i, kids, target)
             if g is not None:                   # the common case, without the upstream sets (joins_whole)
-                self.group[i] = g
+                group[i] = g
                 self.first_group_of_region.setdefault(region[i], g)
-                self.pending[g] = self.pending.get(g, 0) + self.users_left[i]
-                self.release(kids)
+                # release(kids), knowing every input is in g and none is a host node
+                left = pending[g] = pending.get(g, 0) + users_left[i] - len(kids)
+                if not left:
+                    self.group_up.pop(g, None)
+                    self.below.pop(g, None)
+                for c in kids:
+                    users_left[c] -= 1
                 continue
             contrib = {c: self.contribution(c) for c in kids}
-            if target.get(i) is None:
-                self.visit_host(i, contrib)
-            else:
-                chosen = self.propose(i, contrib)
-                incoming: set[int] = set()      # what the node's outside inputs put upstream
-                for c in kids:
-                    if not (c in self.group and self.find(self.group[c]) in chosen):
-                        incoming |= contrib[c]
-                self.join(i, self.fuse(chosen, incoming))
+            chosen = self.propose(i, contrib)
+            incoming: set[int] = set()          # what the node's outside inputs put upstream
+            for c in kids:
+                if not (c in group and self.find(group[c]) in chosen):
+                    incoming |= contrib[c]
+            self.join(i, self.fuse(chosen, incoming))
             self.release(kids)
         region = {i: self.find(g) for i, g in self.group.items()}
         return Annotations(dict(self.ann.target), region).normalized()

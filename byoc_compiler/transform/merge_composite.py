@@ -54,11 +54,18 @@ def candidate_roots(nodes: list[Call], roots: frozenset[str] | None, by_op: dict
     return [nodes[p] for p in positions]
 
 
-def ops_index(nodes: list[Call]) -> dict[str, list[int]]:
+def ops_index(order: list[Expr]) -> tuple[list[Call], dict[str, list[int]]]:
+    """(the op calls of `order`, op name -> their ascending positions in that list)."""
+    nodes: list[Call] = []
     by_op: dict[str, list[int]] = {}
-    for pos, node in enumerate(nodes):
-        by_op.setdefault(node.op.name, []).append(pos)
-    return by_op
+    for node in order:
+        if type(node) is Call and type(node.op) is Op:
+            positions = by_op.get(node.op.name)
+            if positions is None:
+                positions = by_op[node.op.name] = []
+            positions.append(len(nodes))
+            nodes.append(node)
+    return nodes, by_op
 
 
 def escapes(match: Match, body: Expr, uses: dict[int, int]) -> bool:
@@ -80,8 +87,7 @@ def find_matches(body: Expr, entries: list[CompositePattern],
     earlier patterns took — the same result as rewriting after each pattern, with one walk.
     """
     order = order if order is not None else post_order(body)
-    nodes = [n for n in order if isinstance(n, Call) and isinstance(n.op, Op)]
-    by_op = ops_index(nodes)
+    nodes, by_op = ops_index(order)
     uses = None
     claimed: set[int] = set()
     found: dict[int, tuple[Match, CompositePattern]] = {}

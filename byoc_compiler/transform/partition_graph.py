@@ -191,9 +191,12 @@ def _lift(region: Region, nodes, symbol: str, n: int, value) -> tuple[Function, 
         param.checked_type = nodes[pos].checked_type
         params.append(param)
         inner[id(nodes[pos])] = param
-    for pos in region.members:
+    get = inner.get
+    for pos in region.members:               # (every annotated node of the graph: no helper calls per input)
         node = nodes[pos]
-        inner[id(node)] = copy_node(node, moved_inputs(inputs_of(node), inner.get))
+        kind = type(node)
+        inputs = node.args if kind is Call else (node.tuple_value,) if kind is TupleGetItem else node.fields
+        inner[id(node)] = copy_node(node, [get(id(k), k) for k in inputs])
     body = inner[id(nodes[region.outputs[0]])] if len(region.outputs) == 1 else None
     if body is None:
         body = Tuple([inner[id(nodes[pos])] for pos in region.outputs])
