@@ -71,6 +71,17 @@ def inputs_of(node: Expr) -> tuple[Expr, ...]:
     return node.args if isinstance(node, Call) else node.children()
 
 
+def rebuildable_inputs(node: Expr) -> tuple[Expr, ...] | None:
+    """What with_inputs replaces in `node` (a Call's args, a TupleGetItem's tuple, a Tuple's fields);
+    None for a leaf or a Function, which the graph-copying loops keep as they are."""
+    kind = type(node)
+    if kind is Call:
+        return node.args
+    if kind is TupleGetItem:
+        return (node.tuple_value,)
+    return node.fields if kind is Tuple else None
+
+
 def input_positions(nodes: list[Expr], index: dict[int, int] | None = None) -> list[list[int]]:
     """Per node of `nodes` (a post_order), the positions of its distinct dataflow inputs, in argument order
     (`index`: id(node) -> position, when the caller has it)."""
@@ -126,14 +137,8 @@ def write(func: Function, ann: Annotations, nodes: list[Expr] | None = None) -> 
     new: dict[int, Expr] = {}                  # id(old node) -> its replacement
     replaced = new.get
     for pos, node in enumerate(nodes):
-        kind = type(node)
-        if kind is Call:
-            inputs = node.args
-        elif kind is TupleGetItem:
-            inputs = (node.tuple_value,)
-        elif kind is Tuple:
-            inputs = node.fields
-        else:
+        inputs = rebuildable_inputs(node)
+        if inputs is None:
             continue                           # leaves and functions carry no region annotation
         number = wanted.get(pos)
         want = made[number] if number is not None else None

@@ -17,13 +17,13 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..ir.analysis import use_counts
-from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem, Var, carry_meta, with_inputs
+from ..ir.expr import Call, Expr, Function, Op, Var, carry_meta, with_inputs
 from ..ir.module import IRModule
 from ..ir.visitor import graph_order, post_order
 from ..pattern import Match
 from ..pattern.matcher import root_op_names
 from ..target import CompositePattern
-from .annotations import moved_inputs
+from .annotations import moved_inputs, rebuildable_inputs
 from .named_pass import NamedPass, typed
 
 
@@ -142,19 +142,13 @@ def rewrite_matches(order: list[Expr], matches: dict[int, tuple[Match, Composite
     new: dict[int, Expr] = {}                  # id(old node) -> its replacement
     replaced = new.get
     for node in order:
-        kind = type(node)
-        if kind is Call:
-            found = matches.get(id(node))
-            if found is not None:
-                match, entry = found
-                new[id(node)] = _composite(match, entry, [replaced(id(e), e) for e in match.inputs])
-                continue
-            inputs = node.args
-        elif kind is TupleGetItem:
-            inputs = (node.tuple_value,)
-        elif kind is Tuple:
-            inputs = node.fields
-        else:
+        found = matches.get(id(node))
+        if found is not None:
+            match, entry = found
+            new[id(node)] = _composite(match, entry, [replaced(id(e), e) for e in match.inputs])
+            continue
+        inputs = rebuildable_inputs(node)
+        if inputs is None:
             continue                           # leaves, and Functions (composite bodies are not entered)
         if new:
             moved = moved_inputs(inputs, replaced)

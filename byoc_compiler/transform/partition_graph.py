@@ -21,7 +21,7 @@ from ..errors import ByocError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TupleType
-from .annotations import copy_node, graph_nodes, input_positions, inputs_of, moved_inputs, read
+from .annotations import copy_node, graph_nodes, input_positions, inputs_of, moved_inputs, read, rebuildable_inputs
 from .named_pass import NamedPass
 
 
@@ -194,9 +194,7 @@ def _lift(region: Region, nodes, symbol: str, n: int, value) -> tuple[Function, 
     get = inner.get
     for pos in region.members:               # (every annotated node of the graph: no helper calls per input)
         node = nodes[pos]
-        kind = type(node)
-        inputs = node.args if kind is Call else (node.tuple_value,) if kind is TupleGetItem else node.fields
-        inner[id(node)] = copy_node(node, [get(id(k), k) for k in inputs])
+        inner[id(node)] = copy_node(node, [get(id(k), k) for k in rebuildable_inputs(node)])
     body = inner[id(nodes[region.outputs[0]])] if len(region.outputs) == 1 else None
     if body is None:
         body = Tuple([inner[id(nodes[pos])] for pos in region.outputs])
