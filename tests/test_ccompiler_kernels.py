@@ -551,6 +551,35 @@ def test_conv2d_medium_against_einsum(ck, case):
     close(ck.conv2d(x, w, strides, padding, dilation, groups), want, atol=2e-4)
 
 
+# Convolutions whose work splits on the pool: the zero-bordered input copy in several ranges of planes, the gemm's
+# row groups with their column chunks cut again, the pixel-major tiles' shares (2 threads: channel slivers, 3:
+# pixel slivers) running every K block in one region.
+# (name, data shape, weight shape)
+CONV_ON_THE_POOL = [
+    ("gemm-row-groups-bordered-ranges", (1, 48, 26, 26), (112, 48, 3, 3)),   # 3 ranges of planes, 5x4 tasks
+    ("pixel-major-by-offsets-shares", (1, 220, 14, 14), (96, 220, 3, 3)),    # 4 ranges, 8 K blocks
+]
+
+
+@pytest.mark.parametrize("case", CONV_ON_THE_POOL, ids=[c[0] for c in CONV_ON_THE_POOL])
+def test_conv2d_on_the_pool_is_the_same_at_every_thread_count(ck, case):
+    """ck_conv2d and ck_conv2d_prepacked (pixel-major where it pays) at 1, 2 and 3 threads: the einsum's
+    result, the same bits at every count."""
+    _, xs, ws = case
+    x, w, b = rand(*xs), rand(*ws), rand(ws[0])
+    want = conv2d_einsum(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1) + b[None, :, None, None]
+    outs = []
+    try:
+        for threads in (1, 2, 3):
+            ck.byoc_set_num_threads(threads)
+            outs.append(ck.conv2d(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1, b))
+    finally:
+        ck.byoc_set_num_threads(1)
+    close(outs[0], want, rtol=1e-4, atol=5e-4)
+    for threads, out in zip((2, 3), outs[1:]):
+        np.testing.assert_array_equal(out, outs[0], err_msg=f"{threads} threads differ from 1")
+
+
 def random_conv_geometry(rng):
     """A valid conv2d geometry with every knob turned: groups, strides, dilation, uneven padding."""
     while True:
