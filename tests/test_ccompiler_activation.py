@@ -14,6 +14,7 @@ import pytest
 
 import needs
 from sanitizer_rerun import DEFAULT_BUILDS
+from shared_library import compile_shared
 
 from byoc_compiler import partition_for, zoo
 from byoc_compiler.ir import post_order
@@ -34,22 +35,18 @@ SOURCES = ["-DCK_NO_DISPATCH", *(str(K.KERNEL_DIR / name) for name in ("ck_activ
                                                                        "ck_parallel.c"))]
 
 
-def _compile(tmp_path, cc, flags):
+def _compile(cc, flags):
     needs.programs(cc)
-    out = tmp_path / f"libck-activation-{cc}.so"
-    cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", *flags, "-I", str(K.INCLUDE_DIR),
-           *SOURCES, *K.standalone_args(), "-o", str(out), *K.LDFLAGS]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
-    return out
+    return compile_shared([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", *flags, "-I",
+                           str(K.INCLUDE_DIR), *SOURCES, *K.standalone_args(), *K.LDFLAGS], f"libck-activation-{cc}.so")
 
 
 # the default run: gcc -O3 and clang -O0, as the kernel suite (sanitizer_rerun.DEFAULT_BUILDS); the other two
 # and clang's sanitizers with `every_toolchain`
 @pytest.fixture(scope="module", params=[
     pytest.param(b, marks=[] if b in DEFAULT_BUILDS else [pytest.mark.every_toolchain]) for b in BUILDS])
-def lib(request, tmp_path_factory):
-    so = ctypes.CDLL(str(_compile(tmp_path_factory.mktemp("ck"), *BUILDS[request.param])))
+def lib(request):
+    so = ctypes.CDLL(str(_compile(*BUILDS[request.param])))
     so.ck_hard_sigmoid.argtypes = [ctypes.c_int64, f32p, f32p, ctypes.c_float, ctypes.c_float]
     so.ck_hard_swish.argtypes = [ctypes.c_int64, f32p, f32p]
     return so

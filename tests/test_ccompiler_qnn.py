@@ -17,13 +17,13 @@ from __future__ import annotations
 import ctypes
 import itertools
 import platform
-import subprocess
 
 import numpy as np
 import pytest
 
 import needs
 from conv_geometries import conv_geometries
+from shared_library import compile_shared
 
 import byoc_compiler as byoc
 from byoc_compiler.ir import Constant, Function, IRModule, Var
@@ -59,14 +59,13 @@ class QDenseParams(ctypes.Structure):
 
 
 @pytest.fixture(scope="module", params=["gcc-O3", pytest.param("clang-O0", marks=pytest.mark.int8)])
-def ck(request, tmp_path_factory):
+def ck(request):
     cc, opt = request.param.split("-")
     needs.programs(cc)
-    out = tmp_path_factory.mktemp("ckq") / f"libck-{request.param}.so"
-    cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-{opt}", "-I", str(K.INCLUDE_DIR),
-           *map(str, K.SOURCES), *K.standalone_args(), "-o", str(out), *K.LDFLAGS]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    # the kernel suite's command (tests/test_ccompiler_kernels.py): one library for both files
+    out = compile_shared([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-{opt}", "-I",
+                          str(K.INCLUDE_DIR), *map(str, K.SOURCES), *K.standalone_args(), *K.LDFLAGS],
+                         f"libck-{request.param}.so")
     lib = ctypes.CDLL(str(out))
     lib.ck_qgemm_kernel_name.restype = ctypes.c_char_p
     for name in ("ck_qconv2d_workspace_bytes", "ck_qconv2d_packed_weight_bytes", "ck_qdense_workspace_bytes"):

@@ -10,13 +10,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import itertools
-import subprocess
 
 import numpy as np
 import pytest
 
 import needs
 import sanitizer_rerun
+from shared_library import compile_shared
 from sanitizer_rerun import BUILDS, RERUN_COMPILERS, SANITIZE, build_params
 
 from byoc_compiler.contrib.ccompiler import kernels as K
@@ -34,14 +34,12 @@ def _array(ctype, values):
 
 
 @pytest.fixture(scope="session", params=build_params())
-def lib(request, tmp_path_factory):
+def lib(request):
     cc, flags = BUILDS[request.param]
     needs.programs(cc)
-    out = tmp_path_factory.mktemp("ck") / f"libck-reduce-resize-{request.param}.so"
-    cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", *flags, "-I", str(K.INCLUDE_DIR),
-           *map(str, SOURCES), *K.standalone_args(), "-o", str(out), "-lm"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
+    out = compile_shared([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", *flags, "-I",
+                          str(K.INCLUDE_DIR), *map(str, SOURCES), *K.standalone_args(), "-lm"],
+                         f"libck-reduce-resize-{request.param}.so")
     so = ctypes.CDLL(str(out))
     so.ck_reduce.argtypes = [ctypes.c_int32, ctypes.c_int32, i64p, i32p, f32p, f32p]
     so.ck_resize.argtypes = [ctypes.c_int32, i64p, i64p, f64p, f64p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32,

@@ -1,0 +1,61 @@
+"""Shared libraries the ctypes kernel tests compile, built once per run for all workers.
+
+The kernel test files each compile a library per (compiler, flags) in a session fixture; under xdist every
+worker runs that fixture, and two files compile the same library with the same command (the whole kernel
+library at gcc -O3 is 12 s of CPU). `compile_shared(argv, name)` keys the command (without its output) and
+the bytes of every source and header it reads, keeps the library in the run's object cache directory
+(BYOC_OBJECT_CACHE, made by tests/conftest.py) and lets one worker compile while the other waits on a lock.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+
+def _key(argv: list[str]) -> str:
+    digest = hashlib.sha256("\0".join(argv).encode())
+    dirs = [a[2:] if a.startswith("-I") and len(a) > 2 else argv[i + 1]
+            for i, a in enumerate(argv) if a.startswith("-I")]
+    files = [Path(a) for a in argv if a.endswith((".c", ".h")) and Path(a).is_file()]
+    dirs += [str(f.parent) for f in files]
+    for d in dict.fromkeys(dirs):
+        files += sorted(Path(d).glob("*.h"))
+    for f in dict.fromkeys(files):
+        digest.update(str(f).encode() + b"\0" + f.read_bytes())
+    digest.update((shutil.which(argv[0]) or argv[0]).encode())
+    return digest.hexdigest()[:32]
+
+
+def compile_shared(argv: list[str], name: str) -> Path:
+    """Compile `argv + ["-o", <library>]` once for the run; the library's path (named `name` in its own
+    directory). A failed compile fails the caller's test with the command and the compiler's messages."""
+    cache = Path(os.environ.get("BYOC_OBJECT_CACHE") or tempfile.mkdtemp(prefix="byoc-test-libs-"))
+    folder = cache / "shared-libs" / _key(argv)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / name
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)    # the other worker waits here instead of compiling it again
+        if not out.exists():
+            partial = folder / f"{name}.part"
+            proc = subprocess.run([*argv, "-o", str(partial)], capture_output=True, text=True)
+            assert proc.returncode == 0, f"{' '.join(argv)}\n{proc.stderr}"
+            os.replace(partial, out)
+    return out
+
+
+def shared_source(text: str, name: str) -> Path:
+    """A generated C file at a path named by its content, so `compile_shared` finds the same library for the same
+    text in every worker (a file under a worker's own tmp_path would be a new command each time)."""
+    cache = Path(os.environ.get("BYOC_OBJECT_CACHE") or tempfile.mkdtemp(prefix="byoc-test-libs-"))
+    path = cache / "shared-sources" / hashlib.sha256(text.encode()).hexdigest()[:32] / name
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{name}.{os.getpid()}.part")
+        partial.write_text(text)
+        os.replace(partial, path)
+    return path
