@@ -148,6 +148,9 @@ CONVS = [
     # read past the row, 81 pixels = two panels + 17 columns; grouped: the last block reads into the next group
     ("amx-blocks-k-tail", (1, 20, 9, 9), (72, 20, 3, 3), (1, 1), (1, 1, 1, 1), 1, "int8"),
     ("amx-grouped-1x1", (1, 18, 5, 9), (96, 9, 1, 1), (1, 1), (0, 0, 0, 0), 2, "uint8"),
+    # 196 pixels = 7 panels, all in the planned scratch: packed first, then tasks of 32 rows over all of them
+    # (72 channels: two tasks of a block, one of an 8-row tile)
+    ("rows-over-all-panels", (1, 40, 14, 14), (72, 40, 1, 1), (1, 1), (0, 0, 0, 0), 1, "int8"),
     # 2,304 pixels: the GEMM's tasks are 128 columns wide from 2,048 on (32 below: the cases above)
     ("3x3-wide-chunks", (1, 4, 48, 48), (40, 4, 3, 3), (1, 1), (1, 1, 1, 1), 1, "uint8"),
 ]

@@ -785,43 +785,91 @@ static void ck_qgemm_store(const ck_qkernel *kernel, const ck_qgemm_job *job, in
   }
 }
 
+/* Rows [m0, m1) of the output's columns [n0, n0 + cols) from their packed panel: 32-row blocks where the kernel
+ * has them (up to the last whole block of round_up(m, 8) rows), 8-row tiles after */
+static void ck_qgemm_rows_of_panel(const ck_qkernel *kernel, const ck_qgemm_job *job, int64_t m0, int64_t m1,
+                                   int64_t n0, int64_t cols, const uint8_t *panel, int32_t *acc) {
+  const int64_t k4 = ck_qround_up(job->k, 4), steps = k4 / 4, m8 = ck_qround_up(m1, CK_QMR);
+  const int fused = job->q->rounding == 0 && job->out_col == 1;
+  if (kernel->block != NULL)
+    for (; m0 + CK_QBLOCK <= m8; m0 += CK_QBLOCK) {
+      const int64_t rows = m1 - m0 < CK_QBLOCK ? m1 - m0 : CK_QBLOCK;
+      if (fused) {
+        kernel->block_fused(steps, job->packed_a + m0 * k4, panel, rows, cols, job->bias + m0, job->scale + m0,
+                            job->q, job->out + m0 * job->out_row + n0, job->out_row);
+        continue;
+      }
+      kernel->block(steps, job->packed_a + m0 * k4, panel, acc);
+      ck_qgemm_store(kernel, job, m0, rows, n0, cols, acc);
+    }
+  for (; m0 < m1; m0 += CK_QMR) {
+    const int64_t rows = m1 - m0 < CK_QMR ? m1 - m0 : CK_QMR;
+    if (fused) {
+      kernel->fused(steps, job->packed_a + m0 * k4, panel, rows, cols, job->bias + m0, job->scale + m0, job->q,
+                    job->out + m0 * job->out_row + n0, job->out_row);
+      continue;
+    }
+    kernel->tile(steps, job->packed_a + m0 * k4, panel, cols, acc);
+    ck_qgemm_store(kernel, job, m0, rows, n0, cols, acc);
+  }
+}
+
+/* Packs the columns n0 .. n0 + cols into panel, zeros past them and past k4 up to the block kernel's k-block */
+static void ck_qgemm_pack(const ck_qgemm_job *job, int64_t n0, int64_t cols, uint8_t *panel) {
+  const int64_t k4 = ck_qround_up(job->k, 4);
+  ck_qpack_b(job->k, n0, cols, job->b, panel);
+  memset(panel + k4 * CK_QNR, 0, (size_t)(ck_qgemm_panel_stride(job->k) - k4 * CK_QNR));
+}
+
 static void ck_qgemm_chunk(int32_t chunk, int32_t slot, void *ctx) {
   const ck_qgemm_job *job = (const ck_qgemm_job *)ctx;
   const ck_qkernel *kernel = ck_qkernel_current();
-  const int64_t k4 = ck_qround_up(job->k, 4), steps = k4 / 4, m = job->m, m8 = ck_qround_up(m, CK_QMR);
   const int64_t first = (int64_t)chunk * ck_qgemm_chunk_columns(job->n);
   const int64_t end = first + ck_qgemm_chunk_columns(job->n) < job->n ? first + ck_qgemm_chunk_columns(job->n) : job->n;
   uint8_t *panel = job->panels + (size_t)slot * (size_t)ck_qgemm_panel_stride(job->k);
   int32_t acc[CK_QACC_ROWS * CK_QNR];
-  int64_t n0, m0;
+  int64_t n0;
   if (kernel->block != NULL) kernel->tiles(1);
   for (n0 = first; n0 < end; n0 += CK_QNR) {
     const int64_t cols = end - n0 < CK_QNR ? end - n0 : CK_QNR;
-    ck_qpack_b(job->k, n0, cols, job->b, panel);
-    /* the k-steps past k4 up to the block kernel's k-block: zeros it multiplies */
-    memset(panel + k4 * CK_QNR, 0, (size_t)(ck_qgemm_panel_stride(job->k) - k4 * CK_QNR));
-    m0 = 0;
-    if (kernel->block != NULL)
-      for (; m0 + CK_QBLOCK <= m8; m0 += CK_QBLOCK) {
-        const int64_t rows = m - m0 < CK_QBLOCK ? m - m0 : CK_QBLOCK;
-        if (job->q->rounding == 0 && job->out_col == 1) {
-          kernel->block_fused(steps, job->packed_a + m0 * k4, panel, rows, cols, job->bias + m0, job->scale + m0,
-                              job->q, job->out + m0 * job->out_row + n0, job->out_row);
-          continue;
-        }
-        kernel->block(steps, job->packed_a + m0 * k4, panel, acc);
-        ck_qgemm_store(kernel, job, m0, rows, n0, cols, acc);
-      }
-    for (; m0 < m; m0 += CK_QMR) {
-      const int64_t rows = m - m0 < CK_QMR ? m - m0 : CK_QMR;
-      if (job->q->rounding == 0 && job->out_col == 1) {
-        kernel->fused(steps, job->packed_a + m0 * k4, panel, rows, cols, job->bias + m0, job->scale + m0, job->q,
-                      job->out + m0 * job->out_row + n0, job->out_row);
-        continue;
-      }
-      kernel->tile(steps, job->packed_a + m0 * k4, panel, cols, acc);
-      ck_qgemm_store(kernel, job, m0, rows, n0, cols, acc);
-    }
+    ck_qgemm_pack(job, n0, cols, panel);
+    ck_qgemm_rows_of_panel(kernel, job, 0, job->m, n0, cols, panel, acc);
+  }
+  if (kernel->block != NULL) kernel->tiles(0);
+}
+
+/* ---- few columns: every panel packed once, then tasks of CK_QBLOCK rows over all of them ---------------------
+ * Where the planned scratch holds every panel (n <= 256 at 8 threads: ResNet's 14x14 and 7x7 layers, a
+ * transformer's dense), column tasks would read the whole weight once per panel (2.4 MB for a 3x3 512-channel
+ * conv: from memory, twice at 7x7) and give 2 threads 7 panels to share; row tasks read each 32-row block of it
+ * once, for every panel while it is in cache, and make m / 32 equal tasks. The same tiles either way: the same
+ * bytes. */
+
+static int64_t ck_qgemm_panels(int64_t n) { return (n + CK_QNR - 1) / CK_QNR; }
+
+static int ck_qgemm_by_rows(int64_t m, int64_t n) {
+  return ck_qgemm_panels(n) <= ck_qgemm_slots(n) && m > CK_QBLOCK;
+}
+
+static void ck_qgemm_pack_task(int32_t task, int32_t n_tasks, void *ctx) {
+  const ck_qgemm_job *job = (const ck_qgemm_job *)ctx;
+  const int64_t n0 = (int64_t)task * CK_QNR, cols = job->n - n0 < CK_QNR ? job->n - n0 : CK_QNR;
+  (void)n_tasks;
+  ck_qgemm_pack(job, n0, cols, job->panels + (size_t)task * (size_t)ck_qgemm_panel_stride(job->k));
+}
+
+static void ck_qgemm_rows_task(int32_t task, int32_t n_tasks, void *ctx) {
+  const ck_qgemm_job *job = (const ck_qgemm_job *)ctx;
+  const ck_qkernel *kernel = ck_qkernel_current();
+  const int64_t m0 = (int64_t)task * CK_QBLOCK, m1 = m0 + CK_QBLOCK < job->m ? m0 + CK_QBLOCK : job->m;
+  int32_t acc[CK_QACC_ROWS * CK_QNR];
+  int64_t p;
+  (void)n_tasks;
+  if (kernel->block != NULL) kernel->tiles(1);
+  for (p = 0; p < ck_qgemm_panels(job->n); ++p) {
+    const int64_t n0 = p * CK_QNR, cols = job->n - n0 < CK_QNR ? job->n - n0 : CK_QNR;
+    ck_qgemm_rows_of_panel(kernel, job, m0, m1, n0, cols,
+                           job->panels + (size_t)p * (size_t)ck_qgemm_panel_stride(job->k), acc);
   }
   if (kernel->block != NULL) kernel->tiles(0);
 }
@@ -842,8 +890,12 @@ void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, cons
   job.out_row = out_row;
   job.out_col = out_col;
   job.panels = panels;
-  byoc_parallel_chunks((int32_t)ck_qgemm_chunks(n), (int32_t)ck_qgemm_slots(n), ck_qgemm_chunk,
-                       &job);
+  if (ck_qgemm_by_rows(m, n)) {
+    byoc_parallel_for((int32_t)ck_qgemm_panels(n), ck_qgemm_pack_task, &job);
+    byoc_parallel_for((int32_t)((m + CK_QBLOCK - 1) / CK_QBLOCK), ck_qgemm_rows_task, &job);
+    return;
+  }
+  byoc_parallel_chunks((int32_t)ck_qgemm_chunks(n), (int32_t)ck_qgemm_slots(n), ck_qgemm_chunk, &job);
 }
 
 void ck_qgemm_panel(int64_t m, int64_t cols, int64_t k, const int8_t *packed_a, const uint8_t *panel,
