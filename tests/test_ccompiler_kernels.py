@@ -1028,6 +1028,35 @@ def test_gelu_negative_tail_keeps_its_relative_accuracy(ck, in_place):
     close(dst, want, rtol=1e-5, atol=0)
 
 
+def test_gelu_on_every_kernel_and_thread_count(ck):
+    """ck_gelu's erf loop follows the gemm core's instruction set (AVX-512, AVX2, the baseline): each one this CPU
+    runs, over several pool ranges and a tail (40,001 elements in [-12, 12], the cancelling negative tail among
+    them), in place and not, against float64; 3 threads bit-equal to 1."""
+    import math
+
+    x = rand(40_001, low=-12, high=12)
+    want = np.array([0.5 * v * math.erfc(-v / 2 ** 0.5) for v in x.astype(np.float64)])
+    default, ran = ck.ck_gemm_kernel_name(), []
+    try:
+        for name in kernel_names(ck):
+            if ck.ck_gemm_use_kernel(name.encode()) != 0:
+                continue  # this CPU lacks it
+            outs = []
+            for threads, in_place in ((1, False), (3, True)):
+                ck.byoc_set_num_threads(threads)
+                src = x.copy()
+                dst = src if in_place else np.full_like(x, np.nan)
+                assert ck.ck_gelu(i64(x.size), fptr(src), fptr(dst), i32(0)) == 0
+                close(dst, want, rtol=1e-5, atol=1e-7, err_msg=f"{name}, {threads} threads")
+                outs.append(dst)
+            np.testing.assert_array_equal(outs[0], outs[1], err_msg=name)
+            ran.append(name)
+    finally:
+        ck.byoc_set_num_threads(1)
+        assert ck.ck_gemm_use_kernel(default) == 0
+    assert ran and ran[-1].startswith("baseline-")
+
+
 def test_softmax_rows_with_large_logits(ck):
     """Rows far from 0 (logits of 100 and more, of -300): exp overflows or underflows unless the row's
     maximum is subtracted first (the mutation campaign's 'softmax without max subtraction' passed the

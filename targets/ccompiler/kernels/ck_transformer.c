@@ -59,25 +59,6 @@ static inline float ck_floor_at_minus_88(float v) {
   return -a;
 }
 
-/* erf(x) by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7): 1 - poly(t) exp(-a^2) with
- * a = |x|, t = 1 / (1 + 0.3275911 a), signed like x. a is capped at 9.3 (erf is 1 in float far before)
- * by comparing bit patterns as integers, which orders non-negative floats and keeps the loop
- * branch-free; a NaN x still gives a NaN gelu (x multiplies the result). */
-static inline float ck_erf(float x) {
-  float a = fabsf(x);
-  int32_t bits;
-  const int32_t cap = 0x4114cccd;      /* 9.3f */
-  memcpy(&bits, &a, sizeof bits);
-  bits = bits < cap ? bits : cap;
-  memcpy(&a, &bits, sizeof a);
-  {
-    const float t = 1.0f / (1.0f + 0.3275911f * a);
-    const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f +
-                       t * 1.061405429f))));
-    return copysignf(1.0f - poly * ck_exp_nonpositive(-a * a), x);
-  }
-}
-
 /* Largest of x[0 .. n), n >= 1, in eight lanes (a NaN never wins a compare: *has_nan says whether
  * there is one). Compare-and-select on lanes vectorizes; `if (x > top) top = x` does not. */
 static CK_NO_TRAPS float ck_row_max(const float *x, int64_t n, int32_t *has_nan) {
@@ -208,13 +189,13 @@ static float ck_gelu_tanh(float x) {
 }
 
 /* erfc(z) for z >= 0 with a small relative error everywhere (about 1.2e-7 in exact arithmetic), as the
- * Chebyshev-fitted form t exp(-z^2 + P(t)), t = 1 / (1 + z/2), of Press et al.'s Numerical Recipes. Where
- * 1 + erf(x) cancels (x < 0) the A&S erf above has only its absolute error bound: 3e-6 relative at
- * x / sqrt 2 = -1.4, 4% at -3.5, and 0 in float32 from -4.3 on. z is capped at 9.3 (erfc is below the
- * smallest normal float there); the exponent is at most 0 and floored at -88 (ck_exp_nonpositive's range). */
+ * Chebyshev-fitted form t exp(-z^2 + P(t)), t = 1 / (1 + z/2), of Press et al.'s Numerical Recipes. z is capped
+ * at 9.3 by comparing bit patterns as integers, which orders non-negative floats and keeps the loop branch-free
+ * (erfc is below the smallest normal float there); the exponent is at most 0 and floored at -88
+ * (ck_exp_nonpositive's range). */
 static inline float ck_erfc_nonnegative(float z) {
   int32_t bits;
-  const int32_t cap = 0x4114cccd;      /* 9.3f, capped on the bit pattern as in ck_erf (no float compare) */
+  const int32_t cap = 0x4114cccd;      /* 9.3f */
   float zc;
   memcpy(&bits, &z, sizeof bits);
   bits = bits < cap ? bits : cap;
@@ -228,25 +209,60 @@ static inline float ck_erfc_nonnegative(float z) {
   }
 }
 
-/* x/2 (1 + erf(x / sqrt 2)): for x >= 0 from erf (no cancellation), for x < 0 as x/2 erfc(|x| / sqrt 2).
- * Both are computed and one picked by x's sign bit with integer masks, so the loop around it has no
- * branch and vectorizes. */
+/* x/2 (1 + erf(x / sqrt 2)) from one erfc of |x| / sqrt 2, c: x/2 c for x < 0, where 1 + erf would cancel (4%
+ * off at x = -5 with an absolute-error erf), x/2 (2 - c) for x >= 0 (no cancellation: 2 - c is in [1, 2]). The
+ * factor is picked by x's sign bit with integer masks, so the loop around it has no branch and vectorizes; a
+ * NaN x gives a NaN (x multiplies the result). */
 static inline float ck_gelu_erf(float x) {
-  const float u = x * 0.70710678118654752f;
-  const float upper = 0.5f * x * (1.0f + ck_erf(u));
-  const float lower = 0.5f * x * ck_erfc_nonnegative(fabsf(u));
-  int32_t xb, ub, lb, mask;
-  float y;
+  const float c = ck_erfc_nonnegative(fabsf(x * 0.70710678118654752f));
+  const float upper = 2.0f - c;
+  int32_t xb, ub, cb, mask;
+  float f;
   memcpy(&xb, &x, sizeof xb);
   memcpy(&ub, &upper, sizeof ub);
-  memcpy(&lb, &lower, sizeof lb);
+  memcpy(&cb, &c, sizeof cb);
   mask = -(int32_t)((uint32_t)xb >> 31);      /* all ones where x's sign bit is set (x < 0 or -0) */
-  ub = (lb & mask) | (ub & ~mask);
-  memcpy(&y, &ub, sizeof y);
-  return y;
+  ub = (cb & mask) | (ub & ~mask);
+  memcpy(&f, &ub, sizeof f);
+  return 0.5f * x * f;
 }
 
+/* One range [begin, end) of gelu (approximate: the tanh formula). The erf loop is branch-free so that it
+ * vectorizes; on x86-64 it is compiled for AVX2 and AVX-512 too and follows the gemm core's choice of instruction
+ * set, as ck_activation.c does (built for the baseline alone, SSE2, gelu was 39% of bert_tiny's run). */
+#define CK_DEFINE_GELU_RANGE(NAME)                                                                    \
+  static void NAME(int32_t approximate, const float *in, float *out, int64_t begin, int64_t end) {   \
+    int64_t i;                                                                                      \
+    if (approximate) {                                                                              \
+      for (i = begin; i < end; ++i) out[i] = ck_gelu_tanh(in[i]);                                   \
+    } else if (in == out) { /* in place (the codegen's usual call): one pointer, see ck_exp_shifted */ \
+      float *restrict y = out;                                                                      \
+      for (i = begin; i < end; ++i) y[i] = ck_gelu_erf(y[i]);                                       \
+    } else {                                                                                        \
+      const float *restrict x = in;                                                                 \
+      float *restrict y = out;                                                                      \
+      for (i = begin; i < end; ++i) y[i] = ck_gelu_erf(x[i]);                                       \
+    }                                                                                               \
+  }
+
+typedef void (*ck_gelu_range_fn)(int32_t approximate, const float *in, float *out, int64_t begin, int64_t end);
+
+CK_DEFINE_GELU_RANGE(ck_gelu_baseline)
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
+__attribute__((target("avx2"))) CK_DEFINE_GELU_RANGE(ck_gelu_avx2)
+__attribute__((target("avx512f,avx2"))) CK_DEFINE_GELU_RANGE(ck_gelu_avx512)
+
+static ck_gelu_range_fn ck_gelu_current(void) {
+  static const ck_gelu_range_fn by_isa[] = {ck_gelu_baseline, ck_gelu_avx2, ck_gelu_avx512};
+  return by_isa[ck_micro_kernel_isa()];
+}
+#else
+static ck_gelu_range_fn ck_gelu_current(void) { return ck_gelu_baseline; }
+#endif
+
 typedef struct {
+  ck_gelu_range_fn run;
   const float *in;
   float *out;
   int32_t approximate;
@@ -254,24 +270,13 @@ typedef struct {
 
 static void ck_gelu_range(void *ctx, int64_t begin, int64_t end) {
   const ck_gelu_job *job = (const ck_gelu_job *)ctx;
-  const int64_t n = end - begin;
-  const float *in = job->in + begin;
-  float *out = job->out + begin;
-  int64_t i;
-  if (job->approximate) {
-    for (i = 0; i < n; ++i) out[i] = ck_gelu_tanh(in[i]);
-  } else if (in == out) {            /* in place (the codegen's usual call): one pointer, see ck_exp_shifted */
-    for (i = 0; i < n; ++i) out[i] = ck_gelu_erf(out[i]);
-  } else {
-    const float *restrict x = in;
-    float *restrict y = out;
-    for (i = 0; i < n; ++i) y[i] = ck_gelu_erf(x[i]);
-  }
+  job->run(job->approximate, job->in, job->out, begin, end);
 }
 
 int32_t ck_gelu(int64_t n, const float *in, float *out, int32_t approximate) {
   ck_gelu_job job;
   if (in == NULL || out == NULL || n < 0) return CK_EBADPARAM;
+  job.run = ck_gelu_current();
   job.in = in;
   job.out = out;
   job.approximate = approximate;
