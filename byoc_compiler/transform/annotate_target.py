@@ -25,16 +25,17 @@ from .named_pass import NamedPass, typed
 
 def choose_target(call: Call, targets: list[Target]) -> str | None:
     """The first target in `targets` that takes `call`, or None."""
+    if type(call.op) is Op:
+        name = call.op.name
+        for target in targets:      # (asked of every call: a target without the op is not asked why)
+            if name in target.ops and target.check(call) is None:
+                return target.name
+        return None
     if isinstance(call.op, Function):
         composite = call.op.attrs.get("Composite")
         prefix = str(composite).partition(".")[0] if composite else None
         return prefix if any(t.name == prefix for t in targets) else None
-    if not isinstance(call.op, Op):
-        return None  # a call of a global function: already partitioned
-    for target in targets:
-        if target.check(call) is None:
-            return target.name
-    return None
+    return None  # a call of a global function: already partitioned
 
 
 def annotate_target(mod: IRModule, targets) -> IRModule:
@@ -64,7 +65,7 @@ def target_annotations(mod: IRModule, targets) -> tuple[IRModule, list, Annotati
             j = tuples[id(args[0])]
             target[j], region[j] = chosen[i], next_region
         next_region += 1
-    for i, node in enumerate(nodes):
+    for i, node in enumerate(nodes if tuples else ()):
         if isinstance(node, TupleGetItem) and i not in target:
             producer = tuples.get(id(node.tuple_value))
             if producer in chosen:

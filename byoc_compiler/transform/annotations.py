@@ -45,16 +45,21 @@ class Annotations:
         """region number -> its node positions, ascending; regions in number order."""
         out: dict[int, list[int]] = {}
         for pos in sorted(self.region):
-            out.setdefault(self.region[pos], []).append(pos)
+            number = self.region[pos]
+            members = out.get(number)
+            if members is None:
+                out[number] = [pos]
+            else:
+                members.append(pos)
         return dict(sorted(out.items()))
 
     def normalized(self) -> "Annotations":
         """The same regions renumbered 0, 1, ... by their first node, so equal partitions compare equal."""
-        first: dict[int, int] = {}
-        for pos in sorted(self.region):
-            first.setdefault(self.region[pos], len(first))
+        positions = sorted(self.region)
+        numbers = list(map(self.region.__getitem__, positions))
+        renumber = {r: k for k, r in enumerate(dict.fromkeys(numbers))}   # in order of first node
         return Annotations(dict(sorted(self.target.items())),
-                           {pos: first[r] for pos, r in sorted(self.region.items())})
+                           dict(zip(positions, map(renumber.__getitem__, numbers))))
 
 
 def region_of(node: Expr) -> RegionAnnotation | None:
