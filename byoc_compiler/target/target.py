@@ -278,9 +278,11 @@ def dtypes_only(*dtypes: str) -> Predicate:
     def predicate(call) -> str | None:
         for expr in (*call.args, call):
             ty = expr.checked_type
-            if ty is None:
+            if type(ty) is TensorType:      # (asked of every call: the common case without a loop)
+                if ty.dtype not in allowed:
+                    return f"dtype {ty.dtype} not supported"
                 continue
-            for t in (ty,) if type(ty) is TensorType else flatten_type(ty):   # (asked of every call)
+            for t in flatten_type(ty) if ty is not None else ():
                 if t.dtype not in allowed:
                     return f"dtype {t.dtype} not supported"
         return None
@@ -297,9 +299,11 @@ def rank_at_most(limit: int) -> Predicate:
     def predicate(call) -> str | None:
         for expr in (*call.args, call):
             ty = expr.checked_type
-            if ty is None:
+            if type(ty) is TensorType:      # (asked of every call: the common case without a loop)
+                if len(ty.shape) > limit:
+                    return f"rank {len(ty.shape)} is above the limit of {limit}"
                 continue
-            for t in (ty,) if type(ty) is TensorType else flatten_type(ty):
+            for t in flatten_type(ty) if ty is not None else ():
                 if len(t.shape) > limit:
                     return f"rank {len(t.shape)} is above the limit of {limit}"
         return None

@@ -150,7 +150,7 @@ def _may_extend(node: Expr, kind: type, chains: dict[int, _Chain]) -> bool:
         bn = node.tuple_value
         return type(bn) is Call and bool(bn.args) and id(bn.args[0]) in chains
     return kind is Call and type(node.op) is Op and node.op.name in _STEPS and \
-        any(id(a) in chains for a in node.args)
+        not chains.keys().isdisjoint(map(id, node.args))
 
 
 def _chains(body: Expr) -> dict[int, _Chain]:
