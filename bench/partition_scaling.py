@@ -5,15 +5,16 @@ one of the last few values, a binary op also one a little further back, like
 residual connections), a mix of ops ccompiler takes and ops it leaves to
 examplejson or the host, plus dense+bias+relu runs for the composite patterns.
 For each size the full `partition_for(["ccompiler", "examplejson"], mod)` is
-timed (median CPU time of several runs, each on a new graph), with the peer measured in the same run:
+timed (median CPU time of several runs, each on a new graph; `--clock wall` for wall time), with the peer
+measured in the same run:
 a plain topological sort (`post_order`) of the same graph. Printed: time per node and
 the growth ratio between sizes next to n log n's.
 
-    python bench/partition_scaling.py [--sizes 1000 10000 100000] [--repeat 3]
+    python bench/partition_scaling.py [--sizes 1000 10000 100000] [--repeat 3] [--clock cpu|wall]
 
 With `--vs TREE` (another checkout of byoc, e.g. `git worktree add /tmp/before <commit>`) it compares
 this tree's partition_for with that tree's instead, on the same graphs: each round runs one child
-process per tree (alternating which goes first), each timing the median CPU time of `--repeat` runs;
+process per tree (alternating which goes first), each timing the median time of `--repeat` runs;
 printed are both medians over `--rounds` rounds, their ratio and the load average before and after.
 
     python bench/partition_scaling.py --vs /tmp/before --sizes 10000 100000 --rounds 5
@@ -74,8 +75,13 @@ def random_graph(nodes: int, seed: int = 0) -> IRModule:
     return IRModule.from_expr(values[-1])
 
 
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+clock = CLOCKS["cpu"]      # set by --clock
+
+
 def median_time(fn, repeat: int, fresh=None) -> float:
-    """Median CPU seconds of `fn` (CPU time, not wall time: the machine is shared with other jobs); with
+    """Median seconds of `fn` (CPU time by default, not wall time: the machine is shared with other jobs,
+    and CPU time is far less sensitive to that; --clock wall for wall time); with
     `fresh`, each run is `fn(fresh())`, fresh() made outside the timing (a new graph: partition_for
     leaves types on the nodes it was given, and a second run on them would skip typing)."""
     times = []
@@ -84,16 +90,16 @@ def median_time(fn, repeat: int, fresh=None) -> float:
         gc.collect()
         gc.disable()  # partition_for pauses the cycle collector itself; give the peer the same footing
         try:
-            start = time.process_time()
+            start = clock()
             fn() if fresh is None else fn(arg)
-            times.append(time.process_time() - start)
+            times.append(clock() - start)
         finally:
             gc.enable()
     return statistics.median(times)
 
 
 def child(size: int, repeat: int) -> None:
-    """One tree's measurement for --vs: median CPU seconds of partition_for, and where byoc came from."""
+    """One tree's measurement for --vs: median seconds of partition_for, and where byoc came from."""
     import byoc_compiler
 
     seconds = median_time(lambda mod: partition_for(["ccompiler", "examplejson"], mod), repeat,
@@ -101,15 +107,16 @@ def child(size: int, repeat: int) -> None:
     print(json.dumps({"seconds": seconds, "byoc": byoc_compiler.__file__}))
 
 
-def versus(peer: str, sizes: list[int], repeat: int, rounds: int) -> None:
+def versus(peer: str, sizes: list[int], repeat: int, rounds: int, clock_name: str) -> None:
     """This tree against `peer`, alternated round by round in child processes (module docstring)."""
     def run(tree: str, size: int) -> dict:
-        argv = [sys.executable, __file__, "--child", str(size), "--repeat", str(repeat), "--tree", tree]
+        argv = [sys.executable, __file__, "--child", str(size), "--repeat", str(repeat), "--tree", tree,
+                "--clock", clock_name]
         out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=tree)
         return json.loads(out.stdout.splitlines()[-1])
 
     trees = {"this tree": HERE, "peer": str(Path(peer).resolve())}
-    print(f"CPU: {_cpu_model()}; load average before: {_load()}")
+    print(f"CPU: {_cpu_model()}; {clock_name} time; load average before: {_load()}")
     for size in sizes:
         times: dict[str, list[float]] = {name: [] for name in trees}
         for r in range(rounds):
@@ -149,14 +156,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--vs", metavar="TREE", help="compare with the byoc checkout at TREE, alternated")
     parser.add_argument("--rounds", type=int, default=5, help="with --vs: rounds of one child per tree")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
+                        help="cpu: process CPU time (default, far less sensitive to load); wall: elapsed time")
     parser.add_argument("--child", type=int, metavar="SIZE", help=argparse.SUPPRESS)
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.setrecursionlimit(10000)  # nothing should recurse on depth; keep the default-ish limit to prove it
+    global clock
+    clock = CLOCKS[args.clock]
     if args.child:
         return child(args.child, args.repeat)
     if args.vs:
-        return versus(args.vs, args.sizes, args.repeat, args.rounds)
+        return versus(args.vs, args.sizes, args.repeat, args.rounds, args.clock)
 
     rows = []
     for size in args.sizes:
@@ -170,6 +181,7 @@ def main() -> None:
         regions = len(report.regions)
         rows.append((size, n, t_part, t_sort, regions, report.host_op_count))
 
+    print(f"{args.clock} time; CPU: {_cpu_model()}; load average: {_load()}")
     print(f"{'ops':>8} {'nodes':>8} {'partition_for':>14} {'us/node':>8} {'topo sort':>10} {'us/node':>8} "
           f"{'ratio':>6} {'regions':>8} {'host ops':>8}")
     for size, n, tp, ts, regions, host in rows:

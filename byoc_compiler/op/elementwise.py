@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..ir.expr import Call
-from ..ir.types import DTYPES
+from ..ir.types import DTYPES, TensorType
 from .attr_forms import dtype_name
 from .cast_rule import cast_array
 from .registry import Attr, float_result, get_op_def, make_call, register
@@ -26,7 +26,10 @@ __all__ = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "power
 
 def _infer_binary(name, dtypes):
     def infer(types, attrs):
-        lhs = tensor_arg(name, "lhs", types[0], dtypes)
+        lhs = types[0]
+        if lhs is types[1] and type(lhs) is TensorType and lhs.dtype in dtypes:
+            return tensor_type(lhs.shape, lhs.dtype)   # (most binary calls: the checks below all pass)
+        lhs = tensor_arg(name, "lhs", lhs, dtypes)
         rhs = tensor_arg(name, "rhs", types[1], dtypes)
         same_dtype(name, "rhs", lhs, rhs)
         return tensor_type(broadcast_shapes(name, "rhs", lhs.shape, rhs.shape), lhs.dtype)

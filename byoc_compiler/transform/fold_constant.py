@@ -84,6 +84,8 @@ class _Folder(ExprMutator):
 def _has_work(func: Function) -> bool:
     """Whether anything in `func` folds (a quick look first: most graphs have nothing to fold)."""
     for node in graph_order(func.body):
+        if type(node) is Call and node.args and type(node.args[0]) not in (Constant, Tuple):
+            continue                # (most calls: the first argument is not a constant, nothing more to ask)
         if isinstance(node, Call) and isinstance(node.op, Op) and node.args and \
                 all(_constant_value(a) is not None for a in node.args) and \
                 result_bytes(node.checked_type) <= MAX_FOLD_BYTES:
