@@ -14,7 +14,10 @@ reason; it only shrinks: a listed case that passes and an unlisted case that fai
 """
 from __future__ import annotations
 
+import fcntl
 import functools
+import os
+import pickle
 import re
 import warnings
 from pathlib import Path
@@ -31,13 +34,31 @@ ALLOW_LIST = Path(__file__).resolve().parent / "onnx_conformance_refused.txt"
 _MUST_BE_CONSTANT = re.compile(r"input \d+ \([^)]*'([^']*)'\) must be computable at import time")
 
 
-@functools.lru_cache(maxsize=None)
-def all_cases() -> tuple:
+def _generate_cases() -> tuple:
     from onnx.backend.test.case.node import collect_testcases
 
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return tuple(c for c in collect_testcases(None) if c.kind == "node")
+
+
+@functools.lru_cache(maxsize=None)
+def all_cases() -> tuple:
+    """ONNX's node cases. Generating them runs ONNX's reference for each (7 s of CPU, most of it 3-D pooling) at
+    collection, in every worker: a test run (BYOC_OBJECT_CACHE, tests/conftest.py) generates them once and the
+    other workers read the pickle this run wrote."""
+    cache = os.environ.get("BYOC_OBJECT_CACHE")
+    if not cache:
+        return _generate_cases()
+    path = Path(cache) / f"onnx-{onnx.__version__}-node-cases.pickle"
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return pickle.loads(path.read_bytes())
+        cases = _generate_cases()
+        path.with_suffix(".part").write_bytes(pickle.dumps(cases, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(path.with_suffix(".part"), path)
+        return cases
 
 
 def _elem_types(case) -> set[int]:

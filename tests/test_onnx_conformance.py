@@ -150,7 +150,9 @@ def _build_batch(units, target, cc):
 
     mod, feeds, slices = conformance.batch_module(units)
     part = partition_for(list(TARGETS[target]), mod) if TARGETS[target] else mod
-    loaded = build(part, toolchain=cc).load(werror=True)
+    # -O0: these builds check each op's meaning (a few hundred cases per library; -O0 halves the compile),
+    # optimized builds of whole models are the matrix's (-O0 and -O3 on every compiler)
+    loaded = build(part, toolchain=cc, opt="-O0").load(werror=True)
     return loaded, feeds, slices
 
 
