@@ -7,10 +7,10 @@ symbol equal to its name, the attrs codegens rely on, and be called from main.
 """
 from __future__ import annotations
 
-from ..ir.expr import Call, GlobalVar
+from ..ir.expr import Call, GlobalVar, meta_of
 from ..ir.module import IRModule
 from ..ir.visitor import graph_order
-from ..transform.annotations import graph_nodes, input_positions, read, region_of
+from ..transform.annotations import KEY, graph_nodes, input_positions, read
 from ..transform.partition_graph import PartitionInvariantError, contracted_order, propose
 
 
@@ -36,11 +36,12 @@ def check_partitioned(before: IRModule, after: IRModule, pass_name: str) -> None
         fail(f"main's result type changed from {old_type} to {new_type}")
     called: dict[str, list[str]] = {}      # global function -> the functions calling it
     for name, func in after.items():
-        for node in graph_order(func.body):
-            if isinstance(node, Call) and isinstance(node.op, GlobalVar):
+        order = graph_order(func.body)
+        for node in order:
+            if type(node) is Call and type(node.op) is GlobalVar:
                 called.setdefault(node.op.name_hint, []).append(name)
-            if region_of(node) is not None:
-                fail(f"a node of @{name} still carries a region annotation")
+        if any(ann is not None for ann in meta_of(order, KEY).values()):
+            fail(f"a node of @{name} still carries a region annotation")
     symbols: dict[str, str] = {}
     for name, func in after.items():
         if "Compiler" not in func.attrs:

@@ -153,10 +153,24 @@ def _may_extend(node: Expr, kind: type, chains: dict[int, _Chain]) -> bool:
         not chains.keys().isdisjoint(map(id, node.args))
 
 
+class _UsedOnce:
+    """use counts as if every value had one user: a walk with them finds every chain the real counts allow
+    (and longer ones), so when it finds none worth folding there is none."""
+
+    @staticmethod
+    def get(key, default=None) -> int:
+        return 1
+
+
 def _chains(body: Expr) -> dict[int, _Chain]:
     """The maximal chains worth folding, keyed by the id of their last node."""
     order = graph_order(body)
-    uses: dict[int, int] = {}
+    if not _walk(order, _UsedOnce()):    # most graphs: spares counting the uses of every node
+        return {}
+    return _walk(order, _use_counts(body, order))
+
+
+def _walk(order: list[Expr], uses) -> dict[int, _Chain]:
     chains: dict[int, _Chain] = {}
     extended: set[int] = set()
     for node in order:
@@ -167,7 +181,6 @@ def _chains(body: Expr) -> dict[int, _Chain]:
                 chains[id(node)] = start
         if not chains or not _may_extend(node, kind, chains):
             continue
-        uses = uses or _use_counts(body, order)     # counted once, when a chain may grow
         step = _extend(node, chains, uses)
         if step is not None:
             prev, chains[id(node)] = step
