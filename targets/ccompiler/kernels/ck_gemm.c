@@ -13,6 +13,10 @@
 
 #include "ck_internal.h"
 
+#if defined(__SSE2__)
+#include <xmmintrin.h> /* _MM_TRANSPOSE4_PS: ck_pack_a's row-major A */
+#endif
+
 static int64_t ck_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t ck_round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 
@@ -120,7 +124,23 @@ static void ck_pack_a(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_
     const int64_t mr = ck_min(mr_full, mc - i0);
     if (cs == 1) { /* rows contiguous (weights, row-major data): mr read streams, one write stream */
       const float *restrict src = a + i0 * rs;
-      for (p = 0; p < kc; ++p) {
+      p = 0;
+#if defined(__SSE2__)
+      /* 4 x 4 blocks transposed in registers: one element at a time, at a stride of rs per read, this copy was
+       * 18% of bert_tiny's run (its dense and matmul activations are A) */
+      if (mr % 4 == 0)
+        for (; p + 4 <= kc; p += 4)
+          for (i = 0; i < mr; i += 4) {
+            __m128 r0 = _mm_loadu_ps(src + i * rs + p), r1 = _mm_loadu_ps(src + (i + 1) * rs + p);
+            __m128 r2 = _mm_loadu_ps(src + (i + 2) * rs + p), r3 = _mm_loadu_ps(src + (i + 3) * rs + p);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            _mm_storeu_ps(dst + p * mr_full + i, r0);
+            _mm_storeu_ps(dst + (p + 1) * mr_full + i, r1);
+            _mm_storeu_ps(dst + (p + 2) * mr_full + i, r2);
+            _mm_storeu_ps(dst + (p + 3) * mr_full + i, r3);
+          }
+#endif
+      for (; p < kc; ++p) {
         float *restrict d = dst + p * mr_full;
         for (i = 0; i < mr; ++i) d[i] = src[i * rs + p];
       }
