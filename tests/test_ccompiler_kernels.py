@@ -1057,29 +1057,37 @@ def test_gelu_on_every_kernel_and_thread_count(ck):
     assert ran and ran[-1].startswith("baseline-")
 
 
-def test_softmax_and_layer_norm_rows_split_on_the_pool(ck):
-    """bert_tiny's 128-wide rows, 100 of them: ranges of 32 rows (a row weighs four floats of a copy), three
-    and a short one, on 3 threads bit-equal to 1 and against float64."""
+def test_softmax_and_layer_norm_rows_on_every_kernel_and_thread_count(ck):
+    """bert_tiny's 128-wide rows, 100 of them: ranges of 32 rows (a row weighs four floats of a copy), three and a
+    short one; the row loops follow the gemm core's instruction set (AVX-512, AVX2, the baseline): each one this
+    CPU runs, against float64, 3 threads bit-equal to 1."""
     x = 4 * rand(100, 128)
     gamma, beta = rand(128), rand(128)
     x64 = x.astype(np.float64)
     want = {"softmax": _softmax64(x),
             "layer_norm": (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5) * gamma + beta}
-    outs = {}
+    default, ran = ck.ck_gemm_kernel_name(), []
     try:
-        for threads in (1, 3):
-            ck.byoc_set_num_threads(threads)
-            got = {k: np.full_like(x, np.nan) for k in want}
-            assert ck.ck_softmax_rows(i64(100), i64(128), fptr(x), fptr(got["softmax"])) == 0
-            assert ck.ck_layer_norm_rows(i64(100), i64(128), fptr(x), fptr(gamma), fptr(beta), ctypes.c_float(1e-5),
-                                         fptr(got["layer_norm"])) == 0
+        for name in kernel_names(ck):
+            if ck.ck_gemm_use_kernel(name.encode()) != 0:
+                continue  # this CPU lacks it
+            outs = {}
+            for threads in (1, 3):
+                ck.byoc_set_num_threads(threads)
+                got = {k: np.full_like(x, np.nan) for k in want}
+                assert ck.ck_softmax_rows(i64(100), i64(128), fptr(x), fptr(got["softmax"])) == 0
+                assert ck.ck_layer_norm_rows(i64(100), i64(128), fptr(x), fptr(gamma), fptr(beta),
+                                             ctypes.c_float(1e-5), fptr(got["layer_norm"])) == 0
+                for k in want:
+                    close(got[k], want[k], rtol=2e-5, atol=2e-6, err_msg=f"{name} {k}, {threads} threads")
+                outs[threads] = got
             for k in want:
-                close(got[k], want[k], rtol=2e-5, atol=2e-6, err_msg=f"{k}, {threads} threads")
-            outs[threads] = got
+                np.testing.assert_array_equal(outs[3][k], outs[1][k], err_msg=f"{name} {k}")
+            ran.append(name)
     finally:
         ck.byoc_set_num_threads(1)
-    for k in want:
-        np.testing.assert_array_equal(outs[3][k], outs[1][k], err_msg=k)
+        assert ck.ck_gemm_use_kernel(default) == 0
+    assert ran and ran[-1].startswith("baseline-")
 
 
 def test_softmax_rows_with_large_logits(ck):

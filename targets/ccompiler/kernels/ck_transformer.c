@@ -61,7 +61,7 @@ static inline float ck_floor_at_minus_88(float v) {
 
 /* Largest of x[0 .. n), n >= 1, in eight lanes (a NaN never wins a compare: *has_nan says whether
  * there is one). Compare-and-select on lanes vectorizes; `if (x > top) top = x` does not. */
-static CK_NO_TRAPS float ck_row_max(const float *x, int64_t n, int32_t *has_nan) {
+static inline CK_NO_TRAPS float ck_row_max(const float *x, int64_t n, int32_t *has_nan) {
   float lanes[8];
   int32_t nan = 0;
   int64_t i = 0;
@@ -83,7 +83,7 @@ static CK_NO_TRAPS float ck_row_max(const float *x, int64_t n, int32_t *has_nan)
 }
 
 /* sum of (x[i] - mean)^2 in double, four lanes. */
-static double ck_row_squares(const float *x, int64_t n, double mean) {
+static inline double ck_row_squares(const float *x, int64_t n, double mean) {
   double s[4] = {0.0, 0.0, 0.0, 0.0};
   int64_t i = 0;
   int l;
@@ -99,7 +99,7 @@ static double ck_row_squares(const float *x, int64_t n, double mean) {
 
 /* y = exp(x - top), x and y distinct or the same row: a loop per case (with one pointer for the
  * second), as the compiler's run-time overlap check sends y == x to its scalar loop. */
-static void ck_exp_shifted(const float *x, float *y, int64_t n, float top) {
+static inline void ck_exp_shifted(const float *x, float *y, int64_t n, float top) {
   int64_t i;
   if (x == y) {
     for (i = 0; i < n; ++i) y[i] = ck_exp_nonpositive(ck_floor_at_minus_88(y[i] - top));
@@ -115,32 +115,76 @@ static void ck_exp_shifted(const float *x, float *y, int64_t n, float top) {
  * ranges hold that many times fewer rows than ck_grain's copies: bert_tiny's 128 x 128 layer norms were one range,
  * on the caller alone, at two threads. */
 #define CK_ROW_WEIGHT 4
-typedef struct {
+typedef struct ck_rows_job_ ck_rows_job;
+typedef void (*ck_rows_fn)(const ck_rows_job *job, int64_t begin, int64_t end);
+struct ck_rows_job_ {
   int64_t n;
   const float *in, *gamma, *beta;
   float epsilon;
   float *out;
-} ck_rows_job;
+  ck_rows_fn run;   /* the instruction set's softmax or layer norm rows */
+};
 
-static void ck_softmax_range(void *ctx, int64_t begin, int64_t end) {
-  const ck_rows_job *job = (const ck_rows_job *)ctx;
-  const int64_t n = job->n;
-  int64_t r, i;
-  for (r = begin; r < end; ++r) {
-    const float *x = job->in + r * n;
-    float *y = job->out + r * n;
-    int32_t has_nan;
-    const float top = ck_row_max(x, n, &has_nan);
-    float scale;
-    /* NaN or +inf in the row, or every entry -inf (-inf - -inf): libm's expf gives the reference's NaNs */
-    if (has_nan || top == INFINITY || top == -INFINITY) {
-      for (i = 0; i < n; ++i) y[i] = expf(x[i] - (has_nan ? NAN : top));
-    } else {
-      ck_exp_shifted(x, y, n, top);
-    }
-    scale = (float)(1.0 / ck_sum_f64(y, n));
-    for (i = 0; i < n; ++i) y[i] *= scale;
+/* Rows [begin, end) of softmax and of layer norm, compiled (with the helpers above inlined) for the baseline and,
+ * on x86-64, for AVX2 and AVX-512, following the gemm core's choice of instruction set as gelu does. */
+#define CK_DEFINE_ROWS(ATTR, SOFTMAX, LAYER_NORM)                                                       \
+  ATTR static void SOFTMAX(const ck_rows_job *job, int64_t begin, int64_t end) {                        \
+    const int64_t n = job->n;                                                                           \
+    int64_t r, i;                                                                                       \
+    for (r = begin; r < end; ++r) {                                                                     \
+      const float *x = job->in + r * n;                                                                 \
+      float *y = job->out + r * n;                                                                      \
+      int32_t has_nan;                                                                                  \
+      const float top = ck_row_max(x, n, &has_nan);                                                     \
+      float scale;                                                                                      \
+      /* NaN or +inf in the row, or every entry -inf (-inf - -inf): libm's expf gives the reference's NaNs */ \
+      if (has_nan || top == INFINITY || top == -INFINITY) {                                             \
+        for (i = 0; i < n; ++i) y[i] = expf(x[i] - (has_nan ? NAN : top));                             \
+      } else {                                                                                          \
+        ck_exp_shifted(x, y, n, top);                                                                   \
+      }                                                                                                 \
+      scale = (float)(1.0 / ck_sum_f64(y, n));                                                          \
+      for (i = 0; i < n; ++i) y[i] *= scale;                                                            \
+    }                                                                                                   \
+  }                                                                                                     \
+  ATTR static void LAYER_NORM(const ck_rows_job *job, int64_t begin, int64_t end) {                     \
+    const int64_t n = job->n;                                                                           \
+    const float *gamma = job->gamma, *beta = job->beta;                                                 \
+    int64_t r, i;                                                                                       \
+    for (r = begin; r < end; ++r) {                                                                     \
+      const float *x = job->in + r * n;                                                                 \
+      float *y = job->out + r * n;                                                                      \
+      const float mean = (float)(ck_sum_f64(x, n) / (double)n);                                         \
+      const float inv =                                                                                 \
+          (float)(1.0 / sqrt(ck_row_squares(x, n, (double)mean) / (double)n + (double)job->epsilon));   \
+      if (x == y) {                                                                                     \
+        for (i = 0; i < n; ++i) y[i] = (y[i] - mean) * inv * gamma[i] + beta[i];                        \
+      } else {                                                                                          \
+        const float *restrict xs = x;                                                                   \
+        float *restrict ys = y;                                                                         \
+        for (i = 0; i < n; ++i) ys[i] = (xs[i] - mean) * inv * gamma[i] + beta[i];                      \
+      }                                                                                                 \
+    }                                                                                                   \
   }
+
+CK_DEFINE_ROWS(, ck_softmax_baseline, ck_layer_norm_baseline)
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
+CK_DEFINE_ROWS(__attribute__((target("avx2"))), ck_softmax_avx2, ck_layer_norm_avx2)
+CK_DEFINE_ROWS(__attribute__((target("avx512f,avx2"))), ck_softmax_avx512, ck_layer_norm_avx512)
+
+static ck_rows_fn ck_rows_current(int softmax) {
+  static const ck_rows_fn by_isa[2][3] = {{ck_layer_norm_baseline, ck_layer_norm_avx2, ck_layer_norm_avx512},
+                                          {ck_softmax_baseline, ck_softmax_avx2, ck_softmax_avx512}};
+  return by_isa[softmax][ck_micro_kernel_isa()];
+}
+#else
+static ck_rows_fn ck_rows_current(int softmax) { return softmax ? ck_softmax_baseline : ck_layer_norm_baseline; }
+#endif
+
+static void ck_rows_range(void *ctx, int64_t begin, int64_t end) {
+  const ck_rows_job *job = (const ck_rows_job *)ctx;
+  job->run(job, begin, end);
 }
 
 int32_t ck_softmax_rows(int64_t rows, int64_t n, const float *in, float *out) {
@@ -149,29 +193,9 @@ int32_t ck_softmax_rows(int64_t rows, int64_t n, const float *in, float *out) {
   job.n = n;
   job.in = in;
   job.out = out;
-  ck_parallel_range(rows, ck_grain(CK_ROW_WEIGHT * n), ck_softmax_range, &job);
+  job.run = ck_rows_current(1);
+  ck_parallel_range(rows, ck_grain(CK_ROW_WEIGHT * n), ck_rows_range, &job);
   return CK_OK;
-}
-
-static void ck_layer_norm_range(void *ctx, int64_t begin, int64_t end) {
-  const ck_rows_job *job = (const ck_rows_job *)ctx;
-  const int64_t n = job->n;
-  const float *gamma = job->gamma, *beta = job->beta;
-  int64_t r, i;
-  for (r = begin; r < end; ++r) {
-    const float *x = job->in + r * n;
-    float *y = job->out + r * n;
-    const float mean = (float)(ck_sum_f64(x, n) / (double)n);
-    const float inv =
-        (float)(1.0 / sqrt(ck_row_squares(x, n, (double)mean) / (double)n + (double)job->epsilon));
-    if (x == y) {
-      for (i = 0; i < n; ++i) y[i] = (y[i] - mean) * inv * gamma[i] + beta[i];
-    } else {
-      const float *restrict xs = x;
-      float *restrict ys = y;
-      for (i = 0; i < n; ++i) ys[i] = (xs[i] - mean) * inv * gamma[i] + beta[i];
-    }
-  }
 }
 
 int32_t ck_layer_norm_rows(int64_t rows, int64_t n, const float *in, const float *gamma, const float *beta,
@@ -184,7 +208,8 @@ int32_t ck_layer_norm_rows(int64_t rows, int64_t n, const float *in, const float
   job.beta = beta;
   job.epsilon = epsilon;
   job.out = out;
-  ck_parallel_range(rows, ck_grain(CK_ROW_WEIGHT * n), ck_layer_norm_range, &job);
+  job.run = ck_rows_current(0);
+  ck_parallel_range(rows, ck_grain(CK_ROW_WEIGHT * n), ck_rows_range, &job);
   return CK_OK;
 }
 
