@@ -94,7 +94,8 @@ class _RegionMerger:
                     incoming |= contrib[c]
             self.join(i, self.fuse(chosen, incoming))
             self.release(kids)
-        region = {i: self.find(g) for i, g in self.group.items()}
+        parent, find = self.uf.parent, self.find
+        region = {i: g if parent[g] == g else find(g) for i, g in self.group.items()}
         return Annotations(dict(self.ann.target), region).normalized()
 
     def joins_whole(self, i: int, kids: list[int], target: dict[int, str]) -> int | None:
