@@ -555,8 +555,8 @@ def test_conv2d_medium_against_einsum(ck, case):
 # pixel slivers) running every K block in one region.
 # (name, data shape, weight shape)
 CONV_ON_THE_POOL = [
-    ("gemm-row-groups-bordered-ranges", (1, 48, 26, 26), (112, 48, 3, 3)),   # 3 ranges of planes, 5x4 tasks
-    ("pixel-major-by-offsets-shares", (1, 220, 14, 14), (96, 220, 3, 3)),    # 4 ranges, 8 K blocks
+    ("gemm-row-groups-bordered-ranges", (1, 44, 20, 20), (112, 44, 3, 3)),   # 2 ranges of planes, 5x4 tasks
+    ("pixel-major-by-offsets-shares", (1, 140, 14, 14), (96, 140, 3, 3)),    # 3 ranges, 5 K blocks
 ]
 
 
