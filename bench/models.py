@@ -13,7 +13,8 @@ full build of the runner (`scons target=T toolchain=gcc model=M executor=aot int
 opt=-O3`), null build (the same command again), bytes of generated C (the model's src/: .c and .h),
 peak build memory (the largest resident set of any process of the build, scons or compiler:
 getrusage(RUSAGE_CHILDREN).ru_maxrss in a wrapper process per build), and run time: the runner's
-median over --repeat runs, alternated --rounds times with onnxruntime's median over as many runs of
+median over --repeat runs (after one untimed run), alternated --rounds times, a pause of ORT_SPIN_S after
+onnxruntime's runs each time (its idle workers spin on, see there), with onnxruntime's median over as many runs of
 the same ONNX model on the same inputs, at 1 and at 2 intra-op threads. Reported: medians of the
 rounds, and the ratios run / onnxruntime (< 1: faster than onnxruntime). `--check` also compares the
 outputs with the float64 reference (the margin of `scons check`). `--clock cpu` times CPU time instead
@@ -92,6 +93,11 @@ TARGETS: dict[str, str] = {
 # Every runner is timed at 1 thread against onnxruntime's 1 intra-op thread and at 2 against its 2: the
 # runtime's pool (runner --threads N) and, for oneDNN's OpenMP, BYOC_NUM_THREADS / OMP_NUM_THREADS = N.
 THREADED_TARGETS = {"dnnl"}     # their breakdown reads oneDNN's per-primitive timing
+# onnxruntime's intra-op workers spin after a run (session.intra_op.allow_spinning, on by default): an idle 2-thread
+# bert_tiny session burned 40-100% of a core for 80-120 ms after its last run (process CPU time per 10 ms window).
+# A runner started inside that window shares its second core with them: bert_tiny's 2-thread runs (--repeat 5)
+# were slower than its 1-thread ones after onnxruntime's. So the bench waits this long after onnxruntime's runs.
+ORT_SPIN_S = 0.3
 
 
 @contextlib.contextmanager
@@ -288,6 +294,7 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
         sessions = _peers(model, (1,) if cpu else (1, 2))
         for s in sessions.values():        # warm-up: first runs allocate and pick kernels
             s.run(None, inputs)
+        time.sleep(ORT_SPIN_S)
         runs, runs2, ort = [], [], {1: [], 2: []}
         outputs = None
         counts = (1,) if cpu else (1, 2)
@@ -305,6 +312,7 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
             for n, s in sessions.items():   # 1 thread: onnxruntime computes on the calling thread
                 ort[n].append(_median_ms(lambda s=s: s.run(None, inputs), repeat,
                                          time.thread_time if cpu else time.perf_counter))
+            time.sleep(ORT_SPIN_S)          # its workers stop spinning before the next runner starts
         agreement = _int8_agreement(model, outputs, sessions[1].run(None, inputs), inputs)
         text = None
         if breakdown:

@@ -2,6 +2,7 @@
  * runs (optionally repeatedly, printing the median time), writes outputs as .npy.
  *   runner [--repeat N] [--out DIR] [--inputs DIR | in0.npy in1.npy ...] [--graph FILE] [--params FILE]
  *          [--dump DIR] [--profile] [--constants FILE] [--memory] [--threads N]
+ * --repeat N > 1: one untimed run, then N timed ones, their median printed (median_ms=).
  * --threads N: threads a run may use (the runtime's pool; default BYOC_NUM_THREADS, else the usable cores).
  * --memory: after init prints "workspace_bytes=R allocated_bytes=A": what the build reported and what the
  * model's instance allocated (its descriptor's allocated_bytes query).
@@ -440,6 +441,12 @@ int main(int argc, char** argv) {
       rc = fail("--dump");
       goto done;
     }
+  }
+  if (repeat > 1 && !profile && desc->run((void* const*)inputs, (void* const*)outputs) != 0) {
+    /* timed runs: one untimed run first (--profile has its own), so that the median is of warm runs: a fresh
+     * process's first run starts the pool's workers, faults its pages in and wakes an idle CPU */
+    rc = fail("model run failed");
+    goto done;
   }
   if (profile) {
     /* an untimed run counts the steps (and warms caches); the timed runs then allocate nothing */
