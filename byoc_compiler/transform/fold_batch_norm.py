@@ -165,7 +165,9 @@ class _UsedOnce:
 def _chains(body: Expr) -> dict[int, _Chain]:
     """The maximal chains worth folding, keyed by the id of their last node."""
     order = graph_order(body)
-    if not _walk(order, _UsedOnce()):    # most graphs: spares counting the uses of every node
+    with np.errstate(all="ignore"):      # its arithmetic on chains the real walk stops is not reported
+        worth = _walk(order, _UsedOnce())
+    if not worth:                        # most graphs: spares counting the uses of every node
         return {}
     return _walk(order, _use_counts(body, order))
 
