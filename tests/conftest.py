@@ -73,20 +73,24 @@ def pytest_addoption(parser):
 
 def pytest_collection_modifyitems(config, items):
     markexpr = config.getoption("markexpr") or ""
-    for marker in HEAVY_MARKERS:   # heavy cases: only when asked for
-        if marker in markexpr or (marker in ("realsize", "int8") and config.getoption(marker)):
-            continue
-        heavy = [item for item in items if item.get_closest_marker(marker) and not _stays(item, marker)]
-        if heavy:
-            config.hook.pytest_deselected(items=heavy)
-            items[:] = [item for item in items if not item.get_closest_marker(marker)]
+    waiting = {marker for marker in HEAVY_MARKERS   # heavy cases: only when asked for
+               if not (marker in markexpr or (marker in ("realsize", "int8") and config.getoption(marker)))}
+    # one pass over each item's markers (12,000 items x 11 markers through get_closest_marker was 2 s per worker)
+    heavy = [item for item in items if _waits(item, waiting)]
+    if heavy:
+        config.hook.pytest_deselected(items=heavy)
+        dropped = set(map(id, heavy))
+        items[:] = [item for item in items if id(item) not in dropped]
 
 
-def _stays(item, marker: str) -> bool:
+def _waits(item, waiting: set[str]) -> bool:
     """The matrix marks its bare-metal lanes `baremetal` to select them (`-m baremetal`); its default lanes (one
     small model per target and board) are the default run's bare-metal cases, so only the other tests carrying
     the marker (tests/test_baremetal.py's int8 models) wait for it."""
-    return marker == "baremetal" and item.get_closest_marker("matrix") is not None
+    names = {mark.name for mark in item.iter_markers()}
+    if "matrix" in names:
+        names.discard("baremetal")
+    return not names.isdisjoint(waiting)
 
 
 # Bounded fuzz runs (marker `fuzz`; tests/test_fuzz.py, tests/test_target_fuzz.py): the default run gives each

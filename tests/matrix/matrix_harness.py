@@ -139,8 +139,23 @@ def full_cases(config) -> list[Case]:
         + quantized_cases(config, "full") + baremetal_cases(config, full=True)
 
 
+# The default run builds the sanitizer toolchains at -O0 only: ASan and UBSan instrument every access there, and
+# a sanitized -O3 build of the kernel libraries cost 15-20 s of CPU per toolchain (optimized code runs in every
+# other lane at -O3). `--matrix=full` keeps both levels.
+SANITIZER_OPT = "-O0"
+
+
+def pair_allowed(i: int, a: str, j: int, b: str, config) -> bool:
+    """Whether the default run's covering set must have dimension i = a with dimension j = b."""
+    if (i, j) == (1, 2):
+        return not excluded(a, b, config)
+    if (i, j) == (2, 5):
+        return not config.toolchain(a).sanitizer or b == SANITIZER_OPT
+    return True
+
+
 def pairwise_cases(config) -> list[Case]:
-    """A covering set in which every pair of values of two dimensions appears at least once.
+    """A covering set in which every allowed pair of values of two dimensions appears at least once.
 
     The two largest dimensions go first: allpairspy's greedy search then needs
     close to their product (the lower bound) rows.
@@ -152,9 +167,8 @@ def pairwise_cases(config) -> list[Case]:
     at = {i: pos for pos, i in enumerate(order)}
 
     def allowed(row) -> bool:       # allpairspy extends rows left to right in `order`
-        if len(row) <= max(at[1], at[2]):
-            return True
-        return not excluded(row[at[1]], row[at[2]], config)
+        return all(pair_allowed(i, row[at[i]], j, row[at[j]], config) for i, j in ((1, 2), (2, 5))
+                   if len(row) > max(at[i], at[j]))
 
     rows = AllPairs([list(dims[i]) for i in order], filter_func=allowed)
     cases = []
@@ -176,6 +190,8 @@ def _complete(cases: list[Case], config) -> list[Case]:
         values[i], values[j] = a, b
         if excluded(values[1], values[2], config):
             values[2 if i != 2 and j != 2 else 1] = "gcc" if i != 2 and j != 2 else "host"
+        if not pair_allowed(2, values[2], 5, values[5], config):
+            values[5 if j != 5 else 2] = SANITIZER_OPT if j != 5 else "gcc"
         case = Case(*values)
         if (i, a, j, b) in _missing_pairs(cases, config):
             cases.append(case)
@@ -199,7 +215,7 @@ def _missing_pairs(cases: list[Case], config) -> list[tuple]:
     for i, j in itertools.combinations(range(len(dims)), 2):
         for a in dims[i]:
             for b in dims[j]:
-                if (i, j) == (1, 2) and excluded(a, b, config):
+                if not pair_allowed(i, a, j, b, config):
                     continue
                 if (i, a, j, b) not in seen:
                     missing.append((i, a, j, b))
@@ -432,7 +448,7 @@ def sanitizer_cases(config) -> list[Case]:
     sanitizers = [name for name, tc in config.toolchains.items() if tc.sanitizer]
     if not sanitizers:
         return []
-    fixed = [(EXECUTORS[i % 2], OPTS[(i + 1) % 2]) for i in range(len(sanitizers))]
+    fixed = [(EXECUTORS[i % 2], SANITIZER_OPT) for i in range(len(sanitizers))]
     cases = []
     for k, (model, target_set) in enumerate(itertools.product(model_names(), SANITIZER_TARGET_SETS)):
         i = (k + k // len(SANITIZER_TARGET_SETS)) % len(sanitizers)   # both sanitizers see every target set
@@ -443,17 +459,30 @@ def sanitizer_cases(config) -> list[Case]:
 
 def sanitized_target_sets(model: str) -> tuple[str, ...]:
     """The target sets a model runs with under a sanitizer, in turn (the default run's time budget; the pairwise
-    cases sanitize more pairs, `--matrix=full` all): each zoo model one and every other random graph one, so
-    every target set meets a zoo model here (and random graphs through the pairwise cases)."""
+    cases sanitize more pairs, `--matrix=full` all): each zoo model one, so every target set meets a zoo model
+    here; random graphs meet each target set through the pairwise cases or `sanitized_random_cases`."""
     sets, randoms = SANITIZER_TARGET_SETS, random_model_names()
     n = len(sets)
-    if model in randoms:    # every other random graph (the pairwise cases sanitize random graphs too)
-        i = randoms.index(model)
-        return (sets[i // 2 % n],) if i % 2 == 0 else ()
+    if model in randoms:
+        return ()
     from byoc_compiler import zoo
 
     j = zoo.names().index(model) if model in zoo.names() else 0
     return (sets[j % n],)
+
+
+def sanitized_random_cases(cases: list[Case], config) -> list[Case]:
+    """A random graph under a sanitizer for each target set `cases` sanitizes with none, random graphs and
+    sanitizer toolchains in turn."""
+    sanitizers = [name for name, tc in config.toolchains.items() if tc.sanitizer]
+    randoms = random_model_names()
+    covered = {c.target_set for c in cases if c.model in randoms and config.toolchains[c.toolchain].sanitizer}
+    added = []
+    for k, target_set in enumerate(SANITIZER_TARGET_SETS):
+        if sanitizers and randoms and target_set not in covered:
+            added.append(Case(randoms[k % len(randoms)], target_set, sanitizers[k % len(sanitizers)],
+                              EXECUTORS[k % 2], INTERFACES[k % 2], SANITIZER_OPT))
+    return added
 
 
 # Real architectures at reduced width (the zoo's resnet50_tiny, mobilenetv2_tiny: every layer of
@@ -484,6 +513,7 @@ def default_cases(config) -> list[Case]:
     # (the sanitizer lane would differ only in executor, interface or opt level, pairs the covering set has).
     sanitized = {(c.model, c.target_set) for c in cases if config.toolchains[c.toolchain].sanitizer}
     cases += [c for c in sanitizer_cases(config) if (c.model, c.target_set) not in sanitized]
+    cases += sanitized_random_cases(cases, config)
     return cases + reduced_model_cases(config) + quantized_cases(config, "default") + baremetal_cases(config)
 
 
@@ -528,7 +558,7 @@ INT8_TARGET_SETS = ("host", "ccompiler")
 def quantized_cases(config, which: str) -> list[Case]:
     """The quantized-model cases of `which`: "default", "int8" (beyond the default) or "full"."""
     sanitizers = [name for name, tc in config.toolchains.items() if tc.sanitizer]
-    fixed = {name: (EXECUTORS[i % 2], OPTS[(i + 1) % 2]) for i, name in enumerate(sanitizers)}
+    fixed = {name: (EXECUTORS[i % 2], SANITIZER_OPT) for i, name in enumerate(sanitizers)}
     if which == "default":
         cases = []
         for k, (model, target_set, tc, interface) in enumerate(QUANTIZED_DEFAULT):
