@@ -140,7 +140,7 @@ def _libfuzzer(target: TargetFuzz, tmp: Path):
 
 
 @pytest.mark.fuzz
-def test_bounded_fuzz_run(target, tmp_path, corpus, standalone, fuzz_seconds):
+def test_bounded_fuzz_run(target, tmp_path, corpus, fuzz_seconds, request):
     seconds = fuzz_seconds(target.seconds)
     work = tmp_path / "corpus"
     work.mkdir()
@@ -154,7 +154,8 @@ def test_bounded_fuzz_run(target, tmp_path, corpus, standalone, fuzz_seconds):
         crashes = sorted(p.name for p in tmp_path.iterdir() if re.match(r"(crash|leak|timeout|oom)-", p.name))
         runs = re.search(r"stat::number_of_executed_units:\s*(\d+)", proc.stderr)
         print(f"libFuzzer: {runs.group(1) if runs else '?'} executions in {seconds} s, crashes: {crashes or 'none'}")
-    else:
+    else:   # the sanitized standalone harness only where libFuzzer is missing (its build is seconds of CPU)
+        standalone = request.getfixturevalue("standalone")
         argv = [standalone, "--mutate", str(seconds), target.seed, *map(os.fspath, corpus)]
         proc = subprocess.run(argv, capture_output=True, text=True, env=ENV, timeout=seconds + 300)
         crashes = [] if proc.returncode == 0 else ["(rerun the same command: the loop is deterministic)"]
