@@ -921,10 +921,17 @@ def test_each_kernel_alone_uses_every_helper_it_defines(cc, tmp_path):
     alone: every static helper it defines must be called (clang: -Wunused-function is an error)."""
     with_helpers = [c for c in CASES if "static inline" in emit_kernel(typed_call(c), c.symbol).code]
     assert with_helpers
-    for case in with_helpers:
-        source = tmp_path / f"{case.symbol}.c"
-        source.write_text(emit_kernel(typed_call(case), case.symbol).code)
-        run([cc, *WARNINGS, f"-I{RUNTIME / 'include'}", "-DBYOC_UNPACKED_API", "-fsyntax-only", source])
+    _syntax_check_each_alone(cc, with_helpers, tmp_path)
+
+
+def _syntax_check_each_alone(cc: str, cases, tmp_path) -> None:
+    """Each case's kernel in a file of its own, all checked by one compiler run (each file given on the command
+    line is a translation unit of its own; one process instead of one per kernel)."""
+    sources = []
+    for case in cases:
+        sources.append(tmp_path / f"{case.symbol}.c")
+        sources[-1].write_text(emit_kernel(typed_call(case), case.symbol).code)
+    run([cc, *WARNINGS, f"-I{RUNTIME / 'include'}", "-DBYOC_UNPACKED_API", "-fsyntax-only", *sources])
 
 
 
@@ -935,10 +942,7 @@ def test_each_kernel_with_an_error_path_compiles_alone(tmp_path):
     with_errors = [c for c in CASES if "byoc_set_last_error" in emit_kernel(typed_call(c), c.symbol).code.split(
         "/* host kernel ", 1)[1].split("#ifdef BYOC_UNPACKED_API", 1)[0]]
     assert {c.op for c in with_errors} >= {"divide"}
-    for case in with_errors:
-        source = tmp_path / f"{case.symbol}.c"
-        source.write_text(emit_kernel(typed_call(case), case.symbol).code)
-        run([COMPILERS[0], *WARNINGS, f"-I{RUNTIME / 'include'}", "-DBYOC_UNPACKED_API", "-fsyntax-only", source])
+    _syntax_check_each_alone(COMPILERS[0], with_errors, tmp_path)
 
 # Big enough that the kernels split their work into several pool tasks.
 PARALLEL_CASES = [
