@@ -8,13 +8,26 @@ the bytes of every source and header it reads, keeps the library in the run's ob
 """
 from __future__ import annotations
 
+import atexit
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+
+
+@functools.lru_cache(maxsize=None)
+def _cache_dir() -> Path:
+    """The run's object cache (tests/conftest.py sets BYOC_OBJECT_CACHE); outside a run, one folder per process."""
+    shared = os.environ.get("BYOC_OBJECT_CACHE")
+    if shared:
+        return Path(shared)
+    folder = tempfile.mkdtemp(prefix="byoc-test-libs-")
+    atexit.register(shutil.rmtree, folder, True)
+    return Path(folder)
 
 
 def _key(argv: list[str]) -> str:
@@ -34,8 +47,7 @@ def _key(argv: list[str]) -> str:
 def compile_shared(argv: list[str], name: str) -> Path:
     """Compile `argv + ["-o", <library>]` once for the run; the library's path (named `name` in its own
     directory). A failed compile fails the caller's test with the command and the compiler's messages."""
-    cache = Path(os.environ.get("BYOC_OBJECT_CACHE") or tempfile.mkdtemp(prefix="byoc-test-libs-"))
-    folder = cache / "shared-libs" / _key(argv)
+    folder = _cache_dir() / "shared-libs" / _key(argv)
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / name
     with open(folder / "lock", "w") as lock:
@@ -51,8 +63,7 @@ def compile_shared(argv: list[str], name: str) -> Path:
 def shared_source(text: str, name: str) -> Path:
     """A generated C file at a path named by its content, so `compile_shared` finds the same library for the same
     text in every worker (a file under a worker's own tmp_path would be a new command each time)."""
-    cache = Path(os.environ.get("BYOC_OBJECT_CACHE") or tempfile.mkdtemp(prefix="byoc-test-libs-"))
-    path = cache / "shared-sources" / hashlib.sha256(text.encode()).hexdigest()[:32] / name
+    path = _cache_dir() / "shared-sources" / hashlib.sha256(text.encode()).hexdigest()[:32] / name
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{name}.{os.getpid()}.part")
