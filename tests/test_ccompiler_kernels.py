@@ -557,6 +557,7 @@ def test_conv2d_medium_against_einsum(ck, case):
 CONV_ON_THE_POOL = [
     ("gemm-row-groups-bordered-ranges", (1, 44, 20, 20), (112, 44, 3, 3)),   # 2 ranges of planes, 5x4 tasks
     ("pixel-major-by-offsets-shares", (1, 140, 14, 14), (96, 140, 3, 3)),    # 3 ranges, 5 K blocks
+    ("one-row-block-narrow-chunks", (1, 40, 18, 12), (40, 40, 1, 1)),         # 20x14: 280 columns, 5 chunks of 64
 ]
 
 

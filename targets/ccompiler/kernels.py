@@ -239,16 +239,26 @@ def _round_up(x: int, q: int) -> int:
 
 
 def gemm_split(m: int, n: int) -> tuple[int, int]:
-    """ck_gemm_split_of: (column chunks of at most _N_CHUNK, as even as the 32-column grid allows; row groups
+    """ck_gemm_split_of: (column chunks of at most _N_CHUNK, as even as the 32-column grid allows, or about
+    _MIN_TASKS narrower ones where that would be one chunk over one row block (_gemm_chunk_cols); row groups
     of whole 24-row slivers, about _ROW_TASKS tasks in all, made when there are fewer than _MIN_TASKS chunks
     and more than one MC block of rows); the shape alone decides: results do not depend on the thread count."""
     chunks = -(-n // _N_CHUNK)
     chunks = -(-n // _round_up(-(-n // chunks), N_QUANTUM))
     if chunks >= _MIN_TASKS or m <= MC:
-        return chunks, 1
+        return -(-n // _gemm_chunk_cols(m, n)), 1
     slivers = -(-m // M_QUANTUM)
     per_group = -(-slivers // min(slivers, -(-_ROW_TASKS // chunks)))
     return chunks, -(-slivers // per_group)
+
+
+def _gemm_chunk_cols(m: int, n: int) -> int:
+    """ck_gemm_split_of's column chunk width (one row block and one chunk: about _MIN_TASKS narrower ones)."""
+    chunks = -(-n // _N_CHUNK)
+    cols = _round_up(-(-n // chunks), N_QUANTUM)
+    if m <= MC and chunks == 1 and n > N_QUANTUM:
+        cols = _round_up(-(-n // _MIN_TASKS), N_QUANTUM)
+    return cols
 
 
 def _gemm_slots(m: int, n: int) -> int:
@@ -267,7 +277,7 @@ def gemm_workspace_bytes(m: int, n: int, k: int) -> int:
     a_block = 4 * min(MC, _round_up(m, M_QUANTUM)) * kc
     if gemm_split(m, n)[1] > 1:
         return _gemm_slots(m, n) * (ALIGN + a_block) + ALIGN + 4 * _round_up(n, N_QUANTUM) * k
-    return _gemm_slots(m, n) * (ALIGN + a_block + 4 * kc * min(_N_CHUNK, _round_up(n, N_QUANTUM)))
+    return _gemm_slots(m, n) * (ALIGN + a_block + 4 * kc * _gemm_chunk_cols(m, n))
 
 
 dense_workspace_bytes = matmul_workspace_bytes = batch_matmul_workspace_bytes = gemm_workspace_bytes

@@ -49,6 +49,11 @@ typedef struct {
   int64_t n_chunks, chunk_cols, row_groups, group_rows;
 } ck_gemm_split;
 
+/* One row block (at most CK_MC rows: MobileNet's projection 1x1 convs, 24-96 channels at 28x28 and 14x14) and
+ * one chunk: the columns are cut into about CK_MIN_TASKS chunks on the 32-column grid (784 columns: 7 of 128,
+ * 196: 7 of 32), each packing its own panel of B. One chunk of 784 or 196 columns was one task, which a second
+ * thread could not share: those layers ran 0.75-0.95x as fast on two threads as on one. The grid and each
+ * element's chain over K are unchanged, so the bits are too. (Two or more chunks already share out.) */
 static ck_gemm_split ck_gemm_split_of(int64_t m, int64_t n) {
   ck_gemm_split s;
   const int64_t blocks = (m + CK_MC - 1) / CK_MC, slivers = (m + CK_M_QUANTUM - 1) / CK_M_QUANTUM;
@@ -59,6 +64,10 @@ static ck_gemm_split ck_gemm_split_of(int64_t m, int64_t n) {
   if (s.n_chunks >= CK_MIN_TASKS || blocks < 2) {
     s.row_groups = 1;
     s.group_rows = blocks * CK_MC;
+    if (s.n_chunks == 1 && n > CK_N_QUANTUM) { /* one row block, one chunk: narrower chunks (above) */
+      s.chunk_cols = ck_round_up((n + CK_MIN_TASKS - 1) / CK_MIN_TASKS, CK_N_QUANTUM);
+      s.n_chunks = (n + s.chunk_cols - 1) / s.chunk_cols;
+    }
     return s;
   }
   per_group = (slivers + ck_min(slivers, (CK_ROW_TASKS + s.n_chunks - 1) / s.n_chunks) - 1) /
@@ -95,7 +104,7 @@ static int64_t ck_gemm_slots(int64_t m, int64_t n) {
 static size_t ck_gemm_slot_bytes(int64_t m, int64_t n, int64_t k, int b_packed) {
   const int64_t kc = ck_min(CK_KC, k);
   const int64_t a_floats = ck_min(CK_MC, ck_round_up(m, CK_M_QUANTUM)) * kc;
-  const int64_t b_floats = b_packed ? 0 : kc * ck_min(CK_N_CHUNK, ck_round_up(n, CK_N_QUANTUM));
+  const int64_t b_floats = b_packed ? 0 : kc * ck_gemm_split_of(m, n).chunk_cols;
   return (size_t)CK_ALIGN + sizeof(float) * (size_t)(a_floats + b_floats);
 }
 
