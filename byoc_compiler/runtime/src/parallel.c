@@ -3,12 +3,17 @@
  * One pool per library (every model library links its own runtime): num_threads - 1 workers, started at
  * the first parallel call that has more than one task and more than one thread, stopped when the library
  * is unloaded (a destructor joins them: their code is about to be unmapped) and forgotten in a child
- * after fork (it has none of them). A job is published under the pool's mutex; workers join it under the
- * mutex, claim tasks with an atomic counter, and leave under the mutex; the caller claims tasks too and
- * returns once the job is closed and every worker that joined has left, so no worker ever reads a job
- * that has been replaced. Workers spin on the job generation for a while before they sleep on a
- * condition variable: kernels of one run follow each other within microseconds. Shared fields are read
- * and written with __atomic builtins or under the mutex (ThreadSanitizer-clean). */
+ * after fork (it has none of them). A job is published by one atomic word, `state` (its generation and
+ * whether it is open); a worker joins by counting itself in `in_job` and then finding the state unchanged,
+ * claims tasks with an atomic counter, and leaves by counting itself out; the caller claims tasks too, closes
+ * the job and returns once every worker that joined has left, so no worker ever reads a job that has been
+ * replaced. Neither side takes a lock while the other is spinning: kernels of one run follow each other
+ * within microseconds, and a mutex handed between two threads (or a condition variable) puts one of them to
+ * sleep and costs a wake-up of some 10-50 us on a VM, more than many small kernels take (int8 MobileNetV2
+ * makes some 80 parallel calls in 3 ms). Workers spin for a while before they sleep on a condition variable,
+ * the caller likewise before it sleeps waiting for the last worker to leave; a sleeper is announced in an
+ * atomic counter, so that the other side takes the mutex only to wake one. Shared fields are read and
+ * written with __atomic builtins or under the mutex (ThreadSanitizer-clean). */
 #if !defined(BYOC_FREESTANDING) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
@@ -47,26 +52,27 @@ static int32_t byoc_run_serially(int32_t n_tasks, byoc_task_fn fn, void* ctx) {
 #include <string.h>
 
 #define BYOC_POOL_MAX_WORKERS 255 /* num_threads is clamped to 256 */
-#define BYOC_SPIN_ROUNDS 4000 /* some 50-200 us of polling before a worker sleeps */
+#define BYOC_SPIN_ROUNDS 4000 /* some 50-200 us of polling before a worker (or the waiting caller) sleeps */
 
 typedef struct {
   pthread_t threads[BYOC_POOL_MAX_WORKERS];
   int32_t n_workers; /* started (under lock) */
-  int32_t stop;      /* under lock */
-  /* the job: written under lock before generation moves on */
+  int32_t stop;      /* atomic: workers return */
+  /* the job: written by the caller before `state` opens it, read by workers that joined it */
   byoc_task_fn fn;
   void* ctx;
   int32_t n_tasks;
-  int32_t open;      /* workers may still join (under lock) */
-  int32_t in_job;    /* workers inside the job (under lock) */
-  uint32_t generation; /* atomic: bumped for each job (workers poll it) */
+  uint32_t state;    /* atomic: generation << 1 | 1 while the job is open (workers poll it) */
+  int32_t in_job;    /* atomic: workers inside the job */
+  int32_t sleepers;  /* atomic: workers asleep on g_wake (or about to be) */
+  int32_t waiting;   /* atomic: the caller asleep on g_left (or about to be) */
   int32_t next_task; /* atomic: the next task to claim */
   int32_t busy;      /* atomic: a caller owns the pool */
 } byoc_pool;
 
 static byoc_pool g_pool;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER; /* workers: a new job, or stop */
+static pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER; /* workers: a new state, or stop */
 static pthread_cond_t g_left = PTHREAD_COND_INITIALIZER; /* the caller: the last worker left the job */
 static int32_t g_num_threads; /* atomic: 0 = not decided yet */
 static __thread int32_t t_in_task; /* this thread runs a task: nested calls run serially */
@@ -87,52 +93,86 @@ static void byoc_run_tasks(byoc_task_fn fn, void* ctx, int32_t n_tasks) {
   t_in_task = 0;
 }
 
-static void* byoc_worker(void* arg) {
-  uint32_t seen = __atomic_load_n(&g_pool.generation, __ATOMIC_ACQUIRE);
-  (void)arg;
-  for (;;) {
-    byoc_task_fn fn;
-    void* ctx;
-    int32_t n_tasks, spin;
-    for (spin = 0; spin < BYOC_SPIN_ROUNDS && __atomic_load_n(&g_pool.generation, __ATOMIC_ACQUIRE) == seen; ++spin)
-      byoc_pause();
+/* The pool's state once it differs from `seen`: spun for, then slept for. The sleeper counts itself in
+ * `sleepers` before its last look at the state, and the caller looks at `sleepers` after it changed the
+ * state (both sequentially consistent), so either the worker sees the change or the caller wakes it. */
+static uint32_t byoc_next_state(uint32_t seen) {
+  uint32_t now;
+  int32_t spin;
+  for (spin = 0; spin < BYOC_SPIN_ROUNDS; ++spin) {
+    if ((now = __atomic_load_n(&g_pool.state, __ATOMIC_ACQUIRE)) != seen) return now;
+    byoc_pause();
+  }
+  pthread_mutex_lock(&g_lock);
+  __atomic_add_fetch(&g_pool.sleepers, 1, __ATOMIC_SEQ_CST);
+  while ((now = __atomic_load_n(&g_pool.state, __ATOMIC_SEQ_CST)) == seen) pthread_cond_wait(&g_wake, &g_lock);
+  __atomic_sub_fetch(&g_pool.sleepers, 1, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&g_lock);
+  return now;
+}
+
+/* A new state: sleeping workers are woken (the mutex only when one sleeps). */
+static void byoc_set_state(uint32_t state) {
+  __atomic_store_n(&g_pool.state, state, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&g_pool.sleepers, __ATOMIC_SEQ_CST) > 0) {
     pthread_mutex_lock(&g_lock);
-    while (!g_pool.stop && __atomic_load_n(&g_pool.generation, __ATOMIC_RELAXED) == seen)
-      pthread_cond_wait(&g_wake, &g_lock);
-    if (g_pool.stop) {
-      pthread_mutex_unlock(&g_lock);
-      return NULL;
-    }
-    seen = __atomic_load_n(&g_pool.generation, __ATOMIC_RELAXED);
-    if (!g_pool.open) { /* that job is over: wait for the next one */
-      pthread_mutex_unlock(&g_lock);
-      continue;
-    }
-    ++g_pool.in_job;
-    fn = g_pool.fn;
-    ctx = g_pool.ctx;
-    n_tasks = g_pool.n_tasks;
-    pthread_mutex_unlock(&g_lock);
-    byoc_run_tasks(fn, ctx, n_tasks);
-    pthread_mutex_lock(&g_lock);
-    if (--g_pool.in_job == 0 && !g_pool.open) pthread_cond_signal(&g_left);
+    pthread_cond_broadcast(&g_wake);
     pthread_mutex_unlock(&g_lock);
   }
+}
+
+/* A worker leaves the job: the last one out wakes the caller if it sleeps (the same handshake as above). */
+static void byoc_leave_job(void) {
+  if (__atomic_sub_fetch(&g_pool.in_job, 1, __ATOMIC_SEQ_CST) == 0 &&
+      __atomic_load_n(&g_pool.waiting, __ATOMIC_SEQ_CST)) {
+    pthread_mutex_lock(&g_lock);
+    pthread_cond_signal(&g_left);
+    pthread_mutex_unlock(&g_lock);
+  }
+}
+
+static void* byoc_worker(void* arg) {
+  /* as if it had seen the current generation closed: a worker started during a job joins it */
+  uint32_t seen = __atomic_load_n(&g_pool.state, __ATOMIC_ACQUIRE) & ~1u;
+  (void)arg;
+  for (;;) {
+    seen = byoc_next_state(seen);
+    if (__atomic_load_n(&g_pool.stop, __ATOMIC_ACQUIRE)) return NULL;
+    if (!(seen & 1u)) continue; /* a job closed: wait for the next one */
+    /* counted in first, then the job still open: the caller, which closes it before it counts, waits for us */
+    __atomic_add_fetch(&g_pool.in_job, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&g_pool.state, __ATOMIC_SEQ_CST) == seen) byoc_run_tasks(g_pool.fn, g_pool.ctx, g_pool.n_tasks);
+    byoc_leave_job();
+  }
+}
+
+/* The caller, after closing the job: back once no worker is inside it (spun for, then slept for). */
+static void byoc_wait_workers(void) {
+  int32_t spin;
+  for (spin = 0; spin < BYOC_SPIN_ROUNDS; ++spin) {
+    if (__atomic_load_n(&g_pool.in_job, __ATOMIC_SEQ_CST) == 0) return;
+    byoc_pause();
+  }
+  pthread_mutex_lock(&g_lock);
+  __atomic_store_n(&g_pool.waiting, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&g_pool.in_job, __ATOMIC_SEQ_CST) > 0) pthread_cond_wait(&g_left, &g_lock);
+  __atomic_store_n(&g_pool.waiting, 0, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&g_lock);
 }
 
 /* Stops and joins every worker (the caller owns the pool, or nobody can use it any more). */
 static void byoc_pool_stop(void) {
   int32_t i, n;
   pthread_mutex_lock(&g_lock);
-  g_pool.stop = 1;
   n = g_pool.n_workers;
-  pthread_cond_broadcast(&g_wake);
   pthread_mutex_unlock(&g_lock);
+  __atomic_store_n(&g_pool.stop, 1, __ATOMIC_RELEASE);
+  byoc_set_state(__atomic_load_n(&g_pool.state, __ATOMIC_RELAXED) + 2u); /* a closed generation: all look */
   for (i = 0; i < n; ++i) pthread_join(g_pool.threads[i], NULL);
   pthread_mutex_lock(&g_lock);
   g_pool.n_workers = 0;
-  g_pool.stop = 0;
   pthread_mutex_unlock(&g_lock);
+  __atomic_store_n(&g_pool.stop, 0, __ATOMIC_RELEASE);
 }
 
 /* The library is being unloaded (dlclose) or the process exits: join the workers first. */
@@ -147,8 +187,10 @@ static void byoc_pool_after_fork_child(void) {
   pthread_cond_init(&g_left, NULL);
   g_pool.n_workers = 0;
   g_pool.stop = 0;
-  g_pool.open = 0;
+  g_pool.state &= ~1u;
   g_pool.in_job = 0;
+  g_pool.sleepers = 0;
+  g_pool.waiting = 0;
   __atomic_store_n(&g_pool.busy, 0, __ATOMIC_RELAXED);
   t_in_task = 0;
 }
@@ -170,26 +212,22 @@ static void byoc_pool_grow(int32_t wanted) {
 static int32_t byoc_pool_run(int32_t n_tasks, byoc_task_fn fn, void* ctx) {
   const int32_t threads = byoc_get_num_threads();
   int32_t t, expected = 0;
+  uint32_t open;
   if (n_tasks <= 1 || threads <= 1 || t_in_task ||
       !__atomic_compare_exchange_n(&g_pool.busy, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
     for (t = 0; t < n_tasks; ++t) fn(t, n_tasks, ctx); /* alone, nested, or the pool is taken */
     return 0;
   }
   if (g_pool.n_workers != threads - 1) byoc_pool_grow(threads - 1);
-  pthread_mutex_lock(&g_lock);
-  g_pool.fn = fn;
+  g_pool.fn = fn; /* no worker is inside a job: the last caller waited for them all to leave */
   g_pool.ctx = ctx;
   g_pool.n_tasks = n_tasks;
-  g_pool.open = 1;
   __atomic_store_n(&g_pool.next_task, 0, __ATOMIC_RELAXED);
-  __atomic_add_fetch(&g_pool.generation, 1, __ATOMIC_RELEASE);
-  pthread_cond_broadcast(&g_wake);
-  pthread_mutex_unlock(&g_lock);
+  open = (__atomic_load_n(&g_pool.state, __ATOMIC_RELAXED) | 1u) + 2u; /* the next generation, open */
+  byoc_set_state(open);
   byoc_run_tasks(fn, ctx, n_tasks);
-  pthread_mutex_lock(&g_lock);
-  g_pool.open = 0;
-  while (g_pool.in_job > 0) pthread_cond_wait(&g_left, &g_lock);
-  pthread_mutex_unlock(&g_lock);
+  byoc_set_state(open & ~1u);
+  byoc_wait_workers();
   __atomic_store_n(&g_pool.busy, 0, __ATOMIC_RELEASE);
   return 0;
 }
