@@ -21,6 +21,15 @@
 /* out[t] for t < n, CK_DW_BLOCK at a time; a last partial block is the block ending at n (outputs are
  * written, not accumulated, so computing some twice is harmless), scalars only when n < CK_DW_BLOCK.
  * Every output is bias + its taps' products in tap order, whichever of these loops computes it. */
+/* The outputs from t on, one at a time (both forms below end with these; only a row of fewer than
+ * CK_DW_BLOCK outputs reaches them). */
+#define CK_DW_TAPS_SCALARS                                                                            \
+  for (; t < n; ++t) {                                                                                \
+    float acc = bias;                                                                                 \
+    for (k = 0; k < taps; ++k) acc += w[k] * src[t + off[k]];                                         \
+    out[t] = acc;                                                                                     \
+  }
+
 #if defined(__GNUC__)
 /* Generic vectors, two blocks per pass over the taps where two fit: each tap's weight and offset are
  * loaded once for 32 outputs. Written as a float[16] array (the portable form below), gcc split the
@@ -69,11 +78,7 @@
       memcpy(out + t, &acc0, sizeof acc0);                                                            \
       t += CK_DW_BLOCK;                                                                               \
     }                                                                                                 \
-    for (; t < n; ++t) {                                                                              \
-      float acc = bias;                                                                               \
-      for (k = 0; k < taps; ++k) acc += w[k] * src[t + off[k]];                                       \
-      out[t] = acc;                                                                                   \
-    }                                                                                                 \
+    CK_DW_TAPS_SCALARS                                                                                \
   }
 #else
 #define CK_DEFINE_DW_TAPS(NAME)                                                                       \
@@ -94,11 +99,7 @@
       for (l = 0; l < CK_DW_BLOCK; ++l) out[t + l] = acc[l];                                          \
       t += CK_DW_BLOCK;                                                                               \
     }                                                                                                 \
-    for (; t < n; ++t) {                                                                              \
-      float acc = bias;                                                                               \
-      for (k = 0; k < taps; ++k) acc += w[k] * src[t + off[k]];                                       \
-      out[t] = acc;                                                                                   \
-    }                                                                                                 \
+    CK_DW_TAPS_SCALARS                                                                                \
   }
 #endif
 
