@@ -10,13 +10,21 @@ from .visitor import post_order
 
 def free_vars(expr: Expr) -> list[Var]:
     """Vars used in `expr` but not bound by a Function inside it, in first-use order."""
+    return free_vars_and_order(expr)[0]
+
+
+def free_vars_and_order(expr: Expr) -> tuple[list[Var], list[Expr] | None]:
+    """(free_vars(expr), post_order(expr) when no Function is reachable from `expr`, else None: the walk
+    free_vars makes anyway is then the order graph_order would compute, for a caller that keeps it)."""
+    order = post_order(expr, into_functions=True)
     bound: set[int] = set()
-    for node in post_order(expr, into_functions=True):
-        if isinstance(node, Function):
+    has_function = False
+    for node in order:
+        if type(node) is Function:
+            has_function = True
             bound.update(id(p) for p in node.params)
-    if isinstance(expr, Function):
-        bound.update(id(p) for p in expr.params)
-    return [n for n in post_order(expr, into_functions=True) if isinstance(n, Var) and id(n) not in bound]
+    free = [n for n in order if type(n) is Var and id(n) not in bound]
+    return free, None if has_function else order
 
 
 def users(root: Expr, order: list[Expr] | None = None) -> dict[int, list[Expr]]:

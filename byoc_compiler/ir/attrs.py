@@ -31,6 +31,14 @@ class Attrs(Mapping):
     def __len__(self) -> int:
         return len(self._items)
 
+    # Mapping's own `in` and get() go through __getitem__ and an exception; the passes ask every function
+    # and composite call whether it has "Compiler" / "Composite".
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._items.get(key, default)
+
     def __getattr__(self, name: str) -> Any:
         try:
             return self._items[name]

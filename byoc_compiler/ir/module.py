@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping
 
-from .analysis import free_vars
+from .analysis import free_vars_and_order
 from .expr import Function, GlobalVar
 from .show import as_text
+from .visitor import remember_order
 
 
 class IRModule:
@@ -24,7 +25,10 @@ class IRModule:
     def from_expr(cls, expr, name: str = "main") -> "IRModule":
         """Wrap a Function, or an expression whose free vars become parameters, as a module."""
         if not isinstance(expr, Function):
-            expr = Function(free_vars(expr), expr)
+            params, order = free_vars_and_order(expr)
+            if order is not None:       # the walk is the body's graph order: the first pass need not walk again
+                remember_order(expr, order)
+            expr = Function(params, expr)
         return cls({name: expr})
 
     def _set(self, name: str, func: Function) -> None:

@@ -30,7 +30,9 @@ __all__ = ["partition_for", "summarize", "pipeline", "PartitionError", "PIPELINE
 PIPELINE = ("InferType", "FoldConstant", "FoldBatchNorm", "MergeComposite", "AnnotateTarget",
             "MergeCompilerRegions", "PartitionGraph", "InferType")
 
-# partitioned module -> its report (modules are values: the report stays valid as long as the module lives)
+# partitioned module -> its report, or the targets it was partitioned for until someone asks for the report
+# (a build never does: the report's walks are ~5% of partition_for). Modules are values: the report stays
+# valid as long as the module lives.
 _REPORTS: "weakref.WeakKeyDictionary[IRModule, object]" = weakref.WeakKeyDictionary()
 
 
@@ -71,9 +73,11 @@ def partition_for(targets, mod: IRModule, strict: bool = False, mod_name: str = 
     chosen = get_targets(targets)
     with _collector_paused():
         mod = _run(pipeline(chosen, mod_name, bind_constants, fused=trace is None), mod, trace)
-        report = summarize_module(mod, chosen)
-    _REPORTS[mod] = report
-    if strict and report.host:
+    _REPORTS[mod] = tuple(chosen)
+    if not strict:
+        return mod
+    report = summarize(mod)
+    if report.host:
         names = ", ".join(t.name for t in chosen)
         raise PartitionError(f"strict partition for {names}: {report.host_op_count} op(s) stay on the host\n"
                              f"{report.table()}", report)
@@ -112,7 +116,11 @@ def _run(passes, mod, trace=None):
 def summarize(mod: IRModule, targets=None):
     """The PartitionReport of a module returned by partition_for (or computed for `targets`)."""
     if targets is None and mod in _REPORTS:
-        return _REPORTS[mod]
+        report = _REPORTS[mod]
+        if isinstance(report, tuple):       # partition_for's targets: the report made on first demand
+            with _collector_paused():
+                report = _REPORTS[mod] = summarize_module(mod, list(report))
+        return report
     if targets is None:
         targets = list(dict.fromkeys(str(f.attrs["Compiler"]) for f in mod.functions.values()
                                      if "Compiler" in f.attrs))
