@@ -54,12 +54,27 @@ class Annotations:
         return dict(sorted(out.items()))
 
     def normalized(self) -> "Annotations":
-        """The same regions renumbered 0, 1, ... by their first node, so equal partitions compare equal."""
-        positions = sorted(self.region)
-        numbers = list(map(self.region.__getitem__, positions))
-        renumber = {r: k for k, r in enumerate(dict.fromkeys(numbers))}   # in order of first node
-        return Annotations(dict(sorted(self.target.items())),
-                           dict(zip(positions, map(renumber.__getitem__, numbers))))
+        """The same regions renumbered 0, 1, ... by their first node, so equal partitions compare equal.
+        Tables already in that form (what the passes hand each other) are shared, not sorted again."""
+        target, region = self.target, self.region
+        positions = list(region)
+        in_order = _ascending(positions)
+        if not in_order:
+            positions.sort()
+        numbers = list(map(region.__getitem__, positions))
+        first_seen = list(dict.fromkeys(numbers))          # region numbers in order of their first node
+        if first_seen != list(range(len(first_seen))):
+            renumber = {r: k for k, r in enumerate(first_seen)}
+            region = dict(zip(positions, map(renumber.__getitem__, numbers)))
+        elif not in_order:
+            region = dict(zip(positions, numbers))
+        if not _ascending(list(target)):
+            target = dict(sorted(target.items()))
+        return Annotations(target, region)
+
+
+def _ascending(keys: list[int]) -> bool:
+    return all(map(operator.lt, keys, keys[1:]))
 
 
 def region_of(node: Expr) -> RegionAnnotation | None:

@@ -22,9 +22,14 @@ decision depends on set iteration order).
 """
 from __future__ import annotations
 
+from collections import Counter
+from itertools import chain
+
 from ..ir.module import IRModule
 from .annotations import Annotations, graph_nodes, input_positions, read, write
 from .named_pass import NamedPass
+
+_NOTHING: frozenset[int] = frozenset()      # what an input with nothing upstream contributes (never changed)
 
 
 class _UnionFind:
@@ -52,10 +57,8 @@ class _RegionMerger:
     def __init__(self, ann: Annotations, children: list[list[int]]):
         self.ann = ann
         self.children = children
-        self.users_left = [0] * len(children)
-        for kids in children:
-            for c in kids:
-                self.users_left[c] += 1
+        uses = Counter(chain.from_iterable(children))        # (counted in C: one look per edge of the graph)
+        self.users_left = [uses[i] for i in range(len(children))]
         self.uf = _UnionFind()
         self.find = self.uf.find
         self.group: dict[int, int] = {}              # annotated node -> its group (a union-find element)
@@ -121,15 +124,28 @@ class _RegionMerger:
 
     # ---- the upstream sets ----------------------------------------------------------------------
     def live(self, items) -> set[int]:
-        return {r for r in map(self.find, items) if self.pending.get(r, 0) > 0}
+        parent, pending, find = self.uf.parent, self.pending, self.find
+        out = set()
+        for r in items:         # (asked for every input of a quarter of the nodes: no call for a root)
+            if parent[r] != r:
+                r = find(r)
+            if pending.get(r, 0) > 0:
+                out.add(r)
+        return out
 
-    def contribution(self, c: int) -> set[int]:
-        """What input `c` puts upstream of its reader: its group and that group's upstream, or its own set."""
-        if c in self.group:
-            g = self.find(self.group[c])
-            ups = self.group_up[g] = self.live(self.group_up[g])
+    def contribution(self, c: int) -> set[int] | frozenset[int]:
+        """What input `c` puts upstream of its reader: its group and that group's upstream, or its own set
+        (callers read it, never change it)."""
+        g = self.group.get(c)
+        if g is not None:
+            if self.uf.parent[g] != g:
+                g = self.find(g)
+            ups = self.group_up[g]
+            if ups:
+                ups = self.group_up[g] = self.live(ups)
             return ups | {g}
-        return self.live(self.node_up.get(c, ()))
+        ups = self.node_up.get(c)
+        return self.live(ups) if ups else _NOTHING
 
     def register(self, entity: tuple[str, int], groups) -> None:
         for g in groups:
@@ -182,7 +198,13 @@ class _RegionMerger:
 
     def _blocked(self, g: int, kids: list[int], contrib: dict[int, set[int]]) -> bool:
         """Joining g would close a cycle: another input of the node has g upstream."""
-        return any(g in contrib[c] for c in kids if not (c in self.group and self.find(self.group[c]) == g))
+        group, find = self.group, self.find
+        for c in kids:      # (asked per candidate of a quarter of the nodes: the cheap membership test first)
+            if g in contrib[c]:
+                h = group.get(c)
+                if h is None or find(h) != g:
+                    return True
+        return False
 
     def _ordered_with(self, g: int, chosen: list[int]) -> bool:
         return any(g in self.group_up.get(o, ()) or o in self.group_up.get(g, ()) for o in chosen)

@@ -194,7 +194,8 @@ def _lift(region: Region, nodes, symbol: str, n: int, value) -> tuple[Function, 
     get = inner.get
     for pos in region.members:               # (every annotated node of the graph: no helper calls per input)
         node = nodes[pos]
-        inner[id(node)] = copy_node(node, [get(id(k), k) for k in rebuildable_inputs(node)])
+        inputs = node.args if type(node) is Call else rebuildable_inputs(node)
+        inner[id(node)] = copy_node(node, [get(id(k), k) for k in inputs])
     body = inner[id(nodes[region.outputs[0]])] if len(region.outputs) == 1 else None
     if body is None:
         body = Tuple([inner[id(nodes[pos])] for pos in region.outputs])
