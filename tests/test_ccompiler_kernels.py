@@ -539,6 +539,13 @@ CONV_MEDIUM = [
     # and a dilated window over 11x14
     ("pixel-major-by-offsets-stride-h2-k>KC", (1, 30, 27, 14), (24, 30, 3, 3), (2, 1), (1, 1, 1, 1), (1, 1), 1),
     ("pixel-major-by-offsets-dilated", (1, 6, 11, 14), (48, 6, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 1),
+    # a share's last real channels on the 16- and 32-channel tiles (AVX-512): 16 alone (40: the 48-channel
+    # one); 128 = two 48-channel pairs + 32 over two K blocks; 64 = a pair + 16 on a 56x56 plane (more than
+    # 1024 pixels: in place only)
+    ("pixel-major-by-offsets-16-channels", (1, 12, 7, 7), (16, 12, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ("pixel-major-by-offsets-40-channels", (1, 12, 7, 7), (40, 12, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ("pixel-major-by-offsets-128-k>KC", (1, 30, 14, 14), (128, 30, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ("pixel-major-by-offsets-64-56x56", (1, 4, 56, 56), (64, 4, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
 ]
 
 
@@ -558,6 +565,8 @@ CONV_ON_THE_POOL = [
     ("gemm-row-groups-bordered-ranges", (1, 44, 20, 20), (112, 44, 3, 3)),   # 2 ranges of planes, 5x4 tasks
     ("pixel-major-by-offsets-shares", (1, 140, 14, 14), (96, 140, 3, 3)),    # 3 ranges, 5 K blocks
     ("one-row-block-narrow-chunks", (1, 40, 18, 12), (40, 40, 1, 1)),         # 20x14: 280 columns, 5 chunks of 64
+    # channel shares ending on a 24-channel sliver, a 16- or a 32-channel tile (1, 2, 3 threads)
+    ("pixel-major-by-offsets-part-shares", (1, 20, 7, 7), (224, 20, 3, 3)),
 ]
 
 

@@ -231,7 +231,7 @@ def pool2d_params(data_shape, pool_size, strides, padding, dilation, ceil_mode, 
 M_QUANTUM, N_QUANTUM, MC, KC, ALIGN = 24, 32, 96, 256, 64  # CK_* of ck_internal.h (kernel_check.py asserts them)
 _N_CHUNK, _MIN_TASKS, _ROW_TASKS = 1024, 8, 16    # ck_gemm.c's split of C into tasks
 _DW_TASK_GROUPS = 4               # ck_conv2d.c's split of one-channel groups into tasks
-PM_MR, PM_MAX_PIXELS = 7, 1024  # pixel-major tiles (CK_PM_MR, CK_PM_MAX_PIXELS)
+PM_MR, PM_MAX_PIXELS, PM_MAX_OFFSET_PIXELS = 7, 1024, 4096  # pixel-major tiles (CK_PM_MR, CK_PM_MAX_*PIXELS)
 
 
 def _round_up(x: int, q: int) -> int:
@@ -335,7 +335,8 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
     by_offsets = p["kernel_h"] * p["kernel_w"] > 1 and p["stride_w"] == 1 and ow % PM_MR == 0
     if _pixel_major_pays(og, pixels, by_offsets):
         pm_pixels = _round_up(pixels, PM_MR)
-        gemm = max(gemm, ALIGN + 4 * (pm_pixels * min(KC, kdim) + pm_pixels * _round_up(og, M_QUANTUM)))
+        slivers = 0 if by_offsets else pm_pixels * min(KC, kdim)  # (the tiles read the bordered copy in place)
+        gemm = max(gemm, ALIGN + 4 * (slivers + pm_pixels * _round_up(og, M_QUANTUM)))
     if p["kernel_h"] * p["kernel_w"] > 1:  # + a zero-bordered copy of one group's input (the im2col's source)
         padded = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
         gemm += ALIGN + 4 * per_group_in * padded
@@ -343,12 +344,15 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
 
 
 def _pixel_major_pays(og: int, pixels: int, by_offsets: bool) -> bool:
-    """ck_conv2d.c's choice of 7-pixel x 24-channel tiles for small output planes (by padded work; no
-    10% bias towards the channel-major tiles when the pixel-major ones read the bordered input in place)."""
+    """ck_conv2d.c's choice of 7-pixel x 24-channel tiles for small output planes (by padded work, 10% in
+    favour of the channel-major tiles); where the pixel-major ones read the bordered input in place, on planes
+    up to PM_MAX_OFFSET_PIXELS unless they compute more channels (16 at a time at the end)."""
     tail = pixels % 32
     cm = pixels if tail == 0 else pixels - tail + (16 if tail <= 16 else 32)
+    if by_offsets:
+        return pixels <= PM_MAX_OFFSET_PIXELS and _round_up(pixels, PM_MR) * _round_up(og, 16) <= cm * _round_up(og, 8)
     return pixels <= PM_MAX_PIXELS and \
-        100 * _round_up(pixels, PM_MR) * _round_up(og, M_QUANTUM) < (100 if by_offsets else 90) * cm * _round_up(og, 8)
+        100 * _round_up(pixels, PM_MR) * _round_up(og, M_QUANTUM) < 90 * cm * _round_up(og, 8)
 
 
 def conv2d_packed_weight_bytes(p: dict[str, int]) -> int:

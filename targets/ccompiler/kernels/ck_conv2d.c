@@ -55,21 +55,28 @@ static int64_t ck_round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 
 /* Pixel-major tiles pay where the plane is small and 32-pixel slivers (and a 16-pixel half one for a
  * short tail) would compute many padding pixels, e.g. 49 -> 64; seven-pixel tiles and 24-channel slivers
- * pad less. Decided from the shape alone (the workspace must not depend on the CPU). */
+ * pad less. Where they read the bordered input in place (by_offsets: no im2col packing, which was 15-25% of a
+ * 3x3 convolution on 56x56 and 28x28 planes) they pay on planes up to CK_PM_MAX_OFFSET_PIXELS unless they
+ * would compute more channels: a share's last channels run a 16- or 32-channel tile, so 64 and 128 channels
+ * cost no more than on the channel-major tiles (ResNet-50's 3x3 convolutions on 56x56 and 28x28 went from
+ * 104 and 121 to 117 and 137 GFLOP/s, `bench/kernels.py`, one thread, this Xeon). Decided from the shape
+ * alone (the workspace must not depend on the CPU). */
 static int ck_pixel_major_pays(int64_t og, int64_t pixels, int by_offsets) {
   const int64_t tail = pixels % 32;
   const int64_t cm = tail == 0 ? pixels : tail <= 16 ? pixels - tail + 16 : pixels - tail + 32;
   const int64_t pm_pixels = ck_round_up(pixels, CK_PM_MR), pm_channels = ck_round_up(og, CK_M_QUANTUM);
   const int64_t cm_channels = ck_round_up(og, 8);
-  /* padded work of each, compared with 10% in favour of the channel-major tiles (no transposed store),
-   * unless the pixel-major tiles skip the im2col packing (by_offsets) */
-  return pixels <= CK_PM_MAX_PIXELS && 100 * pm_pixels * pm_channels < (by_offsets ? 100 : 90) * cm * cm_channels;
+  if (by_offsets)
+    return pixels <= CK_PM_MAX_OFFSET_PIXELS && pm_pixels * ck_round_up(og, 16) <= cm * cm_channels;
+  /* padded work of each, compared with 10% in favour of the channel-major tiles (no transposed store) */
+  return pixels <= CK_PM_MAX_PIXELS && 100 * pm_pixels * pm_channels < 90 * cm * cm_channels;
 }
 
-/* Scratch of the pixel-major path: one K block of pixel slivers and the pixels x channels result. */
-static int64_t ck_pixel_major_floats(int64_t og, int64_t pixels, int64_t kdim) {
+/* Scratch of the pixel-major path: one K block of pixel slivers (unless the tiles read the input in place:
+ * by_offsets) and the pixels x channels result. */
+static int64_t ck_pixel_major_floats(int64_t og, int64_t pixels, int64_t kdim, int by_offsets) {
   const int64_t pm_pixels = ck_round_up(pixels, CK_PM_MR);
-  return pm_pixels * (kdim < CK_KC ? kdim : CK_KC) + pm_pixels * ck_round_up(og, CK_M_QUANTUM);
+  return (by_offsets ? 0 : pm_pixels * (kdim < CK_KC ? kdim : CK_KC)) + pm_pixels * ck_round_up(og, CK_M_QUANTUM);
 }
 
 /* Windows wider than one pixel pack their im2col from a zero-bordered copy of the group's input, made
@@ -109,7 +116,7 @@ static size_t ck_conv_gemm_bytes(const ck_conv2d_params *p, int64_t oh, int64_t 
   const int64_t kdim = cg * p->kernel_h * p->kernel_w;
   const size_t gemm = ck_gemm_workspace_bytes(og, oh * ow, kdim);
   if (ck_pixel_major_pays(og, oh * ow, ck_pm_by_offsets(p, ow))) {
-    const size_t pm = CK_ALIGN + sizeof(float) * (size_t)ck_pixel_major_floats(og, oh * ow, kdim);
+    const size_t pm = CK_ALIGN + sizeof(float) * (size_t)ck_pixel_major_floats(og, oh * ow, kdim, ck_pm_by_offsets(p, ow));
     if (pm > gemm) return pm;
   }
   return gemm;
@@ -304,6 +311,7 @@ typedef struct {
   int32_t activation;
   float *out, *slivers, *result;
   ck_pm_fn tile, wide; /* the 24- and 48-channel tiles (wide: NULL where the CPU has none) */
+  ck_pm_fn (*part)(int32_t channels); /* the 16- and 32-channel ones (NULL: none) */
   int direct, by_offsets;
   int by_pixels; /* the tasks share out pixel slivers (else channel slivers) */
   int64_t pc;    /* the K block of a packed pass */
@@ -335,6 +343,19 @@ static void ck_pm_tap_offsets(const ck_conv_view *v, int64_t pc, int64_t kc, int
  * step of a 48-channel weight pair (24 KB) stays in L1 while every pixel sliver passes (a whole 256-tap
  * block, 48 KB, did not). */
 #define CK_PM_KC 128
+/* The tile for the share's channels from cs: two slivers at once where the CPU has the wide tile (same bits as
+ * two narrow ones); where 32 or fewer real channels (below og) are left, the tile for just those where the CPU
+ * has one (the channels past them are never read from C'); *width: the channels of m24 it moves on by. */
+static ck_pm_fn ck_pm_tile_at(const ck_pm_job *job, const ck_pm_share *sh, int64_t cs, int64_t *width) {
+  const int64_t real = (sh->c1 < job->og ? sh->c1 : job->og) - cs;
+  const int pair = cs + 2 * CK_M_QUANTUM <= sh->c1;
+  *width = pair ? 2 * CK_M_QUANTUM : CK_M_QUANTUM;
+  /* 32 channels read the second sliver's first 8: there only where that sliver holds a real channel */
+  if (job->part != NULL && (real <= 16 || (real <= 32 && real > CK_M_QUANTUM)))
+    return job->part((int32_t)real);
+  return pair && job->wide != NULL ? job->wide : (*width = CK_M_QUANTUM, job->tile);
+}
+
 static void ck_pm_block(const ck_pm_job *job, int64_t pc, const int64_t *aoff, const ck_pm_share *sh) {
   const ck_conv_view *v = job->src->conv;
   const int64_t kc = job->kdim - pc < CK_KC ? job->kdim - pc : CK_KC, m24 = job->m24;
@@ -342,9 +363,7 @@ static void ck_pm_block(const ck_pm_job *job, int64_t pc, const int64_t *aoff, c
   const int64_t as = job->direct ? job->src->row_stride : CK_PM_MR, step = job->direct ? 1 : kc;
   int64_t cs, s, q, width = CK_M_QUANTUM;
   for (cs = sh->c0; cs < sh->c1; cs += width) {
-    /* two slivers at once where the CPU has the wide tile (same bits as two narrow ones) */
-    const ck_pm_fn tile = job->wide != NULL && cs + 2 * CK_M_QUANTUM <= sh->c1 ? job->wide : job->tile;
-    width = tile == job->tile ? CK_M_QUANTUM : 2 * CK_M_QUANTUM;
+    const ck_pm_fn tile = ck_pm_tile_at(job, sh, cs, &width);
     for (q = 0; q < kc; q += CK_PM_KC) {
       const int64_t kq = kc - q < CK_PM_KC ? kc - q : CK_PM_KC, ws = kc * CK_M_QUANTUM;
       const float *w = job->packed + pc * m24 + cs * kc + q * CK_M_QUANTUM;
@@ -445,13 +464,14 @@ static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixe
   job.activation = activation;
   job.out = out;
   job.slivers = (float *)(void *)(((uintptr_t)workspace + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
-  job.result = job.slivers + job.pm_pixels * (kdim < CK_KC ? kdim : CK_KC);
   job.tile = tile;
   job.wide = tile == ck_micro_kernel_current()->pixel_major ? ck_micro_kernel_current()->pixel_major_wide : NULL;
+  job.part = job.wide != NULL ? ck_micro_kernel_current()->pixel_major_part : NULL;
   /* a 1x1 stride-1 input is read as it lies when its plane is whole slivers (no row past the end) */
   job.direct = src->conv == NULL && pixels == job.pm_pixels;
   /* the bordered copy read as it lies (ck_pm_by_offsets; the copy exists for exactly those windows) */
   job.by_offsets = v != NULL && v->padded != NULL && v->stride_w == 1 && v->out_w % CK_PM_MR == 0;
+  job.result = job.slivers + (job.by_offsets ? 0 : job.pm_pixels * (kdim < CK_KC ? kdim : CK_KC)); /* (no slivers) */
   tasks = ck_pm_tasks(&job);
   if (job.direct || job.by_offsets) {
     /* within a task, K blocks outermost: a block's pixels stay in L1 while the task's channel slivers pass

@@ -130,6 +130,7 @@ typedef void (*ck_dw3x3_row_fn)(int64_t n, int64_t odd, const float *r0, const f
  * where 32-pixel slivers waste up to a quarter of the work. */
 #define CK_PM_MR 7
 #define CK_PM_MAX_PIXELS 1024 /* larger planes: the channel-major tiles */
+#define CK_PM_MAX_OFFSET_PIXELS 4096 /* the same where the tiles read the bordered input in place (up to 64x64) */
 typedef void (*ck_pm_fn)(int64_t kc, const float *ap, int64_t as, const int64_t *aoff, const float *wp, int64_t ws,
                          float *c, int64_t ldc, int accumulate);
 typedef struct {
@@ -142,6 +143,9 @@ typedef struct {
   ck_pm_fn pixel_major;      /* NULL: none (then small planes run the channel-major tiles) */
   ck_pm_fn pixel_major_wide; /* the same on two slivers (48 channels), the second ws floats after wp, with the
                               * same bits; NULL: none (pixel_major only) */
+  /* the same on the first 16 or 32 channels of two slivers (channels <= 16: the first sliver alone is read;
+   * otherwise the second's first 8 channels too), with the same bits; NULL: none (with pixel_major_wide) */
+  ck_pm_fn (*pixel_major_part)(int32_t channels);
   int (*cpu_has)(void); /* NULL: always available */
 } ck_micro_kernel;
 

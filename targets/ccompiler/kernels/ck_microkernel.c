@@ -218,6 +218,25 @@ __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_d
 /* 7 x 24 in 256-bit vectors: 21 accumulators need AVX-512VL's 32 vector registers */
 __attribute__((target("avx512f,avx512vl,avx2,fma"))) CK_CONTRACT CK_DEFINE_PM_KERNEL(ck_pm_avx512, CK_PM_MR, 8, 3)
 
+/* dst (16 floats) = lo[0 .. 8) then hi[0 .. 8), joined in registers where the compiler can (through memory the
+ * 512-bit load would wait on two 256-bit stores) */
+#if defined(__clang__) || __GNUC__ >= 12
+#define CK_LOAD_JOINED(dst, lo_at, hi_at)                                                            \
+  {                                                                                                 \
+    typedef float half_ __attribute__((vector_size(8 * sizeof(float))));                            \
+    half_ lo_, hi_;                                                                                 \
+    memcpy(&lo_, (lo_at), sizeof lo_);                                                              \
+    memcpy(&hi_, (hi_at), sizeof hi_);                                                              \
+    (dst) = __builtin_shufflevector(lo_, hi_, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); \
+  }
+#else
+#define CK_LOAD_JOINED(dst, lo_at, hi_at)                   \
+  {                                                        \
+    memcpy(&(dst), (lo_at), sizeof(dst) / 2);              \
+    memcpy((char *)&(dst) + sizeof(dst) / 2, (hi_at), sizeof(dst) / 2); \
+  }
+#endif
+
 /* The wide pixel-major tile (ck_micro_kernel.pixel_major_wide): 7 pixels x 48 channels, two weight slivers
  * (the second ws floats after the first) in three 512-bit vectors, the middle one half of
  * each sliver: 21 accumulators of 16 lanes where the 7 x 24 tile has 21 of 8. Each lane sums the same
@@ -226,7 +245,6 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) CK_CONTRACT static void ck_
     int64_t kc, const float *restrict ap, int64_t as, const int64_t *restrict aoff, const float *restrict wp,
     int64_t ws, float *restrict c, int64_t ldc, int accumulate) {
   typedef float vec __attribute__((vector_size(16 * sizeof(float))));
-  typedef float half __attribute__((vector_size(8 * sizeof(float))));
   const float *restrict wq = wp + ws;
   vec acc[CK_PM_MR][3];
   int64_t p;
@@ -240,17 +258,7 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) CK_CONTRACT static void ck_
     const float *restrict a_ = aoff == NULL ? ap + p * as : ap + aoff[p];
     vec w[3];
     memcpy(&w[0], wp + p * CK_M_QUANTUM, sizeof w[0]);
-#if defined(__clang__) || __GNUC__ >= 12
-    { /* joined in registers: through memory the 512-bit load would wait on two 256-bit stores */
-      half lo, hi;
-      memcpy(&lo, wp + p * CK_M_QUANTUM + 16, sizeof lo);
-      memcpy(&hi, wq + p * CK_M_QUANTUM, sizeof hi);
-      w[1] = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    }
-#else
-    memcpy(&w[1], wp + p * CK_M_QUANTUM + 16, sizeof w[1] / 2);
-    memcpy((char *)&w[1] + sizeof w[1] / 2, wq + p * CK_M_QUANTUM, sizeof w[1] / 2);
-#endif
+    CK_LOAD_JOINED(w[1], wp + p * CK_M_QUANTUM + 16, wq + p * CK_M_QUANTUM)
     memcpy(&w[2], wq + p * CK_M_QUANTUM + 8, sizeof w[2]);
     for (i = 0; i < CK_PM_MR; ++i) {
       CK_SPLAT(vec, 16, ai, a_[i]);
@@ -260,6 +268,45 @@ __attribute__((target("avx512f,avx512vl,avx2,fma"))) CK_CONTRACT static void ck_
   for (i = 0; i < CK_PM_MR; ++i)
     for (v = 0; v < 3; ++v) memcpy(c + i * ldc + v * 16, &acc[i][v], sizeof acc[i][v]);
 }
+
+/* The pixel-major tile over the first 16 or 32 channels of a sliver pair (ck_micro_kernel.pixel_major_part):
+ * where a share's last slivers hold fewer real channels than the 48 of the wide tile (ResNet-50's 256
+ * channels are 10 slivers and 16 channels of an eleventh, 512 are 21 and 8 of a 22nd), one or two 512-bit
+ * vectors per pixel instead of the wide tile on zero channels or the 256-bit tile's 21 FMAs per tap. The
+ * second vector of the 32-channel tile is the first sliver's last 8 and the second's first 8 channels, as in
+ * the wide tile; the same products in the same order per lane, so the same bits. */
+#define CK_DEFINE_PM_PART(NAME, NV)                                                                   \
+  __attribute__((target("avx512f,avx512vl,avx2,fma"))) CK_CONTRACT static void NAME(                  \
+      int64_t kc, const float *restrict ap, int64_t as, const int64_t *restrict aoff,                  \
+      const float *restrict wp, int64_t ws, float *restrict c, int64_t ldc, int accumulate) {          \
+    typedef float vec __attribute__((vector_size(16 * sizeof(float))));                              \
+    const float *restrict wq = wp + ws;                                                              \
+    vec acc[CK_PM_MR][NV];                                                                          \
+    int64_t p;                                                                                      \
+    int i, v;                                                                                       \
+    for (i = 0; i < CK_PM_MR; ++i)                                                                  \
+      for (v = 0; v < (NV); ++v) {                                                                  \
+        acc[i][v] = (vec){0};                                                                       \
+        if (accumulate) memcpy(&acc[i][v], c + i * ldc + v * 16, sizeof acc[i][v]);                 \
+      }                                                                                             \
+    for (p = 0; p < kc; ++p) {                                                                      \
+      const float *restrict a_ = aoff == NULL ? ap + p * as : ap + aoff[p];                        \
+      vec w[NV];                                                                                    \
+      memcpy(&w[0], wp + p * CK_M_QUANTUM, sizeof w[0]);                                            \
+      if ((NV) > 1) CK_LOAD_JOINED(w[(NV) - 1], wp + p * CK_M_QUANTUM + 16, wq + p * CK_M_QUANTUM)   \
+      for (i = 0; i < CK_PM_MR; ++i) {                                                              \
+        CK_SPLAT(vec, 16, ai, a_[i]);                                                               \
+        for (v = 0; v < (NV); ++v) acc[i][v] = acc[i][v] + ai * w[v];                               \
+      }                                                                                             \
+    }                                                                                               \
+    for (i = 0; i < CK_PM_MR; ++i)                                                                  \
+      for (v = 0; v < (NV); ++v) memcpy(c + i * ldc + v * 16, &acc[i][v], sizeof acc[i][v]);        \
+  }
+CK_DEFINE_PM_PART(ck_pm_16_avx512, 1)
+CK_DEFINE_PM_PART(ck_pm_32_avx512, 2)
+
+/* (ck_micro_kernel.pixel_major_part) the tile for the first `channels` (16 or 32) channels of a pair. */
+static ck_pm_fn ck_pm_part_avx512(int32_t channels) { return channels <= 16 ? ck_pm_16_avx512 : ck_pm_32_avx512; }
 
 static int ck_cpu_has_avx2(void) {
   __builtin_cpu_init();
@@ -316,12 +363,12 @@ static void ck_gemv_baseline(int64_t n, int64_t k, const float *restrict a, cons
 static const ck_micro_kernel ck_kernels[] = {
 #if defined(CK_DISPATCH)
     {"avx512-8x32", 8, 32, ck_micro_avx512, ck_micro_avx512_half, ck_gemv_avx512, ck_dw3x3_avx512, ck_pm_avx512,
-     ck_pm_wide_avx512, ck_cpu_has_avx512},
-    {"avx2-6x16", 6, 16, ck_micro_avx2, ck_micro_avx2_half, ck_gemv_avx2, ck_dw3x3_avx2, NULL, NULL,
+     ck_pm_wide_avx512, ck_pm_part_avx512, ck_cpu_has_avx512},
+    {"avx2-6x16", 6, 16, ck_micro_avx2, ck_micro_avx2_half, ck_gemv_avx2, ck_dw3x3_avx2, NULL, NULL, NULL,
      ck_cpu_has_avx2},
 #endif
     {"baseline-" CK_STR(CK_MR) "x" CK_STR(CK_NR), CK_MR, CK_NR, ck_micro_baseline, NULL, ck_gemv_baseline,
-     ck_dw3x3_baseline, NULL, NULL, NULL},
+     ck_dw3x3_baseline, NULL, NULL, NULL, NULL},
 };
 #define CK_NUM_KERNELS ((int32_t)(sizeof ck_kernels / sizeof ck_kernels[0]))
 
