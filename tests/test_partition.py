@@ -284,6 +284,15 @@ def test_summary_counts_regions_and_ops():
     assert table.splitlines()[0].split()[:3] == ["target", "regions", "ops"]
 
 
+def test_summary_is_made_on_demand_for_the_targets_partitioned_for():
+    # partition_for keeps its targets and makes the report when first asked for it (a build never asks)
+    after = partition_for(["tA", "tB"], mixed())
+    report = summarize(after)
+    assert summarize(after) is report
+    assert report.table(regions=True) == summarize(after, targets=["tA", "tB"]).table(regions=True)
+    assert report.table(regions=True) != summarize(after, targets=["tB", "tA"]).table(regions=True)
+
+
 def test_summary_reasons_name_each_target():
     i = Var("i", TensorType((4,), "int32"))
     before = IRModule.from_expr(op.nn.lrn(op.reshape(op.cast(op.add(i, i), "float32"), (1, 4, 1, 1))))
