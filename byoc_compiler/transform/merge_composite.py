@@ -119,12 +119,11 @@ def _composite(match: Match, entry: CompositePattern, args: list[Expr]) -> Call:
         params.append(param)
         inner[id(expr)] = param
     for node in match.nodes:
-        kids = node.args if isinstance(node, Call) else node.children()
-        copied = [inner.get(id(k), k) for k in kids]
-        if isinstance(node, Call):
-            new = Call(node.op, copied, node.attrs, node.span)
-        else:
-            new = type(node)(copied) if not hasattr(node, "index") else type(node)(copied[0], node.index)
+        if type(node) is Call:                 # (same op, attrs, span, type and a copy of the meta)
+            inner[id(node)] = with_inputs(node, [inner.get(id(k), k) for k in node.args])
+            continue
+        copied = [inner.get(id(k), k) for k in node.children()]
+        new = type(node)(copied) if not hasattr(node, "index") else type(node)(copied[0], node.index)
         new.checked_type = node.checked_type
         inner[id(node)] = carry_meta(node, new)
     body = inner[id(match.root)]
@@ -147,13 +146,19 @@ def rewrite_matches(order: list[Expr], matches: dict[int, tuple[Match, Composite
             match, entry = found
             new[id(node)] = _composite(match, entry, [replaced(id(e), e) for e in match.inputs])
             continue
+        if not new:
+            continue                           # nothing replaced upstream yet
+        if type(node) is Call and len(node.args) == 1:  # (most nodes: one input, no helper calls)
+            moved = replaced(id(node.args[0]))
+            if moved is not None:
+                new[id(node)] = with_inputs(node, (moved,))
+            continue
         inputs = rebuildable_inputs(node)
         if inputs is None:
             continue                           # leaves, and Functions (composite bodies are not entered)
-        if new:
-            moved = moved_inputs(inputs, replaced)
-            if moved is not inputs:
-                new[id(node)] = with_inputs(node, moved)
+        moved = moved_inputs(inputs, replaced)
+        if moved is not inputs:
+            new[id(node)] = with_inputs(node, moved)
     root = order[-1]
     return new.get(id(root), root)
 

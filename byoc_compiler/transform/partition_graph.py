@@ -151,7 +151,7 @@ def lift_regions(mod: IRModule, nodes: list[Expr], ann, kids: list[list[int]], m
     for kind, key in order:
         if kind == "node":
             node = nodes[key]
-            inputs = inputs_of(node)
+            inputs = node.args if type(node) is Call else inputs_of(node)
             moved = moved_inputs(inputs, new.get)
             if moved is not inputs:            # host nodes carry no annotation: else kept as they are
                 new[id(node)] = copy_node(node, moved)
