@@ -400,11 +400,19 @@ static void ck_pm_finish(const ck_pm_job *job, const ck_pm_share *sh) {
 }
 
 /* Task `task` of n_tasks: an even share of whole slivers (channel or pixel ones). */
+/* Channel shares, where the CPU has the part tiles, are whole 48-channel pairs (the last one shorter): cut at odd
+ * slivers, 512 channels (21 slivers and 8 channels of a 22nd) left one share a lone 24-channel sliver on the
+ * 256-bit tile and the other its 16-channel tile, 126 against 112 FMAs per tap and 7 pixels; in pairs 105 and 119. */
+static int64_t ck_pm_share_unit(const ck_pm_job *job) {
+  return job->by_pixels ? CK_PM_MR : job->part != NULL ? 2 * CK_M_QUANTUM : CK_M_QUANTUM;
+}
+
 static ck_pm_share ck_pm_share_of(const ck_pm_job *job, int32_t task, int32_t n_tasks) {
   ck_pm_share sh;
-  const int64_t unit = job->by_pixels ? CK_PM_MR : CK_M_QUANTUM;
-  const int64_t units = (job->by_pixels ? job->pm_pixels : job->m24) / unit;
-  const int64_t lo = units * task / n_tasks * unit, hi = units * (task + 1) / n_tasks * unit;
+  const int64_t unit = ck_pm_share_unit(job), extent = job->by_pixels ? job->pm_pixels : job->m24;
+  const int64_t units = (extent + unit - 1) / unit;
+  const int64_t lo = units * task / n_tasks * unit, end = units * (task + 1) / n_tasks * unit;
+  const int64_t hi = end < extent ? end : extent;
   sh.c0 = job->by_pixels ? 0 : lo;
   sh.c1 = job->by_pixels ? job->m24 : hi;
   sh.s0 = job->by_pixels ? lo : 0;
@@ -439,12 +447,15 @@ static void ck_pm_task_whole(int32_t task, int32_t n_tasks, void *ctx) {
 
 /* Tasks: one per thread, at most one per sliver; pixel slivers where they share out more evenly. */
 static int32_t ck_pm_tasks(ck_pm_job *job) {
-  const int64_t threads = byoc_get_num_threads(), cs = job->m24 / CK_M_QUANTUM, ps = job->pm_pixels / CK_PM_MR;
+  const int64_t threads = byoc_get_num_threads(), ps = job->pm_pixels / CK_PM_MR;
+  /* channel shares in units of 1 or 2 slivers (ck_pm_share_unit with by_pixels 0) */
+  const int64_t per = job->part != NULL ? 2 : 1, cu = (job->m24 / CK_M_QUANTUM + per - 1) / per;
   /* the largest share, in slivers times the other side's extent */
-  const int64_t by_c = (cs + threads - 1) / threads * job->pm_pixels, by_p = (ps + threads - 1) / threads * job->m24;
-  const int64_t t_c = threads < cs ? threads : cs, t_p = threads < ps ? threads : ps;
+  const int64_t by_c = (cu + threads - 1) / threads * per * job->pm_pixels;
+  const int64_t by_p = (ps + threads - 1) / threads * job->m24;
   job->by_pixels = CK_PM_MR * by_p < CK_M_QUANTUM * by_c;
-  return (int32_t)(job->by_pixels ? t_p : t_c);
+  if (job->by_pixels) return (int32_t)(threads < ps ? threads : ps);
+  return (int32_t)(threads < cu ? threads : cu);
 }
 static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixels, int64_t kdim,
                                 const float *packed, const float *bias, const float *residual, int32_t activation,
