@@ -326,8 +326,8 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
         bordered = (p["dilation_h"], p["dilation_w"]) == (1, 1) and p["kernel_h"] * p["kernel_w"] <= 64 and \
             p["stride_w"] in (1, 2)
         padded = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
-        # one bordered plane and flat row per thread: tasks of _DW_TASK_GROUPS groups (ck_dw_slots)
-        slots = min(build_max_threads(), -(-p["batch"] * p["groups"] // _DW_TASK_GROUPS))
+        # one bordered plane and flat row per thread: tasks of _dw_task_groups groups (ck_dw_slots)
+        slots = min(build_max_threads(), -(-p["batch"] * p["groups"] // _dw_task_groups(p)))
         return slots * (ALIGN + 2 * 4 * padded) if bordered else 0
     oh, ow = conv2d_output_hw(p)
     og, kdim, pixels = p["out_channels"] // p["groups"], per_group_in * p["kernel_h"] * p["kernel_w"], oh * ow
@@ -341,6 +341,14 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
         padded = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
         gemm += ALIGN + 4 * per_group_in * padded
     return gemm
+
+
+def _dw_task_groups(p: dict[str, int]) -> int:
+    """ck_dw_task_groups: _DW_TASK_GROUPS groups per task, 2x or 4x that where their output planes would not
+    end on a 64-byte line."""
+    oh, ow = conv2d_output_hw(p)
+    floats = p["out_channels"] // p["groups"] * oh * ow
+    return _DW_TASK_GROUPS * (1 if floats % 4 == 0 else 2 if floats % 2 == 0 else 4)
 
 
 def _pixel_major_pays(og: int, pixels: int, by_offsets: bool) -> bool:
