@@ -52,7 +52,7 @@ def propose(nodes: list[Expr], kids: list[list[int]], ann, bind_constants: bool)
     """The regions to lift, and node position -> region number (-1: host). `kids`: input_positions(nodes)."""
     owner = [-1] * len(nodes)
     regions = []
-    for number, members in ann.regions().items():
+    for number, members in enumerate(ann.regions().values()):     # (numbers from 0: contracted_order's ~n)
         regions.append(Region(number, ann.target[members[0]], members))
         for pos in members:
             owner[pos] = number
@@ -78,25 +78,25 @@ def propose(nodes: list[Expr], kids: list[list[int]], ann, bind_constants: bool)
     return regions, owner
 
 
-def contracted_order(kids: list[list[int]], owner, regions, blame: str = "MergeCompilerRegions") -> list[tuple[str, int]]:
-    """Units ("node", pos) / ("region", number) in dependency order (`kids`: input_positions of the nodes).
+def contracted_order(kids: list[list[int]], owner, regions, blame: str = "MergeCompilerRegions") -> list[int]:
+    """Units in dependency order: a host node as its position (>= 0), a region as ~its number (< 0), plain
+    ints because the walk meets every edge of the graph (`kids`: input_positions of the nodes).
 
     A cycle means some region cannot become one call; it is reported as a bug of the pass `blame`.
     """
     by_number = {r.number: r for r in regions}
 
-    def unit_of(pos: int) -> tuple[str, int]:
-        return ("region", owner[pos]) if owner[pos] != -1 else ("node", pos)
+    def deps_of(unit: int) -> list[int]:
+        if unit >= 0:
+            return [c if owner[c] == -1 else ~owner[c] for c in kids[unit]]
+        key = ~unit
+        return [c if owner[c] == -1 else ~owner[c] for pos in by_number[key].members for c in kids[pos]
+                if owner[c] != key]
 
-    def deps_of(unit) -> list[tuple[str, int]]:
-        kind, key = unit
-        if kind == "region":
-            return [unit_of(c) for pos in by_number[key].members for c in kids[pos] if owner[c] != key]
-        return [unit_of(c) for c in kids[key]]
-
-    order: list[tuple[str, int]] = []
-    state: dict[tuple[str, int], int] = {}  # 1: on the stack, 2: done
-    start = unit_of(len(kids) - 1)
+    order: list[int] = []
+    state: dict[int, int] = {}  # 1: on the stack, 2: done
+    root = len(kids) - 1
+    start = root if owner[root] == -1 else ~owner[root]
     stack = [(start, iter(deps_of(start)))]
     state[start] = 1
     while stack:
@@ -104,9 +104,9 @@ def contracted_order(kids: list[list[int]], owner, regions, blame: str = "MergeC
         for dep in pending:
             s = state.get(dep)
             if s == 1:
-                region = by_number.get(dep[1]) if dep[0] == "region" else None
+                region = by_number.get(~dep) if dep < 0 else None
                 if region is None:
-                    region = by_number[unit[1]] if unit[0] == "region" else None
+                    region = by_number[~unit] if unit < 0 else None
                 what = f"region {region.number} of {region.target}" if region else "a region"
                 raise PartitionInvariantError(
                     blame, f"a path leaves {what} and comes back into it (directly or through other regions), "
@@ -148,15 +148,15 @@ def lift_regions(mod: IRModule, nodes: list[Expr], ann, kids: list[list[int]], m
     def value(expr: Expr) -> Expr:
         return new.get(id(expr), expr)
 
-    for kind, key in order:
-        if kind == "node":
-            node = nodes[key]
+    for unit in order:
+        if unit >= 0:                           # a host node
+            node = nodes[unit]
             inputs = node.args if type(node) is Call else inputs_of(node)
             moved = moved_inputs(inputs, new.get)
             if moved is not inputs:            # host nodes carry no annotation: else kept as they are
                 new[id(node)] = copy_node(node, moved)
             continue
-        region = by_number[key]
+        region = by_number[~unit]
         n = counters.get(region.target, 0)
         symbol = external_symbol(mod_name, region.target, n)
         while symbol in mod or symbol in externals:  # a module partitioned before keeps its functions
