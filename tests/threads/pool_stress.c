@@ -1,6 +1,7 @@
 /* The thread pool alone (byoc/parallel.h) under ThreadSanitizer: many short jobs from two caller threads
  * at once (one of them gets the pool, the other runs serially), nested calls, chunks on slots, thread
- * counts above the core count, a change of the count between jobs and a fork after the pool started.
+ * counts above the core count, a change of the count between jobs (up, and down and up again: workers stopped
+ * before they first ran) and a fork after the pool started.
  * Every task writes its own cell; the check is that each cell was written exactly once per job. */
 #include <pthread.h>
 #include <stdio.h>
@@ -79,6 +80,15 @@ int main(void) {
       failed = 1;
     }
   }
+  for (i = 0; i < 40; ++i) { /* the pool shrinks and grows between jobs: workers stopped right after they started */
+    static const int cycle[] = {8, 2, 5, 1};
+    cells c = {{0}, {{0}}};
+    int t;
+    byoc_set_num_threads(cycle[i % 4]);
+    for (t = 0; t < 3; ++t) byoc_parallel_for(TASKS, task, &c);
+    for (t = 0; t < TASKS; ++t) failed |= c.hits[t] != 3;
+  }
+  byoc_set_num_threads(8);
   {
     const pid_t pid = fork(); /* the pool has 7 workers now; the child has none of them */
     int status = 0;

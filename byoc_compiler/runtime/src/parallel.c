@@ -93,19 +93,23 @@ static void byoc_run_tasks(byoc_task_fn fn, void* ctx, int32_t n_tasks) {
   t_in_task = 0;
 }
 
-/* The pool's state once it differs from `seen`: spun for, then slept for. The sleeper counts itself in
- * `sleepers` before its last look at the state, and the caller looks at `sleepers` after it changed the
- * state (both sequentially consistent), so either the worker sees the change or the caller wakes it. */
+/* The pool's state once it differs from `seen`, or once the pool stops (a worker started late may first look
+ * after the stop changed the state): spun for, then slept for. The sleeper counts itself in `sleepers` before
+ * its last look at the state and `stop`, and the caller looks at `sleepers` after it changed them (all
+ * sequentially consistent), so either the worker sees the change or the caller wakes it. */
 static uint32_t byoc_next_state(uint32_t seen) {
   uint32_t now;
   int32_t spin;
   for (spin = 0; spin < BYOC_SPIN_ROUNDS; ++spin) {
-    if ((now = __atomic_load_n(&g_pool.state, __ATOMIC_ACQUIRE)) != seen) return now;
+    now = __atomic_load_n(&g_pool.state, __ATOMIC_ACQUIRE);
+    if (now != seen || __atomic_load_n(&g_pool.stop, __ATOMIC_ACQUIRE)) return now;
     byoc_pause();
   }
   pthread_mutex_lock(&g_lock);
   __atomic_add_fetch(&g_pool.sleepers, 1, __ATOMIC_SEQ_CST);
-  while ((now = __atomic_load_n(&g_pool.state, __ATOMIC_SEQ_CST)) == seen) pthread_cond_wait(&g_wake, &g_lock);
+  while ((now = __atomic_load_n(&g_pool.state, __ATOMIC_SEQ_CST)) == seen &&
+         !__atomic_load_n(&g_pool.stop, __ATOMIC_SEQ_CST))
+    pthread_cond_wait(&g_wake, &g_lock);
   __atomic_sub_fetch(&g_pool.sleepers, 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&g_lock);
   return now;
@@ -166,7 +170,7 @@ static void byoc_pool_stop(void) {
   pthread_mutex_lock(&g_lock);
   n = g_pool.n_workers;
   pthread_mutex_unlock(&g_lock);
-  __atomic_store_n(&g_pool.stop, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_pool.stop, 1, __ATOMIC_SEQ_CST);
   byoc_set_state(__atomic_load_n(&g_pool.state, __ATOMIC_RELAXED) + 2u); /* a closed generation: all look */
   for (i = 0; i < n; ++i) pthread_join(g_pool.threads[i], NULL);
   pthread_mutex_lock(&g_lock);
