@@ -312,6 +312,71 @@ def test_qadd_fixed_point_rounds_ties_to_even(ck, zps, mults, shift):
     np.testing.assert_array_equal(out, want)
 
 
+# ---- a residual add in the convolution's tasks (ck_qconv2d_add) --------------------------------------------
+
+# (conv case of CONVS, im2col_columns, add form, conv output the add's rhs): the pointwise, bordered (two images),
+# im2col, grouped, rows-over-panels and wide-chunk GEMM paths, the bounded-scratch panel path and depthwise (added
+# after the planes), each form once with the conv on either side
+QCONV_ADDS = [("1x1", 0, "float32", False), ("3x3-pad-odd-sizes", 0, "tflite", True),
+              ("7x7-stride2-wide", 0, "float32", True), ("grouped", 0, "tflite", False),
+              ("rows-over-all-panels", 0, "float32", False), ("3x3-wide-chunks", 0, "tflite", True),
+              ("3x3-pad-odd-sizes", 32, "float32", True), ("depthwise-3x3", 0, "float32", False)]
+
+
+def _qadd_case(form: str, dtype: str):
+    """(ck_qadd_params, the add as numpy: (lhs, rhs) -> out) of scales 0.05, 0.06 -> 0.09 and zero points 131, 121 ->
+    133, from the reference's own parameter functions (qnn.add_float32_params, tflite_math.add_params)."""
+    from types import SimpleNamespace   # the attributes add_float32_params reads, nothing else
+
+    from byoc_compiler.op.qnn import add_float32_params, fma32   # the reference's float32 steps
+    zps = (131, 121, 133)
+    if form == "tflite":
+        t = tflite_math.add_params(0.05, 0.06, 0.09, dtype)
+        p = QAddParams(int(dtype == "int8"), 2, 0.0, 0.0, 0.0, *zps, 0, 0, 0, t["left_shift"],
+                       (ctypes.c_int32 * 3)(t["m1"], t["m2"], t["mo"]), (ctypes.c_int32 * 3)(t["e1"], t["e2"], t["eo"]))
+        return p, lambda a, b: tflite_math.add(a, b, *zps, t, dtype)
+    ra, rb, fixed = (np.float32(v) for v in add_float32_params(SimpleNamespace(
+        lhs_scale=[0.05], rhs_scale=[0.06], output_scale=[0.09], lhs_zero_point=zps[0], rhs_zero_point=zps[1],
+        output_zero_point=zps[2])))
+    p = QAddParams(int(dtype == "int8"), 0, ra, rb, fixed, *zps, 0, 0, 0)
+    lo, hi = Q.TYPE_RANGE[dtype]
+    return p, lambda a, b: np.clip(np.rint(fma32(a.astype(np.float32), ra, fma32(b.astype(np.float32), rb, fixed))),
+                                   lo, hi)
+
+
+@pytest.mark.parametrize("conv_id,columns,form,conv_is_rhs", QCONV_ADDS,
+                         ids=[f"{c[0]}-{c[1]}-{c[2]}{'-rhs' if c[3] else ''}" for c in QCONV_ADDS])
+def test_qconv2d_add_equals_conv_then_add(ck, conv_id, columns, form, conv_is_rhs):
+    """ck_qconv2d_add = the numpy convolution, requantized, then qnn.add with the residual (its float32 or TFLite
+    form, from the reference's functions), on every int8 kernel and 1, 2, 3 and 8 threads."""
+    _, dshape, wshape, strides, padding, groups, in_dtype = next(c for c in CONVS if c[0] == conv_id)
+    x, w = _draw(dshape, in_dtype), _draw(wshape, "int8")
+    bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
+    scale = RNG.uniform(1e-4, 2e-3, size=wshape[0]).astype(np.float32)
+    p = K.conv2d_params(dshape, wshape, strides, padding, (1, 1), groups)
+    q = Q.qparams(in_dtype, "uint8", 3, 77, out_min=10)
+    params = QConvParams(ConvParams(**p), QParams(**q), columns)
+    depthwise = Q.is_depthwise(p)
+    weight = w if depthwise else Q.pack_weight(groups, w)
+    folded = Q.fold_bias(w, bias, 3 + (128 if in_dtype == "int8" and not depthwise else 0), np.zeros(wshape[0], np.int64))
+    conv = _requant(_conv_int64(x.astype(np.int64) - 3, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
+    residual = _draw(conv.shape, "uint8")
+    add, add_numpy = _qadd_case(form, "uint8")
+    want = add_numpy(residual, conv) if conv_is_rhs else add_numpy(conv, residual)
+    ws = np.zeros(ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)), np.uint8)
+    try:
+        for kernel, threads in itertools.product(_kernels(ck), THREADS):
+            assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
+            out = np.zeros(conv.shape, np.uint8)
+            assert ck.ck_qconv2d_add(ctypes.byref(params), ctypes.byref(add), int(conv_is_rhs), _ptr(x), _ptr(weight),
+                                     _ptr(folded), _ptr(scale), _ptr(residual), _ptr(out), _ptr(ws)) == 0
+            np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
+        assert ck.ck_qconv2d_add(ctypes.byref(params), ctypes.byref(add), 0, _ptr(x), _ptr(weight), _ptr(folded),
+                                 _ptr(scale), _ptr(out), _ptr(out), _ptr(ws)) != 0   # the residual as the output
+    finally:
+        ck.byoc_set_num_threads(0)
+
+
 def test_bad_parameters_are_refused(ck):
     params = QConvParams(ConvParams(**K.conv2d_params((1, 4, 4, 4), (4, 4, 1, 1), (1, 1), (0,) * 4, (1, 1), 1)),
                          QParams(**Q.qparams("uint8", "uint8", 0, 0)))

@@ -25,6 +25,7 @@ from __future__ import annotations
 from byoc_compiler.vendor import ByocError, CSourceArtifact, Function, is_identifier, is_large
 
 from . import kernels
+from .fuse_qresidual import fuse_qresidual_adds
 from .fuse_residual import fuse_residual_adds
 from .lowering import Lowering, Step
 from .passes import ALIGNMENT, assign_outputs, name_buffers, plan, prepack_weights, run_in_place
@@ -44,6 +45,7 @@ def ccompiler_codegen(func: Function, symbol: str) -> CSourceArtifact:
     assign_outputs(lowering, results)
     prepack_weights(lowering)
     fuse_residual_adds(lowering, Step)
+    fuse_qresidual_adds(lowering, Step)
     run_in_place(lowering)
     workspace, lower_bound = plan(lowering)
     name_buffers(lowering, symbol)

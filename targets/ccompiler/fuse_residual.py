@@ -33,6 +33,24 @@ def _relu_after(steps, start: int, value, readers: Counter):
     return None
 
 
+def later_conv(steps, i: int, producer: dict, gone: set, fusable) -> tuple[int, int] | None:
+    """(index of the conv, index of its value among the add's inputs) that add steps[i] takes into its epilogue:
+    the later of the inputs some conv (producer: buffer id -> step index) computed before it and `fusable` accepts;
+    None if there is none. Shared with the int8 rewrite (fuse_qresidual.py)."""
+    add = steps[i]
+    candidates = [(producer[id(v.buffer)], k) for k, v in enumerate(add.ins)
+                  if producer.get(id(v.buffer), i) < i and producer[id(v.buffer)] not in gone
+                  and fusable(steps[producer[id(v.buffer)]], v)]
+    return max(candidates) if candidates else None
+
+
+def keep_steps(lowering, steps, gone: set) -> None:
+    """lowering.steps without the steps `gone` (fused into others), and the temps only they used."""
+    lowering.steps = [s for n, s in enumerate(steps) if n not in gone]
+    used = {id(v.buffer) for s in lowering.steps for v in (*s.ins, *s.outs)}
+    lowering.temps = [b for b in lowering.temps if id(b.root()) in used]
+
+
 def fuse_residual_adds(lowering, step_type) -> None:
     """Rewrite lowering.steps in place (step_type: the codegen's step class)."""
     steps = lowering.steps
@@ -45,12 +63,10 @@ def fuse_residual_adds(lowering, step_type) -> None:
         out = add.outs[0]
         if any(v.type.shape != out.type.shape or v.type.dtype != "float32" for v in add.ins):
             continue
-        candidates = [(producer[id(v.buffer)], k) for k, v in enumerate(add.ins)
-                      if producer.get(id(v.buffer), i) < i and producer[id(v.buffer)] not in gone
-                      and _fusable_conv(steps[producer[id(v.buffer)]], v, readers)]
-        if not candidates:
+        picked = later_conv(steps, i, producer, gone, lambda step, v: _fusable_conv(step, v, readers))
+        if picked is None:
             continue
-        j, k = max(candidates)
+        j, k = picked
         conv, residual = steps[j], add.ins[1 - k]
         relu = _relu_after(steps, i + 1, out, readers)
         result = steps[relu].outs[0] if relu is not None else out
@@ -60,6 +76,4 @@ def fuse_residual_adds(lowering, step_type) -> None:
         gone.add(j)
         if relu is not None:
             gone.add(relu)
-    lowering.steps = [s for n, s in enumerate(steps) if n not in gone]
-    used = {id(v.buffer) for s in lowering.steps for v in (*s.ins, *s.outs)}
-    lowering.temps = [b for b in lowering.temps if id(b.root()) in used]
+    keep_steps(lowering, steps, gone)

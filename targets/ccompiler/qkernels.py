@@ -193,6 +193,9 @@ def qfunctions(fn) -> dict:
            "const int32_t *bias, const float *scale, void *out, void *workspace", "qnn.dense + bias + qnn.requantize"),
         fn("ck_qadd", "const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out",
            "qnn.add of same-shape tensors"),
+        fn("ck_qconv2d_add", "const ck_qconv2d_params *p, const ck_qadd_params *add, int32_t conv_is_rhs, "
+           "const void *data, const int8_t *weight, const int32_t *bias, const float *scale, const void *residual, "
+           "void *out, void *workspace", "ck_qconv2d + a residual qnn.add, added by each GEMM task"),
         fn("ck_qdq_add", "const ck_qdq_add_params *p, int64_t n, const void *lhs, const void *rhs, void *out",
            "qnn.dequantize x2 + add (+ relu) + qnn.quantize in one int8 pass"),
         fn("ck_quantize", "int64_t outer, int64_t channels, int64_t inner, const float *in, const float *scale, "

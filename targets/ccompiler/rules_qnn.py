@@ -339,27 +339,43 @@ def _dequantize(step):
                    f"scale, zero_point, {step.outs[0].ptr})")
 
 
-def _qadd(step):
-    a = step.attrs
+def _qadd_initializer(attrs: dict, lhs_dtype: str, out_dtype: str) -> str:
+    """ck_qadd_params of a qnn.add with these attributes, lhs and output types."""
+    a = attrs
     ra, rb, fixed = add_float32_params(SimpleNamespace(**a))
     (ma, mb), shift = add_multipliers(SimpleNamespace(**a))
     rounding = a.get("rounding", "float32")
-    init = (f"{{.is_signed = {int(step.outs[0].type.dtype == 'int8')}, "
-            f".rounding = {QADD_ROUNDINGS[rounding]}, {_tflite_add_fields(SimpleNamespace(**a), rounding, step)}"
+    return (f"{{.is_signed = {int(out_dtype == 'int8')}, "
+            f".rounding = {QADD_ROUNDINGS[rounding]}, {_tflite_add_fields(SimpleNamespace(**a), rounding, lhs_dtype)}"
             f".ratio_a = {float_literal(ra)}, .ratio_b = {float_literal(rb)}, .fixed = {float_literal(fixed)}, "
             f".lhs_zero_point = {int(a['lhs_zero_point'])}, .rhs_zero_point = {int(a['rhs_zero_point'])}, "
             f".output_zero_point = {int(a['output_zero_point'])}, .mult_a = {int_literal(ma)}, "
             f".mult_b = {int_literal(mb)}, .shift = {int(shift)}}}")
+
+
+def _qadd(step):
+    init = _qadd_initializer(step.attrs, step.ins[0].type.dtype, step.outs[0].type.dtype)
     lhs, rhs = step.ins
     return ([f"static const ck_qadd_params params = {init};"],
             f"ck_qadd(&params, {int_literal(step.outs[0].type.size)}, {lhs.ptr}, {rhs.ptr}, {step.outs[0].ptr})")
 
 
-def _tflite_add_fields(attrs, rounding: str, step) -> str:
+def _qconv2d_add(step):
+    """qnn_conv2d with the residual qnn.add after it (fuse_qresidual.py): ins data, weight, bias, scale, residual."""
+    a = step.attrs
+    init = qkernels.qconv2d_initializer(kernels.CONV2D_PARAM_FIELDS, a["conv"], a["q"], a["im2col_columns"])
+    add = _qadd_initializer(a["add"], a["lhs_dtype"], step.outs[0].type.dtype)
+    data, weight, bias, scale, residual = step.ins
+    return ([f"static const ck_qconv2d_params params = {init};", f"static const ck_qadd_params add = {add};"],
+            f"ck_qconv2d_add(&params, &add, {int(a['conv_is_rhs'])}, {data.ptr}, {weight.ptr}, {bias.ptr}, "
+            f"{_scale_arg(scale)}, {residual.ptr}, {step.outs[0].ptr}, {step.scratch_ptr})")
+
+
+def _tflite_add_fields(attrs, rounding: str, lhs_dtype: str) -> str:
     """ck_qadd_params' TFLite fields (zeros unless rounding is "tflite"), from the reference's own function."""
     if rounding != "tflite":
         return ""
-    t = tflite_add_params(attrs, step.ins[0].type.dtype)
+    t = tflite_add_params(attrs, lhs_dtype)
     return (f".left_shift = {t['left_shift']}, .tfl_mult = {{{t['m1']}, {t['m2']}, {t['mo']}}}, "
             f".tfl_exp = {{{t['e1']}, {t['e2']}, {t['eo']}}}, ")
 
@@ -425,6 +441,10 @@ def rules(float_rules: dict) -> dict:
         "qnn.quantize": Rule(_quantize),
         "qnn.dequantize": Rule(_dequantize),
         "qnn.add": Rule(_qadd),
+        # not an op: qnn_conv2d with the residual qnn.add after it (fuse_qresidual.py)
+        "qnn_conv2d_add": Rule(_qconv2d_add, lambda step: qkernels.qconv2d_workspace_bytes(step.attrs["conv"],
+                                                                                          step.attrs["im2col_columns"]),
+                               lambda step: "ck_qconv2d_workspace_bytes(&params)"),
         "qdq_add": Rule(_qdq_add, inplace=(0, 1)),
         "nn.max_pool2d": by_dtype("nn.max_pool2d", _qmax_pool2d),
         "copy": by_dtype("copy", _qcopy),

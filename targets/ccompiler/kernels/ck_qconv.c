@@ -476,8 +476,26 @@ typedef struct {
   uint8_t index[128];   /* ck_qdw_plane_index */
 } ck_qdw_job;
 
-static void ck_qdw_task(int32_t task, int32_t slot, void *ctx) {
+/* Planes per chunk (a task's claim): enough outputs that claiming a chunk -- an atomic operation on a line the
+ * other threads write too -- costs little beside it (MobileNetV2's 7 x 7 planes: 83 per chunk, not 1: at 2 threads
+ * one chunk per 49-byte plane made its 960-plane layers slower than at 1). A function of the shape alone. */
+#define CK_QDW_CHUNK_OUTPUTS 4096
+
+static int64_t ck_qdw_chunk_planes(int64_t oh, int64_t ow) {
+  return oh * ow >= CK_QDW_CHUNK_OUTPUTS ? 1 : CK_QDW_CHUNK_OUTPUTS / (oh * ow);
+}
+
+static void ck_qdw_plane_task(int64_t task, int32_t slot, const ck_qdw_job *job);
+
+static void ck_qdw_task(int32_t chunk, int32_t slot, void *ctx) {
   const ck_qdw_job *job = (const ck_qdw_job *)ctx;
+  const int64_t per = ck_qdw_chunk_planes(job->oh, job->ow), planes = job->p->conv.batch * job->p->conv.channels;
+  int64_t t;
+  for (t = (int64_t)chunk * per; t < planes && t < ((int64_t)chunk + 1) * per; ++t) ck_qdw_plane_task(t, slot, job);
+}
+
+/* One plane (image b, channel c: task b * channels + c) into its output plane, in the thread's slot */
+static void ck_qdw_plane_task(int64_t task, int32_t slot, const ck_qdw_job *job) {
   const ck_conv2d_params *c = &job->p->conv;
   const ck_qparams *q = &job->p->q;
   const int64_t pw = c->width + c->pad_left + c->pad_right, ch = task % c->channels;
@@ -485,8 +503,8 @@ static void ck_qdw_task(int32_t task, int32_t slot, void *ctx) {
   uint8_t *pad = job->ws + slot * ck_qdw_slot_bytes(c, oh, ow);
   int32_t *acc = (int32_t *)(void *)(pad + ck_qround_up(ck_qpadded_plane(c) + 64, CK_QALIGN));
   uint8_t *flat = (uint8_t *)acc + ck_qround_up(4 * ow, CK_QALIGN);
-  const uint8_t *plane = job->data + (int64_t)task * c->height * c->width;
-  uint8_t *o = job->out + (int64_t)task * oh * ow;
+  const uint8_t *plane = job->data + task * c->height * c->width;
+  uint8_t *o = job->out + task * oh * ow;
   const int8_t *w = job->weight + ch * c->kernel_h * c->kernel_w;
   const float *sc = ck_qchannel_scale(q, job->scale, ch);
   int64_t y;
@@ -518,13 +536,89 @@ static void ck_qconv_depthwise(const ck_qconv2d_params *p, int64_t oh_n, int64_t
   job.out = out;
   job.ws = ws;
   ck_qdw_plane_index(&p->conv, job.index);
-  byoc_parallel_chunks((int32_t)(p->conv.batch * p->conv.channels), (int32_t)ck_qdw_slots(&p->conv), ck_qdw_task,
-                       &job);
+  {
+    const int64_t per = ck_qdw_chunk_planes(oh_n, ow_n);
+    byoc_parallel_chunks((int32_t)((p->conv.batch * p->conv.channels + per - 1) / per), (int32_t)ck_qdw_slots(&p->conv),
+                         ck_qdw_task, &job);
+  }
 }
 
-int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *weight, const int32_t *bias,
-                   const float *scale, void *out, void *workspace) {
-  int64_t oh, ow, b, g;
+/* The residual add of ck_qconv2d_add on rows x cols of a GEMM's output o (row stride n), right after them */
+static void ck_qconv_add_rows(const ck_qpost *post, const uint8_t *out, uint8_t *o, int64_t rows, int64_t cols,
+                              int64_t n) {
+  const uint8_t *r = post->residual + (o - out);
+  if (post->conv_is_rhs)
+    ck_qadd_rows(post->add, rows, cols, n, r, o, o);
+  else
+    ck_qadd_rows(post->add, rows, cols, n, o, r, o);
+}
+
+/* The GEMMs of a grouped or ordinary convolution, per image, group and chunk of output pixels; `post` (or NULL): a
+ * residual add laid out as `out`, done by each task on its part (ck_qgemm_core_post) */
+static void ck_qconv_gemms(const ck_qconv2d_params *p, int64_t oh, int64_t ow, const uint8_t *data,
+                           const int8_t *weight, const int32_t *bias, const float *scale, uint8_t *out, uint8_t *ws,
+                           const ck_qpost *post) {
+  const ck_conv2d_params *c = &p->conv;
+  const int64_t cg = c->channels / c->groups, og = c->out_channels / c->groups, k = ck_qconv_depth(c);
+  const int64_t k4 = ck_qround_up(k, 4), n = oh * ow;
+  const int64_t group_bytes = ck_qround_up(og, CK_QMR) * k4;
+  const int pointwise = ck_qconv_is_pointwise(c);
+  const int64_t chunk = ck_qconv_chunk(p, n);
+  uint8_t *panel = ws, *rows = ws + ck_qgemm_slots(chunk) * ck_qgemm_panel_stride(k);
+  ck_qb_source src;
+  ck_qbordered bordered;
+  int64_t b, g, q0;
+  src.flip = p->q.input_signed ? 0x80 : 0;
+  src.col_stride = 1;
+  src.pack = NULL;
+  src.ctx = NULL;
+  bordered.c = c;
+  bordered.ph = c->height + c->pad_top + c->pad_bottom;
+  bordered.pw = c->width + c->pad_left + c->pad_right;
+  bordered.ow = ow;
+  bordered.vbmi = ck_qvbmi();
+  for (b = 0; b < c->batch; ++b) {
+    for (g = 0; g < c->groups; ++g) {
+      const uint8_t *in = data + (b * c->channels + g * cg) * c->height * c->width;
+      uint8_t *o = out + (b * c->out_channels + g * og) * n;
+      for (q0 = 0; q0 < n; q0 += chunk) {   /* output pixels [q0, q0 + cols): one GEMM over them */
+        const int64_t cols = n - q0 < chunk ? n - q0 : chunk;
+        ck_qpost part;
+        if (!pointwise && chunk == CK_QNR) {
+          ck_qim2col_panel(c, cg, ow, q0, cols, in, (uint8_t)p->q.input_zero_point, src.flip, panel);
+          ck_qgemm_panel(og, cols, k, weight + g * group_bytes, panel, bias + g * og,
+                         ck_qchannel_scale(&p->q, scale, g * og), &p->q, o + q0, n);
+          if (post != NULL) ck_qconv_add_rows(post, out, o + q0, og, cols, n);
+          continue;
+        }
+        if (ck_qconv_bordered(p)) {
+          ck_qborder_copy(c, cg, in, (uint8_t)p->q.input_zero_point, src.flip, rows);
+          bordered.pad = rows;
+          src.pack = ck_qpack_bordered;
+          src.ctx = &bordered;
+        } else if (pointwise) {
+          src.base = in;
+          src.row_stride = c->height * c->width;
+        } else {
+          ck_qim2col(c, cg, ow, q0, cols, in, (uint8_t)p->q.input_zero_point, rows);
+          src.base = rows;
+          src.row_stride = cols;
+        }
+        if (post != NULL) {
+          part = *post;
+          part.residual = post->residual + (o + q0 - out);
+        }
+        ck_qgemm_core_post(og, cols, k, weight + g * group_bytes, &src, bias + g * og,
+                           ck_qchannel_scale(&p->q, scale, g * og), &p->q, o + q0, n, 1, panel,
+                           post != NULL ? &part : NULL);
+      }
+    }
+  }
+}
+
+static int32_t ck_qconv2d_run(const ck_qconv2d_params *p, const void *data, const int8_t *weight, const int32_t *bias,
+                              const float *scale, void *out, void *workspace, const ck_qpost *post) {
+  int64_t oh, ow;
   uint8_t *ws;
   if (!ck_qconv_valid(p, &oh, &ow) || data == NULL || weight == NULL || bias == NULL || scale == NULL ||
       out == NULL || workspace == NULL)
@@ -532,59 +626,27 @@ int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *w
   ws = (uint8_t *)workspace + (CK_QALIGN - (uintptr_t)workspace % CK_QALIGN) % CK_QALIGN;
   if (ck_qconv_is_depthwise(&p->conv)) {
     ck_qconv_depthwise(p, oh, ow, (const uint8_t *)data, weight, bias, scale, (uint8_t *)out, ws);
+    if (post != NULL)   /* afterwards, over the whole output (the depthwise tasks are planes) */
+      ck_qadd(post->add, p->conv.batch * p->conv.out_channels * oh * ow, post->conv_is_rhs ? post->residual : out,
+              post->conv_is_rhs ? out : post->residual, out);
     return CK_OK;
   }
-  {
-    const ck_conv2d_params *c = &p->conv;
-    const int64_t cg = c->channels / c->groups, og = c->out_channels / c->groups, k = ck_qconv_depth(c);
-    const int64_t k4 = ck_qround_up(k, 4), n = oh * ow;
-    const int64_t group_bytes = ck_qround_up(og, CK_QMR) * k4;
-    const int pointwise = ck_qconv_is_pointwise(c);
-    const int64_t chunk = ck_qconv_chunk(p, n);
-    uint8_t *panel = ws, *rows = ws + ck_qgemm_slots(chunk) * ck_qgemm_panel_stride(k);
-    ck_qb_source src;
-    int64_t q0;
-    ck_qbordered bordered;
-    src.flip = p->q.input_signed ? 0x80 : 0;
-    src.col_stride = 1;
-    src.pack = NULL;
-    src.ctx = NULL;
-    bordered.c = c;
-    bordered.ph = c->height + c->pad_top + c->pad_bottom;
-    bordered.pw = c->width + c->pad_left + c->pad_right;
-    bordered.ow = ow;
-    bordered.vbmi = ck_qvbmi();
-    for (b = 0; b < c->batch; ++b) {
-      for (g = 0; g < c->groups; ++g) {
-        const uint8_t *in = (const uint8_t *)data + (b * c->channels + g * cg) * c->height * c->width;
-        uint8_t *o = (uint8_t *)out + (b * c->out_channels + g * og) * n;
-        for (q0 = 0; q0 < n; q0 += chunk) {   /* output pixels [q0, q0 + cols): one GEMM over them */
-          const int64_t cols = n - q0 < chunk ? n - q0 : chunk;
-          if (!pointwise && chunk == CK_QNR) {
-            ck_qim2col_panel(c, cg, ow, q0, cols, in, (uint8_t)p->q.input_zero_point, src.flip, panel);
-            ck_qgemm_panel(og, cols, k, weight + g * group_bytes, panel, bias + g * og,
-                           ck_qchannel_scale(&p->q, scale, g * og), &p->q,
-                           o + q0, n);
-            continue;
-          }
-          if (ck_qconv_bordered(p)) {
-            ck_qborder_copy(c, cg, in, (uint8_t)p->q.input_zero_point, src.flip, rows);
-            bordered.pad = rows;
-            src.pack = ck_qpack_bordered;
-            src.ctx = &bordered;
-          } else if (pointwise) {
-            src.base = in;
-            src.row_stride = c->height * c->width;
-          } else {
-            ck_qim2col(c, cg, ow, q0, cols, in, (uint8_t)p->q.input_zero_point, rows);
-            src.base = rows;
-            src.row_stride = cols;
-          }
-          ck_qgemm_core(og, cols, k, weight + g * group_bytes, &src, bias + g * og,
-                        ck_qchannel_scale(&p->q, scale, g * og), &p->q, o + q0, n, 1, panel);
-        }
-      }
-    }
-  }
+  ck_qconv_gemms(p, oh, ow, (const uint8_t *)data, weight, bias, scale, (uint8_t *)out, ws, post);
   return CK_OK;
+}
+
+int32_t ck_qconv2d(const ck_qconv2d_params *p, const void *data, const int8_t *weight, const int32_t *bias,
+                   const float *scale, void *out, void *workspace) {
+  return ck_qconv2d_run(p, data, weight, bias, scale, out, workspace, NULL);
+}
+
+int32_t ck_qconv2d_add(const ck_qconv2d_params *p, const ck_qadd_params *add, int32_t conv_is_rhs, const void *data,
+                       const int8_t *weight, const int32_t *bias, const float *scale, const void *residual, void *out,
+                       void *workspace) {
+  ck_qpost post;
+  if (!ck_qadd_params_valid(add) || residual == NULL || residual == out) return CK_EBADPARAM;
+  post.add = add;
+  post.residual = (const uint8_t *)residual;
+  post.conv_is_rhs = conv_is_rhs != 0;
+  return ck_qconv2d_run(p, data, weight, bias, scale, out, workspace, &post);
 }

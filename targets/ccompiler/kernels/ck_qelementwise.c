@@ -275,25 +275,38 @@ CK_Q_AVX512 static int64_t ck_qadd_tflite_avx512(const ck_qadd_params *p, int64_
 }
 #endif
 
-static void ck_qadd_serial(const void *params, int64_t n, const uint8_t *lhs, const uint8_t *rhs, uint8_t *out) {
-  const ck_qadd_params *p = (const ck_qadd_params *)params;
-  int64_t done = 0;
+/* rows x n bytes at a row stride of `stride` in lhs, rhs and out; the instruction set chosen once */
+void ck_qadd_rows(const ck_qadd_params *p, int64_t rows, int64_t n, int64_t stride, const uint8_t *lhs,
+                  const uint8_t *rhs, uint8_t *out) {
+  int64_t r;
 #if defined(CK_QADD_DISPATCH)
-  if (p->rounding != 1 && ck_q_use_avx512())
-    done = p->rounding == 0 ? ck_qadd_avx512(p, n, lhs, rhs, out) : ck_qadd_tflite_avx512(p, n, lhs, rhs, out);
+  const int vector = p->rounding != 1 && ck_q_use_avx512();
 #endif
-  if (p->rounding == 2)
-    ck_qadd_tflite(p, done, n, lhs, rhs, out);
-  else
-    ck_qadd_portable(p, done, n, lhs, rhs, out);
+  for (r = 0; r < rows; ++r, lhs += stride, rhs += stride, out += stride) {
+    int64_t done = 0;
+#if defined(CK_QADD_DISPATCH)
+    if (vector)
+      done = p->rounding == 0 ? ck_qadd_avx512(p, n, lhs, rhs, out) : ck_qadd_tflite_avx512(p, n, lhs, rhs, out);
+#endif
+    if (p->rounding == 2)
+      ck_qadd_tflite(p, done, n, lhs, rhs, out);
+    else
+      ck_qadd_portable(p, done, n, lhs, rhs, out);
+  }
+}
+
+static void ck_qadd_serial(const void *params, int64_t n, const uint8_t *lhs, const uint8_t *rhs, uint8_t *out) {
+  ck_qadd_rows((const ck_qadd_params *)params, 1, n, n, lhs, rhs, out);
+}
+
+int ck_qadd_params_valid(const ck_qadd_params *p) {
+  return p != NULL && p->rounding >= 0 && p->rounding <= 2 && (p->rounding != 1 || (p->shift >= 1 && p->shift <= 62)) &&
+         (p->rounding != 2 || (p->left_shift >= 0 && p->left_shift <= 24 && p->tfl_mult[0] >= 0 &&
+                               p->tfl_mult[1] >= 0 && p->tfl_mult[2] >= 0));
 }
 
 int32_t ck_qadd(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out) {
-  if (p == NULL || lhs == NULL || rhs == NULL || out == NULL || n < 0 || p->rounding < 0 || p->rounding > 2 ||
-      (p->rounding == 1 && (p->shift < 1 || p->shift > 62)) ||
-      (p->rounding == 2 && (p->left_shift < 0 || p->left_shift > 24 || p->tfl_mult[0] < 0 || p->tfl_mult[1] < 0 ||
-                            p->tfl_mult[2] < 0)))
-    return CK_EBADPARAM;
+  if (!ck_qadd_params_valid(p) || lhs == NULL || rhs == NULL || out == NULL || n < 0) return CK_EBADPARAM;
   ck_qbytes(ck_qadd_serial, p, n, lhs, rhs, out);
   return CK_OK;
 }

@@ -765,7 +765,26 @@ typedef struct {
   uint8_t *out;
   int64_t out_row, out_col;
   uint8_t *panels;
+  const ck_qpost *post;
 } ck_qgemm_job;
+
+/* The task's finished rows [m0, m1) x columns [n0, n1) through job->post, if any */
+static void ck_qgemm_post(const ck_qgemm_job *job, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  const ck_qpost *post = job->post;
+  uint8_t *o;
+  const uint8_t *r;
+  if (post == NULL || m0 >= m1) return;
+  o = job->out + m0 * job->out_row + n0;
+  r = post->residual + m0 * job->out_row + n0;
+  if (n0 == 0 && n1 == job->out_row) { /* whole rows: one stretch */
+    n1 = (m1 - m0) * job->out_row;
+    m1 = m0 + 1;
+  }
+  if (post->conv_is_rhs)
+    ck_qadd_rows(post->add, m1 - m0, n1 - n0, job->out_row, r, o, o);
+  else
+    ck_qadd_rows(post->add, m1 - m0, n1 - n0, job->out_row, o, r, o);
+}
 
 /* Rows [m0, m0 + rows) x columns [n0, n0 + cols) of the output requantized from acc (row stride CK_QNR) */
 static void ck_qgemm_store(const ck_qkernel *kernel, const ck_qgemm_job *job, int64_t m0, int64_t rows, int64_t n0,
@@ -836,6 +855,7 @@ static void ck_qgemm_chunk(int32_t chunk, int32_t slot, void *ctx) {
     ck_qgemm_rows_of_panel(kernel, job, 0, job->m, n0, cols, panel, acc);
   }
   if (kernel->block != NULL) kernel->tiles(0);
+  ck_qgemm_post(job, 0, job->m, first, end);
 }
 
 /* ---- few columns: every panel packed once, then tasks of CK_QBLOCK rows over all of them ---------------------
@@ -872,11 +892,18 @@ static void ck_qgemm_rows_task(int32_t task, int32_t n_tasks, void *ctx) {
                            job->panels + (size_t)p * (size_t)ck_qgemm_panel_stride(job->k), acc);
   }
   if (kernel->block != NULL) kernel->tiles(0);
+  ck_qgemm_post(job, m0, m1, 0, job->n);
 }
 
 void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
                    const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
                    int64_t out_col, uint8_t *panels) {
+  ck_qgemm_core_post(m, n, k, packed_a, b, bias, scale, q, out, out_row, out_col, panels, NULL);
+}
+
+void ck_qgemm_core_post(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
+                        const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
+                        int64_t out_col, uint8_t *panels, const ck_qpost *post) {
   ck_qgemm_job job;
   job.m = m;
   job.n = n;
@@ -890,6 +917,7 @@ void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, cons
   job.out_row = out_row;
   job.out_col = out_col;
   job.panels = panels;
+  job.post = out_col == 1 ? post : NULL;
   if (ck_qgemm_by_rows(m, n)) {
     byoc_parallel_for((int32_t)ck_qgemm_panels(n), ck_qgemm_pack_task, &job);
     byoc_parallel_for((int32_t)((m + CK_QBLOCK - 1) / CK_QBLOCK), ck_qgemm_rows_task, &job);

@@ -60,6 +60,23 @@ static inline void ck_qinterleave4(const uint8_t *r0, const uint8_t *r1, const u
 #endif
 }
 
+/* What a GEMM task does to its finished part of the output while it is in cache: a residual qnn.add
+ * (ck_qconv2d_add), out = qadd(out, residual) or (conv_is_rhs) qadd(residual, out), residual laid out as the
+ * output (row stride out_row, unit column stride). */
+typedef struct {
+  const ck_qadd_params *add;
+  const uint8_t *residual;
+  int32_t conv_is_rhs;
+} ck_qpost;
+
+/* ck_qadd's arithmetic on rows x n bytes at a row stride of `stride` in lhs, rhs and out, on the calling thread
+ * (no validation: ck_qadd_params_valid was asked) */
+void ck_qadd_rows(const ck_qadd_params *p, int64_t rows, int64_t n, int64_t stride, const uint8_t *lhs,
+                  const uint8_t *rhs, uint8_t *out);
+
+/* ck_qadd's checks of its parameters */
+int ck_qadd_params_valid(const ck_qadd_params *p);
+
 /* out[m, n] = requant(sum_k A[m, k] * B[k, n] + bias[m]) for m < M, n < N, stored at
  * out + m * out_row + n * out_col; A packed (row-major [round_up(M, 8)][round_up(K, 4)], zeros past the ends,
  * ck_qconv2d_pack_weight's layout);
@@ -68,6 +85,10 @@ static inline void ck_qinterleave4(const uint8_t *r0, const uint8_t *r1, const u
 void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
                    const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
                    int64_t out_col, uint8_t *panels);
+/* ck_qgemm_core, then `post` on each task's rows x columns (NULL: nothing; unit column stride only) */
+void ck_qgemm_core_post(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
+                        const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
+                        int64_t out_col, uint8_t *panels, const ck_qpost *post);
 /* ck_qgemm_core's work on one B panel the caller packed (cols <= CK_QNR columns in ck_qpack_b's layout:
  * element (k, j) at (k / 4) * 4 * CK_QNR + j * 4 + k % 4, uint8, zeros past the ends), serially: the
  * bounded-scratch conv writes its im2col straight into it. */

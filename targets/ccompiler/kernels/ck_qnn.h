@@ -95,6 +95,14 @@ typedef struct {
 
 int32_t ck_qadd(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out);
 
+/* A residual add in a convolution's epilogue: ck_qconv2d, then ck_qadd(add, conv output, residual) (or, conv_is_rhs,
+ * ck_qadd(add, residual, conv output)) over out, the same bytes as the two calls; each GEMM task adds its own part
+ * of the output right after computing it, while it is in cache (ResNet's block ends, MobileNetV2's inverted
+ * residuals: no second pass over the tensor, no second parallel call). residual: the output's shape, not out. */
+int32_t ck_qconv2d_add(const ck_qconv2d_params *p, const ck_qadd_params *add, int32_t conv_is_rhs, const void *data,
+                       const int8_t *weight, const int32_t *bias, const float *scale, const void *residual, void *out,
+                       void *workspace);
+
 /* A QDQ residual add in one pass, no float32 tensor in memory: out = quantize(act(dequantize(lhs) +
  * dequantize(rhs))) with the float32 operations of ck_dequantize, a float add and ck_quantize (so
  * bit-identical to them run one after another); act: relu when `relu` is 1. Per-tensor parameters.
