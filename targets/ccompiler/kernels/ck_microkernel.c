@@ -12,15 +12,6 @@
 
 #include "ck_internal.h"
 
-/* These loops need gcc's -O3 whatever the build's level: complete unrolling keeps a tile's sums in registers,
- * and the 3x3 depthwise rows vectorize only with a tail loop, which -O2's cheap cost model refuses. At the
- * default -O2 mobilenetv2 ran 2.5-3.5x slower than at -O3 at one thread (perf: the row kernel scalar, 44% of
- * the run). The same operations per element either way, so the same bits. Not at -O0 (sanitizer builds)
- * or -Os (size). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
-#pragma GCC optimize("O3")
-#endif
-
 /* One output row of a 3x3 depthwise convolution: plain loops over x that the compiler vectorizes
  * (one pass, nine taps in registers). Stride 2 reads rows split into even and odd columns (the odd
  * ones `odd` floats on), so every load is unit-stride too. */
