@@ -140,3 +140,32 @@ def test_a_scalar_output_carries_its_rounding():
     (expected,) = reference_with_errors(func, inputs)
     assert expected.error > 0
     assert compare_with_bounds(run_reference(func, inputs), [expected]).passed
+
+
+def _gated_chain(blocks: int):
+    """Squeeze-excite gates in a row (efficientnet_lite's shape): x * hard_sigmoid(dense(x)). The gate's
+    value stays in [0, 1] but its magnitude shadow is the dense's, and each gate multiplies the shadows,
+    so they grow doubly exponentially and overflow float64 after a few blocks (inf, then inf * 0 = NaN
+    in the next dense), while values and error estimates stay small."""
+    rng = np.random.default_rng(3)
+    x = Var("x", TensorType((1, 16), "float32"))
+    y = x
+    for _ in range(blocks):
+        w = (rng.standard_normal((16, 16)) * 8).astype(np.float32)
+        w[:, 0] = 0.0                                          # 0 * an infinite shadow: NaN
+        y = op.multiply(y, op.nn.hard_sigmoid(op.nn.dense(y, const(w))))
+    return Function([x], y), {"x": rng.uniform(-1, 1, (1, 16)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("blocks", [2, 12], ids=["shadow_finite", "shadow_overflows"])
+def test_an_overflowing_shadow_leaves_the_estimate_in_charge(blocks):
+    """efficientnet_lite's check failed every correct build with "allowed error nan": the shadow of its
+    16 gated blocks overflowed and the per-element floor min(FLOOR * rms, u * m) became NaN. A shadow
+    that is not finite says nothing about the element: the output-wide floor applies alone."""
+    func, inputs = _gated_chain(blocks)
+    (expected,) = reference_with_errors(func, inputs)
+    assert np.isfinite(expected.value).all() and np.isfinite(expected.error).all()
+    assert compare_with_bounds(run_reference(func, inputs), [expected]).passed
+    wrong = run_reference(func, inputs)[0] + np.float32(1e-2) * np.abs(expected.value).max().astype(np.float32)
+    result = compare_with_bounds([wrong], [expected])
+    assert not result.passed and np.isfinite(result.margin), result

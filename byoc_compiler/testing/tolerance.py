@@ -119,7 +119,7 @@ def allowed_error(error: np.ndarray, magnitude: np.ndarray | None = None,
     SAFETY * max(error, floor), floor = min(FLOOR * rms(finite error over the output), u * m): the
     output-wide floor keeps an element whose few samples happened to agree from demanding exactness,
     and u * m (one rounding of the magnitudes the element went through) keeps large neighbours from
-    lending a small element their allowance. Where the estimate is not finite (a singularity: sqrt or
+    lending a small element their allowance (where m is not finite, the first term alone). Where the estimate is not finite (a singularity: sqrt or
     log at 0, a division by ~0) the element gets SAFETY * FALLBACK * m (m: |value| where m is not
     finite either), never an unbounded allowance."""
     error = np.asarray(error, np.float64)
@@ -129,8 +129,11 @@ def allowed_error(error: np.ndarray, magnitude: np.ndarray | None = None,
     finite = np.isfinite(error)
     with np.errstate(over="ignore", invalid="ignore"):
         rms = float(np.sqrt(np.mean(np.square(error[finite])))) if finite.any() else 0.0
-        floor = np.minimum(FLOOR * rms, U * mag)
-        scale = np.where(np.isfinite(mag), mag, 0.0 if value is None else np.abs(np.asarray(value, np.float64)))
+        known = np.isfinite(mag)
+        # A shadow that overflowed (inf, or NaN from inf * 0 downstream: efficientnet_lite's 16 gated
+        # blocks multiply shadows) bounds nothing, so the output-wide floor applies alone there.
+        floor = np.where(known, np.minimum(FLOOR * rms, U * np.where(known, mag, 0.0)), FLOOR * rms)
+        scale = np.where(known, mag, 0.0 if value is None else np.abs(np.asarray(value, np.float64)))
         return SAFETY * np.where(finite, np.maximum(error, floor), FALLBACK * np.nan_to_num(scale, posinf=0.0))
 
 
