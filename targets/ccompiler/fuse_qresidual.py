@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .fuse_residual import keep_steps, later_conv
+from .fuse_residual import fuse_adds_into_convs
 
 
 def _fusable_conv(step, value, readers: Counter) -> bool:
@@ -24,20 +24,10 @@ def _fusable_conv(step, value, readers: Counter) -> bool:
 
 def fuse_qresidual_adds(lowering, step_type) -> None:
     """Rewrite lowering.steps in place (step_type: the codegen's step class)."""
-    steps = lowering.steps
-    readers = Counter(id(v.buffer) for s in steps for v in s.ins)
-    producer = {id(s.outs[0].buffer): i for i, s in enumerate(steps) if s.op == "qnn_conv2d"}
-    gone: set[int] = set()
-    for i, add in enumerate(steps):
-        if add.op != "qnn.add" or len(add.ins) != 2 or add.ins[0].buffer is add.ins[1].buffer:
-            continue
-        picked = later_conv(steps, i, producer, gone, lambda step, v: _fusable_conv(step, v, readers))
-        if picked is None:
-            continue
-        j, k = picked
-        conv = steps[j]
+    def fused_step(steps, i, j, k, readers, gone):
+        add, conv = steps[i], steps[j]
         attrs = {**conv.attrs, "add": add.attrs, "conv_is_rhs": k == 1, "lhs_dtype": add.ins[0].type.dtype}
-        steps[i] = step_type("qnn_conv2d_add", attrs, [*conv.ins, add.ins[1 - k]], list(add.outs),
-                             f"{conv.title} + qnn.add", None, conv.scratch)
-        gone.add(j)
-    keep_steps(lowering, steps, gone)
+        return step_type("qnn_conv2d_add", attrs, [*conv.ins, add.ins[1 - k]], list(add.outs),
+                         f"{conv.title} + qnn.add", None, conv.scratch)
+
+    fuse_adds_into_convs(lowering, "qnn_conv2d", "qnn.add", _fusable_conv, fused_step)

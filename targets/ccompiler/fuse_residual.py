@@ -36,7 +36,7 @@ def _relu_after(steps, start: int, value, readers: Counter):
 def later_conv(steps, i: int, producer: dict, gone: set, fusable) -> tuple[int, int] | None:
     """(index of the conv, index of its value among the add's inputs) that add steps[i] takes into its epilogue:
     the later of the inputs some conv (producer: buffer id -> step index) computed before it and `fusable` accepts;
-    None if there is none. Shared with the int8 rewrite (fuse_qresidual.py)."""
+    None if there is none."""
     add = steps[i]
     candidates = [(producer[id(v.buffer)], k) for k, v in enumerate(add.ins)
                   if producer.get(id(v.buffer), i) < i and producer[id(v.buffer)] not in gone
@@ -44,8 +44,26 @@ def later_conv(steps, i: int, producer: dict, gone: set, fusable) -> tuple[int, 
     return max(candidates) if candidates else None
 
 
-def keep_steps(lowering, steps, gone: set) -> None:
-    """lowering.steps without the steps `gone` (fused into others), and the temps only they used."""
+def fuse_adds_into_convs(lowering, conv_op: str, add_op: str, fusable, fused_step) -> None:
+    """The rewrite both residual fusions share (this file's float one, fuse_qresidual.py's int8 one): each
+    `add_op` step of two distinct tensors whose input the later `conv_op` step computed (`fusable(step, value,
+    readers)` accepts) becomes `fused_step(steps, add index, conv index, the conv's side of the add, readers,
+    gone)`, which may also put steps it absorbs into `gone`, or returns None to leave the add alone. The conv
+    and what only it used are dropped. Rewrites lowering.steps in place."""
+    steps = lowering.steps
+    readers = Counter(id(v.buffer) for s in steps for v in s.ins)
+    producer = {id(s.outs[0].buffer): i for i, s in enumerate(steps) if s.op == conv_op}
+    gone: set[int] = set()
+    for i, add in enumerate(steps):
+        if add.op != add_op or len(add.ins) != 2 or add.ins[0].buffer is add.ins[1].buffer:
+            continue
+        picked = later_conv(steps, i, producer, gone, lambda step, v: fusable(step, v, readers))
+        if picked is None:
+            continue
+        fused = fused_step(steps, i, *picked, readers, gone)
+        if fused is not None:
+            steps[i] = fused
+            gone.add(picked[0])
     lowering.steps = [s for n, s in enumerate(steps) if n not in gone]
     used = {id(v.buffer) for s in lowering.steps for v in (*s.ins, *s.outs)}
     lowering.temps = [b for b in lowering.temps if id(b.root()) in used]
@@ -53,27 +71,18 @@ def keep_steps(lowering, steps, gone: set) -> None:
 
 def fuse_residual_adds(lowering, step_type) -> None:
     """Rewrite lowering.steps in place (step_type: the codegen's step class)."""
-    steps = lowering.steps
-    readers = Counter(id(v.buffer) for s in steps for v in s.ins)
-    producer = {id(s.outs[0].buffer): i for i, s in enumerate(steps) if s.op == "conv2d_prepacked"}
-    gone: set[int] = set()
-    for i, add in enumerate(steps):
-        if add.op != "add" or len(add.ins) != 2 or add.ins[0].buffer is add.ins[1].buffer:
-            continue
+    def fused_step(steps, i, j, k, readers, gone):
+        add = steps[i]
         out = add.outs[0]
         if any(v.type.shape != out.type.shape or v.type.dtype != "float32" for v in add.ins):
-            continue
-        picked = later_conv(steps, i, producer, gone, lambda step, v: _fusable_conv(step, v, readers))
-        if picked is None:
-            continue
-        j, k = picked
+            return None
         conv, residual = steps[j], add.ins[1 - k]
         relu = _relu_after(steps, i + 1, out, readers)
         result = steps[relu].outs[0] if relu is not None else out
         title = f"{conv.title} + add" + (" + nn.relu" if relu is not None else "")
-        steps[i] = step_type("conv2d_prepacked_add", conv.attrs, [*conv.ins, residual], [result], title,
-                             "nn.relu" if relu is not None else None, conv.scratch)
-        gone.add(j)
         if relu is not None:
             gone.add(relu)
-    keep_steps(lowering, steps, gone)
+        return step_type("conv2d_prepacked_add", conv.attrs, [*conv.ins, residual], [result], title,
+                         "nn.relu" if relu is not None else None, conv.scratch)
+
+    fuse_adds_into_convs(lowering, "conv2d_prepacked", "add", _fusable_conv, fused_step)
