@@ -119,9 +119,9 @@ def allowed_error(error: np.ndarray, magnitude: np.ndarray | None = None,
     SAFETY * max(error, floor), floor = min(FLOOR * rms(finite error over the output), u * m): the
     output-wide floor keeps an element whose few samples happened to agree from demanding exactness,
     and u * m (one rounding of the magnitudes the element went through) keeps large neighbours from
-    lending a small element their allowance (where m is not finite, the first term alone). Where the estimate is not finite (a singularity: sqrt or
-    log at 0, a division by ~0) the element gets SAFETY * FALLBACK * m (m: |value| where m is not
-    finite either), never an unbounded allowance."""
+    lending a small element their allowance (where m is not finite, the first term alone). Where the
+    estimate is not finite (a singularity: sqrt or log at 0, a division by ~0) the element gets
+    SAFETY * FALLBACK * m (m: |value| where m is not finite either), never an unbounded allowance."""
     error = np.asarray(error, np.float64)
     if error.size == 0:
         return error
