@@ -243,10 +243,9 @@ def gemm_split(m: int, n: int) -> tuple[int, int]:
     _MIN_TASKS narrower ones where that would be one chunk over one row block (_gemm_chunk_cols); row groups
     of whole 24-row slivers, about _ROW_TASKS tasks in all, made when there are fewer than _MIN_TASKS chunks
     and more than one MC block of rows); the shape alone decides: results do not depend on the thread count."""
-    chunks = -(-n // _N_CHUNK)
-    chunks = -(-n // _round_up(-(-n // chunks), N_QUANTUM))
+    chunks = -(-n // _gemm_chunk_cols(m, n))
     if chunks >= _MIN_TASKS or m <= MC:
-        return -(-n // _gemm_chunk_cols(m, n)), 1
+        return chunks, 1
     slivers = -(-m // M_QUANTUM)
     per_group = -(-slivers // min(slivers, -(-_ROW_TASKS // chunks)))
     return chunks, -(-slivers // per_group)
