@@ -6,9 +6,10 @@
 The pipeline is flat and named (`PIPELINE`); after the passes that shape
 regions an invariant check runs, so a pass that breaks one is named as the
 culprit instead of the failure surfacing later in a codegen. Without a trace,
-nobody sees the modules between AnnotateTarget, MergeCompilerRegions and
-PartitionGraph, so those three run as one pass that hands the regions on as a
-table instead of node meta (transform/annotate_partition.py; the same result).
+nobody sees the modules between AnnotateTarget, MergeCompilerRegions,
+PartitionGraph and the last InferType, so those run as one pass that hands the
+regions on as a table instead of node meta and builds every node with its type
+(transform/annotate_partition.py; the same result).
 """
 from __future__ import annotations
 
@@ -46,12 +47,14 @@ class PartitionError(ByocError):
 
 def pipeline(targets, mod_name: str = "default", bind_constants: bool = True, fused: bool = False) -> list:
     """The passes of partition_for, in order, for `targets` (Target objects, priority order); `fused`:
-    AnnotateTarget, MergeCompilerRegions and PartitionGraph as one pass (module docstring)."""
+    AnnotateTarget, MergeCompilerRegions, PartitionGraph and the last InferType as one pass (module
+    docstring)."""
     patterns = [p for t in targets for p in t.patterns]
     regions = [AnnotateMergePartition(targets, mod_name, bind_constants)] if fused else \
-        [AnnotateTarget(targets), MergeCompilerRegions(), PartitionGraph(mod_name, bind_constants)]
+        [AnnotateTarget(targets), MergeCompilerRegions(), PartitionGraph(mod_name, bind_constants),
+         NamedPass("InferType", InferType())]
     return [NamedPass("InferType", InferType()), FoldConstant(), FoldBatchNorm(), MergeComposite(patterns),
-            *regions, NamedPass("InferType", InferType())]
+            *regions]
 
 
 def partition_for(targets, mod: IRModule, strict: bool = False, mod_name: str = "default",
@@ -107,8 +110,8 @@ def _run(passes, mod, trace=None):
             typed_input = mod
     # The regions MergeCompilerRegions made are checked by PartitionGraph itself, which contracts them in
     # dependency order and blames MergeCompilerRegions for a region that cannot become one call
-    # (invariants.check_regions is that check alone). The last InferType only fills types, so what
-    # check_partitioned finds was made by PartitionGraph.
+    # (invariants.check_regions is that check alone). The last InferType only fills types (the fused pass
+    # builds them), so what check_partitioned finds was made by PartitionGraph.
     check_partitioned(typed_input, mod, "PartitionGraph")
     return mod
 
