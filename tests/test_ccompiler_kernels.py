@@ -688,6 +688,14 @@ DEPTHWISE_3X3 = [
     ("wide-2100", (1, 2, 3, 2100), 1, (1, 1), (1, 1, 1, 1)),
     ("pad-3-wider-than-kernel", (1, 2, 4, 5), 1, (2, 2), (3, 3, 3, 3)),
     ("7x7-planes-tasks-of-16", (1, 37, 7, 7), 1, (1, 1), (1, 1, 1, 1)),   # 49-float planes: 16, 16, 5 groups
+    # padding 1, stride 1 rows narrower than 32 or stride 2 rows narrower than 64 of even planes: whole
+    # planes as one flat pass, read in place (ck_dw3x3_flat_groups)
+    ("flat-s1-14x14-multiplier-2", (1, 3, 14, 14), 2, (1, 1), (1, 1, 1, 1)),
+    ("flat-s1-4x4-one-block", (2, 3, 4, 4), 1, (1, 1), (1, 1, 1, 1)),
+    ("flat-s1-3x5-below-a-block", (1, 2, 3, 5), 1, (1, 1), (1, 1, 1, 1)),
+    ("flat-s2-14x14", (1, 5, 14, 14), 1, (2, 2), (1, 1, 1, 1)),
+    ("flat-s2-16x6-multiplier-2", (2, 3, 16, 6), 2, (2, 2), (1, 1, 1, 1)),
+    ("flat-s2-62-wide", (1, 2, 6, 62), 1, (2, 2), (1, 1, 1, 1)),
 ]
 
 
@@ -696,6 +704,37 @@ def test_depthwise_3x3_on_every_kernel(ck, case):
     """Every instruction set's row kernel against loops, with bias and relu6."""
     _, xs, mult, strides, padding = case
     depthwise_on_every_kernel(ck, xs, (3, 3), mult, strides, padding)
+
+
+# (name, data shape, strides): planes the flat 3x3 pass takes; the stride-2 one in its four quarters
+DEPTHWISE_FLAT_EDGES = [("s1-7x7", (1, 19, 7, 7), (1, 1)), ("s1-9x20", (1, 3, 9, 20), (1, 1)),
+                        ("s2-14x14", (1, 19, 14, 14), (2, 2)), ("s2-10x24", (1, 3, 10, 24), (2, 2))]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_FLAT_EDGES, ids=[c[0] for c in DEPTHWISE_FLAT_EDGES])
+@pytest.mark.parametrize("name,with_bias,act", EPILOGUES, ids=[e[0] for e in EPILOGUES])
+def test_depthwise_3x3_flat_edges_and_thread_counts(ck, case, name, with_bias, act):
+    """The flat pass reads a row's neighbours in memory for the taps off its left and right ends: an inf in
+    every row's first and last column must reach only the outputs whose window covers it (a lane masked by a
+    product would make NaN of it), with each activation; 1, 2 and 3 threads give the same bits."""
+    _, xs, strides = case
+    c = xs[1]
+    x, w, b = 3 * rand(*xs), rand(c, 1, 3, 3, low=0.1, high=1.0), rand(c)
+    x[:, :, ::2, 0] = np.inf
+    x[:, :, 1::2, -1] = np.inf
+    conv = conv2d_loops(x.astype(np.float64), w, strides, (1, 1, 1, 1), (1, 1), c)
+    want = activate(conv + (b[None, :, None, None] if with_bias else 0), act)
+    outs = []
+    try:
+        for threads in (1, 2, 3):
+            ck.byoc_set_num_threads(threads)
+            outs.append(ck.conv2d(x, w, strides, (1, 1, 1, 1), (1, 1), c, b if with_bias else None, act))
+    finally:
+        ck.byoc_set_num_threads(1)
+    assert np.isinf(want).any() or act == 2, "the case covers inputs at the row ends"
+    close(outs[0], want)
+    for threads, out in zip((2, 3), outs[1:]):
+        np.testing.assert_array_equal(out, outs[0], err_msg=f"{threads} threads differ from 1")
 
 
 def depthwise_on_every_kernel(ck, xs, window, mult, strides, padding):

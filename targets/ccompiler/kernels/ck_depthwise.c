@@ -156,3 +156,173 @@ void ck_dw_plane(const ck_conv2d_params *p, int64_t oh_n, int64_t ow_n, const fl
     ck_activate(activation, ow_n, out + oh * ow_n);
   }
 }
+
+/* ---- 3x3, stride 1 or 2, padding 1: a plane as one flat pass, no per-row copies -----------------
+ *
+ * Stride 1: output t = y * W + x of an H x W plane reads the input at t + (i - 1) * W + (j - 1) for tap
+ * (i, j), so the whole plane is one flat pass of CK_DW_BLOCK outputs at a time. Stride 2 (H, W even): the
+ * plane is first split into four (even or odd rows x even or odd columns, each H/2 x W/2), and output
+ * t = y * W/2 + x reads tap (i, j) in one of them at t, t - 1, t - W/2 or t - W/2 - 1 alike. Either way
+ * the outputs are written straight to the output with bias and activation in registers. A left tap
+ * (j = 0) of column 0, and at stride 1 a right tap (j = 2) of column W - 1, read a neighbouring row's
+ * pixel there: those lanes are masked to zero (a select, not a product, so an inf or NaN next door stays
+ * out), through tables of the column pattern. The row above the first (and at stride 1 below the last)
+ * is a zero row around a copy of the plane in the thread's slot (one memcpy per plane at stride 1, in
+ * place of a copy and a store per row: on 7x7 and 14x14 planes those per-row calls were most of the time).
+ * Every output is bias + its nine products in tap order, as in the row kernels. */
+#if defined(__GNUC__)
+#define CK_DW3_MASKED(V, M) ((vec)((ivec)(V) & (M)))
+#define CK_DEFINE_DW3X3_FLAT(NAME)                                                                    \
+  static void NAME(int64_t n, int64_t period, const float *const *tap, const int32_t *restrict left,   \
+                   const int32_t *restrict right, const float *restrict w, float bias, int32_t activation, \
+                   float *restrict out) {                                                            \
+    typedef float vec __attribute__((vector_size(CK_DW_BLOCK * sizeof(float))));                      \
+    typedef int32_t ivec __attribute__((vector_size(CK_DW_BLOCK * sizeof(int32_t))));                 \
+    vec k[9] = {{0}}, b = {0}, lo = {0}, hi = {0}, s, acc;                                            \
+    ivec ml, mr;                                                                                      \
+    int64_t t = 0, c = 0;                                                                             \
+    int i;                                                                                            \
+    for (i = 0; i < 9; ++i) CK_DW_SPLAT(k[i], w[i]);                                                  \
+    CK_DW_SPLAT(b, bias);                                                                             \
+    CK_DW_SPLAT(hi, 6.0f);                                                                            \
+    while (t < n) {                                                                                   \
+      if (t + CK_DW_BLOCK > n) { /* the last block ends at n (outputs written twice, same values) */  \
+        t = n - CK_DW_BLOCK;                                                                          \
+        c = t % period;                                                                               \
+      }                                                                                               \
+      memcpy(&ml, left + c, sizeof ml);                                                               \
+      memcpy(&mr, right + c, sizeof mr);                                                              \
+      acc = b;                                                                                        \
+      for (i = 0; i < 9; i += 3) {                                                                    \
+        memcpy(&s, tap[i] + t, sizeof s);                                                             \
+        acc = acc + k[i] * CK_DW3_MASKED(s, ml);                                                      \
+        memcpy(&s, tap[i + 1] + t, sizeof s);                                                         \
+        acc = acc + k[i + 1] * s;                                                                     \
+        memcpy(&s, tap[i + 2] + t, sizeof s);                                                         \
+        acc = acc + k[i + 2] * CK_DW3_MASKED(s, mr);                                                  \
+      }                                                                                               \
+      if (activation == CK_ACT_RELU) { /* compare-and-select as ck_activate: NaN becomes 0 here */      \
+        acc = CK_DW3_MASKED(acc, acc > lo);                                                           \
+      } else if (activation == CK_ACT_RELU6) { /* and stays NaN here */                               \
+        acc = CK_DW3_MASKED(acc, ~(acc < lo));                                                        \
+        acc = (vec)(((ivec)acc & ~(acc > hi)) | ((ivec)hi & (acc > hi)));                             \
+      }                                                                                               \
+      memcpy(out + t, &acc, sizeof acc);                                                              \
+      t += CK_DW_BLOCK;                                                                               \
+      for (c += CK_DW_BLOCK; c >= period;) c -= period;                                               \
+    }                                                                                                 \
+  }
+
+typedef void (*ck_dw3x3_flat_fn)(int64_t n, int64_t period, const float *const *tap, const int32_t *left,
+                                 const int32_t *right, const float *w, float bias, int32_t activation, float *out);
+
+CK_CONTRACT CK_DEFINE_DW3X3_FLAT(ck_dw3x3_flat_baseline)
+#if defined(__x86_64__) && !defined(CK_NO_DISPATCH)
+__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_FLAT(ck_dw3x3_flat_avx2)
+__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_FLAT(ck_dw3x3_flat_avx512)
+
+static ck_dw3x3_flat_fn ck_dw3x3_flat_current(void) {
+  static const ck_dw3x3_flat_fn by_isa[] = {ck_dw3x3_flat_baseline, ck_dw3x3_flat_avx2, ck_dw3x3_flat_avx512};
+  return by_isa[ck_micro_kernel_isa()];
+}
+#else
+static ck_dw3x3_flat_fn ck_dw3x3_flat_current(void) { return ck_dw3x3_flat_baseline; }
+#endif
+
+/* Floats of the slot this uses: stride 1 [guard][zero row][plane][zero row][guard]; stride 2
+ * [guard][zero row][odd rows, even columns][guard][zero row][odd rows, odd columns][guard]
+ * [even rows, odd columns][even rows, even columns]; then the two column tables. */
+static int64_t ck_dw3x3_flat_floats(const ck_conv2d_params *p, int64_t *period) {
+  *period = p->stride_w == 1 ? p->width : p->width / 2;
+  return (p->stride_w == 1 ? (p->height + 2) * p->width + 2 : 2 * p->height * p->width / 2 + p->width + 3) +
+         2 * (*period + CK_DW_BLOCK);
+}
+
+int ck_dw3x3_flat_takes(const ck_conv2d_params *p) {
+  const int64_t bordered = (p->height + 2) * (p->width + 2), s = p->stride_w;
+  int64_t period;
+  return p->channels == p->groups && p->kernel_h == 3 && p->kernel_w == 3 && p->stride_h == s &&
+         (s == 1 || (s == 2 && p->height % 2 == 0 && p->width % 2 == 0)) && p->dilation_h == 1 &&
+         p->dilation_w == 1 && p->pad_top == 1 && p->pad_left == 1 && p->pad_bottom == 1 && p->pad_right == 1 &&
+         p->width < CK_DW_FLAT_BELOW * s && p->height * p->width >= CK_DW_BLOCK * s * s &&
+         ck_dw3x3_flat_floats(p, &period) <= 2 * bordered; /* inside the slot of the bordered-plane kernels */
+}
+
+/* The plane's four (row parity x column parity) quarters, each H/2 x W/2. */
+static void ck_dw3x3_quarters(int64_t h, int64_t w_n, const float *restrict in, float *restrict ee,
+                              float *restrict eo, float *restrict oe, float *restrict oo) {
+  const int64_t hw = w_n / 2;
+  int64_t y, x;
+  for (y = 0; y < h / 2; ++y) {
+    const float *restrict r0 = in + 2 * y * w_n, *restrict r1 = r0 + w_n;
+    for (x = 0; x < hw; ++x) {
+      ee[y * hw + x] = r0[2 * x];
+      eo[y * hw + x] = r1[2 * x];
+      oe[y * hw + x] = r0[2 * x + 1];
+      oo[y * hw + x] = r1[2 * x + 1];
+    }
+  }
+}
+
+/* Where each tap reads, per output t (tap[k] + t), and the zero rows and guards, in the slot. */
+static void ck_dw3x3_layout(const ck_conv2d_params *p, float *slot, float **planes, const float **tap) {
+  const int64_t w_n = p->width, plane = p->height * w_n;
+  int64_t i;
+  if (p->stride_w == 1) {
+    float *src = slot + 1 + w_n;
+    memset(slot, 0, sizeof(float) * (size_t)(w_n + 1));
+    memset(src + plane, 0, sizeof(float) * (size_t)(w_n + 1));
+    for (i = 0; i < 9; ++i) tap[i] = src + (i / 3 - 1) * w_n + (i % 3 - 1);
+    planes[0] = src;
+  } else {
+    const int64_t hw = w_n / 2, q = plane / 4;
+    float *eo = slot + 1 + hw, *oo = eo + q + 1 + hw, *oe = oo + q + 1, *ee = oe + q;
+    memset(slot, 0, sizeof(float) * (size_t)(hw + 1));
+    memset(eo + q, 0, sizeof(float) * (size_t)(hw + 1));
+    oe[-1] = 0.0f;
+    /* rows 2y - 1 (odd row y - 1), 2y (even row y), 2y + 1 (odd row y); columns 2x - 1, 2x, 2x + 1 */
+    tap[0] = oo - hw - 1, tap[1] = eo - hw, tap[2] = oo - hw;
+    tap[3] = oe - 1, tap[4] = ee, tap[5] = oe;
+    tap[6] = oo - 1, tap[7] = eo, tap[8] = oo;
+    planes[0] = ee, planes[1] = eo, planes[2] = oe, planes[3] = oo;
+  }
+}
+
+void ck_dw3x3_flat_groups(const ck_conv2d_params *p, int64_t first, int64_t end, const float *data,
+                          const float *weight, const float *bias, int32_t activation, float *out, float *slot) {
+  const int64_t plane = p->height * p->width, og = p->out_channels / p->groups, s = p->stride_w;
+  const ck_dw3x3_flat_fn run = ck_dw3x3_flat_current();
+  const float *tap[9];
+  float *planes[4] = {NULL, NULL, NULL, NULL};
+  int64_t period, floats = ck_dw3x3_flat_floats(p, &period), i, o;
+  int32_t *left = (int32_t *)(void *)(slot + floats - 2 * (period + CK_DW_BLOCK)), *right = left + period + CK_DW_BLOCK;
+  ck_dw3x3_layout(p, slot, planes, tap);
+  for (i = 0; i < period + CK_DW_BLOCK; ++i) {
+    left[i] = i % period != 0 ? -1 : 0;
+    right[i] = s == 2 || i % period != period - 1 ? -1 : 0; /* (stride 2: column 2x + 1 < W always) */
+  }
+  for (i = first; i < end; ++i) {
+    const int64_t n = i / p->groups, g = i % p->groups;
+    const float *in = data + (n * p->channels + g) * plane;
+    if (s == 1)
+      memcpy(planes[0], in, sizeof(float) * (size_t)plane);
+    else
+      ck_dw3x3_quarters(p->height, p->width, in, planes[0], planes[1], planes[2], planes[3]);
+    for (o = 0; o < og; ++o) {
+      const int64_t oc = g * og + o;
+      run(plane / (s * s), period, tap, left, right, weight + oc * 9, bias != NULL ? bias[oc] : 0.0f,
+          activation, out + (n * p->out_channels + oc) * (plane / (s * s)));
+    }
+  }
+}
+#else
+int ck_dw3x3_flat_takes(const ck_conv2d_params *p) {
+  (void)p;
+  return 0;
+}
+
+void ck_dw3x3_flat_groups(const ck_conv2d_params *p, int64_t first, int64_t end, const float *data,
+                          const float *weight, const float *bias, int32_t activation, float *out, float *slot) {
+  (void)p, (void)first, (void)end, (void)data, (void)weight, (void)bias, (void)activation, (void)out, (void)slot;
+}
+#endif

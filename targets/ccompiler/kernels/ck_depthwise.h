@@ -17,4 +17,11 @@ int ck_dw_any_takes(const ck_conv2d_params *p);
 void ck_dw_plane(const ck_conv2d_params *p, int64_t oh_n, int64_t ow_n, const float *padded, int64_t odd,
                  const float *w, float bias, int32_t activation, float *out, float *flat);
 
+/* 3x3, stride 1, padding 1 (MobileNet's stride-1 depthwise): whole planes as one flat pass read in place
+ * (ck_depthwise.c); takes: whether it computes this convolution (GCC-compatible compilers, planes of at least
+ * 16 pixels). groups: the (image, group) items [first, end) of a task; slot: its thread's slot. */
+int ck_dw3x3_flat_takes(const ck_conv2d_params *p);
+void ck_dw3x3_flat_groups(const ck_conv2d_params *p, int64_t first, int64_t end, const float *data,
+                          const float *weight, const float *bias, int32_t activation, float *out, float *slot);
+
 #endif /* BYOC_CK_DEPTHWISE_H_ */
