@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from byoc_compiler import op, zoo
-from byoc_compiler.ir import IRModule, TensorType, Var, const, post_order
+from byoc_compiler.ir import Call, Function, GlobalVar, IRModule, TensorType, Var, const, post_order
 from byoc_compiler.partition import partition_for, pipeline, summarize
 from byoc_compiler.target import get_targets
 from byoc_compiler.transform import annotate_and_partition, annotate_target
@@ -100,15 +100,33 @@ def test_notes_follow_their_nodes_the_same_way():
     assert_same_module(partition_for("ccompiler", mod), one_by_one("ccompiler", mod))
 
 
-def test_the_fused_pass_is_the_three_passes_of_the_pipeline():
+def test_the_fused_pass_is_the_last_five_passes_of_the_pipeline():
     targets = get_targets(["ccompiler", "examplejson"])
     names = [p.name for p in pipeline(targets)]
     fused = [p.name for p in pipeline(targets, fused=True)]
-    assert names[4:] == ["AnnotateTarget", "MergeCompilerRegions", "PartitionGraph", "InferType"]
-    assert fused == names[:4] + ["+".join(names[4:])]
-    mod = bench_like(60, 1)
-    typed = pipeline(targets)[0](mod)
+    assert names[3:] == ["MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph", "InferType"]
+    assert fused == names[:3] + ["+".join(names[3:])]
+    typed = pipeline(targets)[0](bench_like(60, 1))
     one_by_one = typed
-    for step in pipeline(targets)[4:]:
+    for step in pipeline(targets)[3:]:
         one_by_one = step(one_by_one)
-    assert_same_module(annotate_and_partition(typed, targets), one_by_one)
+    patterns = [p for t in targets for p in t.patterns]
+    assert_same_module(annotate_and_partition(typed, targets, patterns=patterns), one_by_one)
+    without_composites = typed
+    for step in pipeline(targets)[4:]:
+        without_composites = step(without_composites)
+    assert_same_module(annotate_and_partition(typed, targets), without_composites)
+
+
+def test_composites_of_a_function_beside_main_are_merged_the_same_way():
+    # MergeComposite rewrites every function without a Compiler; the fused pass merges main's matches
+    # itself and leaves the others to MergeComposite
+    w = const(np.ones((8, 8), "float32"))
+    b = const(np.zeros(8, "float32"))
+    x, y = Var("x", TensorType((1, 8))), Var("y", TensorType((1, 8)))
+    helper = Function([y], op.nn.relu(op.nn.bias_add(op.nn.dense(y, w), b)))
+    main_body = op.tanh(Call(GlobalVar("helper"), [op.nn.bias_add(op.nn.dense(op.abs(x), w), b)]))
+    mod = IRModule({"helper": helper, "main": Function([x], main_body)})
+    fused = partition_for("ccompiler", mod)
+    assert "Composite" in fused.astext().split("def @main")[0], "the helper's match must be merged"
+    assert_same_module(fused, one_by_one("ccompiler", mod))

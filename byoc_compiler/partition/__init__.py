@@ -6,10 +6,11 @@
 The pipeline is flat and named (`PIPELINE`); after the passes that shape
 regions an invariant check runs, so a pass that breaks one is named as the
 culprit instead of the failure surfacing later in a codegen. Without a trace,
-nobody sees the modules between AnnotateTarget, MergeCompilerRegions,
-PartitionGraph and the last InferType, so those run as one pass that hands the
-regions on as a table instead of node meta and builds every node with its type
-(transform/annotate_partition.py; the same result).
+nobody sees the modules between MergeComposite, AnnotateTarget,
+MergeCompilerRegions, PartitionGraph and the last InferType, so those run as one
+pass that hands the regions on as a table instead of node meta, copies main's
+nodes once and builds every node with its type (transform/annotate_partition.py;
+the same result).
 """
 from __future__ import annotations
 
@@ -47,14 +48,13 @@ class PartitionError(ByocError):
 
 def pipeline(targets, mod_name: str = "default", bind_constants: bool = True, fused: bool = False) -> list:
     """The passes of partition_for, in order, for `targets` (Target objects, priority order); `fused`:
-    AnnotateTarget, MergeCompilerRegions, PartitionGraph and the last InferType as one pass (module
-    docstring)."""
+    MergeComposite, AnnotateTarget, MergeCompilerRegions, PartitionGraph and the last InferType as one
+    pass (module docstring)."""
     patterns = [p for t in targets for p in t.patterns]
-    regions = [AnnotateMergePartition(targets, mod_name, bind_constants)] if fused else \
-        [AnnotateTarget(targets), MergeCompilerRegions(), PartitionGraph(mod_name, bind_constants),
-         NamedPass("InferType", InferType())]
-    return [NamedPass("InferType", InferType()), FoldConstant(), FoldBatchNorm(), MergeComposite(patterns),
-            *regions]
+    regions = [AnnotateMergePartition(targets, mod_name, bind_constants, patterns)] if fused else \
+        [MergeComposite(patterns), AnnotateTarget(targets), MergeCompilerRegions(),
+         PartitionGraph(mod_name, bind_constants), NamedPass("InferType", InferType())]
+    return [NamedPass("InferType", InferType()), FoldConstant(), FoldBatchNorm(), *regions]
 
 
 def partition_for(targets, mod: IRModule, strict: bool = False, mod_name: str = "default",

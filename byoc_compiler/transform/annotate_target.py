@@ -19,7 +19,7 @@ from ..target import Target, get_targets
 from ..ir.expr import Call, Function, Op, Tuple, TupleGetItem
 from ..ir.module import IRModule
 from ..ir.types import TupleType
-from .annotations import Annotations, graph_nodes, inputs_of, read, write
+from .annotations import Annotations, graph_nodes, input_positions, read, write
 from .named_pass import NamedPass, typed
 
 
@@ -40,53 +40,52 @@ def choose_target(call: Call, targets: list[Target]) -> str | None:
 
 def annotate_target(mod: IRModule, targets) -> IRModule:
     """`mod` with the calls of main annotated for `targets` (a name, a Target, or a priority list)."""
-    mod, nodes, ann = target_annotations(mod, targets)
+    mod = typed(mod)
     main = mod["main"]
+    nodes = graph_nodes(main)
+    ann = target_annotations(nodes, input_positions(nodes), targets)
     return mod.with_function("main", write(main, ann, nodes))
 
 
-def target_annotations(mod: IRModule, targets) -> tuple[IRModule, list, Annotations]:
-    """What annotate_target writes, as a table: (`mod` typed, graph_nodes of its main, the annotations
-    of those nodes: the marks main has already plus the new ones). For a caller that goes on with the
-    table (transform/annotate_partition.py) instead of the annotated module."""
+def target_annotations(nodes: list, kids: list[list[int]], targets) -> Annotations:
+    """What annotate_target writes, as a table: the annotations of `nodes` (graph_nodes of a typed main;
+    `kids`: their input_positions), the marks they carry already plus the new ones. For a caller that
+    goes on with the table (transform/annotate_partition.py) instead of the annotated module."""
     targets = get_targets(targets)
-    mod = typed(mod)
-    nodes = graph_nodes(mod["main"])
-    old = read(mod["main"], nodes)
+    old = read(None, nodes)
     chosen, tuples = _choose(nodes, old, targets)
-    _keep_tuples_whole(nodes, old, chosen, tuples)
+    _keep_tuples_whole(nodes, kids, old, chosen, tuples)
     target = dict(old.target)
     region = dict(old.region)
     next_region = max(region.values(), default=-1) + 1
     for i in sorted(chosen):
         target[i], region[i] = chosen[i], next_region
-        args = nodes[i].args
-        if len(args) == 1 and isinstance(args[0], Tuple):
-            j = tuples[id(args[0])]
+        if _takes_tuple(nodes[i]):
+            j = kids[i][0]
             target[j], region[j] = chosen[i], next_region
         next_region += 1
     for i, node in enumerate(nodes if tuples else ()):
         if isinstance(node, TupleGetItem) and i not in target:
-            producer = tuples.get(id(node.tuple_value))
-            if producer in chosen:
+            producer = kids[i][0]
+            if producer in chosen and producer in tuples:
                 target[i], region[i] = target[producer], region[producer]
-    return mod, nodes, Annotations(target, region).normalized()
+    return Annotations(target, region).normalized()
 
 
-def _choose(nodes, old, targets) -> tuple[dict[int, str], dict[int, int]]:
-    """(position -> target, for each call a target takes and no mark has yet; id -> position of every
+def _choose(nodes, old, targets) -> tuple[dict[int, str], set[int]]:
+    """(position -> target, for each call a target takes and no mark has yet; the positions of every
     Tuple and tuple-valued call, the only nodes whose users decide anything)."""
     chosen: dict[int, str] = {}
-    tuples: dict[int, int] = {}
+    tuples: set[int] = set()
     for i, node in enumerate(nodes):
         kind = type(node)
         if kind is Tuple:
-            tuples[id(node)] = i
+            tuples.add(i)
             continue
         if kind is not Call:
             continue
         if isinstance(node.checked_type, TupleType):
-            tuples[id(node)] = i
+            tuples.add(i)
         if i not in old.target:
             name = choose_target(node, targets)
             if name is not None:
@@ -94,28 +93,31 @@ def _choose(nodes, old, targets) -> tuple[dict[int, str], dict[int, int]]:
     return chosen, tuples
 
 
-def _keep_tuples_whole(nodes, old, chosen: dict[int, str], tuples: dict[int, int]) -> None:
+def _keep_tuples_whole(nodes, kids, old, chosen: dict[int, str], tuples: set[int]) -> None:
     """Drop from `chosen` a tuple-valued call whose tuple is used whole (or is main's result), and a call
     taking a Tuple that has another user (or is annotated, or is the result): no region takes or returns
     a tuple."""
     if not tuples:
         return
-    users: dict[int, list[int]] = {j: [] for j in tuples.values()}   # tuple position -> its user nodes
-    for i, node in enumerate(nodes):
-        for child in inputs_of(node):
-            j = tuples.get(id(child))
-            if j is not None and (not users[j] or users[j][-1] != i):
+    users: dict[int, list[int]] = {j: [] for j in tuples}   # tuple position -> its user nodes
+    for i, inputs in enumerate(kids):
+        for j in inputs:
+            if j in tuples:
                 users[j].append(i)
     root = len(nodes) - 1
-    for i in [i for i in chosen if id(nodes[i]) in tuples]:
+    for i in [i for i in chosen if i in tuples]:
         if i == root or any(not isinstance(nodes[u], TupleGetItem) for u in users[i]):
             del chosen[i]
     for i in list(chosen):
-        args = nodes[i].args
-        if len(args) == 1 and isinstance(args[0], Tuple):
-            j = tuples[id(args[0])]
+        if _takes_tuple(nodes[i]):
+            j = kids[i][0]
             if j in old.target or users[j] != [i] or j == root:
                 del chosen[i]
+
+
+def _takes_tuple(call) -> bool:
+    args = call.args
+    return len(args) == 1 and type(args[0]) is Tuple
 
 
 def AnnotateTarget(targets) -> NamedPass:  # noqa: N802 - TVM's spelling

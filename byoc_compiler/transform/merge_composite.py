@@ -27,7 +27,8 @@ from .annotations import moved_inputs, rebuildable_inputs
 from .named_pass import NamedPass, typed
 
 
-def _entries(patterns: Iterable) -> list[CompositePattern]:
+def composite_entries(patterns: Iterable) -> list[CompositePattern]:
+    """`patterns` as CompositePattern entries (CompositePatterns, or TVM's (name, pattern[, check]) rows)."""
     out = []
     for p in patterns:
         if isinstance(p, CompositePattern):
@@ -163,25 +164,37 @@ def rewrite_matches(order: list[Expr], matches: dict[int, tuple[Match, Composite
     return new.get(id(root), root)
 
 
-def merge_composite(mod: IRModule, patterns) -> IRModule:
+def composite_calls(matches: dict[int, tuple[Match, CompositePattern]]) -> dict[int, Call]:
+    """Root id -> the composite call replacing the match (find_matches) rooted there, reading the match's
+    inputs themselves, not what replaces them: post_order(body, replace=composite_calls(...)) is the order
+    of the body rewrite_matches would make, without making it (transform/annotate_partition.py)."""
+    return {root: _composite(match, entry, match.inputs) for root, (match, entry) in matches.items()}
+
+
+def merge_composite(mod: IRModule, patterns, keep: str | None = None) -> IRModule:
     """`mod` with every match of `patterns` (CompositePattern entries or (name, pattern[, check]) rows,
-    in priority order) replaced by a composite call."""
-    entries = _entries(patterns)
+    in priority order) replaced by a composite call (`keep`: a function left as it is, for a caller that
+    replaces its matches itself)."""
+    entries = composite_entries(patterns)
     if not entries:
         return mod
     mod = typed(mod)
     out = mod
     for name, func in mod.items():
-        if "Compiler" in func.attrs:
+        if "Compiler" in func.attrs or name == keep:
             continue
         order = graph_order(func.body)
         matches = find_matches(func.body, entries, order)
         if matches:
-            body = rewrite_matches(order, matches)
-            new = Function(func.params, body, func.ret_type, func.attrs, func.span)
-            new.checked_type = func.checked_type
-            out = out.with_function(name, new)
+            out = out.with_function(name, merged_function(func, order, matches))
     return out
+
+
+def merged_function(func: Function, order: list[Expr], matches: dict[int, tuple[Match, CompositePattern]]) -> Function:
+    """`func` with the `matches` of its body (find_matches; `order`: graph_order of the body) replaced."""
+    new = Function(func.params, rewrite_matches(order, matches), func.ret_type, func.attrs, func.span)
+    new.checked_type = func.checked_type
+    return new
 
 
 def MergeComposite(patterns) -> NamedPass:  # noqa: N802 - TVM's spelling

@@ -133,20 +133,23 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
 
 
 def lift_regions(mod: IRModule, nodes: list[Expr], ann, kids: list[list[int]], mod_name: str = "default",
-                 bind_constants: bool = True) -> IRModule:
+                 bind_constants: bool = True, stand_ins: dict[int, Expr] | None = None) -> IRModule:
     """partition_graph for the regions `ann` (annotations of `nodes`, graph_nodes of main, whatever
-    main's nodes carry; `kids`: input_positions(nodes)): the nodes lifted lose their region annotation."""
+    main's nodes carry; `kids`: input_positions(nodes)): the nodes lifted lose their region annotation.
+    `stand_ins` (id of a node of main -> the node of `nodes` standing in for it): `nodes` is the order of
+    main with those nodes replaced (post_order's replace), and their readers, read as main has them, read
+    the stand-ins instead."""
     main = mod["main"]
     regions, owner = propose(nodes, kids, ann, bind_constants)
     by_number = {r.number: r for r in regions}
     order = contracted_order(kids, owner, regions)
-
+    keys = _keys(nodes, stand_ins)
     counters: dict[str, int] = {}
-    new: dict[int, Expr] = {}                 # id(node) -> its value in the new main (absent: itself)
+    new: dict[int, Expr] = dict(stand_ins or ())    # id(node read) -> its value in the new main (absent: itself)
     externals: dict[str, Function] = {}
 
-    def value(expr: Expr) -> Expr:
-        return new.get(id(expr), expr)
+    def value(pos: int) -> Expr:
+        return new.get(keys[pos], nodes[pos])
 
     for unit in order:
         if unit >= 0:                           # a host node
@@ -154,7 +157,7 @@ def lift_regions(mod: IRModule, nodes: list[Expr], ann, kids: list[list[int]], m
             inputs = node.args if type(node) is Call else inputs_of(node)
             moved = moved_inputs(inputs, new.get)
             if moved is not inputs:            # host nodes carry no annotation: else kept as they are
-                new[id(node)] = copy_node(node, moved)
+                new[keys[unit]] = copy_node(node, moved)
             continue
         region = by_number[~unit]
         n = counters.get(region.target, 0)
@@ -163,18 +166,17 @@ def lift_regions(mod: IRModule, nodes: list[Expr], ann, kids: list[list[int]], m
             n += 1
             symbol = external_symbol(mod_name, region.target, n)
         counters[region.target] = n + 1
-        func, call = _lift(region, nodes, symbol, n, value)
+        func, call = _lift(region, nodes, keys, symbol, n, value)
         externals[symbol] = func
         if len(region.outputs) == 1:
-            new[id(nodes[region.outputs[0]])] = call
+            new[keys[region.outputs[0]]] = call
         else:
             for k, pos in enumerate(region.outputs):
                 item = TupleGetItem(call, k)
                 item.checked_type = nodes[pos].checked_type
-                new[id(nodes[pos])] = item
+                new[keys[pos]] = item
 
-    body = value(nodes[-1])
-    new_main = Function(main.params, body, main.ret_type, main.attrs, main.span)
+    new_main = Function(main.params, value(len(nodes) - 1), main.ret_type, main.attrs, main.span)
     new_main.checked_type = main.checked_type
     functions = mod.functions
     functions["main"] = new_main
@@ -182,27 +184,37 @@ def lift_regions(mod: IRModule, nodes: list[Expr], ann, kids: list[list[int]], m
     return IRModule(functions)
 
 
-def _lift(region: Region, nodes, symbol: str, n: int, value) -> tuple[Function, Call]:
+def _keys(nodes: list[Expr], stand_ins: dict[int, Expr] | None) -> list[int]:
+    """Per position, the id its readers look it up by: the node's, or that of the node it stands in for."""
+    keys = list(map(id, nodes))
+    if stand_ins:
+        position = {key: pos for pos, key in enumerate(keys)}
+        for key, node in stand_ins.items():
+            keys[position[id(node)]] = key
+    return keys
+
+
+def _lift(region: Region, nodes, keys: list[int], symbol: str, n: int, value) -> tuple[Function, Call]:
     prefix = sanitize_identifier(f"{region.target}_{n}_i")
-    inner: dict[int, Expr] = {}               # id(node) -> its value in the function (absent: itself, a constant)
+    inner: dict[int, Expr] = {}               # id(node read) -> its value in the function (absent: itself, a constant)
     params: list[Var] = []
     for k, pos in enumerate(region.inputs):
         param = Var(f"{prefix}{k}", nodes[pos].checked_type)
         param.checked_type = nodes[pos].checked_type
         params.append(param)
-        inner[id(nodes[pos])] = param
+        inner[keys[pos]] = param
     get = inner.get
     for pos in region.members:               # (every annotated node of the graph: no helper calls per input)
         node = nodes[pos]
         inputs = node.args if type(node) is Call else rebuildable_inputs(node)
-        inner[id(node)] = copy_node(node, [get(id(k), k) for k in inputs])
-    body = inner[id(nodes[region.outputs[0]])] if len(region.outputs) == 1 else None
+        inner[keys[pos]] = copy_node(node, [get(id(k), k) for k in inputs])
+    body = inner[keys[region.outputs[0]]] if len(region.outputs) == 1 else None
     if body is None:
-        body = Tuple([inner[id(nodes[pos])] for pos in region.outputs])
+        body = Tuple([inner[keys[pos]] for pos in region.outputs])
         body.checked_type = TupleType([nodes[pos].checked_type for pos in region.outputs])
     attrs = {"Compiler": region.target, "global_symbol": symbol, "Primitive": 1, "Inline": 1}
     func = Function(params, body, body.checked_type, attrs)
-    call = Call(GlobalVar(symbol), [value(nodes[pos]) for pos in region.inputs])
+    call = Call(GlobalVar(symbol), [value(pos) for pos in region.inputs])
     call.checked_type = body.checked_type
     return func, call
 
