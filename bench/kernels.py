@@ -2,7 +2,7 @@
 
     python bench/kernels.py [--repeat 9] [--cc gcc] [--out bench/RESULTS-kernels.md] [--layers fc]
 
-Layers are ResNet-50's (and bert_tiny's dense layers); conv2d is timed as generated models call it, on
+Layers are ResNet-50's (and bert_tiny's dense layers, mobilenetv2's stem); conv2d is timed as generated models call it, on
 a weight packed ahead (ck_conv2d_prepacked), dense both ways (ck_dense, ck_dense_prepacked). The library is built twice with the flags a user gets: `-O3` (the
 portable x86-64 baseline: SSE2) and `-O3 -march=native`. The peer is numpy's matmul
 (OpenBLAS or whatever numpy links, pinned to one thread); for conv2d it is im2col + matmul in
@@ -46,11 +46,15 @@ CONV_LAYERS = [
     ("conv2 3x3 64->64 @56", (1, 64, 56, 56), 64, 3, 1, 1),
     ("conv2 1x1 64->256 @56", (1, 64, 56, 56), 256, 1, 1, 0),
     ("conv3 3x3/2 128->128 @56", (1, 128, 56, 56), 128, 3, 2, 1),
+    ("conv4 3x3/2 256->256 @28", (1, 256, 28, 28), 256, 3, 2, 1),
+    ("conv5 3x3/2 512->512 @14", (1, 512, 14, 14), 512, 3, 2, 1),
     ("conv3 3x3 128->128 @28", (1, 128, 28, 28), 128, 3, 1, 1),
     ("conv4 3x3 256->256 @14", (1, 256, 14, 14), 256, 3, 1, 1),
     ("conv4 1x1/2 512->1024 @28", (1, 512, 28, 28), 1024, 1, 2, 0),
     ("conv5 3x3 512->512 @7", (1, 512, 7, 7), 512, 3, 1, 1),       # 7x7 planes: pixel-major tiles
     ("conv5 1x1 512->2048 @7", (1, 512, 7, 7), 2048, 1, 1, 0),
+    # mobilenetv2's and efficientnet_lite's stem: few input channels at stride 2, as ResNet-50's conv1
+    ("stem 3x3/2 3->32 @224", (1, 3, 224, 224), 32, 3, 2, 1),
 ]
 # (name, batch, in features, out features, weight packed ahead): batch 1 reads the weight as it is (ck_dense,
 # what the codegen emits); more rows run ck_dense_prepacked on a weight packed at codegen (prepack.py), each

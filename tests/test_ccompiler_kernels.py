@@ -370,6 +370,10 @@ def test_every_micro_kernel_that_runs_here(ck):
     rx, rw, rb = rand(1, 6, 8, 8), rand(24, 6, 3, 3), rand(24)  # 24 x 64: full tiles of every kernel
     rr = rand(1, 24, 8, 8)
     want_residual = np.maximum(conv2d_einsum(rx, rw, (1, 1), (1, 1, 1, 1), (1, 1), 1) + rb[None, :, None, None] + rr, 0)
+    # few input channels at stride 2 (ck_stem.c's tile of the same instruction set): 37-pixel rows, full and tail
+    # tiles, 11 channels (a partial last tile of rows)
+    sx, sw_, sb = 3 * rand(1, 3, 15, 74), rand(11, 3, 3, 3), rand(11)
+    want_stem = np.clip(conv2d_einsum(sx, sw_, (2, 2), (1, 1, 1, 1), (1, 1), 1) + sb[None, :, None, None], 0, 6)
     ran = []
     try:
         for name in names:
@@ -384,6 +388,7 @@ def test_every_micro_kernel_that_runs_here(ck):
                   x37.astype(np.float64) @ w37.astype(np.float64).T)
             close(ck.conv2d(cx, cw, (1, 2), (1, 0, 2, 1), (1, 1), 1, cb, 2), want_conv)
             close(conv2d_add(ck, rx, rw, rb, rr, 1), want_residual)  # residual in the full tiles' registers
+            close(ck.conv2d(sx, sw_, (2, 2), (1, 1, 1, 1), (1, 1), 1, sb, 2), want_stem, err_msg=name)
             ran.append(name)
     finally:
         assert ck.ck_gemm_use_kernel(default) == 0
@@ -546,6 +551,17 @@ CONV_MEDIUM = [
     ("pixel-major-by-offsets-40-channels", (1, 12, 7, 7), (40, 12, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
     ("pixel-major-by-offsets-128-k>KC", (1, 30, 14, 14), (128, 30, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
     ("pixel-major-by-offsets-64-56x56", (1, 4, 56, 56), (64, 4, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    # stride_w 2 over rows of whole 7-pixel slivers: the tiles read a bordered copy whose rows hold their even
+    # columns, then their odd ones (AVX-512; elsewhere the im2col packs it): two K blocks; a dilated window
+    # (taps 0, 2, 4: all in the even half) with uneven padding; odd padded widths (the halves differ in length)
+    ("pixel-major-stride2-split-k>KC", (1, 30, 27, 28), (48, 30, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
+    ("pixel-major-stride2-split-dilated", (1, 9, 17, 28), (48, 9, 3, 3), (2, 2), (0, 1, 2, 2), (1, 2), 1),
+    ("pixel-major-stride2-split-odd-width", (1, 8, 15, 13), (16, 8, 5, 5), (1, 2), (2, 2, 2, 2), (1, 1), 1),
+    # few input channels at stride_w 2 (ck_stem.c): 35-pixel rows (a 3-pixel tail tile), 13 output channels
+    # (a last tile of 5 or 1 rows), dilation, stride_h 3, batch 2, 4 channels x 7x7 taps (K = 196)
+    ("stem-3x3-tf-same-tail", (1, 3, 40, 70), (32, 3, 3, 3), (2, 2), (0, 0, 1, 1), (1, 1), 1),
+    ("stem-o13-dilated-stride-h3", (2, 2, 23, 50), (13, 2, 5, 3), (3, 2), (2, 1, 1, 2), (2, 2), 1),
+    ("stem-4-channels-7x7", (1, 4, 19, 64), (20, 4, 7, 7), (2, 2), (3, 3, 3, 3), (1, 1), 1),
 ]
 
 
@@ -568,6 +584,34 @@ CONV_ON_THE_POOL = [
     # channel shares ending on a 24-channel sliver, a 16- or a 32-channel tile (1, 2, 3 threads)
     ("pixel-major-by-offsets-part-shares", (1, 20, 7, 7), (224, 20, 3, 3)),
 ]
+
+
+# Stride 2 on the pool: pixel-major tiles on the split copy (channel and pixel shares) and ck_stem.c's bands of
+# output rows (56 rows of 52 pixels: 14 tasks of 4, each ending a plane's band on a cache line).
+# (name, data shape, weight shape, strides, padding)
+CONV_STRIDE2_ON_THE_POOL = [
+    ("pixel-major-stride2-split", (1, 20, 28, 28), (96, 20, 3, 3), (2, 2), (1, 1, 1, 1)),
+    ("stem-7x7-bands", (1, 3, 112, 104), (24, 3, 7, 7), (2, 2), (3, 3, 3, 3)),
+]
+
+
+@pytest.mark.parametrize("case", CONV_STRIDE2_ON_THE_POOL, ids=[c[0] for c in CONV_STRIDE2_ON_THE_POOL])
+def test_conv2d_stride2_is_the_same_at_every_thread_count(ck, case):
+    """ck_conv2d and ck_conv2d_prepacked at 1, 2, 3 and 8 threads, bias and relu: the einsum's result, the same
+    bits at every count."""
+    _, xs, ws, strides, padding = case
+    x, w, b = rand(*xs), rand(*ws), rand(ws[0])
+    want = np.maximum(conv2d_einsum(x, w, strides, padding, (1, 1), 1) + b[None, :, None, None], 0)
+    outs = []
+    try:
+        for threads in (1, 2, 3, 8):
+            ck.byoc_set_num_threads(threads)
+            outs.append(ck.conv2d(x, w, strides, padding, (1, 1), 1, b, 1))
+    finally:
+        ck.byoc_set_num_threads(1)
+    close(outs[0], want, rtol=1e-4, atol=5e-4)
+    for threads, out in zip((2, 3, 8), outs[1:]):
+        np.testing.assert_array_equal(out, outs[0], err_msg=f"{threads} threads differ from 1")
 
 
 @pytest.mark.parametrize("case", CONV_ON_THE_POOL, ids=[c[0] for c in CONV_ON_THE_POOL])
@@ -635,6 +679,8 @@ RESIDUAL_CONVS = [
     ("1x1-pointwise", (2, 8, 8, 8), (24, 8, 1, 1), (1, 1), (0, 0, 0, 0), 1),
     ("pixel-major-7x7-k>KC", (1, 40, 7, 7), (47, 40, 3, 3), (1, 1), (1, 1, 1, 1), 1),
     ("groups2-stride2", (1, 8, 11, 13), (12, 4, 3, 3), (2, 2), (1, 1, 1, 1), 2),
+    ("pixel-major-stride2-split", (1, 16, 28, 28), (48, 16, 3, 3), (2, 2), (1, 1, 1, 1), 1),
+    ("stem-stride2-tail-tile", (1, 3, 20, 40), (9, 3, 7, 7), (2, 2), (3, 3, 3, 3), 1),  # 20-pixel rows
 ]
 
 

@@ -30,10 +30,10 @@ HEADER = "byoc_ck.h"
 SOURCES = tuple(KERNEL_DIR / name for name in (
     "ck_microkernel.c", "ck_gemm.c", "ck_dense.c", "ck_conv2d.c", "ck_elementwise.c", "ck_pool.c", "ck_shape.c",
     "ck_transformer.c", "ck_reduce.c", "ck_resize.c", "ck_qgemm.c", "ck_qconv.c", "ck_qelementwise.c",
-    "ck_activation.c", "ck_depthwise.c", "ck_parallel.c"))
+    "ck_activation.c", "ck_depthwise.c", "ck_stem.c", "ck_parallel.c"))
 HEADERS = (KERNEL_DIR / HEADER, KERNEL_DIR / "ck_internal.h", KERNEL_DIR / "ck_transformer.h",
            KERNEL_DIR / "ck_reduce.h", KERNEL_DIR / "ck_resize.h", KERNEL_DIR / "ck_qnn.h", KERNEL_DIR / "ck_qinternal.h",
-           KERNEL_DIR / "ck_activation.h", KERNEL_DIR / "ck_depthwise.h")
+           KERNEL_DIR / "ck_activation.h", KERNEL_DIR / "ck_depthwise.h", KERNEL_DIR / "ck_stem.h")
 
 
 def standalone_args() -> list[str]:
@@ -232,6 +232,7 @@ M_QUANTUM, N_QUANTUM, MC, KC, ALIGN = 24, 32, 96, 256, 64  # CK_* of ck_internal
 _N_CHUNK, _MIN_TASKS, _ROW_TASKS = 1024, 8, 16    # ck_gemm.c's split of C into tasks
 _DW_TASK_GROUPS = 4               # ck_conv2d.c's split of one-channel groups into tasks
 PM_MR, PM_MAX_PIXELS, PM_MAX_OFFSET_PIXELS = 7, 1024, 4096  # pixel-major tiles (CK_PM_MR, CK_PM_MAX_*PIXELS)
+NR_MAX, STEM_MAX_CHANNELS = 32, 4  # ck_stem.c's widest tile (CK_NR_MAX) and input channels (CK_STEM_MAX_CHANNELS)
 
 
 def _round_up(x: int, q: int) -> int:
@@ -329,9 +330,13 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
         slots = min(build_max_threads(), -(-p["batch"] * p["groups"] // _dw_task_groups(p)))
         return slots * (ALIGN + 2 * 4 * padded) if bordered else 0
     oh, ow = conv2d_output_hw(p)
+    if _stem_takes(p, ow):  # ck_stem.c: the input copied once, each padded row as its even then its odd columns
+        half = max(_round_up(ow, NR_MAX) + (p["kernel_w"] - 1) * p["dilation_w"] // 2,
+                   (p["width"] + p["pad_left"] + p["pad_right"] + 1) // 2)
+        return ALIGN + 4 * p["channels"] * (p["height"] + p["pad_top"] + p["pad_bottom"]) * 2 * half
     og, kdim, pixels = p["out_channels"] // p["groups"], per_group_in * p["kernel_h"] * p["kernel_w"], oh * ow
     gemm = gemm_workspace_bytes(og, pixels, kdim)
-    by_offsets = p["kernel_h"] * p["kernel_w"] > 1 and p["stride_w"] == 1 and ow % PM_MR == 0
+    by_offsets = p["kernel_h"] * p["kernel_w"] > 1 and p["stride_w"] in (1, 2) and ow % PM_MR == 0
     if _pixel_major_pays(og, pixels, by_offsets):
         pm_pixels = _round_up(pixels, PM_MR)
         slivers = 0 if by_offsets else pm_pixels * min(KC, kdim)  # (the tiles read the bordered copy in place)
@@ -340,6 +345,13 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
         padded = (p["height"] + p["pad_top"] + p["pad_bottom"]) * (p["width"] + p["pad_left"] + p["pad_right"])
         gemm += ALIGN + 4 * per_group_in * padded
     return gemm
+
+
+def _stem_takes(p: dict[str, int], ow: int) -> bool:
+    """ck_stem_takes: one group of 2 to STEM_MAX_CHANNELS input channels, a window wider than one pixel of at
+    most KC taps, stride_w 2, output rows of at least 16 pixels."""
+    return p["groups"] == 1 and 2 <= p["channels"] <= STEM_MAX_CHANNELS and p["kernel_h"] * p["kernel_w"] > 1 and \
+        p["channels"] * p["kernel_h"] * p["kernel_w"] <= KC and p["stride_w"] == 2 and ow >= 16
 
 
 def _dw_task_groups(p: dict[str, int]) -> int:
