@@ -54,8 +54,9 @@ def i64_array(values):
 
 
 def workspace(nbytes: int):
-    """Exactly nbytes, deliberately misaligned by one byte; keep the owner alive with the pointer."""
-    owner = np.empty(nbytes + 1, np.uint8)
+    """Exactly nbytes, deliberately misaligned by one byte, every byte 0xff (NaN floats: a kernel that reads
+    scratch it did not write shows); keep the owner alive with the pointer."""
+    owner = np.full(nbytes + 1, 0xFF, np.uint8)
     return owner, ctypes.c_void_p(owner.ctypes.data + 1)
 
 

@@ -297,9 +297,9 @@ void ck_dw3x3_flat_groups(const ck_conv2d_params *p, int64_t first, int64_t end,
   int64_t period, floats = ck_dw3x3_flat_floats(p, &period), i, o;
   int32_t *left = (int32_t *)(void *)(slot + floats - 2 * (period + CK_DW_BLOCK)), *right = left + period + CK_DW_BLOCK;
   ck_dw3x3_layout(p, slot, planes, tap);
-  for (i = 0; i < period + CK_DW_BLOCK; ++i) {
-    left[i] = i % period != 0 ? -1 : 0;
-    right[i] = s == 2 || i % period != period - 1 ? -1 : 0; /* (stride 2: column 2x + 1 < W always) */
+  for (i = 0, o = 0; i < period + CK_DW_BLOCK; ++i, o = o + 1 < period ? o + 1 : 0) { /* o = i % period */
+    left[i] = o != 0 ? -1 : 0;
+    right[i] = s == 2 || o != period - 1 ? -1 : 0; /* (stride 2: column 2x + 1 < W always) */
   }
   for (i = first; i < end; ++i) {
     const int64_t n = i / p->groups, g = i % p->groups;
