@@ -2,9 +2,12 @@
 import pytest
 
 from byoc_compiler import op
-from byoc_compiler.ir import Call, Constant, GlobalVar, IRModule, Tuple, TupleGetItem, TensorType, Var, post_order
+from byoc_compiler.ir import (Call, Constant, Function, GlobalVar, IRModule, Tuple, TupleGetItem, TensorType, Var,
+                              post_order)
+from byoc_compiler.ir.expr import with_inputs
 from byoc_compiler.partition import PartitionError, partition_for, summarize
-from byoc_compiler.transform.annotations import Annotations, graph_nodes, read, write
+from byoc_compiler.partition.invariants import check_partitioned
+from byoc_compiler.transform.annotations import Annotations, RegionAnnotation, graph_nodes, read, write
 from byoc_compiler.transform import (AnnotateTarget, MergeCompilerRegions, PartitionGraph, annotate_target,
                                      infer_type, merge_compiler_regions, partition_graph)
 from byoc_compiler.transform.partition_graph import PartitionInvariantError
@@ -313,6 +316,41 @@ def test_non_convex_region_is_caught_and_blamed():
     broken = m.with_function("main", write(main, bad))
     with pytest.raises(PartitionInvariantError, match="MergeCompilerRegions"):
         partition_graph(broken)
+
+
+def _left_annotated(mod):
+    name, func = next(iter(externals(mod).items()))
+    inner = func.body.args[0]                   # (not the root: the check must look at every node)
+    body = with_inputs(func.body, [with_inputs(inner, inner.args, {"region": RegionAnnotation("tA", 0)})])
+    return mod.with_function(name, Function(func.params, body, func.ret_type, func.attrs))
+
+
+def _uncalled(mod):
+    func = next(iter(externals(mod).values()))
+    return mod.with_function("spare", func.with_attr(global_symbol="spare"))
+
+
+def _calling_another(mod):
+    name, func = next(iter(externals(mod).items()))
+    spare = func.with_attr(global_symbol="spare")
+    body = op.add(Call(GlobalVar("spare"), func.params), func.params[0])
+    return mod.with_function("spare", spare).with_function(name, Function(func.params, body, None, func.attrs))
+
+
+BROKEN_RESULTS = [
+    # id, what breaks a partitioned module, what check_partitioned says
+    ("annotation-left", _left_annotated, "still carries a region annotation"),
+    ("never-called", _uncalled, "@spare is never called"),
+    ("calls-a-global", _calling_another, "calls another global function"),
+]
+
+
+@pytest.mark.parametrize("breaks, says", [c[1:] for c in BROKEN_RESULTS], ids=[c[0] for c in BROKEN_RESULTS])
+def test_a_broken_partition_result_is_caught(breaks, says):
+    good = partition_for("tA", chain())
+    check_partitioned(good, good, "SomePass")
+    with pytest.raises(PartitionInvariantError, match=f"after SomePass, .*{says}"):
+        check_partitioned(good, breaks(good), "SomePass")
 
 
 def test_annotations_stay_on_their_nodes_when_the_graph_changes():

@@ -65,6 +65,31 @@ def post_order(root: Expr, into_functions: bool = False, replace: dict[int, Expr
     return order
 
 
+def reachable(root: Expr) -> list[Expr]:
+    """Every node post_order(root) has (Functions not entered), each once, in an order of no meaning (the
+    same every time): for a question about every node of a graph that does not care about order, a walk
+    about a third cheaper than post_order (no iterator per node, no revisit of a node's inputs)."""
+    found = [root]
+    seen = {id(root)}
+    stack = [root]
+    mark, add, pop, push = seen.add, found.append, stack.pop, stack.append
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is Call:
+            kids = node.args if type(node.op) is not Function else (node.op, *node.args)
+        elif kind is Var or kind is Constant or kind is GlobalVar:
+            continue
+        else:
+            kids = node.children()
+        for child in kids:
+            if id(child) not in seen:
+                mark(id(child))
+                add(child)
+                push(child)
+    return found
+
+
 def graph_order(body: Expr) -> list[Expr]:
     """post_order(body) (Functions not entered), remembered on `body`: nodes never change, so the passes
     of a pipeline that walk the same function body share one walk. For function bodies only (a cache per

@@ -83,6 +83,22 @@ def _may_match(pat: Pattern, expr: Expr) -> bool:
     return True
 
 
+def may_match_among(pattern: Pattern, exprs: list[Expr]) -> list[Expr]:
+    """The expressions of `exprs` _may_match does not rule out for `pattern`, in order: one filter over the
+    list instead of a match call per expression (MergeComposite tries every call of a pattern's root op,
+    and most are ruled out by the op of an argument)."""
+    if type(pattern) is not CallPattern or type(pattern.op) is not OpPattern:
+        return exprs
+    name, count = pattern.op.name, len(pattern.args)
+    kept = [e for e in exprs if type(e) is Call and type(e.op) is Op and e.op.name == name and len(e.args) == count]
+    for k, sub in enumerate(pattern.args):
+        if type(sub) is CallPattern and type(sub.op) is OpPattern:
+            arg_name = sub.op.name
+            kept = [e for e in kept if type(e.args[k]) is Call and type(e.args[k].op) is Op
+                    and e.args[k].op.name == arg_name]
+    return kept
+
+
 def root_op_names(pattern: Pattern) -> frozenset[str] | None:
     """The op names a match of `pattern` can have at its root, or None when any expression may match.
 

@@ -77,12 +77,12 @@ class _RegionMerger:
                     self.visit_host(i, {c: self.contribution(c) for c in kids})
                     self.release(kids)
                 continue                        # a leaf: nothing upstream of it, nothing to release
-            g = joins_whole(i, kids, target)
+            g, grouped = joins_whole(i, kids, target)
             if g is not None:                   # the common case, without the upstream sets (joins_whole)
                 group[i] = g
                 self.first_group_of_region.setdefault(region[i], g)
-                # release(kids), knowing every input is in g and none is a host node
-                left = pending[g] = pending.get(g, 0) + users_left[i] - len(kids)
+                # release(kids), knowing `grouped` inputs are in g and the others have nothing upstream
+                left = pending[g] = pending.get(g, 0) + users_left[i] - grouped
                 if not left:
                     self.group_up.pop(g, None)
                     self.below.pop(g, None)
@@ -101,26 +101,31 @@ class _RegionMerger:
         region = {i: g if parent[g] == g else find(g) for i, g in self.group.items()}
         return Annotations(dict(self.ann.target), region).normalized()
 
-    def joins_whole(self, i: int, kids: list[int], target: dict[int, str]) -> int | None:
-        """The group of every input of annotated node i, when all its inputs have its target and are in one
-        group (which its region's first group, if any, is too): the node joins that group and nothing
-        changes upstream of anything. Otherwise None (the general steps decide)."""
-        if not kids:
-            return None
-        t, group, parent = target[i], self.group, self.uf.parent
-        g = None
+    def joins_whole(self, i: int, kids: list[int], target: dict[int, str]) -> tuple[int | None, int]:
+        """(g, how many inputs are in g) when every input of annotated node i either has its target and is in
+        group g (which its region's first group, if any, is too) or is a host value with nothing upstream (a
+        constant, a parameter): the node joins g and nothing changes upstream of anything. Otherwise
+        (None, 0): the general steps decide."""
+        t, group, parent, node_up = target[i], self.group, self.uf.parent, self.node_up
+        g, grouped = None, 0
         for c in kids:
-            if target.get(c) != t:
-                return None
+            have = target.get(c)
+            if have != t:
+                if have is not None or node_up.get(c):
+                    return None, 0
+                continue                        # nothing upstream: adds nothing, waits for nothing
             root = group[c]
             if parent[root] != root:
                 root = self.find(root)
             if g is None:
                 g = root
             elif root != g:
-                return None
+                return None, 0
+            grouped += 1
+        if g is None:
+            return None, 0
         forced = self.first_group_of_region.get(self.ann.region[i])
-        return g if forced is None or self.find(forced) == g else None
+        return (g, grouped) if forced is None or self.find(forced) == g else (None, 0)
 
     # ---- the upstream sets ----------------------------------------------------------------------
     def live(self, items) -> set[int]:

@@ -21,7 +21,7 @@ from ..ir.expr import Call, Expr, Function, Op, Var, carry_meta, with_inputs
 from ..ir.module import IRModule
 from ..ir.visitor import graph_order, post_order
 from ..pattern import Match
-from ..pattern.matcher import root_op_names
+from ..pattern.matcher import may_match_among, root_op_names
 from ..target import CompositePattern
 from .annotations import moved_inputs, rebuildable_inputs
 from .named_pass import NamedPass, typed
@@ -93,7 +93,7 @@ def find_matches(body: Expr, entries: list[CompositePattern],
     claimed: set[int] = set()
     found: dict[int, tuple[Match, CompositePattern]] = {}
     for entry in entries:
-        for node in candidate_roots(nodes, root_op_names(entry.pattern), by_op):
+        for node in may_match_among(entry.pattern, candidate_roots(nodes, root_op_names(entry.pattern), by_op)):
             if id(node) in claimed:
                 continue
             match = entry.pattern.find(node)
