@@ -57,7 +57,7 @@ def annotate_and_partition(mod: IRModule, targets, mod_name: str = "default", bi
     ann = target_annotations(nodes, kids, targets)
     if not ann.target:
         return _merged_main(mod, order, matches)
-    return lift_regions(mod, nodes, merge_regions(ann, kids), kids, mod_name, bind_constants, stand_ins)
+    return lift_regions(mod, nodes, merge_regions(ann, kids), kids, mod_name, bind_constants, stand_ins, index)
 
 
 def _merged_main(mod: IRModule, order: list[Expr], matches) -> IRModule:

@@ -28,7 +28,8 @@ def choose_target(call: Call, targets: list[Target]) -> str | None:
     if type(call.op) is Op:
         name = call.op.name
         for target in targets:      # (asked of every call: a target without the op is not asked why)
-            if name in target.ops and target.check(call) is None:
+            ops = target.ops
+            if name in ops and (ops[name] is None or target.check(call) is None):
                 return target.name
         return None
     if isinstance(call.op, Function):
@@ -55,12 +56,14 @@ def target_annotations(nodes: list, kids: list[list[int]], targets) -> Annotatio
     old = read(None, nodes)
     chosen, tuples = _choose(nodes, old, targets)
     _keep_tuples_whole(nodes, kids, old, chosen, tuples)
+    if not old.target and not tuples:       # most graphs: each new mark a region of its own, in order
+        return Annotations(chosen, dict(zip(chosen, range(len(chosen))))).normalized()
     target = dict(old.target)
     region = dict(old.region)
     next_region = max(region.values(), default=-1) + 1
     for i in sorted(chosen):
         target[i], region[i] = chosen[i], next_region
-        if _takes_tuple(nodes[i]):
+        if tuples and _takes_tuple(nodes[i]):
             j = kids[i][0]
             target[j], region[j] = chosen[i], next_region
         next_region += 1
@@ -109,7 +112,7 @@ def _keep_tuples_whole(nodes, kids, old, chosen: dict[int, str], tuples: set[int
         if i == root or any(not isinstance(nodes[u], TupleGetItem) for u in users[i]):
             del chosen[i]
     for i in list(chosen):
-        if _takes_tuple(nodes[i]):
+        if tuples and _takes_tuple(nodes[i]):
             j = kids[i][0]
             if j in old.target or users[j] != [i] or j == root:
                 del chosen[i]

@@ -129,7 +129,7 @@ def read(func: Function, nodes: list[Expr] | None = None) -> Annotations:
 def copy_node(node: Expr, inputs: list[Expr]) -> Expr:
     """A new node like `node` (same op, attrs, span, type and meta, but no region annotation) reading
     `inputs`."""
-    return with_inputs(node, inputs, meta_with(node, KEY, None))
+    return with_inputs(node, inputs, meta_with(node, KEY, None) if node._meta else None)
 
 
 def moved_inputs(inputs: tuple[Expr, ...], replaced) -> tuple[Expr, ...] | list[Expr]:

@@ -177,11 +177,18 @@ def _walk(order: list[Expr], uses) -> dict[int, _Chain]:
     extended: set[int] = set()
     for node in order:
         kind = type(node)
-        if kind is Call and type(node.op) is Op and node.op.name in _ANCHORS:
-            start = _anchor(node)
-            if start is not None:
-                chains[id(node)] = start
-        if not chains or not _may_extend(node, kind, chains):
+        if kind is Call:        # (every node of the graph: _may_extend's look at a call without calling it)
+            op = node.op
+            if type(op) is not Op:
+                continue
+            if op.name in _ANCHORS:
+                start = _anchor(node)
+                if start is not None:
+                    chains[id(node)] = start
+                continue
+            if op.name not in _STEPS or not chains or chains.keys().isdisjoint(map(id, node.args)):
+                continue
+        elif kind is not TupleGetItem or not chains or not _may_extend(node, kind, chains):
             continue
         step = _extend(node, chains, uses)
         if step is not None:

@@ -133,17 +133,19 @@ def partition_graph(mod: IRModule, mod_name: str = "default", bind_constants: bo
 
 
 def lift_regions(mod: IRModule, nodes: list[Expr], ann, kids: list[list[int]], mod_name: str = "default",
-                 bind_constants: bool = True, stand_ins: dict[int, Expr] | None = None) -> IRModule:
+                 bind_constants: bool = True, stand_ins: dict[int, Expr] | None = None,
+                 index: dict[int, int] | None = None) -> IRModule:
     """partition_graph for the regions `ann` (annotations of `nodes`, graph_nodes of main, whatever
     main's nodes carry; `kids`: input_positions(nodes)): the nodes lifted lose their region annotation.
     `stand_ins` (id of a node of main -> the node of `nodes` standing in for it): `nodes` is the order of
     main with those nodes replaced (post_order's replace), and their readers, read as main has them, read
-    the stand-ins instead."""
+    the stand-ins instead (`index`: id -> position of every node of `nodes` and every node stood in for,
+    when the caller has it)."""
     main = mod["main"]
     regions, owner = propose(nodes, kids, ann, bind_constants)
     by_number = {r.number: r for r in regions}
     order = contracted_order(kids, owner, regions)
-    keys = _keys(nodes, stand_ins)
+    keys = _keys(nodes, stand_ins, index)
     counters: dict[str, int] = {}
     new: dict[int, Expr] = dict(stand_ins or ())    # id(node read) -> its value in the new main (absent: itself)
     externals: dict[str, Function] = {}
@@ -184,11 +186,11 @@ def lift_regions(mod: IRModule, nodes: list[Expr], ann, kids: list[list[int]], m
     return IRModule(functions)
 
 
-def _keys(nodes: list[Expr], stand_ins: dict[int, Expr] | None) -> list[int]:
+def _keys(nodes: list[Expr], stand_ins: dict[int, Expr] | None, index: dict[int, int] | None) -> list[int]:
     """Per position, the id its readers look it up by: the node's, or that of the node it stands in for."""
     keys = list(map(id, nodes))
     if stand_ins:
-        position = {key: pos for pos, key in enumerate(keys)}
+        position = index if index is not None else {key: pos for pos, key in enumerate(keys)}
         for key, node in stand_ins.items():
             keys[position[id(node)]] = key
     return keys
