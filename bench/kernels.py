@@ -3,14 +3,17 @@
     python bench/kernels.py [--repeat 9] [--cc gcc] [--out bench/RESULTS-kernels.md] [--layers fc]
 
 Layers are ResNet-50's (and bert_tiny's dense layers, mobilenetv2's stem); conv2d is timed as generated models call it, on
-a weight packed ahead (ck_conv2d_prepacked), dense both ways (ck_dense, ck_dense_prepacked). The library is built twice with the flags a user gets: `-O3` (the
+a weight packed ahead (ck_conv2d_prepacked), or for the stride-1 3x3 layers where the codegen's rule picks
+Winograd (winograd.tile, as a default build planned for several threads) on the transformed weight
+(ck_conv2d_winograd; the algorithm column names it), dense both ways (ck_dense, ck_dense_prepacked). The library is built twice with the flags a user gets: `-O3` (the
 portable x86-64 baseline: SSE2) and `-O3 -march=native`. The peer is numpy's matmul
 (OpenBLAS or whatever numpy links, pinned to one thread); for conv2d it is im2col + matmul in
 numpy, timed both as the matmul alone and as the whole thing (im2col copy + matmul). Figures
 are medians of --repeat runs after one warm-up, in CPU time of the calling thread (both the
 library and single-threaded numpy compute there), with all columns of a row taking turns in
 every repeat, so other load on the machine skews them less and alike; GFLOP/s count 2 flops per
-multiply-add. Each conv layer is also run as a one-node ONNX model by onnxruntime with one intra-op thread
+multiply-add (a Winograd layer's GFLOP/s count the direct convolution's flops: the same work done faster).
+Each conv layer is also run as a one-node ONNX model by onnxruntime with one intra-op thread
 (it computes on the calling thread): its session.run timed the same way, in the same turns, and its own
 profiler's kernel time of the Conv node (wall clock, so a loaded machine inflates that column alone).
 The library's thread pool is held at one thread (byoc_set_num_threads(1)); the ISA path the library's
@@ -37,6 +40,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from byoc_compiler.contrib.ccompiler import kernels as K  # noqa: E402
+from byoc_compiler.contrib.ccompiler import winograd as WG  # noqa: E402
 
 f32p = ctypes.POINTER(ctypes.c_float)
 
@@ -101,6 +105,7 @@ def build(cc: str, flags: list[str], out: Path) -> ctypes.CDLL:
     subprocess.run(cmd, check=True)
     lib = ctypes.CDLL(str(out))
     lib.ck_conv2d_workspace_bytes.restype = ctypes.c_size_t
+    lib.ck_conv2d_winograd_workspace_bytes.restype = ctypes.c_size_t
     for name in ("ck_dense_workspace_bytes", "ck_gemm_prepacked_workspace_bytes"):
         getattr(lib, name).restype = ctypes.c_size_t
         getattr(lib, name).argtypes = [ctypes.c_int64] * 3
@@ -195,21 +200,29 @@ def conv_row(libs, layer, repeat):
     cols = im2col(np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad))), k, s, oh, ow)
     want = (w2 @ cols).reshape(1, o, oh, ow)
     params = ConvParams(**values)
-    packed = K.pack_conv2d_weight(values, wt)  # as the codegen does: generated models call ck_conv2d_prepacked
+    m = WG.tile(values)  # as the codegen does: Winograd F(m x m, 3 x 3) where its rule picks it, else
+    # ck_conv2d_prepacked; the weight packed (transformed) ahead either way
+    packed = WG.pack_weight(values, m, wt) if m else K.pack_conv2d_weight(values, wt)
     ort_run, ort_kernel_s = ort_conv(x, wt, s, pad, repeat)
     calls = {"numpy_matmul": lambda: w2 @ cols, "numpy_whole": numpy_whole, "ort": ort_run}
     outputs = {}
     for label, variant in libs.items():
         lib = variant.lib
-        ws = np.empty(lib.ck_conv2d_workspace_bytes(ctypes.byref(params)) + 64, np.uint8)
+        ws = np.empty((lib.ck_conv2d_winograd_workspace_bytes(ctypes.byref(params), m) if m else
+                       lib.ck_conv2d_workspace_bytes(ctypes.byref(params))) + 64, np.uint8)
         out = outputs[label] = np.empty((n, o, oh, ow), np.float32)
-        calls[label] = variant.timed(
-            lambda lib=lib, ws=ws, out=out: lib.ck_conv2d_prepacked(ctypes.byref(params), ptr(x), ptr(packed), None, 0,
-                                                                    ptr(out), ctypes.c_void_p(ws.ctypes.data)))
+        if m:
+            call = (lambda lib=lib, ws=ws, out=out: lib.ck_conv2d_winograd(
+                ctypes.byref(params), m, ptr(x), ptr(packed), None, None, 0, ptr(out), ctypes.c_void_p(ws.ctypes.data)))
+        else:
+            call = (lambda lib=lib, ws=ws, out=out: lib.ck_conv2d_prepacked(
+                ctypes.byref(params), ptr(x), ptr(packed), None, 0, ptr(out), ctypes.c_void_p(ws.ctypes.data)))
+        calls[label] = variant.timed(call)
     seconds = interleaved_medians(calls, repeat)
     for label, out in outputs.items():
         np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-2 * np.sqrt(c * k * k), err_msg=label)
-    row = {"name": name, "shape": f"{c}x{h}x{w} -> {o}x{oh}x{ow}"}
+    row = {"name": name, "shape": f"{c}x{h}x{w} -> {o}x{oh}x{ow}",
+           "algorithm": f"winograd F({m}x{m},3x3)" if m else "direct (gemm tiles)"}
     row.update({key: flops / t / 1e9 for key, t in seconds.items()})
     row["ort_profiled"] = flops / ort_kernel_s / 1e9
     return row
@@ -274,13 +287,13 @@ def table(rows, labels) -> str:
     """GFLOP/s per column, then every ck column over numpy's matmul, the default build over numpy's whole
     im2col + matmul, and over onnxruntime (its session.run in CPU time; its profiler's kernel time)."""
     first = labels[0]
-    head = ["layer", "shape", *(f"ck {lab}" for lab in labels), "numpy matmul", "numpy im2col+matmul",
+    head = ["layer", "shape", "algorithm", *(f"ck {lab}" for lab in labels), "numpy matmul", "numpy im2col+matmul",
             "ort run", "ort kernel (profiler)", *(f"{lab} / matmul" for lab in labels),
             f"{first} / im2col+matmul", f"{first} / ort run"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         ort = r["ort"] is not None
-        cells = [r["name"], r["shape"], *(f"{r[lab]:.1f}" for lab in labels), f"{r['numpy_matmul']:.1f}",
+        cells = [r["name"], r["shape"], r.get("algorithm", "gemm"), *(f"{r[lab]:.1f}" for lab in labels), f"{r['numpy_matmul']:.1f}",
                  f"{r['numpy_whole']:.1f}" if r["numpy_whole"] != r["numpy_matmul"] else "(same)",
                  f"{r['ort']:.1f}" if ort else "", f"{r['ort_profiled']:.1f}" if ort else "",
                  *(f"{r[lab] / r['numpy_matmul']:.2f}" for lab in labels),

@@ -15,12 +15,13 @@ import pytest
 from byoc_compiler import op, partition_for, zoo
 from byoc_compiler.backend.build import build
 from byoc_compiler.backend.memory_plan import align_up
+from byoc_compiler.backend.threads import planned_for
 from byoc_compiler.errors import ByocError
 from byoc_compiler.ir import Function, IRModule, Tuple, TupleGetItem, Var, const
 from byoc_compiler.ir.types import TensorType
 from byoc_compiler.transform import InferType
 
-from byoc_compiler.contrib.ccompiler import kernels
+from byoc_compiler.contrib.ccompiler import kernels, winograd
 from byoc_compiler.contrib.ccompiler.codegen import ALIGNMENT, ccompiler_codegen
 
 GOLDEN = Path(__file__).parent / "golden" / "ccompiler"
@@ -467,3 +468,51 @@ def test_bad_symbol_is_refused():
     symbol, func = one_op()
     with pytest.raises(ByocError, match="not a C identifier"):
         ccompiler_codegen(func, "1 bad")
+
+
+WINOGRAD_RULE = [  # (what, data shape, weight shape, strides, groups, max_threads, F(m x m) or 0 for direct)
+    ("3x3-stride1-16x16", (1, 8, 16, 16), (24, 8, 3, 3), (1, 1), 1, 8, 2),
+    ("3x3-stride1-14x14-odd-channels", (1, 5, 14, 14), (7, 5, 3, 3), (1, 1), 1, 8, 2),
+    ("7x7-plane-direct", (1, 8, 7, 7), (24, 8, 3, 3), (1, 1), 1, 8, 0),
+    ("stride2-direct", (1, 8, 16, 16), (24, 8, 3, 3), (2, 2), 1, 8, 0),
+    ("grouped-direct", (1, 8, 16, 16), (48, 4, 3, 3), (1, 1), 2, 8, 0),
+    ("5x5-direct", (1, 8, 16, 16), (24, 8, 5, 5), (1, 1), 1, 8, 0),
+    ("planned-for-one-thread-direct", (1, 8, 16, 16), (24, 8, 3, 3), (1, 1), 1, 1, 0),
+]
+
+
+@pytest.mark.parametrize("data_shape,weight_shape,strides,groups,max_threads,m", [c[1:] for c in WINOGRAD_RULE],
+                         ids=[c[0] for c in WINOGRAD_RULE])
+def test_stride1_3x3_convs_take_winograd_where_the_rule_picks_it(data_shape, weight_shape, strides, groups,
+                                                                 max_threads, m):
+    """winograd.tile's choice reaches the C: ck_conv2d_winograd on the transformed weight (sized by the library's
+    formula, its own scratch planned) for stride-1 3x3 one-group convs on planes of 14x14 and more in builds planned
+    for several threads; everything else keeps ck_conv2d_prepacked. Results: test_ccompiler_e2e (residual_blocks)."""
+    x = _var("x", data_shape)
+    weight = np.random.default_rng(7).standard_normal(weight_shape).astype(np.float32)
+    k = weight_shape[2] // 2
+    body = op.nn.relu(op.nn.conv2d(x, const(weight), strides=strides, padding=(k, k), groups=groups))
+    part = partition_for(["ccompiler"], IRModule.from_expr(Function([x], body)))
+    with planned_for(max_threads):
+        code = _code(ccompiler_codegen(part["tvmgen_default_ccompiler_main_0"], "tvmgen_default_ccompiler_main_0"))
+    assert ("ck_conv2d_winograd(&params" in code) == bool(m), code
+    assert ("ck_conv2d_prepacked(&params" in code) != bool(m)
+    if m:
+        p = kernels.conv2d_params(data_shape, weight_shape, strides, (k,) * 4, (1, 1), groups)
+        assert f"ck_conv2d_winograd(&params, {m}, " in code and "packed for ck_conv2d_winograd" in code
+        assert f"[{winograd.weight_bytes(p, m) // 4}]" in code and f"[{weight.size}]" not in code
+        with planned_for(max_threads):
+            assert f"ck_conv2d_winograd_workspace_bytes(&params, {m}) > (size_t){winograd.workspace_bytes(p, m)})" \
+                in code
+
+
+def test_residual_add_rides_on_a_winograd_conv():
+    """A residual add (+ relu) after a Winograd conv goes into its epilogue as after a direct one (fuse_residual.py)."""
+    x = _var("x", (1, 16, 14, 14))
+    weight = np.random.default_rng(8).standard_normal((16, 16, 3, 3)).astype(np.float32)
+    conv = op.nn.bias_add(op.nn.conv2d(x, const(weight), padding=(1, 1)), const(np.ones(16, np.float32)))
+    part = partition_for(["ccompiler"], IRModule.from_expr(Function([x], op.nn.relu(op.add(conv, x)))))
+    code = _core(_code(ccompiler_codegen(part["tvmgen_default_ccompiler_main_0"], "tvmgen_default_ccompiler_main_0")))
+    calls = _CALL.findall(code.split("{", 1)[1])
+    assert calls.count("ck_conv2d_winograd") == 1 and "ck_binary" not in calls and "ck_unary" not in calls, calls
+    assert re.search(r"ck_conv2d_winograd\(&params, 2, (\w+), \w+, \w+, \1, CK_ACT_RELU,", code), code

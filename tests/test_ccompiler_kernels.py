@@ -24,6 +24,7 @@ from sanitizer_rerun import BUILDS, RERUN_COMPILERS, SANITIZE, build_params
 from byoc_compiler.testing.loops import conv2d_loops, pool2d_loops, pool_out_size
 
 from byoc_compiler.contrib.ccompiler import kernels as K
+from byoc_compiler.contrib.ccompiler import winograd as WG
 
 WARNINGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared"]
 
@@ -1302,6 +1303,117 @@ def test_compiles_without_warnings(cc, opt, tmp_path):
                *K.standalone_args()[:3], "-c", str(source), "-o", str(tmp_path / (source.stem + ".o"))]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
+
+
+# ---- Winograd F(m x m, 3 x 3) (ck_winograd.c) ---------------------------------------------------------
+
+def test_winograd_matrices_compute_a_correlation():
+    """winograd.py's G, B^T and A^T (the layout the C transforms follow) give an explicit 3x3 correlation."""
+    rng = np.random.default_rng(5)
+    for m in (2, 4):
+        d, g = rng.standard_normal((m + 2, m + 2)), rng.standard_normal((3, 3))
+        y = WG.AT[m] @ ((WG.G[m] @ g @ WG.G[m].T) * (WG.BT[m] @ d @ WG.BT[m].T)) @ WG.AT[m].T
+        want = [[np.sum(g * d[i:i + 3, j:j + 3]) for j in range(m)] for i in range(m)]
+        np.testing.assert_allclose(y, want, rtol=0, atol=1e-12)
+
+
+def winograd(ck, m, x, w, padding, bias=None, residual=None, act=0, packed=None):
+    """ck_conv2d_winograd on the codegen's packed weight (winograd.pack_weight), sizes checked against the mirror."""
+    values = K.conv2d_params(x.shape, w.shape, (1, 1), padding, (1, 1), 1)
+    p = ConvParams(**values)
+    for name in ("ck_conv2d_winograd_workspace_bytes", "ck_conv2d_winograd_weight_bytes"):
+        getattr(ck.lib, name).restype = ctypes.c_size_t
+    nbytes = ck.ck_conv2d_winograd_workspace_bytes(ctypes.byref(p), i32(m))
+    assert nbytes == WG.workspace_bytes(values, m), "Python mirror of the workspace size"
+    packed = WG.pack_weight(values, m, w) if packed is None else packed
+    assert ck.ck_conv2d_winograd_weight_bytes(ctypes.byref(p), i32(m)) == 4 * packed.size
+    oh, ow = K.conv2d_output_hw(values)
+    out = np.full((x.shape[0], w.shape[0], oh, ow), np.nan, np.float32)
+    owner, ws = workspace(nbytes)
+    assert ck.ck_conv2d_winograd(ctypes.byref(p), i32(m), fptr(x), fptr(packed), fptr(bias), fptr(residual), i32(act),
+                                 fptr(out), ws) == 0
+    return out
+
+
+def winograd_bound(x, w, padding, m):
+    """An error bound per output: the float64 sum of |w| |x| over the window times F(m)'s unit roundoffs (F(2x2)
+    rounds each transformed operand and product a few times, F(4x4) scales by up to 8 on the way)."""
+    return (2.0 ** -21 if m == 2 else 2.0 ** -17) * conv2d_einsum(np.abs(x), np.abs(w), (1, 1), padding, (1, 1), 1)
+
+
+# (name, data shape, out channels, padding): tiles that overhang odd planes (7x7, 9x13), uneven and no padding,
+# more tiles than one task's block (blocked) and few (every tile once, tasks of 24 output channels), two K blocks
+WINOGRAD_CASES = [
+    ("7x7-overhang", (1, 16, 7, 7), 24, (1, 1, 1, 1)),
+    ("9x13-uneven-pads-batch2", (2, 5, 9, 13), 7, (1, 0, 2, 1)),
+    ("no-padding", (1, 8, 10, 10), 9, (0, 0, 0, 0)),
+    ("blocked-two-k-blocks", (1, 260, 18, 20), 30, (1, 1, 1, 1)),
+    ("shared-output-groups", (1, 40, 12, 11), 50, (1, 1, 1, 1)),
+]
+WINOGRAD_EPILOGUES = [("plain", False, False, 0), ("bias-relu", True, False, 1),
+                      ("bias-residual-relu6", True, True, 2), ("residual-relu", False, True, 1)]
+
+
+@pytest.mark.parametrize("m", [2, 4], ids=["F2", "F4"])
+@pytest.mark.parametrize("case", WINOGRAD_CASES, ids=[c[0] for c in WINOGRAD_CASES])
+@pytest.mark.parametrize("name,with_bias,with_residual,act", WINOGRAD_EPILOGUES, ids=[e[0] for e in WINOGRAD_EPILOGUES])
+def test_winograd_against_float64(ck, m, case, name, with_bias, with_residual, act):
+    _, xs, o, padding = case
+    x, w, b = 4 * rand(*xs), rand(o, xs[1], 3, 3), rand(o)
+    conv = conv2d_einsum(x, w, (1, 1), padding, (1, 1), 1) + (b[None, :, None, None] if with_bias else 0)
+    residual = 3 * rand(*conv.shape) if with_residual else None
+    got = winograd(ck, m, x, w, padding, b if with_bias else None, residual, act)
+    want = activate(conv + (residual if with_residual else 0), act)
+    err, bound = np.abs(got - want), winograd_bound(x, w, padding, m) + 1e-6
+    assert np.all(err <= bound), f"worst error {err.max():.3g} at bound {bound.ravel()[np.argmax(err)]:.3g}"
+
+
+def test_winograd_planted_wrong_coefficient_fails(ck, monkeypatch):
+    """The check above catches a transform off by one coefficient (G's 1/2 as 0.49 in one place)."""
+    x, w = 4 * rand(1, 16, 7, 7), rand(24, 16, 3, 3)
+    values = K.conv2d_params(x.shape, w.shape, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    wrong = WG.G[2].copy()
+    wrong[1, 1] = 0.49
+    monkeypatch.setitem(WG.G, 2, wrong)
+    got = winograd(ck, 2, x, w, (1, 1, 1, 1), packed=WG.pack_weight(values, 2, w))
+    err = np.abs(got - conv2d_einsum(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1))
+    assert not np.all(err <= winograd_bound(x, w, (1, 1, 1, 1), 2) + 1e-6)
+
+
+@pytest.mark.parametrize("m", [2, 4], ids=["F2", "F4"])
+@pytest.mark.parametrize("xs,o", [((1, 24, 30, 30), 40), ((1, 30, 9, 9), 100)], ids=["blocked", "shared"])
+def test_winograd_same_bits_at_every_thread_count(ck, m, xs, o):
+    x, w, b = rand(*xs), rand(o, xs[1], 3, 3), rand(o)
+    residual = rand(xs[0], o, xs[2], xs[3])
+    outs = []
+    try:
+        for threads in (1, 2, 3, 8):
+            ck.byoc_set_num_threads(threads)
+            outs.append(winograd(ck, m, x, w, (1, 1, 1, 1), b, residual, 1))
+    finally:
+        ck.byoc_set_num_threads(1)
+    for threads, out in zip((2, 3, 8), outs[1:]):
+        np.testing.assert_array_equal(out, outs[0], err_msg=f"{threads} threads differ from 1")
+
+
+def test_winograd_sizes_agree_with_c_and_refuse_other_geometries(ck):
+    rng = np.random.default_rng(9)
+    for name in ("ck_conv2d_winograd_workspace_bytes", "ck_conv2d_winograd_weight_bytes"):
+        getattr(ck.lib, name).restype = ctypes.c_size_t
+    for _ in range(30):
+        c, o = int(rng.integers(1, 300)), int(rng.integers(1, 300))
+        h, wd = int(rng.integers(1, 60)), int(rng.integers(1, 60))
+        values = K.conv2d_params((1, c, h + 2, wd + 2), (o, c, 3, 3), (1, 1), (int(rng.integers(0, 3)),) * 4, (1, 1), 1)
+        p = ConvParams(**values)
+        for m in (2, 4):
+            assert ck.ck_conv2d_winograd_workspace_bytes(ctypes.byref(p), i32(m)) == WG.workspace_bytes(values, m)
+            assert ck.ck_conv2d_winograd_weight_bytes(ctypes.byref(p), i32(m)) == WG.weight_bytes(values, m)
+    base = K.conv2d_params((1, 4, 8, 8), (4, 4, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    for change, m in [(dict(stride_w=2), 2), (dict(dilation_h=2), 2), (dict(kernel_w=5), 2), (dict(groups=2), 2),
+                      ({}, 3), ({}, 0)]:
+        p = ConvParams(**{**base, **change})
+        assert ck.ck_conv2d_winograd_workspace_bytes(ctypes.byref(p), i32(m)) == 0, (change, m)
+        assert ck.ck_conv2d_winograd(ctypes.byref(p), i32(m), None, None, None, None, i32(0), None, None) != 0
 
 
 # ---- sanitizers ---------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ NOT_OPS = {
     "copy": None,                      # region outputs that are inputs, constants or repeated values
     "conv2d_prepacked": "nn.conv2d",   # nn.conv2d whose constant weight was packed at codegen time
     "conv2d_prepacked_add": "nn.conv2d",  # conv2d_prepacked with a residual add (+ relu) fused (fuse_residual.py)
+    "conv2d_winograd": "nn.conv2d",    # a stride-1 3x3 nn.conv2d on its Winograd-transformed weight (prepack.py)
+    "conv2d_winograd_add": "nn.conv2d",  # conv2d_winograd with a residual add (+ relu) fused (fuse_residual.py)
     "qnn_conv2d_add": "qnn.add",       # the int8 conv chain with the residual qnn.add after it (fuse_qresidual.py)
     "dense_prepacked": "nn.dense",     # the same for a constant dense weight (prepack.py), and matmul's B
     "matmul_prepacked": "nn.matmul",

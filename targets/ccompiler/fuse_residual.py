@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+# The float convolutions that take a residual: the op of each fused step is the conv's + "_add".
+CONVS = ("conv2d_prepacked", "conv2d_winograd")
+
 
 def _fusable_conv(step, value, readers: Counter) -> bool:
-    return (step.op == "conv2d_prepacked" and len(step.ins) == 3 and step.activation is None
+    return (step.op in CONVS and len(step.ins) == 3 and step.activation is None
             and value.buffer.kind == "temp" and readers[id(value.buffer)] == 1
             and step.outs[0].buffer is value.buffer)
 
@@ -44,7 +47,7 @@ def later_conv(steps, i: int, producer: dict, gone: set, fusable) -> tuple[int, 
     return max(candidates) if candidates else None
 
 
-def fuse_adds_into_convs(lowering, conv_op: str, add_op: str, fusable, fused_step) -> None:
+def fuse_adds_into_convs(lowering, conv_op: str | tuple[str, ...], add_op: str, fusable, fused_step) -> None:
     """The rewrite both residual fusions share (this file's float one, fuse_qresidual.py's int8 one): each
     `add_op` step of two distinct tensors whose input the later `conv_op` step computed (`fusable(step, value,
     readers)` accepts) becomes `fused_step(steps, add index, conv index, the conv's side of the add, readers,
@@ -52,7 +55,8 @@ def fuse_adds_into_convs(lowering, conv_op: str, add_op: str, fusable, fused_ste
     and what only it used are dropped. Rewrites lowering.steps in place."""
     steps = lowering.steps
     readers = Counter(id(v.buffer) for s in steps for v in s.ins)
-    producer = {id(s.outs[0].buffer): i for i, s in enumerate(steps) if s.op == conv_op}
+    conv_ops = (conv_op,) if isinstance(conv_op, str) else conv_op
+    producer = {id(s.outs[0].buffer): i for i, s in enumerate(steps) if s.op in conv_ops}
     gone: set[int] = set()
     for i, add in enumerate(steps):
         if add.op != add_op or len(add.ins) != 2 or add.ins[0].buffer is add.ins[1].buffer:
@@ -82,7 +86,7 @@ def fuse_residual_adds(lowering, step_type) -> None:
         title = f"{conv.title} + add" + (" + nn.relu" if relu is not None else "")
         if relu is not None:
             gone.add(relu)
-        return step_type("conv2d_prepacked_add", conv.attrs, [*conv.ins, residual], [result], title,
+        return step_type(f"{conv.op}_add", conv.attrs, [*conv.ins, residual], [result], title,
                          "nn.relu" if relu is not None else None, conv.scratch)
 
-    fuse_adds_into_convs(lowering, "conv2d_prepacked", "add", _fusable_conv, fused_step)
+    fuse_adds_into_convs(lowering, CONVS, "add", _fusable_conv, fused_step)

@@ -30,7 +30,7 @@ HEADER = "byoc_ck.h"
 SOURCES = tuple(KERNEL_DIR / name for name in (
     "ck_microkernel.c", "ck_gemm.c", "ck_dense.c", "ck_conv2d.c", "ck_elementwise.c", "ck_pool.c", "ck_shape.c",
     "ck_transformer.c", "ck_reduce.c", "ck_resize.c", "ck_qgemm.c", "ck_qconv.c", "ck_qelementwise.c",
-    "ck_activation.c", "ck_depthwise.c", "ck_stem.c", "ck_parallel.c"))
+    "ck_activation.c", "ck_depthwise.c", "ck_stem.c", "ck_parallel.c", "ck_winograd.c"))
 HEADERS = (KERNEL_DIR / HEADER, KERNEL_DIR / "ck_internal.h", KERNEL_DIR / "ck_transformer.h",
            KERNEL_DIR / "ck_reduce.h", KERNEL_DIR / "ck_resize.h", KERNEL_DIR / "ck_qnn.h", KERNEL_DIR / "ck_qinternal.h",
            KERNEL_DIR / "ck_activation.h", KERNEL_DIR / "ck_depthwise.h", KERNEL_DIR / "ck_stem.h")
@@ -109,6 +109,13 @@ FUNCTIONS: dict[str, KernelFunction] = {f.name: f for f in (
     _fn("ck_conv2d_prepacked_add", "const ck_conv2d_params *p, const float *data, const float *packed_weight, "
         "const float *bias, const float *residual, int32_t activation, float *out, void *workspace",
         "activation(ck_conv2d_prepacked + residual): a residual add (+ relu) in the conv's epilogue"),
+    _fn("ck_conv2d_winograd_weight_bytes", "const ck_conv2d_params *p, int32_t m",
+        "size of a Winograd F(m x m, 3 x 3) weight (pack_winograd_weight); 0: not this path's geometry", "size_t"),
+    _fn("ck_conv2d_winograd_workspace_bytes", "const ck_conv2d_params *p, int32_t m", "scratch of ck_conv2d_winograd",
+        "size_t"),
+    _fn("ck_conv2d_winograd", "const ck_conv2d_params *p, int32_t m, const float *data, const float *packed_weight, "
+        "const float *bias, const float *residual, int32_t activation, float *out, void *workspace",
+        "activation(conv2d + bias [+ residual]) by Winograd F(m x m, 3 x 3): stride 1, 3x3, one group"),
     _fn("ck_binary", "int32_t op, const float *lhs, int32_t lhs_ndim, const int64_t *lhs_shape, "
         "const float *rhs, int32_t rhs_ndim, const int64_t *rhs_shape, float *out, int32_t out_ndim, "
         "const int64_t *out_shape", "binary op with numpy broadcasting"),

@@ -26,11 +26,15 @@ def prepack_weights(lowering: Lowering) -> None:
     A raw weight nothing else reads is dropped, so the packed copy replaces it."""
     packed: dict[tuple, Buffer] = {}
     for step in lowering.steps:
-        rule = PREPACK.get(step.op)
+        table = rule = PREPACK.get(step.op)
+        rule = (rule.pick(step) or rule) if rule is not None and rule.pick is not None else rule
         if rule is None or step.ins[rule.weight].buffer.kind != "const" or not rule.when(step):
             continue
+        if rule is not table:  # another algorithm (Winograd): its own scratch, planned when the step was made
+            nbytes = RULES[rule.op].scratch(step)
+            step.scratch = Buffer("scratch", int(nbytes)) if nbytes > 0 else None
         weight = step.ins[rule.weight]
-        key = (id(weight.buffer), step.op, rule.key(step))
+        key = (id(weight.buffer), rule.op, rule.key(step))
         if key not in packed:
             data = rule.pack(step, weight.buffer.data)
             note = f"{step.op.removeprefix('nn.')} weight {shape_text(weight.type.shape)} packed for {rule.function}"

@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import kernels
+from . import kernels, winograd
 from .rules import conv2d_params, matmul_mnk
 from .rules_transformer import batch_matmul_dims
 
@@ -44,6 +44,7 @@ class Prepack:
     pack: Callable                # (step, weight ndarray) -> the packed array
     key: Callable = lambda step: ()  # what else (besides the constant) the packed layout depends on
     function: str = ""            # the kernel the note names
+    pick: Callable | None = None  # step -> another Prepack that applies instead (an algorithm chosen per shape), or None
 
 
 def _fits(packed_bytes: int, step, index: int) -> bool:
@@ -58,6 +59,21 @@ def _conv2d_when(step) -> bool:
 
 def _conv2d_pack(step, weight):
     return kernels.pack_conv2d_weight(conv2d_params(step), weight)
+
+
+def _conv2d_pick(step):
+    """Stride-1 3x3 convolutions where winograd.tile picks F(m x m, 3 x 3): its transformed weight instead."""
+    return WINOGRAD if winograd.tile(conv2d_params(step)) else None
+
+
+def _winograd_pack(step, weight):
+    p = conv2d_params(step)
+    return winograd.pack_weight(p, winograd.tile(p), weight)
+
+
+# (the transformed weight is 16/9 of the weight's size for F(2x2): no MAX_GROWTH test)
+WINOGRAD = Prepack("conv2d_winograd", 1, lambda step: True, _winograd_pack,
+                   key=lambda step: tuple(sorted(conv2d_params(step).items())), function="ck_conv2d_winograd")
 
 
 # ---- dense, matmul, batch_matmul: B packed ahead ------------------------------------------------------
@@ -105,7 +121,8 @@ def _transpose_b(step):
 
 PREPACK: dict[str, Prepack] = {
     "nn.conv2d": Prepack("conv2d_prepacked", 1, _conv2d_when, _conv2d_pack,
-                         key=lambda step: tuple(sorted(conv2d_params(step).items())), function="ck_conv2d_prepacked"),
+                         key=lambda step: tuple(sorted(conv2d_params(step).items())), function="ck_conv2d_prepacked",
+                         pick=_conv2d_pick),
     "nn.dense": Prepack("dense_prepacked", 1, _dense_when, _dense_pack, function="ck_dense_prepacked"),
     "nn.matmul": Prepack("matmul_prepacked", 1, _matmul_when, _matmul_pack, key=_transpose_b,
                          function="ck_matmul_prepacked"),

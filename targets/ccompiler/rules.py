@@ -278,6 +278,11 @@ from .rules_activation import rules as _activation_rules  # noqa: E402
 
 RULES.update(_activation_rules())
 
+# Stride-1 3x3 convolutions on a Winograd-transformed weight, likewise.
+from .rules_winograd import rules as _winograd_rules  # noqa: E402
+
+RULES.update(_winograd_rules())
+
 # Ops that are views: their output is their input's bytes under another shape (no call at all).
 # op name -> for each output, the index of the input it is a view of.
 VIEWS: dict[str, tuple[int, ...]] = {

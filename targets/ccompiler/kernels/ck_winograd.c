@@ -1,0 +1,616 @@
+/* ck_winograd.c - stride-1 3x3 convolutions by Winograd's minimal filtering, F(m x m, 3 x 3), m = 2 or 4.
+ *
+ * The output is cut into m x m tiles; each tile of each input channel reads an alpha x alpha patch
+ * (alpha = m + 2) of the zero-bordered input d and becomes V = B^T d B, each weight 3x3 g becomes
+ * U = G g G^T (at codegen time: kernels.py's pack_winograd_weight), and for every one of the alpha^2
+ * positions (i, j) the products summed over input channels are one matrix product
+ * M[i,j] = U[i,j] (out x in) . V[i,j] (in x tiles), run on the gemm core's micro-kernels; the tile's output is
+ * Y = A^T M A (+ bias, + residual, activation). F(2x2) multiplies 16 times per 4 outputs, F(4x4) 36 times per
+ * 16, where the direct convolution multiplies 36 and 144 times.
+ *
+ * Numbers: the transforms add and subtract (F(4x4) also scales by 2, 4, 5, 8), so the sums carry the rounding
+ * of the transformed operands as well as the products'; F(2x2) stays close to the direct convolution,
+ * F(4x4) loses a few bits (its transformed values grow), which is why the codegen picks m per layer.
+ *
+ * Work: tiles in blocks of CK_WG_BLOCK_TILES, one task each (its input transform, all positions' products and
+ * its output transform, in its thread's slot, so the block's transformed data stays in L2); planes with few
+ * tiles (14x14, 7x7) instead transform every tile once on the pool, then tasks of 24 output channels each run
+ * their rows of every product and their outputs. Every output is one multiply-add chain over the input channels
+ * in a fixed order on the same transformed values whatever the split, so every thread count gives the same
+ * bits. The transforms are plain loops over CK_WG_LANES tiles, compiled for AVX2 and AVX-512 too and following
+ * the gemm core's choice of instruction set.
+ */
+#include <string.h>
+
+#include "ck_internal.h"
+
+#define CK_WG_BLOCK_TILES 32  /* tiles per task; one 32-column sliver of the products */
+#define CK_WG_SHARED_TILES 64 /* at most this many tiles: transform all once, tasks over output channels */
+#define CK_WG_MAX_ALPHA 6
+#define CK_WG_LANES 16 /* tiles transformed at once (see the transforms) */
+/* Floats between one input channel's 32 columns and the next in the transformed input: 16 more than the 32, so
+ * a group of lanes stored whole from a run's last columns stays in its own channel's row. */
+#define CK_WG_VS (CK_N_QUANTUM + CK_WG_LANES)
+/* Floats past the bordered input and past a slot's products that lanes beyond a run's end may read. */
+#define CK_WG_SLACK 128
+
+#if defined(__GNUC__)
+#define CK_WG_INLINE inline __attribute__((always_inline))
+#else
+#define CK_WG_INLINE inline
+#endif
+
+static int64_t ck_wg_round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
+static int64_t ck_wg_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* ---- the plan: everything the shape decides ---------------------------------------------------- */
+
+typedef struct {
+  int64_t m, alpha, a2, oh, ow, ntx, nty, nt, ph, pw, cin, cout, m24;
+  int shared;                 /* few tiles: one transform of all, tasks over output channels */
+  int64_t block_tiles;        /* tiles per task (shared: all) */
+  int64_t cols;               /* columns of one task's products: block_tiles on the 32-column grid */
+  int64_t group_rows, groups; /* output-channel rows per task (blocked: all m24), tasks over them */
+  int64_t blocks, tasks, slots;
+} ck_wg_plan;
+
+static int ck_wg_plan_of(const ck_conv2d_params *p, int32_t m, ck_wg_plan *w) {
+  int64_t oh, ow;
+  if (m != 2 && m != 4) return 0;
+  if (ck_conv2d_output_hw(p, &oh, &ow) != CK_OK) return 0;
+  if (p->groups != 1 || p->kernel_h != 3 || p->kernel_w != 3 || p->stride_h != 1 || p->stride_w != 1 ||
+      p->dilation_h != 1 || p->dilation_w != 1)
+    return 0;
+  w->m = m;
+  w->alpha = m + 2;
+  w->a2 = w->alpha * w->alpha;
+  w->oh = oh;
+  w->ow = ow;
+  w->ntx = (ow + m - 1) / m;
+  w->nty = (oh + m - 1) / m;
+  w->nt = w->ntx * w->nty;
+  w->pw = w->ntx * m + 2; /* the bordered copy covers every tile's patch, overhanging ones included */
+  w->ph = w->nty * m + 2;
+  w->cin = p->channels;
+  w->cout = p->out_channels;
+  w->m24 = ck_wg_round_up(p->out_channels, CK_M_QUANTUM);
+  w->shared = w->nt <= CK_WG_SHARED_TILES;
+  w->block_tiles = w->shared ? w->nt : CK_WG_BLOCK_TILES;
+  w->cols = ck_wg_round_up(w->block_tiles, CK_N_QUANTUM);
+  w->group_rows = w->shared ? CK_M_QUANTUM : w->m24;
+  w->groups = w->m24 / w->group_rows;
+  w->blocks = (w->nt + w->block_tiles - 1) / w->block_tiles;
+  w->tasks = w->blocks * w->groups;
+  w->slots = ck_wg_min(BYOC_MAX_THREADS, w->tasks);
+  return 1;
+}
+
+/* Floats of one position of the transformed input: per 32-column sliver, every channel's CK_WG_VS floats. */
+static int64_t ck_wg_v_pos(const ck_wg_plan *w) { return w->cols / CK_N_QUANTUM * w->cin * CK_WG_VS; }
+
+/* Floats of one slot: the task's transformed input (blocked only) and its products. */
+static int64_t ck_wg_slot_floats(const ck_wg_plan *w) {
+  return (w->shared ? 0 : w->a2 * ck_wg_v_pos(w)) + w->a2 * w->group_rows * w->cols + CK_WG_SLACK;
+}
+
+static size_t ck_wg_bordered_bytes(const ck_wg_plan *w) {
+  return CK_ALIGN + sizeof(float) * (size_t)(w->cin * w->ph * w->pw + CK_WG_SLACK);
+}
+
+static size_t ck_wg_shared_bytes(const ck_wg_plan *w) {
+  return w->shared ? CK_ALIGN + sizeof(float) * (size_t)(w->a2 * ck_wg_v_pos(w)) : 0;
+}
+
+static size_t ck_wg_slot_bytes(const ck_wg_plan *w) { return CK_ALIGN + sizeof(float) * (size_t)ck_wg_slot_floats(w); }
+
+size_t ck_conv2d_winograd_workspace_bytes(const ck_conv2d_params *p, int32_t m) {
+  ck_wg_plan w;
+  if (p == NULL || !ck_wg_plan_of(p, m, &w)) return 0;
+  return ck_wg_bordered_bytes(&w) + ck_wg_shared_bytes(&w) + (size_t)w.slots * ck_wg_slot_bytes(&w);
+}
+
+size_t ck_conv2d_winograd_weight_bytes(const ck_conv2d_params *p, int32_t m) {
+  ck_wg_plan w;
+  if (p == NULL || !ck_wg_plan_of(p, m, &w)) return 0;
+  return sizeof(float) * (size_t)(w.a2 * w.m24 * w.cin);
+}
+
+static float *ck_wg_align(uintptr_t at) {
+  return (float *)(void *)((at + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
+}
+
+/* ---- the transforms, on CK_WG_LANES neighbouring tiles of one tile row at once ---------------------
+ * A run is at most CK_N_QUANTUM neighbouring tiles of one tile row, all in one 32-column sliver of the products,
+ * taken CK_WG_LANES at a time (the lanes; past the run's end they compute on finite neighbours and are dropped):
+ * patches of neighbouring tiles start m floats apart in a row of the bordered input (loads at stride m), their
+ * transformed values and products sit side by side in the slivers, their outputs are m floats apart in an
+ * output row. Every loop has constant bounds, so the compiler vectorizes it across the lanes. */
+
+#if !defined(CK_WG_NO_VECTORS) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12))
+/* The same transforms on generic vectors of the CK_WG_LANES lanes, taking the strided patches apart with
+ * shuffles: the plain loops above left gcc gathering each lane's patch in 128-bit pieces through the stack and
+ * reloading them as one 512-bit vector, a store-forwarding stall per vector that made the input transform take
+ * longer than the products (F(2x2), 64 channels at 56x56). Same operations in the same order, so the same bits. */
+#define CK_WG_VECTORS 1
+typedef float ck_wgv __attribute__((vector_size(CK_WG_LANES * sizeof(float))));
+typedef float ck_wgh __attribute__((vector_size(CK_WG_LANES / 2 * sizeof(float))));
+
+/* (no vector is passed or returned by value: their ABI differs between the instruction sets) */
+#define CK_WG_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
+
+/* *e = lanes p[l * m] for l < CK_WG_LANES */
+static CK_WG_INLINE void ck_wg_every(int64_t m, const float *p, ck_wgv *e) {
+  ck_wgv a, b;
+  CK_WG_LOAD(a, p);
+  CK_WG_LOAD(b, p + 16);
+  if (m == 2) {
+    *e = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  } else {
+    ck_wgv c, d;
+    ck_wgh lo, hi;
+    CK_WG_LOAD(c, p + 32);
+    CK_WG_LOAD(d, p + 48);
+    lo = __builtin_shufflevector(a, b, 0, 4, 8, 12, 16, 20, 24, 28);
+    hi = __builtin_shufflevector(c, d, 0, 4, 8, 12, 16, 20, 24, 28);
+    *e = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  }
+}
+
+static CK_WG_INLINE void ck_wg_btv(int64_t m, const ck_wgv *d, ck_wgv *y) {
+  if (m == 2) {
+    y[0] = d[0] - d[2];
+    y[1] = d[1] + d[2];
+    y[2] = d[2] - d[1];
+    y[3] = d[1] - d[3];
+    return;
+  }
+  y[0] = (4.0f * d[0] - 5.0f * d[2]) + d[4];
+  y[1] = (d[3] + d[4]) - 4.0f * (d[1] + d[2]);
+  y[2] = (d[4] - d[3]) + 4.0f * (d[1] - d[2]);
+  y[3] = (d[4] - d[2]) + 2.0f * (d[3] - d[1]);
+  y[4] = (d[4] - d[2]) - 2.0f * (d[3] - d[1]);
+  y[5] = (4.0f * d[1] - 5.0f * d[3]) + d[5];
+}
+
+static CK_WG_INLINE void ck_wg_atv(int64_t m, const ck_wgv *x, ck_wgv *y) {
+  if (m == 2) {
+    y[0] = (x[0] + x[1]) + x[2];
+    y[1] = (x[1] - x[2]) - x[3];
+    return;
+  }
+  {
+    const ck_wgv a = x[1] + x[2], b = x[1] - x[2], c = x[3] + x[4], e = x[3] - x[4];
+    y[0] = (x[0] + a) + c;
+    y[1] = b + 2.0f * e;
+    y[2] = a + 4.0f * c;
+    y[3] = (b + 8.0f * e) + x[5];
+  }
+}
+
+static CK_WG_INLINE void ck_wg_input_group(int64_t m, int64_t pw, const float *rows, float *dst, int64_t pos_stride) {
+  const int64_t alpha = m + 2;
+  ck_wgv e[CK_WG_MAX_ALPHA], h[CK_WG_MAX_ALPHA][CK_WG_MAX_ALPHA], col[CK_WG_MAX_ALPHA], out[CK_WG_MAX_ALPHA];
+  int64_t i, j, k;
+  for (i = 0; i < alpha; ++i) { /* along row i: h[i][j] = (d[i] B)[j] */
+    for (j = 0; j < alpha; ++j) ck_wg_every(m, rows + i * pw + j, &e[j]);
+    ck_wg_btv(m, e, h[i]);
+  }
+  for (j = 0; j < alpha; ++j) { /* down column j: V[k][j] = (B^T h)[k][j] */
+    for (i = 0; i < alpha; ++i) col[i] = h[i][j];
+    ck_wg_btv(m, col, out);
+    for (k = 0; k < alpha; ++k) memcpy(dst + (k * alpha + j) * pos_stride, &out[k], sizeof out[k]);
+  }
+}
+
+/* One group of lanes of one output row r: Y = A^T M A, z[a][l * m + b] = Y[a][b] of lane l. */
+static CK_WG_INLINE void ck_wg_output_group(int64_t m, const float *src, int64_t pos_stride, float *z) {
+  const int64_t alpha = m + 2;
+  ck_wgv x[CK_WG_MAX_ALPHA], t[CK_WG_MAX_ALPHA][4], col[CK_WG_MAX_ALPHA], y[4][4];
+  int64_t i, j, a, b;
+  for (i = 0; i < alpha; ++i) { /* along row i: t[i][b] = (M[i] A)[b] */
+    for (j = 0; j < alpha; ++j) CK_WG_LOAD(x[j], src + (i * alpha + j) * pos_stride);
+    ck_wg_atv(m, x, t[i]);
+  }
+  for (b = 0; b < m; ++b) { /* down column b: Y[a][b] = (A^T t)[a][b] */
+    ck_wgv yb[4];
+    for (i = 0; i < alpha; ++i) col[i] = t[i][b];
+    ck_wg_atv(m, col, yb);
+    for (a = 0; a < m; ++a) y[a][b] = yb[a];
+  }
+  for (a = 0; a < m; ++a) { /* tile l's m outputs side by side */
+    float *za = z + a * CK_WG_LANES * 4;
+    if (m == 2) {
+      const ck_wgv lo = __builtin_shufflevector(y[a][0], y[a][1], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const ck_wgv hi = __builtin_shufflevector(y[a][0], y[a][1], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30,
+                                                15, 31);
+      memcpy(za, &lo, sizeof lo);
+      memcpy(za + 16, &hi, sizeof hi);
+    } else {
+      const ck_wgv p0 = __builtin_shufflevector(y[a][0], y[a][2], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const ck_wgv p1 = __builtin_shufflevector(y[a][0], y[a][2], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30,
+                                                15, 31);
+      const ck_wgv q0 = __builtin_shufflevector(y[a][1], y[a][3], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const ck_wgv q1 = __builtin_shufflevector(y[a][1], y[a][3], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30,
+                                                15, 31);
+      /* p: (b0, b2) of each lane, q: (b1, b3): interleaved again, b0 b1 b2 b3 */
+      const ck_wgv s0 = __builtin_shufflevector(p0, q0, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const ck_wgv s1 = __builtin_shufflevector(p0, q0, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+      const ck_wgv s2 = __builtin_shufflevector(p1, q1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const ck_wgv s3 = __builtin_shufflevector(p1, q1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+      memcpy(za, &s0, sizeof s0);
+      memcpy(za + 16, &s1, sizeof s1);
+      memcpy(za + 32, &s2, sizeof s2);
+      memcpy(za + 48, &s3, sizeof s3);
+    }
+  }
+}
+#endif
+
+#if !defined(CK_WG_VECTORS)
+/* y[i][l] = (B^T x[.][l])[i]: alpha points of CK_WG_LANES lanes in, alpha out (rows CK_WG_LANES apart) */
+static CK_WG_INLINE void ck_wg_bt(int64_t m, const float *restrict x, float *restrict y) {
+  int64_t l;
+  const float *d0 = x, *d1 = x + CK_WG_LANES, *d2 = x + 2 * CK_WG_LANES, *d3 = x + 3 * CK_WG_LANES;
+  if (m == 2) {
+    for (l = 0; l < CK_WG_LANES; ++l) {
+      y[l] = d0[l] - d2[l];
+      y[CK_WG_LANES + l] = d1[l] + d2[l];
+      y[2 * CK_WG_LANES + l] = d2[l] - d1[l];
+      y[3 * CK_WG_LANES + l] = d1[l] - d3[l];
+    }
+    return;
+  }
+  for (l = 0; l < CK_WG_LANES; ++l) {
+    const float *d4 = x + 4 * CK_WG_LANES, *d5 = x + 5 * CK_WG_LANES;
+    y[l] = (4.0f * d0[l] - 5.0f * d2[l]) + d4[l];
+    y[CK_WG_LANES + l] = (d3[l] + d4[l]) - 4.0f * (d1[l] + d2[l]);
+    y[2 * CK_WG_LANES + l] = (d4[l] - d3[l]) + 4.0f * (d1[l] - d2[l]);
+    y[3 * CK_WG_LANES + l] = (d4[l] - d2[l]) + 2.0f * (d3[l] - d1[l]);
+    y[4 * CK_WG_LANES + l] = (d4[l] - d2[l]) - 2.0f * (d3[l] - d1[l]);
+    y[5 * CK_WG_LANES + l] = (4.0f * d1[l] - 5.0f * d3[l]) + d5[l];
+  }
+}
+
+/* y[a][l] = (A^T x[.][l])[a]: alpha points in, m out */
+static CK_WG_INLINE void ck_wg_at(int64_t m, const float *restrict x, float *restrict y) {
+  int64_t l;
+  const float *x0 = x, *x1 = x + CK_WG_LANES, *x2 = x + 2 * CK_WG_LANES, *x3 = x + 3 * CK_WG_LANES;
+  if (m == 2) {
+    for (l = 0; l < CK_WG_LANES; ++l) {
+      y[l] = (x0[l] + x1[l]) + x2[l];
+      y[CK_WG_LANES + l] = (x1[l] - x2[l]) - x3[l];
+    }
+    return;
+  }
+  for (l = 0; l < CK_WG_LANES; ++l) {
+    const float *x4 = x + 4 * CK_WG_LANES, *x5 = x + 5 * CK_WG_LANES;
+    const float a = x1[l] + x2[l], b = x1[l] - x2[l], c = x3[l] + x4[l], e = x3[l] - x4[l];
+    y[l] = (x0[l] + a) + c;
+    y[CK_WG_LANES + l] = b + 2.0f * e;
+    y[2 * CK_WG_LANES + l] = a + 4.0f * c;
+    y[3 * CK_WG_LANES + l] = (b + 8.0f * e) + x5[l];
+  }
+}
+
+#endif
+
+/* A run: n tiles of tile row ty from tile column tx, at column col of the task's products. */
+typedef struct {
+  int64_t ty, tx, n, col;
+} ck_wg_run;
+
+
+#if !defined(CK_WG_VECTORS)
+/* One group of lanes of one input channel: patches from rows (the first lane's; rows pw apart, lanes m apart)
+ * -> V, position pos at dst + pos * pos_stride. */
+static CK_WG_INLINE void ck_wg_input_group(int64_t m, int64_t pw, const float *rows, float *dst, int64_t pos_stride) {
+  const int64_t alpha = m + 2;
+  float e[CK_WG_MAX_ALPHA * CK_WG_LANES], h[CK_WG_MAX_ALPHA * CK_WG_MAX_ALPHA * CK_WG_LANES];
+  float col[CK_WG_MAX_ALPHA * CK_WG_LANES], out[CK_WG_MAX_ALPHA * CK_WG_LANES];
+  int64_t i, j, k, l;
+  for (i = 0; i < alpha; ++i) { /* along row i: h[i][j] = (d[i] B)[j] */
+    for (j = 0; j < alpha; ++j)
+      for (l = 0; l < CK_WG_LANES; ++l) e[j * CK_WG_LANES + l] = rows[i * pw + l * m + j];
+    ck_wg_bt(m, e, h + i * alpha * CK_WG_LANES);
+  }
+  for (j = 0; j < alpha; ++j) { /* down column j: V[k][j] = (B^T h)[k][j] */
+    for (i = 0; i < alpha; ++i)
+      for (l = 0; l < CK_WG_LANES; ++l) col[i * CK_WG_LANES + l] = h[(i * alpha + j) * CK_WG_LANES + l];
+    ck_wg_bt(m, col, out);
+    for (k = 0; k < alpha; ++k)
+      for (l = 0; l < CK_WG_LANES; ++l) dst[(k * alpha + j) * pos_stride + l] = out[k * CK_WG_LANES + l];
+  }
+}
+
+/* One group of lanes of one output row: Y = A^T M A from src (position pos at src + pos * pos_stride),
+ * z[a * 4 * CK_WG_LANES + l * m + b] = Y[a][b] of lane l. */
+static CK_WG_INLINE void ck_wg_output_group(int64_t m, const float *src, int64_t pos_stride, float *z) {
+  const int64_t alpha = m + 2;
+  float x[CK_WG_MAX_ALPHA * CK_WG_LANES], t[CK_WG_MAX_ALPHA * 4 * CK_WG_LANES], col[CK_WG_MAX_ALPHA * CK_WG_LANES];
+  float y[4 * 4 * CK_WG_LANES];
+  int64_t i, j, a, b, l;
+  for (i = 0; i < alpha; ++i) { /* along row i: t[i][b] = (M[i] A)[b] */
+    for (j = 0; j < alpha; ++j)
+      for (l = 0; l < CK_WG_LANES; ++l) x[j * CK_WG_LANES + l] = src[(i * alpha + j) * pos_stride + l];
+    ck_wg_at(m, x, t + i * m * CK_WG_LANES);
+  }
+  for (b = 0; b < m; ++b) { /* down column b: Y[a][b] = (A^T t)[a][b] */
+    for (i = 0; i < alpha; ++i)
+      for (l = 0; l < CK_WG_LANES; ++l) col[i * CK_WG_LANES + l] = t[(i * m + b) * CK_WG_LANES + l];
+    ck_wg_at(m, col, y + b * m * CK_WG_LANES);
+  }
+  for (a = 0; a < m; ++a)
+    for (l = 0; l < CK_WG_LANES; ++l)
+      for (b = 0; b < m; ++b) z[a * 4 * CK_WG_LANES + l * m + b] = y[(b * m + a) * CK_WG_LANES + l];
+}
+#endif
+
+/* Input channels [c0, c1) of one run -> v (position pos at v + pos * pos_stride, channel c's columns at
+ * c * CK_WG_VS in the run's sliver). */
+static CK_WG_INLINE void ck_wg_input_run(int64_t m, const ck_wg_plan *w, const float *bordered, const ck_wg_run *run,
+                                         int64_t c0, int64_t c1, float *v, int64_t pos_stride) {
+  const int64_t plane = w->ph * w->pw;
+  float *dst = v + run->col / CK_N_QUANTUM * w->cin * CK_WG_VS + run->col % CK_N_QUANTUM;
+  int64_t c, g;
+  for (c = c0; c < c1; ++c)
+    for (g = 0; g < run->n; g += CK_WG_LANES)
+      ck_wg_input_group(m, w->pw, bordered + c * plane + run->ty * m * w->pw + (run->tx + g) * m,
+                        dst + c * CK_WG_VS + g, pos_stride);
+}
+
+typedef struct {
+  const float *bias, *residual;
+  float *out;
+  int32_t activation;
+  int64_t oh, ow;
+} ck_wg_out;
+
+/* x[0 .. n) + bias (+ residual[0 .. n)), activation -> out[0 .. n) */
+static CK_WG_INLINE void ck_wg_finish(const float *restrict x, int64_t n, float bias, const float *restrict residual,
+                                      int32_t activation, float *restrict out) {
+  int64_t l;
+  if (residual != NULL)
+    for (l = 0; l < n; ++l) out[l] = (x[l] + bias) + residual[l];
+  else
+    for (l = 0; l < n; ++l) out[l] = x[l] + bias;
+  if (activation == CK_ACT_RELU) {
+    for (l = 0; l < n; ++l) out[l] = out[l] > 0.0f ? out[l] : 0.0f; /* as ck_activate */
+  } else if (activation == CK_ACT_RELU6) {
+    for (l = 0; l < n; ++l) {
+      const float u = out[l] < 0.0f ? 0.0f : out[l];
+      out[l] = u > 6.0f ? 6.0f : u;
+    }
+  }
+}
+
+/* Output channel rows [r0, r1) of one run from the products (row r at mm + (r - rbase) * ldc, position pos
+ * pos_stride further) -> out, + bias, + residual, activation; the run's last tile may overhang the plane. */
+static CK_WG_INLINE void ck_wg_output_run(int64_t m, const float *mm, int64_t pos_stride, int64_t ldc, int64_t rbase,
+                                          int64_t r0, int64_t r1, const ck_wg_run *run, const ck_wg_out *o) {
+  const int64_t plane = o->oh * o->ow, rows = ck_wg_min(m, o->oh - run->ty * m);
+  float z[4 * 4 * CK_WG_LANES];
+  int64_t r, g, a;
+  for (r = r0; r < r1; ++r) {
+    const float bias = o->bias != NULL ? o->bias[r] : 0.0f;
+    for (g = 0; g < run->n; g += CK_WG_LANES) {
+      const int64_t x0 = (run->tx + g) * m, width = ck_wg_min(ck_wg_min(CK_WG_LANES, run->n - g) * m, o->ow - x0);
+      ck_wg_output_group(m, mm + (r - rbase) * ldc + run->col + g, pos_stride, z);
+      for (a = 0; a < rows; ++a) {
+        const int64_t at = r * plane + (run->ty * m + a) * o->ow + x0;
+        ck_wg_finish(z + a * 4 * CK_WG_LANES, width, bias, o->residual != NULL ? o->residual + at : NULL,
+                     o->activation, o->out + at);
+      }
+    }
+  }
+}
+
+/* Tiles [t0, t0 + count) cut into runs: along tile rows, and at every 32nd column of the products. */
+static CK_WG_INLINE int64_t ck_wg_next_run(const ck_wg_plan *w, int64_t t0, int64_t count, int64_t col,
+                                           ck_wg_run *run) {
+  const int64_t t = t0 + col;
+  run->ty = t / w->ntx;
+  run->tx = t % w->ntx;
+  run->col = col;
+  run->n = ck_wg_min(ck_wg_min(w->ntx - run->tx, count - col), CK_N_QUANTUM - col % CK_N_QUANTUM);
+  return col + run->n;
+}
+
+/* Tiles [t0, t0 + count), input channels [c0, c1) -> v; the columns past count up to the 32-column grid zeroed,
+ * so every column the products read is finite. */
+static CK_WG_INLINE void ck_wg_input_tiles(int64_t m, const ck_wg_plan *w, const float *bordered, int64_t t0,
+                                           int64_t count, int64_t c0, int64_t c1, float *v, int64_t pos_stride) {
+  const int64_t end = ck_wg_round_up(count, CK_N_QUANTUM);
+  ck_wg_run run;
+  int64_t col = 0, pos, c;
+  while (col < count) {
+    col = ck_wg_next_run(w, t0, count, col, &run);
+    ck_wg_input_run(m, w, bordered, &run, c0, c1, v, pos_stride);
+  }
+  if (count < end)
+    for (pos = 0; pos < w->a2; ++pos)
+      for (c = c0; c < c1; ++c)
+        memset(v + pos * pos_stride + count / CK_N_QUANTUM * w->cin * CK_WG_VS + c * CK_WG_VS + count % CK_N_QUANTUM,
+               0, sizeof(float) * (size_t)(end - count));
+}
+
+static CK_WG_INLINE void ck_wg_output_tiles(int64_t m, const ck_wg_plan *w, const float *mm, int64_t pos_stride,
+                                            int64_t t0, int64_t count, int64_t rbase, int64_t r0, int64_t r1,
+                                            const ck_wg_out *o) {
+  ck_wg_run run;
+  int64_t col = 0;
+  while (col < count) {
+    col = ck_wg_next_run(w, t0, count, col, &run);
+    ck_wg_output_run(m, mm, pos_stride, w->cols, rbase, r0, r1, &run, o);
+  }
+}
+
+/* Each transform compiled per instruction set (and per m, so every loop has constant bounds). */
+typedef void (*ck_wg_input_fn)(const ck_wg_plan *w, const float *bordered, int64_t t0, int64_t count, int64_t c0,
+                               int64_t c1, float *v, int64_t pos_stride);
+typedef void (*ck_wg_output_fn)(const ck_wg_plan *w, const float *mm, int64_t pos_stride, int64_t t0, int64_t count,
+                                int64_t rbase, int64_t r0, int64_t r1, const ck_wg_out *o);
+
+/* (one function per macro: an attribute before a macro applies to the first function it defines alone) */
+#define CK_WG_DEFINE_IN(SUFFIX, M)                                                                                \
+  static CK_NO_TRAPS void ck_wg_in##SUFFIX(const ck_wg_plan *w, const float *bordered, int64_t t0, int64_t count, \
+                                           int64_t c0, int64_t c1, float *v, int64_t pos_stride) {               \
+    ck_wg_input_tiles(M, w, bordered, t0, count, c0, c1, v, pos_stride);                                          \
+  }
+#define CK_WG_DEFINE_OUT(SUFFIX, M)                                                                                \
+  static CK_NO_TRAPS void ck_wg_out##SUFFIX(const ck_wg_plan *w, const float *mm, int64_t pos_stride, int64_t t0,  \
+                                            int64_t count, int64_t rbase, int64_t r0, int64_t r1,                \
+                                            const ck_wg_out *o) {                                                 \
+    ck_wg_output_tiles(M, w, mm, pos_stride, t0, count, rbase, r0, r1, o);                                        \
+  }
+
+CK_WG_DEFINE_IN(2_baseline, 2)
+CK_WG_DEFINE_OUT(2_baseline, 2)
+CK_WG_DEFINE_IN(4_baseline, 4)
+CK_WG_DEFINE_OUT(4_baseline, 4)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
+#define CK_WG_DISPATCH 1
+__attribute__((target("avx2"))) CK_WG_DEFINE_IN(2_avx2, 2)
+__attribute__((target("avx2"))) CK_WG_DEFINE_OUT(2_avx2, 2)
+__attribute__((target("avx2"))) CK_WG_DEFINE_IN(4_avx2, 4)
+__attribute__((target("avx2"))) CK_WG_DEFINE_OUT(4_avx2, 4)
+__attribute__((target("avx512f,avx2"))) CK_WG_DEFINE_IN(2_avx512, 2)
+__attribute__((target("avx512f,avx2"))) CK_WG_DEFINE_OUT(2_avx512, 2)
+__attribute__((target("avx512f,avx2"))) CK_WG_DEFINE_IN(4_avx512, 4)
+__attribute__((target("avx512f,avx2"))) CK_WG_DEFINE_OUT(4_avx512, 4)
+#endif
+
+static void ck_wg_pick(int64_t m, ck_wg_input_fn *in, ck_wg_output_fn *out) {
+#if defined(CK_WG_DISPATCH)
+  static const ck_wg_input_fn ins[2][3] = {{ck_wg_in2_baseline, ck_wg_in2_avx2, ck_wg_in2_avx512},
+                                           {ck_wg_in4_baseline, ck_wg_in4_avx2, ck_wg_in4_avx512}};
+  static const ck_wg_output_fn outs[2][3] = {{ck_wg_out2_baseline, ck_wg_out2_avx2, ck_wg_out2_avx512},
+                                             {ck_wg_out4_baseline, ck_wg_out4_avx2, ck_wg_out4_avx512}};
+  *in = ins[m == 4][ck_micro_kernel_isa()];
+  *out = outs[m == 4][ck_micro_kernel_isa()];
+#else
+  *in = m == 4 ? ck_wg_in4_baseline : ck_wg_in2_baseline;
+  *out = m == 4 ? ck_wg_out4_baseline : ck_wg_out2_baseline;
+#endif
+}
+
+/* ---- the products ------------------------------------------------------------------------------ */
+
+/* mm[pos] rows [r0, r1) (stored from rbase) x cols columns = U[pos] rows . V[pos], every position: per K block
+ * of CK_KC input channels, the micro-kernel over the weight's 24-row slivers (packed ahead, CK_M_QUANTUM apart)
+ * and the transformed input's 32-column slivers (CK_N_QUANTUM apart), one chain from the first block on. */
+static void ck_wg_products(const ck_wg_plan *w, const float *u, const float *v, int64_t v_pos, int64_t cols,
+                           float *mm, int64_t mm_pos, int64_t rbase, int64_t r0, int64_t r1) {
+  const ck_micro_kernel *kernel = ck_micro_kernel_current();
+  const int64_t mr = kernel->mr, nr = kernel->nr, tail = cols % nr;
+  const int use_half = kernel->run_half != NULL && tail > 0 && tail <= nr / 2;
+  const int64_t main_cols = use_half ? cols - tail : ck_wg_round_up(cols, nr);
+  const int64_t rows = ck_wg_min(r1, ck_wg_round_up(w->cout, mr));
+  int64_t pos, pc, ir, jr;
+  for (pos = 0; pos < w->a2; ++pos) {
+    const float *upos = u + pos * w->m24 * w->cin, *vpos = v + pos * v_pos;
+    float *mpos = mm + pos * mm_pos;
+    for (pc = 0; pc < w->cin; pc += CK_KC) {
+      const int64_t kc = ck_wg_min(CK_KC, w->cin - pc);
+      for (ir = r0; ir < rows; ir += mr) {
+        const float *ap = upos + pc * w->m24 + ir / CK_M_QUANTUM * CK_M_QUANTUM * kc + ir % CK_M_QUANTUM;
+        float *crow = mpos + (ir - rbase) * w->cols;
+        for (jr = 0; jr < main_cols; jr += nr)
+          kernel->run(kc, ap, CK_M_QUANTUM, vpos + jr / CK_N_QUANTUM * w->cin * CK_WG_VS + pc * CK_WG_VS + jr % CK_N_QUANTUM,
+                      CK_WG_VS, crow + jr, w->cols, pc > 0, NULL, NULL, CK_ACT_NONE);
+        if (use_half)
+          kernel->run_half(kc, ap, CK_M_QUANTUM,
+                           vpos + jr / CK_N_QUANTUM * w->cin * CK_WG_VS + pc * CK_WG_VS + jr % CK_N_QUANTUM, CK_WG_VS,
+                           crow + jr, w->cols, pc > 0, NULL, NULL, CK_ACT_NONE);
+      }
+    }
+  }
+}
+
+/* ---- the driver -------------------------------------------------------------------------------- */
+
+typedef struct {
+  const ck_wg_plan *w;
+  const ck_conv2d_params *p;
+  const float *data, *u;
+  float *bordered, *v_shared;
+  char *slots;
+  ck_wg_out o;
+  ck_wg_input_fn input;
+  ck_wg_output_fn output;
+  int64_t image;
+} ck_wg_job;
+
+static void ck_wg_border(void *ctx, int64_t c0, int64_t c1) {
+  const ck_wg_job *job = (const ck_wg_job *)ctx;
+  const ck_wg_plan *w = job->w;
+  const ck_conv2d_params *p = job->p;
+  const int64_t plane = w->ph * w->pw, h = p->height, wd = p->width;
+  int64_t c, y;
+  for (c = c0; c < c1; ++c) {
+    float *restrict dst = job->bordered + c * plane;
+    const float *restrict src = job->data + (job->image * w->cin + c) * h * wd;
+    memset(dst, 0, sizeof(float) * (size_t)plane);
+    for (y = 0; y < h && p->pad_top + y < w->ph; ++y)
+      memcpy(dst + (p->pad_top + y) * w->pw + p->pad_left, src + y * wd,
+             sizeof(float) * (size_t)ck_wg_min(wd, w->pw - p->pad_left));
+  }
+}
+
+static void ck_wg_input_shared(void *ctx, int64_t c0, int64_t c1) {
+  const ck_wg_job *job = (const ck_wg_job *)ctx;
+  const ck_wg_plan *w = job->w;
+  job->input(w, job->bordered, 0, w->nt, c0, c1, job->v_shared, ck_wg_v_pos(w));
+}
+
+/* Task `task`: tiles of block task / groups, output rows of group task % groups, on the scratch of `slot`. */
+static void ck_wg_task(int32_t task, int32_t slot, void *ctx) {
+  const ck_wg_job *job = (const ck_wg_job *)ctx;
+  const ck_wg_plan *w = job->w;
+  const int64_t block = task / w->groups, group = task % w->groups;
+  const int64_t t0 = block * w->block_tiles, count = ck_wg_min(w->block_tiles, w->nt - t0);
+  const int64_t r0 = group * w->group_rows, r1 = ck_wg_min(r0 + w->group_rows, w->m24);
+  const int64_t v_pos = ck_wg_v_pos(w), mm_pos = w->group_rows * w->cols;
+  float *base = ck_wg_align((uintptr_t)(job->slots + (size_t)slot * ck_wg_slot_bytes(w)));
+  float *v = job->v_shared, *mm = base;
+  if (v == NULL) {
+    v = base;
+    mm = base + w->a2 * v_pos;
+    job->input(w, job->bordered, t0, count, 0, w->cin, v, v_pos);
+  }
+  ck_wg_products(w, job->u, v, v_pos, ck_wg_round_up(count, CK_N_QUANTUM / 2), mm, mm_pos, r0, r0, r1);
+  job->output(w, mm, mm_pos, t0, count, r0, r0, ck_wg_min(r1, w->cout), &job->o);
+}
+
+int32_t ck_conv2d_winograd(const ck_conv2d_params *p, int32_t m, const float *data, const float *packed_weight,
+                           const float *bias, const float *residual, int32_t activation, float *out,
+                           void *workspace) {
+  ck_wg_plan w;
+  ck_wg_job job;
+  uintptr_t at;
+  if (p == NULL || !ck_wg_plan_of(p, m, &w) || data == NULL || packed_weight == NULL || out == NULL ||
+      workspace == NULL || !CK_VALID_ACTIVATION(activation))
+    return CK_EBADPARAM;
+  job.w = &w;
+  job.p = p;
+  job.u = packed_weight;
+  job.o.activation = activation;
+  job.o.bias = bias;
+  job.o.oh = w.oh;
+  job.o.ow = w.ow;
+  ck_wg_pick(w.m, &job.input, &job.output);
+  at = (uintptr_t)workspace;
+  job.bordered = ck_wg_align(at);
+  at += ck_wg_bordered_bytes(&w);
+  job.v_shared = w.shared ? ck_wg_align(at) : NULL;
+  job.slots = (char *)(at + ck_wg_shared_bytes(&w));
+  for (job.image = 0; job.image < p->batch; ++job.image) {
+    const int64_t image_floats = w.cout * w.oh * w.ow;
+    job.data = data;
+    job.o.out = out + job.image * image_floats;
+    job.o.residual = residual != NULL ? residual + job.image * image_floats : NULL;
+    ck_parallel_range(w.cin, ck_grain(w.ph * w.pw), ck_wg_border, &job);
+    if (w.shared) ck_parallel_range(w.cin, (w.cin + 15) / 16, ck_wg_input_shared, &job);
+    if (byoc_parallel_chunks((int32_t)w.tasks, (int32_t)w.slots, ck_wg_task, &job) != 0) return CK_EBADPARAM;
+  }
+  return CK_OK;
+}
