@@ -683,6 +683,7 @@ RESIDUAL_CONVS = [
     ("groups2-stride2", (1, 8, 11, 13), (12, 4, 3, 3), (2, 2), (1, 1, 1, 1), 2),
     ("pixel-major-stride2-split", (1, 16, 28, 28), (48, 16, 3, 3), (2, 2), (1, 1, 1, 1), 1),
     ("stem-stride2-tail-tile", (1, 3, 20, 40), (9, 3, 7, 7), (2, 2), (3, 3, 3, 3), 1),  # 20-pixel rows
+    ("stem-stride2-half-tile", (1, 3, 9, 76), (9, 3, 7, 7), (2, 2), (3, 3, 3, 3), 1),  # 38: a full tile, a half
 ]
 
 

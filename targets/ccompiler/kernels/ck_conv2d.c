@@ -97,8 +97,9 @@ static int ck_pm_by_offsets(const ck_conv2d_params *p, int64_t ow) {
 
 /* At stride 2 the pixel-major tiles read a bordered copy whose rows hold their even columns, then their odd ones
  * (padded column 2k at k, 2k + 1 at (padded_w + 1) / 2 + k): seven neighbouring output pixels of a tap are then
- * seven neighbouring floats, as at stride 1, and no im2col is packed (ResNet-50's 3x3/2 convolutions onto 28x28,
- * 14x14 and 7x7 took 0.78-0.91 of the time of packing it, one thread). Same size as the plain copy. */
+ * seven neighbouring floats, as at stride 1, and no im2col is packed (the 3x3/2 convolutions of ResNet v1.5,
+ * torchvision's ResNet-50, onto 28x28, 14x14 and 7x7 took 0.78-0.91 of the time of packing it, one thread; the
+ * zoo's resnet50 strides the first 1x1 of a stage instead). Same size as the plain copy. */
 static int ck_pm_split(const ck_conv2d_params *p, int64_t ow) { return p->stride_w == 2 && ck_pm_by_offsets(p, ow); }
 
 /* One input channel per group: tasks of CK_DW_TASK_GROUPS groups (of every image), each thread with its

@@ -83,34 +83,36 @@ static void ck_stem_copy_rows(void *ctx, int64_t r0, int64_t r1) {
 }
 
 /* ---- the tile --------------------------------------------------------------------------------
- * c[i][j] for rows i < mr (channels) and columns j < nr (pixels) of an MR x 2VF tile: sum over taps q < kc of
+ * c[i][j] for rows i < mr (channels) and columns j < nr (pixels) of an MR x NV*VF tile: sum over taps q < kc of
  * a[q * a_ks + i * a_is] * b[boff[q] + j], one chain per element from 0 in tap order, then + bias[i],
- * + residual[i * ldc + j], activation. Rows past mr read row mr - 1 (in bounds) and are dropped. */
+ * + residual[i * ldc + j], activation. Rows past mr read row mr - 1 (in bounds) and are dropped; columns past nr
+ * are computed and dropped. Each ISA has a full tile (NV 2) and a half one (NV 1) for a row's last pixels. */
 typedef void (*ck_stem_tile_fn)(int64_t kc, const float *a, int64_t a_ks, int64_t a_is, int64_t mr,
                                 const int64_t *boff, const float *b, float *c, int64_t ldc, int64_t nr,
                                 const float *bias, const float *residual, int32_t activation);
 
 /* One row's accumulators after the chain: + bias, + residual, activation (ck_activate's rules), stored; a
- * partial row (nr < 2VF) through lanes, the same operations per element. */
-#define CK_STEM_STORE_ROW(VEC, IVEC, VF)                                                              \
+ * partial row (nr < NV * VF) through lanes, the same operations per element. */
+#define CK_STEM_STORE_ROW(VEC, IVEC, VF, NV)                                                          \
   {                                                                                                 \
     float *row = c + i * ldc;                                                                       \
+    const int whole = nr == (NV) * (VF);                                                            \
     int h;                                                                                          \
-    for (h = 0; h < 2; ++h) {                                                                       \
+    for (h = 0; h < (NV); ++h) {                                                                    \
       VEC v = acc[i][h];                                                                            \
       const VEC zero = (VEC){0};                                                                    \
       if (bias != NULL) {                                                                           \
         CK_STEM_SPLAT(VEC, VF, bi, bias[i]);                                                        \
         v = v + bi;                                                                                 \
       }                                                                                             \
-      if (residual != NULL && nr == 2 * (VF)) {                                                     \
+      if (residual != NULL && whole) {                                                              \
         VEC r;                                                                                      \
         memcpy(&r, residual + i * ldc + h * (VF), sizeof r);                                        \
         v = v + r;                                                                                  \
       }                                                                                             \
-      if (activation == CK_ACT_RELU && (residual == NULL || nr == 2 * (VF))) {                      \
+      if (activation == CK_ACT_RELU && (residual == NULL || whole)) {                               \
         v = (VEC)((IVEC)v & (v > zero));                                                            \
-      } else if (activation == CK_ACT_RELU6 && (residual == NULL || nr == 2 * (VF))) {              \
+      } else if (activation == CK_ACT_RELU6 && (residual == NULL || whole)) {                       \
         CK_STEM_SPLAT(VEC, VF, six, 6.0f);                                                          \
         const IVEC high = v > six;                                                                  \
         v = (VEC)((IVEC)v & ~(v < zero));                                                           \
@@ -118,13 +120,11 @@ typedef void (*ck_stem_tile_fn)(int64_t kc, const float *a, int64_t a_ks, int64_
       }                                                                                             \
       acc[i][h] = v;                                                                                \
     }                                                                                               \
-    if (nr == 2 * (VF)) {                                                                           \
-      memcpy(row, &acc[i][0], sizeof acc[i][0]);                                                    \
-      memcpy(row + (VF), &acc[i][1], sizeof acc[i][1]);                                             \
+    if (whole) {                                                                                    \
+      for (h = 0; h < (NV); ++h) memcpy(row + h * (VF), &acc[i][h], sizeof acc[i][h]);              \
     } else {                                                                                        \
-      float lanes[2 * (VF)];                                                                        \
-      memcpy(lanes, &acc[i][0], sizeof acc[i][0]);                                                  \
-      memcpy(lanes + (VF), &acc[i][1], sizeof acc[i][1]);                                           \
+      float lanes[(NV) * (VF)];                                                                     \
+      for (h = 0; h < (NV); ++h) memcpy(lanes + h * (VF), &acc[i][h], sizeof acc[i][h]);            \
       for (j = 0; j < nr; ++j) row[j] = residual != NULL ? lanes[j] + residual[i * ldc + j] : lanes[j]; \
       if (residual != NULL) ck_activate(activation, nr, row);                                       \
     }                                                                                               \
@@ -143,48 +143,46 @@ typedef void (*ck_stem_tile_fn)(int64_t kc, const float *a, int64_t a_ks, int64_
     for (lane_ = 0; lane_ < (VF); ++lane_) V[lane_] = (VALUE); \
   }
 #endif
-#define CK_DEFINE_STEM_TILE(NAME, MR, VF)                                                             \
+#define CK_DEFINE_STEM_TILE(NAME, MR, VF, NV)                                                         \
   static void NAME(int64_t kc, const float *a, int64_t a_ks, int64_t a_is, int64_t mr,                \
                    const int64_t *restrict boff, const float *restrict b, float *restrict c, int64_t ldc, \
                    int64_t nr, const float *restrict bias, const float *restrict residual,        \
                    int32_t activation) {                                                           \
     typedef float vec __attribute__((vector_size((VF) * sizeof(float))));                          \
     typedef int32_t ivec __attribute__((vector_size((VF) * sizeof(float))));                       \
-    vec acc[MR][2];                                                                                 \
+    vec acc[MR][NV];                                                                                \
     const float *restrict ar[MR];                                                                   \
     int64_t q, j;                                                                                   \
-    int i;                                                                                          \
+    int i, h;                                                                                       \
     for (i = 0; i < (MR); ++i) {                                                                    \
       ar[i] = a + (i < mr ? i : mr - 1) * a_is;                                                     \
-      acc[i][0] = acc[i][1] = (vec){0};                                                             \
+      for (h = 0; h < (NV); ++h) acc[i][h] = (vec){0};                                              \
     }                                                                                               \
     for (q = 0; q < kc; ++q) {                                                                      \
-      vec b0, b1;                                                                                   \
-      memcpy(&b0, b + boff[q], sizeof b0);                                                          \
-      memcpy(&b1, b + boff[q] + (VF), sizeof b1);                                                   \
+      vec bv[NV];                                                                                   \
+      for (h = 0; h < (NV); ++h) memcpy(&bv[h], b + boff[q] + h * (VF), sizeof bv[h]);              \
       for (i = 0; i < (MR); ++i) {                                                                  \
         CK_STEM_SPLAT(vec, VF, ai, ar[i][q * a_ks]);                                                \
-        acc[i][0] = acc[i][0] + ai * b0;                                                            \
-        acc[i][1] = acc[i][1] + ai * b1;                                                            \
+        for (h = 0; h < (NV); ++h) acc[i][h] = acc[i][h] + ai * bv[h];                              \
       }                                                                                             \
     }                                                                                               \
-    for (i = 0; i < mr; ++i) CK_STEM_STORE_ROW(vec, ivec, VF)                                       \
+    for (i = 0; i < mr; ++i) CK_STEM_STORE_ROW(vec, ivec, VF, NV)                                   \
   }
 #define CK_STEM_VECTORS 1
 #else /* other compilers: plain loops, the same order per element */
-#define CK_DEFINE_STEM_TILE(NAME, MR, VF)                                                             \
+#define CK_DEFINE_STEM_TILE(NAME, MR, VF, NV)                                                         \
   static void NAME(int64_t kc, const float *a, int64_t a_ks, int64_t a_is, int64_t mr,                \
                    const int64_t *restrict boff, const float *restrict b, float *restrict c, int64_t ldc, \
                    int64_t nr, const float *restrict bias, const float *restrict residual,        \
                    int32_t activation) {                                                           \
-    float acc[2 * (VF)];                                                                            \
+    float acc[(NV) * (VF)];                                                                         \
     int64_t q, j;                                                                                   \
     int i;                                                                                          \
     for (i = 0; i < mr; ++i) {                                                                      \
       float *row = c + i * ldc;                                                                     \
-      for (j = 0; j < 2 * (VF); ++j) acc[j] = 0.0f;                                                 \
+      for (j = 0; j < nr; ++j) acc[j] = 0.0f;                                                       \
       for (q = 0; q < kc; ++q)                                                                      \
-        for (j = 0; j < 2 * (VF); ++j) acc[j] = CK_FMA(a[q * a_ks + i * a_is], b[boff[q] + j], acc[j]); \
+        for (j = 0; j < nr; ++j) acc[j] = CK_FMA(a[q * a_ks + i * a_is], b[boff[q] + j], acc[j]);   \
       for (j = 0; j < nr; ++j) {                                                                    \
         row[j] = acc[j] + (bias != NULL ? bias[i] : 0.0f);                                          \
         if (residual != NULL) row[j] += residual[i * ldc + j];                                      \
@@ -195,26 +193,31 @@ typedef void (*ck_stem_tile_fn)(int64_t kc, const float *a, int64_t a_ks, int64_
   }
 #endif
 
-CK_CONTRACT CK_DEFINE_STEM_TILE(ck_stem_tile_baseline, CK_MR, CK_NR / 2)
+CK_CONTRACT CK_DEFINE_STEM_TILE(ck_stem_tile_baseline, CK_MR, CK_NR / 2, 2)
+CK_CONTRACT CK_DEFINE_STEM_TILE(ck_stem_half_baseline, CK_MR, CK_NR / 2, 1)
+
+/* The tiles of the gemm core's instruction set (as its micro-kernel): full and half, rows, full width. */
+typedef struct {
+  ck_stem_tile_fn full, half;
+  int64_t mr, nr;
+} ck_stem_tiles;
 
 #if defined(__x86_64__) && defined(CK_STEM_VECTORS) && !defined(CK_NO_DISPATCH)
-__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_STEM_TILE(ck_stem_tile_avx2, 6, 8)
-__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_STEM_TILE(ck_stem_tile_avx512, 8, 16)
+__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_STEM_TILE(ck_stem_tile_avx2, 6, 8, 2)
+__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_STEM_TILE(ck_stem_half_avx2, 6, 8, 1)
+__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_STEM_TILE(ck_stem_tile_avx512, 8, 16, 2)
+__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_STEM_TILE(ck_stem_half_avx512, 8, 16, 1)
 
-/* (the gemm core's instruction set, as its micro-kernel: tile rows and width) */
-static ck_stem_tile_fn ck_stem_tile_of(int64_t *mr, int64_t *nr) {
-  static const ck_stem_tile_fn by_isa[] = {ck_stem_tile_baseline, ck_stem_tile_avx2, ck_stem_tile_avx512};
-  static const int64_t rows[] = {CK_MR, 6, 8}, cols[] = {CK_NR, 16, 32};
-  const int32_t isa = ck_micro_kernel_isa();
-  *mr = rows[isa];
-  *nr = cols[isa];
-  return by_isa[isa];
+static ck_stem_tiles ck_stem_tiles_of(void) {
+  static const ck_stem_tiles by_isa[] = {{ck_stem_tile_baseline, ck_stem_half_baseline, CK_MR, CK_NR},
+                                         {ck_stem_tile_avx2, ck_stem_half_avx2, 6, 16},
+                                         {ck_stem_tile_avx512, ck_stem_half_avx512, 8, 32}};
+  return by_isa[ck_micro_kernel_isa()];
 }
 #else
-static ck_stem_tile_fn ck_stem_tile_of(int64_t *mr, int64_t *nr) {
-  *mr = CK_MR;
-  *nr = CK_NR;
-  return ck_stem_tile_baseline;
+static ck_stem_tiles ck_stem_tiles_of(void) {
+  const ck_stem_tiles tiles = {ck_stem_tile_baseline, ck_stem_half_baseline, CK_MR, CK_NR};
+  return tiles;
 }
 #endif
 
@@ -237,8 +240,9 @@ static void ck_stem_task(int32_t task, int32_t n_tasks, void *ctx) {
   const ck_stem_job *job = (const ck_stem_job *)ctx;
   const int64_t og = job->p->out_channels, pixels = job->g.oh * job->g.ow, y0 = task * job->band;
   const int64_t y1 = y0 + job->band < job->g.oh ? y0 + job->band : job->g.oh;
-  int64_t mr, nr, y, o, x;
-  const ck_stem_tile_fn tile = ck_stem_tile_of(&mr, &nr);
+  const ck_stem_tiles tiles = ck_stem_tiles_of();
+  const int64_t mr = tiles.mr, nr = tiles.nr;
+  int64_t y, o, x;
   (void)n_tasks;
   for (y = y0; y < y1; ++y) {
     const float *b = job->copy + y * job->p->stride_h * job->g.row;
@@ -248,7 +252,9 @@ static void ck_stem_task(int32_t task, int32_t n_tasks, void *ctx) {
                                                : o * job->kdim);
       for (x = 0; x < job->g.ow; x += nr) {
         const int64_t at = o * pixels + y * job->g.ow + x;
-        tile(job->kdim, a, job->a_ks, job->a_is, og - o < mr ? og - o : mr, job->boff, b + x, job->out + at, pixels,
+        /* a row's last pixels, at most half a tile: the half tile (ResNet-50's and MobileNet's 112-pixel rows
+         * are 3.5 tiles of 32) */
+        (job->g.ow - x <= nr / 2 ? tiles.half : tiles.full)(job->kdim, a, job->a_ks, job->a_is, og - o < mr ? og - o : mr, job->boff, b + x, job->out + at, pixels,
              job->g.ow - x < nr ? job->g.ow - x : nr, job->bias != NULL ? job->bias + o : NULL,
              job->residual != NULL ? job->residual + at : NULL, job->activation);
       }
