@@ -237,6 +237,15 @@ def residual_blocks():
     return _partitioned([x], Tuple([op.add(o, w), op.nn.relu(o)]))
 
 
+def winograd_blocks():
+    # stride-1 3x3 convs on planes of 28x28 and more run Winograd F(2x2) (winograd.py): a 29x29 plane (tiles
+    # overhanging its last row and column) through conv + bias + relu, then conv + bias + the identity shortcut +
+    # relu in its output transform (fuse_residual.py)
+    x = _var("x", (1, 8, 29, 29))
+    h = op.nn.relu(_conv_bias(x, 8, 8, 3, 60))
+    return _partitioned([x], op.nn.relu(op.add(_conv_bias(h, 8, 8, 3, 62), x)))
+
+
 def shape_ops():
     x, y = _var("x", (2, 3, 4), ), _var("y", (2, 3, 2))
     t = op.transpose(x)
@@ -302,11 +311,14 @@ def region_outputs_copied():
 
 CONSTRUCTS = (broadcast_binary, unary_chain, matmul_flags, pools, conv_variants, shape_ops, dense_unfused,
               batch_norm_tuple, constants_as_arguments, region_outputs_copied, mobilenet_block, channel_shuffle,
-              residual_blocks, prepacked_gemms)
+              residual_blocks, prepacked_gemms, winograd_blocks)
 _MODULES = {f"construct:{f.__name__}": functools.lru_cache(maxsize=None)(f) for f in CONSTRUCTS}
 _MODULES.update({f"zoo:{n}": functools.partial(lambda n: (partition_for(["ccompiler"], zoo.get(n)), None), n)
                  for n in zoo.names()})
 _MODULES = {k: functools.lru_cache(maxsize=None)(v) for k, v in _MODULES.items()}
+
+# Kernel calls a construct must make (construct -> {function: count}).
+CALLS = {"winograd_blocks": {"ck_conv2d_winograd": 2}}
 
 # Each construct gets one combination, taken in turn, so the table covers every factor.
 _COMBOS = list(itertools.product(TOOLCHAINS, EXECUTORS, INTERFACES))
@@ -322,6 +334,8 @@ def test_construct_matches_unpartitioned_reference(index, builder):
     toolchain, executor, interface = _COMBOS[index % len(_COMBOS)]
     lib = _built(f"construct:{builder.__name__}", toolchain, executor, interface, "-O2")
     _uses_ccompiler(lib)
+    for call, count in CALLS.get(builder.__name__, {}).items():  # the path the construct is there for
+        assert lib.get_source("ccompiler").count(f"{call}(&params") == count, (builder.__name__, call)
     ref = _MODULES[f"construct:{builder.__name__}"]()[1]
     _check(lib, ref, _inputs(ref), f"{builder.__name__} ({toolchain} {executor} {interface})")
 

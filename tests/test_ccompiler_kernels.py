@@ -1343,13 +1343,13 @@ def winograd_bound(x, w, padding, m):
 
 
 # (name, data shape, out channels, padding): tiles that overhang odd planes (7x7, 9x13), uneven and no padding,
-# more tiles than one task's block (blocked) and few (every tile once, tasks of 24 output channels), two K blocks
+# more tiles than a few blocks (tasks of 32-tile blocks) and few (every tile at once, products by position), two K blocks
 WINOGRAD_CASES = [
     ("7x7-overhang", (1, 16, 7, 7), 24, (1, 1, 1, 1)),
     ("9x13-uneven-pads-batch2", (2, 5, 9, 13), 7, (1, 0, 2, 1)),
     ("no-padding", (1, 8, 10, 10), 9, (0, 0, 0, 0)),
     ("blocked-two-k-blocks", (1, 260, 18, 20), 30, (1, 1, 1, 1)),
-    ("shared-output-groups", (1, 40, 12, 11), 50, (1, 1, 1, 1)),
+    ("shared-few-tiles", (1, 40, 12, 11), 50, (1, 1, 1, 1)),
 ]
 WINOGRAD_EPILOGUES = [("plain", False, False, 0), ("bias-relu", True, False, 1),
                       ("bias-residual-relu6", True, True, 2), ("residual-relu", False, True, 1)]

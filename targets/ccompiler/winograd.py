@@ -25,7 +25,7 @@ AT = {2: np.array([[1, 1, 1, 0], [0, 1, -1, -1]], float),
 
 BLOCK_TILES, SHARED_TILES = 32, 64                  # ck_winograd.c's CK_WG_BLOCK_TILES, CK_WG_SHARED_TILES
 LANES, SLACK = 16, 128                              # CK_WG_LANES, CK_WG_SLACK
-MIN_PIXELS = 14 * 14                                # smaller output planes: the direct convolution (tile())
+MIN_PIXELS = 28 * 28                                # smaller output planes: the direct convolution (tile())
 
 
 def _round_up(x: int, q: int) -> int:
@@ -41,16 +41,23 @@ def takes(p: dict[str, int]) -> bool:
 def tile(p: dict[str, int]) -> int:
     """m of the F(m x m, 3 x 3) ccompiler computes this conv2d with, or 0 for the direct convolution.
 
-    Measured per layer (`python bench/kernels.py --layers conv`, one thread, this Xeon): on ResNet-50's 3x3 layers
-    F(2x2) beat the direct convolution at 56x56, 28x28 and 14x14 output planes and lost at 7x7, where 16 tiles
-    read 16 transformed copies of a 512 x 512 weight (16 MB) for 49 outputs each. F(4x4) was faster still at 56x56
-    (1.56x the direct convolution against F(2x2)'s 1.28x) but fails the check's error model on a layer alone: one
-    conv + bias + relu against the float64 reference, margins (worst error / allowed, pass <= 1) 3.4-5.2 for F(4x4),
-    0.23-0.42 for F(2x2) and 0.38-0.73 for the direct convolution (64 channels at 56x56 to 256 at 14x14, weights
-    unit and 1/sqrt(fan-in)); whole ResNet-50 passes either way (0.056-0.066: the pooling averages errors out), but
-    a model ending in such a conv would not. So F(2x2) only; F(4x4) stays in the library for callers who accept it. Builds planned for one thread
-    (the freestanding profile plans 1) keep the direct convolution: Winograd's scratch (the bordered input, the
-    transformed blocks) is several times larger, and boards have little RAM."""
+    Measured per layer in the model (`python bench/ccompiler_layers.py --model resnet50`: every kernel call timed
+    inside the runner, the weights coming from memory as in a real run; one thread, this Xeon, load 7-8), p10 of
+    30 runs: F(2x2) 1.45-1.50 ms against the direct convolution's 1.6-1.7 on 64 channels at 56x56, 1.56-1.65
+    against about 1.75 on 128 at 28x28, but 2.04-2.23 against 1.86-1.89 on 256 at 14x14, where 49 tiles fill 64
+    product columns and the transformed weight (16/9 of the weight, 4.3 MB) comes from memory: planes under 28x28
+    keep the direct convolution (alone, the weight in cache, `bench/kernels.py`: F(2x2) 1.15-1.38x faster at 14x14;
+    at 7x7, 16 tiles reading a 16 MB transformed weight, 0.3x).
+
+    F(4x4) was faster still at 56x56 (alone: 1.56x the direct convolution against F(2x2)'s 1.28x) but fails the
+    check's error model on a layer alone: one conv + bias + relu against the float64 reference, margins (worst error
+    / allowed, pass <= 1) 3.4-5.2 for F(4x4), 0.23-0.42 for F(2x2) and 0.38-0.73 for the direct convolution (64
+    channels at 56x56 to 256 at 14x14, weights unit and 1/sqrt(fan-in)); whole ResNet-50 passes either way
+    (0.056-0.066: the pooling averages errors out), a model ending in such a conv would not. So F(2x2) only; F(4x4)
+    stays in the library for callers who accept it.
+
+    Builds planned for one thread (the freestanding profile plans 1) keep the direct convolution: Winograd's
+    scratch (the bordered input, the transformed blocks) is several times larger, and boards have little RAM."""
     if not takes(p) or build_max_threads() < 2:
         return 0
     oh = p["height"] + p["pad_top"] + p["pad_bottom"] - 2
@@ -66,20 +73,17 @@ def _plan(p: dict[str, int], m: int) -> dict[str, int]:
     nt, a2, m24 = ntx * nty, (m + 2) ** 2, _round_up(p["out_channels"], M_QUANTUM)
     shared = nt <= SHARED_TILES
     cols = _round_up(nt if shared else BLOCK_TILES, N_QUANTUM)
-    group_rows = M_QUANTUM if shared else m24
-    tasks = (1 if shared else -(-nt // BLOCK_TILES)) * (m24 // group_rows)
-    return dict(a2=a2, v_pos=cols // N_QUANTUM * p["channels"] * (N_QUANTUM + LANES),
-                bordered=p["channels"] * (nty * m + 2) * (ntx * m + 2) + SLACK,
-                shared=shared, cols=cols, group_rows=group_rows, slots=min(build_max_threads(), tasks))
+    return dict(a2=a2, v_pos=cols // N_QUANTUM * p["channels"] * (N_QUANTUM + LANES), mm=a2 * m24 * cols + SLACK,
+                bordered=p["channels"] * (nty * m + 2) * (ntx * m + 2) + SLACK, shared=shared,
+                slots=0 if shared else min(build_max_threads(), -(-nt // BLOCK_TILES)))
 
 
 def workspace_bytes(p: dict[str, int], m: int) -> int:
-    """ck_conv2d_winograd_workspace_bytes: the zero-bordered input, the transformed input of every tile when they
-    are few (shared), and per slot a block's transformed input (otherwise) and its products."""
+    """ck_conv2d_winograd_workspace_bytes: the zero-bordered input, then with few tiles (shared) the transformed
+    input and the products of every tile, else per slot a block's transformed input and products."""
     w = _plan(p, m)
-    shared = ALIGN + 4 * w["a2"] * w["v_pos"] if w["shared"] else 0
-    slot = (0 if w["shared"] else w["a2"] * w["v_pos"]) + w["a2"] * w["group_rows"] * w["cols"] + SLACK
-    return ALIGN + 4 * w["bordered"] + shared + w["slots"] * (ALIGN + 4 * slot)
+    shared = 2 * ALIGN + 4 * (w["a2"] * w["v_pos"] + w["mm"]) if w["shared"] else 0
+    return ALIGN + 4 * w["bordered"] + shared + w["slots"] * (ALIGN + 4 * (w["a2"] * w["v_pos"] + w["mm"]))
 
 
 def weight_bytes(p: dict[str, int], m: int) -> int:

@@ -24,8 +24,12 @@
 
 #include "ck_internal.h"
 
+#ifndef CK_WG_BLOCK_TILES       /* (set on the command line: block-size experiments) */
 #define CK_WG_BLOCK_TILES 32  /* tiles per task; one 32-column sliver of the products */
-#define CK_WG_SHARED_TILES 64 /* at most this many tiles: transform all once, tasks over output channels */
+#endif
+#ifndef CK_WG_SHARED_TILES
+#define CK_WG_SHARED_TILES 64 /* at most this many tiles: every tile at once, then the products by position */
+#endif
 #define CK_WG_MAX_ALPHA 6
 #define CK_WG_LANES 16 /* tiles transformed at once (see the transforms) */
 /* Floats between one input channel's 32 columns and the next in the transformed input: 16 more than the 32, so
@@ -47,11 +51,10 @@ static int64_t ck_wg_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
 typedef struct {
   int64_t m, alpha, a2, oh, ow, ntx, nty, nt, ph, pw, cin, cout, m24;
-  int shared;                 /* few tiles: one transform of all, tasks over output channels */
-  int64_t block_tiles;        /* tiles per task (shared: all) */
-  int64_t cols;               /* columns of one task's products: block_tiles on the 32-column grid */
-  int64_t group_rows, groups; /* output-channel rows per task (blocked: all m24), tasks over them */
-  int64_t blocks, tasks, slots;
+  int shared;          /* few tiles: every tile transformed at once, products by position, then the outputs */
+  int64_t block_tiles; /* tiles per task (shared: all) */
+  int64_t cols;        /* columns of the products: block_tiles on the 32-column grid */
+  int64_t blocks, slots;
 } ck_wg_plan;
 
 static int ck_wg_plan_of(const ck_conv2d_params *p, int32_t m, ck_wg_plan *w) {
@@ -77,28 +80,25 @@ static int ck_wg_plan_of(const ck_conv2d_params *p, int32_t m, ck_wg_plan *w) {
   w->shared = w->nt <= CK_WG_SHARED_TILES;
   w->block_tiles = w->shared ? w->nt : CK_WG_BLOCK_TILES;
   w->cols = ck_wg_round_up(w->block_tiles, CK_N_QUANTUM);
-  w->group_rows = w->shared ? CK_M_QUANTUM : w->m24;
-  w->groups = w->m24 / w->group_rows;
   w->blocks = (w->nt + w->block_tiles - 1) / w->block_tiles;
-  w->tasks = w->blocks * w->groups;
-  w->slots = ck_wg_min(BYOC_MAX_THREADS, w->tasks);
+  w->slots = w->shared ? 0 : ck_wg_min(BYOC_MAX_THREADS, w->blocks);
   return 1;
 }
 
 /* Floats of one position of the transformed input: per 32-column sliver, every channel's CK_WG_VS floats. */
 static int64_t ck_wg_v_pos(const ck_wg_plan *w) { return w->cols / CK_N_QUANTUM * w->cin * CK_WG_VS; }
 
-/* Floats of one slot: the task's transformed input (blocked only) and its products. */
-static int64_t ck_wg_slot_floats(const ck_wg_plan *w) {
-  return (w->shared ? 0 : w->a2 * ck_wg_v_pos(w)) + w->a2 * w->group_rows * w->cols + CK_WG_SLACK;
-}
+/* Floats of the products of every position (one block's, or with shared every tile's), and of one slot (blocked:
+ * a block's transformed input and products). */
+static int64_t ck_wg_mm_floats(const ck_wg_plan *w) { return w->a2 * w->m24 * w->cols + CK_WG_SLACK; }
+static int64_t ck_wg_slot_floats(const ck_wg_plan *w) { return w->a2 * ck_wg_v_pos(w) + ck_wg_mm_floats(w); }
 
 static size_t ck_wg_bordered_bytes(const ck_wg_plan *w) {
   return CK_ALIGN + sizeof(float) * (size_t)(w->cin * w->ph * w->pw + CK_WG_SLACK);
 }
 
 static size_t ck_wg_shared_bytes(const ck_wg_plan *w) {
-  return w->shared ? CK_ALIGN + sizeof(float) * (size_t)(w->a2 * ck_wg_v_pos(w)) : 0;
+  return w->shared ? 2 * CK_ALIGN + sizeof(float) * (size_t)(w->a2 * ck_wg_v_pos(w) + ck_wg_mm_floats(w)) : 0;
 }
 
 static size_t ck_wg_slot_bytes(const ck_wg_plan *w) { return CK_ALIGN + sizeof(float) * (size_t)ck_wg_slot_floats(w); }
@@ -495,25 +495,25 @@ static void ck_wg_pick(int64_t m, ck_wg_input_fn *in, ck_wg_output_fn *out) {
 
 /* ---- the products ------------------------------------------------------------------------------ */
 
-/* mm[pos] rows [r0, r1) (stored from rbase) x cols columns = U[pos] rows . V[pos], every position: per K block
+/* mm[pos] rows [0, m24) x cols columns = U[pos] . V[pos] for positions [pos0, pos1): per K block
  * of CK_KC input channels, the micro-kernel over the weight's 24-row slivers (packed ahead, CK_M_QUANTUM apart)
  * and the transformed input's 32-column slivers (CK_N_QUANTUM apart), one chain from the first block on. */
-static void ck_wg_products(const ck_wg_plan *w, const float *u, const float *v, int64_t v_pos, int64_t cols,
-                           float *mm, int64_t mm_pos, int64_t rbase, int64_t r0, int64_t r1) {
+static void ck_wg_products(const ck_wg_plan *w, const float *u, const float *v, int64_t cols, float *mm, int64_t pos0,
+                           int64_t pos1) {
   const ck_micro_kernel *kernel = ck_micro_kernel_current();
   const int64_t mr = kernel->mr, nr = kernel->nr, tail = cols % nr;
   const int use_half = kernel->run_half != NULL && tail > 0 && tail <= nr / 2;
   const int64_t main_cols = use_half ? cols - tail : ck_wg_round_up(cols, nr);
-  const int64_t rows = ck_wg_min(r1, ck_wg_round_up(w->cout, mr));
+  const int64_t rows = ck_wg_round_up(w->cout, mr);
   int64_t pos, pc, ir, jr;
-  for (pos = 0; pos < w->a2; ++pos) {
-    const float *upos = u + pos * w->m24 * w->cin, *vpos = v + pos * v_pos;
-    float *mpos = mm + pos * mm_pos;
+  for (pos = pos0; pos < pos1; ++pos) {
+    const float *upos = u + pos * w->m24 * w->cin, *vpos = v + pos * ck_wg_v_pos(w);
+    float *mpos = mm + pos * w->m24 * w->cols;
     for (pc = 0; pc < w->cin; pc += CK_KC) {
       const int64_t kc = ck_wg_min(CK_KC, w->cin - pc);
-      for (ir = r0; ir < rows; ir += mr) {
+      for (ir = 0; ir < rows; ir += mr) {
         const float *ap = upos + pc * w->m24 + ir / CK_M_QUANTUM * CK_M_QUANTUM * kc + ir % CK_M_QUANTUM;
-        float *crow = mpos + (ir - rbase) * w->cols;
+        float *crow = mpos + ir * w->cols;
         for (jr = 0; jr < main_cols; jr += nr)
           kernel->run(kc, ap, CK_M_QUANTUM, vpos + jr / CK_N_QUANTUM * w->cin * CK_WG_VS + pc * CK_WG_VS + jr % CK_N_QUANTUM,
                       CK_WG_VS, crow + jr, w->cols, pc > 0, NULL, NULL, CK_ACT_NONE);
@@ -532,7 +532,7 @@ typedef struct {
   const ck_wg_plan *w;
   const ck_conv2d_params *p;
   const float *data, *u;
-  float *bordered, *v_shared;
+  float *bordered, *v_shared, *mm_shared;
   char *slots;
   ck_wg_out o;
   ck_wg_input_fn input;
@@ -562,23 +562,45 @@ static void ck_wg_input_shared(void *ctx, int64_t c0, int64_t c1) {
   job->input(w, job->bordered, 0, w->nt, c0, c1, job->v_shared, ck_wg_v_pos(w));
 }
 
-/* Task `task`: tiles of block task / groups, output rows of group task % groups, on the scratch of `slot`. */
-static void ck_wg_task(int32_t task, int32_t slot, void *ctx) {
+/* Blocked: block `task` of tiles, its transform, products and outputs, on the scratch of `slot`. */
+static void ck_wg_block_task(int32_t task, int32_t slot, void *ctx) {
   const ck_wg_job *job = (const ck_wg_job *)ctx;
   const ck_wg_plan *w = job->w;
-  const int64_t block = task / w->groups, group = task % w->groups;
-  const int64_t t0 = block * w->block_tiles, count = ck_wg_min(w->block_tiles, w->nt - t0);
-  const int64_t r0 = group * w->group_rows, r1 = ck_wg_min(r0 + w->group_rows, w->m24);
-  const int64_t v_pos = ck_wg_v_pos(w), mm_pos = w->group_rows * w->cols;
-  float *base = ck_wg_align((uintptr_t)(job->slots + (size_t)slot * ck_wg_slot_bytes(w)));
-  float *v = job->v_shared, *mm = base;
-  if (v == NULL) {
-    v = base;
-    mm = base + w->a2 * v_pos;
-    job->input(w, job->bordered, t0, count, 0, w->cin, v, v_pos);
-  }
-  ck_wg_products(w, job->u, v, v_pos, ck_wg_round_up(count, CK_N_QUANTUM / 2), mm, mm_pos, r0, r0, r1);
-  job->output(w, mm, mm_pos, t0, count, r0, r0, ck_wg_min(r1, w->cout), &job->o);
+  const int64_t t0 = (int64_t)task * w->block_tiles, count = ck_wg_min(w->block_tiles, w->nt - t0);
+  float *v = ck_wg_align((uintptr_t)(job->slots + (size_t)slot * ck_wg_slot_bytes(w)));
+  float *mm = v + w->a2 * ck_wg_v_pos(w);
+  job->input(w, job->bordered, t0, count, 0, w->cin, v, ck_wg_v_pos(w));
+  ck_wg_products(w, job->u, v, ck_wg_round_up(count, CK_N_QUANTUM / 2), mm, 0, w->a2);
+  job->output(w, mm, w->m24 * w->cols, t0, count, 0, 0, w->cout, &job->o);
+}
+
+/* Shared: the product of one position over every tile (its weight and transformed input read once, in cache). */
+static void ck_wg_position_task(int32_t pos, int32_t n_tasks, void *ctx) {
+  const ck_wg_job *job = (const ck_wg_job *)ctx;
+  (void)n_tasks;
+  ck_wg_products(job->w, job->u, job->v_shared, ck_wg_round_up(job->w->nt, CK_N_QUANTUM / 2), job->mm_shared, pos,
+                 pos + 1);
+}
+
+/* Shared: output channels [r0, r1) of every tile. */
+static void ck_wg_output_shared(void *ctx, int64_t r0, int64_t r1) {
+  const ck_wg_job *job = (const ck_wg_job *)ctx;
+  const ck_wg_plan *w = job->w;
+  job->output(w, job->mm_shared, w->m24 * w->cols, 0, w->nt, 0, r0, r1, &job->o);
+}
+
+/* One image: the bordered copy, then blocks of tiles (each on its slot), or with few tiles every tile's transform,
+ * the products by position and the outputs by channels, each phase on the pool. */
+static int32_t ck_wg_image(ck_wg_job *job) {
+  const ck_wg_plan *w = job->w;
+  ck_parallel_range(w->cin, ck_grain(w->ph * w->pw), ck_wg_border, job);
+  if (!w->shared)
+    return byoc_parallel_chunks((int32_t)w->blocks, (int32_t)w->slots, ck_wg_block_task, job) != 0 ? CK_EBADPARAM
+                                                                                                   : CK_OK;
+  ck_parallel_range(w->cin, (w->cin + 15) / 16, ck_wg_input_shared, job);
+  if (byoc_parallel_for((int32_t)w->a2, ck_wg_position_task, job) != 0) return CK_EBADPARAM;
+  ck_parallel_range(w->cout, (w->cout + 15) / 16, ck_wg_output_shared, job);
+  return CK_OK;
 }
 
 int32_t ck_conv2d_winograd(const ck_conv2d_params *p, int32_t m, const float *data, const float *packed_weight,
@@ -602,15 +624,14 @@ int32_t ck_conv2d_winograd(const ck_conv2d_params *p, int32_t m, const float *da
   job.bordered = ck_wg_align(at);
   at += ck_wg_bordered_bytes(&w);
   job.v_shared = w.shared ? ck_wg_align(at) : NULL;
+  job.mm_shared = w.shared ? ck_wg_align((uintptr_t)(job.v_shared + w.a2 * ck_wg_v_pos(&w))) : NULL;
   job.slots = (char *)(at + ck_wg_shared_bytes(&w));
   for (job.image = 0; job.image < p->batch; ++job.image) {
     const int64_t image_floats = w.cout * w.oh * w.ow;
     job.data = data;
     job.o.out = out + job.image * image_floats;
     job.o.residual = residual != NULL ? residual + job.image * image_floats : NULL;
-    ck_parallel_range(w.cin, ck_grain(w.ph * w.pw), ck_wg_border, &job);
-    if (w.shared) ck_parallel_range(w.cin, (w.cin + 15) / 16, ck_wg_input_shared, &job);
-    if (byoc_parallel_chunks((int32_t)w.tasks, (int32_t)w.slots, ck_wg_task, &job) != 0) return CK_EBADPARAM;
+    if (ck_wg_image(&job) != CK_OK) return CK_EBADPARAM;
   }
   return CK_OK;
 }
