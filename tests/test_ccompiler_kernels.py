@@ -755,29 +755,32 @@ def test_depthwise_3x3_on_every_kernel(ck, case):
     depthwise_on_every_kernel(ck, xs, (3, 3), mult, strides, padding)
 
 
-# (name, data shape, strides): planes the flat 3x3 pass takes; the stride-2 one in its four quarters
-DEPTHWISE_FLAT_EDGES = [("s1-7x7", (1, 19, 7, 7), (1, 1)), ("s1-9x20", (1, 3, 9, 20), (1, 1)),
-                        ("s2-14x14", (1, 19, 14, 14), (2, 2)), ("s2-10x24", (1, 3, 10, 24), (2, 2))]
+# (name, data shape, strides, window): planes the flat passes take (3x3: ck_depthwise.c, 5x5 and 7x7:
+# ck_dw_flat.c); the stride-2 ones in their four quarters
+DEPTHWISE_FLAT_EDGES = [("s1-7x7", (1, 19, 7, 7), (1, 1), 3), ("s1-9x20", (1, 3, 9, 20), (1, 1), 3),
+                        ("s2-14x14", (1, 19, 14, 14), (2, 2), 3), ("s2-10x24", (1, 3, 10, 24), (2, 2), 3),
+                        ("5x5-s1-7x7", (1, 19, 7, 7), (1, 1), 5), ("5x5-s2-14x14", (1, 19, 14, 14), (2, 2), 5),
+                        ("7x7-s2-12x20", (1, 3, 12, 20), (2, 2), 7)]
 
 
 @pytest.mark.parametrize("case", DEPTHWISE_FLAT_EDGES, ids=[c[0] for c in DEPTHWISE_FLAT_EDGES])
 @pytest.mark.parametrize("name,with_bias,act", EPILOGUES, ids=[e[0] for e in EPILOGUES])
-def test_depthwise_3x3_flat_edges_and_thread_counts(ck, case, name, with_bias, act):
-    """The flat pass reads a row's neighbours in memory for the taps off its left and right ends: an inf in
+def test_depthwise_flat_edges_and_thread_counts(ck, case, name, with_bias, act):
+    """The flat passes read a row's neighbours in memory for the taps off its left and right ends: an inf in
     every row's first and last column must reach only the outputs whose window covers it (a lane masked by a
     product would make NaN of it), with each activation; 1, 2 and 3 threads give the same bits."""
-    _, xs, strides = case
-    c = xs[1]
-    x, w, b = 3 * rand(*xs), rand(c, 1, 3, 3, low=0.1, high=1.0), rand(c)
+    _, xs, strides, k = case
+    c, pad = xs[1], ((k - 1) // 2,) * 4
+    x, w, b = 3 * rand(*xs), rand(c, 1, k, k, low=0.1, high=1.0), rand(c)
     x[:, :, ::2, 0] = np.inf
     x[:, :, 1::2, -1] = np.inf
-    conv = conv2d_loops(x.astype(np.float64), w, strides, (1, 1, 1, 1), (1, 1), c)
+    conv = conv2d_loops(x.astype(np.float64), w, strides, pad, (1, 1), c)
     want = activate(conv + (b[None, :, None, None] if with_bias else 0), act)
     outs = []
     try:
         for threads in (1, 2, 3):
             ck.byoc_set_num_threads(threads)
-            outs.append(ck.conv2d(x, w, strides, (1, 1, 1, 1), (1, 1), c, b if with_bias else None, act))
+            outs.append(ck.conv2d(x, w, strides, pad, (1, 1), c, b if with_bias else None, act))
     finally:
         ck.byoc_set_num_threads(1)
     assert np.isinf(want).any() or act == 2, "the case covers inputs at the row ends"
@@ -814,6 +817,12 @@ DEPTHWISE_ANY = [
     ("1x1-depthwise", (1, 3, 4, 17), (1, 1), 1, (1, 1), (0, 0, 0, 0)),
     ("8x8-64-taps-s2", (1, 2, 19, 21), (8, 8), 1, (2, 2), (3, 4, 4, 3)),
     ("9x9-beyond-64-taps-direct", (1, 2, 11, 12), (9, 9), 1, (1, 1), (4, 4, 4, 4)),
+    # "same" padding, stride 1 rows narrower than 16 or stride 2 even planes with rows narrower than 64: whole
+    # planes as one flat pass read in place (ck_dw_flat.c)
+    ("5x5-s1-flat-7x7-multiplier-2", (1, 3, 7, 7), (5, 5), 2, (1, 1), (2, 2, 2, 2)),
+    ("5x5-s2-flat-62-wide", (2, 2, 8, 62), (5, 5), 1, (2, 2), (2, 2, 2, 2)),
+    ("7x7-s1-flat-9x9", (1, 2, 9, 9), (7, 7), 1, (1, 1), (3, 3, 3, 3)),
+    ("7x7-s2-flat-multiplier-3", (1, 2, 16, 12), (7, 7), 3, (2, 2), (3, 3, 3, 3)),
 ]
 
 

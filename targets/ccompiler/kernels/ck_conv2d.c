@@ -585,6 +585,10 @@ static void ck_dw_task(int32_t chunk, int32_t slot, void *ctx) {
     ck_dw3x3_flat_groups(p, first, end, job->data, job->weight, job->bias, job->activation, job->out, padded);
     return;
   }
+  if (job->row_fn == NULL && padded != NULL && ck_dw_flat_takes(p)) {
+    ck_dw_flat_groups(p, first, end, job->data, job->weight, job->bias, job->activation, job->out, padded);
+    return;
+  }
   for (i = first; i < end; ++i) {
     const int64_t n = i / p->groups, g = i % p->groups;
     const float *in_g = job->data + (n * p->channels + g) * p->height * p->width;

@@ -8,12 +8,10 @@
  * On x86-64 it is compiled for AVX2+FMA and AVX-512 too and follows the gemm core's choice of
  * instruction set (ck_gemm_kernel_name(); ck_gemm_use_kernel() forces it for tests).
  */
-#include <float.h>
 #include <string.h>
 
 #include "ck_depthwise.h"
 
-#define CK_DW_BLOCK 16
 /* Stride 1 over rows narrower than this (stride 2: than a block, as it computes 3 columns per output
  * there): one flat pass over the padded plane fills vectors better. */
 #define CK_DW_FLAT_BELOW 32
@@ -35,18 +33,6 @@
  * loaded once for 32 outputs. Written as a float[16] array (the portable form below), gcc split the
  * sums into an 8-, a 4-, a 2-wide vector and two scalars: 5x5 taps on 14x14 planes ran at about a
  * third of the vector width (perf: 18.5% of efficientnet_lite at one thread). */
-/* A vector of copies of one float: scalar - vector splats (x - 0 == x, even -0); where float math runs in
- * double (FLT_EVAL_METHOD != 0) that would narrow, so fill the lanes (gcc makes 16 masked broadcasts of that
- * on AVX-512, which is why it is not the only form). */
-#if FLT_EVAL_METHOD == 0
-#define CK_DW_SPLAT(V, VALUE) ((V) = (VALUE) - (vec){0})
-#else
-#define CK_DW_SPLAT(V, VALUE)                                                                         \
-  do {                                                                                                \
-    int lane_;                                                                                        \
-    for (lane_ = 0; lane_ < CK_DW_BLOCK; ++lane_) (V)[lane_] = (VALUE);                              \
-  } while (0)
-#endif
 #define CK_DEFINE_DW_TAPS(NAME)                                                                       \
   static void NAME(int64_t n, int32_t taps, const int64_t *restrict off, const float *restrict w,      \
                    const float *restrict src, float bias, float *restrict out) {                      \
@@ -248,8 +234,8 @@ int ck_dw3x3_flat_takes(const ck_conv2d_params *p) {
          ck_dw3x3_flat_floats(p, &period) <= 2 * bordered; /* inside the slot of the bordered-plane kernels */
 }
 
-/* The plane's four (row parity x column parity) quarters, each H/2 x W/2. */
-static void ck_dw3x3_quarters(int64_t h, int64_t w_n, const float *restrict in, float *restrict ee,
+/* The plane's four (row parity x column parity) quarters, each H/2 x W/2 (also ck_dw_flat.c's). */
+void ck_dw3x3_quarters(int64_t h, int64_t w_n, const float *restrict in, float *restrict ee,
                               float *restrict eo, float *restrict oe, float *restrict oo) {
   const int64_t hw = w_n / 2;
   int64_t y, x;
