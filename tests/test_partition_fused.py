@@ -12,7 +12,10 @@ from byoc_compiler import op, zoo
 from byoc_compiler.ir import Call, Function, GlobalVar, IRModule, TensorType, Var, const, post_order
 from byoc_compiler.partition import partition_for, pipeline, summarize
 from byoc_compiler.target import get_targets
+from byoc_compiler.ir.visitor import graph_order
 from byoc_compiler.transform import annotate_and_partition, annotate_target
+from byoc_compiler.transform.merge_composite import (composite_calls, composite_entries, find_matches, merged_order,
+                                                     rewrite_matches)
 
 from partition_helpers import registered
 from test_node_meta import planted_model
@@ -130,3 +133,23 @@ def test_composites_of_a_function_beside_main_are_merged_the_same_way():
     fused = partition_for("ccompiler", mod)
     assert "Composite" in fused.astext().split("def @main")[0], "the helper's match must be merged"
     assert_same_module(fused, one_by_one("ccompiler", mod))
+
+
+def shape_of(nodes) -> list[tuple]:
+    """What a node is, not which object: the merged order's nodes are the originals where the rewrite
+    copied them."""
+    return [(type(n).__name__, getattr(getattr(n, "op", None), "name", None), len(getattr(n, "args", ())),
+             n.checked_type) for n in nodes]
+
+
+@pytest.mark.parametrize("name", ["bench_like", *zoo.names()])
+def test_merged_order_is_the_walk_of_the_merged_graph(name):
+    # the fused pass takes main's order less the matches' inner nodes, roots replaced by their composite
+    # calls, for the order of MergeComposite's graph; the independent result: that graph made and walked
+    targets = get_targets(["dnnl", "ccompiler"] if name != "bench_like" else ["ccompiler", "examplejson"])
+    mod = pipeline(targets)[0](bench_like(300, 2) if name == "bench_like" else zoo.get(name))
+    entries = composite_entries([p for t in targets for p in t.patterns])
+    order = graph_order(mod["main"].body)
+    matches = find_matches(mod["main"].body, entries, order)
+    walked = [n for n in post_order(rewrite_matches(order, matches)) if not isinstance(n, Function)]
+    assert shape_of(merged_order(order, matches, composite_calls(matches))) == shape_of(walked)

@@ -239,6 +239,9 @@ class Op:
         return f"Op({self.name})"
 
 
+_NO_ATTRS = Attrs()     # what a node made without attrs carries: Attrs are immutable, so one serves all
+
+
 class Call(Expr):
     """`op(args..., attrs)`; `op` is an Op, a Function (composite) or a GlobalVar (external function)."""
 
@@ -249,7 +252,7 @@ class Call(Expr):
         super().__init__(span)
         self.op = op
         self.args = tuple(args)
-        self.attrs = attrs if isinstance(attrs, Attrs) else Attrs(attrs or {})
+        self.attrs = attrs if isinstance(attrs, Attrs) else Attrs(attrs) if attrs else _NO_ATTRS
 
     def children(self) -> tuple[Expr, ...]:
         if isinstance(self.op, Function):
@@ -291,7 +294,7 @@ class Function(Expr):
         self.params = list(params)
         self.body = body
         self.ret_type = ret_type
-        self.attrs = attrs if isinstance(attrs, Attrs) else Attrs(attrs or {})
+        self.attrs = attrs if isinstance(attrs, Attrs) else Attrs(attrs) if attrs else _NO_ATTRS
 
     def children(self) -> tuple[Expr, ...]:
         # A function is a scope: its body is reached through visit_function, not as a dataflow input.

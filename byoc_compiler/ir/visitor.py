@@ -18,22 +18,18 @@ def _inputs(node: Expr, into_functions: bool) -> tuple[Expr, ...]:
     return node.children()
 
 
-def post_order(root: Expr, into_functions: bool = False, replace: dict[int, Expr] | None = None) -> list[Expr]:
+def post_order(root: Expr, into_functions: bool = False) -> list[Expr]:
     """Every node reachable from `root`, each once, inputs before users (a topological order).
 
     With `into_functions`, the parameters and body of Functions (e.g. composite
     functions used as call targets) are included before the Function itself.
     The order is deterministic: inputs are explored left to right (a depth-first
-    walk that appends a node when its last input is done). With `replace` (id(node) -> another node),
-    the walk goes to the other node wherever it would meet the node: the order of the graph in which
-    those nodes are replaced, without making that graph.
+    walk that appends a node when its last input is done).
     """
     # Every pass walks the whole graph, several times per partition: this loop is the hottest of the
     # partitioner, hence the inlined children of the common node kinds and leaves appended at once.
     order: list[Expr] = []
     append = order.append
-    if replace is not None:
-        root = replace.get(id(root), root)
     seen: set[int] = {id(root)}
     mark = seen.add
     stack: list[tuple[Expr, Iterator[Expr]]] = [(root, iter(_inputs(root, into_functions)))]
@@ -41,8 +37,6 @@ def post_order(root: Expr, into_functions: bool = False, replace: dict[int, Expr
     while stack:
         node, pending = stack[-1]
         for child in pending:
-            if replace is not None:
-                child = replace.get(id(child), child)
             key = id(child)
             if key in seen:
                 continue

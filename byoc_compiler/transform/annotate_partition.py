@@ -11,10 +11,11 @@ nodes.
 
 MergeComposite, too, would rebuild every node downstream of its first composite call (a node reading a
 new node is new), only for PartitionGraph to rebuild them again. Here main's composite calls are made
-(reading the matches' inputs as main has them) and stand in for the nodes they replace: the walk of main
-goes to them where it meets those nodes (post_order's replace), which is the order of the graph
-MergeComposite would give, node for node, and PartitionGraph makes each node once, reading what stands
-in for its inputs.
+(reading the matches' inputs as main has them) and stand in for the nodes they replace: main's order
+without the matches' inner nodes, each root replaced by its call, is the order of the graph
+MergeComposite would give, node for node (merge_composite.merged_order; less the composites' Functions,
+which nothing reads as an input), and PartitionGraph makes each node once, reading what stands in for
+its inputs.
 
 It builds each node with its type: a lifted node is the node it was in main, reading values of the same
 types, and the calls, parameters and tuples it adds are typed as they are made; so the InferType after
@@ -26,11 +27,12 @@ from __future__ import annotations
 
 from ..ir.expr import Expr
 from ..ir.module import IRModule
-from ..ir.visitor import graph_order, post_order
+from ..ir.visitor import graph_order
 from .annotate_target import target_annotations
 from .annotations import input_positions
 from .merge_compiler_regions import merge_regions
-from .merge_composite import composite_calls, composite_entries, find_matches, merge_composite, merged_function
+from .merge_composite import (composite_calls, composite_entries, find_matches, merge_composite, merged_function,
+                              merged_order)
 from .named_pass import NamedPass, typed
 from .partition_graph import lift_regions
 
@@ -49,7 +51,7 @@ def annotate_and_partition(mod: IRModule, targets, mod_name: str = "default", bi
     if entries:
         mod = merge_composite(mod, entries, keep="main")       # any other function of the module
     stand_ins = composite_calls(matches)
-    nodes = post_order(main.body, replace=stand_ins) if stand_ins else order
+    nodes = merged_order(order, matches, stand_ins) if stand_ins else order
     index = {id(node): pos for pos, node in enumerate(nodes)}
     for key, node in stand_ins.items():     # readers of a replaced node find what stands in for it
         index[key] = index[id(node)]

@@ -108,14 +108,21 @@ def input_positions(nodes: list[Expr], index: dict[int, int] | None = None) -> l
     if index is None:
         index = {id(node): i for i, node in enumerate(nodes)}
     out: list[list[int]] = []
-    for node in nodes:
+    append = out.append
+    for node in nodes:              # (every node of the graph: one and two inputs without a loop)
         kind = type(node)
         inputs = node.args if kind is Call else node.children()
-        if len(inputs) < 2:
-            out.append([index[id(inputs[0])]] if inputs else [])
-            continue
-        positions = [index[id(c)] for c in inputs]
-        out.append(positions if len(set(positions)) == len(positions) else list(dict.fromkeys(positions)))
+        count = len(inputs)
+        if count == 1:
+            append([index[id(inputs[0])]])
+        elif count == 2:
+            first, second = index[id(inputs[0])], index[id(inputs[1])]
+            append([first, second] if first != second else [first])
+        elif count == 0:
+            append([])
+        else:
+            positions = [index[id(c)] for c in inputs]
+            append(positions if len(set(positions)) == count else list(dict.fromkeys(positions)))
     return out
 
 

@@ -166,9 +166,21 @@ def rewrite_matches(order: list[Expr], matches: dict[int, tuple[Match, Composite
 
 def composite_calls(matches: dict[int, tuple[Match, CompositePattern]]) -> dict[int, Call]:
     """Root id -> the composite call replacing the match (find_matches) rooted there, reading the match's
-    inputs themselves, not what replaces them: post_order(body, replace=composite_calls(...)) is the order
-    of the body rewrite_matches would make, without making it (transform/annotate_partition.py)."""
+    inputs themselves, not what replaces them: they stand in for the nodes they replace in merged_order
+    (transform/annotate_partition.py)."""
     return {root: _composite(match, entry, match.inputs) for root, (match, entry) in matches.items()}
+
+
+def merged_order(order: list[Expr], matches: dict[int, tuple[Match, CompositePattern]],
+                 calls: dict[int, Call]) -> list[Expr]:
+    """post_order of the body rewrite_matches makes of the body whose post_order is `order` (`calls`:
+    composite_calls(matches)), without making it and without walking: less the composites' Functions,
+    leaves no node reads as an input. A match's inner nodes are reached only through its root (escapes),
+    and the matcher binds its inputs left to right, depth first, as a walk from the root meets them; so
+    the walk of the merged body meets the nodes of `order` in the same order, less the inner ones."""
+    inner = {id(n) for match, _ in matches.values() for n in match.nodes if n is not match.root}
+    get = calls.get
+    return [get(id(n), n) for n in order if id(n) not in inner]
 
 
 def merge_composite(mod: IRModule, patterns, keep: str | None = None) -> IRModule:

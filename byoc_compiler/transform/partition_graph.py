@@ -157,6 +157,8 @@ def lift_regions(mod: IRModule, nodes: list[Expr], ann, kids: list[list[int]], m
         if unit >= 0:                           # a host node
             node = nodes[unit]
             inputs = node.args if type(node) is Call else inputs_of(node)
+            if not inputs:
+                continue                        # a leaf: kept
             moved = moved_inputs(inputs, new.get)
             if moved is not inputs:            # host nodes carry no annotation: else kept as they are
                 new[keys[unit]] = copy_node(node, moved)
@@ -209,7 +211,11 @@ def _lift(region: Region, nodes, keys: list[int], symbol: str, n: int, value) ->
     for pos in region.members:               # (every annotated node of the graph: no helper calls per input)
         node = nodes[pos]
         inputs = node.args if type(node) is Call else rebuildable_inputs(node)
-        inner[keys[pos]] = copy_node(node, [get(id(k), k) for k in inputs])
+        if len(inputs) == 1:                  # (most nodes: without making a list)
+            one = inputs[0]
+            inner[keys[pos]] = copy_node(node, (get(id(one), one),))
+        else:
+            inner[keys[pos]] = copy_node(node, [get(id(k), k) for k in inputs])
     body = inner[keys[region.outputs[0]]] if len(region.outputs) == 1 else None
     if body is None:
         body = Tuple([inner[keys[pos]] for pos in region.outputs])
