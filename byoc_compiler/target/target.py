@@ -44,6 +44,9 @@ class TargetError(ByocError):
     """An unknown, disabled or incomplete target."""
 
 
+_ABSENT = object()      # Target.takes: an op the target does not take (its predicate may be None)
+
+
 def _reason(verdict, judge: str = "its predicate") -> str | None:
     """A predicate's or pattern check's answer: None or True accept; a string is the reason it
     does not; anything else (False) rejects without one."""
@@ -261,9 +264,23 @@ class Target:
         try:
             verdict = predicate(call)
         except Exception as exc:  # a vendor's predicate is plugin code: name it instead of a deep traceback
-            raise TargetError(f"target {self.name!r}: the predicate for {name} raised "
-                              f"{type(exc).__name__}: {exc}") from exc
+            raise self._predicate_raised(name, exc) from exc
         return _reason(verdict)
+
+    def takes(self, call, name: str) -> bool:
+        """check(call) is None, for a call of the op `name`, without making the reason (AnnotateTarget
+        asks this of every call of a model)."""
+        predicate = self.ops.get(name, _ABSENT)
+        if predicate is None or predicate is _ABSENT:
+            return predicate is None
+        try:
+            verdict = predicate(call)
+        except Exception as exc:  # (as check)
+            raise self._predicate_raised(name, exc) from exc
+        return verdict is None or verdict is True
+
+    def _predicate_raised(self, name: str, exc: Exception) -> TargetError:
+        return TargetError(f"target {self.name!r}: the predicate for {name} raised {type(exc).__name__}: {exc}")
 
     def __repr__(self) -> str:
         return f"Target({self.name!r}, flag={self.flag!r})"

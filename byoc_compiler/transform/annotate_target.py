@@ -27,9 +27,8 @@ def choose_target(call: Call, targets: list[Target]) -> str | None:
     """The first target in `targets` that takes `call`, or None."""
     if type(call.op) is Op:
         name = call.op.name
-        for target in targets:      # (asked of every call: a target without the op is not asked why)
-            ops = target.ops
-            if name in ops and (ops[name] is None or target.check(call) is None):
+        for target in targets:      # (asked of every call: no target is asked why not)
+            if target.takes(call, name):
                 return target.name
         return None
     if isinstance(call.op, Function):
