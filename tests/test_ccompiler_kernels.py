@@ -877,6 +877,32 @@ def test_pool2d_against_loops(ck, kind, case):
     close(ck.pool(kind, x, pool, strides, padding, dilation, ceil_mode, include), want, atol=1e-6, rtol=1e-6)
 
 
+# Max pool on every instruction set's tap loop (ck_pool.c): rows wide enough for the vector loops at stride 1, 2
+# and 3 (ResNet-50's 3x3/2 after conv1), and a window wider than the per-call table of tap ranges (17 columns).
+# (name, shape, pool, strides, padding)
+MAX_POOLS_WIDE = [
+    ("3x3-s2-pad1-wide", (1, 3, 9, 75), (3, 3), (2, 2), (1, 1, 1, 1)),
+    ("3x3-s1-pad1-wide", (1, 2, 5, 70), (3, 3), (1, 1), (1, 1, 1, 1)),
+    ("2x3-s3-wide", (1, 2, 6, 80), (2, 3), (2, 3), (0, 1, 0, 2)),
+    ("window-17-wide", (1, 2, 4, 60), (2, 17), (1, 2), (0, 8, 1, 8)),
+]
+
+
+@pytest.mark.parametrize("case", MAX_POOLS_WIDE, ids=[c[0] for c in MAX_POOLS_WIDE])
+def test_max_pool2d_wide_rows_on_every_kernel(ck, case):
+    _, shape, pool, strides, padding = case
+    x = -np.abs(rand(*shape)) - 1  # all negative: a padded zero winning would show
+    want = pool2d_loops(x, "max", pool, strides, padding, (1, 1), False, False)
+    default = ck.ck_gemm_kernel_name()
+    try:
+        for name in kernel_names(ck):
+            if ck.ck_gemm_use_kernel(name.encode()) == 0:
+                np.testing.assert_array_equal(ck.pool("max", x, pool, strides, padding, (1, 1), False), want,
+                                              err_msg=name)
+    finally:
+        assert ck.ck_gemm_use_kernel(default) == 0
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_pool2d_random_geometries(ck, seed):
     """Seeded random pools (8 per seed, max and avg): padding up to the window, ceil mode, dilation."""

@@ -60,6 +60,47 @@ static float ck_avg_divisor(const ck_pool2d_params *p, int64_t rows, int64_t x, 
   return (float)(count > 0 ? count : 1);
 }
 
+/* orow[x] = max(orow[x], irow[x * s + shift]) for x in [lo, hi), NaN in orow kept (`v > o ? v : o`). Told that
+ * FP traps are not observed, gcc turns the select into a vector max instead of a branch per element, and with the
+ * stride a constant it loads stride-2 taps as vectors; compiled for AVX2 and AVX-512 too, following the gemm
+ * core's instruction set. The same values in the same order either way. */
+#define CK_DEFINE_MAX_TAP(NAME)                                                                       \
+  static CK_NO_TRAPS void NAME(float *restrict orow, const float *restrict irow, int64_t lo, int64_t hi, \
+                               int64_t s, int64_t shift) {                                          \
+    int64_t x;                                                                                      \
+    if (s == 1) {                                                                                   \
+      for (x = lo; x < hi; ++x) {                                                                   \
+        const float v = irow[x + shift];                                                            \
+        orow[x] = v > orow[x] ? v : orow[x];                                                        \
+      }                                                                                             \
+    } else if (s == 2) {                                                                            \
+      for (x = lo; x < hi; ++x) {                                                                   \
+        const float v = irow[2 * x + shift];                                                        \
+        orow[x] = v > orow[x] ? v : orow[x];                                                        \
+      }                                                                                             \
+    } else {                                                                                        \
+      for (x = lo; x < hi; ++x) {                                                                   \
+        const float v = irow[x * s + shift];                                                        \
+        orow[x] = v > orow[x] ? v : orow[x];                                                        \
+      }                                                                                             \
+    }                                                                                               \
+  }
+
+typedef void (*ck_max_tap_fn)(float *orow, const float *irow, int64_t lo, int64_t hi, int64_t s, int64_t shift);
+
+CK_DEFINE_MAX_TAP(ck_max_tap_baseline)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
+__attribute__((target("avx2"))) CK_DEFINE_MAX_TAP(ck_max_tap_avx2)
+__attribute__((target("avx512f,avx2"))) CK_DEFINE_MAX_TAP(ck_max_tap_avx512)
+
+static ck_max_tap_fn ck_max_tap_current(void) {
+  static const ck_max_tap_fn by_isa[] = {ck_max_tap_baseline, ck_max_tap_avx2, ck_max_tap_avx512};
+  return by_isa[ck_micro_kernel_isa()];
+}
+#else
+static ck_max_tap_fn ck_max_tap_current(void) { return ck_max_tap_baseline; }
+#endif
+
 typedef enum { CK_POOL_MAX, CK_POOL_AVG } ck_pool_kind;
 
 typedef struct {
@@ -70,6 +111,8 @@ typedef struct {
   int64_t oh_n, ow_n;
 } ck_pool_job;
 
+#define CK_POOL_RANGES 16
+
 /* Planes [begin, end) (of every image and channel). */
 static void ck_pool_planes(void *ctx, int64_t begin, int64_t end) {
   const ck_pool_job *job = (const ck_pool_job *)ctx;
@@ -78,7 +121,14 @@ static void ck_pool_planes(void *ctx, int64_t begin, int64_t end) {
   float *out = job->out;
   const ck_pool_kind kind = job->kind;
   const int64_t oh_n = job->oh_n, ow_n = job->ow_n;
+  /* each tap column's output range, the same for every row: computed once (two divisions per tap and row were
+   * most of a 3x3/2 max pool's time) where the window is narrow enough, per row otherwise */
+  int64_t lo_kw[CK_POOL_RANGES], hi_kw[CK_POOL_RANGES];
+  const int ranges = p->pool_w <= CK_POOL_RANGES;
+  const ck_max_tap_fn max_tap = ck_max_tap_current();
   int64_t plane, oh, kh, kw, x;
+  for (kw = 0; ranges && kw < p->pool_w; ++kw)
+    ck_tap_range(kw * p->dilation_w - p->pad_left, p->stride_w, p->width, ow_n, &lo_kw[kw], &hi_kw[kw]);
   for (plane = begin; plane < end; ++plane) {
     const float *in = data + plane * p->height * p->width;
     float *o_plane = out + plane * oh_n * ow_n;
@@ -95,13 +145,10 @@ static void ck_pool_planes(void *ctx, int64_t begin, int64_t end) {
         for (kw = 0; kw < p->pool_w; ++kw) {
           const int64_t shift = kw * p->dilation_w - p->pad_left;
           const int64_t s = p->stride_w;
-          int64_t lo, hi;
-          ck_tap_range(shift, s, p->width, ow_n, &lo, &hi);
+          int64_t lo = ranges ? lo_kw[kw] : 0, hi = ranges ? hi_kw[kw] : 0;
+          if (!ranges) ck_tap_range(shift, s, p->width, ow_n, &lo, &hi);
           if (kind == CK_POOL_MAX) {
-            for (x = lo; x < hi; ++x) {
-              const float v = irow[x * s + shift];
-              orow[x] = v > orow[x] ? v : orow[x];
-            }
+            max_tap(orow, irow, lo, hi, s, shift);
           } else {
             for (x = lo; x < hi; ++x) orow[x] += irow[x * s + shift];
           }
