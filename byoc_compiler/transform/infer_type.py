@@ -182,8 +182,8 @@ class _Inferer:
                 raise TypeInferenceError(
                     f"{target.name} {_locate(call, fname, func)}: expected {count} arguments "
                     f"({', '.join(inputs)}), found {len(args)}", op=target.name)
-            try:
-                return infer([a.checked_type for a in args], call.attrs)
+            try:                # (typed for every call of a model: one argument without a list comprehension)
+                return infer([args[0].checked_type] if count == 1 else [a.checked_type for a in args], call.attrs)
             except OpTypeError as exc:
                 where = _locate(call, fname, func)
                 raise TypeInferenceError(
