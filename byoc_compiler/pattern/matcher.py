@@ -18,7 +18,8 @@ class Match:
 
     nodes  -- the expressions matched by call/tuple/get-item patterns, inputs before users (the root last)
     inputs -- the expressions matched by leaf patterns (wildcard, var, constant, expr), in pattern order,
-              each once
+              each once: left to right, depth first, the order a walk from the root meets them
+              (transform/merge_composite.merged_order relies on it)
     """
 
     root: Expr

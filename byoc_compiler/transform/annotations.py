@@ -126,8 +126,9 @@ def input_positions(nodes: list[Expr], index: dict[int, int] | None = None) -> l
     return out
 
 
-def read(func: Function, nodes: list[Expr] | None = None) -> Annotations:
-    """The annotations on the nodes of `func`'s graph (`nodes`: graph_nodes(func), if the caller has it)."""
+def read(func: Function | None, nodes: list[Expr] | None = None) -> Annotations:
+    """The annotations on the nodes of `func`'s graph (`nodes`: graph_nodes(func), if the caller has it;
+    then `func` may be None)."""
     found = meta_of(nodes if nodes is not None else graph_nodes(func), KEY)
     return Annotations({pos: ann.target for pos, ann in found.items()},
                        {pos: ann.region for pos, ann in found.items()})
