@@ -1388,11 +1388,13 @@ WINOGRAD_CASES = [
 ]
 WINOGRAD_EPILOGUES = [("plain", False, False, 0), ("bias-relu", True, False, 1),
                       ("bias-residual-relu6", True, True, 2), ("residual-relu", False, True, 1)]
+# each case with each m once, the epilogues taken in turn (every epilogue meets both m and both modes)
+WINOGRAD_RUNS = [pytest.param(m, case, *WINOGRAD_EPILOGUES[(2 * i + j) % len(WINOGRAD_EPILOGUES)],
+                              id=f"{case[0]}-F{m}-{WINOGRAD_EPILOGUES[(2 * i + j) % len(WINOGRAD_EPILOGUES)][0]}")
+                 for i, case in enumerate(WINOGRAD_CASES) for j, m in enumerate((2, 4))]
 
 
-@pytest.mark.parametrize("m", [2, 4], ids=["F2", "F4"])
-@pytest.mark.parametrize("case", WINOGRAD_CASES, ids=[c[0] for c in WINOGRAD_CASES])
-@pytest.mark.parametrize("name,with_bias,with_residual,act", WINOGRAD_EPILOGUES, ids=[e[0] for e in WINOGRAD_EPILOGUES])
+@pytest.mark.parametrize("m,case,name,with_bias,with_residual,act", WINOGRAD_RUNS)
 def test_winograd_against_float64(ck, m, case, name, with_bias, with_residual, act):
     _, xs, o, padding = case
     x, w, b = 4 * rand(*xs), rand(o, xs[1], 3, 3), rand(o)
