@@ -241,9 +241,9 @@ def winograd_blocks():
     # stride-1 3x3 convs on planes of 28x28 and more run Winograd F(2x2) (winograd.py): a 29x29 plane (tiles
     # overhanging its last row and column) through conv + bias + relu, then conv + bias + the identity shortcut +
     # relu in its output transform (fuse_residual.py)
-    x = _var("x", (1, 8, 29, 29))
-    h = op.nn.relu(_conv_bias(x, 8, 8, 3, 60))
-    return _partitioned([x], op.nn.relu(op.add(_conv_bias(h, 8, 8, 3, 62), x)))
+    x = _var("x", (1, 4, 29, 29))
+    h = op.nn.relu(_conv_bias(x, 4, 4, 3, 60))
+    return _partitioned([x], op.nn.relu(op.add(_conv_bias(h, 4, 4, 3, 62), x)))
 
 
 def shape_ops():
@@ -355,8 +355,13 @@ def _calls(expr):
     return [n for n in post_order(expr) if isinstance(n, Call) and isinstance(n.op, Op)]
 
 
-SANITIZED = [pytest.param(f"zoo:{n}", id=n) for n in zoo.names()] + \
-            [pytest.param(f"construct:{f.__name__}", id=f.__name__) for f in CONSTRUCTS]
+# Waiting for every_toolchain (the default run's budget): winograd_blocks (ck_winograd.c runs under ASan+UBSan in
+# the kernel suite's sanitizer rerun, tests/test_ccompiler_kernels.py) and the zoo's residual_block (its conv,
+# residual-add fusion and pool paths are the residual_blocks construct's, sanitized in the default run): 6 and 9 s.
+SANITIZED_LATER = ("zoo:residual_block", "construct:winograd_blocks")
+SANITIZED = [pytest.param(key, id=key.split(":")[1],
+                          marks=[pytest.mark.every_toolchain] if key in SANITIZED_LATER else [])
+             for key in [f"zoo:{n}" for n in zoo.names()] + [f"construct:{f.__name__}" for f in CONSTRUCTS]]
 
 
 @pytest.mark.parametrize("key", SANITIZED)
