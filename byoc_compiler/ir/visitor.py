@@ -72,6 +72,10 @@ def reachable(root: Expr) -> list[Expr]:
         kind = type(node)
         if kind is Call:
             kids = node.args if type(node.op) is not Function else (node.op, *node.args)
+        elif kind is TupleGetItem:
+            kids = (node.tuple_value,)
+        elif kind is Tuple:
+            kids = node.fields
         elif kind is Var or kind is Constant or kind is GlobalVar:
             continue
         else:

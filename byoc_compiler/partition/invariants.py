@@ -37,9 +37,8 @@ def check_partitioned(before: IRModule, after: IRModule, pass_name: str) -> None
     called: dict[str, list[str]] = {}      # global function -> the functions calling it
     for name, func in after.items():
         nodes = reachable(func.body)   # (no order: nothing after partition_for asks for these bodies' graph order)
-        for node in nodes:
-            if type(node) is Call and type(node.op) is GlobalVar:
-                called.setdefault(node.op.name_hint, []).append(name)
+        for callee in [n.op.name_hint for n in nodes if type(n) is Call and type(n.op) is GlobalVar]:
+            called.setdefault(callee, []).append(name)
         if any(ann is not None for ann in meta_of(nodes, KEY).values()):
             fail(f"a node of @{name} still carries a region annotation")
     symbols: dict[str, str] = {}
