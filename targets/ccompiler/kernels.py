@@ -110,7 +110,7 @@ FUNCTIONS: dict[str, KernelFunction] = {f.name: f for f in (
         "const float *bias, const float *residual, int32_t activation, float *out, void *workspace",
         "activation(ck_conv2d_prepacked + residual): a residual add (+ relu) in the conv's epilogue"),
     _fn("ck_conv2d_winograd_weight_bytes", "const ck_conv2d_params *p, int32_t m",
-        "size of a Winograd F(m x m, 3 x 3) weight (pack_winograd_weight); 0: not this path's geometry", "size_t"),
+        "size of a Winograd F(m x m, 3 x 3) weight (winograd.pack_weight); 0: not this path's geometry", "size_t"),
     _fn("ck_conv2d_winograd_workspace_bytes", "const ck_conv2d_params *p, int32_t m", "scratch of ck_conv2d_winograd",
         "size_t"),
     _fn("ck_conv2d_winograd", "const ck_conv2d_params *p, int32_t m, const float *data, const float *packed_weight, "

@@ -120,7 +120,7 @@ int32_t ck_conv2d_prepacked(const ck_conv2d_params *p, const float *data, const 
                             const float *bias, int32_t activation, float *out, void *workspace);
 /* Stride-1, undilated 3x3 convolutions with one group by Winograd's F(m x m, 3 x 3), m = 2 or 4
  * (ck_winograd.c): the weight transformed (U = G g G^T per output and input channel) and packed at codegen
- * time (kernels.py's pack_winograd_weight: per position of the (m + 2)^2, the [out_channels, channels] matrix
+ * time (winograd.py's pack_weight: per position of the (m + 2)^2, the [out_channels, channels] matrix
  * in ck_conv2d_pack_weight's 24-row slivers per K block of 256); residual: NULL, or a tensor of the output's
  * shape added after the bias, before the activation. 0 bytes: not a geometry this path takes. */
 size_t ck_conv2d_winograd_weight_bytes(const ck_conv2d_params *p, int32_t m);

@@ -2,7 +2,7 @@
  *
  * The output is cut into m x m tiles; each tile of each input channel reads an alpha x alpha patch
  * (alpha = m + 2) of the zero-bordered input d and becomes V = B^T d B, each weight 3x3 g becomes
- * U = G g G^T (at codegen time: kernels.py's pack_winograd_weight), and for every one of the alpha^2
+ * U = G g G^T (at codegen time: winograd.py's pack_weight), and for every one of the alpha^2
  * positions (i, j) the products summed over input channels are one matrix product
  * M[i,j] = U[i,j] (out x in) . V[i,j] (in x tiles), run on the gemm core's micro-kernels; the tile's output is
  * Y = A^T M A (+ bias, + residual, activation). F(2x2) multiplies 16 times per 4 outputs, F(4x4) 36 times per
@@ -13,12 +13,13 @@
  * F(4x4) loses a few bits (its transformed values grow), which is why the codegen picks m per layer.
  *
  * Work: tiles in blocks of CK_WG_BLOCK_TILES, one task each (its input transform, all positions' products and
- * its output transform, in its thread's slot, so the block's transformed data stays in L2); planes with few
- * tiles (14x14, 7x7) instead transform every tile once on the pool, then tasks of 24 output channels each run
- * their rows of every product and their outputs. Every output is one multiply-add chain over the input channels
- * in a fixed order on the same transformed values whatever the split, so every thread count gives the same
- * bits. The transforms are plain loops over CK_WG_LANES tiles, compiled for AVX2 and AVX-512 too and following
- * the gemm core's choice of instruction set.
+ * its output transform, in its thread's slot, so the block's transformed data stays in L2); planes of at most
+ * CK_WG_SHARED_TILES tiles (14x14, 7x7) instead transform every tile at once (ranges of input channels on the
+ * pool), then run one task per position (its transformed weight and input read once) and the output transform in
+ * ranges of output channels. Every output is one multiply-add chain over the input channels in a fixed order on
+ * the same transformed values whatever the split, so every thread count gives the same bits. The transforms work
+ * on CK_WG_LANES tiles at once in generic vectors (plain loops where the compiler has no vector shuffles),
+ * compiled for AVX2 and AVX-512 too and following the gemm core's choice of instruction set.
  */
 #include <string.h>
 
