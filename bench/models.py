@@ -15,7 +15,8 @@ peak build memory (the largest resident set of any process of the build, scons o
 getrusage(RUSAGE_CHILDREN).ru_maxrss in a wrapper process per build), and run time: the runner's
 median over --repeat runs (after one untimed run), alternated --rounds times, a pause of ORT_SPIN_S after
 onnxruntime's runs each time (its idle workers spin on, see there), with onnxruntime's median over as many runs of
-the same ONNX model on the same inputs, at 1 and at 2 intra-op threads. Reported: medians of the
+the same ONNX model on the same inputs, at 1 and at 2 intra-op threads, in a process of its own started each
+round as the runner's is (`--peer-process one`: in the bench's process for every round). Reported: medians of the
 rounds, and the ratios run / onnxruntime (< 1: faster than onnxruntime). `--check` also compares the
 outputs with the float64 reference (the margin of `scons check`). `--clock cpu` times CPU time instead
 of wall time on both sides (the runner's `--profile` thread CPU time, onnxruntime's calling thread at 1
@@ -225,6 +226,40 @@ def _ort_session(model_bytes: bytes, threads: int, profile_prefix: str | None = 
     return onnxruntime.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
 
 
+def _peer_process_ms(model: str, counts: tuple[int, ...], inputs: dict, repeat: int, cpu: bool,
+                     workdir: Path) -> dict[int, float]:
+    """The peer's median ms per thread count, measured in a process of its own started for this round, as the
+    runner is (--peer-process round). On this bench's VM a process's speed is a draw made at its start: the same
+    runner pinned to one CPU, run after run, took 64-125 ms of CPU time (medians of 5 runs each), and
+    onnxruntime's ResNet-50 in fresh processes 53-98 ms; one onnxruntime process for the whole bench against
+    one runner process per round made the ratio hang on onnxruntime's single draw (ResNet-50 at 1 thread read
+    1.08-1.45 in five runs of the same build within six minutes)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    feed = workdir / "peer_inputs.npz"
+    if not feed.exists():
+        np.savez(feed, **{f"i{k}": v for k, v in enumerate(inputs.values())})
+    names = list(inputs)
+    request = json.dumps({"model": model, "counts": list(counts), "names": names, "feed": str(feed),
+                          "repeat": repeat, "cpu": cpu})
+    proc = subprocess.run([sys.executable, __file__, "--peer-worker", request], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"the peer's process failed for {model}:\n{proc.stderr.strip()}")
+    return {int(n): ms for n, ms in json.loads(proc.stdout.strip().splitlines()[-1]).items()}
+
+
+def _peer_worker(request: str) -> None:
+    """--peer-worker: time the peer once per thread count (after one untimed run) and print the medians as JSON."""
+    r = json.loads(request)
+    with np.load(r["feed"]) as feed:
+        inputs = {name: feed[f"i{k}"] for k, name in enumerate(r["names"])}
+    medians = {}
+    for n, s in _peers(r["model"], tuple(r["counts"])).items():
+        s.run(None, inputs)
+        medians[n] = _median_ms(lambda s=s: s.run(None, inputs), r["repeat"],
+                                time.thread_time if r["cpu"] else time.perf_counter)
+    print(json.dumps(medians))
+
+
 def _median_ms(fn, repeat: int, clock=time.perf_counter) -> float:
     times = []
     for _ in range(repeat):
@@ -266,7 +301,7 @@ def _breakdown(model: str, runner: Path, workdir: Path, arrays: list, inputs: di
 
 
 def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, check: bool,
-            breakdown: bool = False, clock: str = "wall") -> Row:
+            breakdown: bool = False, clock: str = "wall", peer_process: str = "round") -> Row:
     from byoc_compiler.check import deterministic_inputs
     from byoc_compiler.runtime.runner import run_runner_timed
     from byoc_compiler.load import load_model
@@ -309,9 +344,13 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
                                                        project / "run", repeat=repeat,
                                                        extra_args=["--threads", str(threads)])
                 into.append(ms)
-            for n, s in sessions.items():   # 1 thread: onnxruntime computes on the calling thread
-                ort[n].append(_median_ms(lambda s=s: s.run(None, inputs), repeat,
-                                         time.thread_time if cpu else time.perf_counter))
+            if peer_process == "round":
+                for n, ms in _peer_process_ms(model, counts, inputs, repeat, cpu, project / "peer").items():
+                    ort[n].append(ms)
+            else:
+                for n, s in sessions.items():   # 1 thread: onnxruntime computes on the calling thread
+                    ort[n].append(_median_ms(lambda s=s: s.run(None, inputs), repeat,
+                                             time.thread_time if cpu else time.perf_counter))
             time.sleep(ORT_SPIN_S)          # its workers stop spinning before the next runner starts
         agreement = _int8_agreement(model, outputs, sessions[1].run(None, inputs), inputs)
         text = None
@@ -413,6 +452,9 @@ def main() -> None:
     parser.add_argument("--breakdown", action="store_true",
                         help="also print where the time goes: oneDNN's per-primitive times against onnxruntime's "
                              "profile, per category and per convolution (dnnl target; bench/breakdown.py)")
+    parser.add_argument("--peer-process", choices=("round", "one"), default="round",
+                        help="round: the peer runs in a fresh process each round, as the runner does (default; see "
+                             "_peer_process_ms); one: in the bench's own process for every round")
     args = parser.parse_args()
     defaults = DEFAULTS if args.models else SET_DEFAULTS.get(args.set, DEFAULTS)
     for key, value in defaults.items():
@@ -427,12 +469,13 @@ def main() -> None:
     for model in models:
         for target in targets:
             rows.append(measure(model, target, args.toolchain, args.rounds, args.repeat, args.check, args.breakdown,
-                                args.clock))
+                                args.clock, args.peer_process))
             print(f"measured {model} / {target}", file=sys.stderr, flush=True)
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; medians of "
           f"{args.rounds} alternated rounds of {args.repeat} runs; build: aot, unpacked, -O3"
           + ("; CPU time of the computing thread (--clock cpu)" if args.clock == "cpu" else "")
+          + ("; the peer in a fresh process each round" if args.peer_process == "round" else "; the peer in this process")
           + f"; ccompiler's ISA path on this CPU: {isa_path()}")
     if any(m.endswith(".tflite") for m in models):
         print("for .tflite models the peer columns are LiteRT: 'ort 1T' = its default kernels (XNNPACK) at 1 thread, "
@@ -448,4 +491,7 @@ def main() -> None:
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     np.set_printoptions(precision=4)
-    main()
+    if sys.argv[1:2] == ["--peer-worker"]:
+        _peer_worker(sys.argv[2])
+    else:
+        main()

@@ -3,7 +3,7 @@ mirrors of ck_winograd.c's sizes and of its weight layout (packed here, at codeg
 
 The transform matrices are Lavin and Gray's (Fast Algorithms for Convolutional Neural Networks, 2016), points
 0, 1, -1 (m = 2) and 0, 1, -1, 2, -2 and infinity (m = 4), written from the math: for each m x m output tile,
-Y = A^T [(G g G^T) * (B^T d B)] A over the (m + 2) x (m + 2) input patch d; tests/test_ccompiler_winograd.py
+Y = A^T [(G g G^T) * (B^T d B)] A over the (m + 2) x (m + 2) input patch d; tests/test_ccompiler_kernels.py
 checks them against an explicit correlation.
 """
 from __future__ import annotations
