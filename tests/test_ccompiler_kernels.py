@@ -595,9 +595,17 @@ CONV_STRIDE2_ON_THE_POOL = [
     ("pixel-major-stride2-split", (1, 20, 28, 28), (96, 20, 3, 3), (2, 2), (1, 1, 1, 1)),
     ("stem-7x7-bands", (1, 3, 112, 104), (24, 3, 7, 7), (2, 2), (3, 3, 3, 3)),
 ]
+# 1x1 convolutions that reduce channels on planes of whole 7-pixel slivers up to 14x14: pixel-major tiles reading the
+# input in place (ck_pm_takes), 64 -> 28 channels (a pair, a 16-channel tile) over 10x14 pixels (20 slivers); 8 -> 4
+# channels on 14x14, where their scratch outgrows the gemm's (the size mirror must follow).
+POINTWISE_ON_THE_POOL = [
+    ("pointwise-reducing-pixel-major", (1, 64, 10, 14), (28, 64, 1, 1), (1, 1), (0, 0, 0, 0)),
+    ("pointwise-reducing-scratch", (1, 8, 14, 14), (4, 8, 1, 1), (1, 1), (0, 0, 0, 0)),
+]
 
 
-@pytest.mark.parametrize("case", CONV_STRIDE2_ON_THE_POOL, ids=[c[0] for c in CONV_STRIDE2_ON_THE_POOL])
+@pytest.mark.parametrize("case", CONV_STRIDE2_ON_THE_POOL + POINTWISE_ON_THE_POOL,
+                         ids=[c[0] for c in CONV_STRIDE2_ON_THE_POOL + POINTWISE_ON_THE_POOL])
 def test_conv2d_stride2_is_the_same_at_every_thread_count(ck, case):
     """ck_conv2d and ck_conv2d_prepacked at 1, 2, 3 and 8 threads, bias and relu: the einsum's result, the same
     bits at every count."""
@@ -679,6 +687,7 @@ RESIDUAL_CONVS = [
     ("edge-tiles", (1, 4, 9, 11), (6, 4, 3, 3), (1, 1), (1, 1, 1, 1), 1),
     ("full-tiles-k>KC", (1, 30, 10, 16), (17, 30, 3, 3), (1, 1), (1, 1, 1, 1), 1),  # K = 270
     ("1x1-pointwise", (2, 8, 8, 8), (24, 8, 1, 1), (1, 1), (0, 0, 0, 0), 1),
+    ("1x1-reducing-pixel-major", (1, 96, 7, 14), (40, 96, 1, 1), (1, 1), (0, 0, 0, 0), 1),
     ("pixel-major-7x7-k>KC", (1, 40, 7, 7), (47, 40, 3, 3), (1, 1), (1, 1, 1, 1), 1),
     ("groups2-stride2", (1, 8, 11, 13), (12, 4, 3, 3), (2, 2), (1, 1, 1, 1), 2),
     ("pixel-major-stride2-split", (1, 16, 28, 28), (48, 16, 3, 3), (2, 2), (1, 1, 1, 1), 1),

@@ -28,6 +28,7 @@ CONSTANTS = {
     "CK_MAX_RANK": kernels.MAX_RANK, "CK_M_QUANTUM": kernels.M_QUANTUM, "CK_N_QUANTUM": kernels.N_QUANTUM,
     "CK_MC": kernels.MC, "CK_KC": kernels.KC, "CK_ALIGN": kernels.ALIGN, "CK_PM_MR": kernels.PM_MR,
     "CK_PM_MAX_PIXELS": kernels.PM_MAX_PIXELS, "CK_PM_MAX_OFFSET_PIXELS": kernels.PM_MAX_OFFSET_PIXELS,
+    "CK_PM_REDUCE_PIXELS": kernels.PM_REDUCE_PIXELS,
     "CK_NR_MAX": kernels.NR_MAX, "CK_STEM_MAX_CHANNELS": kernels.STEM_MAX_CHANNELS,
     "CK_QMR": qkernels.QMR, "CK_QNR": qkernels.QNR,
     "CK_QALIGN": qkernels.QALIGN, "CK_QKB": qkernels.QKB, "CK_QN_WIDE": qkernels.QN_WIDE,

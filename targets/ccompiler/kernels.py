@@ -239,6 +239,7 @@ M_QUANTUM, N_QUANTUM, MC, KC, ALIGN = 24, 32, 96, 256, 64  # CK_* of ck_internal
 _N_CHUNK, _MIN_TASKS, _ROW_TASKS = 1024, 8, 16    # ck_gemm.c's split of C into tasks
 _DW_TASK_GROUPS = 4               # ck_conv2d.c's split of one-channel groups into tasks
 PM_MR, PM_MAX_PIXELS, PM_MAX_OFFSET_PIXELS = 7, 1024, 4096  # pixel-major tiles (CK_PM_MR, CK_PM_MAX_*PIXELS)
+PM_REDUCE_PIXELS = 196            # ck_conv2d.c's CK_PM_REDUCE_PIXELS (1x1 convolutions that reduce channels)
 NR_MAX, STEM_MAX_CHANNELS = 32, 4  # ck_stem.c's widest tile (CK_NR_MAX) and input channels (CK_STEM_MAX_CHANNELS)
 
 
@@ -344,7 +345,7 @@ def conv2d_workspace_bytes(p: dict[str, int]) -> int:
     og, kdim, pixels = p["out_channels"] // p["groups"], per_group_in * p["kernel_h"] * p["kernel_w"], oh * ow
     gemm = gemm_workspace_bytes(og, pixels, kdim)
     by_offsets = p["kernel_h"] * p["kernel_w"] > 1 and p["stride_w"] in (1, 2) and ow % PM_MR == 0
-    if _pixel_major_pays(og, pixels, by_offsets):
+    if _pixel_major_pays(og, pixels, by_offsets) or _pixel_major_reduces(p, og, kdim, pixels):
         pm_pixels = _round_up(pixels, PM_MR)
         slivers = 0 if by_offsets else pm_pixels * min(KC, kdim)  # (the tiles read the bordered copy in place)
         gemm = max(gemm, ALIGN + 4 * (slivers + pm_pixels * _round_up(og, M_QUANTUM)))
@@ -379,6 +380,14 @@ def _pixel_major_pays(og: int, pixels: int, by_offsets: bool) -> bool:
         return pixels <= PM_MAX_OFFSET_PIXELS and _round_up(pixels, PM_MR) * _round_up(og, 16) <= cm * _round_up(og, 8)
     return pixels <= PM_MAX_PIXELS and \
         100 * _round_up(pixels, PM_MR) * _round_up(og, M_QUANTUM) < 90 * cm * _round_up(og, 8)
+
+
+def _pixel_major_reduces(p: dict[str, int], og: int, kdim: int, pixels: int) -> bool:
+    """ck_pm_takes' other case: a 1x1 stride-1 unpadded convolution with K >= 2 x its output channels on a plane of
+    whole 7-pixel slivers up to PM_REDUCE_PIXELS."""
+    pointwise = (p["kernel_h"], p["kernel_w"], p["stride_h"], p["stride_w"]) == (1, 1, 1, 1) and \
+        not any(p[side] for side in ("pad_top", "pad_left", "pad_bottom", "pad_right"))
+    return pointwise and pixels % PM_MR == 0 and pixels <= PM_REDUCE_PIXELS and kdim >= 2 * og
 
 
 def conv2d_packed_weight_bytes(p: dict[str, int]) -> int:

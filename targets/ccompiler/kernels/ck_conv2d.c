@@ -102,6 +102,19 @@ static int ck_pm_by_offsets(const ck_conv2d_params *p, int64_t ow) {
  * zoo's resnet50 strides the first 1x1 of a stage instead). Same size as the plain copy. */
 static int ck_pm_split(const ck_conv2d_params *p, int64_t ow) { return p->stride_w == 2 && ck_pm_by_offsets(p, ow); }
 
+/* A 1x1 stride-1 convolution that reduces its channels at least twofold (K >= 2 x output channels) on a plane of
+ * whole 7-pixel slivers up to CK_PM_REDUCE_PIXELS runs on the pixel-major tiles, reading its input where it lies
+ * (no packing, one parallel region, each thread its own pixels): ResNet-50's 1x1 1024->256 and 1024->512 on
+ * 14x14 (196 pixels: 6 x 32 + 4, whose 4-column tail ran the 16-wide half tile, some 10% of the call; 196 = 28 x
+ * 7 exactly here, 256 channels 5 pairs + a 16-channel tile). In-process A/B against the channel-major tiles
+ * (this Xeon): 0.88-0.94 of the time at one thread, 0.82 (1024->256) at two. The expansions (256->1024) and
+ * larger planes (512->128 on 28x28) measured slower or no faster: their transposed store weighs more. */
+static int ck_pm_takes(const ck_conv2d_params *p, int64_t og, int64_t pixels, int64_t ow) {
+  const int64_t kdim = p->channels / p->groups;
+  if (ck_is_pointwise(p) && pixels % CK_PM_MR == 0 && pixels <= CK_PM_REDUCE_PIXELS && kdim >= 2 * og) return 1;
+  return ck_pixel_major_pays(og, pixels, ck_pm_by_offsets(p, ow));
+}
+
 /* One input channel per group: tasks of CK_DW_TASK_GROUPS groups (of every image), each thread with its
  * own zero-bordered plane and flat row in its slot of the workspace; 8 or 16 groups where 4 groups' output
  * planes would not end on a cache line (49-pixel planes: 4 x 196 bytes), since neighbouring tasks run on
@@ -134,7 +147,7 @@ static size_t ck_conv_gemm_bytes(const ck_conv2d_params *p, int64_t oh, int64_t 
   const int64_t cg = p->channels / p->groups, og = p->out_channels / p->groups;
   const int64_t kdim = cg * p->kernel_h * p->kernel_w;
   const size_t gemm = ck_gemm_workspace_bytes(og, oh * ow, kdim);
-  if (ck_pixel_major_pays(og, oh * ow, ck_pm_by_offsets(p, ow))) {
+  if (ck_pm_takes(p, og, oh * ow, ow)) {
     const size_t pm = CK_ALIGN + sizeof(float) * (size_t)ck_pixel_major_floats(og, oh * ow, kdim, ck_pm_by_offsets(p, ow));
     if (pm > gemm) return pm;
   }
@@ -654,7 +667,7 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
   pixels = oh * ow;
   row_fn = ck_is_dw3x3(p) ? ck_micro_kernel_current()->dw3x3_row : NULL;
   /* pixel-major tiles read the weight as packed: prepacked weights only */
-  pm_tile = cg != 1 && packed != NULL && ck_pixel_major_pays(og, pixels, ck_pm_by_offsets(p, ow))
+  pm_tile = cg != 1 && packed != NULL && ck_pm_takes(p, og, pixels, ow)
                 ? ck_micro_kernel_current()->pixel_major
                 : NULL;
   if ((cg != 1 || ck_uses_padded_plane(p)) && workspace == NULL) return CK_EBADPARAM;

@@ -141,6 +141,7 @@ typedef void (*ck_dw3x3_row_fn)(int64_t n, int64_t odd, const float *r0, const f
 #define CK_PM_MR 7
 #define CK_PM_MAX_PIXELS 1024 /* larger planes: the channel-major tiles */
 #define CK_PM_MAX_OFFSET_PIXELS 4096 /* the same where the tiles read the bordered input in place (up to 64x64) */
+#define CK_PM_REDUCE_PIXELS 196 /* 1x1 convolutions that reduce channels, read in place (ck_conv2d.c) */
 typedef void (*ck_pm_fn)(int64_t kc, const float *ap, int64_t as, const int64_t *aoff, const float *wp, int64_t ws,
                          float *c, int64_t ldc, int accumulate);
 typedef struct {
