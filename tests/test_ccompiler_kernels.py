@@ -601,6 +601,9 @@ CONV_STRIDE2_ON_THE_POOL = [
 POINTWISE_ON_THE_POOL = [
     ("pointwise-reducing-pixel-major", (1, 64, 10, 14), (28, 64, 1, 1), (1, 1), (0, 0, 0, 0)),
     ("pointwise-reducing-scratch", (1, 8, 14, 14), (4, 8, 1, 1), (1, 1), (0, 0, 0, 0)),
+    # the gemm's tall tiles on a weight packed ahead (12 x 32, 24 x 16 on the 16-column tail of 1040 pixels), two K
+    # blocks, 56 rows: two whole slivers and 8 rows on the 8 x 32 tiles
+    ("pointwise-tall-tiles", (1, 260, 40, 26), (56, 260, 1, 1), (1, 1), (0, 0, 0, 0)),
 ]
 
 
@@ -688,6 +691,7 @@ RESIDUAL_CONVS = [
     ("full-tiles-k>KC", (1, 30, 10, 16), (17, 30, 3, 3), (1, 1), (1, 1, 1, 1), 1),  # K = 270
     ("1x1-pointwise", (2, 8, 8, 8), (24, 8, 1, 1), (1, 1), (0, 0, 0, 0), 1),
     ("1x1-reducing-pixel-major", (1, 96, 7, 14), (40, 96, 1, 1), (1, 1), (0, 0, 0, 0), 1),
+    ("1x1-tall-tiles-k>KC", (1, 270, 40, 26), (48, 270, 1, 1), (1, 1), (0, 0, 0, 0), 1),  # 1040 = 32 x 32 + 16
     ("pixel-major-7x7-k>KC", (1, 40, 7, 7), (47, 40, 3, 3), (1, 1), (1, 1, 1, 1), 1),
     ("groups2-stride2", (1, 8, 11, 13), (12, 4, 3, 3), (2, 2), (1, 1, 1, 1), 2),
     ("pixel-major-stride2-split", (1, 16, 28, 28), (48, 16, 3, 3), (2, 2), (1, 1, 1, 1), 1),

@@ -523,53 +523,91 @@ typedef struct {
   ck_gemm_split split;
 } ck_gemm_job;
 
-/* The micro-kernels over one packed A block (rows ic .. ic + mc) and B panel (columns jc .. jc + nc). */
+/* What the tiles of one packed A block (rows ic .. ic + mc) and B panel (columns jc .. jc + nc) share. */
+typedef struct {
+  const ck_gemm_job *job;
+  int64_t ic, mc, jc, nc, nc_main, pc, kc, as;
+  const float *a_block, *pack_b;
+  const ck_epilogue *last; /* the epilogue when this is the last K block, else NULL */
+} ck_gemm_block;
+
+/* The tile of rows ir .. ir + mr_full, columns jr .. jr + sliver (the half sliver from nc_main on) of a block,
+ * by `run` (an mr_full x sliver micro-kernel); a tile past the block's rows or columns goes through a local tile. */
+static void ck_gemm_tile(const ck_gemm_block *blk, int64_t ir, int64_t mr_full, ck_micro_fn run, int64_t jr) {
+  const ck_gemm_job *job = blk->job;
+  const int64_t ldc = job->ldc, kc = blk->kc, as = blk->as, jc = blk->jc, pc = blk->pc;
+  const int64_t n32 = ck_round_up(job->n, CK_N_QUANTUM); /* row length of a K block of a packed B */
+  const int64_t sliver = jr >= blk->nc_main ? job->kernel->nr / 2 : job->kernel->nr;
+  const int64_t mr = ck_min(mr_full, blk->mc - ir), nr = ck_min(sliver, blk->nc - jr);
+  const ck_epilogue *last = blk->last;
+  const float *packed = job->b->packed;
+  const int accumulate = pc > 0;
+  float tile[CK_M_QUANTUM * CK_NR_MAX]; /* up to a 24-row tile */
+  /* this sliver of B: packed just now (sliver floats per k), or ahead of time, inside the
+   * 32-column sliver that holds column jc + jr (CK_N_QUANTUM floats per k; jc is a multiple
+   * of it, so are the K blocks' starts) */
+  const float *bp = packed == NULL ? blk->pack_b + jr * kc
+                                   : packed + pc * n32 + (jc + jr) / CK_N_QUANTUM * CK_N_QUANTUM * kc +
+                                         (jc + jr) % CK_N_QUANTUM;
+  const int64_t bs = packed == NULL ? sliver : CK_N_QUANTUM;
+  const int64_t row0 = blk->ic + ir, col0 = jc + jr;
+  float *c_tile = job->c + row0 * ldc + col0;
+  const float *r_tile = last != NULL && job->residual != NULL ? job->residual + row0 * ldc + col0 : NULL;
+  const float *ap = blk->a_block + (ir / as) * as * kc + ir % as; /* sliver of row ir, row in it */
+  if (mr == mr_full && nr == sliver) {
+    /* the epilogue in registers, unless the bias runs along columns (dense) */
+    const int in_kernel = last != NULL && (last->bias == NULL || last->bias_per_row);
+    run(kc, ap, as, bp, bs, c_tile, ldc, accumulate, in_kernel && last->bias != NULL ? last->bias + row0 : NULL,
+        in_kernel ? r_tile : NULL, in_kernel ? last->activation : CK_ACT_NONE);
+    if (last != NULL && !in_kernel) ck_epilogue_tile(c_tile, ldc, mr, nr, last, row0, col0, r_tile);
+  } else { /* edge tile: through a local tile, stored within bounds */
+    if (accumulate) ck_load_tile(tile, sliver, mr_full, c_tile, ldc, mr, nr);
+    run(kc, ap, as, bp, bs, tile, sliver, accumulate, NULL, NULL, CK_ACT_NONE);
+    ck_store_tile(tile, sliver, c_tile, ldc, mr, nr, last, row0, col0, r_tile);
+  }
+}
+
+/* Rows ir .. ir + mr_full against every sliver of the block, the half sliver by run_half. */
+static void ck_gemm_row(const ck_gemm_block *blk, int64_t ir, int64_t mr_full, ck_micro_fn run, ck_micro_fn run_half) {
+  const int64_t nr_full = blk->job->kernel->nr;
+  int64_t jr;
+  for (jr = 0; jr < blk->nc_main; jr += nr_full) ck_gemm_tile(blk, ir, mr_full, run, jr);
+  if (run_half != NULL && blk->nc_main < blk->nc) ck_gemm_tile(blk, ir, mr_full, run_half, blk->nc_main);
+}
+
+/* The micro-kernels over one packed A block (rows ic .. ic + mc) and B panel (columns jc .. jc + nc).
+ * One A sliver (the broadcast operand, mr x kc) stays in L1 while every B sliver of the block streams past it
+ * from L2, and C fills mr rows left to right: few store streams. The other order (B sliver outer) writes mc rows
+ * at once, 128 bytes each, and lost a quarter of the speed on ResNet-50's 1x1 64->256 at 56x56 (K = 64: C traffic
+ * dominates; no faster on its 1024-deep layers either, session 11).
+ * A weight packed ahead in 24-row slivers runs whole slivers on the CPU's tall tiles where it has them: two 12 x 32
+ * tiles (two B loads per 24 FMAs, against 16 on 8 x 32) and one 24 x 16 on a narrow last sliver (24 accumulators
+ * where the 8 x 16 half tile's 8 ran at about half the full tile's rate: on 196 columns, 6 x 32 + 4, that tail
+ * took a tenth of the call). Each element is the same chain over K on any tile, so the bits do not change. */
 static void ck_gemm_tiles(const ck_gemm_job *job, int64_t ic, int64_t mc, int64_t jc, int64_t nc, int64_t nc_main,
                           int64_t pc, int64_t kc, const float *a_block, int64_t as, const float *pack_b) {
   const ck_micro_kernel *kernel = job->kernel;
-  const int64_t mr_full = kernel->mr, nr_full = kernel->nr, ldc = job->ldc;
-  const int64_t n32 = ck_round_up(job->n, CK_N_QUANTUM); /* row length of a K block of a packed B */
-  const int accumulate = pc > 0;
-  const ck_epilogue *last = pc + kc == job->k ? job->epilogue : NULL;
-  const float *packed = job->b->packed;
-  float tile[CK_MR_MAX * CK_NR_MAX];
-  int64_t ir, jr;
-  /* one A sliver (the broadcast operand, mr x kc) stays in L1 while every B sliver of the
-   * block streams past it from L2, and C fills mr rows left to right: few store streams. The
-   * other order (B sliver outer) writes mc rows at once, 128 bytes each, and lost a quarter
-   * of the speed on ResNet-50's 1x1 64->256 at 56x56 (K = 64: C traffic dominates). */
-  for (ir = 0; ir < mc; ir += mr_full) {
-    const int64_t mr = ck_min(mr_full, mc - ir);
-    for (jr = 0; jr < nc; jr += nr_full) {
-      const int half = jr >= nc_main;
-      const int64_t sliver = half ? nr_full / 2 : nr_full;
-      const ck_micro_fn run = half ? kernel->run_half : kernel->run;
-      const int64_t nr = ck_min(sliver, nc - jr);
-      /* this sliver of B: packed just now (sliver floats per k), or ahead of time, inside the
-       * 32-column sliver that holds column jc + jr (CK_N_QUANTUM floats per k; jc is a multiple
-       * of it, so are the K blocks' starts) */
-      const float *bp = packed == NULL ? pack_b + jr * kc
-                                       : packed + pc * n32 + (jc + jr) / CK_N_QUANTUM * CK_N_QUANTUM * kc +
-                                             (jc + jr) % CK_N_QUANTUM;
-      const int64_t bs = packed == NULL ? sliver : CK_N_QUANTUM;
-      const int64_t row0 = ic + ir, col0 = jc + jr;
-      float *c_tile = job->c + row0 * ldc + col0;
-      const float *r_tile = last != NULL && job->residual != NULL ? job->residual + row0 * ldc + col0 : NULL;
-      const float *ap = a_block + (ir / as) * as * kc + ir % as; /* sliver of row ir, row in it */
-      if (mr == mr_full && nr == sliver) {
-        /* the epilogue in registers, unless the bias runs along columns (dense) */
-        const int in_kernel = last != NULL && (last->bias == NULL || last->bias_per_row);
-        run(kc, ap, as, bp, bs, c_tile, ldc, accumulate,
-            in_kernel && last->bias != NULL ? last->bias + row0 : NULL, in_kernel ? r_tile : NULL,
-            in_kernel ? last->activation : CK_ACT_NONE);
-        if (last != NULL && !in_kernel) ck_epilogue_tile(c_tile, ldc, mr, nr, last, row0, col0, r_tile);
-      } else { /* edge tile: through a local tile, stored within bounds */
-        if (accumulate) ck_load_tile(tile, sliver, mr_full, c_tile, ldc, mr, nr);
-        run(kc, ap, as, bp, bs, tile, sliver, accumulate, NULL, NULL, CK_ACT_NONE);
-        ck_store_tile(tile, sliver, c_tile, ldc, mr, nr, last, row0, col0, r_tile);
-      }
-    }
+  const int tall = as == CK_M_QUANTUM && kernel->run_tall != NULL;
+  ck_gemm_block blk;
+  int64_t ir = 0;
+  blk.job = job;
+  blk.ic = ic;
+  blk.mc = mc;
+  blk.jc = jc;
+  blk.nc = nc;
+  blk.nc_main = nc_main;
+  blk.pc = pc;
+  blk.kc = kc;
+  blk.as = as;
+  blk.a_block = a_block;
+  blk.pack_b = pack_b;
+  blk.last = pc + kc == job->k ? job->epilogue : NULL;
+  for (; tall && ir + CK_M_QUANTUM <= mc; ir += CK_M_QUANTUM) {
+    ck_gemm_row(&blk, ir, CK_MR_TALL, kernel->run_tall, NULL);
+    ck_gemm_row(&blk, ir + CK_MR_TALL, CK_MR_TALL, kernel->run_tall, NULL);
+    if (nc_main < nc) ck_gemm_tile(&blk, ir, CK_M_QUANTUM, kernel->run_half_tall, nc_main);
   }
+  for (; ir < mc; ir += kernel->mr) ck_gemm_row(&blk, ir, kernel->mr, kernel->run, kernel->run_half);
 }
 
 /* One task: columns of one chunk, rows of one group, on the scratch of `slot`. */

@@ -33,7 +33,7 @@
 #define CK_MR 4
 #define CK_NR 8
 #endif
-#define CK_MR_MAX 8  /* largest tile of any kernel */
+#define CK_MR_MAX 8  /* largest tile of any kernel's mr (the tall tiles write no local tile) */
 #define CK_NR_MAX 32
 
 #define CK_M_QUANTUM 24 /* multiple of every CK_MR */
@@ -158,7 +158,12 @@ typedef struct {
    * otherwise the second's first 8 channels too), with the same bits; NULL: none (with pixel_major_wide) */
   ck_pm_fn (*pixel_major_part)(int32_t channels);
   int (*cpu_has)(void); /* NULL: always available */
+  /* on A packed ahead (24-row slivers, as == CK_M_QUANTUM) only, NULL: none: CK_MR_TALL x nr (two per 24-row sliver)
+   * and 24 x nr/2 (a whole sliver on a narrow last sliver of B), with the same bits as the mr-row tiles */
+  ck_micro_fn run_tall;
+  ck_micro_fn run_half_tall;
 } ck_micro_kernel;
+#define CK_MR_TALL 12
 
 /* The kernel in use (chosen on first call). */
 const ck_micro_kernel *ck_micro_kernel_current(void);

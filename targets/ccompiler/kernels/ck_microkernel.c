@@ -59,65 +59,66 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
   } while (0)
 #endif
 
-#define CK_DEFINE_MICRO_KERNEL(NAME, MR, VF)                                                        \
+/* The row loops unrolled whole, so the accumulators stay in registers (gcc's own limit stops short of 24 rows). */
+#if defined(__clang__)
+#define CK_UNROLL _Pragma("unroll")
+#else
+#define CK_UNROLL _Pragma("GCC unroll 32")
+#endif
+/* MR rows x NV vectors of VF lanes (2 for the tiles of the table's mr x nr, 1 for the 24-row half-width tile). */
+#define CK_DEFINE_MICRO_KERNEL_NV(NAME, MR, VF, NV)                                                 \
   static void NAME(int64_t kc, const float *restrict ap, int64_t as, const float *restrict bp,       \
                    int64_t bs, float *restrict c, int64_t ldc, int accumulate,                      \
                    const float *restrict row_bias,                                                  \
                    const float *restrict residual, int32_t activation) {                           \
     typedef float vec __attribute__((vector_size((VF) * sizeof(float))));                          \
     typedef int32_t ivec __attribute__((vector_size((VF) * sizeof(float))));                       \
-    vec acc[MR][2];                                                                                 \
+    vec acc[MR][NV];                                                                                \
     int64_t p;                                                                                      \
-    int i;                                                                                          \
-    for (i = 0; i < (MR); ++i) {                                                                    \
-      acc[i][0] = acc[i][1] = (vec){0};                                                             \
-      if (accumulate) { /* the chain goes on from C: the K blocking never changes the sums */      \
-        memcpy(&acc[i][0], c + i * ldc, sizeof acc[i][0]);                                          \
-        memcpy(&acc[i][1], c + i * ldc + (VF), sizeof acc[i][1]);                                   \
+    int i, v;                                                                                       \
+    CK_UNROLL for (i = 0; i < (MR); ++i)                                                            \
+      for (v = 0; v < (NV); ++v) {                                                                  \
+        acc[i][v] = (vec){0};                                                                       \
+        /* the chain goes on from C: the K blocking never changes the sums */                       \
+        if (accumulate) memcpy(&acc[i][v], c + i * ldc + v * (VF), sizeof acc[i][v]);               \
       }                                                                                             \
-    }                                                                                               \
     for (p = 0; p < kc; ++p) {                                                                      \
-      vec b0, b1;                                                                                   \
-      memcpy(&b0, bp + p * bs, sizeof b0);                                                          \
-      memcpy(&b1, bp + p * bs + (VF), sizeof b1);                                                   \
-      for (i = 0; i < (MR); ++i) {                                                                  \
+      vec b[NV];                                                                                    \
+      for (v = 0; v < (NV); ++v) memcpy(&b[v], bp + p * bs + v * (VF), sizeof b[v]);                \
+      CK_UNROLL for (i = 0; i < (MR); ++i) {                                                        \
         CK_SPLAT(vec, VF, ai, ap[p * as + i]);                                                      \
-        acc[i][0] = acc[i][0] + ai * b0;                                                            \
-        acc[i][1] = acc[i][1] + ai * b1;                                                            \
+        for (v = 0; v < (NV); ++v) acc[i][v] = acc[i][v] + ai * b[v];                               \
       }                                                                                             \
     }                                                                                               \
-    for (i = 0; i < (MR); ++i) {                                                                    \
+    CK_UNROLL for (i = 0; i < (MR); ++i) {                                                          \
       float *row = c + i * ldc;                                                                     \
       if (row_bias != NULL) {                                                                       \
         CK_SPLAT(vec, VF, bi, row_bias[i]);                                                         \
-        acc[i][0] = acc[i][0] + bi;                                                                 \
-        acc[i][1] = acc[i][1] + bi;                                                                 \
+        for (v = 0; v < (NV); ++v) acc[i][v] = acc[i][v] + bi;                                      \
       }                                                                                             \
-      if (residual != NULL) {                                                                       \
-        vec r0, r1;                                                                                 \
-        memcpy(&r0, residual + i * ldc, sizeof r0);                                                 \
-        memcpy(&r1, residual + i * ldc + (VF), sizeof r1);                                          \
-        acc[i][0] = acc[i][0] + r0;                                                                 \
-        acc[i][1] = acc[i][1] + r1;                                                                 \
-      }                                                                                             \
+      if (residual != NULL)                                                                         \
+        for (v = 0; v < (NV); ++v) {                                                                \
+          vec r;                                                                                    \
+          memcpy(&r, residual + i * ldc + v * (VF), sizeof r);                                      \
+          acc[i][v] = acc[i][v] + r;                                                                \
+        }                                                                                           \
       if (activation != CK_ACT_NONE) {                                                              \
-        int h;                                                                                      \
-        for (h = 0; h < 2; ++h) { /* ck_activate's rules, lane-wise: relu maps NaN to 0, relu6 keeps it */ \
+        for (v = 0; v < (NV); ++v) { /* ck_activate's rules, lane-wise: relu maps NaN to 0, relu6 keeps it */ \
           const vec zero = (vec){0};                                                                \
           if (activation == CK_ACT_RELU) {                                                          \
-            acc[i][h] = (vec)((ivec)acc[i][h] & (acc[i][h] > zero));                                \
+            acc[i][v] = (vec)((ivec)acc[i][v] & (acc[i][v] > zero));                                \
           } else {                                                                                  \
             CK_SPLAT(vec, VF, six, 6.0f);                                                           \
-            const ivec high = acc[i][h] > six;                                                      \
-            acc[i][h] = (vec)((ivec)acc[i][h] & ~(acc[i][h] < zero));                               \
-            acc[i][h] = (vec)(((ivec)acc[i][h] & ~high) | ((ivec)six & high));                      \
+            const ivec high = acc[i][v] > six;                                                      \
+            acc[i][v] = (vec)((ivec)acc[i][v] & ~(acc[i][v] < zero));                               \
+            acc[i][v] = (vec)(((ivec)acc[i][v] & ~high) | ((ivec)six & high));                      \
           }                                                                                         \
         }                                                                                           \
       }                                                                                             \
-      memcpy(row, &acc[i][0], sizeof acc[i][0]);                                                    \
-      memcpy(row + (VF), &acc[i][1], sizeof acc[i][1]);                                             \
+      for (v = 0; v < (NV); ++v) memcpy(row + v * (VF), &acc[i][v], sizeof acc[i][v]);              \
     }                                                                                               \
   }
+#define CK_DEFINE_MICRO_KERNEL(NAME, MR, VF) CK_DEFINE_MICRO_KERNEL_NV(NAME, MR, VF, 2)
 
 /* The pixel-major tile (ck_pm_fn): MR pixel rows x NV vectors of VF channels (NV * VF == CK_M_QUANTUM,
  * one packed weight sliver read with unit stride), the pixel values broadcast. */
@@ -140,7 +141,7 @@ CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_baseline)
     int64_t p;                                                                                      \
     int i, v;                                                                                       \
     (void)ws; /* one sliver */                                                                      \
-    for (i = 0; i < (MR); ++i)                                                                      \
+    CK_UNROLL for (i = 0; i < (MR); ++i)                                                            \
       for (v = 0; v < (NV); ++v) {                                                                  \
         acc[i][v] = (vec){0};                                                                       \
         if (accumulate) memcpy(&acc[i][v], c + i * ldc + v * (VF), sizeof acc[i][v]);               \
@@ -211,6 +212,11 @@ __attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_
 __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_avx512, 8, 16)
 __attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_avx2_half, 6, 4)
 __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_avx512_half, 8, 8)
+/* Taller twins for a weight packed ahead in 24-row slivers (ck_gemm_tiles): 12 x 32 (24 accumulators, two B loads per
+ * 24 FMAs where 8 x 32 has two per 16) and 24 x 16 for a narrow last sliver (24 accumulators: the 8 x 16 half tile has
+ * 8, and ran at about half the full tile's rate). Each element is the same chain as on the 8-row tiles. */
+__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL(ck_micro_avx512_tall, 12, 16)
+__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_MICRO_KERNEL_NV(ck_micro_avx512_half_tall, 24, 16, 1)
 __attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_GEMV_DOT(ck_gemv_avx2, 8)
 __attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_GEMV_DOT(ck_gemv_avx512, 16)
 __attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_ROW(ck_dw3x3_avx2)
@@ -363,12 +369,12 @@ static void ck_gemv_baseline(int64_t n, int64_t k, const float *restrict a, cons
 static const ck_micro_kernel ck_kernels[] = {
 #if defined(CK_DISPATCH)
     {"avx512-8x32", 8, 32, ck_micro_avx512, ck_micro_avx512_half, ck_gemv_avx512, ck_dw3x3_avx512, ck_pm_avx512,
-     ck_pm_wide_avx512, ck_pm_part_avx512, ck_cpu_has_avx512},
+     ck_pm_wide_avx512, ck_pm_part_avx512, ck_cpu_has_avx512, ck_micro_avx512_tall, ck_micro_avx512_half_tall},
     {"avx2-6x16", 6, 16, ck_micro_avx2, ck_micro_avx2_half, ck_gemv_avx2, ck_dw3x3_avx2, NULL, NULL, NULL,
-     ck_cpu_has_avx2},
+     ck_cpu_has_avx2, NULL, NULL},
 #endif
     {"baseline-" CK_STR(CK_MR) "x" CK_STR(CK_NR), CK_MR, CK_NR, ck_micro_baseline, NULL, ck_gemv_baseline,
-     ck_dw3x3_baseline, NULL, NULL, NULL, NULL},
+     ck_dw3x3_baseline, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 #define CK_NUM_KERNELS ((int32_t)(sizeof ck_kernels / sizeof ck_kernels[0]))
 
