@@ -24,7 +24,7 @@ AT = {2: np.array([[1, 1, 1, 0], [0, 1, -1, -1]], float),
       4: np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]], float)}
 
 BLOCK_TILES, SHARED_TILES = 32, 64                  # ck_winograd.c's CK_WG_BLOCK_TILES, CK_WG_SHARED_TILES
-LANES, SLACK = 16, 128                              # CK_WG_LANES, CK_WG_SLACK
+LANES, SLACK, POS_PAD = 16, 128, 32                 # CK_WG_LANES, CK_WG_SLACK, CK_WG_POS_PAD
 MIN_PIXELS = 28 * 28                                # smaller output planes: the direct convolution (tile())
 
 
@@ -75,7 +75,8 @@ def _plan(p: dict[str, int], m: int) -> dict[str, int]:
     nt, a2, m24 = ntx * nty, (m + 2) ** 2, _round_up(p["out_channels"], M_QUANTUM)
     shared = nt <= SHARED_TILES
     cols = _round_up(nt if shared else BLOCK_TILES, N_QUANTUM)
-    return dict(a2=a2, v_pos=cols // N_QUANTUM * p["channels"] * (N_QUANTUM + LANES), mm=a2 * m24 * cols + SLACK,
+    return dict(a2=a2, v_pos=cols // N_QUANTUM * p["channels"] * (N_QUANTUM + LANES) + POS_PAD,
+                mm=a2 * m24 * cols + SLACK,
                 bordered=p["channels"] * (nty * m + 2) * (ntx * m + 2) + SLACK, shared=shared,
                 slots=0 if shared else min(build_max_threads(), -(-nt // BLOCK_TILES)))
 

@@ -36,6 +36,11 @@
 /* Floats between one input channel's 32 columns and the next in the transformed input: 16 more than the 32, so
  * a group of lanes stored whole from a run's last columns stays in its own channel's row. */
 #define CK_WG_VS (CK_N_QUANTUM + CK_WG_LANES)
+/* Floats between one position's transformed input and the next's past their CK_WG_VS-float rows: without them the
+ * positions lay a multiple of 4 KB apart (64 or 128 channels x 48 floats), so the input transform's 16 stores of one
+ * lane group fell into one L1 set of 12 ways (with them the input transform took 0.75-0.8 of the time, ResNet-50's
+ * 64 channels at 56x56 and 128 at 28x28, one thread, in-process A/B). */
+#define CK_WG_POS_PAD 32
 /* Floats past the bordered input and past a slot's products that lanes beyond a run's end may read. */
 #define CK_WG_SLACK 128
 
@@ -87,11 +92,12 @@ static int ck_wg_plan_of(const ck_conv2d_params *p, int32_t m, ck_wg_plan *w) {
 }
 
 /* Floats of one position of the transformed input: per 32-column sliver, every channel's CK_WG_VS floats. */
-static int64_t ck_wg_v_pos(const ck_wg_plan *w) { return w->cols / CK_N_QUANTUM * w->cin * CK_WG_VS; }
+static int64_t ck_wg_v_pos(const ck_wg_plan *w) { return w->cols / CK_N_QUANTUM * w->cin * CK_WG_VS + CK_WG_POS_PAD; }
 
 /* Floats of the products of every position (one block's, or with shared every tile's), and of one slot (blocked:
  * a block's transformed input and products). */
-static int64_t ck_wg_mm_floats(const ck_wg_plan *w) { return w->a2 * w->m24 * w->cols + CK_WG_SLACK; }
+static int64_t ck_wg_mm_pos(const ck_wg_plan *w) { return w->m24 * w->cols; }
+static int64_t ck_wg_mm_floats(const ck_wg_plan *w) { return w->a2 * ck_wg_mm_pos(w) + CK_WG_SLACK; }
 static int64_t ck_wg_slot_floats(const ck_wg_plan *w) { return w->a2 * ck_wg_v_pos(w) + ck_wg_mm_floats(w); }
 
 static size_t ck_wg_bordered_bytes(const ck_wg_plan *w) {
@@ -509,7 +515,7 @@ static void ck_wg_products(const ck_wg_plan *w, const float *u, const float *v, 
   int64_t pos, pc, ir, jr;
   for (pos = pos0; pos < pos1; ++pos) {
     const float *upos = u + pos * w->m24 * w->cin, *vpos = v + pos * ck_wg_v_pos(w);
-    float *mpos = mm + pos * w->m24 * w->cols;
+    float *mpos = mm + pos * ck_wg_mm_pos(w);
     for (pc = 0; pc < w->cin; pc += CK_KC) {
       const int64_t kc = ck_wg_min(CK_KC, w->cin - pc);
       for (ir = 0; ir < rows; ir += mr) {
@@ -572,7 +578,7 @@ static void ck_wg_block_task(int32_t task, int32_t slot, void *ctx) {
   float *mm = v + w->a2 * ck_wg_v_pos(w);
   job->input(w, job->bordered, t0, count, 0, w->cin, v, ck_wg_v_pos(w));
   ck_wg_products(w, job->u, v, ck_wg_round_up(count, CK_N_QUANTUM / 2), mm, 0, w->a2);
-  job->output(w, mm, w->m24 * w->cols, t0, count, 0, 0, w->cout, &job->o);
+  job->output(w, mm, ck_wg_mm_pos(w), t0, count, 0, 0, w->cout, &job->o);
 }
 
 /* Shared: the product of one position over every tile (its weight and transformed input read once, in cache). */
@@ -587,7 +593,7 @@ static void ck_wg_position_task(int32_t pos, int32_t n_tasks, void *ctx) {
 static void ck_wg_output_shared(void *ctx, int64_t r0, int64_t r1) {
   const ck_wg_job *job = (const ck_wg_job *)ctx;
   const ck_wg_plan *w = job->w;
-  job->output(w, job->mm_shared, w->m24 * w->cols, 0, w->nt, 0, r0, r1, &job->o);
+  job->output(w, job->mm_shared, ck_wg_mm_pos(w), 0, w->nt, 0, r0, r1, &job->o);
 }
 
 /* One image: the bordered copy, then blocks of tiles (each on its slot), or with few tiles every tile's transform,
