@@ -1396,7 +1396,7 @@ WINOGRAD_CASES = [
     ("7x7-overhang", (1, 16, 7, 7), 24, (1, 1, 1, 1)),
     ("9x13-uneven-pads-batch2", (2, 5, 9, 13), 7, (1, 0, 2, 1)),
     ("no-padding", (1, 8, 10, 10), 9, (0, 0, 0, 0)),
-    ("blocked-two-k-blocks", (1, 260, 14, 20), 30, (1, 1, 1, 1)),     # 70 tiles: 3 blocks
+    ("blocked-two-k-blocks", (1, 260, 14, 20), 80, (1, 1, 1, 1)),     # 70 tiles: 3 blocks; 80 channels: 2 passes
     ("shared-few-tiles", (1, 40, 12, 11), 50, (1, 1, 1, 1)),
 ]
 WINOGRAD_EPILOGUES = [("plain", False, False, 0), ("bias-relu", True, False, 1),
@@ -1432,7 +1432,7 @@ def test_winograd_planted_wrong_coefficient_fails(ck, monkeypatch):
 
 
 @pytest.mark.parametrize("m", [2, 4], ids=["F2", "F4"])
-@pytest.mark.parametrize("xs,o", [((1, 24, 22, 22), 40), ((1, 30, 9, 9), 100)], ids=["blocked", "shared"])
+@pytest.mark.parametrize("xs,o", [((1, 24, 22, 22), 80), ((1, 30, 9, 9), 100)], ids=["blocked", "shared"])
 def test_winograd_same_bits_at_every_thread_count(ck, m, xs, o):
     x, w, b = rand(*xs), rand(o, xs[1], 3, 3), rand(o)
     residual = rand(xs[0], o, xs[2], xs[3])

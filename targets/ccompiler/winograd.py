@@ -25,6 +25,7 @@ AT = {2: np.array([[1, 1, 1, 0], [0, 1, -1, -1]], float),
 
 BLOCK_TILES, SHARED_TILES = 32, 64                  # ck_winograd.c's CK_WG_BLOCK_TILES, CK_WG_SHARED_TILES
 LANES, SLACK, POS_PAD = 16, 128, 32                 # CK_WG_LANES, CK_WG_SLACK, CK_WG_POS_PAD
+PASS_ROWS = 72                                      # CK_WG_PASS_ROWS
 MIN_PIXELS = 28 * 28                                # smaller output planes: the direct convolution (tile())
 
 
@@ -76,7 +77,7 @@ def _plan(p: dict[str, int], m: int) -> dict[str, int]:
     shared = nt <= SHARED_TILES
     cols = _round_up(nt if shared else BLOCK_TILES, N_QUANTUM)
     return dict(a2=a2, v_pos=cols // N_QUANTUM * p["channels"] * (N_QUANTUM + LANES) + POS_PAD,
-                mm=a2 * m24 * cols + SLACK,
+                mm=a2 * (m24 if shared else min(m24, PASS_ROWS)) * cols + SLACK,
                 bordered=p["channels"] * (nty * m + 2) * (ntx * m + 2) + SLACK, shared=shared,
                 slots=0 if shared else min(build_max_threads(), -(-nt // BLOCK_TILES)))
 

@@ -31,6 +31,15 @@
 #ifndef CK_WG_SHARED_TILES
 #define CK_WG_SHARED_TILES 64 /* at most this many tiles: every tile at once, then the products by position */
 #endif
+#ifndef CK_WG_PASS_ROWS
+/* Output channels per pass of a block's products and output transform: the products of every position for this
+ * many channels (16 x 72 x 32 floats, 144 KB) instead of all of them (288 KB at 128 channels), so the block's
+ * transformed input, its products and the whole transformed weight (1.2 MB at 128 channels, read once per block)
+ * fit in L2 together. With every channel at once the products took 1.2x the time of a run whose weight was two
+ * positions' worth; in passes of 72 the layer (128 channels at 28x28) takes 0.85 of the time, one thread, in-process
+ * A/B at load 5 (passes of 48 and 96 the same, 72 keeps 64 channels in one pass). */
+#define CK_WG_PASS_ROWS 72
+#endif
 #define CK_WG_MAX_ALPHA 6
 #define CK_WG_LANES 16 /* tiles transformed at once (see the transforms) */
 /* Floats between one input channel's 32 columns and the next in the transformed input: 16 more than the 32, so
@@ -59,6 +68,7 @@ typedef struct {
   int64_t m, alpha, a2, oh, ow, ntx, nty, nt, ph, pw, cin, cout, m24;
   int shared;          /* few tiles: every tile transformed at once, products by position, then the outputs */
   int64_t block_tiles; /* tiles per task (shared: all) */
+  int64_t pass_rows;   /* output channels per pass of the products (shared: all, m24) */
   int64_t cols;        /* columns of the products: block_tiles on the 32-column grid */
   int64_t blocks, slots;
 } ck_wg_plan;
@@ -86,6 +96,7 @@ static int ck_wg_plan_of(const ck_conv2d_params *p, int32_t m, ck_wg_plan *w) {
   w->shared = w->nt <= CK_WG_SHARED_TILES;
   w->block_tiles = w->shared ? w->nt : CK_WG_BLOCK_TILES;
   w->cols = ck_wg_round_up(w->block_tiles, CK_N_QUANTUM);
+  w->pass_rows = w->shared ? w->m24 : ck_wg_min(w->m24, CK_WG_PASS_ROWS);
   w->blocks = (w->nt + w->block_tiles - 1) / w->block_tiles;
   w->slots = w->shared ? 0 : ck_wg_min(BYOC_MAX_THREADS, w->blocks);
   return 1;
@@ -94,9 +105,9 @@ static int ck_wg_plan_of(const ck_conv2d_params *p, int32_t m, ck_wg_plan *w) {
 /* Floats of one position of the transformed input: per 32-column sliver, every channel's CK_WG_VS floats. */
 static int64_t ck_wg_v_pos(const ck_wg_plan *w) { return w->cols / CK_N_QUANTUM * w->cin * CK_WG_VS + CK_WG_POS_PAD; }
 
-/* Floats of the products of every position (one block's, or with shared every tile's), and of one slot (blocked:
- * a block's transformed input and products). */
-static int64_t ck_wg_mm_pos(const ck_wg_plan *w) { return w->m24 * w->cols; }
+/* Floats of the products of every position (one pass of a block's, or with shared every tile's), and of one slot
+ * (blocked: a block's transformed input and one pass's products). */
+static int64_t ck_wg_mm_pos(const ck_wg_plan *w) { return w->pass_rows * w->cols; }
 static int64_t ck_wg_mm_floats(const ck_wg_plan *w) { return w->a2 * ck_wg_mm_pos(w) + CK_WG_SLACK; }
 static int64_t ck_wg_slot_floats(const ck_wg_plan *w) { return w->a2 * ck_wg_v_pos(w) + ck_wg_mm_floats(w); }
 
@@ -502,25 +513,25 @@ static void ck_wg_pick(int64_t m, ck_wg_input_fn *in, ck_wg_output_fn *out) {
 
 /* ---- the products ------------------------------------------------------------------------------ */
 
-/* mm[pos] rows [0, m24) x cols columns = U[pos] . V[pos] for positions [pos0, pos1): per K block
+/* mm[pos] rows [r0, r1) (at row r - r0) x cols columns = U[pos] . V[pos] for positions [pos0, pos1): per K block
  * of CK_KC input channels, the micro-kernel over the weight's 24-row slivers (packed ahead, CK_M_QUANTUM apart)
  * and the transformed input's 32-column slivers (CK_N_QUANTUM apart), one chain from the first block on. */
 static void ck_wg_products(const ck_wg_plan *w, const float *u, const float *v, int64_t cols, float *mm, int64_t pos0,
-                           int64_t pos1) {
+                           int64_t pos1, int64_t r0, int64_t r1) {
   const ck_micro_kernel *kernel = ck_micro_kernel_current();
   const int64_t mr = kernel->mr, nr = kernel->nr, tail = cols % nr;
   const int use_half = kernel->run_half != NULL && tail > 0 && tail <= nr / 2;
   const int64_t main_cols = use_half ? cols - tail : ck_wg_round_up(cols, nr);
-  const int64_t rows = ck_wg_round_up(w->cout, mr);
+  const int64_t rows = ck_wg_min(r1, ck_wg_round_up(w->cout, mr)); /* (r0: a multiple of CK_M_QUANTUM) */
   int64_t pos, pc, ir, jr;
   for (pos = pos0; pos < pos1; ++pos) {
     const float *upos = u + pos * w->m24 * w->cin, *vpos = v + pos * ck_wg_v_pos(w);
     float *mpos = mm + pos * ck_wg_mm_pos(w);
     for (pc = 0; pc < w->cin; pc += CK_KC) {
       const int64_t kc = ck_wg_min(CK_KC, w->cin - pc);
-      for (ir = 0; ir < rows; ir += mr) {
+      for (ir = r0; ir < rows; ir += mr) {
         const float *ap = upos + pc * w->m24 + ir / CK_M_QUANTUM * CK_M_QUANTUM * kc + ir % CK_M_QUANTUM;
-        float *crow = mpos + ir * w->cols;
+        float *crow = mpos + (ir - r0) * w->cols;
         for (jr = 0; jr < main_cols; jr += nr)
           kernel->run(kc, ap, CK_M_QUANTUM, vpos + jr / CK_N_QUANTUM * w->cin * CK_WG_VS + pc * CK_WG_VS + jr % CK_N_QUANTUM,
                       CK_WG_VS, crow + jr, w->cols, pc > 0, NULL, NULL, CK_ACT_NONE);
@@ -576,9 +587,12 @@ static void ck_wg_block_task(int32_t task, int32_t slot, void *ctx) {
   const int64_t t0 = (int64_t)task * w->block_tiles, count = ck_wg_min(w->block_tiles, w->nt - t0);
   float *v = ck_wg_align((uintptr_t)(job->slots + (size_t)slot * ck_wg_slot_bytes(w)));
   float *mm = v + w->a2 * ck_wg_v_pos(w);
+  int64_t r0;
   job->input(w, job->bordered, t0, count, 0, w->cin, v, ck_wg_v_pos(w));
-  ck_wg_products(w, job->u, v, ck_wg_round_up(count, CK_N_QUANTUM / 2), mm, 0, w->a2);
-  job->output(w, mm, ck_wg_mm_pos(w), t0, count, 0, 0, w->cout, &job->o);
+  for (r0 = 0; r0 < w->cout; r0 += w->pass_rows) {
+    ck_wg_products(w, job->u, v, ck_wg_round_up(count, CK_N_QUANTUM / 2), mm, 0, w->a2, r0, r0 + w->pass_rows);
+    job->output(w, mm, ck_wg_mm_pos(w), t0, count, r0, r0, ck_wg_min(w->cout, r0 + w->pass_rows), &job->o);
+  }
 }
 
 /* Shared: the product of one position over every tile (its weight and transformed input read once, in cache). */
@@ -586,7 +600,7 @@ static void ck_wg_position_task(int32_t pos, int32_t n_tasks, void *ctx) {
   const ck_wg_job *job = (const ck_wg_job *)ctx;
   (void)n_tasks;
   ck_wg_products(job->w, job->u, job->v_shared, ck_wg_round_up(job->w->nt, CK_N_QUANTUM / 2), job->mm_shared, pos,
-                 pos + 1);
+                 pos + 1, 0, job->w->m24);
 }
 
 /* Shared: output channels [r0, r1) of every tile. */
