@@ -514,31 +514,68 @@ static void ck_wg_pick(int64_t m, ck_wg_input_fn *in, ck_wg_output_fn *out) {
 /* ---- the products ------------------------------------------------------------------------------ */
 
 /* mm[pos] rows [r0, r1) (at row r - r0) x cols columns = U[pos] . V[pos] for positions [pos0, pos1): per K block
- * of CK_KC input channels, the micro-kernel over the weight's 24-row slivers (packed ahead, CK_M_QUANTUM apart)
- * and the transformed input's 32-column slivers (CK_N_QUANTUM apart), one chain from the first block on. */
+ * of CK_KC input channels, the micro-kernels over the weight's 24-row slivers (packed ahead, CK_M_QUANTUM apart)
+ * and the transformed input's 32-column slivers (CK_N_QUANTUM apart), one chain from the first block on. Whole
+ * slivers of real channels run the CPU's tall tiles where it has them (two 12 x 32 and a 24 x 16 on a half-width
+ * last sliver, as ck_gemm.c does on weights packed ahead), the rest the mr-row tiles: the same bits either way. */
+typedef struct {
+  const ck_micro_kernel *kernel;
+  const float *vpos;
+  float *crow;
+  int64_t kc, pc, main_cols, cols, cin;
+  int use_half;
+} ck_wg_prod_row;
+
+/* The transformed input's columns from jr on, for the K block of q. */
+static const float *ck_wg_b_at(const ck_wg_prod_row *q, int64_t jr) {
+  return q->vpos + jr / CK_N_QUANTUM * q->cin * CK_WG_VS + q->pc * CK_WG_VS + jr % CK_N_QUANTUM;
+}
+
+/* One row of tiles (`run`, from the weight sliver rows at ap) into crow against every full column sliver, then
+ * run_half on the half-width last one (where there is one and run_half is given). */
+static void ck_wg_prod_tiles(const ck_wg_prod_row *q, const float *ap, float *crow, ck_micro_fn run,
+                             ck_micro_fn run_half) {
+  int64_t jr;
+  for (jr = 0; jr < q->main_cols; jr += q->kernel->nr)
+    run(q->kc, ap, CK_M_QUANTUM, ck_wg_b_at(q, jr), CK_WG_VS, crow + jr, q->cols, q->pc > 0, NULL, NULL, CK_ACT_NONE);
+  if (q->use_half && run_half != NULL)
+    run_half(q->kc, ap, CK_M_QUANTUM, ck_wg_b_at(q, jr), CK_WG_VS, crow + jr, q->cols, q->pc > 0, NULL, NULL,
+             CK_ACT_NONE);
+}
+
 static void ck_wg_products(const ck_wg_plan *w, const float *u, const float *v, int64_t cols, float *mm, int64_t pos0,
                            int64_t pos1, int64_t r0, int64_t r1) {
   const ck_micro_kernel *kernel = ck_micro_kernel_current();
   const int64_t mr = kernel->mr, nr = kernel->nr, tail = cols % nr;
-  const int use_half = kernel->run_half != NULL && tail > 0 && tail <= nr / 2;
-  const int64_t main_cols = use_half ? cols - tail : ck_wg_round_up(cols, nr);
   const int64_t rows = ck_wg_min(r1, ck_wg_round_up(w->cout, mr)); /* (r0: a multiple of CK_M_QUANTUM) */
-  int64_t pos, pc, ir, jr;
+  const int64_t real = ck_wg_min(r1, w->cout);
+  ck_wg_prod_row q;
+  int64_t pos, ir;
+  q.kernel = kernel;
+  q.use_half = kernel->run_half != NULL && tail > 0 && tail <= nr / 2;
+  q.main_cols = q.use_half ? cols - tail : ck_wg_round_up(cols, nr);
+  q.cols = w->cols;
+  q.cin = w->cin;
   for (pos = pos0; pos < pos1; ++pos) {
-    const float *upos = u + pos * w->m24 * w->cin, *vpos = v + pos * ck_wg_v_pos(w);
+    const float *upos = u + pos * w->m24 * w->cin;
     float *mpos = mm + pos * ck_wg_mm_pos(w);
-    for (pc = 0; pc < w->cin; pc += CK_KC) {
-      const int64_t kc = ck_wg_min(CK_KC, w->cin - pc);
-      for (ir = r0; ir < rows; ir += mr) {
-        const float *ap = upos + pc * w->m24 + ir / CK_M_QUANTUM * CK_M_QUANTUM * kc + ir % CK_M_QUANTUM;
+    q.vpos = v + pos * ck_wg_v_pos(w);
+    for (q.pc = 0; q.pc < w->cin; q.pc += CK_KC) {
+      q.kc = ck_wg_min(CK_KC, w->cin - q.pc);
+      for (ir = r0; ir < rows;) {
+        const float *ap = upos + q.pc * w->m24 + ir / CK_M_QUANTUM * CK_M_QUANTUM * q.kc + ir % CK_M_QUANTUM;
         float *crow = mpos + (ir - r0) * w->cols;
-        for (jr = 0; jr < main_cols; jr += nr)
-          kernel->run(kc, ap, CK_M_QUANTUM, vpos + jr / CK_N_QUANTUM * w->cin * CK_WG_VS + pc * CK_WG_VS + jr % CK_N_QUANTUM,
-                      CK_WG_VS, crow + jr, w->cols, pc > 0, NULL, NULL, CK_ACT_NONE);
-        if (use_half)
-          kernel->run_half(kc, ap, CK_M_QUANTUM,
-                           vpos + jr / CK_N_QUANTUM * w->cin * CK_WG_VS + pc * CK_WG_VS + jr % CK_N_QUANTUM, CK_WG_VS,
-                           crow + jr, w->cols, pc > 0, NULL, NULL, CK_ACT_NONE);
+        if (kernel->run_tall == NULL || ir % CK_M_QUANTUM != 0 || ir + CK_M_QUANTUM > real) {
+          ck_wg_prod_tiles(&q, ap, crow, kernel->run, kernel->run_half);
+          ir += mr;
+          continue;
+        }
+        ck_wg_prod_tiles(&q, ap, crow, kernel->run_tall, NULL);
+        ck_wg_prod_tiles(&q, ap + CK_MR_TALL, crow + CK_MR_TALL * w->cols, kernel->run_tall, NULL);
+        if (q.use_half)
+          kernel->run_half_tall(q.kc, ap, CK_M_QUANTUM, ck_wg_b_at(&q, q.main_cols), CK_WG_VS, crow + q.main_cols,
+                                q.cols, q.pc > 0, NULL, NULL, CK_ACT_NONE);
+        ir += CK_M_QUANTUM;
       }
     }
   }
