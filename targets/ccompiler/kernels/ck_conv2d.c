@@ -437,21 +437,32 @@ static void ck_pm_block(const ck_pm_job *job, int64_t pc, const int64_t *aoff, c
 }
 
 /* C' -> out for a share's channels below og and pixels below `pixels`: transposed, + bias, + residual,
- * activation. */
+ * activation. In blocks of 16 channels x 16 pixels through a local tile, so out and the residual are read and
+ * written in runs of 16 pixels of a channel (one pixel at a time, each of its 16 channels a float on another
+ * row of out, this store was 6% of a 1x1 1024->256 on 14x14 and 20% of a 256->1024, one thread). The same
+ * operations per element in the same order: the same bits. */
 static void ck_pm_finish(const ck_pm_job *job, const ck_pm_share *sh) {
   const int64_t pixels = job->pixels, m24 = job->m24, c1 = sh->c1 < job->og ? sh->c1 : job->og;
   const int64_t j1 = sh->s1 < pixels ? sh->s1 : pixels;
-  int64_t o0, o, j;
+  float t[16][16]; /* t[o][j]: channel o0 + o of pixel j0 + j */
+  int64_t o0, j0, o, j;
   for (o0 = sh->c0; o0 < c1; o0 += 16) {
     const int64_t oc = c1 - o0 < 16 ? c1 - o0 : 16;
-    for (j = sh->s0; j < j1; ++j) {
-      const float *restrict r = job->result + j * m24 + o0;
-      for (o = 0; o < oc; ++o)
-        job->out[(o0 + o) * pixels + j] = r[o] + (job->bias != NULL ? job->bias[o0 + o] : 0.0f);
-      if (job->residual != NULL)
-        for (o = 0; o < oc; ++o) job->out[(o0 + o) * pixels + j] += job->residual[(o0 + o) * pixels + j];
+    for (j0 = sh->s0; j0 < j1; j0 += 16) {
+      const int64_t jn = j1 - j0 < 16 ? j1 - j0 : 16;
+      for (j = 0; j < jn; ++j)
+        for (o = 0; o < oc; ++o) t[o][j] = job->result[(j0 + j) * m24 + o0 + o];
+      for (o = 0; o < oc; ++o) {
+        const float bias = job->bias != NULL ? job->bias[o0 + o] : 0.0f;
+        float *restrict dst = job->out + (o0 + o) * pixels + j0;
+        for (j = 0; j < jn; ++j) dst[j] = t[o][j] + bias;
+        if (job->residual != NULL) {
+          const float *restrict res = job->residual + (o0 + o) * pixels + j0;
+          for (j = 0; j < jn; ++j) dst[j] += res[j];
+        }
+        ck_activate(job->activation, jn, dst);
+      }
     }
-    for (o = 0; o < oc; ++o) ck_activate(job->activation, j1 - sh->s0, job->out + (o0 + o) * pixels + sh->s0);
   }
 }
 
