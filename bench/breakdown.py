@@ -105,7 +105,8 @@ def ort_runs(session_factory, inputs: dict, repeat: int) -> list[list[Prim]]:
         shapes = [list(d.values())[0] for d in args.get("input_type_shape", [])]
         outs = [list(d.values())[0] for d in args.get("output_type_shape", [])]
         conv = None
-        if "Conv" in args.get("op_name", "") and len(shapes) >= 2 and len(shapes[0]) == 4 and outs:
+        # (a QLinearConv's weight is packed at session start and not listed: ccompiler_layers keys it by name)
+        if "Conv" in args.get("op_name", "") and len(shapes) >= 2 and len(shapes[0]) == len(shapes[1]) == 4 and outs:
             x, w = shapes[0], shapes[1]
             conv = (x[1], w[0], outs[0][2], w[2])
         runs[k].append(Prim(args.get("op_name", "?"), e["name"][:-len("_kernel_time")], conv, e["dur"] / 1e3))

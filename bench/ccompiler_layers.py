@@ -3,6 +3,10 @@ inside the runner, beside onnxruntime's profile of the same ONNX model (its kern
 inputs, same thread count.
 
     python bench/ccompiler_layers.py --model mobilenetv2 [--threads 1] [--repeat 200] [--top 25]
+    python bench/ccompiler_layers.py --model int8:resnet50 --threads 2     # the zoo model quantized (bench/models.py)
+
+--model takes a zoo name, an .onnx file, or "int8:NAME" (the zoo model quantized as bench/models.py's int8 set
+makes it: QDQ, per-channel; onnxruntime then runs its integer kernels on the same file).
 
 A ccompiler model is one or a few region functions, so `byoc profile` sees one step per region; this script
 builds the runner (`scons target=ccompiler executor=aot interface=unpacked opt=-O3`) in a scratch project,
@@ -105,9 +109,13 @@ def instrument(text: str, region: str) -> tuple[str, list[str]]:
 def _key(title: str) -> tuple:
     """('conv', ic, oc, oh, kh) / ('dense',) / ('pool',) / ('other', op) of a step title."""
     shapes = [tuple(int(d) for d in s.split(",")) for s in _SHAPE.findall(title)]
-    if "nn.conv2d" in title and len(shapes) >= 3:
-        return ("conv", shapes[0][1], shapes[1][0], shapes[-1][2], shapes[1][2])
-    if "nn.dense" in title:
+    if "conv2d" in title and len(shapes) >= 3:
+        (x, w, out) = shapes[0], shapes[1], shapes[-1]
+        if len(w) == 4:
+            return ("conv", x[1], w[0], out[2], w[2])
+        # an int8 weight packed at codegen time is flat: about oc * ic * kh * kw bytes (+ per-channel sums)
+        return ("conv", x[1], out[1], out[2], round((w[0] / out[1] / x[1]) ** 0.5))
+    if "dense" in title:
         return ("dense",)
     if "pool" in title:
         return ("pool",)
@@ -125,18 +133,21 @@ def _ort_key(prim) -> tuple:
 
 
 def byoc_layers(model: str, threads: int, repeat: int, toolchain: str, inputs: list) -> list[tuple]:
-    """[(title, key, p10 ms, median ms)] per kernel call, in execution order."""
+    """[(title, key, p10 ms, median ms)] per kernel call, in execution order (model: a zoo name or a file)."""
     from byoc_compiler.runtime.runner import run_runner_proc
 
     with tempfile.TemporaryDirectory(prefix="byoc-layers-") as tmp:
         project = Path(tmp)
         (project / "SConstruct").symlink_to(ROOT / "SConstruct")
-        runner = f"build/ccompiler/{toolchain}/{model}/runner"
-        args = [sys.executable, "-m", "SCons", "-Q", "target=ccompiler", f"toolchain={toolchain}", f"model={model}",
+        is_file = model.endswith(".onnx")
+        stem = Path(model).stem if is_file else model
+        runner = f"build/ccompiler/{toolchain}/{stem}/runner"
+        spec = str(Path(model).resolve()) if is_file else model
+        args = [sys.executable, "-m", "SCons", "-Q", "target=ccompiler", f"toolchain={toolchain}", f"model={spec}",
                 "executor=aot", "interface=unpacked", "opt=-O3", f"config={ROOT / 'config.toml'}", runner]
         subprocess.run(args, cwd=project, check=True, capture_output=True)
         titles = {}
-        for src in sorted((project / "build/ccompiler" / toolchain / model / "src" / "ccompiler").glob("*.c")):
+        for src in sorted((project / "build/ccompiler" / toolchain / stem / "src" / "ccompiler").glob("*.c")):
             text, titles[src.stem] = instrument(src.read_text(), src.stem)
             src.write_text(text)           # scons sees a changed source: recompiles this object, relinks
         subprocess.run(args, cwd=project, check=True, capture_output=True)
@@ -158,11 +169,37 @@ def ort_layers(model: str, threads: int, repeat: int, inputs: dict) -> list[tupl
 
     runs = breakdown.ort_runs(lambda profile_prefix: _ort_session(_onnx_bytes(model), threads, profile_prefix),
                               inputs, repeat)
+    named = _qconv_keys(model)
     rows = []
     for i, prim in enumerate(runs[0]):
         times = sorted(run[i].ms for run in runs if len(run) == len(runs[0]))
-        rows.append((f"{prim.kind} {prim.what}", _ort_key(prim), times[len(times) // 10], times[len(times) // 2]))
+        key = named.get(prim.what.split("_token_")[0], _ort_key(prim)) if prim.kind == "QLinearConv" else _ort_key(prim)
+        rows.append((f"{prim.kind} {prim.what}", key, times[len(times) // 10], times[len(times) // 2]))
     return rows
+
+
+def _qconv_keys(model: str) -> dict[str, tuple]:
+    """Conv node name -> ('conv', ic, oc, oh, kh) from a quantized .onnx file's weights and inferred shapes:
+    onnxruntime's QLinearConv events keep the node's name but list no weight (it is packed at load)."""
+    if not model.endswith(".onnx"):
+        return {}
+    import onnx   # only for quantized files
+
+    graph = onnx.shape_inference.infer_shapes(onnx.load(model)).graph
+    dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in graph.value_info}
+    dims.update({t.name: list(t.dims) for t in graph.initializer})
+    made = {o: n for n in graph.node for o in n.output}
+    keys = {}
+    for node in graph.node:
+        if node.op_type != "Conv":
+            continue
+        w = node.input[1]
+        while w in made and made[w].op_type == "DequantizeLinear":     # QDQ: the weight's int8 initializer
+            w = made[w].input[0]
+        x, out = dims.get(node.input[0]), dims.get(node.output[0])
+        if w in dims and x and out:
+            keys[node.name] = ("conv", x[1], dims[w][0], out[2], dims[w][2])
+    return keys
 
 
 def pair(ours: list[tuple], theirs: list[tuple]) -> tuple[list, list, list]:
@@ -202,7 +239,7 @@ def table(pairs, alone, theirs_alone, top: int) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="mobilenetv2", help="a zoo model")
+    ap.add_argument("--model", default="mobilenetv2", help="a zoo name, an .onnx file or int8:NAME")
     ap.add_argument("--threads", type=int, default=1, help="byoc's pool and onnxruntime's intra-op threads")
     ap.add_argument("--repeat", type=int, default=200, help="timed runs of each side")
     ap.add_argument("--toolchain", default="gcc")
@@ -210,7 +247,9 @@ def main() -> None:
     args = ap.parse_args()
     from byoc_compiler.check import deterministic_inputs
     from byoc_compiler.load import load_model
+    from models import _materialize
 
+    args.model = _materialize(args.model)        # "int8:NAME": the quantized file bench/models.py times
     mod = load_model(args.model)
     inputs = deterministic_inputs(mod)
     order = [p.name_hint for p in mod["main"].params]

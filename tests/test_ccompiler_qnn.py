@@ -134,6 +134,8 @@ CONVS = [
     ("depthwise-3x3", (1, 6, 9, 9), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1), 6, "uint8"),
     ("depthwise-stride2-int8", (1, 5, 8, 8), (5, 1, 3, 3), (2, 2), (1, 1, 1, 1), 5, "int8"),
     ("depthwise-7x7-plane", (1, 4, 7, 7), (4, 1, 7, 7), (1, 1), (0, 0, 0, 0), 4, "uint8"),
+    # a window over the whole (non-square) plane: one dot product per plane, two images of int8 planes
+    ("depthwise-whole-plane-int8", (2, 5, 3, 6), (5, 1, 3, 6), (1, 1), (0, 0, 0, 0), 5, "int8"),
     # rows of 16 output columns and a tail: the vector depthwise row (stride 1 and 2)
     ("depthwise-wide-rows", (1, 3, 5, 40), (3, 1, 3, 3), (1, 1), (1, 1, 1, 1), 3, "uint8"),
     ("depthwise-wide-stride2-int8", (2, 3, 6, 71), (3, 1, 3, 3), (2, 2), (1, 1, 1, 1), 3, "int8"),
@@ -547,7 +549,10 @@ class PoolParams(ctypes.Structure):
 
 
 POOLS = [("3x3-s2-pad", (1, 2, 9, 70), (3, 3), (2, 2), (1, 1, 1, 1)), ("2x2-s1", (2, 3, 5, 41), (2, 2), (1, 1), (0,) * 4),
-         ("3x3-s3-ragged", (1, 1, 7, 52), (3, 3), (3, 3), (1, 0, 0, 1))]
+         ("3x3-s3-ragged", (1, 1, 7, 52), (3, 3), (3, 3), (1, 0, 0, 1)),
+         # 102 output columns: a row in two 64-column vectors (AVX-512), the last tap of the odd width masked
+         ("3x3-s2-wide", (1, 2, 7, 203), (3, 3), (2, 2), (1, 1, 1, 1)),
+         ("3x3-s2-narrow", (1, 3, 9, 21), (3, 3), (2, 2), (1, 1, 1, 1))]   # 11 columns: the low 64 bytes only
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])
