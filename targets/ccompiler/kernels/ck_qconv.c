@@ -96,14 +96,34 @@ size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p) {
                   (ck_qconv_is_pointwise(&p->conv) ? 0 : k * chunk));
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
+/* ck_qgather at stride 2, 64 bytes a step through masked loads and stores: no scalar tail (ResNet-50's strided
+ * 1x1 convolutions gather rows of 28, 14 and 7 pixels, which the SSE2 loop left wholly or mostly to it) */
+__attribute__((target("avx512f,avx512bw"))) static void ck_qgather2_avx512(uint8_t *dst, const uint8_t *src,
+                                                                            int64_t n) {
+  int64_t x;
+  for (x = 0; x < n; x += 64) {
+    const int64_t m = n - x < 64 ? n - x : 64;
+    _mm512_mask_storeu_epi8((void *)(dst + x), ck_qbits(0, m), ck_qeven_bytes((uintptr_t)(src + 2 * x), 0, m));
+  }
+}
+#endif
+
 /* dst[x] = src[x * s] for x < n: memcpy for stride 1; stride 2 (ResNet's stem and downsampling)
- * keeps the even bytes of 32-byte loads (SSE2), never reading past src[(n - 1) * 2]. */
+ * keeps the even bytes of 32-byte loads (SSE2; AVX-512 beside the VNNI or AMX kernel), never reading past
+ * src[(n - 1) * 2]. */
 static void ck_qgather(uint8_t *restrict dst, const uint8_t *restrict src, int64_t n, int64_t s) {
   int64_t x = 0;
   if (s == 1) {
     memcpy(dst, src, (size_t)n);
     return;
   }
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
+  if (s == 2 && ck_qvbmi()) {
+    ck_qgather2_avx512(dst, src, n);
+    return;
+  }
+#endif
 #if defined(__SSE2__)
   if (s == 2) {
     const __m128i even = _mm_set1_epi16(0x00FF);

@@ -430,13 +430,6 @@ typedef struct {
 #if defined(CK_QADD_DISPATCH)
 #define CK_QPOOL_TAPS 16 /* pool widths of the AVX-512 path (its per-call column ranges on the stack) */
 
-/* bits [a, b) of a 64-bit mask, 0 <= a <= b <= 64 */
-static __mmask64 ck_qbits(int64_t a, int64_t b) {
-  const uint64_t below_b = b >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << b) - 1u;
-  const uint64_t below_a = a >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << a) - 1u;
-  return (__mmask64)(below_b & ~below_a);
-}
-
 /* The taps at `shift` of the 64 output columns from x0 (stride 1 or 2), flipped into unsigned order; columns
  * outside [lo, hi) are 0, the lowest flipped byte. Masked loads: only the taps' bytes (and, at stride 2, the bytes
  * between them) are read, so a row's edges need no care. */
@@ -447,17 +440,10 @@ CK_Q_AVX512 static __m512i ck_qpool_taps(const uint8_t *row, int64_t x0, int64_t
   const uintptr_t base = (uintptr_t)row + (uintptr_t)(x0 * s + shift);
   __m512i v;
   if (b <= a) return _mm512_setzero_si512();
-  if (s == 1) {
+  if (s == 1)
     v = _mm512_maskz_loadu_epi8(ck_qbits(a, b), (const void *)base);
-  } else {   /* bytes [2a, 2b - 1) of 128; the even ones, in order (packus interleaves 128-bit lanes) */
-    const __m512i even = _mm512_set1_epi16(0x00FF);
-    const __m512i l = _mm512_maskz_loadu_epi8(ck_qbits(2 * a < 64 ? 2 * a : 64, 2 * b - 1 < 64 ? 2 * b - 1 : 64),
-                                              (const void *)base);
-    const __m512i h = _mm512_maskz_loadu_epi8(ck_qbits(2 * a > 64 ? 2 * a - 64 : 0, 2 * b - 1 > 64 ? 2 * b - 65 : 0),
-                                              (const void *)(base + 64));
-    v = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7),
-                                 _mm512_packus_epi16(_mm512_and_si512(l, even), _mm512_and_si512(h, even)));
-  }
+  else
+    v = ck_qeven_bytes(base, a, b);
   return _mm512_maskz_mov_epi8(ck_qbits(a, b), _mm512_xor_si512(v, f));
 }
 

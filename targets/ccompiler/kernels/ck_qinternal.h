@@ -171,6 +171,27 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __m512i ck_tf
                                _mm512_set1_epi32(1));
 }
 
+
+/* bits [a, b) of a 64-bit mask, 0 <= a <= b <= 64 */
+static inline __mmask64 ck_qbits(int64_t a, int64_t b) {
+  const uint64_t below_b = b >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << b) - 1u;
+  const uint64_t below_a = a >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << a) - 1u;
+  return (__mmask64)(below_b & ~below_a);
+}
+
+/* Stride 2 in a register: lane x holds byte 2x of the 128 from base for x in [a, b), 0 elsewhere; masked loads
+ * read bytes [2a, 2b - 1) only, so base may lie before or run past the bytes it stands for (an address, never
+ * dereferenced outside them). packus interleaves 128-bit lanes: the qword permutation puts them in order. */
+__attribute__((target("avx512f,avx512bw"))) static inline __m512i ck_qeven_bytes(uintptr_t base, int64_t a,
+                                                                                  int64_t b) {
+  const __m512i even = _mm512_set1_epi16(0x00FF);
+  const __m512i l = _mm512_maskz_loadu_epi8(ck_qbits(2 * a < 64 ? 2 * a : 64, 2 * b - 1 < 64 ? 2 * b - 1 : 64),
+                                            (const void *)base);
+  const __m512i h = _mm512_maskz_loadu_epi8(ck_qbits(2 * a > 64 ? 2 * a - 64 : 0, 2 * b - 1 > 64 ? 2 * b - 65 : 0),
+                                            (const void *)(base + 64));
+  return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7),
+                                  _mm512_packus_epi16(_mm512_and_si512(l, even), _mm512_and_si512(h, even)));
+}
 #endif
 
 /* the output clamp is a valid subrange of the output type */
