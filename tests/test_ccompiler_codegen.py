@@ -473,7 +473,9 @@ def test_bad_symbol_is_refused():
 WINOGRAD_RULE = [  # (what, data shape, weight shape, strides, groups, max_threads, F(m x m) or 0 for direct)
     ("3x3-stride1-28x28", (1, 8, 28, 28), (24, 8, 3, 3), (1, 1), 1, 8, 2),
     ("3x3-stride1-29x31-odd-channels", (1, 5, 29, 31), (7, 5, 3, 3), (1, 1), 1, 8, 2),
-    ("14x14-plane-direct", (1, 8, 14, 14), (24, 8, 3, 3), (1, 1), 1, 8, 0),
+    ("14x14-plane-every-tile-at-once", (1, 8, 14, 14), (24, 8, 3, 3), (1, 1), 1, 8, 2),
+    ("13x13-plane-direct", (1, 8, 13, 13), (24, 8, 3, 3), (1, 1), 1, 8, 0),
+    ("7x7-plane-direct", (1, 8, 7, 7), (24, 8, 3, 3), (1, 1), 1, 8, 0),
     ("stride2-direct", (1, 8, 56, 56), (24, 8, 3, 3), (2, 2), 1, 8, 0),
     ("grouped-direct", (1, 8, 28, 28), (48, 4, 3, 3), (1, 1), 2, 8, 0),
     ("5x5-direct", (1, 8, 28, 28), (24, 8, 5, 5), (1, 1), 1, 8, 0),
@@ -486,7 +488,7 @@ WINOGRAD_RULE = [  # (what, data shape, weight shape, strides, groups, max_threa
 def test_stride1_3x3_convs_take_winograd_where_the_rule_picks_it(data_shape, weight_shape, strides, groups,
                                                                  max_threads, m):
     """winograd.tile's choice reaches the C: ck_conv2d_winograd on the transformed weight (sized by the library's
-    formula, its own scratch planned) for stride-1 3x3 one-group convs on planes of 28x28 and more in builds planned
+    formula, its own scratch planned) for stride-1 3x3 one-group convs on planes of 14x14 and more in builds planned
     for several threads; everything else keeps ck_conv2d_prepacked. Results: test_ccompiler_e2e (winograd_blocks)."""
     x = _var("x", data_shape)
     weight = np.random.default_rng(7).standard_normal(weight_shape).astype(np.float32)

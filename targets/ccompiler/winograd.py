@@ -26,7 +26,7 @@ AT = {2: np.array([[1, 1, 1, 0], [0, 1, -1, -1]], float),
 BLOCK_TILES, SHARED_TILES = 32, 64                  # ck_winograd.c's CK_WG_BLOCK_TILES, CK_WG_SHARED_TILES
 LANES, SLACK, POS_PAD = 16, 128, 32                 # CK_WG_LANES, CK_WG_SLACK, CK_WG_POS_PAD
 PASS_ROWS = 72                                      # CK_WG_PASS_ROWS
-MIN_PIXELS = 28 * 28                                # smaller output planes: the direct convolution (tile())
+MIN_PIXELS = 14 * 14                                # smaller output planes: the direct convolution (tile())
 
 
 def _round_up(x: int, q: int) -> int:
@@ -45,10 +45,13 @@ def tile(p: dict[str, int]) -> int:
     Measured per layer in the model (`python bench/ccompiler_layers.py --model resnet50`: every kernel call timed
     inside the runner, the weights coming from memory as in a real run; one thread, this Xeon, load 7-8), p10 of
     30 runs: F(2x2) 1.45-1.50 ms against the direct convolution's 1.6-1.7 on 64 channels at 56x56, 1.56-1.65
-    against about 1.75 on 128 at 28x28, but 2.04-2.23 against 1.86-1.89 on 256 at 14x14, where 49 tiles fill 64
-    product columns and the transformed weight (16/9 of the weight, 4.3 MB) comes from memory: planes under 28x28
-    keep the direct convolution (alone, the weight in cache, `bench/kernels.py`: F(2x2) 1.15-1.38x faster at 14x14;
-    at 7x7, 16 tiles reading a 16 MB transformed weight, 0.3x).
+    against about 1.75 on 128 at 28x28. At 14x14 (256 channels, 49 tiles in 64 product columns, every tile at once,
+    products by position) it lost in the tenth session (2.04-2.23 against 1.86-1.89); with the products on the
+    tall tiles (session 11) it took 0.82-0.86 of the direct convolution's time there in the model (each run's 14x14
+    layers against its Winograd layers at 28x28, two runs of each build, one thread, load 3), and alone, with the
+    bordered copy made inside the transform's phase too, 0.81 at one thread and 0.89 at two (p10 of 60 and 200
+    calls alternated in one process, weights cycled through 16 copies, load 2). 7x7 keeps the direct convolution:
+    16 tiles read a 16 MB transformed weight (1.16x the direct convolution's time alone, the same way).
 
     F(4x4) was faster still at 56x56 (alone: 1.56x the direct convolution against F(2x2)'s 1.28x) but fails the
     check's error model on a layer alone: one conv + bias + relu against the float64 reference, margins (worst error

@@ -611,9 +611,12 @@ static void ck_wg_border(void *ctx, int64_t c0, int64_t c1) {
   }
 }
 
+/* Shared: input channels [c0, c1) into the bordered copy and straight on through every tile's transform (one phase:
+ * the planes a task borders are the ones it transforms, still in its cache). */
 static void ck_wg_input_shared(void *ctx, int64_t c0, int64_t c1) {
   const ck_wg_job *job = (const ck_wg_job *)ctx;
   const ck_wg_plan *w = job->w;
+  ck_wg_border(ctx, c0, c1);
   job->input(w, job->bordered, 0, w->nt, c0, c1, job->v_shared, ck_wg_v_pos(w));
 }
 
@@ -647,14 +650,15 @@ static void ck_wg_output_shared(void *ctx, int64_t r0, int64_t r1) {
   job->output(w, job->mm_shared, ck_wg_mm_pos(w), 0, w->nt, 0, r0, r1, &job->o);
 }
 
-/* One image: the bordered copy, then blocks of tiles (each on its slot), or with few tiles every tile's transform,
- * the products by position and the outputs by channels, each phase on the pool. */
+/* One image: the bordered copy, then blocks of tiles (each on its slot), or with few tiles the bordered copy and
+ * every tile's transform by channels, the products by position and the outputs by channels, each phase on the pool. */
 static int32_t ck_wg_image(ck_wg_job *job) {
   const ck_wg_plan *w = job->w;
-  ck_parallel_range(w->cin, ck_grain(w->ph * w->pw), ck_wg_border, job);
-  if (!w->shared)
+  if (!w->shared) {
+    ck_parallel_range(w->cin, ck_grain(w->ph * w->pw), ck_wg_border, job);
     return byoc_parallel_chunks((int32_t)w->blocks, (int32_t)w->slots, ck_wg_block_task, job) != 0 ? CK_EBADPARAM
                                                                                                    : CK_OK;
+  }
   ck_parallel_range(w->cin, (w->cin + 15) / 16, ck_wg_input_shared, job);
   if (byoc_parallel_for((int32_t)w->a2, ck_wg_position_task, job) != 0) return CK_EBADPARAM;
   ck_parallel_range(w->cout, (w->cout + 15) / 16, ck_wg_output_shared, job);
