@@ -142,6 +142,15 @@ static void ck_qgather(uint8_t *restrict dst, const uint8_t *restrict src, int64
 static void ck_qim2col_channels(const ck_conv2d_params *c, int64_t ch0, int64_t ch1, int64_t ow_n, int64_t first,
                                 int64_t n, const uint8_t *in, uint8_t zp, uint8_t *rows) {
   int64_t ch, i, j, q;
+  if (c->kernel_h == 1 && c->kernel_w == 1 && c->pad_top == 0 && c->pad_left == 0 && c->pad_bottom == 0 &&
+      c->pad_right == 0 && first % ow_n == 0 &&
+      n % ow_n == 0) {   /* a strided 1x1 window over whole output rows: every tap inside, one gather per row */
+    for (ch = ch0; ch < ch1; ++ch)
+      for (q = 0; q < n; q += ow_n)
+        ck_qgather(rows + ch * n + q, in + (ch * c->height + (first + q) / ow_n * c->stride_h) * c->width, ow_n,
+                   c->stride_w);
+    return;
+  }
   for (ch = ch0; ch < ch1; ++ch) {
     const uint8_t *plane = in + ch * c->height * c->width;
     for (i = 0; i < c->kernel_h; ++i) {
