@@ -146,8 +146,10 @@ CONVS = [
     ("7x7-stride2-wide", (1, 3, 40, 40), (8, 3, 7, 7), (2, 2), (3, 3, 3, 3), 1, "uint8"),
     # 576 output pixels: five column chunks and an im2col of three channel tasks on the thread pool
     ("3x3-parallel", (1, 12, 24, 24), (20, 12, 3, 3), (1, 1), (1, 1, 1, 1), 1, "uint8"),
-    # 40 bordered planes of 42x42: the input copy in two ranges of planes on the pool
+    # 40 bordered planes of 42x42: the input copy in five ranges of planes on the pool
     ("3x3-bordered-copy-split", (1, 40, 40, 40), (8, 40, 3, 3), (1, 1), (1, 1, 1, 1), 1, "int8"),
+    # bordered rows of 72 bytes: two 64-byte steps of the AVX-512 row copy, the second ending in the right border
+    ("3x3-bordered-wide-rows", (1, 3, 5, 70), (8, 3, 3, 3), (1, 1), (1, 1, 1, 1), 1, "int8"),
     # AMX's 32 x 32 blocks: 72 channels = two blocks + an 8-row tile, K 180 = two 64-byte k-blocks + a tail
     # read past the row, 81 pixels = two panels + 17 columns; grouped: the last block reads into the next group
     ("amx-blocks-k-tail", (1, 20, 9, 9), (72, 20, 3, 3), (1, 1), (1, 1, 1, 1), 1, "int8"),
