@@ -1449,6 +1449,28 @@ def test_winograd_same_bits_at_every_thread_count(ck, m, xs, o):
         np.testing.assert_array_equal(out, outs[0], err_msg=f"{threads} threads differ from 1")
 
 
+def test_winograd_on_every_micro_kernel_that_runs_here(ck):
+    """The products on each register-tile kernel (AVX-512's tall tiles on whole weight slivers, AVX2's and the
+    baseline's mr-row tiles): a blocked plane in two passes of output channels (80: 72 + 8) and a few-tile one."""
+    default = ck.ck_gemm_kernel_name()
+    cases = [((1, 20, 18, 18), 80), ((1, 30, 9, 9), 50)]
+    data = [(4 * rand(*xs), rand(o, xs[1], 3, 3), rand(o)) for xs, o in cases]
+    want = [np.maximum(conv2d_einsum(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1) + b[None, :, None, None], 0)
+            for x, w, b in data]
+    ran = []
+    try:
+        for name in kernel_names(ck):
+            if ck.ck_gemm_use_kernel(name.encode()) != 0:
+                continue  # this CPU lacks it
+            for (x, w, b), expect in zip(data, want):
+                err = np.abs(winograd(ck, 2, x, w, (1, 1, 1, 1), b, None, 1) - expect)
+                assert np.all(err <= winograd_bound(x, w, (1, 1, 1, 1), 2) + 1e-6), (name, x.shape, err.max())
+            ran.append(name)
+    finally:
+        assert ck.ck_gemm_use_kernel(default) == 0
+    assert any(n.startswith("baseline-") for n in ran), ran
+
+
 def test_winograd_sizes_agree_with_c_and_refuse_other_geometries(ck):
     rng = np.random.default_rng(9)
     for name in ("ck_conv2d_winograd_workspace_bytes", "ck_conv2d_winograd_weight_bytes"):
