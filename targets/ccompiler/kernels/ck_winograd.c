@@ -12,10 +12,10 @@
  * of the transformed operands as well as the products'; F(2x2) stays close to the direct convolution,
  * F(4x4) loses a few bits (its transformed values grow), which is why the codegen picks m per layer.
  *
- * Work: tiles in blocks of CK_WG_BLOCK_TILES, one task each (its input transform, all positions' products and
- * its output transform, in its thread's slot, so the block's transformed data stays in L2); planes of at most
- * CK_WG_SHARED_TILES tiles (14x14, 7x7) instead transform every tile at once (ranges of input channels on the
- * pool), then run one task per position (its transformed weight and input read once) and the output transform in
+ * Work: tiles in blocks of CK_WG_BLOCK_TILES, one task each (its input transform, then per pass of CK_WG_PASS_ROWS
+ * output channels all positions' products and their output transform, in its thread's slot, so the block's
+ * transformed data and the transformed weight stay in L2); planes of at most CK_WG_SHARED_TILES tiles (14x14,
+ * 7x7) instead border and transform every tile at once (ranges of input channels on the pool), then run one task per position (its transformed weight and input read once) and the output transform in
  * ranges of output channels. Every output is one multiply-add chain over the input channels in a fixed order on
  * the same transformed values whatever the split, so every thread count gives the same bits. The transforms work
  * on CK_WG_LANES tiles at once in generic vectors (plain loops where the compiler has no vector shuffles),
