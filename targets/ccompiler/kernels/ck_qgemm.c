@@ -97,9 +97,21 @@ static void ck_qpack_b(int64_t k, int64_t n0, int64_t cols, const ck_qb_source *
     return;
   }
   if (cols < CK_QNR || k4 != k) memset(panel, 0, (size_t)(k4 * CK_QNR));
-  if (b->col_stride == 1 && cols == CK_QNR) {
+  if (b->col_stride == 1) {
+    /* a last panel of fewer columns (ResNet's 28x28, 14x14 and 7x7 planes end in 16, 4 and 17) goes through rows
+     * padded with `flip`, which the interleave turns into the zeros past the columns: the same panel, vectorized */
+    uint8_t tmp[4][CK_QNR];
     for (p = 0; p + 4 <= k; p += 4) {
       const uint8_t *r = b->base + p * b->row_stride + n0;
+      if (cols < CK_QNR) {
+        int i;
+        for (i = 0; i < 4; ++i) {
+          memset(tmp[i], b->flip, sizeof tmp[i]);
+          memcpy(tmp[i], r + i * b->row_stride, (size_t)cols);
+        }
+        ck_qinterleave4(tmp[0], tmp[1], tmp[2], tmp[3], b->flip, panel + p * CK_QNR);
+        continue;
+      }
       ck_qinterleave4(r, r + b->row_stride, r + 2 * b->row_stride, r + 3 * b->row_stride, b->flip,
                       panel + p * CK_QNR);
     }
