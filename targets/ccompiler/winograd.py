@@ -81,7 +81,8 @@ def _plan(p: dict[str, int], m: int) -> dict[str, int]:
     cols = _round_up(nt if shared else BLOCK_TILES, N_QUANTUM)
     return dict(a2=a2, v_pos=cols // N_QUANTUM * p["channels"] * (N_QUANTUM + LANES) + POS_PAD,
                 mm=a2 * (m24 if shared else min(m24, PASS_ROWS)) * cols + SLACK,
-                bordered=p["channels"] * (nty * m + 2) * (ntx * m + 2) + SLACK, shared=shared,
+                bordered=p["channels"] * ((nty * m + 2) * (ntx * m + 2) + (SLACK if shared else 0)) + SLACK,
+                shared=shared,
                 slots=0 if shared else min(build_max_threads(), -(-nt // BLOCK_TILES)))
 
 

@@ -65,7 +65,7 @@ static int64_t ck_wg_min(int64_t a, int64_t b) { return a < b ? a : b; }
 /* ---- the plan: everything the shape decides ---------------------------------------------------- */
 
 typedef struct {
-  int64_t m, alpha, a2, oh, ow, ntx, nty, nt, ph, pw, cin, cout, m24;
+  int64_t m, alpha, a2, oh, ow, ntx, nty, nt, ph, pw, plane, cin, cout, m24;
   int shared;          /* few tiles: every tile transformed at once, products by position, then the outputs */
   int64_t block_tiles; /* tiles per task (shared: all) */
   int64_t pass_rows;   /* output channels per pass of the products (shared: all, m24) */
@@ -94,6 +94,9 @@ static int ck_wg_plan_of(const ck_conv2d_params *p, int32_t m, ck_wg_plan *w) {
   w->cout = p->out_channels;
   w->m24 = ck_wg_round_up(p->out_channels, CK_M_QUANTUM);
   w->shared = w->nt <= CK_WG_SHARED_TILES;
+  /* With few tiles a task borders its planes and transforms them in one phase, while another task borders the
+   * next planes: lanes past a plane's last run read up to CK_WG_SLACK floats on, which must then be its own. */
+  w->plane = w->ph * w->pw + (w->shared ? CK_WG_SLACK : 0);
   w->block_tiles = w->shared ? w->nt : CK_WG_BLOCK_TILES;
   w->cols = ck_wg_round_up(w->block_tiles, CK_N_QUANTUM);
   w->pass_rows = w->shared ? w->m24 : ck_wg_min(w->m24, CK_WG_PASS_ROWS);
@@ -112,7 +115,7 @@ static int64_t ck_wg_mm_floats(const ck_wg_plan *w) { return w->a2 * ck_wg_mm_po
 static int64_t ck_wg_slot_floats(const ck_wg_plan *w) { return w->a2 * ck_wg_v_pos(w) + ck_wg_mm_floats(w); }
 
 static size_t ck_wg_bordered_bytes(const ck_wg_plan *w) {
-  return CK_ALIGN + sizeof(float) * (size_t)(w->cin * w->ph * w->pw + CK_WG_SLACK);
+  return CK_ALIGN + sizeof(float) * (size_t)(w->cin * w->plane + CK_WG_SLACK);
 }
 
 static size_t ck_wg_shared_bytes(const ck_wg_plan *w) {
@@ -367,7 +370,7 @@ static CK_WG_INLINE void ck_wg_output_group(int64_t m, const float *src, int64_t
  * c * CK_WG_VS in the run's sliver). */
 static CK_WG_INLINE void ck_wg_input_run(int64_t m, const ck_wg_plan *w, const float *bordered, const ck_wg_run *run,
                                          int64_t c0, int64_t c1, float *v, int64_t pos_stride) {
-  const int64_t plane = w->ph * w->pw;
+  const int64_t plane = w->plane;
   float *dst = v + run->col / CK_N_QUANTUM * w->cin * CK_WG_VS + run->col % CK_N_QUANTUM;
   int64_t c, g;
   for (c = c0; c < c1; ++c)
@@ -599,7 +602,7 @@ static void ck_wg_border(void *ctx, int64_t c0, int64_t c1) {
   const ck_wg_job *job = (const ck_wg_job *)ctx;
   const ck_wg_plan *w = job->w;
   const ck_conv2d_params *p = job->p;
-  const int64_t plane = w->ph * w->pw, h = p->height, wd = p->width;
+  const int64_t plane = w->plane, h = p->height, wd = p->width;
   int64_t c, y;
   for (c = c0; c < c1; ++c) {
     float *restrict dst = job->bordered + c * plane;
@@ -655,7 +658,7 @@ static void ck_wg_output_shared(void *ctx, int64_t r0, int64_t r1) {
 static int32_t ck_wg_image(ck_wg_job *job) {
   const ck_wg_plan *w = job->w;
   if (!w->shared) {
-    ck_parallel_range(w->cin, ck_grain(w->ph * w->pw), ck_wg_border, job);
+    ck_parallel_range(w->cin, ck_grain(w->plane), ck_wg_border, job);
     return byoc_parallel_chunks((int32_t)w->blocks, (int32_t)w->slots, ck_wg_block_task, job) != 0 ? CK_EBADPARAM
                                                                                                    : CK_OK;
   }
