@@ -144,7 +144,7 @@ CONVS = [
     # 16 outputs' taps span 15 * 4 + 5 = 65 bytes: one past a 64-byte load, so not the VBMI plane kernel
     ("depthwise-stride4-5x5-int8", (1, 3, 9, 70), (3, 1, 5, 5), (4, 4), (0, 0, 0, 0), 3, "int8"),
     ("7x7-stride2-wide", (1, 3, 40, 40), (8, 3, 7, 7), (2, 2), (3, 3, 3, 3), 1, "uint8"),
-    # 576 output pixels: five column chunks and an im2col of three channel tasks on the thread pool
+    # 576 output pixels: nine column chunks of two panels and an im2col of three channel tasks on the thread pool
     ("3x3-parallel", (1, 12, 24, 24), (20, 12, 3, 3), (1, 1), (1, 1, 1, 1), 1, "uint8"),
     # 40 bordered planes of 42x42: the input copy in five ranges of planes on the pool
     ("3x3-bordered-copy-split", (1, 40, 40, 40), (8, 40, 3, 3), (1, 1), (1, 1, 1, 1), 1, "int8"),

@@ -127,12 +127,14 @@ def qconv2d_workspace_bytes(p: dict[str, int], im2col_columns: int = 0) -> int:
     return QALIGN + slots * _panel_stride(k) + (0 if _is_pointwise(p) else k * chunk)
 
 
-QN_WIDE = 2048   # CK_QN_WIDE: column chunks of 4 panels from this many columns on, of one panel below
+QN_WIDE = 2048   # CK_QN_WIDE: column chunks of 4 panels from this many columns on
+QN_HALF = 512    # CK_QN_HALF: of 2 panels from this many, of one panel below
 
 
 def _qgemm_slots(n: int) -> int:
     """ck_qgemm_slots: one packed panel per thread, at most one per column chunk."""
-    return max(1, min(build_max_threads(), -(-n // (4 * QNR if n >= QN_WIDE else QNR))))
+    panels = 4 if n >= QN_WIDE else 2 if n >= QN_HALF else 1
+    return max(1, min(build_max_threads(), -(-n // (panels * QNR))))
 
 
 def _panel_stride(k: int) -> int:

@@ -13,8 +13,10 @@
  * k, zeros past k; a packed weight ends in CK_QKB bytes of slack, which a tile row of its last k-block
  * may read (their products with those zeros vanish). */
 #define CK_QKB 64
-/* The GEMM core's column chunks (its tasks on the pool) are 4 panels wide from this many columns on, 1 below */
+/* The GEMM core's column chunks (its tasks on the pool) are 4 panels wide from CK_QN_WIDE columns on, 2 from
+ * CK_QN_HALF, 1 below */
 #define CK_QN_WIDE 2048
+#define CK_QN_HALF 512
 
 static inline int64_t ck_qround_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 
