@@ -246,11 +246,14 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=25, help="rows of the table (largest losses first)")
     args = ap.parse_args()
     from byoc_compiler.check import deterministic_inputs
-    from byoc_compiler.load import load_model
+    from byoc_compiler.load import ModelSpecError, load_model
     from models import _materialize
 
     args.model = _materialize(args.model)        # "int8:NAME": the quantized file bench/models.py times
-    mod = load_model(args.model)
+    try:
+        mod = load_model(args.model)
+    except ModelSpecError as err:                # a misspelt name: the loader's one line, not its traceback
+        sys.exit(f"--model: {err}")
     inputs = deterministic_inputs(mod)
     order = [p.name_hint for p in mod["main"].params]
     ours = byoc_layers(args.model, args.threads, args.repeat, args.toolchain, [inputs[n] for n in order])
