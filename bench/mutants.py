@@ -154,9 +154,9 @@ NAMED = [
 SAMPLED = [
     Named("core.c 33: a message vsnprintf cannot format keeps its prefix", "core.c",
           "    g_last_error[0] = '\\0';\n  }\n  va_end", "    g_last_error[(0+1)] = '\\0';\n  }\n  va_end", "runtime"),
-    Named("parallel.c 86: a pool thread claims every second task", "parallel.c",
-          "__atomic_fetch_add(&g_pool.next_task, 1, __ATOMIC_RELAXED)",
-          "__atomic_fetch_add(&g_pool.next_task, (1+1), __ATOMIC_RELAXED)", "runtime"),
+    Named("parallel.c 114: a pool thread claims every second task of its share", "parallel.c",
+          "from_back ? now - ((uint64_t)1 << 32) : now + 1u",
+          "from_back ? now - ((uint64_t)1 << 32) : now + 2u", "runtime"),
     Named("parallel.c 231: BYOC_NUM_THREADS clamped to 255", "parallel.c",
           "BYOC_POOL_MAX_WORKERS + 1 ? BYOC_POOL_MAX_WORKERS + 1 : (int32_t)v",
           "BYOC_POOL_MAX_WORKERS + 1 ? BYOC_POOL_MAX_WORKERS / 1 : (int32_t)v", "runtime"),

@@ -161,7 +161,7 @@ def _every_task_once_on_3_threads(api, monkeypatch):
 SAMPLED_REPLAY = {   # mutants.SAMPLED name -> the tests that must fail, as a call (library, monkeypatch)
     "core.c 33: a message vsnprintf cannot format keeps its prefix":
         lambda api, monkeypatch: TA.test_a_message_that_cannot_be_formatted_leaves_no_partial_text(api),
-    "parallel.c 86: a pool thread claims every second task": _every_task_once_on_3_threads,
+    "parallel.c 114: a pool thread claims every second task of its share": _every_task_once_on_3_threads,
     "parallel.c 231: BYOC_NUM_THREADS clamped to 255":
         lambda api, monkeypatch: TA.test_thread_count_from_the_environment_is_kept_and_clamped(api, monkeypatch,
                                                                                               "257", 256),

@@ -8,6 +8,8 @@ One library per session: the graph executor's runtime sources (runtime.runtime_s
 from __future__ import annotations
 
 import ctypes
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -152,6 +154,30 @@ def test_parallel_chunks_runs_every_chunk_once_on_a_slot(api, threads, chunks, s
     seen = _calls(api, lambda fn: api.byoc_parallel_chunks(chunks, slots, fn, None))
     assert [c for c, _ in seen] == list(range(chunks))
     assert all(0 <= slot < min(slots, threads) for _, slot in seen), seen
+
+
+SHARE_CALLS = [  # (id, a parallel call of 48 tasks, the task's argument that names who ran it)
+    ("parallel_for", lambda api, fn: api.byoc_parallel_for(48, fn, None), lambda task, arg: threading.get_ident()),
+    ("parallel_chunks", lambda api, fn: api.byoc_parallel_chunks(48, 2, fn, None), lambda task, slot: slot),
+]
+
+
+@pytest.mark.parametrize("threads", [2], indirect=True, ids=["2-threads"])
+@pytest.mark.parametrize("call,runner", [c[1:] for c in SHARE_CALLS], ids=[c[0] for c in SHARE_CALLS])
+def test_neighbouring_tasks_run_on_one_thread(api, threads, call, runner):
+    """Each thread owns a run of neighbouring tasks and a thread done with its own takes the other's from the far
+    end, so at most 3 places where the thread changes from a task to the next (a shared counter: about one in two
+    here, every task sleeping so that both threads take part)."""
+    ran = {}
+
+    def task(t, arg, ctx):
+        ran[t] = runner(t, arg)
+        time.sleep(0.002)   # (releases the GIL: the other thread's tasks run meanwhile)
+
+    assert call(api, TASK_FN(task)) == 0, last_error(api)
+    order = [ran[t] for t in range(48)]
+    changes = sum(a != b for a, b in zip(order, order[1:]))
+    assert len(set(order)) == 2 and changes <= 3, order
 
 
 POOL_REFUSALS = [  # (call, fragment of the message)

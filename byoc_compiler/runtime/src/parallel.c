@@ -5,7 +5,8 @@
  * is unloaded (a destructor joins them: their code is about to be unmapped) and forgotten in a child
  * after fork (it has none of them). A job is published by one atomic word, `state` (its generation and
  * whether it is open); a worker joins by counting itself in `in_job` and then finding the state unchanged,
- * claims tasks with an atomic counter, and leaves by counting itself out; the caller claims tasks too, closes
+ * claims tasks (its own share of neighbouring tasks first, then the others' from their far ends: byoc_share), and
+ * leaves by counting itself out; the caller claims tasks too, closes
  * the job and returns once every worker that joined has left, so no worker ever reads a job that has been
  * replaced. Neither side takes a lock while the other is spinning: kernels of one run follow each other
  * within microseconds, and a mutex handed between two threads (or a condition variable) puts one of them to
@@ -41,7 +42,14 @@ static int32_t byoc_run_serially(int32_t n_tasks, byoc_task_fn fn, void* ctx) {
   return 0;
 }
 
+static int32_t byoc_chunks_serially(int32_t n_chunks, byoc_chunk_fn fn, void* ctx) {
+  int32_t c;
+  for (c = 0; c < n_chunks; ++c) fn(c, 0, ctx);
+  return 0;
+}
+
 #define BYOC_POOL_RUN byoc_run_serially
+#define BYOC_POOL_CHUNKS(n_chunks, n_slots, fn, ctx) ((void)(n_slots), byoc_chunks_serially(n_chunks, fn, ctx))
 
 #else
 /* ---- hosted: pthreads ------------------------------------------------------------------------------ */
@@ -66,11 +74,23 @@ typedef struct {
   int32_t in_job;    /* atomic: workers inside the job */
   int32_t sleepers;  /* atomic: workers asleep on g_wake (or about to be) */
   int32_t waiting;   /* atomic: the caller asleep on g_left (or about to be) */
-  int32_t next_task; /* atomic: the next task to claim */
   int32_t busy;      /* atomic: a caller owns the pool */
+  byoc_chunk_fn chunk_fn; /* byoc_parallel_chunks' job (fn unused): the participant is the slot */
+  int32_t n_parts;   /* participants of the job: the caller (0) and workers 1 .. n_parts - 1 */
 } byoc_pool;
 
+/* A participant's share of the job's tasks, [begin, end) packed as begin | end << 32 in one atomic word: its
+ * owner takes tasks from the front, a participant done with its own share takes them from the back. Each share is
+ * a run of neighbouring tasks, so neighbouring tasks (whose outputs may share cache lines) run on one thread, one
+ * after the other, and a thread's outputs of one kernel sit where its next kernel's share reads them; a thief
+ * works at the far end of the owner's run. On a line of its own: the owner claims without contention. */
+typedef struct {
+  uint64_t range;
+  char pad[64 - sizeof(uint64_t)];
+} byoc_share;
+
 static byoc_pool g_pool;
+static byoc_share g_shares[BYOC_POOL_MAX_WORKERS + 1] __attribute__((aligned(64)));
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER; /* workers: a new state, or stop */
 static pthread_cond_t g_left = PTHREAD_COND_INITIALIZER; /* the caller: the last worker left the job */
@@ -85,11 +105,30 @@ static void byoc_pause(void) {
 #endif
 }
 
-/* Claims and runs tasks of the current job until none is left. */
-static void byoc_run_tasks(byoc_task_fn fn, void* ctx, int32_t n_tasks) {
-  int32_t t;
+/* A task of share `s` (its first, or with `from_back` its last), or -1 once the share is empty. */
+static int32_t byoc_take(int32_t s, int from_back) {
+  uint64_t now = __atomic_load_n(&g_shares[s].range, __ATOMIC_RELAXED);
+  for (;;) {
+    const uint32_t begin = (uint32_t)now, end = (uint32_t)(now >> 32);
+    if (begin >= end) return -1;
+    if (__atomic_compare_exchange_n(&g_shares[s].range, &now, from_back ? now - ((uint64_t)1 << 32) : now + 1u, 1,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return (int32_t)(from_back ? end - 1u : begin);
+  }
+}
+
+/* Participant `me` runs its own share from the front, then the others' from their backs, until none is left. */
+static void byoc_run_tasks(int32_t me) {
+  const int32_t parts = g_pool.n_parts, n_tasks = g_pool.n_tasks;
+  int32_t t, k;
   t_in_task = 1;
-  while ((t = __atomic_fetch_add(&g_pool.next_task, 1, __ATOMIC_RELAXED)) < n_tasks) fn(t, n_tasks, ctx);
+  for (k = 0; k < parts; ++k)
+    while ((t = byoc_take((me + k) % parts, k > 0)) >= 0) {
+      if (g_pool.chunk_fn != NULL)
+        g_pool.chunk_fn(t, me, g_pool.ctx);
+      else
+        g_pool.fn(t, n_tasks, g_pool.ctx);
+    }
   t_in_task = 0;
 }
 
@@ -136,16 +175,16 @@ static void byoc_leave_job(void) {
 }
 
 static void* byoc_worker(void* arg) {
+  const int32_t me = (int32_t)(intptr_t)arg; /* its participant number: workers are 1 .. n_workers */
   /* as if it had seen the current generation closed: a worker started during a job joins it */
   uint32_t seen = __atomic_load_n(&g_pool.state, __ATOMIC_ACQUIRE) & ~1u;
-  (void)arg;
   for (;;) {
     seen = byoc_next_state(seen);
     if (__atomic_load_n(&g_pool.stop, __ATOMIC_ACQUIRE)) return NULL;
     if (!(seen & 1u)) continue; /* a job closed: wait for the next one */
     /* counted in first, then the job still open: the caller, which closes it before it counts, waits for us */
     __atomic_add_fetch(&g_pool.in_job, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&g_pool.state, __ATOMIC_SEQ_CST) == seen) byoc_run_tasks(g_pool.fn, g_pool.ctx, g_pool.n_tasks);
+    if (__atomic_load_n(&g_pool.state, __ATOMIC_SEQ_CST) == seen && me < g_pool.n_parts) byoc_run_tasks(me);
     byoc_leave_job();
   }
 }
@@ -208,35 +247,56 @@ static void byoc_pool_grow(int32_t wanted) {
   if (g_pool.n_workers > wanted) byoc_pool_stop();
   pthread_mutex_lock(&g_lock);
   while (g_pool.n_workers < wanted &&
-         pthread_create(&g_pool.threads[g_pool.n_workers], NULL, byoc_worker, NULL) == 0)
+         pthread_create(&g_pool.threads[g_pool.n_workers], NULL, byoc_worker, (void*)(intptr_t)(g_pool.n_workers + 1)) ==
+             0)
     ++g_pool.n_workers;
   pthread_mutex_unlock(&g_lock);
 }
 
-static int32_t byoc_pool_run(int32_t n_tasks, byoc_task_fn fn, void* ctx) {
+/* A job of n_tasks tasks on at most max_parts participants (fn(task, n_tasks, ctx), or with chunk_fn
+ * chunk_fn(task, participant, ctx)); the caller's share is the first. */
+static int32_t byoc_pool_job(int32_t n_tasks, int32_t max_parts, byoc_task_fn fn, byoc_chunk_fn chunk_fn, void* ctx) {
   const int32_t threads = byoc_get_num_threads();
-  int32_t t, expected = 0;
+  int32_t t, s, parts, expected = 0;
   uint32_t open;
-  if (n_tasks <= 1 || threads <= 1 || t_in_task ||
+  if (n_tasks <= 1 || threads <= 1 || max_parts <= 1 || t_in_task ||
       !__atomic_compare_exchange_n(&g_pool.busy, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-    for (t = 0; t < n_tasks; ++t) fn(t, n_tasks, ctx); /* alone, nested, or the pool is taken */
+    for (t = 0; t < n_tasks; ++t) /* alone, nested, or the pool is taken */
+      if (chunk_fn != NULL)
+        chunk_fn(t, 0, ctx);
+      else
+        fn(t, n_tasks, ctx);
     return 0;
   }
   if (g_pool.n_workers != threads - 1) byoc_pool_grow(threads - 1);
+  parts = g_pool.n_workers + 1; /* (fewer workers than asked if the system refused threads) */
+  if (parts > max_parts) parts = max_parts;
+  if (parts > n_tasks) parts = n_tasks;
   g_pool.fn = fn; /* no worker is inside a job: the last caller waited for them all to leave */
+  g_pool.chunk_fn = chunk_fn;
   g_pool.ctx = ctx;
   g_pool.n_tasks = n_tasks;
-  __atomic_store_n(&g_pool.next_task, 0, __ATOMIC_RELAXED);
+  g_pool.n_parts = parts;
+  for (s = 0; s < parts; ++s) /* shares as even as whole tasks allow */
+    __atomic_store_n(&g_shares[s].range,
+                     (uint64_t)(uint32_t)((int64_t)n_tasks * s / parts) |
+                         (uint64_t)(uint32_t)((int64_t)n_tasks * (s + 1) / parts) << 32,
+                     __ATOMIC_RELAXED);
   open = (__atomic_load_n(&g_pool.state, __ATOMIC_RELAXED) | 1u) + 2u; /* the next generation, open */
   byoc_set_state(open);
-  byoc_run_tasks(fn, ctx, n_tasks);
+  byoc_run_tasks(0);
   byoc_set_state(open & ~1u);
   byoc_wait_workers();
   __atomic_store_n(&g_pool.busy, 0, __ATOMIC_RELEASE);
   return 0;
 }
 
+static int32_t byoc_pool_run(int32_t n_tasks, byoc_task_fn fn, void* ctx) {
+  return byoc_pool_job(n_tasks, n_tasks, fn, NULL, ctx);
+}
+
 #define BYOC_POOL_RUN byoc_pool_run
+#define BYOC_POOL_CHUNKS(n_chunks, n_slots, fn, ctx) byoc_pool_job(n_chunks, n_slots, NULL, fn, ctx)
 
 /* CPUs of the cgroup's quota (cgroup v2 cpu.max, v1 cfs_quota_us / cfs_period_us), 0 if unlimited. */
 static int32_t byoc_cgroup_cpus(void) {
@@ -306,38 +366,12 @@ int32_t byoc_parallel_for(int32_t n_tasks, byoc_task_fn fn, void* ctx) {
   return BYOC_POOL_RUN(n_tasks, fn, ctx);
 }
 
-/* byoc_parallel_chunks: one task per slot; each claims chunks from a shared counter. */
-typedef struct {
-  byoc_chunk_fn fn;
-  void* ctx;
-  int32_t n_chunks;
-  int32_t next; /* atomic where there are threads */
-} byoc_chunk_job;
-
-static void byoc_chunk_task(int32_t slot, int32_t n_slots, void* arg) {
-  byoc_chunk_job* job = (byoc_chunk_job*)arg;
-  int32_t c;
-  (void)n_slots;
-#if defined(BYOC_FREESTANDING) || !(defined(__GNUC__) || defined(__clang__))
-  while ((c = job->next++) < job->n_chunks) job->fn(c, slot, job->ctx);
-#else
-  while ((c = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED)) < job->n_chunks) job->fn(c, slot, job->ctx);
-#endif
-}
-
+/* byoc_parallel_chunks: the pool's participants are the slots (hosted), or every chunk on slot 0 (serial). */
 int32_t byoc_parallel_chunks(int32_t n_chunks, int32_t n_slots, byoc_chunk_fn fn, void* ctx) {
-  byoc_chunk_job job;
-  int32_t tasks = byoc_get_num_threads();
   if (n_chunks < 0 || n_slots < 1 || fn == NULL) {
     byoc_set_last_error("byoc_parallel_chunks: %d chunks on %d slots, function %s", (int)n_chunks, (int)n_slots,
                         fn == NULL ? "NULL" : "given");
     return -1;
   }
-  if (tasks > n_slots) tasks = n_slots;
-  if (tasks > n_chunks) tasks = n_chunks;
-  job.fn = fn;
-  job.ctx = ctx;
-  job.n_chunks = n_chunks;
-  job.next = 0;
-  return byoc_parallel_for(tasks, byoc_chunk_task, &job);
+  return BYOC_POOL_CHUNKS(n_chunks, n_slots, fn, ctx);
 }

@@ -27,14 +27,16 @@ extern "C" {
 typedef void (*byoc_task_fn)(int32_t task, int32_t n_tasks, void* ctx);
 
 /* Runs fn(task, n_tasks, ctx) once for every task in [0, n_tasks), in any order and on any thread of the
- * pool (the caller included); returns when all have returned. 0, or -1 with the last error set
+ * pool (the caller included; each thread starts on a run of neighbouring tasks of its own, so tasks that
+ * write neighbouring outputs mostly run on one thread); returns when all have returned. 0, or -1 with the last error set
  * (n_tasks < 0 or fn NULL). */
 int32_t byoc_parallel_for(int32_t n_tasks, byoc_task_fn fn, void* ctx);
 
 /* For kernels with per-thread scratch: fn(chunk, slot, ctx) for every chunk in [0, n_chunks), with
  * slot in [0, n_slots) and no two chunks running at once on one slot (so slot indexes a scratch
- * area); n_slots is what the scratch was planned for (at most BYOC_MAX_THREADS). Chunks are handed
- * out dynamically; a chunk's result must not depend on its slot. 0, or -1 with the last error set. */
+ * area); n_slots is what the scratch was planned for (at most BYOC_MAX_THREADS). Each thread takes a
+ * run of neighbouring chunks first, then helps the others from their far ends; a chunk's result must
+ * not depend on its slot. 0, or -1 with the last error set. */
 typedef void (*byoc_chunk_fn)(int32_t chunk, int32_t slot, void* ctx);
 int32_t byoc_parallel_chunks(int32_t n_chunks, int32_t n_slots, byoc_chunk_fn fn, void* ctx);
 
