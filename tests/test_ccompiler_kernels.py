@@ -606,6 +606,8 @@ POINTWISE_ON_THE_POOL = [
     # the gemm's tall tiles on a weight packed ahead (12 x 32, 24 x 16 on the 16-column tail of 1040 pixels), two K
     # blocks, 56 rows: two whole slivers and 8 rows on the 8 x 32 tiles
     ("pointwise-tall-tiles", (1, 260, 40, 26), (56, 260, 1, 1), (1, 1), (0, 0, 0, 0)),
+    # two row blocks (120 rows) over 600 pixels: about 16 column chunks (10 of 64, the last 24 wide), no row groups
+    ("pointwise-two-row-blocks-column-chunks", (1, 40, 20, 30), (120, 40, 1, 1), (1, 1), (0, 0, 0, 0)),
 ]
 
 

@@ -237,6 +237,7 @@ def pool2d_params(data_shape, pool_size, strides, padding, dilation, ceil_mode, 
 # ---- size formulas, mirrored from the C (ck_internal.h, ck_gemm.c, ck_conv2d.c) ----------------
 M_QUANTUM, N_QUANTUM, MC, KC, ALIGN = 24, 32, 96, 256, 64  # CK_* of ck_internal.h (kernel_check.py asserts them)
 _N_CHUNK, _MIN_TASKS, _ROW_TASKS = 1024, 8, 16    # ck_gemm.c's split of C into tasks
+_NARROW_MIN_COLS = 512            # ck_gemm.c's CK_NARROW_MIN_COLS (two row blocks: column chunks only)
 _DW_TASK_GROUPS = 4               # ck_conv2d.c's split of one-channel groups into tasks
 PM_MR, PM_MAX_PIXELS, PM_MAX_OFFSET_PIXELS = 7, 1024, 4096  # pixel-major tiles (CK_PM_MR, CK_PM_MAX_*PIXELS)
 PM_REDUCE_PIXELS = 196            # ck_conv2d.c's CK_PM_REDUCE_PIXELS (1x1 convolutions that reduce channels)
@@ -253,15 +254,25 @@ def gemm_split(m: int, n: int) -> tuple[int, int]:
     of whole 24-row slivers, about _ROW_TASKS tasks in all, made when there are fewer than _MIN_TASKS chunks
     and more than one MC block of rows); the shape alone decides: results do not depend on the thread count."""
     chunks = -(-n // _gemm_chunk_cols(m, n))
-    if chunks >= _MIN_TASKS or m <= MC:
+    if chunks >= _MIN_TASKS or m <= MC or _narrow(m, n):
         return chunks, 1
     slivers = -(-m // M_QUANTUM)
     per_group = -(-slivers // min(slivers, -(-_ROW_TASKS // chunks)))
     return chunks, -(-slivers // per_group)
 
 
+def _narrow(m: int, n: int) -> bool:
+    """Two row blocks over at least _NARROW_MIN_COLS columns, in fewer than _MIN_TASKS chunks: column chunks only,
+    about _ROW_TASKS of them."""
+    wide = _round_up(-(-n // -(-n // _N_CHUNK)), N_QUANTUM)      # the chunks of at most _N_CHUNK columns
+    return -(-n // wide) < _MIN_TASKS and -(-m // MC) == 2 and n >= _NARROW_MIN_COLS
+
+
 def _gemm_chunk_cols(m: int, n: int) -> int:
-    """ck_gemm_split_of's column chunk width (one row block and one chunk: about _MIN_TASKS narrower ones)."""
+    """ck_gemm_split_of's column chunk width (one row block and one chunk: about _MIN_TASKS narrower ones; two row
+    blocks on wide planes: about _ROW_TASKS)."""
+    if _narrow(m, n):
+        return _round_up(-(-n // _ROW_TASKS), N_QUANTUM)
     chunks = -(-n // _N_CHUNK)
     cols = _round_up(-(-n // chunks), N_QUANTUM)
     if m <= MC and chunks == 1 and n > N_QUANTUM:
