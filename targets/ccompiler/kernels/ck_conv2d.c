@@ -412,6 +412,24 @@ static ck_pm_fn ck_pm_tile_at(const ck_pm_job *job, const ck_pm_share *sh, int64
   return pair && job->wide != NULL ? job->wide : (*width = CK_M_QUANTUM, job->tile);
 }
 
+/* Input read in place: the next CK_PM_KC channels of the share's pixels, asked for ahead (one line at a time). */
+static void ck_pm_prefetch(const ck_pm_job *job, int64_t k0, const ck_pm_share *sh) {
+#if defined(__GNUC__) || defined(__clang__)
+  const int64_t k1 = k0 + CK_PM_KC < job->kdim ? k0 + CK_PM_KC : job->kdim;
+  const int64_t s1 = sh->s1 < job->pixels ? sh->s1 : job->pixels;
+  int64_t k;
+  for (k = k0; k < k1; ++k) {
+    const float *row = job->src->base + k * job->src->row_stride;
+    uintptr_t at = (uintptr_t)(row + sh->s0) & ~(uintptr_t)(CK_ALIGN - 1);
+    for (; at < (uintptr_t)(row + s1); at += CK_ALIGN) __builtin_prefetch((const void *)at, 0, 3);
+  }
+#else
+  (void)job;
+  (void)k0;
+  (void)sh;
+#endif
+}
+
 static void ck_pm_block(const ck_pm_job *job, int64_t pc, const int64_t *aoff, const ck_pm_share *sh) {
   const ck_conv_view *v = job->src->conv;
   const int64_t kc = job->kdim - pc < CK_KC ? job->kdim - pc : CK_KC, m24 = job->m24;
@@ -424,6 +442,7 @@ static void ck_pm_block(const ck_pm_job *job, int64_t pc, const int64_t *aoff, c
       const int64_t kq = kc - q < CK_PM_KC ? kc - q : CK_PM_KC, ws = kc * CK_M_QUANTUM;
       const float *w = job->packed + pc * m24 + cs * kc + q * CK_M_QUANTUM;
       const int accumulate = pc > 0 || q > 0;
+      if (job->direct && cs == sh->c0) ck_pm_prefetch(job, pc + q + kq, sh);
       if (job->by_offsets) {
         for (s = sh->s0; s < sh->s1; s += CK_PM_MR) /* pixel s: output row s / out_w, column s % out_w */
           tile(kq, v->padded + s / v->out_w * v->stride_h * v->padded_w + s % v->out_w, 0, aoff + q, w, ws,
