@@ -180,6 +180,52 @@ def test_neighbouring_tasks_run_on_one_thread(api, threads, call, runner):
     assert len(set(order)) == 2 and changes <= 3, order
 
 
+# The profiling build's accounting (-DBYOC_POOL_STATS; bench/pool_balance.py), fields in byoc/parallel.h's order.
+POOL_STAT_FIELDS = ("calls", "tasks", "caller_ns", "wait_ns", "worker_ns", "join_ns", "function")
+
+
+@pytest.fixture(scope="module")
+def stats_api(tmp_path_factory):
+    needs.programs("gcc")
+    out = tmp_path_factory.mktemp("c-api-stats") / "libbyoc-api-stats.so"
+    builder.compile_c("gcc", runtime.runtime_sources("graph"), out, flags=["-O0", "-pthread", "-DBYOC_POOL_STATS"],
+                      shared=True, ldflags=["-lm", "-pthread"])
+    lib = ctypes.CDLL(str(out))
+    lib.byoc_pool_stats_read.restype = ctypes.c_int64
+    lib.byoc_pool_stats_read.argtypes = [ctypes.c_int32, ctypes.POINTER(ctypes.c_int64)]
+    return lib
+
+
+def test_pool_stats_count_each_call_of_a_period_in_its_slot(stats_api):
+    """Two calls per period, twice: each slot holds its call's count, tasks and task function, and the threads'
+    time in tasks covers every task's sleep (the caller's and the workers' together: whoever ran it). A call on one
+    thread does not reach the workers and is not counted."""
+    api = stats_api
+    sleep_s = {0: 0.003, 1: 0.001}
+    fns = [TASK_FN(lambda task, n, ctx: time.sleep(sleep_s[0])), TASK_FN(lambda task, slot, ctx: time.sleep(sleep_s[1]))]
+    calls = [lambda: api.byoc_parallel_for(6, fns[0], None), lambda: api.byoc_parallel_chunks(4, 2, fns[1], None)]
+    try:
+        api.byoc_set_num_threads(1)
+        api.byoc_pool_stats_reset(2)
+        assert calls[0]() == 0 and api.byoc_pool_stats_read(0, None) == 0
+        api.byoc_set_num_threads(2)
+        for _ in range(2):
+            for call in calls:
+                assert call() == 0
+    finally:
+        api.byoc_set_num_threads(0)
+    slot = (ctypes.c_int64 * len(POOL_STAT_FIELDS))()
+    got = []
+    for index in range(2):
+        assert api.byoc_pool_stats_read(index, slot) == 4
+        got.append(dict(zip(POOL_STAT_FIELDS, slot)))
+    assert [(g["calls"], g["tasks"]) for g in got] == [(2, 12), (2, 8)]
+    for g, tasks, seconds in zip(got, (12, 8), (sleep_s[0], sleep_s[1])):
+        assert g["caller_ns"] + g["worker_ns"] >= 0.9 * tasks * seconds * 1e9, g
+        assert g["wait_ns"] >= 0 and g["join_ns"] >= 0
+    assert got[0]["function"] != got[1]["function"] and 0 not in (got[0]["function"], got[1]["function"])
+
+
 POOL_REFUSALS = [  # (call, fragment of the message)
     ("for-negative", lambda api, fn: api.byoc_parallel_for(-1, fn, None), "-1 tasks"),
     ("for-no-function", lambda api, fn: api.byoc_parallel_for(3, None, None), "function NULL"),

@@ -97,6 +97,85 @@ static pthread_cond_t g_left = PTHREAD_COND_INITIALIZER; /* the caller: the last
 static int32_t g_num_threads; /* atomic: 0 = not decided yet */
 static __thread int32_t t_in_task; /* this thread runs a task: nested calls run serially */
 
+/* The profiling build's accounting (-DBYOC_POOL_STATS; byoc/parallel.h, bench/pool_balance.py): per parallel call
+ * that reaches the workers, in a slot kept by the call's place in a period (a model run's calls), the caller's time in
+ * tasks, its wait for the workers after them, the workers' time in tasks and how late they joined. Workers add theirs
+ * before they leave the job; the caller reads after all have left. Nanoseconds, in atomic counters. Without the
+ * macro the hooks below are empty and compile away. */
+#ifdef BYOC_POOL_STATS
+#include <time.h>
+#define BYOC_STATS_SLOTS 1024
+static int64_t g_stats[BYOC_STATS_SLOTS][BYOC_POOL_STAT_FIELDS];
+static int64_t g_stats_calls, g_stats_period = 1;
+static int64_t g_stats_opened; /* atomic: when the current job opened (ns) */
+static int32_t g_stats_slot;   /* atomic: the current job's slot */
+
+static int64_t byoc_stats_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void byoc_stats_add(int32_t field, int64_t value) {
+  __atomic_add_fetch(&g_stats[__atomic_load_n(&g_stats_slot, __ATOMIC_RELAXED)][field], value, __ATOMIC_RELAXED);
+}
+
+/* The caller, before it opens a job: the job's slot, counted; returns the time. */
+static int64_t byoc_stats_open(int32_t n_tasks, byoc_task_fn fn, byoc_chunk_fn chunk_fn) {
+  const int64_t now = byoc_stats_now();
+  const int32_t slot = (int32_t)(g_stats_calls++ % g_stats_period % BYOC_STATS_SLOTS);
+  __atomic_store_n(&g_stats_slot, slot, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_stats_opened, now, __ATOMIC_RELAXED);
+  byoc_stats_add(BYOC_POOL_STAT_CALLS, 1);
+  byoc_stats_add(BYOC_POOL_STAT_TASKS, n_tasks);
+  __atomic_store_n(&g_stats[slot][BYOC_POOL_STAT_FUNCTION],
+                   chunk_fn != NULL ? (int64_t)(intptr_t)chunk_fn : (int64_t)(intptr_t)fn, __ATOMIC_RELAXED);
+  return now;
+}
+
+/* The caller, back from waiting: its time in tasks (opened .. done) and its wait (done .. now). */
+static void byoc_stats_close(int64_t opened, int64_t done) {
+  byoc_stats_add(BYOC_POOL_STAT_CALLER_NS, done - opened);
+  byoc_stats_add(BYOC_POOL_STAT_WAIT_NS, byoc_stats_now() - done);
+}
+
+/* A worker joining the job: how late; returns the time. */
+static int64_t byoc_stats_join(void) {
+  const int64_t now = byoc_stats_now();
+  byoc_stats_add(BYOC_POOL_STAT_JOIN_NS, now - __atomic_load_n(&g_stats_opened, __ATOMIC_RELAXED));
+  return now;
+}
+
+static void byoc_stats_leave(int64_t joined) { byoc_stats_add(BYOC_POOL_STAT_WORKER_NS, byoc_stats_now() - joined); }
+
+void byoc_pool_stats_reset(int32_t period) {
+  memset(g_stats, 0, sizeof g_stats);
+  g_stats_calls = 0;
+  g_stats_period = period >= 1 ? period : 1;
+}
+
+int64_t byoc_pool_stats_read(int32_t index, int64_t* out) {
+  int32_t f;
+  if (out != NULL && index >= 0 && index < BYOC_STATS_SLOTS && index < g_stats_period)
+    for (f = 0; f < BYOC_POOL_STAT_FIELDS; ++f) out[f] = __atomic_load_n(&g_stats[index][f], __ATOMIC_RELAXED);
+  return g_stats_calls;
+}
+#else
+static int64_t byoc_stats_now(void) { return 0; }
+static int64_t byoc_stats_open(int32_t n_tasks, byoc_task_fn fn, byoc_chunk_fn chunk_fn) {
+  (void)n_tasks;
+  (void)fn;
+  (void)chunk_fn;
+  return 0;
+}
+static void byoc_stats_close(int64_t opened, int64_t done) {
+  (void)opened;
+  (void)done;
+}
+static int64_t byoc_stats_join(void) { return 0; }
+static void byoc_stats_leave(int64_t joined) { (void)joined; }
+#endif
+
 static void byoc_pause(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -184,7 +263,11 @@ static void* byoc_worker(void* arg) {
     if (!(seen & 1u)) continue; /* a job closed: wait for the next one */
     /* counted in first, then the job still open: the caller, which closes it before it counts, waits for us */
     __atomic_add_fetch(&g_pool.in_job, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&g_pool.state, __ATOMIC_SEQ_CST) == seen && me < g_pool.n_parts) byoc_run_tasks(me);
+    if (__atomic_load_n(&g_pool.state, __ATOMIC_SEQ_CST) == seen && me < g_pool.n_parts) {
+      const int64_t joined = byoc_stats_join();
+      byoc_run_tasks(me);
+      byoc_stats_leave(joined);
+    }
     byoc_leave_job();
   }
 }
@@ -259,6 +342,7 @@ static int32_t byoc_pool_job(int32_t n_tasks, int32_t max_parts, byoc_task_fn fn
   const int32_t threads = byoc_get_num_threads();
   int32_t t, s, parts, expected = 0;
   uint32_t open;
+  int64_t opened, done; /* (the profiling build's accounting) */
   if (n_tasks <= 1 || threads <= 1 || max_parts <= 1 || t_in_task ||
       !__atomic_compare_exchange_n(&g_pool.busy, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
     for (t = 0; t < n_tasks; ++t) /* alone, nested, or the pool is taken */
@@ -283,10 +367,13 @@ static int32_t byoc_pool_job(int32_t n_tasks, int32_t max_parts, byoc_task_fn fn
                          (uint64_t)(uint32_t)((int64_t)n_tasks * (s + 1) / parts) << 32,
                      __ATOMIC_RELAXED);
   open = (__atomic_load_n(&g_pool.state, __ATOMIC_RELAXED) | 1u) + 2u; /* the next generation, open */
+  opened = byoc_stats_open(n_tasks, fn, chunk_fn);
   byoc_set_state(open);
   byoc_run_tasks(0);
+  done = byoc_stats_now();
   byoc_set_state(open & ~1u);
   byoc_wait_workers();
+  byoc_stats_close(opened, done);
   __atomic_store_n(&g_pool.busy, 0, __ATOMIC_RELEASE);
   return 0;
 }

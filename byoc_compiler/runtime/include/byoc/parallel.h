@@ -48,6 +48,27 @@ int32_t byoc_get_num_threads(void);
  * runs, not while a run of this library is in progress. Returns 0, or -1 with the last error set. */
 int32_t byoc_set_num_threads(int32_t n);
 
+#if defined(BYOC_POOL_STATS) && !defined(BYOC_FREESTANDING)
+/* The profiling build (-DBYOC_POOL_STATS; bench/pool_balance.py): per parallel call that reaches the workers,
+ * counters kept in a slot by the call's place in a period of `period` calls (a model run's), so that the same call
+ * of every run adds up in one slot. Fields of a slot, nanoseconds summed over the calls: */
+enum {
+  BYOC_POOL_STAT_CALLS,     /* calls that landed in the slot */
+  BYOC_POOL_STAT_TASKS,     /* their tasks */
+  BYOC_POOL_STAT_CALLER_NS, /* the caller running tasks (its share, then the others' far ends) */
+  BYOC_POOL_STAT_WAIT_NS,   /* the caller waiting for the workers' last tasks after that */
+  BYOC_POOL_STAT_WORKER_NS, /* the workers running tasks, summed over workers */
+  BYOC_POOL_STAT_JOIN_NS,   /* from the job's start to each worker's first task, summed over workers */
+  BYOC_POOL_STAT_FUNCTION,  /* the address of the last call's task function (not a sum): which kernel it was */
+  BYOC_POOL_STAT_FIELDS
+};
+/* Clears every slot; calls from now on land in slot (call number % period). Not during a run. */
+void byoc_pool_stats_reset(int32_t period);
+/* Copies slot `index`'s BYOC_POOL_STAT_FIELDS counters to out (when index < period and < 1024); returns the calls
+ * counted since the reset. */
+int64_t byoc_pool_stats_read(int32_t index, int64_t* out);
+#endif
+
 #ifdef __cplusplus
 }
 #endif
