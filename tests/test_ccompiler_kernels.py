@@ -587,6 +587,9 @@ CONV_ON_THE_POOL = [
     ("one-row-block-narrow-chunks", (1, 40, 18, 12), (40, 40, 1, 1)),         # 20x14: 280 columns, 5 chunks of 64
     # channel shares ending on a 24-channel sliver, a 16- or a 32-channel tile (1, 2, 3 threads)
     ("pixel-major-by-offsets-part-shares", (1, 20, 7, 7), (224, 20, 3, 3)),
+    # 11 channel units: each share's first units in one task and its last ones in tasks of one unit (2 threads: 2
+    # of 5 and 6; 3 threads: 1 of 3, 4 and 4), which the other threads take from its back
+    ("pixel-major-by-offsets-single-unit-tasks", (1, 16, 7, 7), (512, 16, 3, 3)),
 ]
 
 
@@ -608,6 +611,8 @@ POINTWISE_ON_THE_POOL = [
     ("pointwise-tall-tiles", (1, 260, 40, 26), (56, 260, 1, 1), (1, 1), (0, 0, 0, 0)),
     # two row blocks (120 rows) over 600 pixels: about 16 column chunks (10 of 64, the last 24 wide), no row groups
     ("pointwise-two-row-blocks-column-chunks", (1, 40, 20, 30), (120, 40, 1, 1), (1, 1), (0, 0, 0, 0)),
+    # read in place on 7x7 with channel shares: first units in one task, the last ones in tasks of one unit
+    ("pointwise-pixel-major-single-unit-tasks", (1, 1100, 7, 7), (512, 1100, 1, 1), (1, 1), (0, 0, 0, 0)),
 ]
 
 

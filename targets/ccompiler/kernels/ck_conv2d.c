@@ -348,11 +348,15 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
  * then every 24-channel sliver of the packed weight (read where it lies) meets every pixel sliver, into
  * C' [pixels][channels] in the workspace; at the end C' goes to out [channels][pixels], transposed in
  * blocks of 16 channels, with the bias and the activation.
- * In parallel: one task per thread, each a static share of the output tiles -- whole 24-channel weight
- * slivers (each task reading its own part of the weight, the large operand of these small planes), or
- * whole 7-pixel slivers where those split more evenly (14x14: 28 pixel slivers against 11 channel slivers
- * of 256 channels). Every element is one chain over K on the same tile whichever task computes it, so the
- * split (and the thread count it follows) never changes the bits. Where the pixels are read where they lie
+ * In parallel: each thread a share of the output tiles -- whole 24-channel weight slivers (each task reading its
+ * own part of the weight, the large operand of these small planes), or whole 7-pixel slivers where those split
+ * more evenly (14x14: 28 pixel slivers against 11 channel slivers of 256 channels). A pixel share is one task; a
+ * channel share is a task of its first units and tasks of one unit for its last ones (ck_pm_tasks), which a
+ * thread done with its own share takes from the back of the other's: the two vCPUs of this VM run at speeds
+ * that differ by up to 40% for seconds at a time, and with one static task each the faster one waited for the
+ * other (0.2-0.5 ms per 3x3 512-channel layer at 7x7, bench/pool_balance.py). Every element is one chain over
+ * K on the same tile whichever task computes it, so the split (and the thread count it follows) never changes
+ * the bits. Where the pixels are read where they lie
  * (a 1x1 input, or the bordered copy through tap offsets) a task runs every K block of its share and then
  * its transposition: one parallel region per convolution (a region per K block, 18 on a 3x3 512-channel
  * conv, paid a wake-up and an uneven share each). Packed pixel slivers are shared by the tasks, so those
@@ -367,6 +371,7 @@ typedef struct {
   ck_pm_fn (*part)(int32_t channels); /* the 16- and 32-channel ones (NULL: none) */
   int direct, by_offsets;
   int by_pixels; /* the tasks share out pixel slivers (else channel slivers) */
+  int64_t parts, singles; /* channel shares: per participant, one task of its first units and `singles` of one */
   int64_t pc;    /* the K block of a packed pass */
 } ck_pm_job;
 
@@ -497,8 +502,14 @@ static ck_pm_share ck_pm_share_of(const ck_pm_job *job, int32_t task, int32_t n_
   ck_pm_share sh;
   const int64_t unit = ck_pm_share_unit(job), extent = job->by_pixels ? job->pm_pixels : job->m24;
   const int64_t units = (extent + unit - 1) / unit;
-  const int64_t lo = units * task / n_tasks * unit, end = units * (task + 1) / n_tasks * unit;
-  const int64_t hi = end < extent ? end : extent;
+  int64_t lo = units * task / n_tasks * unit, end = units * (task + 1) / n_tasks * unit, hi;
+  if (!job->by_pixels && job->singles > 0) { /* see ck_pm_tasks */
+    const int64_t per = 1 + job->singles, part = task / per, j = task % per;
+    const int64_t a = units * part / job->parts, b = units * (part + 1) / job->parts;
+    lo = (j == 0 ? a : b - job->singles + j - 1) * unit;
+    end = (j == 0 ? b - job->singles : b - job->singles + j) * unit;
+  }
+  hi = end < extent ? end : extent;
   sh.c0 = job->by_pixels ? 0 : lo;
   sh.c1 = job->by_pixels ? job->m24 : hi;
   sh.s0 = job->by_pixels ? lo : 0;
@@ -531,6 +542,9 @@ static void ck_pm_task_whole(int32_t task, int32_t n_tasks, void *ctx) {
   ck_pm_finish(job, &sh);
 }
 
+#ifndef CK_PM_SINGLES_PERCENT
+#define CK_PM_SINGLES_PERCENT 40
+#endif
 /* Tasks: one per thread, at most one per sliver; pixel slivers where they share out more evenly. */
 static int32_t ck_pm_tasks(ck_pm_job *job) {
   const int64_t threads = byoc_get_num_threads(), ps = job->pm_pixels / CK_PM_MR;
@@ -540,8 +554,17 @@ static int32_t ck_pm_tasks(ck_pm_job *job) {
   const int64_t by_c = (cu + threads - 1) / threads * per * job->pm_pixels;
   const int64_t by_p = (ps + threads - 1) / threads * job->m24;
   job->by_pixels = CK_PM_MR * by_p < CK_M_QUANTUM * by_c;
+  job->parts = threads < cu ? threads : cu;
+  job->singles = 0;
   if (job->by_pixels) return (int32_t)(threads < ps ? threads : ps);
-  return (int32_t)(threads < cu ? threads : cu);
+  /* Channel shares on two threads and more: a participant's first units in one task (K blocks outermost over all of
+   * them), its last CK_PM_SINGLES_PERCENT of one unit each, which the pool's other participants take from the back
+   * of its share when they are done with theirs (the pool's shares of parts * (1 + singles) tasks are exactly these
+   * runs). A task of one unit reads the K blocks' pixels again for itself: with every unit its own task the waits
+   * were gone and about as much time went into that (ResNet-50 at 2 threads 0.976-0.986 per round, no better by the
+   * medians, bench/threads_ab.py); with the last 40% of them, 0.981-0.982 per round and 0.95-0.98 by the medians. */
+  if (job->parts > 1) job->singles = cu / job->parts * CK_PM_SINGLES_PERCENT / 100;
+  return (int32_t)(job->parts * (1 + job->singles));
 }
 static void ck_conv_pixel_major(const ck_b_source *src, int64_t og, int64_t pixels, int64_t kdim,
                                 const float *packed, const float *bias, const float *residual, int32_t activation,
