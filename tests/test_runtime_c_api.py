@@ -202,7 +202,8 @@ def test_pool_stats_count_each_call_of_a_period_in_its_slot(stats_api):
     thread does not reach the workers and is not counted."""
     api = stats_api
     sleep_s = {0: 0.003, 1: 0.001}
-    fns = [TASK_FN(lambda task, n, ctx: time.sleep(sleep_s[0])), TASK_FN(lambda task, slot, ctx: time.sleep(sleep_s[1]))]
+    fns = [TASK_FN(lambda task, n, ctx: time.sleep(sleep_s[0])),
+           TASK_FN(lambda task, slot, ctx: time.sleep(sleep_s[1]))]
     calls = [lambda: api.byoc_parallel_for(6, fns[0], None), lambda: api.byoc_parallel_chunks(4, 2, fns[1], None)]
     try:
         api.byoc_set_num_threads(1)

@@ -352,9 +352,9 @@ static int32_t ck_conv2d_any(const ck_conv2d_params *p, const float *data, const
  * own part of the weight, the large operand of these small planes), or whole 7-pixel slivers where those split
  * more evenly (14x14: 28 pixel slivers against 11 channel slivers of 256 channels). A pixel share is one task; a
  * channel share is a task of its first units and tasks of one unit for its last ones (ck_pm_tasks), which a
- * thread done with its own share takes from the back of the other's: the two vCPUs of this VM run at speeds
- * that differ by up to 40% for seconds at a time, and with one static task each the faster one waited for the
- * other (0.2-0.5 ms per 3x3 512-channel layer at 7x7, bench/pool_balance.py). Every element is one chain over
+ * thread done with its own share takes from the back of the other's: cores run at speeds that differ (on the
+ * bench machine, a 2-vCPU VM, by up to 40% for seconds at a time), and with one static task each the faster one
+ * waited for the other (0.2-0.5 ms per 3x3 512-channel layer at 7x7 there, bench/pool_balance.py). Every element is one chain over
  * K on the same tile whichever task computes it, so the split (and the thread count it follows) never changes
  * the bits. Where the pixels are read where they lie
  * (a 1x1 input, or the bordered copy through tap offsets) a task runs every K block of its share and then
