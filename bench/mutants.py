@@ -53,7 +53,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,63 +162,91 @@ SAMPLED = [
           "BYOC_POOL_MAX_WORKERS + 1 ? BYOC_POOL_MAX_WORKERS / 1 : (int32_t)v", "runtime"),
 ]
 
-# Survivors judged equivalent by reading the code (what trivial compiler equivalence cannot see): no input,
-# thread count or environment gives a different result. (file, mutant) -> why; such a survivor leaves the
-# kill rate's denominator as "equivalent (judged)" and the report prints the reason. Mutant names are
-# universalmutator's (deterministic for a given source file): an entry no longer matches once its file changes.
-JUDGED_EQUIVALENT = {
-    ("parallel.c", "parallel.mutant.1059.c"):
-        "cgroup quota starts at 0 for -1: it is only compared `<= 0` where it was not overwritten, and both are",
-    ("runtime.c", "runtime.mutant.1058.c"):
-        "byoc_dtype_parse returns -2 for -1 on a bad lane count: its contract is 0 on success, non-zero on failure, "
-        "and its one caller tests `!= 0`",
-    ("cwriter.py", "cwriter.mutant.1401.py"):
-        "coalesce() checks a dim against the first merged dim, not the last: with two or more merged dims the "
-        "first's stride is at least the product of two later extents times the new stride, so the check never "
-        "passes and the mutant only merges fewer loops (same elements, same order, same C results)",
-    ("elementwise.py", "elementwise.mutant.1160.py"):
-        "the tuple of a membership test (`dtype in (...)`) written in the other order: the same two strings",
-    ("gemm.py", "gemm.mutant.1869.py"):
-        "the GEMM's task size divides by 0 instead of 1 when a panel has no flops: every caller (dense, matmul, "
-        "batch_matmul, conv2d in nn.py) returns before it when an extent is 0, so m >= 1 and panel_flops >= 2 NR",
-    ("image.py", "image.mutant.206.py"):
-        "an axis is the identity if it has `<= 1` taps for `== 1`: op/image.py's resize_taps gives every axis 1 "
-        "(nearest, identity, empty), 2 (linear) or 4 (cubic) taps, never 0",
-    ("image.py", "image.mutant.231.py"):
-        "no axis is taken as the identity: it then runs as one tap of weight 1.0 from an index table, "
-        "acc += 1.0 * (double)x, exactly the value the direct index gives (resize's output is float32)",
-    ("shape.py", "shape.mutant.1361.py"):
-        "pad's source offset writes `s * 1` where the input's stride is 1 (the same value) and `s` for `s * 0` "
-        "where it is 0, which needs an empty later axis: every source index along it is padding, so that read "
-        "is never evaluated",
-    ("shape.py", "shape.mutant.1459.py"):
-        "the copy ops' names in another order: RULES maps the same names to the same rule (looked up by name; "
-        "the listing sorts them)",
-    ("shape.py", "shape.mutant.829.py"):
-        "concatenate's output taken as outputs[-1] for outputs[0]: concatenate has exactly one output",
-    ("ck_dense.c", "ck_dense.mutant.945.c"):
-        "batch_matmul_prepacked stops on `rc > CK_OK` for `rc != CK_OK`: ck_gemm_core returns CK_OK (0) or "
-        "CK_EBADPARAM (1), never below 0",
-    ("ck_elementwise.c", "ck_elementwise.mutant.1362.c"):
-        "a binary op skips dims of extent `<= 1` for `== 1`: a negative extent was refused and an extent 0 "
-        "returned (nothing to compute) before this loop, so every extent here is at least 1",
-    ("ck_pool.c", "ck_pool.mutant.181.c"):
-        "ceil-mode output size takes the negative-span form for `span < 1` for `span < 0`: at span 0 both forms "
-        "give 1",
-    ("ck_pool.c", "ck_pool.mutant.1852.c"):
-        "average pool's whole-window columns end earlier (`hi_w % 1` is 0 for `hi_w - 1`): the columns it drops "
-        "from the fast range get ck_avg_divisor, which counts rows * pool_w taps for a whole window, the same float "
-        "(every window has a row inside: padding as large as the window is refused)",
-    ("ck_resize.c", "ck_resize.mutant.2304.c"):
-        "the column tiles loop on `t0 <= width`: where the width is a multiple of the 256-column tile it adds a "
-        "tile of 0 columns, whose rows compute their sources and write nothing (every column loop runs to n = 0)",
-    ("ck_activation.c", "ck_activation.mutant.604.c"):
-        "ck_hard_swish passes alpha 0.1 for 0.0: the swish branch never reads alpha or beta (they are hard "
-        "sigmoid's)",
-    ("ck_parallel.c", "ck_parallel.mutant.150.c"):
-        "a grain below 1 clamped to 2 for 1: no caller passes one (ck_grain and every caller's own expression give "
-        "at least 1), so the clamp is never taken",
-}
+@dataclass(frozen=True)
+class Judged:
+    """A survivor shown equivalent by reading the code (what trivial compiler equivalence cannot see): no input,
+    thread count or environment gives a different result. Named by its change, not by universalmutator's mutant
+    number, which moves whenever anything earlier in the file changes: `original` is the line as the file has
+    it and `mutated` universalmutator's rewrite of it (both without the indentation)."""
+    file: str
+    original: str
+    mutated: str
+    why: str
+
+
+# Such a survivor leaves the kill rate's denominator as "equivalent (judged)" and the report prints the reason.
+# When its line changes the entry matches nothing (tests/test_mutants_replay.py fails: judge it again or drop it).
+JUDGED_EQUIVALENT = [
+    Judged("parallel.c", "long long quota = -1, period = 0;", "long long quota = -0, period = 0;",
+           "cgroup quota starts at 0 for -1: it is only compared `<= 0` where it was not overwritten, and both are"),
+    Judged("runtime.c", "if (parse_small_uint(s, len, &i, 65535u, &lanes) != 0) return -1;",
+           "if (parse_small_uint(s, len, &i, 65535u, &lanes) != 0) return -(1+1);",
+           "byoc_dtype_parse returns -2 for -1 on a bad lane count: its contract is 0 on success, non-zero on "
+           "failure, and its one caller tests `!= 0`"),
+    Judged("cwriter.py", "prev_extent, prev = merged[-1]", "prev_extent, prev = merged[-0]",
+           "coalesce() checks a dim against the first merged dim, not the last: with two or more merged dims the "
+           "first's stride is at least the product of two later extents times the new stride, so the check never "
+           "passes and the mutant only merges fewer loops (same elements, same order, same C results)"),
+    Judged("elementwise.py", 'if dtype in ("int8", "int16"):', 'if dtype in  ( "int16","int8"):',
+           "the tuple of a membership test (`dtype in (...)`) written in the other order: the same two strings"),
+    Judged("gemm.py", "int64_t per_task = (INT64_C(1) << 20) / (panel_flops > 0 ? panel_flops : 1) + 1;",
+           "int64_t per_task = (INT64_C(1) << 20) / (panel_flops > 0 ? panel_flops : 0) + 1;",
+           "the GEMM's task size divides by 0 instead of 1 when a panel has no flops: every caller (dense, matmul, "
+           "batch_matmul, conv2d in nn.py) returns before it when an extent is 0, so m >= 1 and panel_flops >= 2 NR"),
+    Judged("image.py",
+           "identity = index.shape[1] == 1 and (weight == 1).all() and (index[:, 0] == range(len(index))).all()",
+           "identity = index.shape[1] <= 1 and (weight == 1).all() and (index[:, 0] == range(len(index))).all()",
+           "an axis is the identity if it has `<= 1` taps for `== 1`: op/image.py's resize_taps gives every axis 1 "
+           "(nearest, identity, empty), 2 (linear) or 4 (cubic) taps, never 0"),
+    Judged("image.py",
+           "identity = index.shape[1] == 1 and (weight == 1).all() and (index[:, 0] == range(len(index))).all()",
+           "identity = index.shape[1] == (1-1) and (weight == 1).all() and (index[:, 0] == range(len(index))).all()",
+           "no axis is taken as the identity: it then runs as one tap of weight 1.0 from an index table, "
+           "acc += 1.0 * (double)x, exactly the value the direct index gives (resize's output is float32)"),
+    Judged("shape.py",
+           'at = " + ".join(f"s{a} * {L(own[a])}" if own[a] != 1 else f"s{a}" for a in range(axis + 1))',
+           'at = " + ".join(f"s{a} * {L(own[a])}" if own[a] != 0 else f"s{a}" for a in range(axis + 1))',
+           "pad's source offset writes `s * 1` where the input's stride is 1 (the same value) and `s` for `s * 0` "
+           "where it is 0, which needs an empty later axis: every source index along it is padding, so that read "
+           "is never evaluated"),
+    Judged("shape.py", '_COPIES = ("reshape", "squeeze", "expand_dims", "nn.batch_flatten", "nn.dropout")',
+           '_COPIES = ("reshape" , "expand_dims", "squeeze", "nn.batch_flatten", "nn.dropout")',
+           "the copy ops' names in another order: RULES maps the same names to the same rule (looked up by name; "
+           "the listing sorts them)"),
+    Judged("shape.py",
+           'return _row_copies(ctx, ctx.outputs[0], [f"in{i}" for i in range(len(ctx.inputs))], "out0", gather=True)',
+           'return _row_copies(ctx, ctx.outputs[-1], [f"in{i}" for i in range(len(ctx.inputs))], "out0", gather=True)',
+           "concatenate's output taken as outputs[-1] for outputs[0]: concatenate has exactly one output"),
+    Judged("ck_dense.c", "if (rc != CK_OK) return rc;", "if (rc > CK_OK) return rc;",
+           "batch_matmul_prepacked stops on `rc > CK_OK` for `rc != CK_OK`: ck_gemm_core returns CK_OK (0) or "
+           "CK_EBADPARAM (1), never below 0"),
+    Judged("ck_elementwise.c", "if (out_shape[d] == 1) continue;", "if (out_shape[d] <= 1) continue;",
+           "a binary op skips dims of extent `<= 1` for `== 1`: a negative extent was refused and an extent 0 "
+           "returned (nothing to compute) before this loop, so every extent here is at least 1"),
+    Judged("ck_pool.c", "out = span < 0 ? -((-span) / stride) + 1 : (span + stride - 1) / stride + 1;",
+           "out = span < 1 ? -((-span) / stride) + 1 : (span + stride - 1) / stride + 1;",
+           "ceil-mode output size takes the negative-span form for `span < 1` for `span < 0`: at span 0 both forms "
+           "give 1"),
+    Judged("ck_pool.c", "const int64_t span = hi_w - 1 - p->dilation_w * (p->pool_w - 1) + p->pad_left;",
+           "const int64_t span = hi_w % 1 - p->dilation_w * (p->pool_w - 1) + p->pad_left;",
+           "average pool's whole-window columns end earlier (`hi_w % 1` is 0 for `hi_w - 1`): the columns it drops "
+           "from the fast range get ck_avg_divisor, which counts rows * pool_w taps for a whole window, the same "
+           "float (every window has a row inside: padding as large as the window is refused)"),
+    Judged("ck_resize.c", "for (t0 = 0; t0 < job->width; t0 += CK_RESIZE_TILE) {",
+           "for (t0 = 0; t0 <= job->width; t0 += CK_RESIZE_TILE) {",
+           "the column tiles loop on `t0 <= width`: where the width is a multiple of the 256-column tile it adds a "
+           "tile of 0 columns, whose rows compute their sources and write nothing (every column loop runs to n = 0)"),
+    Judged("ck_activation.c",
+           "int32_t ck_hard_swish(int64_t n, const float *in, float *out) { return ck_activation_any(1, n, in, out, "
+           "0.0f, 0.0f); }",
+           "int32_t ck_hard_swish(int64_t n, const float *in, float *out) { return ck_activation_any(1, n, in, out, "
+           "0.1f, 0.0f); }",
+           "ck_hard_swish passes alpha 0.1 for 0.0: the swish branch never reads alpha or beta (they are hard "
+           "sigmoid's)"),
+    Judged("ck_parallel.c", "if (grain < 1) grain = 1;", "if (grain < 1) grain = (1+1);",
+           "a grain below 1 clamped to 2 for 1: no caller passes one (ck_grain and every caller's own expression give "
+           "at least 1), so the clamp is never taken"),
+]
 
 @dataclass
 class Result:
@@ -229,6 +257,8 @@ class Result:
     seconds: float = 0.0
     line: str = ""       # the mutated line
     by: str = ""         # which checks killed it
+    before: str = ""     # the changed lines as the file has them, without indentation (_change)
+    after: str = ""      # and as the mutant has them
 
 
 def _object(source: Path, include: Path, out: Path, repo: Path) -> bytes | None:
@@ -270,6 +300,15 @@ def _changed_line(original: str, mutated: str) -> str:
         if tag != "equal":
             return f"{i1 + 1}: " + (b[j1].strip() if j2 > j1 else "- " + a[i1].strip())
     return ""
+
+
+def _change(original: str, mutated: str) -> tuple[str, str]:
+    """The lines a mutant changes, as the file has them and as the mutant does (each without its indentation,
+    joined by newlines): what JUDGED_EQUIVALENT names a mutant by."""
+    a, b = original.splitlines(), mutated.splitlines()
+    changes = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    return ("\n".join(x.strip() for op in changes for x in a[op[1]:op[2]]),
+            "\n".join(x.strip() for op in changes for x in b[op[3]:op[4]]))
 
 
 def _scratch(into: Path) -> Path:
@@ -383,14 +422,15 @@ def campaign(repo: Path, work: Path, group: Group, files: list[str], per_file: i
             probe.parent.mkdir(parents=True, exist_ok=True)
             probe.write_text(text)
             obj = _compiled(group, probe, work / "mutant.o", repo)
-            line = _changed_line(original, text)
+            line, (before, after) = _changed_line(original, text), _change(original, text)
             if obj is None or obj == reference:
                 results.append(Result(group.name, file, mutant.name, "no-compile" if obj is None else "equivalent",
-                                      line=line))
+                                      line=line, before=before, after=after))
                 continue
             by, seconds = _test(repo, group, file, text, data)
             tested += 1
-            results.append(Result(group.name, file, mutant.name, "killed" if by else "survived", seconds, line, by))
+            results.append(Result(group.name, file, mutant.name, "killed" if by else "survived", seconds, line, by,
+                                  before, after))
             print(f"  {file} {mutant.name}: {results[-1].status} {by} ({seconds:.0f} s) {line}", flush=True)
             keep()
     return results
@@ -439,15 +479,19 @@ def recheck(repo: Path, work: Path, results: list[Result], then: str | None = No
                 print(f"  {r.file} {r.mutant}: not ported ({r.file} changed around line {r.line})", flush=True)
                 out.append(r)
                 continue
+            before, after = _change((repo / group.directory / r.file).read_text(), text)
             reference = _compiled(group, repo / group.directory / r.file, work / "original.o", repo)
             probe = work / "probe" / r.file      # the same name as the original: it is in the object file
             probe.parent.mkdir(parents=True, exist_ok=True)
             probe.write_text(text)
             if _compiled(group, probe, work / "mutant.o", repo) == reference:    # by a rule added since
-                out.append(Result(r.group, r.file, r.mutant, "equivalent", line=r.line))
+                out.append(Result(r.group, r.file, r.mutant, "equivalent", line=r.line, before=before, after=after))
+                continue
+            if _judgement(r.file, before, after) is not None:     # judged since the campaign: no need to test
+                out.append(replace(r, before=before, after=after))
                 continue
             by, seconds = _test(repo, group, r.file, text)
-            r = Result(r.group, r.file, r.mutant, "killed" if by else "survived", seconds, r.line, by)
+            r = Result(r.group, r.file, r.mutant, "killed" if by else "survived", seconds, r.line, by, before, after)
             print(f"  {r.file} {r.mutant}: {r.status} {by} ({seconds:.0f} s) {r.line}", flush=True)
         out.append(r)
     return out
@@ -485,14 +529,34 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return centre - half, centre + half
 
 
+def _judgement(file: str, before: str, after: str) -> str | None:
+    """The reason JUDGED_EQUIVALENT gives for this change of `file` (None: not judged)."""
+    for j in JUDGED_EQUIVALENT:
+        if (j.file, j.original, j.mutated) == (file, before, after):
+            return j.why
+    return None
+
+
 def judged(results: list[Result]) -> list[Result]:
-    """Survivors listed in JUDGED_EQUIVALENT marked judged-equivalent (the reason goes in `by`)."""
+    """Survivors listed in JUDGED_EQUIVALENT marked judged-equivalent (the reason goes in `by`). A result without
+    its change (a campaign's JSON from before `before`/`after` were kept) matches only once --recheck made it."""
     out = []
     for r in results:
-        why = JUDGED_EQUIVALENT.get((r.file, r.mutant))
-        out.append(Result(r.group, r.file, r.mutant, "judged-equivalent", r.seconds, r.line, why)
-                   if r.status == "survived" and why else r)
+        why = _judgement(r.file, r.before, r.after) if r.before or r.after else None
+        out.append(replace(r, status="judged-equivalent", by=why) if r.status == "survived" and why else r)
     return out
+
+
+def stale_judgements(repo: Path = ROOT) -> list[Judged]:
+    """JUDGED_EQUIVALENT entries whose line is no longer exactly once in its file (nothing can match them)."""
+    files = {f: g for g in GROUPS.values() for f in g.files}
+    stale = []
+    for j in JUDGED_EQUIVALENT:
+        path = repo / files[j.file].directory / j.file if j.file in files else None
+        lines = [x.strip() for x in path.read_text().splitlines()] if path is not None and path.exists() else []
+        if lines.count(j.original) != 1:
+            stale.append(j)
+    return stale
 
 
 def _tally(results: list[Result]) -> str:
@@ -535,6 +599,9 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="byoc-mutants-") as tmp:
         work = Path(tmp)
         repo = _scratch(work / "repo")
+        for j in stale_judgements(repo):
+            print(f"warning: JUDGED_EQUIVALENT's {j.file} entry names a line the file no longer has "
+                  f"({j.original!r}): judge that survivor again", flush=True)
         start = time.time()
         if args.named:
             results = named(repo)

@@ -182,3 +182,31 @@ def test_runtime_api_tests_kill_the_sampled_mutant(name, tmp_path, monkeypatch):
     api = TA.build_api([src / s.name for s in runtime.runtime_sources("aot")], tmp_path / "libmutant.so")
     with pytest.raises(AssertionError):
         SAMPLED_REPLAY[name](api, monkeypatch)
+
+
+# ---- survivors judged equivalent ---------------------------------------------------------------------------------
+# mutants.JUDGED_EQUIVALENT names each by its change (the line as the file has it, universalmutator's rewrite). Once
+# that line changes the judgement is about code that no longer exists and matches nothing: judge it again or drop it.
+def _judged_id(j) -> str:
+    same_file = [k for k in mutants.JUDGED_EQUIVALENT if k.file == j.file]
+    return f"{j.file}-{same_file.index(j)}"
+
+
+@pytest.mark.parametrize("judgement", mutants.JUDGED_EQUIVALENT, ids=_judged_id)
+def test_a_judged_equivalent_survivor_is_recognised_by_its_change(judgement):
+    files = {f: g for g in mutants.GROUPS.values() for f in g.files}
+    path = mutants.ROOT / files[judgement.file].directory / judgement.file
+    text = path.read_text()
+    lines = text.splitlines(keepends=True)
+    at = [i for i, line in enumerate(lines) if line.strip() == judgement.original]
+    assert len(at) == 1, (f"{judgement.file} has {len(at)} lines {judgement.original!r}: judge that survivor again "
+                          f"(or drop its entry) in bench/mutants.py's JUDGED_EQUIVALENT")
+    indent = lines[at[0]][:len(lines[at[0]]) - len(lines[at[0]].lstrip())]
+    mutated = "".join(lines[:at[0]] + [indent + judgement.mutated + "\n"] + lines[at[0] + 1:])
+    before, after = mutants._change(text, mutated)
+    survivor = mutants.Result("g", judgement.file, "m", "survived", before=before, after=after)
+    (marked,) = mutants.judged([survivor])
+    assert (marked.status, marked.by) == ("judged-equivalent", judgement.why)
+    # the same line changed any other way is not covered by the judgement
+    other = mutants.Result("g", judgement.file, "m", "survived", before=before, after=after + " ")
+    assert mutants.judged([other])[0].status == "survived"
