@@ -49,12 +49,14 @@ def _config(project: Path) -> Path:
 
 
 def _build(model: str, project: Path) -> Path:
+    """The model's library built by this tree's byoc (its codegen and kernels, whatever byoc is installed: a script
+    run from a scratch worktree measures that worktree)."""
     (project / "SConstruct").symlink_to(ROOT / "SConstruct")
     stem = Path(model).stem if model.endswith(".onnx") else model
     lib = f"build/ccompiler/{TOOLCHAIN}/{stem}/lib{stem}.so"
     proc = subprocess.run(["scons", "-Q", "target=ccompiler", f"toolchain={TOOLCHAIN}", f"model={model}",
                            "executor=aot", "interface=unpacked", "opt=-O3", f"config={_config(project)}", lib],
-                          cwd=project, capture_output=True, text=True)
+                          cwd=project, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"pool_balance: building {model} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return project / lib
