@@ -267,3 +267,47 @@ def test_auto_mode_keeps_a_big_models_weights_beside_it(tmp_path, monkeypatch):
     assert proc.returncode == 0, proc.stderr
     want = run_reference(_model(rows=1), [x])[0]
     np.testing.assert_allclose(np.load(tmp_path / "out0.npy"), want, rtol=1e-4, atol=1e-4)
+
+
+# ---- huge pages for the constants copied in at init (byoc_advise_huge_pages, docs/runtime-abi.md) ----------------
+THP_SETTING = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+
+def _huge_kb_of_bss(library) -> int:
+    """AnonHugePages of `library`'s .bss in this process: the anonymous mapping that starts where its last
+    file-backed mapping ends."""
+    entries, current = [], None
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+                start, end = (int(a, 16) for a in head[0].split("-"))
+                current = {"start": start, "end": end, "path": head[5] if len(head) > 5 else "", "huge": 0}
+                entries.append(current)
+            elif head[0] == "AnonHugePages:":
+                current["huge"] = int(head[1])
+    path = str(library.resolve())
+    last = max(i for i, e in enumerate(entries) if e["path"] == path)
+    bss = [e for e in entries[last + 1:last + 2] if e["start"] == entries[last]["end"] and e["path"] == ""]
+    assert bss, f"no anonymous mapping after {path}'s (its .bss) in /proc/self/smaps"
+    return bss[0]["huge"]
+
+
+def test_params_mode_constants_land_on_huge_pages_where_the_os_gives_them():
+    """Where the kernel gives none on request (THP "never", or no THP), the advice changes nothing: the model still
+    loads and runs right."""
+    try:
+        setting = open(THP_SETTING).read()
+    except OSError:
+        setting = ""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((4096, 1024)).astype(np.float32)       # 16 MiB: at least six whole 2 MiB pages
+    x = Var("x", TensorType((1, 1024), "float32"))
+    lib = build(IRModule.from_expr(Function([x], op.nn.dense(x, const(w)))), executor="aot", constants="params")
+    m = lib.load()
+    value = rng.standard_normal((1, 1024)).astype(np.float32)
+    m.set_input("x", value)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0), value.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-4, atol=1e-3)
+    if "[madvise]" in setting or "[always]" in setting:
+        assert _huge_kb_of_bss(lib.library()) >= 6 * 2048

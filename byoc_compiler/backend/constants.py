@@ -300,6 +300,7 @@ class ConstantPool:
             f"                        size != (size_t){n} ? \"not checked\" : \"differs\");\n"
             "    return -1;\n"
             "  }\n"
+            f"  byoc_advise_huge_pages(byoc_constants_base, {n});  /* before the copy first writes it */\n"
             f"  memcpy(byoc_constants_base, data, {n});\n"
             "  return 0;\n"
             "}\n")

@@ -121,10 +121,12 @@ class BlobRegion:
 
 
 ALIGNED_ALLOC = """\
-/* 64-byte aligned block from malloc: *raw is what free() takes. */
+/* 64-byte aligned block from malloc: *raw is what free() takes. On huge pages where the OS gives them (a block
+ * this large is fresh memory from mmap, not yet written, unless the allocator has raised its mmap threshold). */
 static void* byoc_aligned_alloc(size_t bytes, void** raw) {
   *raw = calloc(1, bytes + 64);
   if (*raw == NULL) return NULL;
+  byoc_advise_huge_pages(*raw, bytes + 64);
   return (void*)(((uintptr_t)*raw + 63u) & ~(uintptr_t)63u);
 }
 """

@@ -1,8 +1,16 @@
 /* byoc hosted runtime (the last error is the core's, core.c): function lookup, dtype and DLTensor checks. */
+#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE /* madvise under -std=c99 */
+#endif
 #include "byoc/runtime.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 /* The core (the last error) is part of this translation unit, so everything that links runtime.c -- the
  * hosted builds, the fuzzers, the examplejson/dnnl loaders -- gets it from this one file; the freestanding
@@ -20,6 +28,22 @@ void byoc_set_constants(const void* data, size_t size) {
 void byoc_get_constants(const void** data, size_t* size) {
   *data = g_constants;
   *size = g_constants_size;
+}
+
+void byoc_advise_huge_pages(void* base, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  /* madvise takes whole pages: the ones inside the buffer (the kernel puts huge pages where they fit) */
+  const long page = sysconf(_SC_PAGESIZE);
+  const uintptr_t start = (uintptr_t)base, end = start + bytes;
+  uintptr_t first, last;
+  if (base == NULL || page <= 0 || bytes < ((size_t)2 << 20) || end < start) return;
+  first = (start + (uintptr_t)page - 1u) & ~((uintptr_t)page - 1u);
+  last = end & ~((uintptr_t)page - 1u);
+  if (last > first) (void)madvise((void*)first, (size_t)(last - first), MADV_HUGEPAGE);
+#else
+  (void)base;
+  (void)bytes;
+#endif
 }
 
 const ByocNodeObserver* byoc_node_observer = NULL;

@@ -37,6 +37,15 @@ typedef int32_t (*ByocPackedFunc)(const ByocValue* args, const int32_t* type_cod
 void byoc_set_constants(const void* data, size_t size);
 void byoc_get_constants(const void** data, size_t* size);
 
+/* ---- large buffers -------------------------------------------------------------------------------
+ * Asks the OS to back [base, base + bytes) with huge pages (Linux: madvise MADV_HUGEPAGE, which takes
+ * effect where transparent huge pages are "always" or "madvise", the default of many distributions),
+ * before the buffer is first written. A model's constants loaded at init and its instances' arenas are
+ * read through on every run, on 4 KB pages some 30,000 of them for a ResNet-50, each a TLB entry to walk
+ * to (docs/runtime-abi.md). Advice only: where the OS has no such thing, or refuses, nothing changes and
+ * nothing is reported. */
+void byoc_advise_huge_pages(void* base, size_t bytes);
+
 /* ---- function tables (graph executor, module lookups) ---------------------------------------- */
 typedef struct {
   const char* name;  /* func_name in graph.json */
