@@ -613,6 +613,7 @@ static int32_t bind_storage(ByocGraph* g) {
     byoc_set_last_error("graph executor: cannot allocate %llu bytes of storage", (unsigned long long)total);
     goto done;
   }
+  byoc_advise_huge_pages(g->storage_raw, total + STORAGE_ALIGN); /* read through on every run, not yet written */
   base = (unsigned char*)g->storage_raw;
   base += (STORAGE_ALIGN - (uintptr_t)base % STORAGE_ALIGN) % STORAGE_ALIGN;
   for (i = 0; i < g->n_nodes; ++i) {
