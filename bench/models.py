@@ -118,6 +118,17 @@ def _thread_count(threads: int | None):
                 os.environ[n] = v
 
 
+def _huge_pages_mode() -> str:
+    """The kernel's transparent-huge-pages mode: byoc's runtime asks for huge pages for its constants and arenas
+    (byoc_advise_huge_pages), which only `always` and `madvise` grant, so a figure depends on it."""
+    try:
+        text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return "none"
+    chosen = [w.strip("[]") for w in text.split() if w.startswith("[")]
+    return chosen[0] if chosen else text.strip()
+
+
 def isa_path() -> str:
     """The micro-kernels ccompiler's library picks on this CPU (its run-time dispatch): float32 and int8, e.g.
     "avx512-8x32, int8 amx-int8-32x32"."""
@@ -476,7 +487,7 @@ def main() -> None:
           f"{args.rounds} alternated rounds of {args.repeat} runs; build: aot, unpacked, -O3"
           + ("; CPU time of the computing thread (--clock cpu)" if args.clock == "cpu" else "")
           + ("; the peer in a fresh process each round" if args.peer_process == "round" else "; the peer in this process")
-          + f"; ccompiler's ISA path on this CPU: {isa_path()}")
+          + f"; ccompiler's ISA path on this CPU: {isa_path()}; transparent huge pages: {_huge_pages_mode()}")
     if any(m.endswith(".tflite") for m in models):
         print("for .tflite models the peer columns are LiteRT: 'ort 1T' = its default kernels (XNNPACK) at 1 thread, "
               "'ort 2T' = its reference kernels (BUILTIN_REF); '= ort' and 'max LSB' compare with TensorFlow Lite Micro")
