@@ -136,17 +136,100 @@ def _quantize(model, model_bytes: bytes, fmt: str, per_channel: bool, work: Path
         activation_type=quantization.QuantType.QUInt8, weight_type=quantization.QuantType.QInt8)
 
 
+# (op domain, op type) -> the (weight input, its zero point input) slots whose int8 constants
+# weights_as_uint8 rewrites; a zero point slot past the node's inputs is optional and absent.
+_WEIGHT_SLOTS = {
+    ("", "DequantizeLinear"): ((0, 2),),
+    ("", "QLinearConv"): ((3, 5),),
+    ("", "QLinearMatMul"): ((0, 2), (3, 5)),
+    ("", "MatMulInteger"): ((0, 2), (1, 3)),
+    ("", "ConvInteger"): ((1, 3),),
+    ("com.microsoft", "QGemm"): ((3, 5),),
+}
+
+
+def _has_int8_activations(graph: onnx.GraphProto, inits: dict) -> bool:
+    """Whether an activation is int8: a graph input, a QuantizeLinear's result (its zero point's type) or the
+    data input of a QOperator op (its zero point's type)."""
+    int8 = onnx.TensorProto.INT8
+    if any(v.type.tensor_type.elem_type == int8 for v in graph.input if v.name not in inits):
+        return True
+    activation_zp_slot = {"QuantizeLinear": 2, "QLinearConv": 2, "QLinearMatMul": 2, "MatMulInteger": 2}
+    for node in graph.node:
+        slot = activation_zp_slot.get(node.op_type)
+        if slot is not None and slot < len(node.input) and node.input[slot] in inits \
+                and inits[node.input[slot]].data_type == int8:
+            return True
+    return False
+
+
+def weights_as_uint8(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The same model with every int8 constant operand of an integer op (weights, the Dequantize of a
+    QDQ weight) stored as uint8: value + 128 with zero point + 128, which leaves each (value - zero
+    point) and so the model's arithmetic unchanged.
+
+    Why: onnxruntime's uint8 x int8 kernels on x86 CPUs without VNNI (AVX2 and AVX-512F/BW alone) sum
+    pairs of products with vpmaddubsw, which saturates at int16 (255 * 127 * 2 > 32767): its result
+    is then not the exact integer product, and where a pair saturates differs with the CPU. Its
+    uint8 x uint8 (and int8-activation) kernels widen to int16 first and are exact on every CPU, so
+    the rewritten model makes onnxruntime an exact peer everywhere. A model with int8 activations is
+    returned as it is: int8 x int8 is exact already, and int8 x uint8 is not a pairing onnxruntime's
+    QDQ fusion takes. The input is not changed."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    graph = out.graph
+    inits = {t.name: t for t in graph.initializer}
+    if _has_int8_activations(graph, inits):
+        return out
+    converted: dict[str, str] = {}
+
+    def as_uint8(name: str) -> str:
+        if name not in converted:
+            value = numpy_helper.to_array(inits[name]).astype(np.int16) + 128
+            converted[name] = f"{name}__as_uint8"
+            graph.initializer.append(numpy_helper.from_array(value.astype(np.uint8), converted[name]))
+        return converted[name]
+
+    def is_int8_constant(name: str) -> bool:
+        return name in inits and inits[name].data_type == onnx.TensorProto.INT8
+
+    for node in graph.node:
+        for value_slot, zp_slot in _WEIGHT_SLOTS.get((node.domain.replace("ai.onnx", ""), node.op_type), ()):
+            if value_slot >= len(node.input) or not is_int8_constant(node.input[value_slot]):
+                continue
+            has_zp = zp_slot < len(node.input) and node.input[zp_slot] != ""
+            if has_zp and not is_int8_constant(node.input[zp_slot]):
+                continue   # a zero point computed at run time: leave the pair as it is
+            if not has_zp:  # the default zero point, 0 int8: 128 uint8, shaped like DequantizeLinear's scale
+                per_axis = node.op_type == "DequantizeLinear"
+                if per_axis and node.input[1] not in inits:
+                    continue
+                shape = numpy_helper.to_array(inits[node.input[1]]).shape if per_axis else ()
+                zp_name = f"{node.output[0]}__zero_point_as_uint8"
+                graph.initializer.append(numpy_helper.from_array(np.full(shape, 128, np.uint8), zp_name))
+                while len(node.input) <= zp_slot:
+                    node.input.append("")
+                node.input[zp_slot] = zp_name
+            else:
+                node.input[zp_slot] = as_uint8(node.input[zp_slot])
+            node.input[value_slot] = as_uint8(node.input[value_slot])
+    return out
+
+
 def integer_session(model, int8_kernels: bool = True):
     """onnxruntime's CPU session on one thread for a model (path, bytes or ModelProto): the peer the quantized
     models are compared with. int8_kernels sets `session.qdqisint8allowed=1`, so int8 (not only uint8) QDQ
-    is fused into its integer kernels (QLinearConv, QGemm, ...) on x86 too; uint8 models are fused either way."""
+    is fused into its integer kernels (QLinearConv, QGemm, ...) on x86 too; uint8 models are fused either way.
+    The session runs `weights_as_uint8(model)`: exact integer arithmetic on every CPU."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1
     if int8_kernels:
         options.add_session_config_entry("session.qdqisint8allowed", "1")
-    if hasattr(model, "SerializeToString"):
-        model = model.SerializeToString()
-    return onnxruntime.InferenceSession(model if isinstance(model, bytes) else str(model), options,
+    if isinstance(model, bytes):
+        model = onnx.load_from_string(model)
+    elif not hasattr(model, "SerializeToString"):
+        model = onnx.load(str(model))
+    return onnxruntime.InferenceSession(weights_as_uint8(model).SerializeToString(), options,
                                         providers=["CPUExecutionProvider"])
 
 
