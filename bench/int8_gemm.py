@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from byoc_compiler.contrib.ccompiler import kernels as K  # noqa: E402
 from byoc_compiler.contrib.ccompiler import qkernels as Q  # noqa: E402
 
-KERNELS = ("amx-int8-32x32", "avx512vnni-8x32", "portable-8x32")
+KERNELS = ("amx-int8-32x32", "avx512vnni-8x32", "avx2-8x32", "portable-8x32")
 
 
 def tile_permission() -> str:

@@ -35,8 +35,8 @@ output with TensorFlow Lite Micro's (elements equal, largest difference in integ
 
 int8 rows ("int8:NAME": the zoo model quantized, QDQ, per-channel int8 weights, uint8 activations, cached
 by content; byoc_compiler.testing.quantize) run the same .onnx file through byoc and onnxruntime's int8
-kernels, and also report how many output elements equal onnxruntime's and the largest difference in
-output steps (LSB). SET_DEFAULTS gives such sets their targets and fewer runs (a host-C int8 ResNet-50
+kernels, and also report how many output elements equal onnxruntime's exact integer session's
+(testing.quantize.integer_session) and the largest difference in output steps (LSB). SET_DEFAULTS gives such sets their targets and fewer runs (a host-C int8 ResNet-50
 takes seconds per run).
 """
 from __future__ import annotations
@@ -363,7 +363,7 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
                     ort[n].append(_median_ms(lambda s=s: s.run(None, inputs), repeat,
                                              time.thread_time if cpu else time.perf_counter))
             time.sleep(ORT_SPIN_S)          # its workers stop spinning before the next runner starts
-        agreement = _int8_agreement(model, outputs, sessions[1].run(None, inputs), inputs)
+        agreement = _int8_agreement(model, outputs, inputs)
         text = None
         if breakdown:
             if target not in THREADED_TARGETS:
@@ -382,10 +382,11 @@ def measure(model: str, target: str, toolchain: str, rounds: int, repeat: int, c
                med(ort[2]) if ort[2] else None, margin, med(runs2) if runs2 else None, *agreement, text, clock=clock)
 
 
-def _int8_agreement(model: str, outputs, want, inputs) -> tuple[float | None, float | None]:
-    """(fraction equal, max LSB) of a quantized model's first output against onnxruntime's (.tflite: against
-    TensorFlow Lite Micro's, one LSB being one integer step); Nones otherwise."""
-    from byoc_compiler.testing.quantize import int8_agreement, output_step
+def _int8_agreement(model: str, outputs, inputs) -> tuple[float | None, float | None]:
+    """(fraction equal, max LSB) of a quantized model's first output against onnxruntime's exact integer session
+    (testing.quantize.integer_session: the timed session's uint8 x int8 kernels saturate on x86 without VNNI)
+    (.tflite: against TensorFlow Lite Micro's, one LSB being one integer step); Nones otherwise."""
+    from byoc_compiler.testing.quantize import int8_agreement, integer_session, output_step
 
     if model.endswith(".tflite"):
         sys.path.insert(0, str(ROOT / "tests"))
@@ -399,7 +400,7 @@ def _int8_agreement(model: str, outputs, want, inputs) -> tuple[float | None, fl
     lsb = output_step(model) if model.endswith(".onnx") else 0.0
     if not lsb:
         return None, None
-    return int8_agreement(outputs[0], want[0], lsb)
+    return int8_agreement(outputs[0], integer_session(model).run(None, inputs)[0], lsb)
 
 
 def table(rows: list[Row]) -> str:

@@ -74,7 +74,7 @@ def ck(request):
 
 
 def _kernels(lib) -> list[str]:
-    return [k for k in ("amx-int8-32x32", "avx512vnni-8x32", "portable-8x32") if lib.ck_qgemm_use_kernel(k.encode()) == 0]
+    return [k for k in ("amx-int8-32x32", "avx512vnni-8x32", "avx2-8x32", "portable-8x32") if lib.ck_qgemm_use_kernel(k.encode()) == 0]
 
 
 def _ptr(a):

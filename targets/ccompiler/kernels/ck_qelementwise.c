@@ -2,7 +2,7 @@
  *
  * Each computes exactly what byoc's reference computes (op/qnn.py): float32 steps where the
  * reference (onnxruntime) uses float32, ties to even, saturation to the output type. qnn.add's
- * float32 form is the hot one (ResNet's residual adds); on x86-64 it also runs as AVX-512 (the
+ * float32 form is the hot one (ResNet's residual adds); on x86-64 it also runs as AVX-512, or AVX2 + FMA (the
  * same fused multiply-adds, lane by lane) when the CPU has it.
  */
 #include <math.h>
@@ -28,6 +28,16 @@ static int ck_q_use_avx512(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && strcmp(ck_qgemm_kernel_name(), "portable-8x32") != 0;
+}
+
+#define CK_Q_AVX2 __attribute__((target("avx2,fma")))
+
+/* AVX2 with FMA (x86 without AVX-512: qnn.add's fmaf steps in 8 lanes instead of libm calls), unless the
+ * portable int8 kernel was forced */
+static int ck_q_use_avx2(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         strcmp(ck_qgemm_kernel_name(), "portable-8x32") != 0;
 }
 
 /* ck_quantize's loop, 16 lanes at a time: the same float32 division, rounding and clamp */
@@ -248,6 +258,27 @@ CK_Q_AVX512 static int64_t ck_qadd_avx512(const ck_qadd_params *p,
 #endif
 
 #if defined(CK_QADD_DISPATCH)
+/* rounding 0 only: 8 lanes of the portable loop's float32 steps (fmadd is fmaf, one rounding; cvtps rounds ties
+ * to even in the default mode, as nearbyintf), the clamped values narrowed to bytes exactly */
+CK_Q_AVX2 static int64_t ck_qadd_avx2(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs, void *out) {
+  const __m256 ra = _mm256_set1_ps(p->ratio_a), rb = _mm256_set1_ps(p->ratio_b), fixed = _mm256_set1_ps(p->fixed);
+  const __m256 lo = _mm256_set1_ps(p->is_signed ? -128.0f : 0.0f), hi = _mm256_set1_ps(p->is_signed ? 127.0f : 255.0f);
+  int64_t i;
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m128i a8 = _mm_loadl_epi64((const __m128i *)(const void *)((const uint8_t *)lhs + i));
+    const __m128i b8 = _mm_loadl_epi64((const __m128i *)(const void *)((const uint8_t *)rhs + i));
+    const __m256i a = p->is_signed ? _mm256_cvtepi8_epi32(a8) : _mm256_cvtepu8_epi32(a8);
+    const __m256i b = p->is_signed ? _mm256_cvtepi8_epi32(b8) : _mm256_cvtepu8_epi32(b8);
+    const __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(b), rb, fixed);
+    const __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(_mm256_cvtepi32_ps(a), ra, t), lo), hi);
+    const __m256i r = _mm256_cvtps_epi32(v);
+    const __m128i r16 = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    _mm_storel_epi64((__m128i *)(void *)((uint8_t *)out + i),
+                     p->is_signed ? _mm_packs_epi16(r16, r16) : _mm_packus_epi16(r16, r16));
+  }
+  return i;
+}
+
 /* rounding 2: ck_qadd_tflite's integer steps on 16 lanes (ck_tfl_scale16 is ck_tfl_scale1 lane by lane), the
  * clamp before the zero point is added (no int32 wrap-around) */
 CK_Q_AVX512 static int64_t ck_qadd_tflite_avx512(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs,
@@ -281,12 +312,15 @@ void ck_qadd_rows(const ck_qadd_params *p, int64_t rows, int64_t n, int64_t stri
   int64_t r;
 #if defined(CK_QADD_DISPATCH)
   const int vector = p->rounding != 1 && ck_q_use_avx512();
+  const int vector256 = !vector && p->rounding == 0 && ck_q_use_avx2();
 #endif
   for (r = 0; r < rows; ++r, lhs += stride, rhs += stride, out += stride) {
     int64_t done = 0;
 #if defined(CK_QADD_DISPATCH)
     if (vector)
       done = p->rounding == 0 ? ck_qadd_avx512(p, n, lhs, rhs, out) : ck_qadd_tflite_avx512(p, n, lhs, rhs, out);
+    else if (vector256)
+      done = ck_qadd_avx2(p, n, lhs, rhs, out);
 #endif
     if (p->rounding == 2)
       ck_qadd_tflite(p, done, n, lhs, rhs, out);

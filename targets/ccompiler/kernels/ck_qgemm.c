@@ -401,6 +401,130 @@ CK_VBMI_TARGET static int ck_qdw_plane_vbmi(const ck_conv2d_params *c, const uin
   return 1;
 }
 
+/* ---- AVX2 without VNNI: exact products, two at a time in vpmaddwd --------------------------------
+ * vpmaddubsw would sum two uint8 x int8 products in int16, which saturates (255 * 127 * 2 > 32767: the
+ * reason onnxruntime's AVX2 kernels are not exact). Here a panel k-step's 4 bytes of a column (one int32
+ * lane) are split into its even and odd bytes zero-extended to int16 (and, shift), the row's 4 weights into
+ * theirs sign-extended, and vpmaddwd sums each pair of exact int16 products into int32: two multiplies per
+ * 32 products, as many as vpmaddubsw + vpmaddwd take. The tile's weights are split once per block of
+ * CK_AVX2_KB k-steps into a stack copy (32 bytes of a row at a time), so the inner loop broadcasts them from
+ * memory; the 8 x 32 tile runs as 4 x 16 quarters. */
+#define CK_AVX2_TARGET __attribute__((target("avx2")))
+#define CK_AVX2_KB 128 /* k-steps per block: the 8 rows' split weights take 8 KB */
+
+/* even[i * CK_AVX2_KB + s], odd[...]: row i's k-step s as the int16 pairs (w0, w2) and (w1, w3). Reads up to
+ * 28 bytes past a row's `steps` k-steps: the next row's, or the packed weight's slack. */
+CK_AVX2_TARGET static void ck_qsplit_weights_avx2(const int8_t *a, int64_t lda, int64_t steps, int32_t *even,
+                                                  int32_t *odd) {
+  int64_t i, s;
+  for (i = 0; i < CK_QMR; ++i)
+    for (s = 0; s < steps; s += 8) {
+      const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(a + i * lda + 4 * s));
+      _mm256_storeu_si256((__m256i *)(void *)(even + i * CK_AVX2_KB + s),
+                          _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8));
+      _mm256_storeu_si256((__m256i *)(void *)(odd + i * CK_AVX2_KB + s), _mm256_srai_epi16(v, 8));
+    }
+}
+
+/* each product added to its accumulator at once: the empty asm keeps the compiler from summing the products
+ * first (integer adds reassociate), which needs more registers than the 16 and spills accumulators */
+#define CK_AVX2_MADD(ACC, X, W)                                             \
+  do {                                                                      \
+    ACC = _mm256_add_epi32(ACC, _mm256_madd_epi16(X, _mm256_set1_epi32(W))); \
+    __asm__("" : "+x"(ACC));                                                \
+  } while (0)
+#define CK_AVX2_ROW(I)                                   \
+  do {                                                   \
+    CK_AVX2_MADD(acc##I##0, e0, even[(I) * CK_AVX2_KB + s]); \
+    CK_AVX2_MADD(acc##I##1, e1, even[(I) * CK_AVX2_KB + s]); \
+    CK_AVX2_MADD(acc##I##0, o0, odd[(I) * CK_AVX2_KB + s]);  \
+    CK_AVX2_MADD(acc##I##1, o1, odd[(I) * CK_AVX2_KB + s]);  \
+  } while (0)
+#define CK_AVX2_ACC(I, J) _mm256_loadu_si256((const __m256i *)(const void *)(acc + (I) * CK_QNR + 8 * (J)))
+#define CK_AVX2_STORE(I, J) _mm256_storeu_si256((__m256i *)(void *)(acc + (I) * CK_QNR + 8 * (J)), acc##I##J)
+
+/* acc[i * CK_QNR + j] += split weight rows 0..3 x panel columns 0..15 of b over `steps` k-steps: 8 accumulators,
+ * the two column vectors' even and odd halves, a broadcast weight and a product: 14 of the 16 registers. */
+CK_AVX2_TARGET static void ck_qquarter_avx2(int64_t steps, const int32_t *even, const int32_t *odd, const uint8_t *b,
+                                            int32_t *acc) {
+  __m256i acc00 = CK_AVX2_ACC(0, 0), acc01 = CK_AVX2_ACC(0, 1), acc10 = CK_AVX2_ACC(1, 0), acc11 = CK_AVX2_ACC(1, 1),
+          acc20 = CK_AVX2_ACC(2, 0), acc21 = CK_AVX2_ACC(2, 1), acc30 = CK_AVX2_ACC(3, 0), acc31 = CK_AVX2_ACC(3, 1);
+  int64_t s;
+  for (s = 0; s < steps; ++s, b += 4 * CK_QNR) {
+    const __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)b);
+    const __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 32));
+    const __m256i mask = _mm256_set1_epi32(0x00FF00FF);
+    const __m256i e0 = _mm256_and_si256(v0, mask), o0 = _mm256_srli_epi16(v0, 8);
+    const __m256i e1 = _mm256_and_si256(v1, mask), o1 = _mm256_srli_epi16(v1, 8);
+    CK_AVX2_ROW(0);
+    CK_AVX2_ROW(1);
+    CK_AVX2_ROW(2);
+    CK_AVX2_ROW(3);
+  }
+  CK_AVX2_STORE(0, 0);
+  CK_AVX2_STORE(0, 1);
+  CK_AVX2_STORE(1, 0);
+  CK_AVX2_STORE(1, 1);
+  CK_AVX2_STORE(2, 0);
+  CK_AVX2_STORE(2, 1);
+  CK_AVX2_STORE(3, 0);
+  CK_AVX2_STORE(3, 1);
+}
+
+/* the 8 x 32 tile as its 4 x 16 quarters, block by block of k; a tile of at most 16 columns skips the right ones
+ * (their sums unused) */
+CK_AVX2_TARGET static void ck_qtile_avx2(int64_t steps, const int8_t *a, const uint8_t *b, int64_t cols,
+                                         int32_t *acc) {
+  int32_t even[CK_QMR * CK_AVX2_KB], odd[CK_QMR * CK_AVX2_KB];
+  int64_t s0, rows, half;
+  memset(acc, 0, sizeof(int32_t) * CK_QMR * CK_QNR);
+  for (s0 = 0; s0 < steps; s0 += CK_AVX2_KB) {
+    const int64_t n = steps - s0 < CK_AVX2_KB ? steps - s0 : CK_AVX2_KB;
+    ck_qsplit_weights_avx2(a + 4 * s0, 4 * steps, n, even, odd);
+    for (rows = 0; rows < CK_QMR; rows += 4)
+      for (half = 0; half < (cols > 16 ? 32 : 16); half += 16)
+        ck_qquarter_avx2(n, even + rows * CK_AVX2_KB, odd + rows * CK_AVX2_KB, b + s0 * 4 * CK_QNR + half * 4,
+                         acc + rows * CK_QNR + half);
+  }
+}
+
+/* ck_qrequant_row_portable 8 lanes at a time: the same float32 operations, rounded by cvtps (ties to even
+ * in the default rounding mode, as nearbyintf), the clamped values narrowed to bytes exactly */
+CK_AVX2_TARGET static void ck_qrequant_row_avx2(int64_t n, const int32_t *acc, int32_t bias, float scale,
+                                                const ck_qparams *q, uint8_t *out) {
+  const __m256i vbias = _mm256_set1_epi32(bias), vzp = _mm256_set1_epi32(q->output_zero_point);
+  const __m256 vscale = _mm256_set1_ps(scale);
+  const __m256 lo = _mm256_set1_ps((float)(q->out_min - q->output_zero_point));
+  const __m256 hi = _mm256_set1_ps((float)(q->out_max - q->output_zero_point));
+  int64_t x;
+  for (x = 0; x + 8 <= n; x += 8) {
+    const __m256i v = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(acc + x)), vbias);
+    __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), vscale);
+    __m256i r;
+    __m128i r16;
+    f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
+    r = _mm256_add_epi32(_mm256_cvtps_epi32(f), vzp);
+    r16 = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    _mm_storel_epi64((__m128i *)(void *)(out + x), q->output_signed ? _mm_packs_epi16(r16, r16)
+                                                                    : _mm_packus_epi16(r16, r16));
+  }
+  if (x < n) ck_qrequant_row_portable(n - x, acc + x, bias, scale, q, out + x);
+}
+
+CK_AVX2_TARGET static void ck_qfused_avx2(int64_t steps, const int8_t *a, const uint8_t *b, int64_t rows,
+                                          int64_t cols, const int32_t *bias, const float *scale, const ck_qparams *q,
+                                          uint8_t *out, int64_t ldo) {
+  int32_t acc[CK_QMR * CK_QNR];
+  int64_t i;
+  ck_qtile_avx2(steps, a, b, cols, acc);
+  for (i = 0; i < rows; ++i) ck_qrequant_row_avx2(cols, acc + i * CK_QNR, bias[i], scale[i], q, out + i * ldo);
+}
+
+static int ck_cpu_has_avx2_int(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2");
+}
+
 static int ck_cpu_has_vbmi(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512vbmi");
@@ -648,6 +772,8 @@ static const ck_qkernel ck_qkernels[] = {
 #if defined(CK_QDISPATCH)
     {"avx512vnni-8x32", NULL, NULL, NULL, ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512, ck_qdw_row_avx512, ck_cpu_has_vnni,
      ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512},
+    {"avx2-8x32", NULL, NULL, NULL, ck_qtile_avx2, ck_qfused_avx2, ck_qrequant_row_avx2, ck_qdw_row_portable,
+     ck_cpu_has_avx2_int, ck_qrequant_row_tfl_portable, ck_qdw_sums_portable},
 #endif
     {"portable-8x32", NULL, NULL, NULL, ck_qtile_portable, ck_qfused_portable, ck_qrequant_row_portable, ck_qdw_row_portable, NULL,
      ck_qrequant_row_tfl_portable, ck_qdw_sums_portable},

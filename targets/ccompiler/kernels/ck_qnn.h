@@ -127,7 +127,7 @@ int32_t ck_qclamp(int64_t n, int32_t is_signed, const void *in, void *out, int32
 /* nn.max_pool2d on int8 or uint8 (padding never wins). */
 int32_t ck_qmax_pool2d(const ck_pool2d_params *p, int32_t is_signed, const void *data, void *out);
 
-/* Name of the int8 GEMM kernel in use ("amx-int8-32x32", "avx512vnni-8x32" or "portable-8x32"); ck_qgemm_use_kernel
+/* Name of the int8 GEMM kernel in use ("amx-int8-32x32", "avx512vnni-8x32", "avx2-8x32" or "portable-8x32"); ck_qgemm_use_kernel
  * forces one (tests, benchmarks; CK_EBADPARAM if unknown or this CPU cannot run it). */
 const char *ck_qgemm_kernel_name(void);
 int32_t ck_qgemm_use_kernel(const char *name);
