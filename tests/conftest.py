@@ -78,7 +78,7 @@ def _bytecode_for_subprocesses() -> None:
 # deselected (not skipped) unless --realsize is given or the -m expression names them (docs/matrix.md).
 # The same for every ONNX conformance case through real builds (onnx_conformance_build).
 HEAVY_MARKERS = ("realsize", "int8", "onnx_conformance_build", "literals", "tflite", "timing", "threads",
-                 "baremetal", "harness", "package", "every_toolchain")
+                 "baremetal", "harness", "package", "every_toolchain", "every_fuzz_target")
 
 
 def pytest_addoption(parser):
@@ -91,7 +91,8 @@ def pytest_addoption(parser):
 def pytest_collection_modifyitems(config, items):
     markexpr = config.getoption("markexpr") or ""
     waiting = {marker for marker in HEAVY_MARKERS   # heavy cases: only when asked for
-               if not (marker in markexpr or (marker in ("realsize", "int8") and config.getoption(marker)))}
+               if not (marker in markexpr or (marker in ("realsize", "int8") and config.getoption(marker))
+                       or (marker == "every_fuzz_target" and "fuzz" in markexpr))}
     # one pass over each item's markers (12,000 items x 11 markers through get_closest_marker was 2 s per worker)
     heavy = [item for item in items if _waits(item, waiting)]
     if heavy:

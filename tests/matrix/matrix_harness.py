@@ -27,7 +27,7 @@ SANITIZER_TARGET_SETS = ("host", "ccompiler", "examplejson", "both", "dnnl")
 EXECUTORS = ("graph", "aot")
 INTERFACES = ("packed", "unpacked")
 OPTS = ("-O0", "-O3")
-RANDOM_SEEDS = (11, 23, 37, 41)      # the random graphs of the default run: random11, random23, ...
+RANDOM_SEEDS = (11, 23, 37)      # the random graphs of the default run: random11, random23, random37
 RANDOM_STEPS = 14
 
 
