@@ -33,28 +33,28 @@
  * loaded once for 32 outputs. Written as a float[16] array (the portable form below), gcc split the
  * sums into an 8-, a 4-, a 2-wide vector and two scalars: 5x5 taps on 14x14 planes ran at about a
  * third of the vector width (perf: 18.5% of efficientnet_lite at one thread). */
-#define CK_DEFINE_DW_TAPS(NAME)                                                                       \
+#define CK_DEFINE_DW_TAPS(NAME, LANES)                                                                       \
   static void NAME(int64_t n, int32_t taps, const int64_t *restrict off, const float *restrict w,      \
                    const float *restrict src, float bias, float *restrict out) {                      \
-    typedef float vec __attribute__((vector_size(CK_DW_BLOCK * sizeof(float))));                      \
+    typedef float vec __attribute__((vector_size(LANES * sizeof(float))));                      \
     vec b = {0}, wk = {0}, s0, s1, acc0, acc1;                                                        \
     int64_t t = 0;                                                                                    \
     int32_t k;                                                                                        \
     CK_DW_SPLAT(b, bias);                                                                             \
-    for (; t + 2 * CK_DW_BLOCK <= n; t += 2 * CK_DW_BLOCK) {                                          \
+    for (; t + 2 * LANES <= n; t += 2 * LANES) {                                          \
       acc0 = acc1 = b;                                                                                \
       for (k = 0; k < taps; ++k) {                                                                    \
         CK_DW_SPLAT(wk, w[k]);                                                                        \
         memcpy(&s0, src + t + off[k], sizeof s0);                                                     \
-        memcpy(&s1, src + t + off[k] + CK_DW_BLOCK, sizeof s1);                                       \
+        memcpy(&s1, src + t + off[k] + LANES, sizeof s1);                                       \
         acc0 = acc0 + wk * s0;                                                                        \
         acc1 = acc1 + wk * s1;                                                                        \
       }                                                                                               \
       memcpy(out + t, &acc0, sizeof acc0);                                                            \
-      memcpy(out + t + CK_DW_BLOCK, &acc1, sizeof acc1);                                              \
+      memcpy(out + t + LANES, &acc1, sizeof acc1);                                              \
     }                                                                                                 \
-    while (t < n && n >= CK_DW_BLOCK) {                                                               \
-      if (t + CK_DW_BLOCK > n) t = n - CK_DW_BLOCK;                                                   \
+    while (t < n && n >= LANES) {                                                               \
+      if (t + LANES > n) t = n - LANES;                                                   \
       acc0 = b;                                                                                       \
       for (k = 0; k < taps; ++k) {                                                                    \
         CK_DW_SPLAT(wk, w[k]);                                                                        \
@@ -62,28 +62,28 @@
         acc0 = acc0 + wk * s0;                                                                        \
       }                                                                                               \
       memcpy(out + t, &acc0, sizeof acc0);                                                            \
-      t += CK_DW_BLOCK;                                                                               \
+      t += LANES;                                                                               \
     }                                                                                                 \
     CK_DW_TAPS_SCALARS                                                                                \
   }
 #else
-#define CK_DEFINE_DW_TAPS(NAME)                                                                       \
+#define CK_DEFINE_DW_TAPS(NAME, LANES)                                                                       \
   static void NAME(int64_t n, int32_t taps, const int64_t *restrict off, const float *restrict w,      \
                    const float *restrict src, float bias, float *restrict out) {                      \
     int64_t t = 0;                                                                                    \
     int32_t k;                                                                                        \
     int l;                                                                                            \
-    while (t < n && n >= CK_DW_BLOCK) {                                                               \
-      float acc[CK_DW_BLOCK];                                                                         \
-      if (t + CK_DW_BLOCK > n) t = n - CK_DW_BLOCK;                                                   \
-      for (l = 0; l < CK_DW_BLOCK; ++l) acc[l] = bias;                                                \
+    while (t < n && n >= LANES) {                                                               \
+      float acc[LANES];                                                                         \
+      if (t + LANES > n) t = n - LANES;                                                   \
+      for (l = 0; l < LANES; ++l) acc[l] = bias;                                                \
       for (k = 0; k < taps; ++k) {                                                                    \
         const float wk = w[k];                                                                        \
         const float *restrict s = src + t + off[k];                                                   \
-        for (l = 0; l < CK_DW_BLOCK; ++l) acc[l] += wk * s[l];                                        \
+        for (l = 0; l < LANES; ++l) acc[l] += wk * s[l];                                        \
       }                                                                                               \
-      for (l = 0; l < CK_DW_BLOCK; ++l) out[t + l] = acc[l];                                          \
-      t += CK_DW_BLOCK;                                                                               \
+      for (l = 0; l < LANES; ++l) out[t + l] = acc[l];                                          \
+      t += LANES;                                                                               \
     }                                                                                                 \
     CK_DW_TAPS_SCALARS                                                                                \
   }
@@ -92,11 +92,11 @@
 typedef void (*ck_dw_taps_fn)(int64_t n, int32_t taps, const int64_t *off, const float *w, const float *src,
                               float bias, float *out);
 
-CK_CONTRACT CK_DEFINE_DW_TAPS(ck_dw_taps_baseline)
+CK_CONTRACT CK_DEFINE_DW_TAPS(ck_dw_taps_baseline, CK_DW_BLOCK)
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
-__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_DW_TAPS(ck_dw_taps_avx2)
-__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_DW_TAPS(ck_dw_taps_avx512)
+__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_DW_TAPS(ck_dw_taps_avx2, CK_DW_BLOCK_AVX2)
+__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_DW_TAPS(ck_dw_taps_avx512, CK_DW_BLOCK)
 
 static ck_dw_taps_fn ck_dw_taps_current(void) {
   static const ck_dw_taps_fn by_isa[] = {ck_dw_taps_baseline, ck_dw_taps_avx2, ck_dw_taps_avx512};
@@ -158,12 +158,12 @@ void ck_dw_plane(const ck_conv2d_params *p, int64_t oh_n, int64_t ow_n, const fl
  * Every output is bias + its nine products in tap order, as in the row kernels. */
 #if defined(__GNUC__)
 #define CK_DW3_MASKED(V, M) ((vec)((ivec)(V) & (M)))
-#define CK_DEFINE_DW3X3_FLAT(NAME)                                                                    \
+#define CK_DEFINE_DW3X3_FLAT(NAME, LANES)                                                                    \
   static void NAME(int64_t n, int64_t period, const float *const *tap, const int32_t *restrict left,   \
                    const int32_t *restrict right, const float *restrict w, float bias, int32_t activation, \
                    float *restrict out) {                                                            \
-    typedef float vec __attribute__((vector_size(CK_DW_BLOCK * sizeof(float))));                      \
-    typedef int32_t ivec __attribute__((vector_size(CK_DW_BLOCK * sizeof(int32_t))));                 \
+    typedef float vec __attribute__((vector_size(LANES * sizeof(float))));                      \
+    typedef int32_t ivec __attribute__((vector_size(LANES * sizeof(int32_t))));                 \
     vec k[9] = {{0}}, b = {0}, lo = {0}, hi = {0}, s, acc;                                            \
     ivec ml, mr;                                                                                      \
     int64_t t = 0, c = 0;                                                                             \
@@ -172,8 +172,8 @@ void ck_dw_plane(const ck_conv2d_params *p, int64_t oh_n, int64_t ow_n, const fl
     CK_DW_SPLAT(b, bias);                                                                             \
     CK_DW_SPLAT(hi, 6.0f);                                                                            \
     while (t < n) {                                                                                   \
-      if (t + CK_DW_BLOCK > n) { /* the last block ends at n (outputs written twice, same values) */  \
-        t = n - CK_DW_BLOCK;                                                                          \
+      if (t + LANES > n) { /* the last block ends at n (outputs written twice, same values) */  \
+        t = n - LANES;                                                                          \
         c = t % period;                                                                               \
       }                                                                                               \
       memcpy(&ml, left + c, sizeof ml);                                                               \
@@ -194,18 +194,18 @@ void ck_dw_plane(const ck_conv2d_params *p, int64_t oh_n, int64_t ow_n, const fl
         acc = (vec)(((ivec)acc & ~(acc > hi)) | ((ivec)hi & (acc > hi)));                             \
       }                                                                                               \
       memcpy(out + t, &acc, sizeof acc);                                                              \
-      t += CK_DW_BLOCK;                                                                               \
-      for (c += CK_DW_BLOCK; c >= period;) c -= period;                                               \
+      t += LANES;                                                                               \
+      for (c += LANES; c >= period;) c -= period;                                               \
     }                                                                                                 \
   }
 
 typedef void (*ck_dw3x3_flat_fn)(int64_t n, int64_t period, const float *const *tap, const int32_t *left,
                                  const int32_t *right, const float *w, float bias, int32_t activation, float *out);
 
-CK_CONTRACT CK_DEFINE_DW3X3_FLAT(ck_dw3x3_flat_baseline)
+CK_CONTRACT CK_DEFINE_DW3X3_FLAT(ck_dw3x3_flat_baseline, CK_DW_BLOCK)
 #if defined(__x86_64__) && !defined(CK_NO_DISPATCH)
-__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_FLAT(ck_dw3x3_flat_avx2)
-__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_FLAT(ck_dw3x3_flat_avx512)
+__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_FLAT(ck_dw3x3_flat_avx2, CK_DW_BLOCK_AVX2)
+__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_DW3X3_FLAT(ck_dw3x3_flat_avx512, CK_DW_BLOCK)
 
 static ck_dw3x3_flat_fn ck_dw3x3_flat_current(void) {
   static const ck_dw3x3_flat_fn by_isa[] = {ck_dw3x3_flat_baseline, ck_dw3x3_flat_avx2, ck_dw3x3_flat_avx512};

@@ -21,25 +21,25 @@
 
 #if defined(__GNUC__)
 
-#define CK_DEFINE_DW_FLAT(NAME)                                                                       \
+#define CK_DEFINE_DW_FLAT(NAME, LANES)                                                                       \
   static void NAME(int64_t n, int64_t period, int32_t taps, const float *const *tap,                  \
                    const int32_t *const *mask, const float *restrict w, float bias, float *restrict out) { \
-    typedef float vec __attribute__((vector_size(CK_DW_BLOCK * sizeof(float))));                     \
-    typedef int32_t ivec __attribute__((vector_size(CK_DW_BLOCK * sizeof(int32_t))));                \
+    typedef float vec __attribute__((vector_size(LANES * sizeof(float))));                     \
+    typedef int32_t ivec __attribute__((vector_size(LANES * sizeof(int32_t))));                \
     vec b = {0}, wk = {0}, s, acc;                                                                    \
     ivec m;                                                                                           \
     int64_t t = 0, c = 0;                                                                             \
     int32_t k;                                                                                        \
     CK_DW_SPLAT(b, bias);                                                                            \
-    for (; t + 2 * CK_DW_BLOCK <= n; t += 2 * CK_DW_BLOCK) { /* two blocks per pass over the taps */  \
-      int64_t c1 = c + CK_DW_BLOCK;                                                                  \
+    for (; t + 2 * LANES <= n; t += 2 * LANES) { /* two blocks per pass over the taps */  \
+      int64_t c1 = c + LANES;                                                                  \
       vec acc1 = b, s1;                                                                               \
       ivec m1;                                                                                        \
       while (c1 >= period) c1 -= period;                                                              \
       acc = b;                                                                                        \
       for (k = 0; k < taps; ++k) {                                                                    \
         memcpy(&s, tap[k] + t, sizeof s);                                                             \
-        memcpy(&s1, tap[k] + t + CK_DW_BLOCK, sizeof s1);                                            \
+        memcpy(&s1, tap[k] + t + LANES, sizeof s1);                                            \
         if (mask[k] != NULL) {                                                                        \
           memcpy(&m, mask[k] + c, sizeof m);                                                          \
           memcpy(&m1, mask[k] + c1, sizeof m1);                                                       \
@@ -51,12 +51,12 @@
         acc1 = acc1 + wk * s1;                                                                        \
       }                                                                                               \
       memcpy(out + t, &acc, sizeof acc);                                                              \
-      memcpy(out + t + CK_DW_BLOCK, &acc1, sizeof acc1);                                             \
-      for (c = c1 + CK_DW_BLOCK; c >= period;) c -= period;                                         \
+      memcpy(out + t + LANES, &acc1, sizeof acc1);                                             \
+      for (c = c1 + LANES; c >= period;) c -= period;                                         \
     }                                                                                                 \
     while (t < n) {                                                                                   \
-      if (t + CK_DW_BLOCK > n) { /* the last block ends at n (outputs written twice, same values) */ \
-        t = n - CK_DW_BLOCK;                                                                         \
+      if (t + LANES > n) { /* the last block ends at n (outputs written twice, same values) */ \
+        t = n - LANES;                                                                         \
         c = t % period;                                                                               \
       }                                                                                               \
       acc = b;                                                                                        \
@@ -70,18 +70,18 @@
         acc = acc + wk * s;                                                                           \
       }                                                                                               \
       memcpy(out + t, &acc, sizeof acc);                                                              \
-      t += CK_DW_BLOCK;                                                                              \
-      for (c += CK_DW_BLOCK; c >= period;) c -= period;                                              \
+      t += LANES;                                                                              \
+      for (c += LANES; c >= period;) c -= period;                                              \
     }                                                                                                 \
   }
 
 typedef void (*ck_dw_flat_fn)(int64_t n, int64_t period, int32_t taps, const float *const *tap,
                               const int32_t *const *mask, const float *w, float bias, float *out);
 
-CK_CONTRACT CK_DEFINE_DW_FLAT(ck_dw_flat_baseline)
+CK_CONTRACT CK_DEFINE_DW_FLAT(ck_dw_flat_baseline, CK_DW_BLOCK)
 #if defined(__x86_64__) && !defined(CK_NO_DISPATCH)
-__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_DW_FLAT(ck_dw_flat_avx2)
-__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_DW_FLAT(ck_dw_flat_avx512)
+__attribute__((target("avx2,fma"))) CK_CONTRACT CK_DEFINE_DW_FLAT(ck_dw_flat_avx2, CK_DW_BLOCK_AVX2)
+__attribute__((target("avx512f,avx2,fma"))) CK_CONTRACT CK_DEFINE_DW_FLAT(ck_dw_flat_avx512, CK_DW_BLOCK)
 
 static ck_dw_flat_fn ck_dw_flat_current(void) {
   static const ck_dw_flat_fn by_isa[] = {ck_dw_flat_baseline, ck_dw_flat_avx2, ck_dw_flat_avx512};
