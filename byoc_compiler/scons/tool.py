@@ -131,7 +131,7 @@ def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, in
 
     generated_includes, shared_sources, runner_only = _codegen.compile_plan(request)
     runtime_objs, runner_objs = _shared_objects(env, tc_env, Path(build_root) / target / toolchain / "_runtime"
-                                                / f"{executor}{opt}", shared_sources, runner_only)
+                                                / _shared_dir_name(opt, shared_sources), shared_sources, runner_only)
     model_objs = []
     by_rel = {Path(str(node)).relative_to(outdir).as_posix(): node for node in generated}
     for rel, node in by_rel.items():
@@ -177,6 +177,23 @@ def _check(env, request, outdir: Path, runner):
     check = check_env.ByocCheck(str(outdir / "check.json"), runner)
     env.AlwaysBuild(check)
     return check
+
+
+def _shared_dir_name(opt: str, sources) -> str:
+    """The directory of the shared objects, named by what their commands depend on besides the toolchain: the
+    optimization level and the defines every shared unit gets (the thread count the workspaces are planned
+    for), not the executor or the interface, which only choose which of them a build links. SCons's cache key
+    includes an object's path, so a graph build and an AOT build of one toolchain and level share them (with
+    the executor in the name, the default test matrix compiled every runtime and kernel library twice per
+    toolchain and level)."""
+    defines = sorted({d for _, _, defs in sources for d in defs})
+    threads = [d.split("=", 1)[1] for d in defines if d.startswith("BYOC_MAX_THREADS=")]
+    others = [d for d in defines if not d.startswith("BYOC_MAX_THREADS=")]
+    if others:   # not what compile_units gives today: keep such objects apart, named by a digest
+        import hashlib
+
+        return f"{opt}-{hashlib.sha1(' '.join(defines).encode()).hexdigest()[:10]}"
+    return f"{opt}-{threads[0]}threads" if threads else opt
 
 
 def _shared_objects(env, tc_env, objdir: Path, sources, runner_only):
