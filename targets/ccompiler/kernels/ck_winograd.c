@@ -177,67 +177,84 @@ static CK_WG_INLINE void ck_wg_every(int64_t m, const float *p, ck_wgv *e) {
   }
 }
 
-static CK_WG_INLINE void ck_wg_btv(int64_t m, const ck_wgv *d, ck_wgv *y) {
-  if (m == 2) {
-    y[0] = d[0] - d[2];
-    y[1] = d[1] + d[2];
-    y[2] = d[2] - d[1];
-    y[3] = d[1] - d[3];
-    return;
-  }
-  y[0] = (4.0f * d[0] - 5.0f * d[2]) + d[4];
-  y[1] = (d[3] + d[4]) - 4.0f * (d[1] + d[2]);
-  y[2] = (d[4] - d[3]) + 4.0f * (d[1] - d[2]);
-  y[3] = (d[4] - d[2]) + 2.0f * (d[3] - d[1]);
-  y[4] = (d[4] - d[2]) - 2.0f * (d[3] - d[1]);
-  y[5] = (4.0f * d[1] - 5.0f * d[3]) + d[5];
-}
+/* B^T d and A^T x on alpha vectors of lanes, for either vector width (statements, so one body serves both) */
+#define CK_WG_BTV(m, d, y)                                  \
+  do {                                                      \
+    if ((m) == 2) {                                         \
+      (y)[0] = (d)[0] - (d)[2];                             \
+      (y)[1] = (d)[1] + (d)[2];                             \
+      (y)[2] = (d)[2] - (d)[1];                             \
+      (y)[3] = (d)[1] - (d)[3];                             \
+    } else {                                                \
+      (y)[0] = (4.0f * (d)[0] - 5.0f * (d)[2]) + (d)[4];    \
+      (y)[1] = ((d)[3] + (d)[4]) - 4.0f * ((d)[1] + (d)[2]); \
+      (y)[2] = ((d)[4] - (d)[3]) + 4.0f * ((d)[1] - (d)[2]); \
+      (y)[3] = ((d)[4] - (d)[2]) + 2.0f * ((d)[3] - (d)[1]); \
+      (y)[4] = ((d)[4] - (d)[2]) - 2.0f * ((d)[3] - (d)[1]); \
+      (y)[5] = (4.0f * (d)[1] - 5.0f * (d)[3]) + (d)[5];    \
+    }                                                       \
+  } while (0)
+#define CK_WG_ATV(T, m, x, y)                                                                          \
+  do {                                                                                                 \
+    if ((m) == 2) {                                                                                    \
+      (y)[0] = ((x)[0] + (x)[1]) + (x)[2];                                                             \
+      (y)[1] = ((x)[1] - (x)[2]) - (x)[3];                                                             \
+    } else {                                                                                           \
+      const T a_ = (x)[1] + (x)[2], b_ = (x)[1] - (x)[2], c_ = (x)[3] + (x)[4], e_ = (x)[3] - (x)[4]; \
+      (y)[0] = ((x)[0] + a_) + c_;                                                                     \
+      (y)[1] = b_ + 2.0f * e_;                                                                         \
+      (y)[2] = a_ + 4.0f * c_;                                                                         \
+      (y)[3] = (b_ + 8.0f * e_) + (x)[5];                                                              \
+    }                                                                                                  \
+  } while (0)
 
-static CK_WG_INLINE void ck_wg_atv(int64_t m, const ck_wgv *x, ck_wgv *y) {
-  if (m == 2) {
-    y[0] = (x[0] + x[1]) + x[2];
-    y[1] = (x[1] - x[2]) - x[3];
-    return;
-  }
-  {
-    const ck_wgv a = x[1] + x[2], b = x[1] - x[2], c = x[3] + x[4], e = x[3] - x[4];
-    y[0] = (x[0] + a) + c;
-    y[1] = b + 2.0f * e;
-    y[2] = a + 4.0f * c;
-    y[3] = (b + 8.0f * e) + x[5];
-  }
-}
+/* One group of lanes of one input channel (its patches from rows, rows pw apart, lanes m apart) -> V, position
+ * pos at dst + pos * pos_stride; V is the vector type, EVERY gathers one patch column of its lanes. */
+#define CK_WG_INPUT_GROUP(V, EVERY, m, pw, rows, dst, pos_stride)                           \
+  do {                                                                                      \
+    const int64_t alpha_ = (m) + 2;                                                         \
+    V e_[CK_WG_MAX_ALPHA], h_[CK_WG_MAX_ALPHA][CK_WG_MAX_ALPHA], col_[CK_WG_MAX_ALPHA];    \
+    V out_[CK_WG_MAX_ALPHA];                                                                \
+    int64_t i_, j_, k_;                                                                     \
+    for (i_ = 0; i_ < alpha_; ++i_) { /* along row i: h[i][j] = (d[i] B)[j] */             \
+      for (j_ = 0; j_ < alpha_; ++j_) EVERY((m), (rows) + i_ * (pw) + j_, &e_[j_]);         \
+      CK_WG_BTV((m), e_, h_[i_]);                                                           \
+    }                                                                                       \
+    for (j_ = 0; j_ < alpha_; ++j_) { /* down column j: V[k][j] = (B^T h)[k][j] */          \
+      for (i_ = 0; i_ < alpha_; ++i_) col_[i_] = h_[i_][j_];                                \
+      CK_WG_BTV((m), col_, out_);                                                           \
+      for (k_ = 0; k_ < alpha_; ++k_)                                                       \
+        memcpy((dst) + (k_ * alpha_ + j_) * (pos_stride), &out_[k_], sizeof out_[k_]);      \
+    }                                                                                       \
+  } while (0)
+
+/* One group of lanes of one output row r: Y = A^T M A from src, y[a][b] = Y[a][b] of the lanes */
+#define CK_WG_OUTPUT_Y(V, m, src, pos_stride, y)                                            \
+  do {                                                                                      \
+    const int64_t alpha_ = (m) + 2;                                                         \
+    V x_[CK_WG_MAX_ALPHA], t_[CK_WG_MAX_ALPHA][4], col_[CK_WG_MAX_ALPHA];                  \
+    int64_t i_, j_, a_, b_;                                                                 \
+    for (i_ = 0; i_ < alpha_; ++i_) { /* along row i: t[i][b] = (M[i] A)[b] */             \
+      for (j_ = 0; j_ < alpha_; ++j_) CK_WG_LOAD(x_[j_], (src) + (i_ * alpha_ + j_) * (pos_stride)); \
+      CK_WG_ATV(V, (m), x_, t_[i_]);                                                        \
+    }                                                                                       \
+    for (b_ = 0; b_ < (m); ++b_) { /* down column b: Y[a][b] = (A^T t)[a][b] */             \
+      V yb_[4];                                                                             \
+      for (i_ = 0; i_ < alpha_; ++i_) col_[i_] = t_[i_][b_];                                \
+      CK_WG_ATV(V, (m), col_, yb_);                                                         \
+      for (a_ = 0; a_ < (m); ++a_) (y)[a_][b_] = yb_[a_];                                   \
+    }                                                                                       \
+  } while (0)
 
 static CK_WG_INLINE void ck_wg_input_group(int64_t m, int64_t pw, const float *rows, float *dst, int64_t pos_stride) {
-  const int64_t alpha = m + 2;
-  ck_wgv e[CK_WG_MAX_ALPHA], h[CK_WG_MAX_ALPHA][CK_WG_MAX_ALPHA], col[CK_WG_MAX_ALPHA], out[CK_WG_MAX_ALPHA];
-  int64_t i, j, k;
-  for (i = 0; i < alpha; ++i) { /* along row i: h[i][j] = (d[i] B)[j] */
-    for (j = 0; j < alpha; ++j) ck_wg_every(m, rows + i * pw + j, &e[j]);
-    ck_wg_btv(m, e, h[i]);
-  }
-  for (j = 0; j < alpha; ++j) { /* down column j: V[k][j] = (B^T h)[k][j] */
-    for (i = 0; i < alpha; ++i) col[i] = h[i][j];
-    ck_wg_btv(m, col, out);
-    for (k = 0; k < alpha; ++k) memcpy(dst + (k * alpha + j) * pos_stride, &out[k], sizeof out[k]);
-  }
+  CK_WG_INPUT_GROUP(ck_wgv, ck_wg_every, m, pw, rows, dst, pos_stride);
 }
 
 /* One group of lanes of one output row r: Y = A^T M A, z[a][l * m + b] = Y[a][b] of lane l. */
 static CK_WG_INLINE void ck_wg_output_group(int64_t m, const float *src, int64_t pos_stride, float *z) {
-  const int64_t alpha = m + 2;
-  ck_wgv x[CK_WG_MAX_ALPHA], t[CK_WG_MAX_ALPHA][4], col[CK_WG_MAX_ALPHA], y[4][4];
-  int64_t i, j, a, b;
-  for (i = 0; i < alpha; ++i) { /* along row i: t[i][b] = (M[i] A)[b] */
-    for (j = 0; j < alpha; ++j) CK_WG_LOAD(x[j], src + (i * alpha + j) * pos_stride);
-    ck_wg_atv(m, x, t[i]);
-  }
-  for (b = 0; b < m; ++b) { /* down column b: Y[a][b] = (A^T t)[a][b] */
-    ck_wgv yb[4];
-    for (i = 0; i < alpha; ++i) col[i] = t[i][b];
-    ck_wg_atv(m, col, yb);
-    for (a = 0; a < m; ++a) y[a][b] = yb[a];
-  }
+  ck_wgv y[4][4];
+  int64_t a;
+  CK_WG_OUTPUT_Y(ck_wgv, m, src, pos_stride, y);
   for (a = 0; a < m; ++a) { /* tile l's m outputs side by side */
     float *za = z + a * CK_WG_LANES * 4;
     if (m == 2) {
@@ -265,6 +282,84 @@ static CK_WG_INLINE void ck_wg_output_group(int64_t m, const float *src, int64_t
     }
   }
 }
+
+/* The same on half a group, lanes in 8-float vectors, for AVX2: its 16 registers held a 16-float vector in two,
+ * and gcc kept the transforms' temporaries on the stack (297 stack references in the F(2x2) input transform
+ * against 41 under AVX-512). The caller runs the two halves of a group; each lane computes exactly as above. */
+typedef float ck_wgv8 __attribute__((vector_size(8 * sizeof(float))));
+typedef float ck_wgv4 __attribute__((vector_size(4 * sizeof(float))));
+
+static CK_WG_INLINE void ck_wg_every8(int64_t m, const float *p, ck_wgv8 *e) {
+  ck_wgv8 a, b;
+  CK_WG_LOAD(a, p);
+  CK_WG_LOAD(b, p + 8);
+  if (m == 2) {
+    *e = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+  } else {
+    ck_wgv8 c, d;
+    ck_wgv4 lo, hi;
+    CK_WG_LOAD(c, p + 16);
+    CK_WG_LOAD(d, p + 24);
+    lo = __builtin_shufflevector(a, b, 0, 4, 8, 12);
+    hi = __builtin_shufflevector(c, d, 0, 4, 8, 12);
+    *e = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+  }
+}
+
+static CK_WG_INLINE void ck_wg_input_half(int64_t m, int64_t pw, const float *rows, float *dst, int64_t pos_stride) {
+  CK_WG_INPUT_GROUP(ck_wgv8, ck_wg_every8, m, pw, rows, dst, pos_stride);
+}
+
+/* z[a * 4 * CK_WG_LANES + l * m + b] = Y[a][b] of lane l < 8 */
+static CK_WG_INLINE void ck_wg_output_half(int64_t m, const float *src, int64_t pos_stride, float *z) {
+  ck_wgv8 y[4][4];
+  int64_t a;
+  CK_WG_OUTPUT_Y(ck_wgv8, m, src, pos_stride, y);
+  for (a = 0; a < m; ++a) {
+    float *za = z + a * CK_WG_LANES * 4;
+    if (m == 2) {
+      const ck_wgv8 lo = __builtin_shufflevector(y[a][0], y[a][1], 0, 8, 1, 9, 2, 10, 3, 11);
+      const ck_wgv8 hi = __builtin_shufflevector(y[a][0], y[a][1], 4, 12, 5, 13, 6, 14, 7, 15);
+      memcpy(za, &lo, sizeof lo);
+      memcpy(za + 8, &hi, sizeof hi);
+    } else {
+      const ck_wgv8 p0 = __builtin_shufflevector(y[a][0], y[a][2], 0, 8, 1, 9, 2, 10, 3, 11);
+      const ck_wgv8 p1 = __builtin_shufflevector(y[a][0], y[a][2], 4, 12, 5, 13, 6, 14, 7, 15);
+      const ck_wgv8 q0 = __builtin_shufflevector(y[a][1], y[a][3], 0, 8, 1, 9, 2, 10, 3, 11);
+      const ck_wgv8 q1 = __builtin_shufflevector(y[a][1], y[a][3], 4, 12, 5, 13, 6, 14, 7, 15);
+      const ck_wgv8 s0 = __builtin_shufflevector(p0, q0, 0, 8, 1, 9, 2, 10, 3, 11);
+      const ck_wgv8 s1 = __builtin_shufflevector(p0, q0, 4, 12, 5, 13, 6, 14, 7, 15);
+      const ck_wgv8 s2 = __builtin_shufflevector(p1, q1, 0, 8, 1, 9, 2, 10, 3, 11);
+      const ck_wgv8 s3 = __builtin_shufflevector(p1, q1, 4, 12, 5, 13, 6, 14, 7, 15);
+      memcpy(za, &s0, sizeof s0);
+      memcpy(za + 8, &s1, sizeof s1);
+      memcpy(za + 16, &s2, sizeof s2);
+      memcpy(za + 24, &s3, sizeof s3);
+    }
+  }
+}
+
+/* A group as two halves where narrow (constant at every call: the branch folds away) */
+static CK_WG_INLINE void ck_wg_input_lanes(int narrow, int64_t m, int64_t pw, const float *rows, float *dst,
+                                           int64_t pos_stride) {
+  if (narrow) {
+    ck_wg_input_half(m, pw, rows, dst, pos_stride);
+    ck_wg_input_half(m, pw, rows + 8 * m, dst + 8, pos_stride);
+  } else {
+    ck_wg_input_group(m, pw, rows, dst, pos_stride);
+  }
+}
+static CK_WG_INLINE void ck_wg_output_lanes(int narrow, int64_t m, const float *src, int64_t pos_stride, float *z) {
+  if (narrow) {
+    ck_wg_output_half(m, src, pos_stride, z);
+    ck_wg_output_half(m, src + 8, pos_stride, z + 8 * m);
+  } else {
+    ck_wg_output_group(m, src, pos_stride, z);
+  }
+}
+#else
+#define ck_wg_input_lanes(narrow, m, pw, rows, dst, pos_stride) ck_wg_input_group(m, pw, rows, dst, pos_stride)
+#define ck_wg_output_lanes(narrow, m, src, pos_stride, z) ck_wg_output_group(m, src, pos_stride, z)
 #endif
 
 #if !defined(CK_WG_VECTORS)
@@ -368,14 +463,14 @@ static CK_WG_INLINE void ck_wg_output_group(int64_t m, const float *src, int64_t
 
 /* Input channels [c0, c1) of one run -> v (position pos at v + pos * pos_stride, channel c's columns at
  * c * CK_WG_VS in the run's sliver). */
-static CK_WG_INLINE void ck_wg_input_run(int64_t m, const ck_wg_plan *w, const float *bordered, const ck_wg_run *run,
+static CK_WG_INLINE void ck_wg_input_run(int narrow, int64_t m, const ck_wg_plan *w, const float *bordered, const ck_wg_run *run,
                                          int64_t c0, int64_t c1, float *v, int64_t pos_stride) {
   const int64_t plane = w->plane;
   float *dst = v + run->col / CK_N_QUANTUM * w->cin * CK_WG_VS + run->col % CK_N_QUANTUM;
   int64_t c, g;
   for (c = c0; c < c1; ++c)
     for (g = 0; g < run->n; g += CK_WG_LANES)
-      ck_wg_input_group(m, w->pw, bordered + c * plane + run->ty * m * w->pw + (run->tx + g) * m,
+      ck_wg_input_lanes(narrow, m, w->pw, bordered + c * plane + run->ty * m * w->pw + (run->tx + g) * m,
                         dst + c * CK_WG_VS + g, pos_stride);
 }
 
@@ -406,7 +501,7 @@ static CK_WG_INLINE void ck_wg_finish(const float *restrict x, int64_t n, float 
 
 /* Output channel rows [r0, r1) of one run from the products (row r at mm + (r - rbase) * ldc, position pos
  * pos_stride further) -> out, + bias, + residual, activation; the run's last tile may overhang the plane. */
-static CK_WG_INLINE void ck_wg_output_run(int64_t m, const float *mm, int64_t pos_stride, int64_t ldc, int64_t rbase,
+static CK_WG_INLINE void ck_wg_output_run(int narrow, int64_t m, const float *mm, int64_t pos_stride, int64_t ldc, int64_t rbase,
                                           int64_t r0, int64_t r1, const ck_wg_run *run, const ck_wg_out *o) {
   const int64_t plane = o->oh * o->ow, rows = ck_wg_min(m, o->oh - run->ty * m);
   float z[4 * 4 * CK_WG_LANES];
@@ -415,7 +510,7 @@ static CK_WG_INLINE void ck_wg_output_run(int64_t m, const float *mm, int64_t po
     const float bias = o->bias != NULL ? o->bias[r] : 0.0f;
     for (g = 0; g < run->n; g += CK_WG_LANES) {
       const int64_t x0 = (run->tx + g) * m, width = ck_wg_min(ck_wg_min(CK_WG_LANES, run->n - g) * m, o->ow - x0);
-      ck_wg_output_group(m, mm + (r - rbase) * ldc + run->col + g, pos_stride, z);
+      ck_wg_output_lanes(narrow, m, mm + (r - rbase) * ldc + run->col + g, pos_stride, z);
       for (a = 0; a < rows; ++a) {
         const int64_t at = r * plane + (run->ty * m + a) * o->ow + x0;
         ck_wg_finish(z + a * 4 * CK_WG_LANES, width, bias, o->residual != NULL ? o->residual + at : NULL,
@@ -438,14 +533,14 @@ static CK_WG_INLINE int64_t ck_wg_next_run(const ck_wg_plan *w, int64_t t0, int6
 
 /* Tiles [t0, t0 + count), input channels [c0, c1) -> v; the columns past count up to the 32-column grid zeroed,
  * so every column the products read is finite. */
-static CK_WG_INLINE void ck_wg_input_tiles(int64_t m, const ck_wg_plan *w, const float *bordered, int64_t t0,
+static CK_WG_INLINE void ck_wg_input_tiles(int narrow, int64_t m, const ck_wg_plan *w, const float *bordered, int64_t t0,
                                            int64_t count, int64_t c0, int64_t c1, float *v, int64_t pos_stride) {
   const int64_t end = ck_wg_round_up(count, CK_N_QUANTUM);
   ck_wg_run run;
   int64_t col = 0, pos, c;
   while (col < count) {
     col = ck_wg_next_run(w, t0, count, col, &run);
-    ck_wg_input_run(m, w, bordered, &run, c0, c1, v, pos_stride);
+    ck_wg_input_run(narrow, m, w, bordered, &run, c0, c1, v, pos_stride);
   }
   if (count < end)
     for (pos = 0; pos < w->a2; ++pos)
@@ -454,14 +549,14 @@ static CK_WG_INLINE void ck_wg_input_tiles(int64_t m, const ck_wg_plan *w, const
                0, sizeof(float) * (size_t)(end - count));
 }
 
-static CK_WG_INLINE void ck_wg_output_tiles(int64_t m, const ck_wg_plan *w, const float *mm, int64_t pos_stride,
+static CK_WG_INLINE void ck_wg_output_tiles(int narrow, int64_t m, const ck_wg_plan *w, const float *mm, int64_t pos_stride,
                                             int64_t t0, int64_t count, int64_t rbase, int64_t r0, int64_t r1,
                                             const ck_wg_out *o) {
   ck_wg_run run;
   int64_t col = 0;
   while (col < count) {
     col = ck_wg_next_run(w, t0, count, col, &run);
-    ck_wg_output_run(m, mm, pos_stride, w->cols, rbase, r0, r1, &run, o);
+    ck_wg_output_run(narrow, m, mm, pos_stride, w->cols, rbase, r0, r1, &run, o);
   }
 }
 
@@ -472,32 +567,32 @@ typedef void (*ck_wg_output_fn)(const ck_wg_plan *w, const float *mm, int64_t po
                                 int64_t rbase, int64_t r0, int64_t r1, const ck_wg_out *o);
 
 /* (one function per macro: an attribute before a macro applies to the first function it defines alone) */
-#define CK_WG_DEFINE_IN(SUFFIX, M)                                                                                \
+#define CK_WG_DEFINE_IN(SUFFIX, M, NARROW)                                                                                \
   static CK_NO_TRAPS void ck_wg_in##SUFFIX(const ck_wg_plan *w, const float *bordered, int64_t t0, int64_t count, \
                                            int64_t c0, int64_t c1, float *v, int64_t pos_stride) {               \
-    ck_wg_input_tiles(M, w, bordered, t0, count, c0, c1, v, pos_stride);                                          \
+    ck_wg_input_tiles(NARROW, M, w, bordered, t0, count, c0, c1, v, pos_stride);                                          \
   }
-#define CK_WG_DEFINE_OUT(SUFFIX, M)                                                                                \
+#define CK_WG_DEFINE_OUT(SUFFIX, M, NARROW)                                                                                \
   static CK_NO_TRAPS void ck_wg_out##SUFFIX(const ck_wg_plan *w, const float *mm, int64_t pos_stride, int64_t t0,  \
                                             int64_t count, int64_t rbase, int64_t r0, int64_t r1,                \
                                             const ck_wg_out *o) {                                                 \
-    ck_wg_output_tiles(M, w, mm, pos_stride, t0, count, rbase, r0, r1, o);                                        \
+    ck_wg_output_tiles(NARROW, M, w, mm, pos_stride, t0, count, rbase, r0, r1, o);                                        \
   }
 
-CK_WG_DEFINE_IN(2_baseline, 2)
-CK_WG_DEFINE_OUT(2_baseline, 2)
-CK_WG_DEFINE_IN(4_baseline, 4)
-CK_WG_DEFINE_OUT(4_baseline, 4)
+CK_WG_DEFINE_IN(2_baseline, 2, 0)
+CK_WG_DEFINE_OUT(2_baseline, 2, 0)
+CK_WG_DEFINE_IN(4_baseline, 4, 0)
+CK_WG_DEFINE_OUT(4_baseline, 4, 0)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(CK_NO_DISPATCH)
 #define CK_WG_DISPATCH 1
-__attribute__((target("avx2"))) CK_WG_DEFINE_IN(2_avx2, 2)
-__attribute__((target("avx2"))) CK_WG_DEFINE_OUT(2_avx2, 2)
-__attribute__((target("avx2"))) CK_WG_DEFINE_IN(4_avx2, 4)
-__attribute__((target("avx2"))) CK_WG_DEFINE_OUT(4_avx2, 4)
-__attribute__((target("avx512f,avx2"))) CK_WG_DEFINE_IN(2_avx512, 2)
-__attribute__((target("avx512f,avx2"))) CK_WG_DEFINE_OUT(2_avx512, 2)
-__attribute__((target("avx512f,avx2"))) CK_WG_DEFINE_IN(4_avx512, 4)
-__attribute__((target("avx512f,avx2"))) CK_WG_DEFINE_OUT(4_avx512, 4)
+__attribute__((target("avx2"))) CK_WG_DEFINE_IN(2_avx2, 2, 1)
+__attribute__((target("avx2"))) CK_WG_DEFINE_OUT(2_avx2, 2, 1)
+__attribute__((target("avx2"))) CK_WG_DEFINE_IN(4_avx2, 4, 1)
+__attribute__((target("avx2"))) CK_WG_DEFINE_OUT(4_avx2, 4, 1)
+__attribute__((target("avx512f,avx2"))) CK_WG_DEFINE_IN(2_avx512, 2, 0)
+__attribute__((target("avx512f,avx2"))) CK_WG_DEFINE_OUT(2_avx512, 2, 0)
+__attribute__((target("avx512f,avx2"))) CK_WG_DEFINE_IN(4_avx512, 4, 0)
+__attribute__((target("avx512f,avx2"))) CK_WG_DEFINE_OUT(4_avx512, 4, 0)
 #endif
 
 static void ck_wg_pick(int64_t m, ck_wg_input_fn *in, ck_wg_output_fn *out) {
