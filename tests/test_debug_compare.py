@@ -148,6 +148,7 @@ def test_compare_names_the_broken_op(bug, executor, interface):
     assert clean.passed and clean.first is None, clean.table()
 
 
+@pytest.mark.every_toolchain  # (the default run has the profiler under qemu, test_debug_profile.py)
 def test_compare_on_qemu_aarch64():
     config = load_config()
     tc = config.toolchain("aarch64-gcc")

@@ -139,7 +139,9 @@ def _libfuzzer(target: TargetFuzz, tmp: Path):
     return exe if ok else None
 
 
+# The default run replays each target's regressions and seeds (above); exploring new inputs waits for `-m fuzz`.
 @pytest.mark.fuzz
+@pytest.mark.every_fuzz_target
 def test_bounded_fuzz_run(target, tmp_path, corpus, fuzz_seconds, request):
     seconds = fuzz_seconds(target.seconds)
     work = tmp_path / "corpus"
