@@ -552,7 +552,8 @@ QUANTIZED_DEFAULT = (  # (model, target set, toolchain, interface); sanitizers k
     ("tiny_cnn_int8", "host", "riscv64-gcc", "unpacked"),
     ("tiny_cnn_int8", "ccompiler", "armhf-gcc", "packed"),
     ("resnet50_tiny_int8", "ccompiler", "s390x-gcc", "unpacked"),
-)  # (mobilenetv2_tiny_int8 host on aarch64 left for `--int8` in session 16: 13 s; int8 host code runs on riscv64)
+    ("mobilenetv2_tiny_int8", "host", "aarch64-gcc", "packed"),
+)
 INT8_TARGET_SETS = ("host", "ccompiler")
 
 
