@@ -92,16 +92,12 @@ def test_zoo_loaded_in_process():
 
 
 CROSS = ("aarch64-gcc", "armhf-gcc", "riscv64-gcc", "s390x-gcc")
-# Every pair waits for `every_toolchain`: the matrix's default lanes run ccompiler on every cross toolchain
-# (pairwise over the zoo, resnet50_tiny on s390x and mobilenetv2_tiny on aarch64), and these two were 21 s of
-# the default run's worker time on the sixteenth session's slower CPU.
-CROSS_DEFAULT: set = set()
-
-
-@pytest.mark.parametrize("toolchain,name", [
-    pytest.param(tc, name, id=f"{tc}-{name}",
-                 marks=[] if (tc, name) in CROSS_DEFAULT else [pytest.mark.every_toolchain])
-    for tc in CROSS for name in ("small_cnn", "multi_output")])
+# Waiting for `every_toolchain`: the matrix's default lanes run ccompiler on every cross toolchain (pairwise over
+# the zoo, resnet50_tiny on s390x and mobilenetv2_tiny on aarch64); the two pairs the default run kept here were
+# 21 s of its worker time on the sixteenth session's slower CPU.
+@pytest.mark.every_toolchain
+@pytest.mark.parametrize("toolchain,name", [pytest.param(tc, name, id=f"{tc}-{name}")
+                                            for tc in CROSS for name in ("small_cnn", "multi_output")])
 def test_cross_toolchains_under_qemu(toolchain, name):
     from byoc_compiler.config import load_config
 
@@ -361,10 +357,9 @@ def _calls(expr):
 # Waiting for every_toolchain (the default run's budget): winograd_blocks (ck_winograd.c runs under ASan+UBSan in
 # the kernel suite's sanitizer rerun, tests/test_ccompiler_kernels.py) and the zoo's residual_block (its conv,
 # residual-add fusion and pool paths are the residual_blocks construct's, sanitized in the default run): 6 and 9 s.
-SANITIZED_LATER = ("zoo:residual_block", "construct:winograd_blocks")
-# The zoo models here wait for it too: the matrix's sanitizer lanes run every zoo model, ccompiler among the
-# target sets, in the default run; the constructs below are ccompiler's own paths.
-SANITIZED_LATER += tuple(f"zoo:{n}" for n in zoo.names())
+# Every zoo model waits for it too (session 16): the matrix's sanitizer lanes run every zoo model, ccompiler
+# among the target sets, in the default run; the constructs are ccompiler's own paths.
+SANITIZED_LATER = ("construct:winograd_blocks", *(f"zoo:{n}" for n in zoo.names()))
 SANITIZED = [pytest.param(key, id=key.split(":")[1],
                           marks=[pytest.mark.every_toolchain] if key in SANITIZED_LATER else [])
              for key in [f"zoo:{n}" for n in zoo.names()] + [f"construct:{f.__name__}" for f in CONSTRUCTS]]
