@@ -247,7 +247,7 @@ def test_editing_a_kernel_c_file_recompiles_only_its_object(tmp_path):
     kernel.write_text(kernel.read_text() + "\n/* edited by a test */\n")
     edited = scons(project, "target=ccompiler", "check", env=env)
     assert edited.returncode == 0, edited.stdout + edited.stderr
-    assert compiled_objects(edited.stdout) == ["build/ccompiler/gcc/_runtime/-O2-8threads/kernels/ck_elementwise.o"], \
+    assert compiled_objects(edited.stdout) == ["build/_runtime/gcc/-O2-8threads/ccompiler-kernels/ck_elementwise.o"], \
         edited.stdout
     assert "byoc plan" not in edited.stdout and "byoc codegen" not in edited.stdout
     assert "1 passed, 0 failed" in edited.stdout

@@ -130,7 +130,7 @@ def byoc_model(env, spec: str, *, target: str, toolchain: str, executor: str, in
     tc_env, tc = toolchain_env(env, toolchain, opt, interface, config)
 
     generated_includes, shared_sources, runner_only = _codegen.compile_plan(request)
-    runtime_objs, runner_objs = _shared_objects(env, tc_env, Path(build_root) / target / toolchain / "_runtime"
+    runtime_objs, runner_objs = _shared_objects(env, tc_env, Path(build_root) / "_runtime" / toolchain
                                                 / _shared_dir_name(opt, shared_sources), shared_sources, runner_only)
     model_objs = []
     by_rel = {Path(str(node)).relative_to(outdir).as_posix(): node for node in generated}
@@ -197,12 +197,17 @@ def _shared_dir_name(opt: str, sources) -> str:
 
 
 def _shared_objects(env, tc_env, objdir: Path, sources, runner_only):
-    """The C runtime and target runtimes: compiled once per toolchain and flags, shared by every model.
+    """The C runtime and target runtimes: compiled once per toolchain and flags, shared by every model and every
+    target set (`build/_runtime/<toolchain>/...`: under `build/<target>/`, the default test matrix compiled
+    ccompiler's kernels once per target set holding it, and the C runtime once per target set). Each source's
+    objects go under its package and folder (`ccompiler-kernels/`, `runtime-src/`), so two targets' files of one
+    name never meet.
 
     Returns (objects every model links, objects only the runner adds)."""
     model_objs, runner_objs = [], []
     for src, includes, defines in sources:
-        obj = objdir / Path(src).parent.name / (Path(src).stem + ".o")
+        folder = Path(src).parent
+        obj = objdir / f"{folder.parent.name}-{folder.name}" / (Path(src).stem + ".o")
         key = str(obj)
         if key not in _RUNTIME_CACHE:
             _RUNTIME_CACHE[key] = tc_env.Object(key, env.File(src), CPPPATH=list(includes), CPPDEFINES=list(defines))
