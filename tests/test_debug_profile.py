@@ -56,6 +56,7 @@ def _qemu_profile():
     return lib, profile_build(lib, deterministic_inputs(mod), repeat=5, clock="cpu")
 
 
+@pytest.mark.every_toolchain  # (the matrix runs every foreign CPU's runner under qemu in the default run)
 def test_profile_under_qemu_aarch64():
     """Every step is timed under qemu-user. How the times add up is asserted only with -m timing
     (test_qemu_steps_add_up_to_the_run): under qemu-user a thread's CPU time includes the emulator's own
