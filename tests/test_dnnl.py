@@ -104,6 +104,20 @@ def _grouped_block(relu=True):
     return model(op.nn.relu(out) if relu else out, x)
 
 
+def _grouped_wide(source="input", summand=True, kernel=1):
+    """A grouped conv with 16 input and 8 output channels per group (3 groups): oneDNN's blocked layouts divide the
+    groups, so the runtime runs one ungrouped primitive per group over channel slices of the values. `source`:
+    the region input itself (slices of the caller's bytes) or a conv's output (slices of the arena); `summand`:
+    relu(conv + a residual of the conv's own shape), accumulated into the output's slices."""
+    x = x4(48, 7, 7)
+    y = x if source == "input" else _conv_bias(x, 48, 48, 1)
+    conv = op.nn.bias_add(op.nn.conv2d(y, const(24, 16, kernel, kernel), groups=3, padding=(kernel // 2,) * 4),
+                          const(24))
+    if summand:
+        return model(op.nn.relu(op.add(conv, _conv_bias(y, 48, 24, 1, relu=False))), x)
+    return model(op.nn.relu(conv), x)
+
+
 def _dense():
     x = var("x", 3, 16)
     return model(op.nn.relu(op.nn.bias_add(op.nn.dense(x, const(8, 16)), const(8))), x)
@@ -170,6 +184,9 @@ CASES = [
     ("block-summand-read-later", lambda: _block(summand_after="multiply"), {"nn.conv2d", "add", "multiply"}),
     ("grouped-block-sum-split", _grouped_block, {"nn.conv2d", "add", "nn.relu"}),
     ("grouped-block-sum-split-no-relu", lambda: _grouped_block(relu=False), {"nn.conv2d", "add"}),
+    ("grouped-per-group-of-input", lambda: _grouped_wide(summand=False), {"nn.conv2d", "nn.relu"}),
+    ("grouped-per-group-sum", lambda: _grouped_wide("conv"), {"nn.conv2d", "add", "nn.relu"}),
+    ("grouped-per-group-3x3-sum-of-input", lambda: _grouped_wide(kernel=3), {"nn.conv2d", "add", "nn.relu"}),
     ("dense-bias-relu", _dense, {"nn.dense"}),
     ("matmul-transposed", lambda: _binary(lambda a, b: op.nn.matmul(a, b, transpose_a=True, transpose_b=True),
                                           (5, 3), (4, 5)), {"nn.matmul"}),
@@ -224,6 +241,22 @@ def test_gemm_convolution_sums_in_a_binary_add(tmp_path):
     convs = [r for r in ran if r[3] == "convolution"]
     assert convs and all("gemm" in r[4] and "sum" not in ",".join(r) for r in convs), ran
     assert any(r[3] == "binary" and "eltwise_relu" in ",".join(r) for r in ran), ran
+
+
+@pytest.mark.parametrize("source", ["input", "conv"])
+def test_grouped_convolution_runs_one_primitive_per_group(tmp_path, source):
+    """A grouped conv whose groups fill oneDNN's channel blocks runs as 3 ungrouped convolutions (oneDNN's own log:
+    no `g3` in their shapes) on slices of the values, and gives the reference's result."""
+    mod = _grouped_wide(source)
+    lib = byoc.build(byoc.partition_for("dnnl", mod))
+    inputs = deterministic_inputs(mod, 0)
+    np.save(tmp_path / "x.npy", inputs["x"])
+    run = subprocess.run([str(lib.runner()), "--out", str(tmp_path), str(tmp_path / "x.npy")], capture_output=True,
+                         text=True, env={**os.environ, "DNNL_VERBOSE": "1"}, check=True)
+    convs = [line for line in run.stdout.splitlines()
+             if line.startswith("onednn_verbose,exec,cpu,convolution") and "ic16oc8_" in line]
+    assert len(convs) == 3 and not any("g3mb" in c for c in convs), run.stdout
+    np.testing.assert_allclose(np.load(tmp_path / "out0.npy"), testing.run_reference(mod, inputs)[0], rtol=1e-4, atol=1e-4)
 
 
 def _typed(call):

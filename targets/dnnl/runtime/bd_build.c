@@ -115,8 +115,8 @@ static int32_t value_as(BdModule* m, int32_t id, const dnnl_memory_desc_t* want,
   return reorder(m, v->mem, *out, v->kind == BD_CONST, node);
 }
 
-static int32_t view_of(BdModule* m, int32_t id, dnnl_memory_t base, const dnnl_memory_desc_t* md, dnnl_memory_t* out,
-                       int32_t node);
+static int32_t view_of(BdModule* m, int32_t id, dnnl_memory_t base, size_t at, const dnnl_memory_desc_t* md,
+                       dnnl_memory_t* out, int32_t node);
 
 /* The value of `id` row-major, seen with dims `dims`/`tag` (same bytes): for views and plain-only ops.
  * A region input's bytes are the caller's, so its view is an alias whose handle each run sets. */
@@ -128,13 +128,13 @@ static int32_t value_view(BdModule* m, int32_t id, int32_t ndim, const dnnl_dims
   CHECK(dnnl_memory_desc_init_by_tag(&plain, v->ndim, v->shape, dnnl_f32, plain_tag(v->ndim)), node, "memory_desc_init");
   if (value_as(m, id, &plain, &mem, node) != 0) return -1;
   CHECK(dnnl_memory_desc_init_by_tag(out_md, ndim, dims, dnnl_f32, tag), node, "memory_desc_init");
-  return view_of(m, id, mem, out_md, out, node);
+  return view_of(m, id, mem, 0, out_md, out, node);
 }
 
-/* A memory object `md` over the bytes of `base`, node `id`'s memory or a buffer made from it. A region
- * input's bytes are the caller's: its view is an alias whose handle each run sets. */
-static int32_t view_of(BdModule* m, int32_t id, dnnl_memory_t base, const dnnl_memory_desc_t* md, dnnl_memory_t* out,
-                       int32_t node) {
+/* A memory object `md` over the bytes of `base` from byte `at` on, base being node `id`'s memory or a buffer
+ * made from it. A region input's bytes are the caller's: its view is an alias whose handle each run sets. */
+static int32_t view_of(BdModule* m, int32_t id, dnnl_memory_t base, size_t at, const dnnl_memory_desc_t* md,
+                       dnnl_memory_t* out, int32_t node) {
   BdNode* v = &m->nodes[id];
   if (base == v->mem && v->kind == BD_INPUT) {
     BdAlias* al;
@@ -149,44 +149,45 @@ static int32_t view_of(BdModule* m, int32_t id, dnnl_memory_t base, const dnnl_m
     al = &m->aliases[m->num_aliases++];
     al->view = *out;
     al->input = v->mem;
+    al->at = at;
     return 0;
   }
-  return bd_view(m, base, md, out, node);
+  return bd_view_at(m, base, at, md, out, node);
 }
 
-/* Creates the primitive of pd, its scratchpad memory (data set once all are known), adds the step,
- * and gives the node its output memory `dst_md` (allocated) unless dst is passed. */
-static int32_t finish(BdModule* m, int32_t id, dnnl_primitive_desc_t pd, dnnl_exec_arg_t* args, int32_t nargs,
-                      dnnl_memory_t dst) {
-  BdNode* n = &m->nodes[id];
+/* A step running pd's primitive on args + dst + its scratchpad (data set once all are known); pd is kept. */
+static int32_t step_of(BdModule* m, int32_t id, dnnl_primitive_desc_t pd, dnnl_exec_arg_t* args, int32_t nargs,
+                       dnnl_memory_t dst) {
   const dnnl_memory_desc_t* scratch = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-  const dnnl_memory_desc_t* dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
   dnnl_primitive_t prim;
-  dnnl_status_t st;
   size_t bytes = scratch ? dnnl_memory_desc_get_size(scratch) : 0;
-  if (dst == NULL) {
-    n->md = *dst_md;
-    if (bd_activation(m, dst_md, &n->mem, id) != 0) {
-      dnnl_primitive_desc_destroy(pd);
-      return -1;
-    }
-    dst = n->mem;
-  }
   args[nargs].arg = DNNL_ARG_DST;
   args[nargs++].memory = dst;
   if (bytes > 0) {
     dnnl_memory_t sm;
-    if (bd_scratchpad(m, scratch, &sm, id) != 0) {
-      dnnl_primitive_desc_destroy(pd);
-      return -1;
-    }
+    if (bd_scratchpad(m, scratch, &sm, id) != 0) return -1;
     args[nargs].arg = DNNL_ARG_SCRATCHPAD;
     args[nargs++].memory = sm;
   }
-  st = dnnl_primitive_create(&prim, pd);
-  dnnl_primitive_desc_destroy(pd);
-  CHECK(st, id, "primitive_create");
+  CHECK(dnnl_primitive_create(&prim, pd), id, "primitive_create");
   return add_step(m, prim, nargs, args, id);
+}
+
+/* Creates the primitive of pd, its scratchpad memory, adds the step, and gives the node its output memory
+ * `dst_md` (allocated) unless dst is passed. Destroys pd. */
+static int32_t finish(BdModule* m, int32_t id, dnnl_primitive_desc_t pd, dnnl_exec_arg_t* args, int32_t nargs,
+                      dnnl_memory_t dst) {
+  BdNode* n = &m->nodes[id];
+  int32_t st = 0;
+  if (dst == NULL) {
+    const dnnl_memory_desc_t* dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    n->md = *dst_md;
+    st = bd_activation(m, dst_md, &n->mem, id);
+    dst = n->mem;
+  }
+  if (st == 0) st = step_of(m, id, pd, args, nargs, dst);
+  dnnl_primitive_desc_destroy(pd);
+  return st;
 }
 
 /* Which of the node's post-ops a primitive takes. */
@@ -273,9 +274,8 @@ static int in_place_summand(const BdModule* m, int32_t id, const dnnl_memory_des
 /* The conv's destination. NCHW: the value in the layout oneDNN picked. NHWC: the value is row-major
  * NHWC and the primitive writes it through an nhwc-tagged view. With a sum post-op, dst starts as
  * the summand: its own bytes when in_place_summand allows, else a copy made at the start of each run. */
-static int32_t conv_dst(BdModule* m, int32_t id, dnnl_primitive_desc_t pd, dnnl_memory_t* dst) {
+static int32_t conv_dst(BdModule* m, int32_t id, const dnnl_memory_desc_t* pd_dst, dnnl_memory_t* dst) {
   BdNode* n = &m->nodes[id];
-  const dnnl_memory_desc_t* pd_dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
   dnnl_memory_desc_t value_md;
   int32_t summand = n->a.post_sum ? n->inputs[n->num_inputs - 1] : -1;
   int in_place;
@@ -332,7 +332,7 @@ static int32_t bind_subsampled(BdModule* m, int32_t id, dnnl_primitive_desc_t pd
                                dnnl_exec_arg_t* args, int32_t* nargs) {
   const BdNode* n = &m->nodes[id];
   dnnl_memory_t view, compact;
-  if (view_of(m, n->inputs[0], m->nodes[n->inputs[0]].mem, view_md, &view, id) != 0) return -1;
+  if (view_of(m, n->inputs[0], m->nodes[n->inputs[0]].mem, 0, view_md, &view, id) != 0) return -1;
   if (bd_activation(m, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &compact, id) != 0) return -1;
   if (reorder(m, view, compact, 0, id) != 0) return -1;
   args[*nargs].arg = DNNL_ARG_SRC;
@@ -378,6 +378,138 @@ static int32_t finish_split_sum(BdModule* m, int32_t id, dnnl_primitive_desc_t p
   return finish(m, id, add_pd, add_args, 2, NULL);
 }
 
+/* md's tag among the layouts in which, for a batch of one, a range of channels starting at a multiple of
+ * `channels` is a dense tensor of its own: plain NCHW, and channels in blocks of 8 or 16 that divide `channels`.
+ * dnnl_format_tag_undef if none. */
+static dnnl_format_tag_t sliceable_tag(const dnnl_memory_desc_t* md, int64_t channels) {
+  static const struct {
+    dnnl_format_tag_t tag;
+    int64_t block;
+  } tags[] = {{dnnl_nchw, 1}, {dnnl_nChw8c, 8}, {dnnl_nChw16c, 16}};
+  size_t i;
+  for (i = 0; i < sizeof tags / sizeof tags[0]; ++i) {
+    dnnl_memory_desc_t t;
+    if (channels % tags[i].block != 0) continue;
+    if (dnnl_memory_desc_init_by_tag(&t, 4, md->dims, dnnl_f32, tags[i].tag) == dnnl_success &&
+        dnnl_memory_desc_equal(&t, md)) {
+      return tags[i].tag;
+    }
+  }
+  return dnnl_format_tag_undef;
+}
+
+/* A grouped convolution as one ungrouped primitive per group. oneDNN 2.6 runs a grouped convolution on its generic
+ * direct kernel (ShuffleNet's 1x1 convs in 3 groups of 40-320 channels: jit:avx2, about 16 GFLOP/s) and the same
+ * shapes without groups on its 1x1 kernel at several times that. With a batch of one, a group's input and output
+ * channels are dense slices of the values (NCHW, or channel blocks dividing the group), so each group's step reads
+ * and writes its slices in place: one primitive (created once per group from one descriptor), the group's weights
+ * reordered once, its bias a slice of the constant. The sum and relu post-ops are per element, as in one primitive.
+ * Returns 1 if the node was built so, 0 if it does not qualify (build_conv builds one grouped primitive), -1 on
+ * failure. */
+static int32_t build_conv_per_group(BdModule* m, int32_t id) {
+  BdNode* n = &m->nodes[id];
+  const BdNode *x = &m->nodes[n->inputs[0]], *w = &m->nodes[n->inputs[1]];
+  const BdNode* b = n->a.bias ? &m->nodes[n->inputs[2]] : NULL;
+  const BdAttrs* a = &n->a;
+  const int64_t g = a->groups;
+  int64_t cg, og, j;
+  dnnl_dims_t src_dims = {0}, dst_dims = {0}, w_dims = {0}, strides = {0}, dil = {0}, pl = {0}, pr = {0};
+  dnnl_dims_t bias_dims = {0}, full_dims = {0};
+  dnnl_memory_desc_t src_md, w_md, b_md, dst_md, full_src, full_dst, w_user_md;
+  const dnnl_memory_desc_t *pd_src, *pd_dst, *pd_w;
+  dnnl_convolution_desc_t d;
+  dnnl_primitive_desc_t pd;
+  dnnl_format_tag_t src_tag, dst_tag;
+  dnnl_memory_t src, dst;
+  size_t src_slice, dst_slice, w_slice;
+  if (g <= 1 || a->nhwc || x->ndim != 4 || x->shape[0] != 1 || w->kind != BD_CONST || (b != NULL && b->kind != BD_CONST)) {
+    return 0;
+  }
+  cg = x->shape[1] / g;
+  og = w->shape[0] / g;
+  if (cg == 1) return 0; /* depthwise: oneDNN's own depthwise kernel */
+  src_dims[0] = dst_dims[0] = 1;
+  src_dims[1] = cg;
+  src_dims[2] = x->shape[2];
+  src_dims[3] = x->shape[3];
+  dst_dims[1] = og;
+  dst_dims[2] = n->shape[2];
+  dst_dims[3] = n->shape[3];
+  w_dims[0] = og;
+  w_dims[1] = cg;
+  w_dims[2] = w->shape[2];
+  w_dims[3] = w->shape[3];
+  bias_dims[0] = og;
+  strides[0] = a->strides[0];
+  strides[1] = a->strides[1];
+  dil[0] = a->dilation[0] - 1;
+  dil[1] = a->dilation[1] - 1;
+  pl[0] = a->padding[0];
+  pl[1] = a->padding[1];
+  pr[0] = a->padding[2];
+  pr[1] = a->padding[3];
+  if (any_md(m, id, 4, src_dims, &src_md) || any_md(m, id, 4, dst_dims, &dst_md) || any_md(m, id, 4, w_dims, &w_md) ||
+      (b != NULL && plain_md(m, id, 1, bias_dims, &b_md)) || plain_md(m, id, 4, w_dims, &w_user_md)) {
+    return -1;
+  }
+  CHECK(dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &w_md,
+                                                   b != NULL ? &b_md : NULL, &dst_md, strides, dil, pl, pr),
+        id, "convolution_forward_desc_init");
+  if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+  pd_src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  pd_dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  pd_w = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  src_tag = sliceable_tag(pd_src, cg);
+  dst_tag = sliceable_tag(pd_dst, og);
+  full_dims[0] = 1;
+  full_dims[2] = src_dims[2];
+  full_dims[3] = src_dims[3];
+  full_dims[1] = x->shape[1];
+  /* gemm-based: no faster without groups, and its sum post-op is slow (finish_split_sum) */
+  if (src_tag == dnnl_format_tag_undef || dst_tag == dnnl_format_tag_undef || gemm_convolution(pd) ||
+      dnnl_memory_desc_init_by_tag(&full_src, 4, full_dims, dnnl_f32, src_tag) != dnnl_success) {
+    dnnl_primitive_desc_destroy(pd);
+    return 0;
+  }
+  full_dims[1] = w->shape[0];
+  full_dims[2] = dst_dims[2];
+  full_dims[3] = dst_dims[3];
+  if (dnnl_memory_desc_init_by_tag(&full_dst, 4, full_dims, dnnl_f32, dst_tag) != dnnl_success) {
+    dnnl_primitive_desc_destroy(pd);
+    return 0;
+  }
+  src_slice = (size_t)(cg * src_dims[2] * src_dims[3]) * sizeof(float);
+  dst_slice = (size_t)(og * dst_dims[2] * dst_dims[3]) * sizeof(float);
+  w_slice = (size_t)(og * cg * w_dims[2] * w_dims[3]) * sizeof(float);
+  if (value_as(m, n->inputs[0], &full_src, &src, id) != 0 || conv_dst(m, id, &full_dst, &dst) != 0) goto fail;
+  for (j = 0; j < g; ++j) {
+    dnnl_exec_arg_t args[BD_MAX_ARGS];
+    dnnl_memory_t src_j, dst_j, w_user, w_j, b_j;
+    int32_t nargs = 0;
+    if (view_of(m, n->inputs[0], src, (size_t)j * src_slice, pd_src, &src_j, id) != 0 ||
+        bd_view_at(m, dst, (size_t)j * dst_slice, pd_dst, &dst_j, id) != 0 ||
+        bd_view_at(m, w->mem, (size_t)j * w_slice, &w_user_md, &w_user, id) != 0 ||
+        bd_new_memory(m, pd_w, DNNL_MEMORY_ALLOCATE, &w_j, id) != 0 || reorder(m, w_user, w_j, 1, id) != 0) {
+      goto fail;
+    }
+    args[nargs].arg = DNNL_ARG_SRC;
+    args[nargs++].memory = src_j;
+    args[nargs].arg = DNNL_ARG_WEIGHTS;
+    args[nargs++].memory = w_j;
+    if (b != NULL) {
+      if (bd_view_at(m, b->mem, (size_t)(j * og) * sizeof(float), &b_md, &b_j, id) != 0) goto fail;
+      args[nargs].arg = DNNL_ARG_BIAS;
+      args[nargs++].memory = b_j;
+    }
+    if (step_of(m, id, pd, args, nargs, dst_j) != 0) goto fail;
+  }
+  dnnl_primitive_desc_destroy(pd);
+  return 1;
+fail:
+  dnnl_primitive_desc_destroy(pd);
+  return -1;
+}
+
 static int32_t build_conv(BdModule* m, int32_t id) {
   BdNode* n = &m->nodes[id];
   const BdNode *x = &m->nodes[n->inputs[0]], *w = &m->nodes[n->inputs[1]];
@@ -392,6 +524,8 @@ static int32_t build_conv(BdModule* m, int32_t id) {
   dnnl_dims_t src_dims = {0}, dst_dims = {0}, w_dims = {0}, strides = {0}, dil = {0}, pl = {0}, pr = {0}, bias_dims = {0};
   dnnl_memory_t dst = NULL, wmem;
   int subsample, split_sum;
+  int32_t per_group = build_conv_per_group(m, id);
+  if (per_group != 0) return per_group < 0 ? -1 : 0;
   src_dims[0] = x->shape[0];
   src_dims[1] = a->nhwc ? x->shape[3] : x->shape[1];
   src_dims[2] = a->nhwc ? x->shape[1] : x->shape[2];
@@ -479,7 +613,7 @@ static int32_t build_conv(BdModule* m, int32_t id) {
   }
   if (a->bias && bind_arg(m, id, pd, dnnl_query_weights_md, 1, n->inputs[2], DNNL_ARG_BIAS, args, &nargs) != 0) goto fail;
   if (split_sum) return finish_split_sum(m, id, pd, args, nargs);
-  if (conv_dst(m, id, pd, &dst) != 0) goto fail;
+  if (conv_dst(m, id, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), &dst) != 0) goto fail;
   return finish(m, id, pd, args, nargs, dst);
 fail:
   dnnl_primitive_desc_destroy(pd);

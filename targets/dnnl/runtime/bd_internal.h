@@ -60,11 +60,13 @@ typedef struct {
 typedef struct {
   dnnl_memory_t mem;
   int32_t buffer;
+  size_t at; /* bytes into the buffer where the memory object's data starts (a slice of a value) */
 } BdPlaced;
 
 /* A view of a region input (another shape or tag over the caller's bytes): its handle follows the input's. */
 typedef struct {
   dnnl_memory_t view, input;
+  size_t at; /* bytes into the input */
 } BdAlias;
 
 typedef struct {
@@ -108,6 +110,10 @@ int32_t bd_new_memory(BdModule* m, const dnnl_memory_desc_t* md, void* handle, d
 /* bd_plan.c: memory objects without storage until bd_plan gives every buffer its place in the arena */
 int32_t bd_activation(BdModule* m, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node);
 int32_t bd_view(BdModule* m, dnnl_memory_t base, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node);
+/* bd_view of the bytes `at` past base's start (oneDNN's primitives read a memory desc's offset0 from their own
+ * desc, not the memory object's, so a slice is a view at another address) */
+int32_t bd_view_at(BdModule* m, dnnl_memory_t base, size_t at, const dnnl_memory_desc_t* md, dnnl_memory_t* out,
+                   int32_t node);
 int32_t bd_scratchpad(BdModule* m, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node);
 int32_t bd_buffer_of(const BdModule* m, dnnl_memory_t mem);
 int32_t bd_plan(BdModule* m);

@@ -106,7 +106,7 @@ static int32_t call_region(const ByocValue* args, const int32_t* type_codes, int
   for (i = 0; i < m->num_aliases; ++i) {
     void* data = NULL;
     if (dnnl_memory_get_data_handle(m->aliases[i].input, &data) != dnnl_success ||
-        dnnl_memory_set_data_handle(m->aliases[i].view, data) != dnnl_success) {
+        dnnl_memory_set_data_handle(m->aliases[i].view, (char*)data + m->aliases[i].at) != dnnl_success) {
       byoc_set_last_error("%s: oneDNN rejected a view of an input", m->symbol);
       return -1;
     }

@@ -30,9 +30,10 @@ static int32_t grow(BdModule* m, void** array, int32_t* cap, int32_t need, size_
 }
 
 /* `mem` (created without storage) is placed over buffer `buffer`. */
-static int32_t place(BdModule* m, dnnl_memory_t mem, int32_t buffer, int32_t node) {
+static int32_t place(BdModule* m, dnnl_memory_t mem, int32_t buffer, size_t at, int32_t node) {
   if (grow(m, (void**)&m->placed, &m->cap_placed, m->num_placed + 1, sizeof(*m->placed), node) != 0) return -1;
   m->placed[m->num_placed].mem = mem;
+  m->placed[m->num_placed].at = at;
   m->placed[m->num_placed++].buffer = buffer;
   return 0;
 }
@@ -52,18 +53,31 @@ int32_t bd_activation(BdModule* m, const dnnl_memory_desc_t* md, dnnl_memory_t* 
   b = &m->buffers[m->num_buffers];
   memset(b, 0, sizeof(*b));
   b->bytes = round_up(dnnl_memory_desc_get_size(md));
-  return place(m, *out, m->num_buffers++, node);
+  return place(m, *out, m->num_buffers++, 0, node);
 }
 
-int32_t bd_view(BdModule* m, dnnl_memory_t base, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node) {
+int32_t bd_view_at(BdModule* m, dnnl_memory_t base, size_t at, const dnnl_memory_desc_t* md, dnnl_memory_t* out,
+                   int32_t node) {
   int32_t buffer = bd_buffer_of(m, base);
   void* handle = NULL;
   if (buffer >= 0) {
+    size_t base_at = 0;
+    int32_t i;
+    for (i = m->num_placed - 1; i >= 0; --i) {
+      if (m->placed[i].mem == base) {
+        base_at = m->placed[i].at;
+        break;
+      }
+    }
     if (bd_new_memory(m, md, DNNL_MEMORY_NONE, out, node) != 0) return -1;
-    return place(m, *out, buffer, node);
+    return place(m, *out, buffer, base_at + at, node);
   }
   if (dnnl_memory_get_data_handle(base, &handle) != dnnl_success) return bd_fail(m, node, "oneDNN memory query failed");
-  return bd_new_memory(m, md, handle, out, node);
+  return bd_new_memory(m, md, (char*)handle + at, out, node);
+}
+
+int32_t bd_view(BdModule* m, dnnl_memory_t base, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node) {
+  return bd_view_at(m, base, 0, md, out, node);
 }
 
 int32_t bd_scratchpad(BdModule* m, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node) {
@@ -77,7 +91,7 @@ int32_t bd_scratchpad(BdModule* m, const dnnl_memory_desc_t* md, dnnl_memory_t* 
   }
   if (bytes > m->buffers[m->scratch_buffer].bytes) m->buffers[m->scratch_buffer].bytes = bytes;
   if (bd_new_memory(m, md, DNNL_MEMORY_NONE, out, node) != 0) return -1;
-  return place(m, *out, m->scratch_buffer, node);
+  return place(m, *out, m->scratch_buffer, 0, node);
 }
 
 static int cmp_placed(const void* a, const void* b) {
@@ -238,7 +252,7 @@ int32_t bd_plan(BdModule* m) {
   for (i = 0; i < m->num_placed; ++i) {
     const BdBuffer* b = &m->buffers[m->placed[i].buffer];
     if (b->first < 0) continue; /* no step names it: it needs no bytes */
-    if (dnnl_memory_set_data_handle(m->placed[i].mem, base + b->offset) != dnnl_success) {
+    if (dnnl_memory_set_data_handle(m->placed[i].mem, base + b->offset + m->placed[i].at) != dnnl_success) {
       return bd_fail(m, -1, "oneDNN rejected a buffer of the arena");
     }
   }
