@@ -144,6 +144,13 @@ def _concat():
     return model(op.concatenate(Tuple([op.nn.relu(a), b, op.tanh(c)]), axis=1), a, b, c)
 
 
+def _concat_blocked():
+    """Two conv outputs (oneDNN's blocked layout) and the region input (plain), 16 + 8 + 8 channels: one copy per
+    operand into its slice of the result, in the blocked layout."""
+    x = x4(8, 5, 5)
+    return model(op.nn.relu(op.concatenate(Tuple([_conv_bias(x, 8, 16, 3), _conv_bias(x, 8, 8, 1), x]), axis=1)), x)
+
+
 def _shuffle(x, shape, groups, axes=None):
     """ShuffleNet's channel shuffle of x (of `shape`): reshape (n, c, ...) -> (n, groups, c / groups, ...), swap
     axes 1 and 2 (or `axes`), reshape back."""
@@ -203,6 +210,7 @@ CASES = [
                                                                     count_include_pad=True)), {"nn.avg_pool2d"}),
     ("global-avg-pool", lambda: _unary(op.nn.global_avg_pool2d), {"nn.global_avg_pool2d"}),
     ("concatenate", _concat, {"concatenate"}),
+    ("concatenate-blocked-and-plain", _concat_blocked, {"concatenate", "nn.conv2d"}),
     ("softmax-axis1", lambda: _unary(lambda x: op.nn.softmax(x, axis=1)), {"nn.softmax"}),
     ("lrn", lambda: _unary(lambda x: op.nn.lrn(x, size=3, bias=1.5, alpha=0.3, beta=0.6)), {"nn.lrn"}),
     ("flatten-dense", lambda: _unary(lambda x: op.nn.dense(op.nn.batch_flatten(op.nn.relu(x)), const(5, 324))),
@@ -257,6 +265,21 @@ def test_grouped_convolution_runs_one_primitive_per_group(tmp_path, source):
              if line.startswith("onednn_verbose,exec,cpu,convolution") and "ic16oc8_" in line]
     assert len(convs) == 3 and not any("g3mb" in c for c in convs), run.stdout
     np.testing.assert_allclose(np.load(tmp_path / "out0.npy"), testing.run_reference(mod, inputs)[0], rtol=1e-4, atol=1e-4)
+
+
+# The runtime's rewrites of oneDNN's primitives (the sum split out of a gemm-based conv, one conv per group over
+# slices, a concat as copies into slices, a pooling on a blocked copy), built with -fsanitize=address,undefined:
+# the matrix's random graphs seldom reach them.
+SANITIZED = ["grouped-block-sum-split", "grouped-per-group-sum", "concatenate-blocked-and-plain", "avg-pool-exclude"]
+
+
+@pytest.mark.parametrize("make", [c[1] for c in CASES if c[0] in SANITIZED], ids=SANITIZED)
+def test_runtime_rewrites_are_clean_under_asan_ubsan(make):
+    mod = make()
+    lib = byoc.build(byoc.partition_for("dnnl", mod), toolchain="gcc-asan-ubsan")
+    inputs = deterministic_inputs(mod, 0)
+    for g, want in zip(lib.run_runner(inputs), testing.run_reference(mod, inputs)):
+        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-5)
 
 
 def _typed(call):
