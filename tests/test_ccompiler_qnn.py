@@ -124,7 +124,7 @@ def _conv_int64(x, w, p):
     return out
 
 
-# (id, data shape, weight shape, strides, padding, groups, input dtype)
+# (id, data shape, weight shape, strides, padding, groups, input dtype[, dilation])
 CONVS = [
     ("1x1", (1, 16, 5, 7), (24, 16, 1, 1), (1, 1), (0, 0, 0, 0), 1, "uint8"),
     ("3x3-pad-odd-sizes", (2, 5, 9, 11), (13, 5, 3, 3), (1, 1), (1, 1, 1, 1), 1, "uint8"),
@@ -143,6 +143,12 @@ CONVS = [
     ("depthwise-wide-stride2-int8", (2, 3, 6, 71), (3, 1, 3, 3), (2, 2), (1, 1, 1, 1), 3, "int8"),
     # 16 outputs' taps span 15 * 4 + 5 = 65 bytes: one past a 64-byte load, so not the VBMI plane kernel
     ("depthwise-stride4-5x5-int8", (1, 3, 9, 70), (3, 1, 5, 5), (4, 4), (0, 0, 0, 0), 3, "int8"),
+    # MobileNetV2's small planes: the AVX2 plane kernel's flat pass (14x14, 7x7) and its rows at stride 2 ending
+    # in a partial vector; dilated windows on both
+    ("depthwise-14x14-flat-int8", (1, 5, 14, 14), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), 5, "int8"),
+    ("depthwise-7x7-stride2", (1, 4, 7, 7), (4, 1, 3, 3), (2, 2), (1, 1, 1, 1), 4, "uint8"),
+    ("depthwise-dilated-flat", (1, 4, 9, 10), (4, 1, 3, 3), (1, 1), (2, 2, 2, 2), 4, "int8", (2, 2)),
+    ("depthwise-dilated-stride2-rows", (1, 3, 12, 37), (3, 1, 3, 3), (2, 2), (2, 2, 2, 2), 3, "uint8", (2, 2)),
     ("7x7-stride2-wide", (1, 3, 40, 40), (8, 3, 7, 7), (2, 2), (3, 3, 3, 3), 1, "uint8"),
     # 576 output pixels: nine column chunks of two panels and an im2col of three channel tasks on the thread pool
     ("3x3-parallel", (1, 12, 24, 24), (20, 12, 3, 3), (1, 1), (1, 1, 1, 1), 1, "uint8"),
@@ -170,12 +176,12 @@ def _draw(shape, dtype):
 
 @pytest.mark.parametrize("case", CONVS, ids=[c[0] for c in CONVS])
 def test_qconv2d_kernels_equal_numpy(ck, case):
-    _, dshape, wshape, strides, padding, groups, in_dtype = case
+    _, dshape, wshape, strides, padding, groups, in_dtype, *dilation = case
     x, w = _draw(dshape, in_dtype), _draw(wshape, "int8")
     bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
     scale = RNG.uniform(1e-4, 2e-3, size=wshape[0]).astype(np.float32)
     xz = int(_draw((), in_dtype))
-    p = K.conv2d_params(dshape, wshape, strides, padding, (1, 1), groups)
+    p = K.conv2d_params(dshape, wshape, strides, padding, dilation[0] if dilation else (1, 1), groups)
     q = Q.qparams(in_dtype, "uint8", xz, 77, out_min=10)
     params = QConvParams(ConvParams(**p), QParams(**q))
     depthwise = Q.is_depthwise(p)
@@ -598,13 +604,13 @@ def _tflite_reals(n: int) -> np.ndarray:
 def test_qconv2d_tflite_rounding_equals_tflite_math(ck, case):
     """conv (grouped, depthwise, 1x1, strided) + bias with TFLite's per-channel multipliers and shifts
     (from tflite_math.quantize_multiplier, the function the reference uses), every kernel this CPU runs."""
-    _, dshape, wshape, strides, padding, groups, in_dtype = case
+    _, dshape, wshape, strides, padding, groups, in_dtype, *dilation = case
     x, w = _draw(dshape, in_dtype), _draw(wshape, "int8")
     bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
     ms, es = tflite_math.multipliers(_tflite_reals(wshape[0]))
     assert min(es) < 0 < max(es)
     xz = int(_draw((), in_dtype))
-    p = K.conv2d_params(dshape, wshape, strides, padding, (1, 1), groups)
+    p = K.conv2d_params(dshape, wshape, strides, padding, dilation[0] if dilation else (1, 1), groups)
     q = Q.qparams(in_dtype, "int8", xz, -7, out_min=-120, rounding="tflite")
     depthwise = Q.is_depthwise(p)
     weight = w if depthwise else Q.pack_weight(groups, w)

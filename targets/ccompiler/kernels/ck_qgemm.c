@@ -488,26 +488,44 @@ CK_AVX2_TARGET static void ck_qtile_avx2(int64_t steps, const int8_t *a, const u
   }
 }
 
-/* ck_qrequant_row_portable 8 lanes at a time: the same float32 operations, rounded by cvtps (ties to even
- * in the default rounding mode, as nearbyintf), the clamped values narrowed to bytes exactly */
+/* byoc's requantization (rounding 0) of 8 int32 lanes, its constants made once per row or plane */
+typedef struct {
+  __m256i bias, zp;
+  __m256 scale, lo, hi;
+  int output_signed;
+} ck_qrequant8;
+
+CK_AVX2_TARGET static inline ck_qrequant8 ck_qrequant8_of(int32_t bias, float scale, const ck_qparams *q) {
+  ck_qrequant8 r;
+  r.bias = _mm256_set1_epi32(bias);
+  r.zp = _mm256_set1_epi32(q->output_zero_point);
+  r.scale = _mm256_set1_ps(scale);
+  r.lo = _mm256_set1_ps((float)(q->out_min - q->output_zero_point));
+  r.hi = _mm256_set1_ps((float)(q->out_max - q->output_zero_point));
+  r.output_signed = q->output_signed;
+  return r;
+}
+
+/* ck_qrequant_row_portable's float32 operations on 8 lanes, rounded by cvtps (ties to even in the default
+ * rounding mode, as nearbyintf), the clamped values narrowed to bytes exactly: the 8 bytes in the low half */
+CK_AVX2_TARGET static inline __m128i ck_qrequant8_bytes(__m256i acc, const ck_qrequant8 *e) {
+  __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(acc, e->bias)), e->scale);
+  __m256i r;
+  __m128i r16;
+  f = _mm256_min_ps(_mm256_max_ps(f, e->lo), e->hi);
+  r = _mm256_add_epi32(_mm256_cvtps_epi32(f), e->zp);
+  r16 = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  return e->output_signed ? _mm_packs_epi16(r16, r16) : _mm_packus_epi16(r16, r16);
+}
+
+/* ck_qrequant_row_portable 8 lanes at a time (ck_qrequant8_bytes) */
 CK_AVX2_TARGET static void ck_qrequant_row_avx2(int64_t n, const int32_t *acc, int32_t bias, float scale,
                                                 const ck_qparams *q, uint8_t *out) {
-  const __m256i vbias = _mm256_set1_epi32(bias), vzp = _mm256_set1_epi32(q->output_zero_point);
-  const __m256 vscale = _mm256_set1_ps(scale);
-  const __m256 lo = _mm256_set1_ps((float)(q->out_min - q->output_zero_point));
-  const __m256 hi = _mm256_set1_ps((float)(q->out_max - q->output_zero_point));
+  const ck_qrequant8 e = ck_qrequant8_of(bias, scale, q);
   int64_t x;
-  for (x = 0; x + 8 <= n; x += 8) {
-    const __m256i v = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(acc + x)), vbias);
-    __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(v), vscale);
-    __m256i r;
-    __m128i r16;
-    f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
-    r = _mm256_add_epi32(_mm256_cvtps_epi32(f), vzp);
-    r16 = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
-    _mm_storel_epi64((__m128i *)(void *)(out + x), q->output_signed ? _mm_packs_epi16(r16, r16)
-                                                                    : _mm_packus_epi16(r16, r16));
-  }
+  for (x = 0; x + 8 <= n; x += 8)
+    _mm_storel_epi64((__m128i *)(void *)(out + x),
+                     ck_qrequant8_bytes(_mm256_loadu_si256((const __m256i *)(const void *)(acc + x)), &e));
   if (x < n) { /* the last columns through a copy: the same lanes' operations */
     int32_t tail[8] = {0};
     uint8_t bytes[8];
@@ -797,6 +815,89 @@ CK_AVX2_TARGET static void ck_qdw_sums_avx2(int64_t n, const uint8_t *base, int6
     ck_qdw_sums_u8(x, n, base, row_step, stride, col_step, kh, kw, w, acc);
 }
 
+/* ---- depthwise over a whole bordered plane: AVX2 ---------------------------------------------------------- */
+
+/* 8 outputs' sums at column step SW (1 or 2) from p: each tap's 8 input bytes (the even ones of 16 at stride 2)
+ * widened to int32 lanes, times its weight. Reads up to 8 * SW bytes past the outputs' last tap byte. */
+#define CK_QDW_SUM8(SW, SIGNED, p, row_step, col_step, kh, kw, wv, acc)                                        \
+  do {                                                                                                       \
+    int64_t i_, j_;                                                                                          \
+    acc = _mm256_setzero_si256();                                                                            \
+    for (i_ = 0; i_ < (kh); ++i_)                                                                            \
+      for (j_ = 0; j_ < (kw); ++j_) {                                                                        \
+        const uint8_t *s_ = (p) + i_ * (row_step) + j_ * (col_step);                                         \
+        __m256i x_;                                                                                          \
+        if ((SW) == 1) {                                                                                     \
+          const __m128i v_ = _mm_loadl_epi64((const __m128i *)(const void *)s_);                             \
+          x_ = (SIGNED) ? _mm256_cvtepi8_epi32(v_) : _mm256_cvtepu8_epi32(v_);                               \
+        } else {                                                                                             \
+          const __m128i v_ = _mm_loadu_si128((const __m128i *)(const void *)s_);                             \
+          x_ = (SIGNED) ? _mm256_cvtepi16_epi32(_mm_srai_epi16(_mm_slli_epi16(v_, 8), 8))                    \
+                        : _mm256_cvtepu16_epi32(_mm_and_si128(v_, _mm_set1_epi16(0x00FF)));                  \
+        }                                                                                                    \
+        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(_mm256_set1_epi32((wv)[i_ * (kw) + j_]), x_));        \
+      }                                                                                                      \
+  } while (0)
+
+#define CK_QDW_AVX2_TAPS 64 /* windows up to 8 x 8 */
+
+/* One channel's outputs (byoc's requantization) from its plane bordered with the zero point (pw wide, 64
+ * bytes readable past it): at stride 1, where rows are narrow, one flat pass over oh x pw positions (into flat,
+ * each row's ow columns copied out; the columns past a row's end computed and dropped), else row by row, 8
+ * columns at a time, each row's last ones through a local copy. The per-row kernel ran a row's last ow % 8
+ * columns in portable C and requantized from memory: MobileNetV2's 14x14 and 7x7 depthwise layers were mostly
+ * such columns (the depthwise sums and their requantization 59% of int8 MobileNetV2's run, `perf`, a Zen 3).
+ * 0: not this kernel's shape (TFLite's requantization, strides other than 1 and 2, larger windows). */
+CK_AVX2_TARGET static int ck_qdw_plane_avx2(const ck_conv2d_params *c, const uint8_t *pad, int64_t pw, int64_t oh,
+                                            int64_t ow, const int8_t *w, int32_t bias, const float *scale,
+                                            const ck_qparams *q, uint8_t *out, uint8_t *flat) {
+  const int64_t kh = c->kernel_h, kw = c->kernel_w, sw = c->stride_w;
+  const int64_t row_step = c->dilation_h * pw, col_step = c->dilation_w;
+  const int is_signed = q->input_signed != 0;
+  ck_qrequant8 e;
+  int32_t wv[CK_QDW_AVX2_TAPS];
+  int64_t t, x, y;
+  __m256i acc;
+  if (q->rounding != 0 || (sw != 1 && sw != 2) || kh * kw > CK_QDW_AVX2_TAPS || (kw - 1) * col_step + 16 > 64)
+    return 0;
+  e = ck_qrequant8_of(bias, scale[0], q);
+  for (t = 0; t < kh * kw; ++t) wv[t] = w[t];
+  if (sw == 1 && c->stride_h == 1 && (oh * pw + 7) / 8 < oh * ((ow + 7) / 8)) {
+    for (x = 0; x < oh * pw; x += 8) {
+      if (is_signed)
+        CK_QDW_SUM8(1, 1, pad + x, row_step, col_step, kh, kw, wv, acc);
+      else
+        CK_QDW_SUM8(1, 0, pad + x, row_step, col_step, kh, kw, wv, acc);
+      _mm_storel_epi64((__m128i *)(void *)(flat + x), ck_qrequant8_bytes(acc, &e));
+    }
+    for (y = 0; y < oh; ++y) memcpy(out + y * ow, flat + y * pw, (size_t)ow);
+    return 1;
+  }
+  for (y = 0; y < oh; ++y)
+    for (x = 0; x < ow; x += 8) {
+      const uint8_t *p = pad + y * c->stride_h * pw + x * sw;
+      uint8_t *o = out + y * ow + x;
+      __m128i bytes;
+      if (sw == 1 && is_signed)
+        CK_QDW_SUM8(1, 1, p, row_step, col_step, kh, kw, wv, acc);
+      else if (sw == 1)
+        CK_QDW_SUM8(1, 0, p, row_step, col_step, kh, kw, wv, acc);
+      else if (is_signed)
+        CK_QDW_SUM8(2, 1, p, row_step, col_step, kh, kw, wv, acc);
+      else
+        CK_QDW_SUM8(2, 0, p, row_step, col_step, kh, kw, wv, acc);
+      bytes = ck_qrequant8_bytes(acc, &e);
+      if (ow - x >= 8) {
+        _mm_storel_epi64((__m128i *)(void *)o, bytes);
+      } else {
+        uint8_t last[8];
+        _mm_storel_epi64((__m128i *)(void *)last, bytes);
+        memcpy(o, last, (size_t)(ow - x));
+      }
+    }
+  return 1;
+}
+
 CK_AVX2_TARGET static void ck_qdw_row_avx2(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride,
                                            int64_t col_step, int64_t kh, int64_t kw, const int8_t *w, int32_t bias,
                                            float scale, const ck_qparams *q, uint8_t *out, int32_t *acc) {
@@ -904,6 +1005,8 @@ int ck_qdw_plane(const ck_conv2d_params *c, const uint8_t *index, const uint8_t 
                  uint8_t *flat) {
 #if defined(CK_QDISPATCH)
   if (ck_qvbmi()) return ck_qdw_plane_vbmi(c, index, pad, pw, oh, ow, w, bias, scale, q, out, flat);
+  if (ck_qkernel_current()->tile == ck_qtile_avx2)
+    return ck_qdw_plane_avx2(c, pad, pw, oh, ow, w, bias, scale, q, out, flat);
 #else
   (void)c, (void)index, (void)pad, (void)pw, (void)oh, (void)ow, (void)w, (void)bias, (void)scale, (void)q, (void)out, (void)flat;
 #endif
