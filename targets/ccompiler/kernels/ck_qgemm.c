@@ -841,41 +841,33 @@ CK_AVX2_TARGET static void ck_qdw_sums_avx2(int64_t n, const uint8_t *base, int6
 
 #define CK_QDW_AVX2_TAPS 64 /* windows up to 8 x 8 */
 
-/* One channel's outputs (byoc's requantization) from its plane bordered with the zero point (pw wide, 64
- * bytes readable past it): at stride 1, where rows are narrow, one flat pass over oh x pw positions (into flat,
- * each row's ow columns copied out; the columns past a row's end computed and dropped), else row by row, 8
- * columns at a time, each row's last ones through a local copy. The per-row kernel ran a row's last ow % 8
- * columns in portable C and requantized from memory: MobileNetV2's 14x14 and 7x7 depthwise layers were mostly
- * such columns (the depthwise sums and their requantization 59% of int8 MobileNetV2's run, `perf`, a Zen 3).
- * 0: not this kernel's shape (TFLite's requantization, strides other than 1 and 2, larger windows). */
-CK_AVX2_TARGET static int ck_qdw_plane_avx2(const ck_conv2d_params *c, const uint8_t *pad, int64_t pw, int64_t oh,
-                                            int64_t ow, const int8_t *w, int32_t bias, const float *scale,
-                                            const ck_qparams *q, uint8_t *out, uint8_t *flat) {
-  const int64_t kh = c->kernel_h, kw = c->kernel_w, sw = c->stride_w;
-  const int64_t row_step = c->dilation_h * pw, col_step = c->dilation_w;
-  const int is_signed = q->input_signed != 0;
-  ck_qrequant8 e;
-  int32_t wv[CK_QDW_AVX2_TAPS];
-  int64_t t, x, y;
+/* The flat pass over n positions and the row pass, inlined where called with constant windows, strides and
+ * signedness (3x3, MobileNet's window: every tap unrolled, the 9 weights held in registers; the loop over taps
+ * of a general window cost some 10 instructions a tap). */
+#define CK_QDW_INLINE __attribute__((always_inline)) inline
+CK_AVX2_TARGET static CK_QDW_INLINE void ck_qdw_flat_avx2(const uint8_t *pad, int64_t n, int64_t row_step,
+                                                           int64_t col_step, int64_t kh, int64_t kw, int is_signed,
+                                                           const int32_t *wv, const ck_qrequant8 *e, uint8_t *flat) {
+  int64_t x;
   __m256i acc;
-  if (q->rounding != 0 || (sw != 1 && sw != 2) || kh * kw > CK_QDW_AVX2_TAPS || (kw - 1) * col_step + 16 > 64)
-    return 0;
-  e = ck_qrequant8_of(bias, scale[0], q);
-  for (t = 0; t < kh * kw; ++t) wv[t] = w[t];
-  if (sw == 1 && c->stride_h == 1 && (oh * pw + 7) / 8 < oh * ((ow + 7) / 8)) {
-    for (x = 0; x < oh * pw; x += 8) {
-      if (is_signed)
-        CK_QDW_SUM8(1, 1, pad + x, row_step, col_step, kh, kw, wv, acc);
-      else
-        CK_QDW_SUM8(1, 0, pad + x, row_step, col_step, kh, kw, wv, acc);
-      _mm_storel_epi64((__m128i *)(void *)(flat + x), ck_qrequant8_bytes(acc, &e));
-    }
-    for (y = 0; y < oh; ++y) memcpy(out + y * ow, flat + y * pw, (size_t)ow);
-    return 1;
+  for (x = 0; x < n; x += 8) {
+    if (is_signed)
+      CK_QDW_SUM8(1, 1, pad + x, row_step, col_step, kh, kw, wv, acc);
+    else
+      CK_QDW_SUM8(1, 0, pad + x, row_step, col_step, kh, kw, wv, acc);
+    _mm_storel_epi64((__m128i *)(void *)(flat + x), ck_qrequant8_bytes(acc, e));
   }
+}
+
+CK_AVX2_TARGET static CK_QDW_INLINE void ck_qdw_rows_avx2(const uint8_t *pad, int64_t down, int64_t oh, int64_t ow,
+                                                           int64_t sw, int64_t row_step, int64_t col_step, int64_t kh,
+                                                           int64_t kw, int is_signed, const int32_t *wv,
+                                                           const ck_qrequant8 *e, uint8_t *out) {
+  int64_t x, y;
+  __m256i acc;
   for (y = 0; y < oh; ++y)
     for (x = 0; x < ow; x += 8) {
-      const uint8_t *p = pad + y * c->stride_h * pw + x * sw;
+      const uint8_t *p = pad + y * down + x * sw;
       uint8_t *o = out + y * ow + x;
       __m128i bytes;
       if (sw == 1 && is_signed)
@@ -886,7 +878,7 @@ CK_AVX2_TARGET static int ck_qdw_plane_avx2(const ck_conv2d_params *c, const uin
         CK_QDW_SUM8(2, 1, p, row_step, col_step, kh, kw, wv, acc);
       else
         CK_QDW_SUM8(2, 0, p, row_step, col_step, kh, kw, wv, acc);
-      bytes = ck_qrequant8_bytes(acc, &e);
+      bytes = ck_qrequant8_bytes(acc, e);
       if (ow - x >= 8) {
         _mm_storel_epi64((__m128i *)(void *)o, bytes);
       } else {
@@ -895,6 +887,48 @@ CK_AVX2_TARGET static int ck_qdw_plane_avx2(const ck_conv2d_params *c, const uin
         memcpy(o, last, (size_t)(ow - x));
       }
     }
+}
+
+/* One channel's outputs (byoc's requantization) from its plane bordered with the zero point (pw wide, 64
+ * bytes readable past it): at stride 1, where rows are narrow, one flat pass over oh x pw positions (into flat,
+ * each row's ow columns copied out; the columns past a row's end computed and dropped), else row by row, 8
+ * columns at a time, each row's last ones through a local copy. The per-row kernel ran a row's last ow % 8
+ * columns in portable C and requantized from memory: MobileNetV2's 14x14 and 7x7 depthwise layers were mostly
+ * such columns (the depthwise sums and their requantization 59% of int8 MobileNetV2's run, `perf`, a Zen 3).
+ * 0: not this kernel's shape (TFLite's requantization, strides other than 1 and 2, larger windows). */
+CK_AVX2_TARGET static int ck_qdw_plane_avx2(const ck_conv2d_params *c, const uint8_t *pad, int64_t pw, int64_t oh,
+                                            int64_t ow, const int8_t *w, int32_t bias, const float *scale,
+                                            const ck_qparams *q, uint8_t *out, uint8_t *flat) {
+  const int64_t kh = c->kernel_h, kw = c->kernel_w, sw = c->stride_w, down = c->stride_h * pw;
+  const int64_t row_step = c->dilation_h * pw, col_step = c->dilation_w;
+  const int is_signed = q->input_signed != 0, k3 = kh == 3 && kw == 3;
+  ck_qrequant8 e;
+  int32_t wv[CK_QDW_AVX2_TAPS];
+  int64_t t, y;
+  if (q->rounding != 0 || (sw != 1 && sw != 2) || kh * kw > CK_QDW_AVX2_TAPS || (kw - 1) * col_step + 16 > 64)
+    return 0;
+  e = ck_qrequant8_of(bias, scale[0], q);
+  for (t = 0; t < kh * kw; ++t) wv[t] = w[t];
+  if (sw == 1 && c->stride_h == 1 && (oh * pw + 7) / 8 < oh * ((ow + 7) / 8)) {
+    if (k3 && is_signed)
+      ck_qdw_flat_avx2(pad, oh * pw, row_step, col_step, 3, 3, 1, wv, &e, flat);
+    else if (k3)
+      ck_qdw_flat_avx2(pad, oh * pw, row_step, col_step, 3, 3, 0, wv, &e, flat);
+    else
+      ck_qdw_flat_avx2(pad, oh * pw, row_step, col_step, kh, kw, is_signed, wv, &e, flat);
+    for (y = 0; y < oh; ++y) memcpy(out + y * ow, flat + y * pw, (size_t)ow);
+    return 1;
+  }
+  if (k3 && sw == 1 && is_signed)
+    ck_qdw_rows_avx2(pad, down, oh, ow, 1, row_step, col_step, 3, 3, 1, wv, &e, out);
+  else if (k3 && sw == 1)
+    ck_qdw_rows_avx2(pad, down, oh, ow, 1, row_step, col_step, 3, 3, 0, wv, &e, out);
+  else if (k3 && is_signed)
+    ck_qdw_rows_avx2(pad, down, oh, ow, 2, row_step, col_step, 3, 3, 1, wv, &e, out);
+  else if (k3)
+    ck_qdw_rows_avx2(pad, down, oh, ow, 2, row_step, col_step, 3, 3, 0, wv, &e, out);
+  else
+    ck_qdw_rows_avx2(pad, down, oh, ow, sw, row_step, col_step, kh, kw, is_signed, wv, &e, out);
   return 1;
 }
 
