@@ -378,6 +378,17 @@ static int32_t finish_split_sum(BdModule* m, int32_t id, dnnl_primitive_desc_t p
   return finish(m, id, add_pd, add_args, 2, NULL);
 }
 
+/* A conv node's strides, dilation (oneDNN counts the gaps) and padding (top/left, bottom/right) as oneDNN's dims. */
+static void conv_geometry(const BdAttrs* a, dnnl_dims_t strides, dnnl_dims_t dil, dnnl_dims_t pl, dnnl_dims_t pr) {
+  int i;
+  for (i = 0; i < 2; ++i) {
+    strides[i] = a->strides[i];
+    dil[i] = a->dilation[i] - 1;
+    pl[i] = a->padding[i];
+    pr[i] = a->padding[i + 2];
+  }
+}
+
 /* md's tag among the layouts in which, for a batch of one, a range of channels starting at a multiple of
  * `channels` is a dense tensor of its own: plain NCHW, and channels in blocks of 8 or 16 that divide `channels`.
  * dnnl_format_tag_undef if none. */
@@ -440,14 +451,7 @@ static int32_t build_conv_per_group(BdModule* m, int32_t id) {
   w_dims[2] = w->shape[2];
   w_dims[3] = w->shape[3];
   bias_dims[0] = og;
-  strides[0] = a->strides[0];
-  strides[1] = a->strides[1];
-  dil[0] = a->dilation[0] - 1;
-  dil[1] = a->dilation[1] - 1;
-  pl[0] = a->padding[0];
-  pl[1] = a->padding[1];
-  pr[0] = a->padding[2];
-  pr[1] = a->padding[3];
+  conv_geometry(a, strides, dil, pl, pr);
   if (any_md(m, id, 4, src_dims, &src_md) || any_md(m, id, 4, dst_dims, &dst_md) || any_md(m, id, 4, w_dims, &w_md) ||
       (b != NULL && plain_md(m, id, 1, bias_dims, &b_md)) || plain_md(m, id, 4, w_dims, &w_user_md)) {
     return -1;
@@ -534,14 +538,7 @@ static int32_t build_conv(BdModule* m, int32_t id) {
   dst_dims[1] = o;
   dst_dims[2] = a->nhwc ? n->shape[1] : n->shape[2];
   dst_dims[3] = a->nhwc ? n->shape[2] : n->shape[3];
-  strides[0] = a->strides[0];
-  strides[1] = a->strides[1];
-  dil[0] = a->dilation[0] - 1; /* oneDNN counts the gaps */
-  dil[1] = a->dilation[1] - 1;
-  pl[0] = a->padding[0];
-  pl[1] = a->padding[1];
-  pr[0] = a->padding[2];
-  pr[1] = a->padding[3];
+  conv_geometry(a, strides, dil, pl, pr);
   subsample = subsampled_1x1(m, id, w, &sub_md);
   if (subsample) {
     /* the conv reads a compact copy of every stride-th pixel (made each run) with unit strides */
