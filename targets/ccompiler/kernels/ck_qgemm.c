@@ -488,15 +488,18 @@ CK_AVX2_TARGET static void ck_qtile_avx2(int64_t steps, const int8_t *a, const u
   }
 }
 
-/* byoc's requantization (rounding 0) of 8 int32 lanes, its constants made once per row or plane */
+/* The requantization of 8 int32 lanes, its constants made once per row or plane: byoc's float32 one (rounding 0)
+ * or TFLite's integer one (rounding 1: multiplier and exponent) */
 typedef struct {
-  __m256i bias, zp;
+  __m256i bias, zp, ilo, ihi;
   __m256 scale, lo, hi;
-  int output_signed;
+  int output_signed, tfl;
+  int32_t mult, left, right;
 } ck_qrequant8;
 
 CK_AVX2_TARGET static inline ck_qrequant8 ck_qrequant8_of(int32_t bias, float scale, const ck_qparams *q) {
   ck_qrequant8 r;
+  memset(&r, 0, sizeof r);
   r.bias = _mm256_set1_epi32(bias);
   r.zp = _mm256_set1_epi32(q->output_zero_point);
   r.scale = _mm256_set1_ps(scale);
@@ -506,16 +509,64 @@ CK_AVX2_TARGET static inline ck_qrequant8 ck_qrequant8_of(int32_t bias, float sc
   return r;
 }
 
-/* ck_qrequant_row_portable's float32 operations on 8 lanes, rounded by cvtps (ties to even in the default
- * rounding mode, as nearbyintf), the clamped values narrowed to bytes exactly: the 8 bytes in the low half */
+/* me: TFLite's (multiplier, exponent) of the row or channel */
+CK_AVX2_TARGET static inline ck_qrequant8 ck_qrequant8_tfl_of(int32_t bias, const int32_t *me, const ck_qparams *q) {
+  ck_qrequant8 r = ck_qrequant8_of(bias, 0.0f, q);
+  r.tfl = 1;
+  r.mult = me[0];
+  ck_tfl_shifts(me[1], &r.left, &r.right);
+  r.ilo = _mm256_set1_epi32(q->out_min);
+  r.ihi = _mm256_set1_epi32(q->out_max);
+  return r;
+}
+
+/* ck_tfl_scale1 on 8 lanes: the 64-bit products of the even and the odd lanes (vpmuldq) plus the nudge, their
+ * bits 31-62 (a logical shift keeps them as the arithmetic one would), interleaved; then the rounding right shift */
+CK_AVX2_TARGET static inline __m256i ck_tfl_scale8(__m256i x, int32_t m, int32_t left, int32_t right) {
+  const __m256i v = _mm256_sll_epi32(x, _mm_cvtsi32_si128(left)), vm = _mm256_set1_epi64x(m);
+  const __m256i nudge = _mm256_set1_epi64x((int64_t)1 << 30);
+  const __m256i even = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(v, vm), nudge), 31);
+  const __m256i odd = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(v, 32), vm), nudge), 31);
+  const __m256i h = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+  const __m256i mask = _mm256_set1_epi32((int32_t)(((uint32_t)1 << right) - 1u));
+  const __m256i threshold = _mm256_add_epi32(_mm256_srli_epi32(mask, 1), _mm256_srli_epi32(h, 31));
+  const __m256i r = _mm256_sra_epi32(h, _mm_cvtsi32_si128(right));
+  return _mm256_sub_epi32(r, _mm256_cmpgt_epi32(_mm256_and_si256(h, mask), threshold));
+}
+
+/* 8 lanes requantized, the clamped values narrowed to bytes exactly: the 8 bytes in the low half. Rounding 0:
+ * ck_qrequant_row_portable's float32 operations, rounded by cvtps (ties to even in the default rounding mode, as
+ * nearbyintf); rounding 1: ck_qrequant_row_tfl_portable's integer ones (the int32 add wrapping, as there). */
 CK_AVX2_TARGET static inline __m128i ck_qrequant8_bytes(__m256i acc, const ck_qrequant8 *e) {
-  __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(acc, e->bias)), e->scale);
   __m256i r;
   __m128i r16;
-  f = _mm256_min_ps(_mm256_max_ps(f, e->lo), e->hi);
-  r = _mm256_add_epi32(_mm256_cvtps_epi32(f), e->zp);
+  if (e->tfl) {
+    r = _mm256_add_epi32(ck_tfl_scale8(_mm256_add_epi32(acc, e->bias), e->mult, e->left, e->right), e->zp);
+    r = _mm256_min_epi32(_mm256_max_epi32(r, e->ilo), e->ihi);
+  } else {
+    __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(acc, e->bias)), e->scale);
+    f = _mm256_min_ps(_mm256_max_ps(f, e->lo), e->hi);
+    r = _mm256_add_epi32(_mm256_cvtps_epi32(f), e->zp);
+  }
   r16 = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
   return e->output_signed ? _mm_packs_epi16(r16, r16) : _mm_packus_epi16(r16, r16);
+}
+
+/* ck_qrequant_row_tfl_portable 8 lanes at a time (the GEMM's rows under TFLite's rounding) */
+CK_AVX2_TARGET static void ck_qrequant_row_tfl_avx2(int64_t n, const int32_t *acc, int32_t bias, const int32_t *me,
+                                                    const ck_qparams *q, uint8_t *out) {
+  const ck_qrequant8 e = ck_qrequant8_tfl_of(bias, me, q);
+  int64_t x;
+  for (x = 0; x + 8 <= n; x += 8)
+    _mm_storel_epi64((__m128i *)(void *)(out + x),
+                     ck_qrequant8_bytes(_mm256_loadu_si256((const __m256i *)(const void *)(acc + x)), &e));
+  if (x < n) {
+    int32_t tail[8] = {0};
+    uint8_t bytes[8];
+    memcpy(tail, acc + x, sizeof(int32_t) * (size_t)(n - x));
+    _mm_storel_epi64((__m128i *)(void *)bytes, ck_qrequant8_bytes(_mm256_loadu_si256((const __m256i *)(const void *)tail), &e));
+    memcpy(out + x, bytes, (size_t)(n - x));
+  }
 }
 
 /* ck_qrequant_row_portable 8 lanes at a time (ck_qrequant8_bytes) */
@@ -895,7 +946,8 @@ CK_AVX2_TARGET static CK_QDW_INLINE void ck_qdw_rows_avx2(const uint8_t *pad, in
  * columns at a time, each row's last ones through a local copy. The per-row kernel ran a row's last ow % 8
  * columns in portable C and requantized from memory: MobileNetV2's 14x14 and 7x7 depthwise layers were mostly
  * such columns (the depthwise sums and their requantization 59% of int8 MobileNetV2's run, `perf`, a Zen 3).
- * 0: not this kernel's shape (TFLite's requantization, strides other than 1 and 2, larger windows). */
+ * Either requantization (byoc's float32 one, TFLite's integer one). 0: not this kernel's shape (strides other than
+ * 1 and 2, larger windows). */
 CK_AVX2_TARGET static int ck_qdw_plane_avx2(const ck_conv2d_params *c, const uint8_t *pad, int64_t pw, int64_t oh,
                                             int64_t ow, const int8_t *w, int32_t bias, const float *scale,
                                             const ck_qparams *q, uint8_t *out, uint8_t *flat) {
@@ -905,9 +957,10 @@ CK_AVX2_TARGET static int ck_qdw_plane_avx2(const ck_conv2d_params *c, const uin
   ck_qrequant8 e;
   int32_t wv[CK_QDW_AVX2_TAPS];
   int64_t t, y;
-  if (q->rounding != 0 || (sw != 1 && sw != 2) || kh * kw > CK_QDW_AVX2_TAPS || (kw - 1) * col_step + 16 > 64)
-    return 0;
-  e = ck_qrequant8_of(bias, scale[0], q);
+  if ((sw != 1 && sw != 2) || kh * kw > CK_QDW_AVX2_TAPS || (kw - 1) * col_step + 16 > 64) return 0;
+  /* rounding 1: scale holds the channel's (multiplier, exponent) */
+  e = q->rounding == 1 ? ck_qrequant8_tfl_of(bias, (const int32_t *)(const void *)scale, q)
+                       : ck_qrequant8_of(bias, scale[0], q);
   for (t = 0; t < kh * kw; ++t) wv[t] = w[t];
   if (sw == 1 && c->stride_h == 1 && (oh * pw + 7) / 8 < oh * ((ow + 7) / 8)) {
     if (k3 && is_signed)
@@ -963,7 +1016,7 @@ static const ck_qkernel ck_qkernels[] = {
     {"avx512vnni-8x32", NULL, NULL, NULL, ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512, ck_qdw_row_avx512, ck_cpu_has_vnni,
      ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512},
     {"avx2-8x32", NULL, NULL, NULL, ck_qtile_avx2, ck_qfused_avx2, ck_qrequant_row_avx2, ck_qdw_row_avx2,
-     ck_cpu_has_avx2_int, ck_qrequant_row_tfl_portable, ck_qdw_sums_avx2},
+     ck_cpu_has_avx2_int, ck_qrequant_row_tfl_avx2, ck_qdw_sums_avx2},
 #endif
     {"portable-8x32", NULL, NULL, NULL, ck_qtile_portable, ck_qfused_portable, ck_qrequant_row_portable, ck_qdw_row_portable, NULL,
      ck_qrequant_row_tfl_portable, ck_qdw_sums_portable},
