@@ -499,7 +499,9 @@ typedef struct {
 
 CK_AVX2_TARGET static inline ck_qrequant8 ck_qrequant8_of(int32_t bias, float scale, const ck_qparams *q) {
   ck_qrequant8 r;
-  memset(&r, 0, sizeof r);
+  r.ilo = r.ihi = _mm256_setzero_si256();
+  r.tfl = 0;
+  r.mult = r.left = r.right = 0;
   r.bias = _mm256_set1_epi32(bias);
   r.zp = _mm256_set1_epi32(q->output_zero_point);
   r.scale = _mm256_set1_ps(scale);
