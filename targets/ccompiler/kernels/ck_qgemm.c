@@ -554,38 +554,34 @@ CK_AVX2_TARGET static inline __m128i ck_qrequant8_bytes(__m256i acc, const ck_qr
   return e->output_signed ? _mm_packs_epi16(r16, r16) : _mm_packus_epi16(r16, r16);
 }
 
-/* ck_qrequant_row_tfl_portable 8 lanes at a time (the GEMM's rows under TFLite's rounding) */
-CK_AVX2_TARGET static void ck_qrequant_row_tfl_avx2(int64_t n, const int32_t *acc, int32_t bias, const int32_t *me,
-                                                    const ck_qparams *q, uint8_t *out) {
-  const ck_qrequant8 e = ck_qrequant8_tfl_of(bias, me, q);
+/* A row of n sums requantized by e, 8 lanes at a time; the last columns through a copy (the same lanes' operations) */
+CK_AVX2_TARGET static void ck_qrequant8_row(int64_t n, const int32_t *acc, const ck_qrequant8 *e, uint8_t *out) {
   int64_t x;
   for (x = 0; x + 8 <= n; x += 8)
     _mm_storel_epi64((__m128i *)(void *)(out + x),
-                     ck_qrequant8_bytes(_mm256_loadu_si256((const __m256i *)(const void *)(acc + x)), &e));
+                     ck_qrequant8_bytes(_mm256_loadu_si256((const __m256i *)(const void *)(acc + x)), e));
   if (x < n) {
     int32_t tail[8] = {0};
     uint8_t bytes[8];
     memcpy(tail, acc + x, sizeof(int32_t) * (size_t)(n - x));
-    _mm_storel_epi64((__m128i *)(void *)bytes, ck_qrequant8_bytes(_mm256_loadu_si256((const __m256i *)(const void *)tail), &e));
+    _mm_storel_epi64((__m128i *)(void *)bytes,
+                     ck_qrequant8_bytes(_mm256_loadu_si256((const __m256i *)(const void *)tail), e));
     memcpy(out + x, bytes, (size_t)(n - x));
   }
 }
 
-/* ck_qrequant_row_portable 8 lanes at a time (ck_qrequant8_bytes) */
+/* ck_qrequant_row_tfl_portable on 8 lanes (the GEMM's rows under TFLite's rounding) */
+CK_AVX2_TARGET static void ck_qrequant_row_tfl_avx2(int64_t n, const int32_t *acc, int32_t bias, const int32_t *me,
+                                                    const ck_qparams *q, uint8_t *out) {
+  const ck_qrequant8 e = ck_qrequant8_tfl_of(bias, me, q);
+  ck_qrequant8_row(n, acc, &e, out);
+}
+
+/* ck_qrequant_row_portable on 8 lanes */
 CK_AVX2_TARGET static void ck_qrequant_row_avx2(int64_t n, const int32_t *acc, int32_t bias, float scale,
                                                 const ck_qparams *q, uint8_t *out) {
   const ck_qrequant8 e = ck_qrequant8_of(bias, scale, q);
-  int64_t x;
-  for (x = 0; x + 8 <= n; x += 8)
-    _mm_storel_epi64((__m128i *)(void *)(out + x),
-                     ck_qrequant8_bytes(_mm256_loadu_si256((const __m256i *)(const void *)(acc + x)), &e));
-  if (x < n) { /* the last columns through a copy: the same lanes' operations */
-    int32_t tail[8] = {0};
-    uint8_t bytes[8];
-    memcpy(tail, acc + x, sizeof(int32_t) * (size_t)(n - x));
-    ck_qrequant_row_avx2(8, tail, bias, scale, q, bytes);
-    memcpy(out + x, bytes, (size_t)(n - x));
-  }
+  ck_qrequant8_row(n, acc, &e, out);
 }
 
 CK_AVX2_TARGET static void ck_qfused_avx2(int64_t steps, const int8_t *a, const uint8_t *b, int64_t rows,
