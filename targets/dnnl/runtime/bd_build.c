@@ -392,18 +392,20 @@ static void conv_geometry(const BdAttrs* a, dnnl_dims_t strides, dnnl_dims_t dil
 /* md's tag among the layouts in which, for a batch of one, a range of channels starting at a multiple of
  * `channels` is a dense tensor of its own: plain NCHW, and channels in blocks of 8 or 16 that divide `channels`.
  * dnnl_format_tag_undef if none. */
+static const struct {
+  dnnl_format_tag_t tag;
+  int64_t block; /* channels per block */
+} SLICEABLE[] = {{dnnl_nChw16c, 16}, {dnnl_nChw8c, 8}, {dnnl_nchw, 1}}; /* the widest blocks first; plain last */
+#define BD_SLICEABLE (sizeof SLICEABLE / sizeof SLICEABLE[0])
+
 static dnnl_format_tag_t sliceable_tag(const dnnl_memory_desc_t* md, int64_t channels) {
-  static const struct {
-    dnnl_format_tag_t tag;
-    int64_t block;
-  } tags[] = {{dnnl_nchw, 1}, {dnnl_nChw8c, 8}, {dnnl_nChw16c, 16}};
   size_t i;
-  for (i = 0; i < sizeof tags / sizeof tags[0]; ++i) {
+  for (i = 0; i < BD_SLICEABLE; ++i) {
     dnnl_memory_desc_t t;
-    if (channels % tags[i].block != 0) continue;
-    if (dnnl_memory_desc_init_by_tag(&t, 4, md->dims, dnnl_f32, tags[i].tag) == dnnl_success &&
+    if (channels % SLICEABLE[i].block != 0) continue;
+    if (dnnl_memory_desc_init_by_tag(&t, 4, md->dims, dnnl_f32, SLICEABLE[i].tag) == dnnl_success &&
         dnnl_memory_desc_equal(&t, md)) {
-      return tags[i].tag;
+      return SLICEABLE[i].tag;
     }
   }
   return dnnl_format_tag_undef;
@@ -858,24 +860,20 @@ static int32_t build_pool(BdModule* m, int32_t id) {
  * if the node does not qualify (build_concat builds oneDNN's concat), -1 on failure. */
 static int32_t build_concat_by_copies(BdModule* m, int32_t id) {
   BdNode* n = &m->nodes[id];
-  static const struct {
-    dnnl_format_tag_t tag;
-    int64_t block;
-  } layouts[] = {{dnnl_nChw16c, 16}, {dnnl_nChw8c, 8}, {dnnl_nchw, 1}};
   const int64_t axis = n->a.axis < 0 ? n->a.axis + n->ndim : n->a.axis, plane = n->shape[2] * n->shape[3];
   dnnl_format_tag_t tag = dnnl_nchw;
   size_t k, at = 0;
   int32_t i;
   if (axis != 1 || n->ndim != 4 || n->shape[0] != 1 || n->a.post_relu || n->a.post_clip) return 0;
-  for (k = 0; k + 1 < sizeof layouts / sizeof layouts[0]; ++k) {
+  for (k = 0; k + 1 < BD_SLICEABLE; ++k) { /* the blocked layouts */
     int used = 0, fits = 1;
     for (i = 0; i < n->num_inputs; ++i) {
       const BdNode* x = &m->nodes[n->inputs[i]];
-      used |= sliceable_tag(&x->md, x->shape[1]) == layouts[k].tag;
-      fits &= x->shape[1] % layouts[k].block == 0;
+      used |= sliceable_tag(&x->md, x->shape[1]) == SLICEABLE[k].tag;
+      fits &= x->shape[1] % SLICEABLE[k].block == 0;
     }
     if (used && fits) {
-      tag = layouts[k].tag;
+      tag = SLICEABLE[k].tag;
       break;
     }
   }

@@ -38,12 +38,18 @@ static int32_t place(BdModule* m, dnnl_memory_t mem, int32_t buffer, size_t at, 
   return 0;
 }
 
-int32_t bd_buffer_of(const BdModule* m, dnnl_memory_t mem) {
+/* The entry of `placed` for mem (the latest), or NULL: mem was not created over a buffer. */
+static const BdPlaced* placed_of(const BdModule* m, dnnl_memory_t mem) {
   int32_t i;
   for (i = m->num_placed - 1; i >= 0; --i) {
-    if (m->placed[i].mem == mem) return m->placed[i].buffer;
+    if (m->placed[i].mem == mem) return &m->placed[i];
   }
-  return -1;
+  return NULL;
+}
+
+int32_t bd_buffer_of(const BdModule* m, dnnl_memory_t mem) {
+  const BdPlaced* p = placed_of(m, mem);
+  return p != NULL ? p->buffer : -1;
 }
 
 int32_t bd_activation(BdModule* m, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node) {
@@ -58,17 +64,11 @@ int32_t bd_activation(BdModule* m, const dnnl_memory_desc_t* md, dnnl_memory_t* 
 
 int32_t bd_view_at(BdModule* m, dnnl_memory_t base, size_t at, const dnnl_memory_desc_t* md, dnnl_memory_t* out,
                    int32_t node) {
-  int32_t buffer = bd_buffer_of(m, base);
+  const BdPlaced* p = placed_of(m, base);
   void* handle = NULL;
-  if (buffer >= 0) {
-    size_t base_at = 0;
-    int32_t i;
-    for (i = m->num_placed - 1; i >= 0; --i) {
-      if (m->placed[i].mem == base) {
-        base_at = m->placed[i].at;
-        break;
-      }
-    }
+  if (p != NULL) {
+    const int32_t buffer = p->buffer;
+    const size_t base_at = p->at;   /* read before place() may move `placed` */
     if (bd_new_memory(m, md, DNNL_MEMORY_NONE, out, node) != 0) return -1;
     return place(m, *out, buffer, base_at + at, node);
   }
