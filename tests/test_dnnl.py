@@ -118,6 +118,19 @@ def _grouped_wide(source="input", summand=True, kernel=1):
     return model(op.nn.relu(conv), x)
 
 
+def _pool_after_conv(pool, c=16, h=11, w=10):
+    """A pooling over a conv's output (oneDNN's channel-blocked layout, which the runtime pools itself)."""
+    x = x4(4, h, w)
+    return model(pool(_conv_bias(x, 4, c, 3)), x)
+
+
+def _grouped_gemm(post):
+    """A grouped 1x1 conv with 5 channels per group (oneDNN's gemm-based convolution) and an activation after it,
+    which the runtime runs as an eltwise primitive after the conv."""
+    x = x4(15, 6, 6)
+    return model(post(op.nn.bias_add(op.nn.conv2d(x, const(15, 5, 1, 1), groups=3), const(15))), x)
+
+
 def _dense():
     x = var("x", 3, 16)
     return model(op.nn.relu(op.nn.bias_add(op.nn.dense(x, const(8, 16)), const(8))), x)
@@ -125,6 +138,10 @@ def _dense():
 
 def _unary(make):
     x = x4()
+    return model(make(x), x)
+
+
+def _unary_of(x, make):
     return model(make(x), x)
 
 
@@ -209,6 +226,25 @@ CASES = [
     ("avg-pool-include", lambda: _unary(lambda x: op.nn.avg_pool2d(x, (3, 3), (2, 2), padding=(1, 1, 1, 1),
                                                                     count_include_pad=True)), {"nn.avg_pool2d"}),
     ("global-avg-pool", lambda: _unary(op.nn.global_avg_pool2d), {"nn.global_avg_pool2d"}),
+    # poolings over channel-blocked values (the runtime's own loops): borders, ceil mode, dilation, 16-lane
+    # blocks, windows wider than the plane, a plain input reordered into blocks
+    ("blocked-max-pool-padded", lambda: _pool_after_conv(lambda y: op.nn.max_pool2d(y, (3, 3), (2, 2),
+                                                                                    padding=(1, 1, 1, 1))),
+     {"nn.max_pool2d"}),
+    ("blocked-max-pool-ceil-dilated", lambda: _pool_after_conv(lambda y: op.nn.max_pool2d(
+        y, (3, 2), (2, 3), padding=(1, 0, 1, 1), dilation=(2, 1), ceil_mode=True)), {"nn.max_pool2d"}),
+    ("blocked-avg-pool-exclude", lambda: _pool_after_conv(lambda y: op.nn.avg_pool2d(y, (3, 3), (2, 2),
+                                                                                     padding=(1, 1, 1, 1))),
+     {"nn.avg_pool2d"}),
+    ("blocked-avg-pool-include-32", lambda: _pool_after_conv(lambda y: op.nn.avg_pool2d(
+        y, (2, 3), (1, 2), padding=(1, 1, 0, 1), count_include_pad=True), c=32), {"nn.avg_pool2d"}),
+    ("blocked-global-avg-pool", lambda: _pool_after_conv(op.nn.global_avg_pool2d, c=24, h=7, w=7),
+     {"nn.global_avg_pool2d"}),
+    ("blocked-avg-pool-of-input", lambda: _unary_of(x4(16, 8, 8), lambda x: op.nn.avg_pool2d(x, (3, 3), (2, 2),
+                                                                                            padding=(1, 1, 1, 1))),
+     {"nn.avg_pool2d"}),
+    ("grouped-gemm-relu", lambda: _grouped_gemm(op.nn.relu), {"nn.conv2d", "nn.relu"}),
+    ("grouped-gemm-clip", lambda: _grouped_gemm(lambda y: op.clip(y, -0.5, 0.5)), {"nn.conv2d", "clip"}),
     ("concatenate", _concat, {"concatenate"}),
     ("concatenate-blocked-and-plain", _concat_blocked, {"concatenate", "nn.conv2d"}),
     ("softmax-axis1", lambda: _unary(lambda x: op.nn.softmax(x, axis=1)), {"nn.softmax"}),
@@ -251,6 +287,38 @@ def test_gemm_convolution_sums_in_a_binary_add(tmp_path):
     assert any(r[3] == "binary" and "eltwise_relu" in ",".join(r) for r in ran), ran
 
 
+def _onednn_log(lib, tmp_path, inputs, threads=1):
+    for name, value in inputs.items():
+        np.save(tmp_path / f"{name}.npy", value)
+    run = subprocess.run([str(lib.runner()), "--threads", str(threads), "--out", str(tmp_path),
+                          *(str(tmp_path / f"{name}.npy") for name in inputs)], capture_output=True, text=True,
+                         env={**os.environ, "DNNL_VERBOSE": "1"}, check=True)
+    return [line.split(",") for line in run.stdout.splitlines() if line.startswith("onednn_verbose,exec,cpu,")]
+
+
+def test_gemm_convolution_activation_is_an_eltwise_primitive(tmp_path):
+    """oneDNN's gemm-based convolution applies a relu post-op in a scalar loop; the runtime leaves it out of the conv
+    and runs an eltwise relu over the conv's output after it (oneDNN's log)."""
+    mod = _grouped_gemm(op.nn.relu)
+    ran = _onednn_log(byoc.build(byoc.partition_for("dnnl", mod)), tmp_path, deterministic_inputs(mod, 0))
+    kinds = [(r[3], "gemm" in r[4], "eltwise_relu" in ",".join(r)) for r in ran]
+    conv = kinds.index(("convolution", True, False))
+    assert kinds[conv + 1] == ("eltwise", False, True), ran
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_blocked_pooling_runs_in_the_runtime_for_every_thread_count(tmp_path, threads):
+    """A pooling over a blocked value runs no oneDNN pooling primitive (the runtime's loops, split over OpenMP's
+    threads) and gives the reference's result at every thread count."""
+    mod = _pool_after_conv(lambda y: op.nn.max_pool2d(y, (3, 3), (2, 2), padding=(1, 1, 1, 1)), c=32, h=23, w=21)
+    lib = byoc.build(byoc.partition_for("dnnl", mod))
+    inputs = deterministic_inputs(mod, 0)
+    ran = _onednn_log(lib, tmp_path, inputs, threads)
+    assert ran and not any(r[3].startswith("pooling") for r in ran), ran
+    np.testing.assert_allclose(np.load(tmp_path / "out0.npy"), testing.run_reference(mod, inputs)[0], rtol=1e-5,
+                               atol=1e-6)
+
+
 @pytest.mark.parametrize("source", ["input", "conv"])
 def test_grouped_convolution_runs_one_primitive_per_group(tmp_path, source):
     """A grouped conv whose groups fill oneDNN's channel blocks runs as 3 ungrouped convolutions (oneDNN's own log:
@@ -267,10 +335,11 @@ def test_grouped_convolution_runs_one_primitive_per_group(tmp_path, source):
     np.testing.assert_allclose(np.load(tmp_path / "out0.npy"), testing.run_reference(mod, inputs)[0], rtol=1e-4, atol=1e-4)
 
 
-# The runtime's rewrites of oneDNN's primitives (the sum split out of a gemm-based conv, one conv per group over
-# slices, a concat as copies into slices, a pooling on a blocked copy), built with -fsanitize=address,undefined:
+# The runtime's rewrites of oneDNN's primitives (the sum and activations split out of a gemm-based conv, one conv
+# per group over slices, a concat as copies into slices, a pooling on a blocked copy, its own blocked pooling), built with -fsanitize=address,undefined:
 # the matrix's random graphs seldom reach them.
-SANITIZED = ["grouped-block-sum-split", "grouped-per-group-sum", "concatenate-blocked-and-plain", "avg-pool-exclude"]
+SANITIZED = ["grouped-block-sum-split", "grouped-per-group-sum", "concatenate-blocked-and-plain", "avg-pool-exclude",
+             "blocked-max-pool-ceil-dilated", "grouped-gemm-relu"]
 
 
 @pytest.mark.parametrize("make", [c[1] for c in CASES if c[0] in SANITIZED], ids=SANITIZED)

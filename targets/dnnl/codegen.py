@@ -27,7 +27,7 @@ from .patterns import shuffle_groups
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 # The runtime's own files plus the core runtime's strict JSON reader (json.c, json.h), shared with the
 # graph executor: the build compiles a file once even when two parts of a model list it.
-RUNTIME_SOURCES = (*(RUNTIME_DIR / name for name in ("bd_parse.c", "bd_build.c", "bd_plan.c", "bd_module.c")),
+RUNTIME_SOURCES = (*(RUNTIME_DIR / name for name in ("bd_parse.c", "bd_build.c", "bd_plan.c", "bd_pool.c", "bd_module.c")),
                    Path(runtime_source_dir()) / "json.c")
 INCLUDE_DIRS = (RUNTIME_DIR, Path(runtime_source_dir()))
 KIND = "dnnl"

@@ -44,11 +44,17 @@ typedef struct {
   int plain;                /* md is the row-major layout of `shape` */
 } BdNode;
 
-typedef struct {
-  dnnl_primitive_t prim;
+typedef struct BdStep BdStep;
+/* A step the runtime runs itself: reads its memory objects' handles at run time (placed or aliased). */
+typedef int32_t (*BdKernel)(const BdStep* step);
+
+struct BdStep {
+  dnnl_primitive_t prim; /* NULL: kernel runs the step */
+  BdKernel kernel;
+  void* params;          /* the kernel's, owned by the step */
   int32_t nargs;
   dnnl_exec_arg_t args[BD_MAX_ARGS];
-} BdStep;
+};
 
 /* An activation buffer of the arena (bd_plan.c): its bytes, its steps, where the plan put it. */
 typedef struct {
@@ -107,6 +113,18 @@ void bd_free(BdModule* m);
 const char* bd_op_name(BdOp op);
 /* bd_build.c */
 int32_t bd_new_memory(BdModule* m, const dnnl_memory_desc_t* md, void* handle, dnnl_memory_t* out, int32_t node);
+/* a step run by `kernel` over args (params: malloc'd, freed with the module, and on failure here) */
+int32_t bd_kernel_step(BdModule* m, BdKernel kernel, void* params, int32_t nargs, const dnnl_exec_arg_t* args,
+                       int32_t node);
+/* bd_pool.c: pooling over a channel-blocked value (a batch of channel blocks of `block` lanes), run by the
+ * runtime. bd_pool_shape: whether it takes pd (its src and dst in one blocked layout), and its geometry. */
+typedef struct {
+  int64_t images, blocks, block, ih, iw, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+  int max, include_pad;
+} BdPoolShape;
+int bd_pool_shape(dnnl_primitive_desc_t pd, int max, int include_pad, const dnnl_dims_t strides,
+                  const dnnl_dims_t kernel, const dnnl_dims_t dil, const dnnl_dims_t pl, BdPoolShape* out);
+int32_t bd_pool_step(BdModule* m, int32_t id, const BdPoolShape* shape, dnnl_memory_t src, dnnl_memory_t dst);
 /* bd_plan.c: memory objects without storage until bd_plan gives every buffer its place in the arena */
 int32_t bd_activation(BdModule* m, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node);
 int32_t bd_view(BdModule* m, dnnl_memory_t base, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node);

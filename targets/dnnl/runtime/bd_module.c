@@ -114,6 +114,11 @@ static int32_t call_region(const ByocValue* args, const int32_t* type_codes, int
   bd_follow_thread_count();
   for (i = 0; i < m->num_steps; ++i) {
     const BdStep* s = &m->steps[i];
+    if (s->prim == NULL) {
+      /* oneDNN's CPU primitives have returned by now (an in-order stream over OpenMP runs them in the call) */
+      if (s->kernel(s) != 0) return -1;
+      continue;
+    }
     if (dnnl_primitive_execute(s->prim, m->stream, s->nargs, s->args) != dnnl_success) {
       byoc_set_last_error("%s: oneDNN failed executing step %d", m->symbol, (int)i);
       return -1;
