@@ -178,9 +178,19 @@ def _shuffle(x, shape, groups, axes=None):
 
 
 def _shuffle_between_convs():
-    """conv -> shuffle -> conv: the shuffle reads and writes oneDNN's blocked layout."""
+    """grouped conv -> shuffle -> conv: the shuffle reads and writes oneDNN's blocked layout."""
     x = x4(12, 5, 5)
-    return model(_conv_bias(_shuffle(_conv_bias(x, 12, 24, 1), (1, 24, 5, 5), 3), 24, 16, 3), x)
+    grouped = op.nn.relu(op.nn.bias_add(op.nn.conv2d(x, const(24, 4, 1, 1), groups=3), const(24)))
+    return model(_conv_bias(_shuffle(grouped, (1, 24, 5, 5), 3), 24, 16, 3), x)
+
+
+def _shuffle_after_conv(post=op.nn.relu, also_read=False):
+    """conv + bias (+ post) -> shuffle -> conv: the shuffle folds into the first conv's output channels, unless
+    `also_read` reads the first conv's output again (then it stays)."""
+    x = x4(12, 5, 5)
+    y = post(op.nn.bias_add(op.nn.conv2d(x, const(24, 12, 1, 1)), const(24)))
+    out = _conv_bias(_shuffle(y, (1, 24, 5, 5), 4), 24, 16, 3)
+    return model(Tuple([out, y]) if also_read else out, x)
 
 
 def _shuffle_3d():
@@ -252,6 +262,11 @@ CASES = [
     ("flatten-dense", lambda: _unary(lambda x: op.nn.dense(op.nn.batch_flatten(op.nn.relu(x)), const(5, 324))),
      {"nn.batch_flatten", "nn.dense"}),
     ("channel-shuffle-between-convs", _shuffle_between_convs, {"transpose", "nn.conv2d"}),
+    ("channel-shuffle-folded-relu", _shuffle_after_conv, {"transpose", "nn.conv2d"}),
+    ("channel-shuffle-folded-clip", lambda: _shuffle_after_conv(lambda y: op.clip(y, -0.3, 0.4)),
+     {"transpose", "nn.conv2d"}),
+    ("channel-shuffle-not-folded-conv-read-twice", lambda: _shuffle_after_conv(also_read=True),
+     {"transpose", "nn.conv2d"}),
     ("channel-shuffle-of-input", lambda: _unary(lambda x: op.nn.relu(_shuffle(x, (1, 4, 9, 9), 2))), {"transpose"}),
     ("channel-shuffle-3d", _shuffle_3d, {"transpose"}),
 ]
@@ -393,6 +408,27 @@ def test_only_a_channel_shuffle_becomes_one_kernel(make, reason):
     root = _typed(make(x))
     assert reason in shuffle_groups(root)[1]
     assert "transpose" not in dnnl_ops(byoc.partition_for("dnnl", model(make(x), x)))
+
+
+# (id, model, channel shuffles left in the graph)
+SHUFFLE_FOLDS = [
+    ("after-conv-relu", _shuffle_after_conv, 0),
+    ("after-conv-read-twice", lambda: _shuffle_after_conv(also_read=True), 1),
+    ("after-grouped-conv", _shuffle_between_convs, 1),
+]
+
+
+@pytest.mark.parametrize("make, left", [f[1:] for f in SHUFFLE_FOLDS], ids=[f[0] for f in SHUFFLE_FOLDS])
+def test_shuffle_after_an_ungrouped_conv_folds_into_its_weights(tmp_path, make, left):
+    """A channel shuffle right after an ungrouped conv whose output nothing else reads is that conv with its output
+    channels reordered: no shuffle node in the graph, none in oneDNN's log."""
+    mod = make()
+    lib = byoc.build(byoc.partition_for("dnnl", mod))
+    graph = json.loads(lib.get_source("dnnl"))
+    assert sum(n.get("name") == "channel_shuffle" for n in graph["nodes"]) == left
+    assert [n["id"] for n in graph["nodes"]] == list(range(len(graph["nodes"])))
+    ran = _onednn_log(lib, tmp_path, deterministic_inputs(mod, 0))
+    assert sum(r[3] == "shuffle" for r in ran) == left, ran
 
 
 def test_json_graph_is_json_and_holds_no_weights():

@@ -21,6 +21,7 @@ import numpy as np
 from byoc_compiler.vendor import (BlobArtifact, ByocError, Call, Constant, Function, Op, TensorType, Tuple, TupleGetItem,
                                   Var, post_order, runtime_source_dir)
 
+from .fold import fold_shuffles
 from .ops import MAX_NDIM
 from .patterns import shuffle_groups
 
@@ -232,7 +233,7 @@ def graph_text(graph: dict) -> str:
 
 def dnnl_codegen(func: Function, symbol: str) -> BlobArtifact:
     """(region, symbol) -> its JSON graph as a blob; constants travel by name in the model's data."""
-    graph, constants = region_graph(func, symbol)
+    graph, constants = fold_shuffles(*region_graph(func, symbol))
     text = graph_text(graph)
     return BlobArtifact(symbol=symbol, kind=KIND, blob=text.encode("ascii"), text=text,
                         runtime_sources=RUNTIME_SOURCES, include_dirs=INCLUDE_DIRS, constants=constants)
