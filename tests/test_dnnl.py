@@ -193,6 +193,16 @@ def _shuffle_after_conv(post=op.nn.relu, also_read=False):
     return model(Tuple([out, y]) if also_read else out, x)
 
 
+def _shuffle_before_depthwise(stride=2):
+    """grouped conv -> shuffle -> depthwise 3x3 conv (+ bias) -> conv, ShuffleNet's unit: at stride 2 the shuffle
+    moves behind the depthwise conv."""
+    x = x4(12, 9, 9)
+    grouped = op.nn.relu(op.nn.bias_add(op.nn.conv2d(x, const(24, 4, 1, 1), groups=3), const(24)))
+    depthwise = op.nn.bias_add(op.nn.conv2d(_shuffle(grouped, (1, 24, 9, 9), 3), const(24, 1, 3, 3), groups=24,
+                                            strides=(stride, stride), padding=(1, 1, 1, 1)), const(24))
+    return model(_conv_bias(depthwise, 24, 8, 1), x)
+
+
 def _shuffle_3d():
     y = var("y", 2, 12, 5)
     return model(_shuffle(y, (2, 12, 5), 4), y)
@@ -266,6 +276,9 @@ CASES = [
     ("channel-shuffle-folded-clip", lambda: _shuffle_after_conv(lambda y: op.clip(y, -0.3, 0.4)),
      {"transpose", "nn.conv2d"}),
     ("channel-shuffle-not-folded-conv-read-twice", lambda: _shuffle_after_conv(also_read=True),
+     {"transpose", "nn.conv2d"}),
+    ("channel-shuffle-behind-depthwise", _shuffle_before_depthwise, {"transpose", "nn.conv2d"}),
+    ("channel-shuffle-before-depthwise-unstrided", lambda: _shuffle_before_depthwise(stride=1),
      {"transpose", "nn.conv2d"}),
     ("channel-shuffle-of-input", lambda: _unary(lambda x: op.nn.relu(_shuffle(x, (1, 4, 9, 9), 2))), {"transpose"}),
     ("channel-shuffle-3d", _shuffle_3d, {"transpose"}),
@@ -410,23 +423,30 @@ def test_only_a_channel_shuffle_becomes_one_kernel(make, reason):
     assert "transpose" not in dnnl_ops(byoc.partition_for("dnnl", model(make(x), x)))
 
 
-# (id, model, channel shuffles left in the graph)
+# (id, model, channel shuffles left in the graph, of them read from a depthwise conv)
 SHUFFLE_FOLDS = [
-    ("after-conv-relu", _shuffle_after_conv, 0),
-    ("after-conv-read-twice", lambda: _shuffle_after_conv(also_read=True), 1),
-    ("after-grouped-conv", _shuffle_between_convs, 1),
+    ("after-conv-relu", _shuffle_after_conv, 0, 0),
+    ("after-conv-read-twice", lambda: _shuffle_after_conv(also_read=True), 1, 0),
+    ("after-grouped-conv", _shuffle_between_convs, 1, 0),
+    ("before-depthwise-strided", _shuffle_before_depthwise, 1, 1),
+    ("before-depthwise-unstrided", lambda: _shuffle_before_depthwise(stride=1), 1, 0),
 ]
 
 
-@pytest.mark.parametrize("make, left", [f[1:] for f in SHUFFLE_FOLDS], ids=[f[0] for f in SHUFFLE_FOLDS])
-def test_shuffle_after_an_ungrouped_conv_folds_into_its_weights(tmp_path, make, left):
+@pytest.mark.parametrize("make, left, after_depthwise", [f[1:] for f in SHUFFLE_FOLDS], ids=[f[0] for f in SHUFFLE_FOLDS])
+def test_shuffles_fold_into_convs_or_move_behind_strided_depthwise(tmp_path, make, left, after_depthwise):
     """A channel shuffle right after an ungrouped conv whose output nothing else reads is that conv with its output
-    channels reordered: no shuffle node in the graph, none in oneDNN's log."""
+    channels reordered: no shuffle node in the graph, none in oneDNN's log. One before a strided depthwise conv
+    moves behind it (the conv's channels reordered the other way)."""
     mod = make()
     lib = byoc.build(byoc.partition_for("dnnl", mod))
     graph = json.loads(lib.get_source("dnnl"))
-    assert sum(n.get("name") == "channel_shuffle" for n in graph["nodes"]) == left
-    assert [n["id"] for n in graph["nodes"]] == list(range(len(graph["nodes"])))
+    nodes = graph["nodes"]
+    shuffles = [n for n in nodes if n.get("name") == "channel_shuffle"]
+    assert len(shuffles) == left
+    assert sum(nodes[s["inputs"][0]]["attrs"].get("groups") == s["shape"][1] for s in shuffles) == after_depthwise
+    assert [n["id"] for n in nodes] == list(range(len(nodes)))
+    assert all(i < n["id"] for n in nodes for i in n.get("inputs", []))
     ran = _onednn_log(lib, tmp_path, deterministic_inputs(mod, 0))
     assert sum(r[3] == "shuffle" for r in ran) == left, ran
 
