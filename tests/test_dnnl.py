@@ -131,6 +131,20 @@ def _grouped_gemm(post):
     return model(post(op.nn.bias_add(op.nn.conv2d(x, const(15, 5, 1, 1), groups=3), const(15))), x)
 
 
+def _grouped_windows(channels=60, out_per_group=16, summand=True, source="conv"):
+    """A grouped 1x1 conv, 3 groups, whose input groups do not fill 8-channel blocks but whose output groups do
+    (ShuffleNet's 60 -> 240): each group reads a block-aligned window of the blocked value around its channels.
+    From a depthwise conv's output (blocked) or the region input; with the unit's residual sum and relu."""
+    x = x4(channels, 7, 7)
+    y = x if source == "input" else op.nn.bias_add(op.nn.conv2d(x, const(channels, 1, 3, 3), groups=channels,
+                                                                 padding=(1, 1, 1, 1)), const(channels))
+    out = 3 * out_per_group
+    conv = op.nn.bias_add(op.nn.conv2d(y, const(out, channels // 3, 1, 1), groups=3), const(out))
+    if summand:
+        return model(op.nn.relu(op.add(conv, _conv_bias(x, channels, out, 1, relu=False))), x)
+    return model(conv, x)
+
+
 def _dense():
     x = var("x", 3, 16)
     return model(op.nn.relu(op.nn.bias_add(op.nn.dense(x, const(8, 16)), const(8))), x)
@@ -231,6 +245,11 @@ CASES = [
     ("grouped-per-group-of-input", lambda: _grouped_wide(summand=False), {"nn.conv2d", "nn.relu"}),
     ("grouped-per-group-sum", lambda: _grouped_wide("conv"), {"nn.conv2d", "add", "nn.relu"}),
     ("grouped-per-group-3x3-sum-of-input", lambda: _grouped_wide(kernel=3), {"nn.conv2d", "add", "nn.relu"}),
+    # groups of 20, 4 and 5 channels read through 8-channel windows: the last window past the value's channels
+    # (into the layout's padding), windows shared by two groups, from the region input, without the sum
+    ("grouped-windows-20-sum", _grouped_windows, {"nn.conv2d", "add", "nn.relu"}),
+    ("grouped-windows-4", lambda: _grouped_windows(12, 8, summand=False), {"nn.conv2d"}),
+    ("grouped-windows-5-of-input", lambda: _grouped_windows(15, 8, source="input"), {"nn.conv2d", "add", "nn.relu"}),
     ("dense-bias-relu", _dense, {"nn.dense"}),
     ("matmul-transposed", lambda: _binary(lambda a, b: op.nn.matmul(a, b, transpose_a=True, transpose_b=True),
                                           (5, 3), (4, 5)), {"nn.matmul"}),
@@ -324,6 +343,17 @@ def _onednn_log(lib, tmp_path, inputs, threads=1):
     return [line.split(",") for line in run.stdout.splitlines() if line.startswith("onednn_verbose,exec,cpu,")]
 
 
+@pytest.mark.parametrize("channels", [60, 15])
+def test_groups_off_the_blocks_run_ungrouped_on_windows(tmp_path, channels):
+    """A grouped conv whose input groups straddle channel blocks runs as 3 ungrouped 1x1 convolutions (oneDNN's log:
+    no gemm, no `g3`) over 8-channel-aligned windows (`ic24` for 20-channel groups, `ic16` for 5)."""
+    mod = _grouped_windows(channels, 8)
+    ran = _onednn_log(byoc.build(byoc.partition_for("dnnl", mod)), tmp_path, deterministic_inputs(mod, 0))
+    window = {60: "ic24oc8_", 15: "ic16oc8_"}[channels]
+    grouped = [r for r in ran if r[3] == "convolution" and window in ",".join(r)]
+    assert len(grouped) == 3 and not any("gemm" in r[4] or "g3mb" in ",".join(r) for r in grouped), ran
+
+
 def test_gemm_convolution_activation_is_an_eltwise_primitive(tmp_path):
     """oneDNN's gemm-based convolution applies a relu post-op in a scalar loop; the runtime leaves it out of the conv
     and runs an eltwise relu over the conv's output after it (oneDNN's log)."""
@@ -367,7 +397,7 @@ def test_grouped_convolution_runs_one_primitive_per_group(tmp_path, source):
 # per group over slices, a concat as copies into slices, a pooling on a blocked copy, its own blocked pooling), built with -fsanitize=address,undefined:
 # the matrix's random graphs seldom reach them.
 SANITIZED = ["grouped-block-sum-split", "grouped-per-group-sum", "concatenate-blocked-and-plain", "avg-pool-exclude",
-             "blocked-max-pool-ceil-dilated", "grouped-gemm-relu"]
+             "blocked-max-pool-ceil-dilated", "grouped-gemm-relu", "grouped-windows-20-sum", "grouped-windows-4"]
 
 
 @pytest.mark.parametrize("make", [c[1] for c in CASES if c[0] in SANITIZED], ids=SANITIZED)

@@ -452,12 +452,51 @@ static dnnl_format_tag_t sliceable_tag(const dnnl_memory_desc_t* md, int64_t cha
   return dnnl_format_tag_undef;
 }
 
+/* The channels each group's primitive reads when a group's input channels do not fill whole blocks of `block`
+ * lanes: the narrowest width, a multiple of block, whose block-aligned windows each hold one group's channels
+ * (ShuffleNet's 3 groups of 20 channels over 8-lane blocks: [0, 24), [16, 40), [40, 64)). */
+static int64_t group_window(int64_t cg, int64_t groups, int64_t block) {
+  int64_t j, width = 0;
+  for (j = 0; j < groups; ++j) {
+    const int64_t first = j * cg / block * block, end = ((j + 1) * cg + block - 1) / block * block;
+    if (end - first > width) width = end - first;
+  }
+  return width;
+}
+
+/* Where group j's window starts: its first channel's block, moved back where the window would pass the value's
+ * last block (the channels past the value's count in that block are the layout's padding, which oneDNN keeps
+ * zero). */
+static int64_t window_start(int64_t j, int64_t cg, int64_t width, int64_t channels, int64_t block) {
+  const int64_t first = j * cg / block * block, blocks_end = (channels + block - 1) / block * block;
+  return first + width > blocks_end ? blocks_end - width : first;
+}
+
+/* Group j's weights over its window (zero for the window's other channels), in OIHW: a constant of the step. */
+static int32_t window_weights(BdModule* m, int32_t id, const BdNode* w, int64_t j, int64_t og, int64_t cg,
+                              int64_t offset, const dnnl_memory_desc_t* md, dnnl_memory_t* out) {
+  const int64_t width = md->dims[1], taps = md->dims[2] * md->dims[3];
+  const float* from = (const float*)w->data;
+  float* to = NULL;
+  int64_t o;
+  if (bd_new_memory(m, md, DNNL_MEMORY_ALLOCATE, out, id) != 0) return -1;
+  CHECK(dnnl_memory_get_data_handle(*out, (void**)&to), id, "memory_get_data_handle");
+  memset(to, 0, (size_t)(og * width * taps) * sizeof(float));
+  for (o = 0; o < og; ++o) {
+    memcpy(to + (o * width + offset) * taps, from + (j * og + o) * cg * taps, (size_t)(cg * taps) * sizeof(float));
+  }
+  return 0;
+}
+
 /* A grouped convolution as one ungrouped primitive per group. oneDNN 2.6 runs a grouped convolution on its generic
  * direct kernel (ShuffleNet's 1x1 convs in 3 groups of 40-320 channels: jit:avx2, about 16 GFLOP/s) and the same
  * shapes without groups on its 1x1 kernel at several times that. With a batch of one, a group's input and output
  * channels are dense slices of the values (NCHW, or channel blocks dividing the group), so each group's step reads
  * and writes its slices in place: one primitive (created once per group from one descriptor), the group's weights
  * reordered once, its bias a slice of the constant. The sum and relu post-ops are per element, as in one primitive.
+ * Where a group's input channels do not fill whole blocks but its output channels do (ShuffleNet's 60 -> 240
+ * channel convs in 3 groups, which oneDNN otherwise runs on its gemm-based kernel over plain copies), each group
+ * reads a block-aligned window around its channels with zero weights for the others (group_window).
  * Returns 1 if the node was built so, 0 if it does not qualify (build_conv builds one grouped primitive), -1 on
  * failure. */
 static int32_t build_conv_per_group(BdModule* m, int32_t id) {
@@ -466,16 +505,17 @@ static int32_t build_conv_per_group(BdModule* m, int32_t id) {
   const BdNode* b = n->a.bias ? &m->nodes[n->inputs[2]] : NULL;
   const BdAttrs* a = &n->a;
   const int64_t g = a->groups;
-  int64_t cg, og, j;
+  int64_t cg, og, cw = 0, block = 1, j;
   dnnl_dims_t src_dims = {0}, dst_dims = {0}, w_dims = {0}, strides = {0}, dil = {0}, pl = {0}, pr = {0};
   dnnl_dims_t bias_dims = {0}, full_dims = {0};
   dnnl_memory_desc_t src_md, w_md, b_md, dst_md, full_src, full_dst, w_user_md;
   const dnnl_memory_desc_t *pd_src, *pd_dst, *pd_w;
   dnnl_convolution_desc_t d;
-  dnnl_primitive_desc_t pd;
-  dnnl_format_tag_t src_tag, dst_tag;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_format_tag_t src_tag = dnnl_format_tag_undef, dst_tag;
   dnnl_memory_t src, dst;
-  size_t src_slice, dst_slice, w_slice;
+  size_t plane, dst_slice, w_slice;
+  int attempt;
   if (g <= 1 || a->nhwc || x->ndim != 4 || x->shape[0] != 1 || w->kind != BD_CONST || (b != NULL && b->kind != BD_CONST)) {
     return 0;
   }
@@ -483,30 +523,40 @@ static int32_t build_conv_per_group(BdModule* m, int32_t id) {
   og = w->shape[0] / g;
   if (cg == 1) return 0; /* depthwise: oneDNN's own depthwise kernel */
   src_dims[0] = dst_dims[0] = 1;
-  src_dims[1] = cg;
   src_dims[2] = x->shape[2];
   src_dims[3] = x->shape[3];
   dst_dims[1] = og;
   dst_dims[2] = n->shape[2];
   dst_dims[3] = n->shape[3];
   w_dims[0] = og;
-  w_dims[1] = cg;
   w_dims[2] = w->shape[2];
   w_dims[3] = w->shape[3];
   bias_dims[0] = og;
   conv_geometry(a, strides, dil, pl, pr);
-  if (any_md(m, id, 4, src_dims, &src_md) || any_md(m, id, 4, dst_dims, &dst_md) || any_md(m, id, 4, w_dims, &w_md) ||
-      (b != NULL && plain_md(m, id, 1, bias_dims, &b_md)) || plain_md(m, id, 4, w_dims, &w_user_md)) {
-    return -1;
+  /* the group's own channels; else windows over the 8-lane blocks the value would have */
+  for (attempt = 0; attempt < 2 && src_tag == dnnl_format_tag_undef; ++attempt) {
+    cw = attempt == 0 ? cg : group_window(cg, g, 8);
+    if (attempt == 1 && cg % 8 == 0) break;
+    src_dims[1] = w_dims[1] = cw;
+    if (pd != NULL) dnnl_primitive_desc_destroy(pd);
+    pd = NULL;
+    if (any_md(m, id, 4, src_dims, &src_md) || any_md(m, id, 4, dst_dims, &dst_md) ||
+        any_md(m, id, 4, w_dims, &w_md) || (b != NULL && plain_md(m, id, 1, bias_dims, &b_md)) ||
+        plain_md(m, id, 4, w_dims, &w_user_md)) {
+      return -1;
+    }
+    CHECK(dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_convolution_direct, &src_md,
+                                                     &w_md, b != NULL ? &b_md : NULL, &dst_md, strides, dil, pl, pr),
+          id, "convolution_forward_desc_init");
+    if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+    src_tag = sliceable_tag(dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), cw);
+    block = src_tag == dnnl_nChw16c ? 16 : src_tag == dnnl_nChw8c ? 8 : 1;
+    if (attempt == 1 && block != 8) src_tag = dnnl_format_tag_undef;
   }
-  CHECK(dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &w_md,
-                                                   b != NULL ? &b_md : NULL, &dst_md, strides, dil, pl, pr),
-        id, "convolution_forward_desc_init");
-  if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+  if (pd == NULL) return 0;
   pd_src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
   pd_dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
   pd_w = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-  src_tag = sliceable_tag(pd_src, cg);
   dst_tag = sliceable_tag(pd_dst, og);
   full_dims[0] = 1;
   full_dims[2] = src_dims[2];
@@ -525,17 +575,27 @@ static int32_t build_conv_per_group(BdModule* m, int32_t id) {
     dnnl_primitive_desc_destroy(pd);
     return 0;
   }
-  src_slice = (size_t)(cg * src_dims[2] * src_dims[3]) * sizeof(float);
+  /* a channel's plane, and with it a block's lanes, starts at channel * H * W floats in NCHW and blocked layouts */
+  plane = (size_t)(src_dims[2] * src_dims[3]) * sizeof(float);
   dst_slice = (size_t)(og * dst_dims[2] * dst_dims[3]) * sizeof(float);
   w_slice = (size_t)(og * cg * w_dims[2] * w_dims[3]) * sizeof(float);
   if (value_as(m, n->inputs[0], &full_src, &src, id) != 0 || conv_dst(m, id, &full_dst, &dst) != 0) goto fail;
   for (j = 0; j < g; ++j) {
     dnnl_exec_arg_t args[BD_MAX_ARGS];
     dnnl_memory_t src_j, dst_j, w_user, w_j, b_j;
+    const int64_t first = cw == cg ? j * cg : window_start(j, cg, cw, x->shape[1], block);
     int32_t nargs = 0;
-    if (view_of(m, n->inputs[0], src, (size_t)j * src_slice, pd_src, &src_j, id) != 0 ||
+    /* the window holds the group's channels and lies within the value's blocks */
+    if (first < 0 || first > j * cg || first + cw < (j + 1) * cg ||
+        first + cw > (x->shape[1] + block - 1) / block * block) {
+      bd_fail(m, id, "group %lld's channel window [%lld, %lld) misses its channels or the value", (long long)j,
+              (long long)first, (long long)(first + cw));
+      goto fail;
+    }
+    if (view_of(m, n->inputs[0], src, (size_t)first * plane, pd_src, &src_j, id) != 0 ||
         bd_view_at(m, dst, (size_t)j * dst_slice, pd_dst, &dst_j, id) != 0 ||
-        bd_view_at(m, w->mem, (size_t)j * w_slice, &w_user_md, &w_user, id) != 0 ||
+        (cw == cg ? bd_view_at(m, w->mem, (size_t)j * w_slice, &w_user_md, &w_user, id)
+                  : window_weights(m, id, w, j, og, cg, j * cg - first, &w_user_md, &w_user)) != 0 ||
         bd_new_memory(m, pd_w, DNNL_MEMORY_ALLOCATE, &w_j, id) != 0 || reorder(m, w_user, w_j, 1, id) != 0) {
       goto fail;
     }
