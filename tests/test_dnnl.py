@@ -125,8 +125,9 @@ def _pool_after_conv(pool, c=16, h=11, w=10):
 
 
 def _grouped_gemm(post):
-    """A grouped 1x1 conv with 5 channels per group (oneDNN's gemm-based convolution) and an activation after it,
-    which the runtime runs as an eltwise primitive after the conv."""
+    """A grouped 1x1 conv with 5 channels per group and an activation after it: oneDNN's gemm-based convolution
+    where the activation does not keep zeros (a clip above 0; else 8-channel windows), which the runtime runs as
+    an eltwise primitive after the conv."""
     x = x4(15, 6, 6)
     return model(post(op.nn.bias_add(op.nn.conv2d(x, const(15, 5, 1, 1), groups=3), const(15))), x)
 
@@ -143,6 +144,15 @@ def _grouped_windows(channels=60, out_per_group=16, summand=True, source="conv")
     if summand:
         return model(op.nn.relu(op.add(conv, _conv_bias(x, channels, out, 1, relu=False))), x)
     return model(conv, x)
+
+
+def _grouped_out_windows(post=op.nn.relu, channels=48, out=36):
+    """A grouped 1x1 conv, 3 groups, whose output groups do not fill 8-channel blocks (ShuffleNet's 240 -> 60):
+    each group writes an aligned window of the blocked value, the windows overlapping, so each adds into the
+    zeroed value before `post`."""
+    x = x4(8, 6, 6)
+    y = _conv_bias(x, 8, channels, 3)
+    return model(post(op.nn.bias_add(op.nn.conv2d(y, const(out, channels // 3, 1, 1), groups=3), const(out))), x)
 
 
 def _dense():
@@ -250,6 +260,13 @@ CASES = [
     ("grouped-windows-20-sum", _grouped_windows, {"nn.conv2d", "add", "nn.relu"}),
     ("grouped-windows-4", lambda: _grouped_windows(12, 8, summand=False), {"nn.conv2d"}),
     ("grouped-windows-5-of-input", lambda: _grouped_windows(15, 8, source="input"), {"nn.conv2d", "add", "nn.relu"}),
+    # output groups of 12 and 20 channels written through overlapping 8-channel windows that accumulate; a clip
+    # whose range holds no 0 (not accumulated: the gemm-based conv)
+    ("grouped-out-windows-relu", _grouped_out_windows, {"nn.conv2d", "nn.relu"}),
+    ("grouped-out-windows-clip", lambda: _grouped_out_windows(lambda y: op.clip(y, -0.5, 0.5)), {"nn.conv2d", "clip"}),
+    ("grouped-out-windows-clip-above-0", lambda: _grouped_out_windows(lambda y: op.clip(y, 0.1, 0.5)),
+     {"nn.conv2d", "clip"}),
+    ("grouped-both-windows", lambda: _grouped_out_windows(channels=60, out=60), {"nn.conv2d", "nn.relu"}),
     ("dense-bias-relu", _dense, {"nn.dense"}),
     ("matmul-transposed", lambda: _binary(lambda a, b: op.nn.matmul(a, b, transpose_a=True, transpose_b=True),
                                           (5, 3), (4, 5)), {"nn.matmul"}),
@@ -282,8 +299,8 @@ CASES = [
     ("blocked-avg-pool-of-input", lambda: _unary_of(x4(16, 8, 8), lambda x: op.nn.avg_pool2d(x, (3, 3), (2, 2),
                                                                                             padding=(1, 1, 1, 1))),
      {"nn.avg_pool2d"}),
-    ("grouped-gemm-relu", lambda: _grouped_gemm(op.nn.relu), {"nn.conv2d", "nn.relu"}),
-    ("grouped-gemm-clip", lambda: _grouped_gemm(lambda y: op.clip(y, -0.5, 0.5)), {"nn.conv2d", "clip"}),
+    ("grouped-5-relu", lambda: _grouped_gemm(op.nn.relu), {"nn.conv2d", "nn.relu"}),
+    ("grouped-gemm-clip", lambda: _grouped_gemm(lambda y: op.clip(y, 0.1, 0.5)), {"nn.conv2d", "clip"}),
     ("concatenate", _concat, {"concatenate"}),
     ("concatenate-blocked-and-plain", _concat_blocked, {"concatenate", "nn.conv2d"}),
     ("softmax-axis1", lambda: _unary(lambda x: op.nn.softmax(x, axis=1)), {"nn.softmax"}),
@@ -315,7 +332,8 @@ def test_op_runs_in_onednn_and_matches_reference(make, taken):
     assert taken <= dnnl_ops(part)
     lib = byoc.build(part)
     inputs = deterministic_inputs(mod, 0)
-    got = lib.run_runner(inputs)
+    # twice: a step that depends on bytes an earlier run left (an accumulation not zeroed) gives another result
+    got = lib.run_runner(inputs, repeat=2)
     for g, want in zip(got, testing.run_reference(mod, inputs)):
         np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-5)
 
@@ -354,12 +372,24 @@ def test_groups_off_the_blocks_run_ungrouped_on_windows(tmp_path, channels):
     assert len(grouped) == 3 and not any("gemm" in r[4] or "g3mb" in ",".join(r) for r in grouped), ran
 
 
-def test_gemm_convolution_activation_is_an_eltwise_primitive(tmp_path):
-    """oneDNN's gemm-based convolution applies a relu post-op in a scalar loop; the runtime leaves it out of the conv
-    and runs an eltwise relu over the conv's output after it (oneDNN's log)."""
-    mod = _grouped_gemm(op.nn.relu)
+@pytest.mark.parametrize("post, window, windowed", [
+    (op.nn.relu, "ic16oc16_", True), (lambda y: op.clip(y, 0.1, 0.5), "ic16oc16_", False)], ids=["relu", "clip-0.1"])
+def test_output_groups_off_the_blocks_accumulate_in_windows(tmp_path, post, window, windowed):
+    """Output groups of 12 channels: 3 ungrouped convolutions into 16-channel windows, each with a sum post-op
+    (oneDNN's log), unless the activation would not keep the zeros (a clip to [0.1, 0.5]: the gemm-based conv)."""
+    mod = _grouped_out_windows(post)
     ran = _onednn_log(byoc.build(byoc.partition_for("dnnl", mod)), tmp_path, deterministic_inputs(mod, 0))
-    kinds = [(r[3], "gemm" in r[4], "eltwise_relu" in ",".join(r)) for r in ran]
+    grouped = [r for r in ran if r[3] == "convolution" and window in ",".join(r) and "sum" in ",".join(r)]
+    assert len(grouped) == (3 if windowed else 0), ran
+    assert any("gemm" in r[4] for r in ran if r[3] == "convolution") != windowed, ran
+
+
+def test_gemm_convolution_activation_is_an_eltwise_primitive(tmp_path):
+    """oneDNN's gemm-based convolution applies an eltwise post-op in a scalar loop; the runtime leaves it out of the
+    conv and runs an eltwise clip over the conv's output after it (oneDNN's log)."""
+    mod = _grouped_gemm(lambda y: op.clip(y, 0.1, 0.5))
+    ran = _onednn_log(byoc.build(byoc.partition_for("dnnl", mod)), tmp_path, deterministic_inputs(mod, 0))
+    kinds = [(r[3], "gemm" in r[4], "eltwise_clip" in ",".join(r)) for r in ran]
     conv = kinds.index(("convolution", True, False))
     assert kinds[conv + 1] == ("eltwise", False, True), ran
 
@@ -397,7 +427,8 @@ def test_grouped_convolution_runs_one_primitive_per_group(tmp_path, source):
 # per group over slices, a concat as copies into slices, a pooling on a blocked copy, its own blocked pooling), built with -fsanitize=address,undefined:
 # the matrix's random graphs seldom reach them.
 SANITIZED = ["grouped-block-sum-split", "grouped-per-group-sum", "concatenate-blocked-and-plain", "avg-pool-exclude",
-             "blocked-max-pool-ceil-dilated", "grouped-gemm-relu", "grouped-windows-20-sum", "grouped-windows-4"]
+             "blocked-max-pool-ceil-dilated", "grouped-gemm-clip", "grouped-windows-20-sum", "grouped-windows-4",
+             "grouped-both-windows"]
 
 
 @pytest.mark.parametrize("make", [c[1] for c in CASES if c[0] in SANITIZED], ids=SANITIZED)

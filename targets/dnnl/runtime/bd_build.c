@@ -89,6 +89,25 @@ int32_t bd_kernel_step(BdModule* m, BdKernel kernel, void* params, int32_t nargs
   return 0;
 }
 
+static int32_t run_zero(const BdStep* s) {
+  const dnnl_memory_desc_t* md = NULL;
+  void* data = NULL;
+  if (dnnl_memory_get_memory_desc(s->args[0].memory, &md) != dnnl_success ||
+      dnnl_memory_get_data_handle(s->args[0].memory, &data) != dnnl_success || data == NULL) {
+    byoc_set_last_error("dnnl: a zeroing step's buffer is not set");
+    return -1;
+  }
+  memset(data, 0, dnnl_memory_desc_get_size(md));
+  return 0;
+}
+
+int32_t bd_zero_step(BdModule* m, int32_t node, dnnl_memory_t mem) {
+  dnnl_exec_arg_t arg;
+  arg.arg = DNNL_ARG_DST;
+  arg.memory = mem;
+  return bd_kernel_step(m, run_zero, NULL, 1, &arg, node);
+}
+
 /* Reorder src -> dst: executed now (constants: once) or added as a step of every run. */
 static int32_t reorder(BdModule* m, dnnl_memory_t src, dnnl_memory_t dst, int now, int32_t node) {
   const dnnl_memory_desc_t *smd, *dmd;
@@ -206,12 +225,14 @@ static int32_t finish(BdModule* m, int32_t id, dnnl_primitive_desc_t pd, dnnl_ex
 }
 
 /* Which of the node's post-ops a primitive takes. */
-typedef enum { BD_ALL_POST_OPS, BD_NO_POST_OPS, BD_ALL_BUT_SUM } BdPostOps;
+/* BD_SUM_FIRST: a sum in front of the node's relu or clip whether or not the node has one (a primitive adding into
+ * what an earlier one wrote). */
+typedef enum { BD_ALL_POST_OPS, BD_NO_POST_OPS, BD_ALL_BUT_SUM, BD_SUM_FIRST } BdPostOps;
 
 /* An attribute with a user scratchpad and the node's post-ops (`which` of them). */
 static int32_t make_attr(BdModule* m, int32_t id, BdPostOps which, dnnl_primitive_attr_t* attr) {
   const BdAttrs* a = &m->nodes[id].a;
-  const int sum = a->post_sum && which == BD_ALL_POST_OPS;
+  const int sum = (a->post_sum && which == BD_ALL_POST_OPS) || which == BD_SUM_FIRST;
   const int relu = a->post_relu && which != BD_NO_POST_OPS, clip = a->post_clip && which != BD_NO_POST_OPS;
   dnnl_post_ops_t po = NULL;
   dnnl_status_t st;
@@ -472,18 +493,46 @@ static int64_t window_start(int64_t j, int64_t cg, int64_t width, int64_t channe
   return first + width > blocks_end ? blocks_end - width : first;
 }
 
-/* Group j's weights over its window (zero for the window's other channels), in OIHW: a constant of the step. */
+/* Group j's weights over its windows, in OIHW: rows [out_at, out_at + og) and columns [in_at, in_at + cg) are the
+ * group's, the rest zero. A constant of the step. */
 static int32_t window_weights(BdModule* m, int32_t id, const BdNode* w, int64_t j, int64_t og, int64_t cg,
-                              int64_t offset, const dnnl_memory_desc_t* md, dnnl_memory_t* out) {
-  const int64_t width = md->dims[1], taps = md->dims[2] * md->dims[3];
+                              int64_t out_at, int64_t in_at, const dnnl_memory_desc_t* md, dnnl_memory_t* out) {
+  const int64_t rows = md->dims[0], width = md->dims[1], taps = md->dims[2] * md->dims[3];
   const float* from = (const float*)w->data;
   float* to = NULL;
   int64_t o;
   if (bd_new_memory(m, md, DNNL_MEMORY_ALLOCATE, out, id) != 0) return -1;
   CHECK(dnnl_memory_get_data_handle(*out, (void**)&to), id, "memory_get_data_handle");
-  memset(to, 0, (size_t)(og * width * taps) * sizeof(float));
+  memset(to, 0, (size_t)(rows * width * taps) * sizeof(float));
   for (o = 0; o < og; ++o) {
-    memcpy(to + (o * width + offset) * taps, from + (j * og + o) * cg * taps, (size_t)(cg * taps) * sizeof(float));
+    memcpy(to + ((out_at + o) * width + in_at) * taps, from + (j * og + o) * cg * taps,
+           (size_t)(cg * taps) * sizeof(float));
+  }
+  return 0;
+}
+
+/* Group j's bias over its output window (zero for the other channels): a constant of the step. */
+static int32_t window_bias(BdModule* m, int32_t id, const BdNode* b, int64_t j, int64_t og, int64_t out_at,
+                           const dnnl_memory_desc_t* md, dnnl_memory_t* out) {
+  float* to = NULL;
+  if (bd_new_memory(m, md, DNNL_MEMORY_ALLOCATE, out, id) != 0) return -1;
+  CHECK(dnnl_memory_get_data_handle(*out, (void**)&to), id, "memory_get_data_handle");
+  memset(to, 0, (size_t)md->dims[0] * sizeof(float));
+  memcpy(to + out_at, (const float*)b->data + j * og, (size_t)og * sizeof(float));
+  return 0;
+}
+
+static int64_t lanes_of(dnnl_format_tag_t tag) { return tag == dnnl_nChw16c ? 16 : tag == dnnl_nChw8c ? 8 : 1; }
+
+/* Where group j's channels lie in the value and in its primitive's view: the view starts at `first`. */
+static int32_t group_view_start(BdModule* m, int32_t id, int64_t j, int64_t per_group, int64_t width,
+                                int64_t channels, int64_t lanes, int64_t* first) {
+  *first = width == per_group ? j * per_group : window_start(j, per_group, width, channels, lanes);
+  /* the window holds the group's channels and lies within the value's blocks */
+  if (*first < 0 || *first > j * per_group || *first + width < (j + 1) * per_group ||
+      *first + width > (channels + lanes - 1) / lanes * lanes) {
+    return bd_fail(m, id, "group %lld's channel window [%lld, %lld) misses its channels or the value", (long long)j,
+                   (long long)*first, (long long)(*first + width));
   }
   return 0;
 }
@@ -494,9 +543,12 @@ static int32_t window_weights(BdModule* m, int32_t id, const BdNode* w, int64_t 
  * channels are dense slices of the values (NCHW, or channel blocks dividing the group), so each group's step reads
  * and writes its slices in place: one primitive (created once per group from one descriptor), the group's weights
  * reordered once, its bias a slice of the constant. The sum and relu post-ops are per element, as in one primitive.
- * Where a group's input channels do not fill whole blocks but its output channels do (ShuffleNet's 60 -> 240
- * channel convs in 3 groups, which oneDNN otherwise runs on its gemm-based kernel over plain copies), each group
- * reads a block-aligned window around its channels with zero weights for the others (group_window).
+ * Where a group's channels do not fill 8-channel blocks (ShuffleNet's convs in 3 groups of 20 channels, which
+ * oneDNN otherwise runs on its gemm-based kernel over plain copies of the values), the group's primitive reads or
+ * writes a block-aligned window around them (group_window), with zero weights (and bias) for the window's other
+ * channels. Output windows overlap, so they accumulate: the value is zeroed each run and every group adds into it
+ * (a sum post-op before the relu or clip, which leave the channels an earlier group finished as they were, and
+ * zeros zero); not where the node itself sums a residual or clips to a range without 0.
  * Returns 1 if the node was built so, 0 if it does not qualify (build_conv builds one grouped primitive), -1 on
  * failure. */
 static int32_t build_conv_per_group(BdModule* m, int32_t id) {
@@ -505,16 +557,16 @@ static int32_t build_conv_per_group(BdModule* m, int32_t id) {
   const BdNode* b = n->a.bias ? &m->nodes[n->inputs[2]] : NULL;
   const BdAttrs* a = &n->a;
   const int64_t g = a->groups;
-  int64_t cg, og, cw = 0, block = 1, j;
+  int64_t cg, og, cw = 0, ow = 0, j;
   dnnl_dims_t src_dims = {0}, dst_dims = {0}, w_dims = {0}, strides = {0}, dil = {0}, pl = {0}, pr = {0};
   dnnl_dims_t bias_dims = {0}, full_dims = {0};
   dnnl_memory_desc_t src_md, w_md, b_md, dst_md, full_src, full_dst, w_user_md;
   const dnnl_memory_desc_t *pd_src, *pd_dst, *pd_w;
   dnnl_convolution_desc_t d;
   dnnl_primitive_desc_t pd = NULL;
-  dnnl_format_tag_t src_tag = dnnl_format_tag_undef, dst_tag;
+  dnnl_format_tag_t src_tag = dnnl_format_tag_undef, dst_tag = dnnl_format_tag_undef;
   dnnl_memory_t src, dst;
-  size_t plane, dst_slice, w_slice;
+  size_t in_plane, out_plane;
   int attempt;
   if (g <= 1 || a->nhwc || x->ndim != 4 || x->shape[0] != 1 || w->kind != BD_CONST || (b != NULL && b->kind != BD_CONST)) {
     return 0;
@@ -525,21 +577,22 @@ static int32_t build_conv_per_group(BdModule* m, int32_t id) {
   src_dims[0] = dst_dims[0] = 1;
   src_dims[2] = x->shape[2];
   src_dims[3] = x->shape[3];
-  dst_dims[1] = og;
   dst_dims[2] = n->shape[2];
   dst_dims[3] = n->shape[3];
-  w_dims[0] = og;
   w_dims[2] = w->shape[2];
   w_dims[3] = w->shape[3];
-  bias_dims[0] = og;
   conv_geometry(a, strides, dil, pl, pr);
-  /* the group's own channels; else windows over the 8-lane blocks the value would have */
-  for (attempt = 0; attempt < 2 && src_tag == dnnl_format_tag_undef; ++attempt) {
-    cw = attempt == 0 ? cg : group_window(cg, g, 8);
-    if (attempt == 1 && cg % 8 == 0) break;
+  /* the groups' own channels; else 8-channel windows on the side(s) whose groups straddle blocks */
+  for (attempt = 0; attempt < 2; ++attempt) {
+    cw = attempt == 1 && cg % 8 != 0 ? group_window(cg, g, 8) : cg;
+    ow = attempt == 1 && og % 8 != 0 ? group_window(og, g, 8) : og;
+    /* accumulating windows need an activation that keeps 0 and what it already gave (relu; clip around 0) */
+    if (attempt == 1 && ((cw == cg && ow == og) ||
+                         (ow != og && (a->post_sum || (a->post_clip && (a->clip_lo > 0.0 || a->clip_hi < 0.0)))))) {
+      break;
+    }
     src_dims[1] = w_dims[1] = cw;
-    if (pd != NULL) dnnl_primitive_desc_destroy(pd);
-    pd = NULL;
+    dst_dims[1] = w_dims[0] = bias_dims[0] = ow;
     if (any_md(m, id, 4, src_dims, &src_md) || any_md(m, id, 4, dst_dims, &dst_md) ||
         any_md(m, id, 4, w_dims, &w_md) || (b != NULL && plain_md(m, id, 1, bias_dims, &b_md)) ||
         plain_md(m, id, 4, w_dims, &w_user_md)) {
@@ -548,23 +601,26 @@ static int32_t build_conv_per_group(BdModule* m, int32_t id) {
     CHECK(dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_convolution_direct, &src_md,
                                                      &w_md, b != NULL ? &b_md : NULL, &dst_md, strides, dil, pl, pr),
           id, "convolution_forward_desc_init");
-    if (pd_with_attr(m, id, &d, &pd) != 0) return -1;
+    if (pd_with_post_ops(m, id, ow == og ? BD_ALL_POST_OPS : BD_SUM_FIRST, &d, &pd) != 0) return -1;
     src_tag = sliceable_tag(dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), cw);
-    block = src_tag == dnnl_nChw16c ? 16 : src_tag == dnnl_nChw8c ? 8 : 1;
-    if (attempt == 1 && block != 8) src_tag = dnnl_format_tag_undef;
+    dst_tag = sliceable_tag(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), ow);
+    /* gemm-based: no faster without groups, and its sum post-op is slow (finish_split_sum) */
+    if (src_tag != dnnl_format_tag_undef && dst_tag != dnnl_format_tag_undef && !gemm_convolution(pd) &&
+        (cw == cg || lanes_of(src_tag) == 8) && (ow == og || lanes_of(dst_tag) == 8)) {
+      break;
+    }
+    dnnl_primitive_desc_destroy(pd);
+    pd = NULL;
   }
   if (pd == NULL) return 0;
   pd_src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
   pd_dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
   pd_w = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-  dst_tag = sliceable_tag(pd_dst, og);
   full_dims[0] = 1;
+  full_dims[1] = x->shape[1];
   full_dims[2] = src_dims[2];
   full_dims[3] = src_dims[3];
-  full_dims[1] = x->shape[1];
-  /* gemm-based: no faster without groups, and its sum post-op is slow (finish_split_sum) */
-  if (src_tag == dnnl_format_tag_undef || dst_tag == dnnl_format_tag_undef || gemm_convolution(pd) ||
-      dnnl_memory_desc_init_by_tag(&full_src, 4, full_dims, dnnl_f32, src_tag) != dnnl_success) {
+  if (dnnl_memory_desc_init_by_tag(&full_src, 4, full_dims, dnnl_f32, src_tag) != dnnl_success) {
     dnnl_primitive_desc_destroy(pd);
     return 0;
   }
@@ -576,26 +632,23 @@ static int32_t build_conv_per_group(BdModule* m, int32_t id) {
     return 0;
   }
   /* a channel's plane, and with it a block's lanes, starts at channel * H * W floats in NCHW and blocked layouts */
-  plane = (size_t)(src_dims[2] * src_dims[3]) * sizeof(float);
-  dst_slice = (size_t)(og * dst_dims[2] * dst_dims[3]) * sizeof(float);
-  w_slice = (size_t)(og * cg * w_dims[2] * w_dims[3]) * sizeof(float);
+  in_plane = (size_t)(src_dims[2] * src_dims[3]) * sizeof(float);
+  out_plane = (size_t)(dst_dims[2] * dst_dims[3]) * sizeof(float);
   if (value_as(m, n->inputs[0], &full_src, &src, id) != 0 || conv_dst(m, id, &full_dst, &dst) != 0) goto fail;
+  if (ow != og && bd_zero_step(m, id, dst) != 0) goto fail;
   for (j = 0; j < g; ++j) {
     dnnl_exec_arg_t args[BD_MAX_ARGS];
     dnnl_memory_t src_j, dst_j, w_user, w_j, b_j;
-    const int64_t first = cw == cg ? j * cg : window_start(j, cg, cw, x->shape[1], block);
+    int64_t in_first, out_first;
     int32_t nargs = 0;
-    /* the window holds the group's channels and lies within the value's blocks */
-    if (first < 0 || first > j * cg || first + cw < (j + 1) * cg ||
-        first + cw > (x->shape[1] + block - 1) / block * block) {
-      bd_fail(m, id, "group %lld's channel window [%lld, %lld) misses its channels or the value", (long long)j,
-              (long long)first, (long long)(first + cw));
-      goto fail;
-    }
-    if (view_of(m, n->inputs[0], src, (size_t)first * plane, pd_src, &src_j, id) != 0 ||
-        bd_view_at(m, dst, (size_t)j * dst_slice, pd_dst, &dst_j, id) != 0 ||
-        (cw == cg ? bd_view_at(m, w->mem, (size_t)j * w_slice, &w_user_md, &w_user, id)
-                  : window_weights(m, id, w, j, og, cg, j * cg - first, &w_user_md, &w_user)) != 0 ||
+    if (group_view_start(m, id, j, cg, cw, x->shape[1], lanes_of(src_tag), &in_first) != 0 ||
+        group_view_start(m, id, j, og, ow, w->shape[0], lanes_of(dst_tag), &out_first) != 0 ||
+        view_of(m, n->inputs[0], src, (size_t)in_first * in_plane, pd_src, &src_j, id) != 0 ||
+        bd_view_at(m, dst, (size_t)out_first * out_plane, pd_dst, &dst_j, id) != 0 ||
+        (cw == cg && ow == og
+             ? bd_view_at(m, w->mem, (size_t)(j * og * cg * w_dims[2] * w_dims[3]) * sizeof(float), &w_user_md,
+                          &w_user, id)
+             : window_weights(m, id, w, j, og, cg, j * og - out_first, j * cg - in_first, &w_user_md, &w_user)) != 0 ||
         bd_new_memory(m, pd_w, DNNL_MEMORY_ALLOCATE, &w_j, id) != 0 || reorder(m, w_user, w_j, 1, id) != 0) {
       goto fail;
     }
@@ -604,7 +657,10 @@ static int32_t build_conv_per_group(BdModule* m, int32_t id) {
     args[nargs].arg = DNNL_ARG_WEIGHTS;
     args[nargs++].memory = w_j;
     if (b != NULL) {
-      if (bd_view_at(m, b->mem, (size_t)(j * og) * sizeof(float), &b_md, &b_j, id) != 0) goto fail;
+      if ((ow == og ? bd_view_at(m, b->mem, (size_t)(j * og) * sizeof(float), &b_md, &b_j, id)
+                    : window_bias(m, id, b, j, og, j * og - out_first, &b_md, &b_j)) != 0) {
+        goto fail;
+      }
       args[nargs].arg = DNNL_ARG_BIAS;
       args[nargs++].memory = b_j;
     }

@@ -116,6 +116,8 @@ int32_t bd_new_memory(BdModule* m, const dnnl_memory_desc_t* md, void* handle, d
 /* a step run by `kernel` over args (params: malloc'd, freed with the module, and on failure here) */
 int32_t bd_kernel_step(BdModule* m, BdKernel kernel, void* params, int32_t nargs, const dnnl_exec_arg_t* args,
                        int32_t node);
+/* a step setting mem's bytes (its layout's padding included) to zero */
+int32_t bd_zero_step(BdModule* m, int32_t node, dnnl_memory_t mem);
 /* bd_pool.c: pooling over a channel-blocked value (a batch of channel blocks of `block` lanes), run by the
  * runtime. bd_pool_shape: whether it takes pd (its src and dst in one blocked layout), and its geometry. */
 typedef struct {
