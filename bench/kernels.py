@@ -309,7 +309,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--cc", default="gcc")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "RESULTS-kernels.md")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="the report's file (default: bench/RESULTS-kernels.md for a run of every layer; a --layers "
+                         "run writes none unless asked, so that it never replaces the full table)")
     ap.add_argument("--layers", help="only the rows whose name contains this text (e.g. fc, bert_tiny, conv4)")
     args = ap.parse_args(argv)
     chosen = [layer for layer in CONV_LAYERS + DENSE_LAYERS if args.layers is None or args.layers in layer[0]]
@@ -353,8 +355,10 @@ def main(argv=None) -> int:
         "",
     ])
     print(text)
-    args.out.write_text(text)
-    print(f"written {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    out = args.out or (ROOT / "bench" / "RESULTS-kernels.md" if args.layers is None else None)
+    if out is not None:
+        out.write_text(text)
+        print(f"written {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 0
 
 
