@@ -4,6 +4,7 @@ the numpy reference, malformed JSON at init, mixed targets, and the CPUs it buil
 Skipped as a whole only when oneDNN is not installed (scripts/setup.sh installs libdnnl-dev)."""
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
@@ -392,6 +393,71 @@ def test_gemm_convolution_activation_is_an_eltwise_primitive(tmp_path):
     kinds = [(r[3], "gemm" in r[4], "eltwise_clip" in ",".join(r)) for r in ran]
     conv = kinds.index(("convolution", True, False))
     assert kinds[conv + 1] == ("eltwise", False, True), ran
+
+
+class _PoolShape(ctypes.Structure):
+    """bd_internal.h's BdPoolShape."""
+    _fields_ = [(name, ctypes.c_int64) for name in ("images", "blocks", "block", "ih", "iw", "oh", "ow", "kh", "kw",
+                                                     "sh", "sw", "ph", "pw", "dh", "dw")] + \
+               [("max", ctypes.c_int), ("include_pad", ctypes.c_int)]
+
+
+def _pool_reference(x, kind, kernel, stride, pad, dilation, out):
+    """An explicit loop over NCHW: max, or the mean over the taps inside the plane ("avg") or over the window
+    ("avg-include"); windows start at -pad."""
+    n, c, h, w = x.shape
+    y = np.zeros((n, c) + out, np.float32)
+    for oy in range(out[0]):
+        for ox in range(out[1]):
+            ys = [oy * stride[0] - pad[0] + k * dilation[0] for k in range(kernel[0])]
+            xs = [ox * stride[1] - pad[1] + k * dilation[1] for k in range(kernel[1])]
+            taps = x[:, :, [t for t in ys if 0 <= t < h]][:, :, :, [t for t in xs if 0 <= t < w]]
+            taps = taps.reshape(n, c, -1)
+            if kind == "max":
+                y[:, :, oy, ox] = taps.max(axis=2)
+            else:
+                y[:, :, oy, ox] = taps.sum(axis=2) / (kernel[0] * kernel[1] if kind == "avg-include" else taps.shape[2])
+    return y
+
+
+def _blocked(x, lanes):
+    n, c, h, w = x.shape
+    return np.ascontiguousarray(x.reshape(n, c // lanes, lanes, h, w).transpose(0, 1, 3, 4, 2))
+
+
+# (id, lanes, channels, plane, kind, kernel, stride, pad, dilation, out) -- the runtime's pooling on both block widths
+# (this CPU's oneDNN may never hand it 16-channel blocks), windows clipped on every side, two images
+POOL_KERNEL = [
+    ("max-3x3-s2-8", 8, 16, (9, 8), "max", (3, 3), (2, 2), (1, 1), (1, 1), (5, 4)),
+    ("max-3x3-s2-16", 16, 32, (9, 8), "max", (3, 3), (2, 2), (1, 1), (1, 1), (5, 4)),
+    ("avg-2x3-dilated-16", 16, 16, (7, 9), "avg", (2, 3), (1, 2), (1, 0), (2, 1), (7, 4)),
+    ("avg-include-3x3-16", 16, 48, (6, 6), "avg-include", (3, 3), (2, 2), (1, 1), (1, 1), (3, 3)),
+    ("global-avg-16", 16, 16, (5, 7), "avg", (5, 7), (1, 1), (0, 0), (1, 1), (1, 1)),
+]
+
+
+@pytest.fixture(scope="module")
+def pool_library(tmp_path_factory):
+    """A dnnl model's shared library: bd_pool_compute is one of the runtime's symbols."""
+    mod = _pool_after_conv(lambda y: op.nn.max_pool2d(y, (3, 3), (2, 2), padding=(1, 1, 1, 1)))
+    path = byoc.build(byoc.partition_for("dnnl", mod)).export_library(tmp_path_factory.mktemp("pool") / "pool.so")
+    lib = ctypes.CDLL(str(path))
+    lib.bd_pool_compute.argtypes = [ctypes.POINTER(_PoolShape), ctypes.c_void_p, ctypes.c_void_p]
+    return lib
+
+
+@pytest.mark.parametrize("lanes, channels, plane, kind, kernel, stride, pad, dilation, out",
+                         [p[1:] for p in POOL_KERNEL], ids=[p[0] for p in POOL_KERNEL])
+def test_runtime_pooling_matches_an_explicit_loop(pool_library, lanes, channels, plane, kind, kernel, stride, pad,
+                                                  dilation, out):
+    x = RNG.standard_normal((2, channels) + plane).astype(np.float32)
+    src = _blocked(x, lanes)
+    dst = np.full((2, channels // lanes) + out + (lanes,), np.nan, np.float32)
+    shape = _PoolShape(2, channels // lanes, lanes, *plane, *out, *kernel, *stride, *pad, *dilation,
+                       int(kind == "max"), int(kind == "avg-include"))
+    pool_library.bd_pool_compute(ctypes.byref(shape), src.ctypes.data, dst.ctypes.data)
+    want = _blocked(_pool_reference(x, kind, kernel, stride, pad, dilation, out), lanes)
+    np.testing.assert_allclose(dst, want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])

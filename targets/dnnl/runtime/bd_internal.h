@@ -127,6 +127,8 @@ typedef struct {
 int bd_pool_shape(dnnl_primitive_desc_t pd, int max, int include_pad, const dnnl_dims_t strides,
                   const dnnl_dims_t kernel, const dnnl_dims_t dil, const dnnl_dims_t pl, BdPoolShape* out);
 int32_t bd_pool_step(BdModule* m, int32_t id, const BdPoolShape* shape, dnnl_memory_t src, dnnl_memory_t dst);
+/* The pooling itself, on this thread: src and dst in shape's blocked layout (also what tests call). */
+void bd_pool_compute(const BdPoolShape* shape, const float* src, float* dst);
 /* bd_plan.c: memory objects without storage until bd_plan gives every buffer its place in the arena */
 int32_t bd_activation(BdModule* m, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node);
 int32_t bd_view(BdModule* m, dnnl_memory_t base, const dnnl_memory_desc_t* md, dnnl_memory_t* out, int32_t node);

@@ -164,10 +164,21 @@ static void pool_share(void* ctx) {
   for (task = first; task < last; ++task) pool_task(r, task);
 }
 
+void bd_pool_compute(const BdPoolShape* p, const float* src, float* dst) {
+  PoolRun r;
+  int32_t task;
+  r.step = NULL;
+  r.p = p;
+  r.src = src;
+  r.dst = dst;
+  r.tasks = (int32_t)(p->images * p->blocks * p->oh);
+  for (task = 0; task < r.tasks; ++task) pool_task(&r, task);
+}
+
 static int32_t run_pool(const BdStep* s) {
   PoolRun r;
   void *src = NULL, *dst = NULL;
-  int32_t threads = byoc_get_num_threads(), task;
+  int32_t threads = byoc_get_num_threads();
   r.step = (const PoolStep*)s->params;
   r.p = &r.step->shape;
   if (dnnl_memory_get_data_handle(s->args[0].memory, &src) != dnnl_success ||
@@ -182,7 +193,7 @@ static int32_t run_pool(const BdStep* s) {
   if (r.step->parallel != NULL && threads > 1) {
     r.step->parallel(pool_share, &r, (unsigned)threads, 0);
   } else {
-    for (task = 0; task < r.tasks; ++task) pool_task(&r, task);
+    bd_pool_compute(r.p, r.src, r.dst);
   }
   return 0;
 }
