@@ -49,6 +49,7 @@ CONV_LAYERS = [
     ("conv1 7x7/2 3->64 @224", (1, 3, 224, 224), 64, 7, 2, 3),
     ("conv2 3x3 64->64 @56", (1, 64, 56, 56), 64, 3, 1, 1),
     ("conv2 1x1 64->256 @56", (1, 64, 56, 56), 256, 1, 1, 0),
+    ("conv2 1x1 256->64 @56", (1, 256, 56, 56), 64, 1, 1, 0),        # each stage-2 block's first conv
     # (3x3/2: ResNet v1.5's, torchvision's ResNet-50; the zoo's resnet50 strides the first 1x1 of a stage instead)
     ("conv3 3x3/2 128->128 @56", (1, 128, 56, 56), 128, 3, 2, 1),
     ("conv4 3x3/2 256->256 @28", (1, 256, 28, 28), 256, 3, 2, 1),
