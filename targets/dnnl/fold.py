@@ -45,12 +45,12 @@ def _subsampling_depthwise_reader(nodes: list[dict], shuffle: dict, readers: dic
     return conv if np.prod(conv["shape"][2:]) < np.prod(shuffle["shape"][2:]) else None
 
 
-def _renumbered(graph: dict, order: list[dict], folded: dict[int, int], rewired: dict[int, dict[int, int]],
+def _renumbered(graph: dict, kept: list[dict], folded: dict[int, int], rewired: dict[int, dict[int, int]],
                 behind: dict[int, int]) -> dict:
-    """graph with the nodes of `order` (dicts of the old graph) numbered by their place. References to a folded
+    """graph with the nodes of `kept` (dicts of the old graph) numbered by their place. References to a folded
     shuffle go to its conv; node k's inputs map through rewired[k] first; any other reference to a key of `behind`
     (a depthwise conv) goes to its value (the shuffle now after it)."""
-    new_id = {n["id"]: k for k, n in enumerate(order)}
+    new_id = {n["id"]: k for k, n in enumerate(kept)}
 
     def reference(node: int, i: int) -> int:
         if i in rewired.get(node, {}):
@@ -60,7 +60,7 @@ def _renumbered(graph: dict, order: list[dict], folded: dict[int, int], rewired:
         return new_id[folded.get(i, i)]
 
     nodes = []
-    for n in order:
+    for n in kept:
         out = {**n, "id": new_id[n["id"]]}
         if "inputs" in n:
             out["inputs"] = [reference(n["id"], i) for i in n["inputs"]]
@@ -80,17 +80,16 @@ def fold_shuffles(graph: dict, constants: dict[str, np.ndarray]) -> tuple[dict, 
     constants = dict(constants)
     replaced: dict[int, int] = {}            # folded shuffle -> its conv
     moved: dict[int, dict] = {}              # depthwise conv id -> the shuffle now after it
-    behind: dict[int, int] = {}              # depthwise conv id -> that shuffle's id
     for n in nodes:
         if n.get("name") != "channel_shuffle" or n["attrs"]["axis"] != 1:
             continue
-        order = _shuffled_order(n["shape"][1], n["attrs"]["groups"])
+        shuffled = _shuffled_order(n["shape"][1], n["attrs"]["groups"])
         conv = nodes[n["inputs"][0]]
         if (conv.get("name") == "nn.conv2d" and conv["id"] not in heads and readers[conv["id"]] == 1
                 and conv["attrs"]["groups"] == 1 and _own_constants(nodes, conv, readers)):
-            permute, replaced[n["id"]] = order, conv["id"]
+            permute, replaced[n["id"]] = shuffled, conv["id"]
         elif (depthwise := _subsampling_depthwise_reader(nodes, n, readers, heads)) is not None:
-            conv, permute, moved[depthwise["id"]] = depthwise, np.argsort(order), n
+            conv, permute, moved[depthwise["id"]] = depthwise, np.argsort(shuffled), n
         else:
             continue
         for i in conv["inputs"][1:3]:
@@ -98,19 +97,17 @@ def fold_shuffles(graph: dict, constants: dict[str, np.ndarray]) -> tuple[dict, 
             constants[name] = np.ascontiguousarray(constants[name][permute])
     if not replaced and not moved:
         return graph, constants
-    order, rewired = [], {}
-    moved_ids = {s["id"] for s in moved.values()}
+    kept, rewired = [], {}
+    behind = {conv: shuffle["id"] for conv, shuffle in moved.items()}
     for n in nodes:
-        if n["id"] in replaced or n["id"] in moved_ids:
+        if n["id"] in replaced or n["id"] in behind.values():
             continue
+        kept.append(n)
         if n["id"] in moved:
             shuffle = moved[n["id"]]
             # the conv reads what the shuffle read; the shuffle reads the conv, with its shape; the conv's readers
             # read the shuffle
             rewired[n["id"]] = {shuffle["id"]: shuffle["inputs"][0]}
             rewired[shuffle["id"]] = {shuffle["inputs"][0]: n["id"]}
-            order += [n, {**shuffle, "shape": n["shape"]}]
-            behind[n["id"]] = shuffle["id"]
-            continue
-        order.append(n)
-    return _renumbered(graph, order, replaced, rewired, behind), constants
+            kept.append({**shuffle, "shape": n["shape"]})
+    return _renumbered(graph, kept, replaced, rewired, behind), constants
