@@ -80,7 +80,7 @@ def compile_argv(tc, src, obj, include_dirs: Sequence = (), defines: Sequence[st
         argv.append(opt)
     argv += list(extra_cflags)
     argv += [f"-D{d}" for d in defines]
-    argv += [f"-I{os.fspath(d)}" for d in include_dirs]
+    argv += [f"-I{d}" for d in dict.fromkeys(map(os.fspath, include_dirs))]    # each once: one command per source
     argv += assembler_include_flags(src)
     for d in after_dirs:
         argv += ["-idirafter", os.fspath(d)]

@@ -70,3 +70,49 @@ def shared_source(text: str, name: str) -> Path:
         partial.write_text(text)
         os.replace(partial, path)
     return path
+
+
+def compile_objects_shared(cc: str, flags: list[str], units: list, name: str) -> Path:
+    """A shared library of `units` ((source, include directories) pairs) built from objects compiled as a model build compiles a kernel library
+    (toolchain.compile_argv: the toolchain's cflags, the level, the warning flags, -DBYOC_MAX_THREADS, the include
+    directories, dlpack's directory after the system's) through the builds' object cache, so the kernel suites and
+    the run's in-process model builds compile each kernel source once per compiler and level between them
+    (the whole library is 20 s of CPU at -O3 and again under the sanitizers). `cc` and `flags` name one of the
+    configured toolchains: `flags` is a level, or sanitizer_rerun.SANITIZER_FLAGS (the `<cc>-asan-ubsan` one)."""
+    from byoc_compiler import toolchain as tcmod
+    from byoc_compiler.backend import compile_link, threads
+    from byoc_compiler.config import load_config
+    from byoc_compiler.runtime import dlpack_include_dir
+    from sanitizer_rerun import SANITIZER_FLAGS
+
+    toolchain, opt = (f"{cc}-asan-ubsan", "-O0") if list(flags) == SANITIZER_FLAGS else (cc, " ".join(flags))
+    tc = load_config().toolchain(toolchain)
+    define = threads.define(threads.DEFAULT_MAX_THREADS)
+    commands = [tcmod.compile_argv(tc, src, Path(src).stem + ".o", include_dirs, [define], opt, tcmod.WARNING_FLAGS,
+                                   [dlpack_include_dir()]) for src, include_dirs in units]
+    folder = _cache_dir() / "shared-libs" / _key([a for argv in commands for a in argv])
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / name
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.exists():
+            objects = []
+            for argv, (src, _) in zip(commands, units):
+                obj = folder / argv[-1]
+                argv = [*argv[:-1], str(obj)]
+                compile_link._compile_cached(argv, Path(src), obj, False, f"compiling {Path(src).name}")
+                objects.append(obj)
+            partial = folder / f"{name}.part"
+            tcmod.run_command(tcmod.link_shared_argv(tc, objects, partial), f"linking {name}")
+            os.replace(partial, out)
+    return out
+
+
+def kernel_library(cc: str, flags: list[str], sources, name: str) -> Path:
+    """ccompiler's kernel `sources` and the runtime sources they call (the thread pool, the last error) as one
+    shared library for ctypes, compiled as a model build compiles them (compile_objects_shared)."""
+    from byoc_compiler.contrib.ccompiler import kernels as K
+    from byoc_compiler.runtime import include_dir, source_dir
+
+    runtime = [(source_dir() / "parallel.c", [include_dir()]), (source_dir() / "runtime.c", [include_dir()])]
+    return compile_objects_shared(cc, flags, [*((s, [include_dir(), K.INCLUDE_DIR]) for s in sources), *runtime], name)

@@ -17,7 +17,7 @@ import pytest
 
 import needs
 import sanitizer_rerun
-from shared_library import compile_shared
+from shared_library import kernel_library
 from conv_geometries import conv_geometries
 from sanitizer_rerun import BUILDS, RERUN_COMPILERS, SANITIZE, build_params
 
@@ -26,7 +26,6 @@ from byoc_compiler.testing.loops import conv2d_loops, pool2d_loops, pool_out_siz
 from byoc_compiler.contrib.ccompiler import kernels as K
 from byoc_compiler.contrib.ccompiler import winograd as WG
 
-WARNINGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared"]
 
 f32p = ctypes.POINTER(ctypes.c_float)
 i64 = ctypes.c_int64
@@ -191,8 +190,7 @@ class CkLib:
 
 def _compile(cc: str, flags: list[str], name: str) -> Path:
     needs.programs(cc)
-    return compile_shared([cc, *WARNINGS, *flags, "-I", str(K.INCLUDE_DIR), *map(str, K.SOURCES),
-                           *K.standalone_args(), *K.LDFLAGS], name)
+    return kernel_library(cc, flags, K.SOURCES, name)
 
 
 @pytest.fixture(scope="session", params=build_params())

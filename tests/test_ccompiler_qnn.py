@@ -23,7 +23,7 @@ import pytest
 
 import needs
 from conv_geometries import conv_geometries
-from shared_library import compile_shared
+from shared_library import kernel_library
 
 import byoc_compiler as byoc
 from byoc_compiler.ir import Constant, Function, IRModule, Var
@@ -63,9 +63,7 @@ def ck(request):
     cc, opt = request.param.split("-")
     needs.programs(cc)
     # the kernel suite's command (tests/test_ccompiler_kernels.py): one library for both files
-    out = compile_shared([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-{opt}", "-I",
-                          str(K.INCLUDE_DIR), *map(str, K.SOURCES), *K.standalone_args(), *K.LDFLAGS],
-                         f"libck-{request.param}.so")
+    out = kernel_library(cc, [f"-{opt}"], K.SOURCES, f"libck-{request.param}.so")
     lib = ctypes.CDLL(str(out))
     lib.ck_qgemm_kernel_name.restype = ctypes.c_char_p
     for name in ("ck_qconv2d_workspace_bytes", "ck_qconv2d_packed_weight_bytes", "ck_qdense_workspace_bytes"):

@@ -16,7 +16,7 @@ import pytest
 
 import needs
 import sanitizer_rerun
-from shared_library import compile_shared
+from shared_library import kernel_library
 from sanitizer_rerun import BUILDS, RERUN_COMPILERS, SANITIZE, build_params
 
 from byoc_compiler.contrib.ccompiler import kernels as K
@@ -37,9 +37,7 @@ def _array(ctype, values):
 def lib(request):
     cc, flags = BUILDS[request.param]
     needs.programs(cc)
-    out = compile_shared([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", *flags, "-I",
-                          str(K.INCLUDE_DIR), *map(str, SOURCES), *K.standalone_args(), "-lm"],
-                         f"libck-reduce-resize-{request.param}.so")
+    out = kernel_library(cc, flags, SOURCES, f"libck-reduce-resize-{request.param}.so")
     so = ctypes.CDLL(str(out))
     so.ck_reduce.argtypes = [ctypes.c_int32, ctypes.c_int32, i64p, i32p, f32p, f32p]
     so.ck_resize.argtypes = [ctypes.c_int32, i64p, i64p, f64p, f64p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32,

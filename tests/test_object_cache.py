@@ -76,3 +76,42 @@ def test_another_process_reuses_the_object_and_an_edited_header_compiles_again(l
     assert len(compiles) == 1 and third.read_bytes() != first.read_bytes()
     assert sorted(p.suffix for p in shared.iterdir()) == [".o", ".o"]    # no partial file left behind
     shutil.rmtree(shared)
+
+
+def _strict(argv):
+    return [*argv[:3], *tcmod.WARNING_FLAGS, *argv[3:]]
+
+
+# (id, source text, the object's commands in order: "strict" = with -Wall -Wextra -Werror, "plain" = without,
+#  the compiles each runs)
+WARNING_FLAG_CASES = [
+    ("clean-plain-after-strict", "int f(int x) { return 2 * x; }\n", [("strict", 1), ("plain", 0)]),
+    ("clean-strict-after-plain", "int f(int x) { return 2 * x; }\n", [("plain", 1), ("strict", 0)]),
+    ("warning-plain-compiles-as-asked", "int f(int x) { int unused; return 2 * x; }\n", [("plain", 2), ("plain", 0)]),
+]
+
+
+@pytest.mark.parametrize("text, steps", [c[1:] for c in WARNING_FLAG_CASES], ids=[c[0] for c in WARNING_FLAG_CASES])
+def test_warning_flags_share_one_object(tmp_path, monkeypatch, text, steps):
+    """A library built with and without -Werror (a runner and a shared library of one model) compiles each clean
+    source once: the warning flags change no code. A source they reject still compiles without them."""
+    needs.programs("gcc")
+    monkeypatch.setenv("BYOC_OBJECT_CACHE", str(tmp_path / "shared"))
+    monkeypatch.setattr(compile_link, "_OBJECT_CACHE", {})
+    monkeypatch.setattr(compile_link, "_OBJECT_CACHE_DIR", None)
+    src = tmp_path / "lib.c"
+    src.write_text(text)
+    real_run = tcmod.run_command
+    for n, (kind, compiles) in enumerate(steps):
+        obj = tmp_path / f"{n}.o"
+        plain = ["gcc", "-std=c99", "-O2", "-c", str(src), "-o", str(obj)]
+        calls = []
+        monkeypatch.setattr(tcmod, "run_command", lambda argv, what: (calls.append(argv), real_run(argv, what)))
+        if kind == "strict":
+            compile_link._compile_cached(_strict(plain), src, obj, False, "compiling lib.c", _strict(plain))
+        else:
+            compile_link._compile_cached(plain, src, obj, False, "compiling lib.c", _strict(plain))
+        assert len(calls) == compiles and obj.exists()
+    if "unused" in text:
+        with pytest.raises(tcmod.ToolchainError):
+            compile_link._compile_cached(_strict(plain), src, obj, False, "compiling lib.c", _strict(plain))

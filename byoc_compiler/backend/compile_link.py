@@ -128,17 +128,19 @@ def compile_objects(result, werror: bool, workdir: Path) -> tuple[list[Path], li
         names.add(stem)
         obj = outdir / "obj" / f"{stem}.o"
         obj.parent.mkdir(parents=True, exist_ok=True)
-        jobs.append((tcmod.compile_argv(tc, src, obj, incs, defs, result.opt, extra, after), src, obj))
+        strict = tcmod.compile_argv(tc, src, obj, incs, defs, result.opt, tcmod.WARNING_FLAGS, after)
+        jobs.append((tcmod.compile_argv(tc, src, obj, incs, defs, result.opt, extra, after), strict, src, obj))
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = [pool.submit(_compile_cached, argv, src, obj, src.is_relative_to(outdir),
-                               f"compiling {src.name} with toolchain {tc.name!r}") for argv, src, obj in jobs]
+                               f"compiling {src.name} with toolchain {tc.name!r}", strict)
+                   for argv, strict, src, obj in jobs]
         try:
             for f in futures:
                 f.result()
         except tcmod.ToolchainError as exc:
             raise _keep_sources(exc, outdir / "gen") from None
-    model = [obj for _, src, obj in jobs if os.path.realpath(src) not in runner_only]
-    runner = [obj for _, src, obj in jobs if os.path.realpath(src) in runner_only]
+    model = [obj for _, _, src, obj in jobs if os.path.realpath(src) not in runner_only]
+    runner = [obj for _, _, src, obj in jobs if os.path.realpath(src) in runner_only]
     return model, runner, outdir / "gen" / LINKER_SCRIPT
 
 
@@ -211,16 +213,34 @@ def _object_key(argv: list[str], src: Path, obj: Path) -> str:
     return hashlib.sha256(text.encode() + Path(src).read_bytes()).hexdigest()
 
 
-def _compile_cached(argv: list[str], src: Path, obj: Path, generated: bool, what: str) -> None:
+def _cached_object(argv: list[str], src: Path, obj: Path) -> tuple[str, Path]:
+    key = _object_key(argv, src, obj)
+    return key, _OBJECT_CACHE.get(key) or _object_cache_dir() / f"{key}.o"
+
+
+def _compile_cached(argv: list[str], src: Path, obj: Path, generated: bool, what: str,
+                    strict: list[str] | None = None) -> None:
+    """Compile `src` (argv writes `obj`), through the object cache unless it is generated. `strict` is the same
+    command with the warning flags: they change no code, so a library built both ways (a test's runner with
+    -Werror, its shared library without) compiles once, with the warnings checked; a source they reject is then
+    compiled as asked."""
     if generated:
         tcmod.run_command(argv, what)
         return
-    key = _object_key(argv, src, obj)
-    cached = _OBJECT_CACHE.get(key) or _object_cache_dir() / f"{key}.o"
-    if cached.exists():
-        shutil.copyfile(cached, obj)
-        return
-    tcmod.run_command(argv, what)
+    commands = [strict, argv] if strict is not None and strict != argv else [argv]
+    for command in commands:
+        key, cached = _cached_object(command, src, obj)
+        if cached.exists():
+            shutil.copyfile(cached, obj)
+            return
+    for n, command in enumerate(commands):
+        try:
+            tcmod.run_command(command, what)
+            break
+        except tcmod.ToolchainError:
+            if n == len(commands) - 1:
+                raise
+    key, cached = _cached_object(command, src, obj)
     partial = cached.with_name(f"{key}.{os.getpid()}.{threading.get_ident()}.part")
     shutil.copyfile(obj, partial)
     os.replace(partial, cached)     # another process may be writing the same object: both are whole
