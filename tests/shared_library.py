@@ -72,47 +72,65 @@ def shared_source(text: str, name: str) -> Path:
     return path
 
 
-def compile_objects_shared(cc: str, flags: list[str], units: list, name: str) -> Path:
-    """A shared library of `units` ((source, include directories) pairs) built from objects compiled as a model build compiles a kernel library
-    (toolchain.compile_argv: the toolchain's cflags, the level, the warning flags, -DBYOC_MAX_THREADS, the include
-    directories, dlpack's directory after the system's) through the builds' object cache, so the kernel suites and
-    the run's in-process model builds compile each kernel source once per compiler and level between them
-    (the whole library is 20 s of CPU at -O3 and again under the sanitizers). `cc` and `flags` name one of the
-    configured toolchains: `flags` is a level, or sanitizer_rerun.SANITIZER_FLAGS (the `<cc>-asan-ubsan` one)."""
-    from byoc_compiler import toolchain as tcmod
-    from byoc_compiler.backend import compile_link, threads
+
+def _toolchain(cc: str, flags: list[str]):
+    """The configured toolchain and level `cc` with `flags` names: a level, or sanitizer_rerun.SANITIZER_FLAGS
+    (the `<cc>-asan-ubsan` toolchain at -O0)."""
     from byoc_compiler.config import load_config
-    from byoc_compiler.runtime import dlpack_include_dir
     from sanitizer_rerun import SANITIZER_FLAGS
 
     toolchain, opt = (f"{cc}-asan-ubsan", "-O0") if list(flags) == SANITIZER_FLAGS else (cc, " ".join(flags))
-    tc = load_config().toolchain(toolchain)
-    define = threads.define(threads.DEFAULT_MAX_THREADS)
-    commands = [tcmod.compile_argv(tc, src, Path(src).stem + ".o", include_dirs, [define], opt, tcmod.WARNING_FLAGS,
-                                   [dlpack_include_dir()]) for src, include_dirs in units]
+    return load_config().toolchain(toolchain), opt
+
+
+def object_command(cc: str, flags: list[str], src, obj, include_dirs) -> list[str]:
+    """How a model build compiles a kernel library's source (toolchain.compile_argv: the toolchain's cflags, the
+    level, the warning flags, -DBYOC_MAX_THREADS, the include directories, dlpack's directory after the
+    system's)."""
+    from byoc_compiler import toolchain as tcmod
+    from byoc_compiler.backend import threads
+    from byoc_compiler.runtime import dlpack_include_dir
+
+    tc, opt = _toolchain(cc, flags)
+    return tcmod.compile_argv(tc, src, obj, include_dirs, [threads.define(threads.DEFAULT_MAX_THREADS)], opt,
+                              tcmod.WARNING_FLAGS, [dlpack_include_dir()])
+
+
+def compile_objects_shared(cc: str, flags: list[str], units: list, name: str) -> tuple[list[Path], Path]:
+    """The objects of `units` ((source, include directories) pairs), compiled with `object_command` through the
+    builds' object cache, so the kernel suites and the run's in-process model builds compile each kernel source
+    once per compiler and level between them (the whole library is 20 s of CPU at -O3 and again under the
+    sanitizers), and a shared library `name` linked from them: (objects in the order of `units`, library)."""
+    from byoc_compiler import toolchain as tcmod
+    from byoc_compiler.backend import compile_link
+
+    commands = [object_command(cc, flags, src, Path(src).stem + ".o", dirs) for src, dirs in units]
     folder = _cache_dir() / "shared-libs" / _key([a for argv in commands for a in argv])
     folder.mkdir(parents=True, exist_ok=True)
+    objects = [folder / argv[-1] for argv in commands]
     out = folder / name
     with open(folder / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX)    # the other worker waits here instead of compiling them again
         if not out.exists():
-            objects = []
-            for argv, (src, _) in zip(commands, units):
-                obj = folder / argv[-1]
-                argv = [*argv[:-1], str(obj)]
-                compile_link._compile_cached(argv, Path(src), obj, False, f"compiling {Path(src).name}")
-                objects.append(obj)
+            for argv, obj, (src, _) in zip(commands, objects, units):
+                compile_link._compile_cached([*argv[:-1], str(obj)], Path(src), obj, False,
+                                             f"compiling {Path(src).name}")
             partial = folder / f"{name}.part"
-            tcmod.run_command(tcmod.link_shared_argv(tc, objects, partial), f"linking {name}")
+            tcmod.run_command(tcmod.link_shared_argv(_toolchain(cc, flags)[0], objects, partial), f"linking {name}")
             os.replace(partial, out)
-    return out
+    return objects, out
 
 
-def kernel_library(cc: str, flags: list[str], sources, name: str) -> Path:
-    """ccompiler's kernel `sources` and the runtime sources they call (the thread pool, the last error) as one
-    shared library for ctypes, compiled as a model build compiles them (compile_objects_shared)."""
+def kernel_units(sources) -> list:
+    """ccompiler's kernel `sources` and the runtime sources they call (the thread pool, the last error), each
+    with the include directories a model build gives it."""
     from byoc_compiler.contrib.ccompiler import kernels as K
     from byoc_compiler.runtime import include_dir, source_dir
 
     runtime = [(source_dir() / "parallel.c", [include_dir()]), (source_dir() / "runtime.c", [include_dir()])]
-    return compile_objects_shared(cc, flags, [*((s, [include_dir(), K.INCLUDE_DIR]) for s in sources), *runtime], name)
+    return [*((Path(s), [include_dir(), K.INCLUDE_DIR]) for s in sources), *runtime]
+
+
+def kernel_library(cc: str, flags: list[str], sources, name: str) -> Path:
+    """`kernel_units(sources)` as one shared library for ctypes (compile_objects_shared)."""
+    return compile_objects_shared(cc, flags, kernel_units(sources), name)[1]

@@ -18,11 +18,13 @@ from pathlib import Path
 import pytest
 
 import needs
+from shared_library import compile_objects_shared, kernel_units, object_command
 
 import test_ccompiler_kernels as TK
 import test_ccompiler_qnn as TQ
 import test_runtime_c_api as TA
 from byoc_compiler.contrib.ccompiler import kernels as K
+from byoc_compiler.runtime import include_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import mutants  # noqa: E402 - bench/mutants.py: the named mutants, one table for the campaign and this replay
@@ -42,20 +44,13 @@ REPLAY = {
 
 
 @pytest.fixture(scope="module")
-def kernel_objects(tmp_path_factory) -> dict[str, Path]:
+def kernel_objects() -> dict[str, Path]:
     """Every source of the library (the kernels, the runtime's pool and last error) compiled once (gcc -O0, the
-    replay's flags): a mutant's library recompiles only its own file."""
+    replay's level, as model builds compile them): a mutant's library recompiles only its own file."""
     needs.programs("gcc")
-    out = tmp_path_factory.mktemp("ck-objects")
-    sources = [*K.SOURCES, *(Path(a) for a in K.standalone_args() if a.endswith(".c"))]
-    proc = subprocess.run(["gcc", *_COMPILE, "-I", str(K.INCLUDE_DIR), *_RUNTIME_INCLUDES, "-c", *map(str, sources)],
-                          cwd=out, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return {s.name: out / f"{s.stem}.o" for s in sources}
-
-
-_COMPILE = [*(f for f in TK.WARNINGS if f != "-shared"), "-O0"]
-_RUNTIME_INCLUDES = [a for a in K.standalone_args() if not a.endswith(".c")]
+    units = kernel_units(K.SOURCES)
+    objects, _ = compile_objects_shared("gcc", ["-O0"], units, "libck-replay.so")
+    return {src.name: obj for (src, _), obj in zip(units, objects)}
 
 
 def _mutant_library(name: str, tmp: Path, objects: dict[str, Path]) -> TK.CkLib:
@@ -67,8 +62,8 @@ def _mutant_library(name: str, tmp: Path, objects: dict[str, Path]) -> TK.CkLib:
     assert text.count(mutant.original) == 1, f"{name}: the named mutant no longer applies; update bench/mutants.py"
     path.write_text(text.replace(mutant.original, mutant.mutated))
     obj = tmp / "mutant.o"
-    proc = subprocess.run(["gcc", *_COMPILE, "-I", str(src), *_RUNTIME_INCLUDES, "-c", str(path), "-o", str(obj)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(object_command("gcc", ["-O0"], path, obj, [include_dir(), src]), capture_output=True,
+                          text=True)
     assert proc.returncode == 0, proc.stderr
     lib = tmp / "libck-mutant.so"
     linked = [str(obj if f == mutant.file else o) for f, o in objects.items()]
