@@ -190,6 +190,26 @@ void ck_pack_a_ahead(int64_t m, int64_t k, const float *a, int64_t lda, float *p
 static void ck_pack_b_strided(int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs, int64_t nr_full,
                               float *restrict dst) {
   int64_t j0, j, p;
+  if (cs == 1 && (nr_full == 16 || nr_full == 32) && nc >= nr_full) {
+    /* Row by row of B: each row's columns are read as one stream the hardware prefetcher follows, and
+     * written nr at a time into every whole sliver. Sliver by sliver, each row's 64 or 128 bytes came from a
+     * new page (rows of a 56x56 plane lie 12.5 KB apart): a quarter to a third of ResNet-50's 1x1
+     * 256->64 at 56x56 went to that packing (`perf`, Zen 3). */
+    const int64_t whole = nc / nr_full * nr_full;
+    for (p = 0; p < kc; ++p) {
+      const float *restrict src = b + p * rs;
+      float *restrict d = dst + p * nr_full;
+      if (nr_full == 16) {
+        for (j0 = 0; j0 < whole; j0 += 16) memcpy(d + j0 * kc, src + j0, 16 * sizeof(float));
+      } else {
+        for (j0 = 0; j0 < whole; j0 += 32) memcpy(d + j0 * kc, src + j0, 32 * sizeof(float));
+      }
+    }
+    if (whole == nc) return;
+    b += whole;
+    dst += whole * kc;
+    nc -= whole;
+  }
   for (j0 = 0; j0 < nc; j0 += nr_full) {
     const int64_t nr = ck_min(nr_full, nc - j0);
     if (cs == 1 && nr == 32) { /* constant sizes: inline vector moves, not a memcpy call per row */
@@ -344,6 +364,42 @@ static void ck_pack_b_conv_padded(int64_t p0, int64_t kc, int64_t j0_all, int64_
   }
 }
 
+/* A 1x1 window over up to CK_POINTWISE_COLUMNS columns at a time, row by row of B: each input plane's pixels are
+ * read in order (a stride-2 conv reads every other one of every other line), through offsets computed once per
+ * call, and written into their slivers. Sliver by sliver (ck_pack_b_pointwise_sliver) each row's few pixels came
+ * from a plane 12.5 KB on from the last (56x56): ResNet-50's 1x1/2 256->512 at 56x56 spent a quarter of its time
+ * packing (`perf`, Zen 3). Returns 0 (nothing written) when some pixel is padding. */
+#define CK_POINTWISE_COLUMNS 1024
+static int ck_pack_b_pointwise_rows(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, const ck_conv_view *v,
+                                    int64_t nr_full, float *restrict dst) {
+  int32_t off[CK_POINTWISE_COLUMNS], at[CK_POINTWISE_COLUMNS]; /* column j: input offset, place in its sliver */
+  const int64_t plane = v->height * v->width, whole = (nc + nr_full - 1) / nr_full * nr_full;
+  int64_t j, p, c0;
+  if (plane > INT32_MAX || whole * kc > INT32_MAX) return 0;
+  for (j = 0; j < nc; ++j) {
+    const int64_t y = (j0_all + j) / v->out_w * v->stride_h - v->pad_top;
+    const int64_t x = (j0_all + j) % v->out_w * v->stride_w - v->pad_left;
+    if ((uint64_t)y >= (uint64_t)v->height || (uint64_t)x >= (uint64_t)v->width) return 0;
+  }
+  for (c0 = 0; c0 < nc; c0 += CK_POINTWISE_COLUMNS) {
+    const int64_t cols = ck_min(CK_POINTWISE_COLUMNS, nc - c0);
+    for (j = 0; j < cols; ++j) {
+      const int64_t pixel = j0_all + c0 + j;
+      off[j] = (int32_t)((pixel / v->out_w * v->stride_h - v->pad_top) * v->width + pixel % v->out_w * v->stride_w -
+                         v->pad_left);
+      at[j] = (int32_t)((c0 + j) / nr_full * kc * nr_full + (c0 + j) % nr_full);
+    }
+    for (p = 0; p < kc; ++p) {
+      const float *restrict src = v->data + (p0 + p) * plane;
+      float *restrict row = dst + p * nr_full;
+      for (j = 0; j < cols; ++j) row[at[j]] = src[off[j]];
+    }
+  }
+  for (j = nc; j < whole; ++j) /* the last sliver's columns past nc: zeros, not stale bytes (their results are dropped) */
+    for (p = 0; p < kc; ++p) dst[j / nr_full * kc * nr_full + p * nr_full + j % nr_full] = 0.0f;
+  return 1;
+}
+
 /* Implicit im2col: row k = (channel, kh, kw), column n = (oh, ow) of the output. The nr pixels
  * of a sliver split into runs on one output line each (a new run where ow wraps, and one for the
  * columns past n); per row of the sliver and run, the input columns inside the image form one
@@ -354,6 +410,7 @@ static void ck_pack_b_conv(int64_t p0, int64_t kc, int64_t j0_all, int64_t nc, i
   const int64_t plane = v->height * v->width;
   const int64_t sw = v->stride_w;
   int64_t j0, j, p;
+  if (taps == 1 && ck_pack_b_pointwise_rows(p0, kc, j0_all, nc, v, nr_full, dst)) return;
   for (j0 = 0; j0 < nc; j0 += nr_full) {
     /* run r covers sliver columns [start[r], start[r+1]); its first pixel reads (ih[r], iw[r]) at tap 0 */
     int64_t start[CK_NR_MAX + 2], ih[CK_NR_MAX + 1], iw[CK_NR_MAX + 1];
