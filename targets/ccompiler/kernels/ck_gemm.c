@@ -18,6 +18,7 @@
 #endif
 
 static int64_t ck_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t ck_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t ck_round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 
 /* ---- the split into tasks -------------------------------------------------------------------
@@ -681,6 +682,23 @@ static void ck_gemm_tiles(const ck_gemm_job *job, int64_t ic, int64_t mc, int64_
   for (; ir < mc; ir += kernel->mr) ck_gemm_row(&blk, ir, kernel->mr, kernel->run, kernel->run_half);
 }
 
+/* Columns of a chunk's B packed and run at a time: the chunk cut evenly, on the 32-column grid, into panels of kc
+ * rows within CK_PANEL_FLOATS each, where the task's rows of A (the weights' K block) fit in as much again. A
+ * chunk's whole panel (800 columns x 256 rows on a 56x56 plane: 800 KB) outgrew the 512 KB L2 of a Zen 3 core
+ * and each A sliver streamed it from L3 again: ResNet-50's 1x1 256->64 at 56x56 ran in 0.85 of the time with
+ * 384 KB panels, 512->128 at 28x28 and the stride-2 256->128 and 512->256 in 0.90-0.96 (one thread, in-process
+ * A/B, Zen 3). Where A is larger (512 and 1024 output channels), going over all of it once per panel lost
+ * (1x1/2 256->512 at 56x56: 1.04-1.14), so those keep the chunk's one panel. Every element is still one chain
+ * over K on the same tile grid: the bits do not change. */
+#ifndef CK_PANEL_FLOATS /* (set on the command line: block-size experiments) */
+#define CK_PANEL_FLOATS (96 * 1024)
+#endif
+static int64_t ck_panel_cols(int64_t kc, int64_t nc) {
+  const int64_t most = ck_max(CK_N_QUANTUM, CK_PANEL_FLOATS / kc / CK_N_QUANTUM * CK_N_QUANTUM);
+  const int64_t panels = (nc + most - 1) / most;
+  return ck_round_up((nc + panels - 1) / panels, CK_N_QUANTUM);
+}
+
 /* One task: columns of one chunk, rows of one group, on the scratch of `slot`. */
 static void ck_gemm_task(int32_t task, int32_t slot, void *ctx) {
   const ck_gemm_job *job = (const ck_gemm_job *)ctx;
@@ -695,23 +713,28 @@ static void ck_gemm_task(int32_t task, int32_t slot, void *ctx) {
   const uintptr_t base = (uintptr_t)(job->workspace + (size_t)slot * job->slot_bytes);
   float *pack_a = (float *)(void *)((base + (CK_ALIGN - 1)) & ~(uintptr_t)(CK_ALIGN - 1));
   float *pack_b = pack_a + ck_min(CK_MC, m24) * ck_min(CK_KC, k); /* unused when packed */
-  int64_t pc, ic;
+  int64_t pc, ic, js;
   for (pc = 0; pc < k; pc += CK_KC) {
     const int64_t kc = ck_min(CK_KC, k - pc);
-    if (job->b->packed == NULL) {
-      ck_pack_b(job->b, pc, kc, jc, nc_main, job->n, nr_full, pack_b);
-      if (use_half) ck_pack_b(job->b, pc, kc, jc + nc_main, tail, job->n, nr_full / 2, pack_b + nc_main * kc);
-    }
-    for (ic = i0; ic < i1; ic += CK_MC) {
-      const int64_t mc = ck_min(CK_MC, i1 - ic);
-      /* A's slivers: packed now (mr apart), or ahead of time (CK_M_QUANTUM apart, ic a multiple of it) */
-      if (job->a_packed == NULL) {
-        ck_pack_a(mc, kc, job->a + ic * job->a_row_stride + pc * job->a_col_stride, job->a_row_stride,
-                  job->a_col_stride, job->kernel->mr, pack_a);
-        ck_gemm_tiles(job, ic, mc, jc, nc, nc_main, pc, kc, pack_a, job->kernel->mr, pack_b);
-      } else {
-        ck_gemm_tiles(job, ic, mc, jc, nc, nc_main, pc, kc, job->a_packed + pc * m24 + ic * kc, CK_M_QUANTUM,
-                      pack_b);
+    const int64_t panel = job->b->packed == NULL && (i1 - i0) * kc <= CK_PANEL_FLOATS ? ck_panel_cols(kc, nc) : nc;
+    for (js = 0; js < nc; js += panel) { /* B's panel of the chunk, a part that stays in L2 at a time */
+      const int64_t ncs = ck_min(panel, nc - js), ncs_main = js + ncs == nc ? nc_main - js : ncs;
+      if (job->b->packed == NULL) {
+        ck_pack_b(job->b, pc, kc, jc + js, ncs_main, job->n, nr_full, pack_b);
+        if (use_half && js + ncs == nc)
+          ck_pack_b(job->b, pc, kc, jc + nc_main, tail, job->n, nr_full / 2, pack_b + ncs_main * kc);
+      }
+      for (ic = i0; ic < i1; ic += CK_MC) {
+        const int64_t mc = ck_min(CK_MC, i1 - ic);
+        /* A's slivers: packed now (mr apart), or ahead of time (CK_M_QUANTUM apart, ic a multiple of it) */
+        if (job->a_packed == NULL) {
+          ck_pack_a(mc, kc, job->a + ic * job->a_row_stride + pc * job->a_col_stride, job->a_row_stride,
+                    job->a_col_stride, job->kernel->mr, pack_a);
+          ck_gemm_tiles(job, ic, mc, jc + js, ncs, ncs_main, pc, kc, pack_a, job->kernel->mr, pack_b);
+        } else {
+          ck_gemm_tiles(job, ic, mc, jc + js, ncs, ncs_main, pc, kc, job->a_packed + pc * m24 + ic * kc,
+                        CK_M_QUANTUM, pack_b);
+        }
       }
     }
   }
