@@ -905,6 +905,9 @@ MAX_POOLS_WIDE = [
     ("3x3-s1-pad1-wide", (1, 2, 5, 70), (3, 3), (1, 1), (1, 1, 1, 1)),
     ("2x3-s3-wide", (1, 2, 6, 80), (2, 3), (2, 3), (0, 1, 0, 2)),
     ("window-17-wide", (1, 2, 4, 60), (2, 17), (1, 2), (0, 8, 1, 8)),
+    # rows past ck_pool.c's CK_POOL_ROW (256) take the window tap by tap; those up to it fold down it first
+    ("3x3-s2-pad1-row-256", (1, 2, 7, 256), (3, 3), (2, 2), (1, 1, 1, 1)),
+    ("3x3-s2-pad1-row-257", (1, 2, 7, 257), (3, 3), (2, 2), (1, 1, 1, 1)),
 ]
 
 
@@ -921,6 +924,22 @@ def test_max_pool2d_wide_rows_on_every_kernel(ck, case):
                                               err_msg=name)
     finally:
         assert ck.ck_gemm_use_kernel(default) == 0
+
+
+@pytest.mark.parametrize("width", [40, 300], ids=["folded-rows", "tap-by-tap"])
+def test_max_pool2d_skips_nan_and_keeps_infinities(ck, width):
+    """`v > o ? v : o` from -inf: a NaN is never taken (a window of NaN only gives -inf), +inf wins, whichever
+    way the window is folded."""
+    x = -np.abs(rand(1, 2, 6, width)) - 1
+    x[0, 0, 1, 3] = np.nan
+    x[0, 0, 2:4, 10:13] = np.nan              # one output's whole 3x3 window at stride 1 (rows 2..4: not all)
+    x[0, 1, 0:3, 20:23] = np.nan              # rows 0..2, columns 20..22: the whole window of output (0, 20)
+    x[0, 1, 4, 7] = np.inf
+    got = ck.pool("max", x, (3, 3), (1, 1), (0, 0, 0, 0), (1, 1), False)
+    clean = np.where(np.isnan(x), -np.inf, x)
+    want = pool2d_loops(clean, "max", (3, 3), (1, 1), (0, 0, 0, 0), (1, 1), False, False)
+    np.testing.assert_array_equal(got, want)
+    assert got[0, 1, 0, 20] == -np.inf and got[0, 1, 2, 7] == np.inf
 
 
 @pytest.mark.parametrize("seed", range(2))
