@@ -116,8 +116,11 @@ class Named:
 
 
 NAMED = [
-    Named("pool window off by one", "ck_pool.c", "for (kh = 0; kh < p->pool_h; ++kh) {",
-          "for (kh = 0; kh < p->pool_h - 1; ++kh) {"),
+    Named("pool window off by one", "ck_pool.c", "}\n      for (kh = 0; kh < p->pool_h; ++kh) {",
+          "}\n      for (kh = 0; kh < p->pool_h - 1; ++kh) {"),
+    Named("pool window off by one (max pool folded down the window)", "ck_pool.c",
+          "-INFINITY;\n        for (kh = 0; kh < p->pool_h; ++kh) {",
+          "-INFINITY;\n        for (kh = 0; kh < p->pool_h - 1; ++kh) {"),
     Named("conv window off by one (one-channel direct kernel)", "ck_conv2d.c",
           "for (kh = 0; kh < p->kernel_h; ++kh) {", "for (kh = 0; kh < p->kernel_h - 1; ++kh) {"),
     Named("padding on the wrong side (pool)", "ck_pool.c", "const int64_t h0 = oh * p->stride_h - p->pad_top;",

@@ -72,7 +72,6 @@ def shared_source(text: str, name: str) -> Path:
     return path
 
 
-
 def _toolchain(cc: str, flags: list[str]):
     """The configured toolchain and level `cc` with `flags` names: a level, or sanitizer_rerun.SANITIZER_FLAGS
     (the `<cc>-asan-ubsan` toolchain at -O0)."""

@@ -33,6 +33,7 @@ import mutants  # noqa: E402 - bench/mutants.py: the named mutants, one table fo
 # int8 tests take the ctypes library itself
 REPLAY = {
     "pool window off by one": [(TK.test_pool2d_random_geometries, (0,))],
+    "pool window off by one (max pool folded down the window)": [(TK.test_pool2d_random_geometries, (0,))],
     "bias dropped on one channel (dense epilogue)": [(TK.test_dense_fused_epilogue, (17, 70, 300, "bias", True, 0))],
     "BatchNorm epsilon dropped": [(TK.test_batch_norm_inference, (1, 1))],
     "softmax without max subtraction": [(TK.test_softmax_rows_with_large_logits, ())],

@@ -683,7 +683,7 @@ static void ck_gemm_tiles(const ck_gemm_job *job, int64_t ic, int64_t mc, int64_
 }
 
 /* Columns of a chunk's B packed and run at a time: the chunk cut evenly, on the 32-column grid, into panels of kc
- * rows within CK_PANEL_FLOATS each, where the task's rows of A (the weights' K block) fit in as much again. A
+ * rows within CK_PANEL_FLOATS each, where the task's rows of A (a conv's weights, packed ahead) fit in as much. A
  * chunk's whole panel (800 columns x 256 rows on a 56x56 plane: 800 KB) outgrew the 512 KB L2 of a Zen 3 core
  * and each A sliver streamed it from L3 again: ResNet-50's 1x1 256->64 at 56x56 ran in 0.85 of the time with
  * 384 KB panels, 512->128 at 28x28 and the stride-2 256->128 and 512->256 in 0.90-0.96 (one thread, in-process
@@ -716,7 +716,9 @@ static void ck_gemm_task(int32_t task, int32_t slot, void *ctx) {
   int64_t pc, ic, js;
   for (pc = 0; pc < k; pc += CK_KC) {
     const int64_t kc = ck_min(CK_KC, k - pc);
-    const int64_t panel = job->b->packed == NULL && (i1 - i0) * kc <= CK_PANEL_FLOATS ? ck_panel_cols(kc, nc) : nc;
+    const int64_t panel = job->b->packed == NULL && job->a_packed != NULL && (i1 - i0) * kc <= CK_PANEL_FLOATS
+                              ? ck_panel_cols(kc, nc)
+                              : nc; /* (an A packed per call would be packed again per panel) */
     for (js = 0; js < nc; js += panel) { /* B's panel of the chunk, a part that stays in L2 at a time */
       const int64_t ncs = ck_min(panel, nc - js), ncs_main = js + ncs == nc ? nc_main - js : ncs;
       if (job->b->packed == NULL) {
