@@ -5,6 +5,8 @@ worker runs that fixture, and two files compile the same library with the same c
 library at gcc -O3 is 12 s of CPU). `compile_shared(argv, name)` keys the command (without its output) and
 the bytes of every source and header it reads, keeps the library in the run's object cache directory
 (BYOC_OBJECT_CACHE, made by tests/conftest.py) and lets one worker compile while the other waits on a lock.
+`kernel_library` links ccompiler's kernels from objects compiled with the model builds' own command through
+their object cache instead, so the kernel suites and the run's model builds compile each source once.
 """
 from __future__ import annotations
 
