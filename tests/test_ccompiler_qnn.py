@@ -50,7 +50,7 @@ class QParams(ctypes.Structure):
 
 
 class QConvParams(ctypes.Structure):
-    _fields_ = [("conv", ConvParams), ("q", QParams), ("im2col_columns", ctypes.c_int64)]
+    _fields_ = [("conv", ConvParams), ("q", QParams), ("im2col_columns", ctypes.c_int64), ("winograd", ctypes.c_int32)]
 
 
 class QDenseParams(ctypes.Structure):
@@ -385,6 +385,110 @@ def test_qconv2d_add_equals_conv_then_add(ck, conv_id, columns, form, conv_is_rh
                                  _ptr(scale), _ptr(out), _ptr(out), _ptr(ws)) != 0   # the residual as the output
     finally:
         ck.byoc_set_num_threads(0)
+
+
+# ---- Winograd F(2x2, 3x3) (ck_qwinograd.c, ck_qconv2d_params.winograd) ---------------------------------------
+
+# (id, data shape, weight shape, padding, input dtype, output dtype, rounding, residual add form or None): odd and
+# even output planes (a last tile half outside), padding on no side, one side and every side, odd input channels (a
+# zero channel pairs the last), out channels past a 4-row tile and a 16-row task, two images, rows of more than 64
+# tiles (two segments), int8 and uint8 in and out, both requantizations, a residual on either side
+WINOGRAD = [
+    ("odd-plane-odd-channels", (1, 5, 9, 11), (13, 5, 3, 3), (1, 1, 1, 1), "uint8", "uint8", "float32", None),
+    ("even-plane-int8", (2, 8, 8, 8), (16, 8, 3, 3), (1, 1, 1, 1), "int8", "int8", "float32", None),
+    ("valid-no-padding", (1, 6, 10, 7), (5, 6, 3, 3), (0, 0, 0, 0), "int8", "uint8", "tflite", None),
+    ("asymmetric-padding", (1, 3, 7, 12), (20, 3, 3, 3), (2, 0, 1, 2), "uint8", "int8", "tflite", None),
+    ("wide-rows-two-segments", (1, 4, 5, 140), (6, 4, 3, 3), (1, 1, 1, 1), "int8", "uint8", "float32", None),
+    ("one-channel", (1, 1, 6, 6), (3, 1, 3, 3), (1, 1, 1, 1), "uint8", "uint8", "float32", None),
+    ("residual-lhs", (1, 7, 14, 14), (9, 7, 3, 3), (1, 1, 1, 1), "uint8", "uint8", "float32", "float32"),
+    ("residual-rhs-tflite", (2, 4, 7, 7), (6, 4, 3, 3), (1, 1, 1, 1), "int8", "uint8", "tflite", "tflite"),
+]
+
+
+def _winograd_case(case):
+    _, dshape, wshape, padding, in_dtype, out_dtype, rounding, add_form = case
+    x, w = _draw(dshape, in_dtype), _draw(wshape, "int8")
+    bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
+    xz = int(_draw((), in_dtype))
+    p = K.conv2d_params(dshape, wshape, (1, 1), padding, (1, 1), 1)
+    q = Q.qparams(in_dtype, out_dtype, xz, 5, rounding=rounding)
+    acc = _conv_int64(x.astype(np.int64) - xz, w, p) + bias.reshape(1, -1, 1, 1)
+    if rounding == "tflite":
+        ms, es = tflite_math.multipliers(_tflite_reals(wshape[0]))
+        scale = _tflite_pairs(ms, es)
+        want = _tflite_want(acc, ms, es, q, 1)
+    else:
+        scale = RNG.uniform(1e-4, 2e-3, size=wshape[0]).astype(np.float32)
+        want = _requant(acc, scale, q, 1)
+    folded = Q.fold_bias(w, bias, xz + (128 if in_dtype == "int8" else 0), np.zeros(wshape[0], np.int64))
+    return x, w, folded, scale, p, q, want.astype(out_dtype), add_form
+
+
+@pytest.mark.parametrize("case", WINOGRAD, ids=[c[0] for c in WINOGRAD])
+def test_qconv2d_winograd_equals_numpy(ck, case):
+    """Winograd F(2x2, 3x3) gives the direct convolution's bytes (an explicit int64 loop, requantized here), on
+    every int8 kernel (AVX2's vpmaddwd products or portable C: the portable kernel keeps portable products) and
+    1, 2, 3 and 8 threads; its weight packing, weight size and scratch equal the codegen's mirrors."""
+    x, w, folded, scale, p, q, want, add_form = _winograd_case(case)
+    params = QConvParams(ConvParams(**p), QParams(**q), 0, 1)
+    packed = Q.winograd_pack_weight(w)
+    assert Q.winograd_takes(p)
+    assert ck.ck_qconv2d_packed_weight_bytes(ctypes.byref(params)) == packed.nbytes
+    assert ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)) == Q.qconv2d_workspace_bytes(p, 0, winograd=True)
+    weight = np.zeros(packed.size, np.int16)
+    assert ck.ck_qconv2d_pack_weight(ctypes.byref(params), _ptr(w), _ptr(weight)) == 0
+    np.testing.assert_array_equal(weight, packed)
+    residual = _draw(want.shape, q_dtype := str(want.dtype))
+    if add_form is not None:
+        add, add_numpy = _qadd_case(add_form, q_dtype)
+        conv_is_rhs = add_form == "tflite"
+        want = (add_numpy(residual, want) if conv_is_rhs else add_numpy(want, residual)).astype(q_dtype)
+    ws = np.zeros(Q.qconv2d_workspace_bytes(p, 0, winograd=True), np.uint8)
+    try:
+        for kernel, threads in itertools.product(_kernels(ck), THREADS):
+            assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
+            out = np.zeros(want.shape, want.dtype)
+            if add_form is None:
+                assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(weight), _ptr(folded), _ptr(scale),
+                                     _ptr(out), _ptr(ws)) == 0
+            else:
+                assert ck.ck_qconv2d_add(ctypes.byref(params), ctypes.byref(add), int(conv_is_rhs), _ptr(x),
+                                         _ptr(weight), _ptr(folded), _ptr(scale), _ptr(residual), _ptr(out),
+                                         _ptr(ws)) == 0
+            np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
+    finally:
+        ck.byoc_set_num_threads(0)
+
+
+def test_qconv2d_winograd_sums_stay_exact_at_the_channel_limit(ck):
+    """1024 input channels of the extreme values (uint8 255 against weights of -128 and 127 alike, so the
+    transformed products are the largest either sign allows): the 4x sums wrap inside int32 but come out exact;
+    1025 channels are refused."""
+    c = Q.WG_MAX_CHANNELS
+    x = np.full((1, c, 4, 4), 255, np.uint8)
+    x[:, :, ::2, 1::2] = 0
+    w = np.where(RNG.integers(0, 2, size=(4, c, 3, 3)) == 1, 127, -128).astype(np.int8)
+    w[0] = -128
+    w[1] = 127
+    p = K.conv2d_params(x.shape, w.shape, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    q = Q.qparams("uint8", "int8", 0, 0)
+    scale = np.full(4, 1e-7, np.float32)
+    want = _requant(_conv_int64(x.astype(np.int64), w, p), scale, q, 1).astype(np.int8)
+    params = QConvParams(ConvParams(**p), QParams(**q), 0, 1)
+    packed = Q.winograd_pack_weight(w)
+    ws = np.zeros(Q.qconv2d_workspace_bytes(p, 0, winograd=True), np.uint8)
+    for kernel in _kernels(ck):
+        assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
+        out = np.zeros(want.shape, np.int8)
+        assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(packed), _ptr(np.zeros(4, np.int32)), _ptr(scale),
+                             _ptr(out), _ptr(ws)) == 0
+        np.testing.assert_array_equal(out, want, err_msg=kernel)
+    wide = K.conv2d_params((1, c + 1, 4, 4), (4, c + 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    assert not Q.winograd_takes(wide)
+    refused = QConvParams(ConvParams(**wide), QParams(**q), 0, 1)
+    assert ck.ck_qconv2d_workspace_bytes(ctypes.byref(refused)) == 0
+    assert ck.ck_qconv2d(ctypes.byref(refused), _ptr(x), _ptr(packed), _ptr(packed), _ptr(scale), _ptr(ws),
+                         _ptr(ws)) != 0
 
 
 def test_bad_parameters_are_refused(ck):

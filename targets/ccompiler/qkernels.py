@@ -53,9 +53,77 @@ def _init(fields, values) -> str:
     return "{" + ", ".join(f".{f} = {int(values[f])}" for f in fields) + "}"
 
 
-def qconv2d_initializer(conv_fields, conv: dict[str, int], q: dict[str, int], im2col_columns: int = 0) -> str:
+def qconv2d_initializer(conv_fields, conv: dict[str, int], q: dict[str, int], im2col_columns: int = 0,
+                        winograd: bool = False) -> str:
     return (f"{{.conv = {_init(conv_fields, conv)}, .q = {_init(QPARAM_FIELDS, q)}, "
-            f".im2col_columns = {int(im2col_columns)}}}")
+            f".im2col_columns = {int(im2col_columns)}{', .winograd = 1' if winograd else ''}}}")
+
+
+# ---- Winograd F(2x2, 3x3) (ck_qwinograd.c) -------------------------------------------------------------------
+
+WG_MAX_CHANNELS = 1024     # CK_QWG_MAX_CHANNELS: input channels whose 4x sums stay in int32
+WG_POSITIONS, WG_TILES_QUANTUM, WG_ROWS, WG_SLACK = 16, 16, 4, 34   # CK_QWG_SLACK: 2 * 16 lanes + 2
+# Smaller output planes keep the direct convolution: ResNet-50's 3x3 512-channel layers at 7x7 make 16 tiles,
+# against which each call reads an 8 MB transformed weight (the int8 one is 2.4 MB)
+WG_MIN_PIXELS = 14 * 14
+# G' = 2G of F(2x2, 3x3) (points 0, 1, -1): integer, so U = G' g G'^T = 4 G g G^T is exact in int16
+WG_G2 = np.array([[2, 0, 0], [1, 1, 1], [1, -1, 1], [0, 0, 2]], np.int64)
+# x86 flags of an int8 dot product (/proc/cpuinfo): the GEMM core's direct kernels run on them, faster than
+# Winograd's int16 products (vpdpbusd takes 4 uint8 x int8 products a lane per instruction, vpmaddwd 2)
+INT8_DOT_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+
+
+def winograd_takes(p: dict[str, int]) -> bool:
+    """ck_qwinograd_takes: stride-1 3x3, no dilation, one group, at most WG_MAX_CHANNELS input channels."""
+    return (p["kernel_h"], p["kernel_w"], p["stride_h"], p["stride_w"], p["dilation_h"], p["dilation_w"],
+            p["groups"]) == (3, 3, 1, 1, 1, 1, 1) and not (p["channels"] == p["out_channels"] == 1) and \
+        p["channels"] <= WG_MAX_CHANNELS
+
+
+def _build_machine_has_int8_dot() -> bool:
+    try:
+        text = open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return any(flag in flags for flag in INT8_DOT_FLAGS)
+
+
+def winograd(p: dict[str, int], im2col_columns: int) -> bool:
+    """Whether the codegen asks ck_qconv2d for Winograd F(2x2, 3x3) (ck_qconv2d_params.winograd).
+
+    Where the CPU lacks an int8 dot product it multiplies 2.25x less: 16 int16 products per 2x2 outputs and
+    channel where the direct convolution takes 36 uint8 x int8 ones, each pair in one vpmaddwd either way. Only
+    hosted builds planned for threads (the transformed weight is 3.6x the int8 one's bytes and the scratch holds
+    the transformed input and products: not for a board's flash and RAM), and only when the machine building
+    has no int8 dot product (x86 AVX512-VNNI, AVX-VNNI, AMX): where it has one, the runtime's direct kernels
+    (vpdpbusd, AMX tiles) outrun int16 products, and a hosted build runs where it is built. The bytes out are
+    the same either way (tests/test_ccompiler_qnn.py)."""
+    oh, ow = _output_hw(p)
+    return im2col_columns <= 0 and build_max_threads() >= 2 and winograd_takes(p) and \
+        oh * ow >= WG_MIN_PIXELS and not _build_machine_has_int8_dot()
+
+
+def winograd_pack_weight(weight: np.ndarray) -> np.ndarray:
+    """ck_qconv2d_pack_weight with .winograd = 1 in numpy: U = G' g G'^T per (out, in) as int16
+    [position][out rounded up to 4][in rounded up to 2] (the C reads channel pairs as one int32)."""
+    o, c = weight.shape[:2]
+    u = np.einsum("ia,ocab,jb->ijoc", WG_G2, weight.astype(np.int64), WG_G2)     # [4][4][o][c]
+    out = np.zeros((WG_POSITIONS, _round_up(o, WG_ROWS), _round_up(c, 2)), np.int16)
+    out[:, :o, :c] = u.reshape(WG_POSITIONS, o, c)
+    return out.reshape(-1)
+
+
+def winograd_workspace_bytes(p: dict[str, int]) -> int:
+    """ck_qwinograd_workspace_bytes: the bordered input (2 * tiles + 2 square), the transformed input
+    [position][channel pair][tiles rounded up to 16] and the products [position][out rounded up to 4][tiles],
+    int32 words."""
+    oh, ow = _output_hw(p)
+    th, tw = (oh + 1) // 2, (ow + 1) // 2
+    tp = _round_up(th * tw, WG_TILES_QUANTUM)
+    border = _round_up(p["channels"] * (2 * th + 2) * (2 * tw + 2) + WG_SLACK, QALIGN)
+    words = WG_POSITIONS * ((p["channels"] + 1) // 2 + _round_up(p["out_channels"], WG_ROWS)) * tp + WG_TILES_QUANTUM
+    return QALIGN + border + 4 * words
 
 
 # Output pixels per im2col chunk of ck_qconv2d (params.im2col_columns). Hosted toolchains ask 0 (no bound):
@@ -102,13 +170,15 @@ def _output_hw(p: dict[str, int]) -> tuple[int, int]:
     return span_h // p["stride_h"] + 1, span_w // p["stride_w"] + 1
 
 
-def qconv2d_workspace_bytes(p: dict[str, int], im2col_columns: int = 0) -> int:
+def qconv2d_workspace_bytes(p: dict[str, int], im2col_columns: int = 0, winograd: bool = False) -> int:
     """ck_qconv2d_workspace_bytes: depthwise, per thread a zero-point-bordered plane, one int32 output row and
     the flat pass's output;
     im2col_columns 0 and a window wider than one pixel, a packed B panel per thread and a zero-point-bordered
     copy of a group's input (the panels are packed from it); otherwise a packed B panel per thread and
     (unless 1x1 stride 1 unpadded) the im2col rows of a group, for the whole output image or
     (im2col_columns > 0) a chunk of that many pixels rounded up to QNR."""
+    if winograd:
+        return winograd_workspace_bytes(p)
     oh, ow = _output_hw(p)
     chunk = oh * ow if im2col_columns <= 0 else min(_round_up(im2col_columns, QNR), oh * ow)
     if is_depthwise(p):   # per thread: the bordered plane (+ 64 bytes of vector reads), an int32 row, the flat pass

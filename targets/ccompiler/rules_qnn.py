@@ -246,7 +246,9 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
         conv = kernels.conv2d_params(data.type.shape, w.shape, a["strides"], a["padding"], a["dilation"], a["groups"])
         depthwise = qkernels.is_depthwise(conv)
         groups = conv["groups"]
-        attrs = {"conv": conv, "q": q, "im2col_columns": qkernels.im2col_columns(workspace_budget())}
+        columns = qkernels.im2col_columns(workspace_budget())
+        attrs = {"conv": conv, "q": q, "im2col_columns": columns,
+                 "winograd": not depthwise and qkernels.winograd(conv, columns)}
     else:
         depthwise, groups = False, 1
         attrs = {"batch": data.type.size // int(data.type.shape[-1]), "units": units, "depth": int(w.shape[1]),
@@ -261,6 +263,9 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
         packed = weight
     elif depthwise:
         packed = lowering.derived_constant(w, f"{producer.op.name} weight {shape} as int8")
+    elif attrs.get("winograd"):
+        packed = lowering.derived_constant(qkernels.winograd_pack_weight(w),
+                                           f"{producer.op.name} weight {shape} as Winograd F(2x2, 3x3) int16")
     else:
         packed = lowering.derived_constant(qkernels.pack_weight(groups, w),
                                            f"{producer.op.name} weight {shape} packed for ck_q kernels")
@@ -282,13 +287,27 @@ def _scale_arg(scale) -> str:
     return scale.ptr if scale.type.dtype == "float32" else f"(const float *)(const void *){scale.ptr}"
 
 
+def _qconv2d_init(attrs) -> str:
+    return qkernels.qconv2d_initializer(kernels.CONV2D_PARAM_FIELDS, attrs["conv"], attrs["q"],
+                                        attrs["im2col_columns"], attrs.get("winograd", False))
+
+
+def _weight_arg(weight) -> str:
+    """The `weight` argument: a Winograd weight's int16 values go through the kernels' const int8_t *."""
+    return weight.ptr if weight.type.dtype == "int8" else f"(const int8_t *)(const void *){weight.ptr}"
+
+
+def _qconv2d_scratch(step) -> int:
+    a = step.attrs
+    return qkernels.qconv2d_workspace_bytes(a["conv"], a["im2col_columns"], a.get("winograd", False))
+
+
 def _qconv2d(step):
-    init = qkernels.qconv2d_initializer(kernels.CONV2D_PARAM_FIELDS, step.attrs["conv"], step.attrs["q"],
-                                        step.attrs["im2col_columns"])
+    init = _qconv2d_init(step.attrs)
     data, weight, bias, scale = step.ins
     return ([f"static const ck_qconv2d_params params = {init};"],
-            f"ck_qconv2d(&params, {data.ptr}, {weight.ptr}, {bias.ptr}, {_scale_arg(scale)}, {step.outs[0].ptr}, "
-            f"{step.scratch_ptr})")
+            f"ck_qconv2d(&params, {data.ptr}, {_weight_arg(weight)}, {bias.ptr}, {_scale_arg(scale)}, "
+            f"{step.outs[0].ptr}, {step.scratch_ptr})")
 
 
 def _qdense(step):
@@ -363,11 +382,11 @@ def _qadd(step):
 def _qconv2d_add(step):
     """qnn_conv2d with the residual qnn.add after it (fuse_qresidual.py): ins data, weight, bias, scale, residual."""
     a = step.attrs
-    init = qkernels.qconv2d_initializer(kernels.CONV2D_PARAM_FIELDS, a["conv"], a["q"], a["im2col_columns"])
+    init = _qconv2d_init(a)
     add = _qadd_initializer(a["add"], a["lhs_dtype"], step.outs[0].type.dtype)
     data, weight, bias, scale, residual = step.ins
     return ([f"static const ck_qconv2d_params params = {init};", f"static const ck_qadd_params add = {add};"],
-            f"ck_qconv2d_add(&params, &add, {int(a['conv_is_rhs'])}, {data.ptr}, {weight.ptr}, {bias.ptr}, "
+            f"ck_qconv2d_add(&params, &add, {int(a['conv_is_rhs'])}, {data.ptr}, {_weight_arg(weight)}, {bias.ptr}, "
             f"{_scale_arg(scale)}, {residual.ptr}, {step.outs[0].ptr}, {step.scratch_ptr})")
 
 
@@ -431,9 +450,7 @@ def rules(float_rules: dict) -> dict:
         return Rule(emit, base.scratch, base.scratch_query, base.inplace)
 
     return {
-        "qnn_conv2d": Rule(_qconv2d, lambda step: qkernels.qconv2d_workspace_bytes(step.attrs["conv"],
-                                                                                 step.attrs["im2col_columns"]),
-                           lambda step: "ck_qconv2d_workspace_bytes(&params)"),
+        "qnn_conv2d": Rule(_qconv2d, _qconv2d_scratch, lambda step: "ck_qconv2d_workspace_bytes(&params)"),
         "qnn_dense": Rule(_qdense,
                           lambda step: qkernels.qdense_workspace_bytes(step.attrs["depth"], step.attrs["batch"],
                                                                        step.attrs["direct_rows"]),
@@ -442,9 +459,7 @@ def rules(float_rules: dict) -> dict:
         "qnn.dequantize": Rule(_dequantize),
         "qnn.add": Rule(_qadd),
         # not an op: qnn_conv2d with the residual qnn.add after it (fuse_qresidual.py)
-        "qnn_conv2d_add": Rule(_qconv2d_add, lambda step: qkernels.qconv2d_workspace_bytes(step.attrs["conv"],
-                                                                                          step.attrs["im2col_columns"]),
-                               lambda step: "ck_qconv2d_workspace_bytes(&params)"),
+        "qnn_conv2d_add": Rule(_qconv2d_add, _qconv2d_scratch, lambda step: "ck_qconv2d_workspace_bytes(&params)"),
         "qdq_add": Rule(_qdq_add, inplace=(0, 1)),
         "nn.max_pool2d": by_dtype("nn.max_pool2d", _qmax_pool2d),
         "copy": by_dtype("copy", _qcopy),

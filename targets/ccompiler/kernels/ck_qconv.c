@@ -22,7 +22,8 @@
 #endif
 
 static int ck_qconv_valid(const ck_qconv2d_params *p, int64_t *oh, int64_t *ow) {
-  return p != NULL && ck_conv2d_output_hw(&p->conv, oh, ow) == CK_OK && ck_qparams_valid(&p->q);
+  return p != NULL && ck_conv2d_output_hw(&p->conv, oh, ow) == CK_OK && ck_qparams_valid(&p->q) &&
+         (p->winograd == 0 || (p->winograd == 1 && ck_qwinograd_takes(p)));
 }
 
 static int ck_qconv_is_depthwise(const ck_conv2d_params *c) {
@@ -41,6 +42,7 @@ static int64_t ck_qconv_depth(const ck_conv2d_params *c) {
 size_t ck_qconv2d_packed_weight_bytes(const ck_qconv2d_params *p) {
   int64_t oh, ow;
   if (!ck_qconv_valid(p, &oh, &ow) || ck_qconv_is_depthwise(&p->conv)) return 0;
+  if (p->winograd) return ck_qwinograd_weight_bytes(p);
   return (size_t)(p->conv.groups * ck_qround_up(p->conv.out_channels / p->conv.groups, CK_QMR) *
                   ck_qround_up(ck_qconv_depth(&p->conv), 4) + CK_QKB);
 }
@@ -49,6 +51,10 @@ int32_t ck_qconv2d_pack_weight(const ck_qconv2d_params *p, const int8_t *weight,
   const size_t bytes = ck_qconv2d_packed_weight_bytes(p);
   int64_t g, r;
   if (bytes == 0 || weight == NULL || packed == NULL) return CK_EBADPARAM;
+  if (p->winograd) {
+    ck_qwinograd_pack_weight(p, weight, (int16_t *)(void *)packed);
+    return CK_OK;
+  }
   {   /* per group [round_up(og, 8)][round_up(K, 4)] row-major, zeros past the ends; CK_QKB bytes of slack */
     const int64_t og = p->conv.out_channels / p->conv.groups, k = ck_qconv_depth(&p->conv);
     const int64_t k4 = ck_qround_up(k, 4), group_bytes = ck_qround_up(og, CK_QMR) * k4;
@@ -83,6 +89,7 @@ static int64_t ck_qdw_slots(const ck_conv2d_params *c);
 size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p) {
   int64_t oh, ow, k, chunk;
   if (!ck_qconv_valid(p, &oh, &ow)) return 0;
+  if (p->winograd) return ck_qwinograd_workspace_bytes(p, oh, ow);
   if (ck_qconv_is_depthwise(&p->conv))
     return (size_t)(CK_QALIGN + ck_qdw_slots(&p->conv) * ck_qdw_slot_bytes(&p->conv, oh, ow));
   k = ck_qconv_depth(&p->conv);
@@ -727,6 +734,11 @@ static int32_t ck_qconv2d_run(const ck_qconv2d_params *p, const void *data, cons
     if (post != NULL)   /* afterwards, over the whole output (the depthwise tasks are planes) */
       ck_qadd(post->add, p->conv.batch * p->conv.out_channels * oh * ow, post->conv_is_rhs ? post->residual : out,
               post->conv_is_rhs ? out : post->residual, out);
+    return CK_OK;
+  }
+  if (p->winograd) {
+    ck_qwinograd_run(p, oh, ow, (const uint8_t *)data, (const int16_t *)(const void *)weight, bias, scale,
+                     (uint8_t *)out, ws, post);
     return CK_OK;
   }
   ck_qconv_gemms(p, oh, ow, (const uint8_t *)data, weight, bias, scale, (uint8_t *)out, ws, post);

@@ -1056,6 +1056,11 @@ void ck_qrequant_row(int64_t n, const int32_t *acc, int32_t bias, float scale, c
   ck_qkernel_current()->requant_row(n, acc, bias, scale, q, out);
 }
 
+void ck_qrequant_row_tfl(int64_t n, const int32_t *acc, int32_t bias, const int32_t *me, const ck_qparams *q,
+                         uint8_t *out) {
+  ck_qkernel_current()->tfl_row(n, acc, bias, me, q, out);
+}
+
 void ck_qdw_row(int64_t n, const uint8_t *base, int64_t row_step, int64_t stride, int64_t col_step, int64_t kh,
                 int64_t kw, const int8_t *w, int32_t bias, float scale, const ck_qparams *q, uint8_t *out,
                 int32_t *acc) {

@@ -102,6 +102,19 @@ int64_t ck_qgemm_panel_bytes(int64_t k);  /* bytes of ck_qgemm_panel's one panel
 
 /* out[x] = requant(acc[x] + bias) for x < n (contiguous output, int8 or uint8 as q says). */
 void ck_qrequant_row(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q, uint8_t *out);
+/* the same under TFLite's rounding (q->rounding 1): me the channel's (multiplier, exponent) */
+void ck_qrequant_row_tfl(int64_t n, const int32_t *acc, int32_t bias, const int32_t *me, const ck_qparams *q,
+                         uint8_t *out);
+
+/* ---- Winograd F(2x2, 3x3) (ck_qwinograd.c): ck_qconv2d_params.winograd ------------------------------------ */
+#define CK_QWG_MAX_CHANNELS 1024 /* input channels whose 4x sums stay in int32 (ck_qwinograd.c) */
+int ck_qwinograd_takes(const ck_qconv2d_params *p); /* the geometry it computes */
+size_t ck_qwinograd_weight_bytes(const ck_qconv2d_params *p);
+size_t ck_qwinograd_workspace_bytes(const ck_qconv2d_params *p, int64_t oh, int64_t ow);
+void ck_qwinograd_pack_weight(const ck_qconv2d_params *p, const int8_t *weight, int16_t *packed);
+/* the convolution (+ post) of every image, on a CK_QALIGN-aligned workspace */
+void ck_qwinograd_run(const ck_qconv2d_params *p, int64_t oh, int64_t ow, const uint8_t *data, const int16_t *weight,
+                      const int32_t *bias, const float *scale, uint8_t *out, uint8_t *ws, const ck_qpost *post);
 
 /* One output row of a depthwise convolution over a zero-point-bordered plane:
  * out[x] = requant(bias + sum over taps (i, j) of w[i * kw + j] * base[i * row_step + x * stride + j * col_step])

@@ -48,6 +48,11 @@ typedef struct {
    * to n columns (a microcontroller's: ResNet-8's 3x3 16-channel conv at 32x32 needs 147 KB whole, 4.6 KB
    * in chunks of 32). Unused by depthwise and 1x1 stride-1 unpadded convolutions, which need no im2col. */
   int64_t im2col_columns;
+  /* 1: a stride-1 3x3 convolution of one group and at most 1024 input channels by Winograd F(2x2, 3x3), on the
+   * weight ck_qconv2d_pack_weight transforms (int16, 16/9 x 2 of the int8 weight's bytes) and a larger scratch;
+   * the same bytes out (ck_qwinograd.c). For CPUs without an int8 dot product: the codegen asks for it on
+   * hosted builds made on one (qkernels.winograd). */
+  int32_t winograd;
 } ck_qconv2d_params;
 
 /* Bytes of the packed weight: per group, round_up(out_channels/groups, CK_QMR) * round_up(K, 4)
