@@ -92,6 +92,8 @@ def instrument(text: str, region: str) -> tuple[str, list[str]]:
         m = _TITLE.match(line)
         if m:
             title = m.group(1)
+        if ".winograd = 1" in line:         # the params of an int8 conv on a Winograd weight (int16, 16 x 4x4)
+            title += " [winograd]"
         m = _CALL.match(line)
         if m and i + 1 < len(lines):
             pad, call = m.groups()
@@ -113,6 +115,8 @@ def _key(title: str) -> tuple:
         (x, w, out) = shapes[0], shapes[1], shapes[-1]
         if len(w) == 4:
             return ("conv", x[1], w[0], out[2], w[2])
+        if "[winograd]" in title:          # 16 transformed positions per (out, in) pair: a 3x3 kernel
+            return ("conv", x[1], out[1], out[2], 3)
         # an int8 weight packed at codegen time is flat: about oc * ic * kh * kw bytes (+ per-channel sums)
         return ("conv", x[1], out[1], out[2], round((w[0] / out[1] / x[1]) ** 0.5))
     if "dense" in title:

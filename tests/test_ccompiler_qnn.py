@@ -576,6 +576,41 @@ def test_small_graphs_equal_reference(name, make, shape, toolchain, executor):
     np.testing.assert_array_equal(got, want)
 
 
+def _winograd_graph():
+    """Two 3x3 convs on a 16x16 plane (Winograd's geometry), the second with a residual qnn.add fused into it."""
+    data = _var("data", (1, 5, 16, 16), "float32")
+    x = make_call("qnn.quantize", data, scale=[0.03], zero_point=[120], out_dtype="uint8")
+    a = _chain(x, (6, 5, 3, 3), 120, padding=(1, 1, 1, 1))
+    b = _chain(a, (6, 6, 3, 3), 7, padding=(1, 1, 1, 1))
+    c = make_call("qnn.add", b, a, lhs_scale=[0.02], lhs_zero_point=7, rhs_scale=[0.02], rhs_zero_point=7,
+                  output_scale=[0.03], output_zero_point=5)
+    return Function([data], make_call("qnn.dequantize", c, scale=[0.03], zero_point=[5]))
+
+
+# (id, the building CPU has an int8 dot product, max_threads, Winograd convs expected)
+WINOGRAD_CHOICES = [("no-int8-dot", False, 8, 2), ("int8-dot", True, 8, 0), ("one-thread-plan", False, 1, 0)]
+
+
+@pytest.mark.parametrize("int8_dot,max_threads,expected", [c[1:] for c in WINOGRAD_CHOICES],
+                         ids=[c[0] for c in WINOGRAD_CHOICES])
+def test_codegen_asks_winograd_on_hosted_builds_without_an_int8_dot_product(int8_dot, max_threads, expected,
+                                                                            monkeypatch):
+    """The codegen's choice (qkernels.winograd): Winograd where the machine building has no int8 dot product and
+    the build plans threads' scratch (hosted); the direct convolution otherwise. Either way the runner gives the
+    reference's bytes."""
+    monkeypatch.setattr(Q, "_build_machine_has_int8_dot", lambda: int8_dot)
+    mod = InferType()(IRModule({"main": _winograd_graph()}))
+    part = byoc.partition_for("ccompiler", mod)
+    assert byoc.partition.summarize(part).host_op_count == 0
+    lib = byoc.build(part, toolchain="gcc", executor="aot", max_threads=max_threads)
+    source = lib.get_source("ccompiler")
+    assert source.count(".winograd = 1") == expected
+    assert ("ck_qconv2d_add(" in source) and source.count("(const int8_t *)(const void *)") == expected
+    x = RNG.standard_normal((1, 5, 16, 16)).astype(np.float32) * 2
+    (got,) = lib.run_runner([x])
+    np.testing.assert_array_equal(got, run_reference(mod, {"data": x})[0])
+
+
 # ---- the tiny quantized zoo models, wholly in ccompiler --------------------------------------------
 
 def _onnxruntime(path, name, x):
