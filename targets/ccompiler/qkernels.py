@@ -62,10 +62,13 @@ def qconv2d_initializer(conv_fields, conv: dict[str, int], q: dict[str, int], im
 # ---- Winograd F(2x2, 3x3) (ck_qwinograd.c) -------------------------------------------------------------------
 
 WG_MAX_CHANNELS = 1024     # CK_QWG_MAX_CHANNELS: input channels whose 4x sums stay in int32
-WG_POSITIONS, WG_TILES_QUANTUM, WG_ROWS, WG_SLACK = 16, 16, 4, 34   # CK_QWG_SLACK: 2 * 16 lanes + 2
-# Smaller output planes keep the direct convolution: ResNet-50's 3x3 512-channel layers at 7x7 make 16 tiles,
-# against which each call reads an 8 MB transformed weight (the int8 one is 2.4 MB)
-WG_MIN_PIXELS = 14 * 14
+WG_POSITIONS, WG_TILES_QUANTUM, WG_ROWS, WG_SLACK = 16, 8, 4, 34   # CK_QWG_SLACK: 2 * 16 lanes + 2
+WG_LANES = 16              # CK_QWG_LANES: the output transform reads a group of lanes past the products
+# Smaller output planes keep the direct convolution (fewer than 16 tiles: the products' 16-tile groups mostly
+# padding). At 7x7 Winograd still wins although each call reads an 8 MB transformed weight (the int8 one is 2.4 MB):
+# ResNet-50's 512-channel 3x3 layers took 2.27-2.34 ms against the direct convolution's 2.69-2.91
+# (`python bench/ccompiler_layers.py --model int8:resnet50`, one thread, Zen 3, p10 of 20 runs)
+WG_MIN_PIXELS = 7 * 7
 # G' = 2G of F(2x2, 3x3) (points 0, 1, -1): integer, so U = G' g G'^T = 4 G g G^T is exact in int16
 WG_G2 = np.array([[2, 0, 0], [1, 1, 1], [1, -1, 1], [0, 0, 2]], np.int64)
 # x86 flags of an int8 dot product (/proc/cpuinfo): the GEMM core's direct kernels run on them, faster than
@@ -95,7 +98,8 @@ def winograd(p: dict[str, int], im2col_columns: int) -> bool:
     Where the CPU lacks an int8 dot product it multiplies 2.25x less: 16 int16 products per 2x2 outputs and
     channel where the direct convolution takes 36 uint8 x int8 ones, each pair in one vpmaddwd either way. Only
     hosted builds planned for threads (the transformed weight is 3.6x the int8 one's bytes and the scratch holds
-    the transformed input and products: not for a board's flash and RAM), and only when the machine building
+    the transformed input and products: not for a board's flash and RAM), output planes of at least WG_MIN_PIXELS,
+    and only when the machine building
     has no int8 dot product (x86 AVX512-VNNI, AVX-VNNI, AMX): where it has one, the runtime's direct kernels
     (vpdpbusd, AMX tiles) outrun int16 products, and a hosted build runs where it is built. The bytes out are
     the same either way (tests/test_ccompiler_qnn.py)."""
@@ -116,13 +120,13 @@ def winograd_pack_weight(weight: np.ndarray) -> np.ndarray:
 
 def winograd_workspace_bytes(p: dict[str, int]) -> int:
     """ck_qwinograd_workspace_bytes: the bordered input (2 * tiles + 2 square), the transformed input
-    [position][channel pair][tiles rounded up to 16] and the products [position][out rounded up to 4][tiles],
+    [position][channel pair][tiles rounded up to 8] and the products [position][out rounded up to 4][tiles],
     int32 words."""
     oh, ow = _output_hw(p)
     th, tw = (oh + 1) // 2, (ow + 1) // 2
     tp = _round_up(th * tw, WG_TILES_QUANTUM)
     border = _round_up(p["channels"] * (2 * th + 2) * (2 * tw + 2) + WG_SLACK, QALIGN)
-    words = WG_POSITIONS * ((p["channels"] + 1) // 2 + _round_up(p["out_channels"], WG_ROWS)) * tp + WG_TILES_QUANTUM
+    words = WG_POSITIONS * ((p["channels"] + 1) // 2 + _round_up(p["out_channels"], WG_ROWS)) * tp + WG_LANES
     return QALIGN + border + 4 * words
 
 

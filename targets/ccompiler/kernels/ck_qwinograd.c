@@ -38,7 +38,8 @@
 #endif
 
 #define CK_QWG_POSITIONS 16
-#define CK_QWG_TILES_QUANTUM 16 /* tiles rounded up to the AVX2 product's 16 columns */
+#define CK_QWG_TILES_QUANTUM 8  /* tiles rounded up to a product's 8 or 16 columns (49 tiles: 56, not 64) */
+#define CK_QWG_COLUMNS 16       /* the product's columns (an 8-column one for a last group of 8) */
 #define CK_QWG_ROWS 4           /* output channels rounded up to the product's 4 rows */
 #define CK_QWG_TASK_ROWS 16     /* output channels per product task */
 #define CK_QWG_SEGMENT 64       /* tiles transformed at once (stack arrays) */
@@ -218,27 +219,46 @@ static void ck_qwg_input(void *ctx, int64_t first, int64_t last) {
 /* ---- (3) the products ------------------------------------------------------------------------------------ */
 
 /* m[i * tp + t] = sum over pairs of the int16 pair products u[i * pairs + c] . v[c * tp + t], i < CK_QWG_ROWS,
- * t < 16, modulo 2^32 */
-static void ck_qwg_product_portable(int64_t pairs, int64_t tp, const uint32_t *u, const uint32_t *v, uint32_t *m) {
-  uint32_t acc[CK_QWG_ROWS][CK_QWG_TILES_QUANTUM];
-  int64_t c;
-  int i, t;
+ * t < cols (8 or 16), modulo 2^32 */
+static void ck_qwg_product_portable(int64_t pairs, int64_t tp, int64_t cols, const uint32_t *u, const uint32_t *v,
+                                    uint32_t *m) {
+  uint32_t acc[CK_QWG_ROWS][CK_QWG_COLUMNS];
+  int64_t c, t;
+  int i;
   memset(acc, 0, sizeof acc);
   for (c = 0; c < pairs; ++c)
     for (i = 0; i < CK_QWG_ROWS; ++i) {
       const int32_t u0 = (int16_t)(u[i * pairs + c] & 0xFFFFu), u1 = (int16_t)(u[i * pairs + c] >> 16);
-      for (t = 0; t < CK_QWG_TILES_QUANTUM; ++t) {
+      for (t = 0; t < cols; ++t) {
         const uint32_t w = v[c * tp + t];
         acc[i][t] += (uint32_t)(u0 * (int16_t)(w & 0xFFFFu)) + (uint32_t)(u1 * (int16_t)(w >> 16));
       }
     }
-  for (i = 0; i < CK_QWG_ROWS; ++i) memcpy(m + i * tp, acc[i], sizeof acc[i]);
+  for (i = 0; i < CK_QWG_ROWS; ++i) memcpy(m + i * tp, acc[i], sizeof(uint32_t) * (size_t)cols);
 }
 
 #if defined(CK_QWG_AVX2)
-/* the same on AVX2: per pair, two 8-tile vectors and a broadcast pair per row into vpmaddwd, 8 accumulators */
-__attribute__((target("avx2"))) static void ck_qwg_product_avx2(int64_t pairs, int64_t tp, const uint32_t *u,
-                                                                 const uint32_t *v, uint32_t *m) {
+/* the same on AVX2, 8 columns: per pair one 8-tile vector and a broadcast pair per row, 4 accumulators */
+__attribute__((target("avx2"))) static void ck_qwg_product8_avx2(int64_t pairs, int64_t tp, const uint32_t *u,
+                                                                  const uint32_t *v, uint32_t *m) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t c;
+  for (c = 0; c < pairs; ++c, v += tp) {
+    const __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)v);
+    a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(v0, _mm256_set1_epi32((int32_t)u[c])));
+    a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(v0, _mm256_set1_epi32((int32_t)u[pairs + c])));
+    a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(v0, _mm256_set1_epi32((int32_t)u[2 * pairs + c])));
+    a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(v0, _mm256_set1_epi32((int32_t)u[3 * pairs + c])));
+  }
+  _mm256_storeu_si256((__m256i *)(void *)m, a0);
+  _mm256_storeu_si256((__m256i *)(void *)(m + tp), a1);
+  _mm256_storeu_si256((__m256i *)(void *)(m + 2 * tp), a2);
+  _mm256_storeu_si256((__m256i *)(void *)(m + 3 * tp), a3);
+}
+
+/* 16 columns: per pair two 8-tile vectors and a broadcast pair per row into vpmaddwd, 8 accumulators */
+__attribute__((target("avx2"))) static void ck_qwg_product16_avx2(int64_t pairs, int64_t tp, const uint32_t *u,
+                                                                   const uint32_t *v, uint32_t *m) {
   __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
   int64_t c;
   for (c = 0; c < pairs; ++c, v += tp) {
@@ -266,9 +286,18 @@ __attribute__((target("avx2"))) static void ck_qwg_product_avx2(int64_t pairs, i
   _mm256_storeu_si256((__m256i *)(void *)(m + 3 * tp), a30);
   _mm256_storeu_si256((__m256i *)(void *)(m + 3 * tp + 8), a31);
 }
+
+static void ck_qwg_product_avx2(int64_t pairs, int64_t tp, int64_t cols, const uint32_t *u, const uint32_t *v,
+                                uint32_t *m) {
+  if (cols == CK_QWG_COLUMNS)
+    ck_qwg_product16_avx2(pairs, tp, u, v, m);
+  else
+    ck_qwg_product8_avx2(pairs, tp, u, v, m);
+}
 #endif
 
-typedef void (*ck_qwg_product_fn)(int64_t pairs, int64_t tp, const uint32_t *u, const uint32_t *v, uint32_t *m);
+typedef void (*ck_qwg_product_fn)(int64_t pairs, int64_t tp, int64_t cols, const uint32_t *u, const uint32_t *v,
+                                  uint32_t *m);
 
 /* the int8 GEMM's choice: its portable kernel (other CPUs, or a test's ck_qgemm_use_kernel) keeps portable C */
 static ck_qwg_product_fn ck_qwg_product(void) {
@@ -295,8 +324,9 @@ static void ck_qwg_products(int32_t task, int32_t n_tasks, void *ctx) {
   int64_t o, t;
   (void)n_tasks;
   for (o = o0; o < o1; o += CK_QWG_ROWS)
-    for (t = 0; t < s->tp; t += CK_QWG_TILES_QUANTUM)
-      j->product(s->pairs, s->tp, j->u + (pos * s->orows + o) * s->pairs, v + t, j->m + (pos * s->orows + o) * s->tp + t);
+    for (t = 0; t < s->tp; t += CK_QWG_COLUMNS)
+      j->product(s->pairs, s->tp, s->tp - t < CK_QWG_COLUMNS ? s->tp - t : CK_QWG_COLUMNS,
+                 j->u + (pos * s->orows + o) * s->pairs, v + t, j->m + (pos * s->orows + o) * s->tp + t);
 }
 
 /* ---- (4) the output transform ---------------------------------------------------------------------------- */
