@@ -587,12 +587,46 @@ CK_AVX2_TARGET static void ck_qrequant_row_avx2(int64_t n, const int32_t *acc, i
   ck_qrequant8_row(n, acc, &e, out);
 }
 
+/* A whole 32-column row of the tile requantized as ck_qrequant8_bytes does it (the same float32 operations in the
+ * same order), 32 bytes stored at once: the constants shared by the tile's rows made once, a row's bias and scale
+ * broadcast per row (row by row through ck_qrequant_row_avx2, the constants' setup and the call took as long as the
+ * arithmetic: ck_qrequant8_row was 5.5% of int8 ResNet-50's run) */
+CK_AVX2_TARGET static void ck_qrequant_tile32_avx2(int64_t rows, const int32_t *acc, const int32_t *bias,
+                                                   const float *scale, const ck_qparams *q, uint8_t *out,
+                                                   int64_t ldo) {
+  const __m256i zp = _mm256_set1_epi32(q->output_zero_point);
+  const __m256 lo = _mm256_set1_ps((float)(q->out_min - q->output_zero_point));
+  const __m256 hi = _mm256_set1_ps((float)(q->out_max - q->output_zero_point));
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7); /* undoes the packs' per-128-bit-lane order */
+  int64_t i;
+  int j;
+  for (i = 0; i < rows; ++i) {
+    const __m256i vb = _mm256_set1_epi32(bias[i]);
+    const __m256 vs = _mm256_set1_ps(scale[i]);
+    __m256i r[4], w01, w23, bytes;
+    for (j = 0; j < 4; ++j) {
+      const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(acc + i * CK_QNR + 8 * j));
+      __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(x, vb)), vs);
+      f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
+      r[j] = _mm256_add_epi32(_mm256_cvtps_epi32(f), zp);
+    }
+    w01 = _mm256_packs_epi32(r[0], r[1]); /* lanes: r0[0..3] r1[0..3] | r0[4..7] r1[4..7] */
+    w23 = _mm256_packs_epi32(r[2], r[3]);
+    bytes = q->output_signed ? _mm256_packs_epi16(w01, w23) : _mm256_packus_epi16(w01, w23);
+    _mm256_storeu_si256((__m256i *)(void *)(out + i * ldo), _mm256_permutevar8x32_epi32(bytes, order));
+  }
+}
+
 CK_AVX2_TARGET static void ck_qfused_avx2(int64_t steps, const int8_t *a, const uint8_t *b, int64_t rows,
                                           int64_t cols, const int32_t *bias, const float *scale, const ck_qparams *q,
                                           uint8_t *out, int64_t ldo) {
   int32_t acc[CK_QMR * CK_QNR];
   int64_t i;
   ck_qtile_avx2(steps, a, b, cols, acc);
+  if (cols == CK_QNR) {
+    ck_qrequant_tile32_avx2(rows, acc, bias, scale, q, out, ldo);
+    return;
+  }
   for (i = 0; i < rows; ++i) ck_qrequant_row_avx2(cols, acc + i * CK_QNR, bias[i], scale[i], q, out + i * ldo);
 }
 
