@@ -41,6 +41,10 @@ REPLAY = {
         [(TQ.test_qadd_fixed_point_rounds_ties_to_even, TQ.QADD_FIXED[0])],
     "requantize arithmetic swapped: onnxruntime's float form for TFLite's fixed point (qadd)":
         [(TQ.test_qadd_fixed_point_rounds_ties_to_even, TQ.QADD_FIXED[1])],
+    "Winograd output transform: A^T's last row with a sign dropped (int8)":
+        [(TQ.test_qconv2d_winograd_equals_numpy, (TQ.WINOGRAD[0],))],
+    "Winograd input transform: the second channel of the last pair dropped (int8)":
+        [(TQ.test_qconv2d_winograd_equals_numpy, (TQ.WINOGRAD[1],))],
 }
 
 
