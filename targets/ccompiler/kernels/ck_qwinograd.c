@@ -178,7 +178,7 @@ typedef struct {
   const ck_qconv2d_params *p;
   const ck_qwg_plan *s;
   const uint8_t *pad;
-  uint32_t *v; /* [position][pair][tp] */
+  uint32_t *v; /* [position][pair][tp]: int16 pairs (channel 2c, then 2c + 1) */
 } ck_qwg_input_job;
 
 static CK_QWG_INLINE void ck_qwg_input_body(const ck_qwg_input_job *j, int64_t first, int64_t last) {
@@ -200,10 +200,12 @@ static CK_QWG_INLINE void ck_qwg_input_body(const ck_qwg_input_job *j, int64_t f
           ck_qwg_transform_tiles(j->pad + (2 * pair + 1) * plane, s->pw, ty, tx0, lanes, hi);
         else
           memset(hi, 0, sizeof hi);
-        for (pos = 0; pos < CK_QWG_POSITIONS; ++pos) {
-          uint32_t *dst = j->v + ((int64_t)pos * s->pairs + pair) * s->tp + at;
-          for (k = 0; k < stored; ++k)
-            dst[k] = (uint32_t)(uint16_t)lo[pos][k] | (uint32_t)(uint16_t)hi[pos][k] << 16;
+        for (pos = 0; pos < CK_QWG_POSITIONS; ++pos) { /* the pair in memory order, as the weight's (any endianness) */
+          int16_t *dst = (int16_t *)(void *)(j->v + ((int64_t)pos * s->pairs + pair) * s->tp + at);
+          for (k = 0; k < stored; ++k) {
+            dst[2 * k] = lo[pos][k];
+            dst[2 * k + 1] = hi[pos][k];
+          }
         }
       }
     for (pos = 0; pos < CK_QWG_POSITIONS; ++pos) /* the tiles past the plane: zeros the products read */
@@ -222,22 +224,31 @@ static void ck_qwg_input(void *ctx, int64_t first, int64_t last) {
  * t < cols (8 or 16), modulo 2^32 */
 static void ck_qwg_product_portable(int64_t pairs, int64_t tp, int64_t cols, const uint32_t *u, const uint32_t *v,
                                     uint32_t *m) {
+  /* the words as the int16 pairs they hold in memory: the same on either endianness */
+  const int16_t *u16 = (const int16_t *)(const void *)u, *v16 = (const int16_t *)(const void *)v;
   uint32_t acc[CK_QWG_ROWS][CK_QWG_COLUMNS];
   int64_t c, t;
   int i;
   memset(acc, 0, sizeof acc);
   for (c = 0; c < pairs; ++c)
     for (i = 0; i < CK_QWG_ROWS; ++i) {
-      const int32_t u0 = (int16_t)(u[i * pairs + c] & 0xFFFFu), u1 = (int16_t)(u[i * pairs + c] >> 16);
+      const int32_t u0 = u16[2 * (i * pairs + c)], u1 = u16[2 * (i * pairs + c) + 1];
       for (t = 0; t < cols; ++t) {
-        const uint32_t w = v[c * tp + t];
-        acc[i][t] += (uint32_t)(u0 * (int16_t)(w & 0xFFFFu)) + (uint32_t)(u1 * (int16_t)(w >> 16));
+        const int16_t *w = v16 + 2 * (c * tp + t);
+        acc[i][t] += (uint32_t)(u0 * w[0]) + (uint32_t)(u1 * w[1]);
       }
     }
   for (i = 0; i < CK_QWG_ROWS; ++i) memcpy(m + i * tp, acc[i], sizeof(uint32_t) * (size_t)cols);
 }
 
 #if defined(CK_QWG_AVX2)
+/* a weight pair as one int32 lane (read as bytes: the weight is an int16 array) */
+static inline int32_t ck_qwg_pair(const uint32_t *p) {
+  int32_t w;
+  memcpy(&w, p, sizeof w);
+  return w;
+}
+
 /* the same on AVX2, 8 columns: per pair one 8-tile vector and a broadcast pair per row, 4 accumulators */
 __attribute__((target("avx2"))) static void ck_qwg_product8_avx2(int64_t pairs, int64_t tp, const uint32_t *u,
                                                                   const uint32_t *v, uint32_t *m) {
@@ -245,10 +256,10 @@ __attribute__((target("avx2"))) static void ck_qwg_product8_avx2(int64_t pairs, 
   int64_t c;
   for (c = 0; c < pairs; ++c, v += tp) {
     const __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)v);
-    a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(v0, _mm256_set1_epi32((int32_t)u[c])));
-    a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(v0, _mm256_set1_epi32((int32_t)u[pairs + c])));
-    a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(v0, _mm256_set1_epi32((int32_t)u[2 * pairs + c])));
-    a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(v0, _mm256_set1_epi32((int32_t)u[3 * pairs + c])));
+    a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(v0, _mm256_set1_epi32(ck_qwg_pair(u + c))));
+    a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(v0, _mm256_set1_epi32(ck_qwg_pair(u + pairs + c))));
+    a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(v0, _mm256_set1_epi32(ck_qwg_pair(u + 2 * pairs + c))));
+    a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(v0, _mm256_set1_epi32(ck_qwg_pair(u + 3 * pairs + c))));
   }
   _mm256_storeu_si256((__m256i *)(void *)m, a0);
   _mm256_storeu_si256((__m256i *)(void *)(m + tp), a1);
@@ -264,16 +275,16 @@ __attribute__((target("avx2"))) static void ck_qwg_product16_avx2(int64_t pairs,
   for (c = 0; c < pairs; ++c, v += tp) {
     const __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)v);
     const __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(v + 8));
-    __m256i w = _mm256_set1_epi32((int32_t)u[c]);
+    __m256i w = _mm256_set1_epi32(ck_qwg_pair(u + c));
     a00 = _mm256_add_epi32(a00, _mm256_madd_epi16(v0, w));
     a01 = _mm256_add_epi32(a01, _mm256_madd_epi16(v1, w));
-    w = _mm256_set1_epi32((int32_t)u[pairs + c]);
+    w = _mm256_set1_epi32(ck_qwg_pair(u + pairs + c));
     a10 = _mm256_add_epi32(a10, _mm256_madd_epi16(v0, w));
     a11 = _mm256_add_epi32(a11, _mm256_madd_epi16(v1, w));
-    w = _mm256_set1_epi32((int32_t)u[2 * pairs + c]);
+    w = _mm256_set1_epi32(ck_qwg_pair(u + 2 * pairs + c));
     a20 = _mm256_add_epi32(a20, _mm256_madd_epi16(v0, w));
     a21 = _mm256_add_epi32(a21, _mm256_madd_epi16(v1, w));
-    w = _mm256_set1_epi32((int32_t)u[3 * pairs + c]);
+    w = _mm256_set1_epi32(ck_qwg_pair(u + 3 * pairs + c));
     a30 = _mm256_add_epi32(a30, _mm256_madd_epi16(v0, w));
     a31 = _mm256_add_epi32(a31, _mm256_madd_epi16(v1, w));
   }
