@@ -1,8 +1,8 @@
 /* ck_qwinograd.c - int8 stride-1 3x3 convolutions by Winograd's F(2x2, 3x3), exact.
  *
  * Why: an x86 CPU without an int8 dot product (AVX2 before VNNI: AMD Zen 1-3, Intel before Ice Lake) sums exact
- * uint8 x int8 products two at a time in vpmaddwd + vpaddd, 1.2x the instructions of the saturating sequence
- * onnxruntime uses there (bench/int8_products.py). F(2x2, 3x3) multiplies 16 times per 2x2 outputs and channel
+ * uint8 x int8 products two at a time in vpmaddwd + vpaddd, 1.2x the time of the saturating sequence onnxruntime
+ * uses there (bench/int8_products.py). F(2x2, 3x3) multiplies 16 times per 2x2 outputs and channel
  * where the direct convolution multiplies 36, on int16 operands the same vpmaddwd takes whole.
  *
  * Exactness. Each 4x4 patch d of the uint8 input (int8 inputs offset by 128, zero-point borders: the GEMM core's
