@@ -434,12 +434,6 @@ __attribute__((target("avx2"))) static void ck_qwg_input_avx2(void *ctx, int64_t
 }
 #endif
 
-#if defined(CK_QWG_AVX2)
-#define CK_QWG_PICK(avx2, fn) ((avx2) ? fn##_avx2 : fn)
-#else
-#define CK_QWG_PICK(avx2, fn) (fn)
-#endif
-
 /* ---- the call -------------------------------------------------------------------------------------------- */
 
 void ck_qwinograd_run(const ck_qconv2d_params *p, int64_t oh, int64_t ow, const uint8_t *data, const int16_t *weight,
@@ -452,7 +446,7 @@ void ck_qwinograd_run(const ck_qconv2d_params *p, int64_t oh, int64_t ow, const 
   ck_qwg_output_job output;
   ck_qpost part;
   int64_t image;
-  int avx2 = 0;
+  ck_range_fn input_fn = ck_qwg_input, output_fn = ck_qwg_output;
   ck_qwg_plan_of(p, oh, ow, &s);
   border.p = input.p = output.p = p;
   border.s = input.s = products.s = output.s = &s;
@@ -467,20 +461,23 @@ void ck_qwinograd_run(const ck_qconv2d_params *p, int64_t oh, int64_t ow, const 
   products.blocks = (s.orows + CK_QWG_TASK_ROWS - 1) / CK_QWG_TASK_ROWS;
   products.product = ck_qwg_product();
 #if defined(CK_QWG_AVX2)
-  avx2 = products.product == ck_qwg_product_avx2;
+  if (products.product == ck_qwg_product_avx2) { /* the transforms follow the products' instruction set */
+    input_fn = ck_qwg_input_avx2;
+    output_fn = ck_qwg_output_avx2;
+  }
 #endif
-  (void)avx2;
   output.m = products.m;
   output.bias = bias;
   output.scale = scale;
+  /* the slack past the bordered planes and past the products, read by lanes beyond a row's end (never used) */
+  memset(ws + c->channels * s.ph * s.pw, border.fill, (size_t)(s.border_bytes - c->channels * s.ph * s.pw));
+  memset(products.m + s.m_words - CK_QWG_LANES, 0, CK_QWG_LANES * sizeof(uint32_t));
   for (image = 0; image < c->batch; ++image) {
     const int64_t out_at = image * c->out_channels * oh * ow;
     border.in = data + image * c->channels * c->height * c->width;
-    memset(ws + c->channels * s.ph * s.pw, border.fill, (size_t)(s.border_bytes - c->channels * s.ph * s.pw));
     ck_parallel_range(c->channels, 1, ck_qwg_border, &border);
-    ck_parallel_range(s.pairs, 1, CK_QWG_PICK(avx2, ck_qwg_input), &input);
+    ck_parallel_range(s.pairs, 1, input_fn, &input);
     byoc_parallel_for((int32_t)(CK_QWG_POSITIONS * products.blocks), ck_qwg_products, &products);
-    memset(products.m + s.m_words - CK_QWG_LANES, 0, CK_QWG_LANES * sizeof(uint32_t));
     output.out = out + out_at;
     output.post = NULL;
     if (post != NULL) {
@@ -488,6 +485,6 @@ void ck_qwinograd_run(const ck_qconv2d_params *p, int64_t oh, int64_t ow, const 
       part.residual = post->residual + out_at;
       output.post = &part;
     }
-    ck_parallel_range(c->out_channels, 1, CK_QWG_PICK(avx2, ck_qwg_output), &output);
+    ck_parallel_range(c->out_channels, 1, output_fn, &output);
   }
 }
