@@ -8,6 +8,8 @@ tests/test_ccompiler_qnn.py checks every mirror against the C.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from byoc_compiler.vendor import build_max_threads
@@ -83,7 +85,9 @@ def winograd_takes(p: dict[str, int]) -> bool:
         p["channels"] <= WG_MAX_CHANNELS
 
 
+@functools.lru_cache(maxsize=None)
 def _build_machine_has_int8_dot() -> bool:
+    """Read once per process: every conv of a model asks."""
     try:
         text = open("/proc/cpuinfo").read()
     except OSError:
@@ -98,11 +102,10 @@ def winograd(p: dict[str, int], im2col_columns: int) -> bool:
     Where the CPU lacks an int8 dot product it multiplies 2.25x less: 16 int16 products per 2x2 outputs and
     channel where the direct convolution takes 36 uint8 x int8 ones, each pair in one vpmaddwd either way. Only
     hosted builds planned for threads (the transformed weight is 3.6x the int8 one's bytes and the scratch holds
-    the transformed input and products: not for a board's flash and RAM), output planes of at least WG_MIN_PIXELS,
-    and only when the machine building
-    has no int8 dot product (x86 AVX512-VNNI, AVX-VNNI, AMX): where it has one, the runtime's direct kernels
-    (vpdpbusd, AMX tiles) outrun int16 products, and a hosted build runs where it is built. The bytes out are
-    the same either way (tests/test_ccompiler_qnn.py)."""
+    the transformed input and products: not for a board's flash and RAM), output planes of at least
+    WG_MIN_PIXELS, and only when the machine building has no int8 dot product (x86 AVX512-VNNI, AVX-VNNI, AMX):
+    where it has one, the runtime's direct kernels (vpdpbusd, AMX tiles) outrun int16 products, and a hosted
+    build runs where it is built. The bytes out are the same either way (tests/test_ccompiler_qnn.py)."""
     oh, ow = _output_hw(p)
     return im2col_columns <= 0 and build_max_threads() >= 2 and winograd_takes(p) and \
         oh * ow >= WG_MIN_PIXELS and not _build_machine_has_int8_dot()
@@ -110,7 +113,7 @@ def winograd(p: dict[str, int], im2col_columns: int) -> bool:
 
 def winograd_pack_weight(weight: np.ndarray) -> np.ndarray:
     """ck_qconv2d_pack_weight with .winograd = 1 in numpy: U = G' g G'^T per (out, in) as int16
-    [position][out rounded up to 4][in rounded up to 2] (the C reads channel pairs as one int32)."""
+    [position][out rounded up to 4][in rounded up to 2]: a channel pair is one 4-byte lane of vpmaddwd."""
     o, c = weight.shape[:2]
     u = np.einsum("ia,ocab,jb->ijoc", WG_G2, weight.astype(np.int64), WG_G2)     # [4][4][o][c]
     out = np.zeros((WG_POSITIONS, _round_up(o, WG_ROWS), _round_up(c, 2)), np.int16)
@@ -120,8 +123,8 @@ def winograd_pack_weight(weight: np.ndarray) -> np.ndarray:
 
 def winograd_workspace_bytes(p: dict[str, int]) -> int:
     """ck_qwinograd_workspace_bytes: the bordered input (2 * tiles + 2 square), the transformed input
-    [position][channel pair][tiles rounded up to 8] and the products [position][out rounded up to 4][tiles],
-    int32 words."""
+    [position][channel pair][tiles rounded up to 8] (int16 pairs) and the products [position][out rounded up
+    to 4][tiles] (int32), and a group of lanes of slack after each of the first and the last."""
     oh, ow = _output_hw(p)
     th, tw = (oh + 1) // 2, (ow + 1) // 2
     tp = _round_up(th * tw, WG_TILES_QUANTUM)
