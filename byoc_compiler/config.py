@@ -59,6 +59,9 @@ class ToolchainConfig:
     board: str | None = None           # [boards.<name>]: memory pools, alignment (bare-metal toolchains)
     profile: str = "hosted"            # runtime profile of its programs (PROFILES)
     timeout: float = 600.0             # seconds a program of it may run (a hung bare-metal image ends there)
+    # CPU features its code may assume (/proc/cpuinfo names): a codegen's choices (backend/cpu_features.py).
+    # None: this machine's own where the toolchain builds for it, none otherwise.
+    cpu_features: tuple[str, ...] | None = None
 
     @property
     def install_hint(self) -> str:
@@ -240,7 +243,7 @@ def _is_byoc_file(path: Path) -> bool:
 _SECTIONS = ("backends", "targets", "build", "toolchains", "boards")
 _BUILD_KEYS = {"toolchains": list, "executor": str, "interface": str, "opt": str, "models": list, "constants": str}
 _TOOLCHAIN_KEYS = {"cc": str, "arch": str, "cflags": list, "ldflags": list, "run": list, "sanitizer": bool,
-                   "apt": list, "board": str, "profile": str, "timeout": int}
+                   "apt": list, "board": str, "profile": str, "timeout": int, "cpu_features": list}
 _BOARD_KEYS = {"alignment": int, "constants_section": str, "pools": list,
                # the image layout (linker_script.py): memory regions and which holds what
                "regions": list, "code": str, "rodata": str, "data": str, "stack": str, "stack_size": int}
@@ -410,7 +413,8 @@ def _toolchains(toolchains_raw: dict, boards: dict[str, BoardConfig], path: Path
             ldflags=tuple(spec.get("ldflags", ())), run=tuple(spec.get("run", ())),
             sanitizer=spec.get("sanitizer", False), apt=tuple(spec.get("apt", ())),
             board=spec.get("board"), profile=spec.get("profile", "hosted"),
-            timeout=float(spec.get("timeout", 600)))
+            timeout=float(spec.get("timeout", 600)),
+            cpu_features=tuple(spec["cpu_features"]) if "cpu_features" in spec else None)
     return toolchains
 
 

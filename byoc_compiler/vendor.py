@@ -31,6 +31,8 @@ The groups:
   build option max_threads) and `PARALLEL_HEADER` ("byoc/parallel.h": a C-source target's kernels include
   it -- the runtime's include directory is on every compile of a model -- for `byoc_parallel_for` and
   `byoc_parallel_chunks`, docs/runtime-abi.md);
+- the CPU (since 1.8): `build_cpu_features()` (inside a codegen: the features, in /proc/cpuinfo spelling, the code
+  may assume where it runs: the toolchain's cpu_features, else the building machine's for a native toolchain);
 - workspaces: `plan_offsets` (an arena by lifetimes), `peak_live_bytes`, `align_up`, `WORKSPACE_ALIGNMENT`
   (what the caller aligns a region's workspace to, and plan_offsets' default; since 1.1); `workspace_budget()`
   (the build's largest workspace pool, None when unbounded: size kernel scratch by it; since 1.4);
@@ -52,6 +54,7 @@ from .backend.constants import extern_declaration, is_large
 from .backend.constants import constant_array
 from .backend.memory_plan import ALIGNMENT as WORKSPACE_ALIGNMENT
 from .backend.threads import build_max_threads
+from .backend.cpu_features import build_cpu_features
 from .backend.memory_plan import align_up, peak_live_bytes, plan_offsets, workspace_budget
 from .ctext import (c_string, c_type, comment, const_array, core_signature, double_literal, element_literals,
                     entry_points, float_literal, half_literal, int64_array, int_literal, is_identifier, line_array, literal,
@@ -77,6 +80,8 @@ PARALLEL_HEADER = "byoc/parallel.h"
 
 # What changed, newest first (a minor version adds names; a major one may remove or change them):
 CHANGELOG = {
+    (1, 8): "build_cpu_features: the CPU features a codegen may assume where the model runs (a toolchain's "
+            "cpu_features in config.toml, else the building machine's for a toolchain that builds for it)",
     (1, 7): "standalone_library(..., toolchain=NAME or ToolchainConfig): compiled and linked with that host "
             "toolchain's own commands (default: the first of the settings' [build] toolchains that can load here); "
             "cc= names a toolchain the same way",
@@ -105,7 +110,7 @@ __all__ = [
     "entry_points", "core_signature", "c_type", "is_identifier", "sanitize_identifier", "unique_identifiers",
     "c_string", "comment", "literal", "float_literal", "double_literal", "half_literal", "int_literal",
     "element_literals", "const_array", "line_array", "int64_array", "shape_text", "wrap_list",
-    "build_max_threads", "PARALLEL_HEADER",
+    "build_max_threads", "PARALLEL_HEADER", "build_cpu_features",
     "plan_offsets", "peak_live_bytes", "align_up", "WORKSPACE_ALIGNMENT", "workspace_budget",
     "is_large", "extern_declaration", "constant_array",
     "partition_for", "runtime_source_dir", "runtime_include_flags", "standalone_library",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import platform
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,6 +37,7 @@ from byoc_compiler.transform import InferType
 from byoc_compiler.contrib.ccompiler import kernels as K
 from byoc_compiler.contrib.ccompiler import qkernels as Q
 
+ROOT = Path(__file__).resolve().parent.parent
 RNG = np.random.default_rng(2026)
 
 
@@ -587,27 +589,32 @@ def _winograd_graph():
     return Function([data], make_call("qnn.dequantize", c, scale=[0.03], zero_point=[5]))
 
 
-# (id, the building CPU has an int8 dot product, max_threads, Winograd convs expected)
-WINOGRAD_CHOICES = [("no-int8-dot", False, 8, 2), ("int8-dot", True, 8, 0), ("one-thread-plan", False, 1, 0)]
+# (id, the toolchain's cpu_features, max_threads, Winograd convs expected)
+WINOGRAD_CHOICES = [("avx2", ["avx2", "fma"], 8, 2), ("avx512-vnni", ["avx2", "avx512f", "avx512_vnni"], 8, 0),
+                    ("avx-vnni", ["avx2", "avx_vnni"], 8, 0), ("one-thread-plan", ["avx2"], 1, 0)]
 
 
-@pytest.mark.parametrize("int8_dot,max_threads,expected", [c[1:] for c in WINOGRAD_CHOICES],
+@pytest.mark.parametrize("features,max_threads,expected", [c[1:] for c in WINOGRAD_CHOICES],
                          ids=[c[0] for c in WINOGRAD_CHOICES])
-def test_codegen_asks_winograd_on_hosted_builds_without_an_int8_dot_product(int8_dot, max_threads, expected,
-                                                                            monkeypatch):
-    """The codegen's choice (qkernels.winograd): Winograd where the machine building has no int8 dot product and
-    the build plans threads' scratch (hosted); the direct convolution otherwise. Either way the runner gives the
-    reference's bytes (the one-thread plan is only generated: compiling every kernel again for
-    -DBYOC_MAX_THREADS=1 took 10 s, and the direct convolution's bytes are the int8-dot case's)."""
-    monkeypatch.setattr(Q, "_build_machine_has_int8_dot", lambda: int8_dot)
+def test_codegen_asks_winograd_where_the_toolchains_cpu_has_no_int8_dot_product(features, max_threads, expected,
+                                                                               tmp_path):
+    """The codegen's choice (qkernels.winograd) follows the CPU the toolchain declares (cpu_features), not the
+    machine building: Winograd without an int8 dot product where the build plans threads' scratch (hosted); the
+    direct convolution otherwise. Either way the runner gives the reference's bytes (the one-thread plan is only
+    generated: compiling every kernel again for -DBYOC_MAX_THREADS=1 took 10 s, and the direct convolution's
+    bytes are the VNNI cases')."""
+    config = tmp_path / "config.toml"
+    config.write_text((ROOT / "config.toml").read_text() + '\n[toolchains.gcc-declared]\ncc = "gcc"\n'
+                      'arch = "x86_64"\ncflags = ["-std=c99", "-fPIC"]\nldflags = ["-lm"]\n'
+                      f"cpu_features = {features!r}\n".replace("'", '"'))
     mod = InferType()(IRModule({"main": _winograd_graph()}))
     part = byoc.partition_for("ccompiler", mod)
     assert byoc.partition.summarize(part).host_op_count == 0
-    lib = byoc.build(part, toolchain="gcc", executor="aot", max_threads=max_threads)
+    lib = byoc.build(part, toolchain="gcc-declared", executor="aot", max_threads=max_threads, config=str(config))
     source = lib.get_source("ccompiler")
     assert source.count(".winograd = 1") == expected
     assert ("ck_qconv2d_add(" in source) and source.count("(const int8_t *)(const void *)") == expected
-    if max_threads == 1:
+    if max_threads == 1 or (expected == 0 and features != WINOGRAD_CHOICES[1][1]):
         return
     x = RNG.standard_normal((1, 5, 16, 16)).astype(np.float32) * 2
     (got,) = lib.run_runner([x])

@@ -35,11 +35,13 @@ import numpy as np
 from ..config import Config, EXECUTORS, INTERFACES, OPT_LEVELS, load_config
 from ..ctext import c_string, core_signature, identifier_part, is_identifier
 from ..errors import ByocError
+from ..toolchain import host_arch
 from ..ir.module import IRModule
 from ..runtime.params import save_params
 from ..transform import InferType
 from . import aot as aot_gen
 from . import constants as constmod
+from . import cpu_features
 from . import graph_c
 from . import threads as threadsmod
 from .artifact import BlobArtifact, CSourceArtifact
@@ -88,7 +90,8 @@ def build(mod: IRModule, toolchain: str = "gcc", executor: str = "graph", interf
     state = _Build(mod, toolchain, executor, interface, opt, mod_name, config, constants, max_threads)
     validate(state)     # first: the toolchain's board decides the constants' section and the scratch budget
     with constmod.threshold(large_constant_bytes), constmod.literal_section(state.memory.constants_section) \
-            as state.literals, memory_plan.budget(state.memory.workspace_budget()):
+            as state.literals, memory_plan.budget(state.memory.workspace_budget()), \
+            cpu_features.declared(cpu_features.of_toolchain(state.tc, host_arch())):
         for _, stage in STAGES[1:]:
             stage(state)
     return state.result

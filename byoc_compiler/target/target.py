@@ -34,7 +34,7 @@ from .system_library import SystemLibrary
 
 # The vendor API's version (byoc_compiler.vendor re-exports it as API_VERSION and keeps its changelog). It sits
 # here, with the declarations, because the registry refuses a target declared for another major version.
-VENDOR_API_VERSION = (1, 7)
+VENDOR_API_VERSION = (1, 8)
 
 # A predicate looks at one typed call and returns None (accepted) or the reason it is not.
 Predicate = Callable[[Any], "str | None"]

@@ -8,11 +8,9 @@ tests/test_ccompiler_qnn.py checks every mirror against the C.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from byoc_compiler.vendor import build_max_threads
+from byoc_compiler.vendor import build_cpu_features, build_max_threads
 
 QMR, QNR, QALIGN, QKB = 8, 32, 64, 64   # CK_QMR, CK_QNR, CK_QALIGN, CK_QKB
 Q_DTYPES = ("int8", "uint8")
@@ -75,7 +73,7 @@ WG_MIN_PIXELS = 7 * 7
 WG_G2 = np.array([[2, 0, 0], [1, 1, 1], [1, -1, 1], [0, 0, 2]], np.int64)
 # x86 flags of an int8 dot product (/proc/cpuinfo): the GEMM core's direct kernels run on them, faster than
 # Winograd's int16 products (vpdpbusd takes 4 uint8 x int8 products a lane per instruction, vpmaddwd 2)
-INT8_DOT_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+INT8_DOT_FLAGS = frozenset(("avx512_vnni", "avx_vnni", "amx_int8"))
 
 
 def winograd_takes(p: dict[str, int]) -> bool:
@@ -85,17 +83,6 @@ def winograd_takes(p: dict[str, int]) -> bool:
         p["channels"] <= WG_MAX_CHANNELS
 
 
-@functools.lru_cache(maxsize=None)
-def _build_machine_has_int8_dot() -> bool:
-    """Read once per process: every conv of a model asks."""
-    try:
-        text = open("/proc/cpuinfo").read()
-    except OSError:
-        return False
-    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
-    return any(flag in flags for flag in INT8_DOT_FLAGS)
-
-
 def winograd(p: dict[str, int], im2col_columns: int) -> bool:
     """Whether the codegen asks ck_qconv2d for Winograd F(2x2, 3x3) (ck_qconv2d_params.winograd).
 
@@ -103,12 +90,13 @@ def winograd(p: dict[str, int], im2col_columns: int) -> bool:
     channel where the direct convolution takes 36 uint8 x int8 ones, each pair in one vpmaddwd either way. Only
     hosted builds planned for threads (the transformed weight is 3.6x the int8 one's bytes and the scratch holds
     the transformed input and products: not for a board's flash and RAM), output planes of at least
-    WG_MIN_PIXELS, and only when the machine building has no int8 dot product (x86 AVX512-VNNI, AVX-VNNI, AMX):
-    where it has one, the runtime's direct kernels (vpdpbusd, AMX tiles) outrun int16 products, and a hosted
-    build runs where it is built. The bytes out are the same either way (tests/test_ccompiler_qnn.py)."""
+    WG_MIN_PIXELS, and only when the CPU the build is for has no int8 dot product (x86 AVX512-VNNI, AVX-VNNI,
+    AMX; vendor.build_cpu_features: the toolchain's cpu_features, else the building machine's): where it has one,
+    the runtime's direct kernels (vpdpbusd, AMX tiles) outrun int16 products. The bytes out are the same either
+    way (tests/test_ccompiler_qnn.py)."""
     oh, ow = _output_hw(p)
     return im2col_columns <= 0 and build_max_threads() >= 2 and winograd_takes(p) and \
-        oh * ow >= WG_MIN_PIXELS and not _build_machine_has_int8_dot()
+        oh * ow >= WG_MIN_PIXELS and not INT8_DOT_FLAGS & build_cpu_features()
 
 
 def winograd_pack_weight(weight: np.ndarray) -> np.ndarray:
