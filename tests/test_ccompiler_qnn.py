@@ -705,20 +705,28 @@ class PoolParams(ctypes.Structure):
                 for name in K.POOL2D_PARAM_FIELDS]
 
 
-POOLS = [("3x3-s2-pad", (1, 2, 9, 70), (3, 3), (2, 2), (1, 1, 1, 1)), ("2x2-s1", (2, 3, 5, 41), (2, 2), (1, 1), (0,) * 4),
-         ("3x3-s3-ragged", (1, 1, 7, 52), (3, 3), (3, 3), (1, 0, 0, 1)),
+# (id, shape, pool, strides, padding, dilation): rows up to 256 wide folded down the window first (ck_qelementwise.c)
+POOLS = [("3x3-s2-pad", (1, 2, 9, 70), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
+         ("2x2-s1", (2, 3, 5, 41), (2, 2), (1, 1), (0,) * 4, (1, 1)),
+         ("3x3-s3-ragged", (1, 1, 7, 52), (3, 3), (3, 3), (1, 0, 0, 1), (1, 1)),
          # 102 output columns: a row in two 64-column vectors (AVX-512), the last tap of the odd width masked
-         ("3x3-s2-wide", (1, 2, 7, 203), (3, 3), (2, 2), (1, 1, 1, 1)),
-         ("3x3-s2-narrow", (1, 3, 9, 21), (3, 3), (2, 2), (1, 1, 1, 1))]   # 11 columns: the low 64 bytes only
+         ("3x3-s2-wide", (1, 2, 7, 203), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
+         ("3x3-s2-narrow", (1, 3, 9, 21), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),   # 11 columns: the low 64 bytes only
+         ("3x3-s2-row-of-257", (1, 1, 5, 257), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),    # too wide to fold: tap by tap
+         ("3x3-s2-row-of-256", (1, 1, 5, 256), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),    # the widest folded row
+         ("1x18-one-row", (1, 2, 3, 40), (1, 18), (1, 1), (0, 0, 0, 0), (1, 1)),         # no fold, ranges per row
+         ("3x17-s2-padded", (1, 2, 6, 50), (3, 17), (1, 2), (1, 8, 1, 8), (1, 1)),       # folded, ranges per row
+         ("3x3-dilated-2", (1, 2, 11, 30), (3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),
+         ("4x2-window-past-the-rows", (1, 1, 3, 9), (4, 2), (2, 2), (2, 0, 2, 1), (1, 1))]
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])
-@pytest.mark.parametrize("name,shape,pool,strides,padding", POOLS, ids=[p[0] for p in POOLS])
-def test_qmax_pool2d_equals_loops(ck, dtype, name, shape, pool, strides, padding):
+@pytest.mark.parametrize("name,shape,pool,strides,padding,dilation", POOLS, ids=[p[0] for p in POOLS])
+def test_qmax_pool2d_equals_loops(ck, dtype, name, shape, pool, strides, padding, dilation):
     from byoc_compiler.testing.loops import pool2d_loops
     x = _draw(shape, dtype)
-    want = pool2d_loops(x.astype(np.float64), "max", pool, strides, padding, (1, 1), False, False).astype(dtype)
-    p = PoolParams(**K.pool2d_params(shape, pool, strides, padding, (1, 1), False, False))
+    want = pool2d_loops(x.astype(np.float64), "max", pool, strides, padding, dilation, False, False).astype(dtype)
+    p = PoolParams(**K.pool2d_params(shape, pool, strides, padding, dilation, False, False))
     out = np.zeros(want.shape, dtype)
     assert ck.ck_qmax_pool2d(ctypes.byref(p), ctypes.c_int32(dtype == "int8"), _ptr(x), _ptr(out)) == 0
     np.testing.assert_array_equal(out, want)
