@@ -42,9 +42,14 @@ ASAN_RUNTIMES = {"gcc": "libasan.so", "clang": f"libclang_rt.asan-{platform.mach
 RERUN_COMPILERS = [cc if cc == "gcc" else pytest.param(cc, marks=pytest.mark.every_toolchain) for cc in ASAN_RUNTIMES]
 
 
-def rerun(cc: str, test_file: str) -> None:
-    """Run `test_file` again under a `cc` ASan+UBSan build; fail with the output's tail on any finding."""
+def rerun(cc: str, test_file: str, prebuild=None) -> None:
+    """Run `test_file` again under a `cc` ASan+UBSan build; fail with the output's tail on any finding.
+    `prebuild(cc, SANITIZER_FLAGS)` compiles the sanitized library here first, into the run's cache where the
+    child finds it: the child's compilers would run with the ASan runtime preloaded too (LD_PRELOAD reaches every
+    process it starts), 1.6x slower (the kernel library's -O0 sanitized compile: 28 s there)."""
     needs.programs(cc)
+    if prebuild is not None:
+        prebuild(cc, SANITIZER_FLAGS)
     runtime = subprocess.run([cc, f"-print-file-name={ASAN_RUNTIMES[cc]}"], capture_output=True,
                              text=True).stdout.strip()
     if not os.path.isabs(runtime) or not os.path.exists(runtime):

@@ -1523,4 +1523,4 @@ def test_winograd_sizes_agree_with_c_and_refuse_other_geometries(ck):
 def test_whole_suite_under_sanitizers(cc):
     """This file again, against a -fsanitize=address,undefined build (the ASan runtime preloaded into
     Python); any finding aborts the run."""
-    sanitizer_rerun.rerun(cc, __file__)
+    sanitizer_rerun.rerun(cc, __file__, prebuild=lambda cc, flags: _compile(cc, flags, f"libck-{cc}-asan-ubsan.so"))

@@ -262,4 +262,5 @@ if not SANITIZE:
     def test_under_sanitizers(cc):
         """This file again, against -fsanitize=address,undefined builds (the ASan runtime preloaded into Python);
         any finding aborts the run."""
-        sanitizer_rerun.rerun(cc, __file__)
+        sanitizer_rerun.rerun(cc, __file__, prebuild=lambda cc, flags: kernel_library(
+            cc, flags, SOURCES, f"libck-reduce-resize-{cc}-asan-ubsan.so"))
