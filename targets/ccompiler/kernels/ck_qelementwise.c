@@ -55,6 +55,31 @@ CK_Q_AVX512 static int64_t ck_quantize_avx512(int64_t n, const float *in, float 
   }
   return i;
 }
+
+/* ck_quantize's loop, 16 lanes at a time in two vectors of 8: the same float32 division, rounding (vroundps to
+ * nearest even, nearbyintf's default mode) and clamp; the clamped integers narrowed to bytes exactly. The scalar loop
+ * called libm's nearbyintf per element: 3.8% of int8 MobileNetV2's run (its 224 x 224 x 3 float input). */
+CK_Q_AVX2 static int64_t ck_quantize_avx2(int64_t n, const float *in, float scale, float zp, int32_t out_signed,
+                                          uint8_t *out) {
+  const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp);
+  const __m256 lo = _mm256_set1_ps(out_signed ? -128.0f : 0.0f), hi = _mm256_set1_ps(out_signed ? 127.0f : 255.0f);
+  int64_t i;
+  for (i = 0; i + 16 <= n; i += 16) {
+    __m128i w[2], bytes;
+    int h;
+    for (h = 0; h < 2; ++h) {
+      __m256 v = _mm256_div_ps(_mm256_loadu_ps(in + i + 8 * h), s);
+      __m256i r;
+      v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+      v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q)); /* NaN -> 0 */
+      r = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+      w[h] = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    }
+    bytes = out_signed ? _mm_packs_epi16(w[0], w[1]) : _mm_packus_epi16(w[0], w[1]);
+    _mm_storeu_si128((__m128i *)(void *)(out + i), bytes);
+  }
+  return i;
+}
 #endif
 
 /* ---- quantize / dequantize -------------------------------------------------------------------- */
@@ -90,7 +115,10 @@ static void ck_quantize_range(void *ctx, int64_t begin, int64_t end) {
       const float s = j->scale[c], zp = (float)j->zero_point[c];
       i = 0;
 #if defined(CK_QADD_DISPATCH)
-      if (ck_q_use_avx512()) i = ck_quantize_avx512(n, in + base, s, zp, j->is_signed, (uint8_t *)j->out + base);
+      if (ck_q_use_avx512())
+        i = ck_quantize_avx512(n, in + base, s, zp, j->is_signed, (uint8_t *)j->out + base);
+      else if (ck_q_use_avx2())
+        i = ck_quantize_avx2(n, in + base, s, zp, j->is_signed, (uint8_t *)j->out + base);
 #endif
       for (; i < n; ++i) {
         const float q = in[base + i] / s; /* stored: float32 even where float math runs wider */
