@@ -147,6 +147,9 @@ CONVS = [
     # in a partial vector; dilated windows on both
     ("depthwise-14x14-flat-int8", (1, 5, 14, 14), (5, 1, 3, 3), (1, 1), (1, 1, 1, 1), 5, "int8"),
     ("depthwise-7x7-stride2", (1, 4, 7, 7), (4, 1, 3, 3), (2, 2), (1, 1, 1, 1), 4, "uint8"),
+    # rows of 3 and 5 bytes: the bordered copy's byte and overlapping 4-byte paths (ck_qcopy_row)
+    ("depthwise-rows-of-3", (1, 3, 6, 3), (3, 1, 3, 3), (1, 1), (1, 1, 1, 1), 3, "uint8"),
+    ("depthwise-rows-of-5-int8", (1, 2, 5, 5), (2, 1, 3, 3), (1, 1), (1, 1, 1, 1), 2, "int8"),
     ("depthwise-dilated-flat", (1, 4, 9, 10), (4, 1, 3, 3), (1, 1), (2, 2, 2, 2), 4, "int8", (2, 2)),
     ("depthwise-dilated-stride2-rows", (1, 3, 12, 37), (3, 1, 3, 3), (2, 2), (2, 2, 2, 2), 3, "uint8", (2, 2)),
     ("7x7-stride2-wide", (1, 3, 40, 40), (8, 3, 7, 7), (2, 2), (3, 3, 3, 3), 1, "uint8"),

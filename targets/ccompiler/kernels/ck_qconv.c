@@ -580,9 +580,9 @@ static void ck_qdw_plane_task(int64_t task, int32_t slot, const ck_qdw_job *job)
   const int8_t *w = job->weight + ch * c->kernel_h * c->kernel_w;
   const float *sc = ck_qchannel_scale(q, job->scale, ch);
   int64_t y;
-  memset(pad, (uint8_t)q->input_zero_point, (size_t)(ck_qpadded_plane(c) + 64));
+  ck_qfill(pad, (uint8_t)q->input_zero_point, ck_qpadded_plane(c) + 64);
   for (y = 0; y < c->height; ++y)
-    memcpy(pad + (y + c->pad_top) * pw + c->pad_left, plane + y * c->width, (size_t)c->width);
+    ck_qcopy_row(pad + (y + c->pad_top) * pw + c->pad_left, plane + y * c->width, c->width);
   if (ck_qdw_plane(c, job->index, pad, pw, oh, ow, w, job->bias[ch], sc, q, o, flat)) return;
   for (y = 0; y < oh; ++y) {
     if (q->rounding == 1)

@@ -388,7 +388,7 @@ CK_VBMI_TARGET static int ck_qdw_plane_vbmi(const ck_conv2d_params *c, const uin
         ck_qdw_store16(ck_qdw_sum16_vbmi(pad + x, row_step, kh, groups, idx, wv, flip), bias, &d,
                        (__mmask16)(n >= 16 ? 0xFFFFu : (1u << n) - 1u), flat + x);
       }
-      for (y = 0; y < oh; ++y) memcpy(out + y * ow, flat + y * pw, (size_t)ow);
+      for (y = 0; y < oh; ++y) ck_qcopy_row(out + y * ow, flat + y * pw, ow);
       return 1;
     }
     for (y = 0; y < oh; ++y)
@@ -574,7 +574,7 @@ CK_AVX2_TARGET static void ck_qrequant8_row(int64_t n, const int32_t *acc, const
     memcpy(tail, acc + x, sizeof(int32_t) * (size_t)(n - x));
     _mm_storel_epi64((__m128i *)(void *)bytes,
                      ck_qrequant8_bytes(_mm256_loadu_si256((const __m256i *)(const void *)tail), e));
-    memcpy(out + x, bytes, (size_t)(n - x));
+    ck_qcopy_tail(out + x, bytes, n - x);
   }
 }
 
@@ -975,7 +975,7 @@ CK_AVX2_TARGET static CK_QDW_INLINE void ck_qdw_rows_avx2(const uint8_t *pad, in
       } else {
         uint8_t last[8];
         _mm_storel_epi64((__m128i *)(void *)last, bytes);
-        memcpy(o, last, (size_t)(ow - x));
+        ck_qcopy_tail(o, last, ow - x);
       }
     }
 }
@@ -1009,7 +1009,7 @@ CK_AVX2_TARGET static int ck_qdw_plane_avx2(const ck_conv2d_params *c, const uin
       ck_qdw_flat_avx2(pad, oh * pw, row_step, col_step, 3, 3, 0, wv, &e, flat);
     else
       ck_qdw_flat_avx2(pad, oh * pw, row_step, col_step, kh, kw, is_signed, wv, &e, flat);
-    for (y = 0; y < oh; ++y) memcpy(out + y * ow, flat + y * pw, (size_t)ow);
+    for (y = 0; y < oh; ++y) ck_qcopy_row(out + y * ow, flat + y * pw, ow);
     return 1;
   }
   if (k3 && sw == 1 && is_signed)
