@@ -166,6 +166,10 @@ CONVS = [
     # 196 pixels = 7 panels, all in the planned scratch: packed first, then tasks of 32 rows over all of them
     # (72 channels: two tasks of a block, one of an 8-row tile)
     ("rows-over-all-panels", (1, 40, 14, 14), (72, 40, 1, 1), (1, 1), (0, 0, 0, 0), 1, "int8"),
+    # a panel's last columns as an 8-column eighth of the AVX2 tile: 49 pixels = 32 + 16 + 1 with 150 k-steps (two
+    # k-blocks: the eighth's sums carried from the first), 56 = 32 + 16 + 8
+    ("1x1-7x7-deep-k", (1, 600, 7, 7), (16, 600, 1, 1), (1, 1), (0, 0, 0, 0), 1, "uint8"),
+    ("1x1-tail-of-24", (1, 24, 7, 8), (12, 24, 1, 1), (1, 1), (0, 0, 0, 0), 1, "int8"),
     # 2,304 pixels: the GEMM's tasks are 128 columns wide from 2,048 on (32 below: the cases above)
     ("3x3-wide-chunks", (1, 4, 48, 48), (40, 4, 3, 3), (1, 1), (1, 1, 1, 1), 1, "uint8"),
 ]

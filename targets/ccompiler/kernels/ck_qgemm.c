@@ -475,9 +475,51 @@ CK_AVX2_TARGET static void ck_qquarter_avx2(int64_t steps, const int32_t *even, 
   CK_AVX2_STORE(3, 1);
 }
 
-/* the 8 x 32 tile as its 4 x 16 quarters, block by block of k; a tile of at most 16 columns skips the right ones
- * (their sums unused, not written). The first block starts its sums at zero in registers: clearing the 1 KB tile
- * with memset (a `rep stos`) was 12% of a 64 -> 256-channel 1x1 conv's time (16 k-steps a tile). */
+#define CK_AVX2_MADD8(I)                                             \
+  do {                                                               \
+    CK_AVX2_MADD(acc##I, e, even[(I) * CK_AVX2_KB + s]);             \
+    CK_AVX2_MADD(acc##I, o, odd[(I) * CK_AVX2_KB + s]);              \
+  } while (0)
+#define CK_AVX2_ACC8(I) _mm256_loadu_si256((const __m256i *)(const void *)(acc + (I) * CK_QNR))
+#define CK_AVX2_STORE8(I) _mm256_storeu_si256((__m256i *)(void *)(acc + (I) * CK_QNR), acc##I)
+
+/* acc[i * CK_QNR + j] (+)= split weight rows 0..7 x panel columns 0..7 of b: a panel's last 8 columns or fewer
+ * (ResNet's 7x7 planes are 49 columns, its 14x14 ones 196: a 16-column quarter for the last 1 or 4 computed 15
+ * or 12 columns of zeros, 23% and 11% of those layers' products). All 8 rows at once: one column vector split per
+ * k-step for 8 rows, 8 accumulators. */
+CK_AVX2_TARGET static void ck_qeighth_avx2(int64_t steps, const int32_t *even, const int32_t *odd, const uint8_t *b,
+                                           int first, int32_t *acc) {
+  const __m256i z = _mm256_setzero_si256();
+  __m256i acc0 = first ? z : CK_AVX2_ACC8(0), acc1 = first ? z : CK_AVX2_ACC8(1), acc2 = first ? z : CK_AVX2_ACC8(2),
+          acc3 = first ? z : CK_AVX2_ACC8(3), acc4 = first ? z : CK_AVX2_ACC8(4), acc5 = first ? z : CK_AVX2_ACC8(5),
+          acc6 = first ? z : CK_AVX2_ACC8(6), acc7 = first ? z : CK_AVX2_ACC8(7);
+  int64_t s;
+  for (s = 0; s < steps; ++s, b += 4 * CK_QNR) {
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)b);
+    const __m256i e = _mm256_and_si256(v, _mm256_set1_epi32(0x00FF00FF)), o = _mm256_srli_epi16(v, 8);
+    CK_AVX2_MADD8(0);
+    CK_AVX2_MADD8(1);
+    CK_AVX2_MADD8(2);
+    CK_AVX2_MADD8(3);
+    CK_AVX2_MADD8(4);
+    CK_AVX2_MADD8(5);
+    CK_AVX2_MADD8(6);
+    CK_AVX2_MADD8(7);
+  }
+  CK_AVX2_STORE8(0);
+  CK_AVX2_STORE8(1);
+  CK_AVX2_STORE8(2);
+  CK_AVX2_STORE8(3);
+  CK_AVX2_STORE8(4);
+  CK_AVX2_STORE8(5);
+  CK_AVX2_STORE8(6);
+  CK_AVX2_STORE8(7);
+}
+
+/* the 8 x 32 tile as its 4 x 16 quarters, block by block of k, the columns past the last whole 16 (if any are
+ * used) as an 8 x 8 eighth or a quarter; the columns past `cols`' last 8 are not computed (their sums unused, not
+ * written). The first block starts its sums at zero in registers: clearing the 1 KB tile with memset (a
+ * `rep stos`) was 12% of a 64 -> 256-channel 1x1 conv's time (16 k-steps a tile). */
 CK_AVX2_TARGET static void ck_qtile_avx2(int64_t steps, const int8_t *a, const uint8_t *b, int64_t cols,
                                          int32_t *acc) {
   int32_t even[CK_QMR * CK_AVX2_KB], odd[CK_QMR * CK_AVX2_KB];
@@ -485,11 +527,17 @@ CK_AVX2_TARGET static void ck_qtile_avx2(int64_t steps, const int8_t *a, const u
   if (steps <= 0) memset(acc, 0, sizeof(int32_t) * CK_QMR * CK_QNR);
   for (s0 = 0; s0 < steps; s0 += CK_AVX2_KB) {
     const int64_t n = steps - s0 < CK_AVX2_KB ? steps - s0 : CK_AVX2_KB;
+    const uint8_t *bs = b + s0 * 4 * CK_QNR;
     ck_qsplit_weights_avx2(a + 4 * s0, 4 * steps, n, even, odd);
-    for (rows = 0; rows < CK_QMR; rows += 4)
-      for (half = 0; half < (cols > 16 ? 32 : 16); half += 16)
-        ck_qquarter_avx2(n, even + rows * CK_AVX2_KB, odd + rows * CK_AVX2_KB, b + s0 * 4 * CK_QNR + half * 4,
-                         s0 == 0, acc + rows * CK_QNR + half);
+    for (half = 0; half < cols; half += 16) {
+      if (cols - half <= 8) {
+        ck_qeighth_avx2(n, even, odd, bs + half * 4, s0 == 0, acc + half);
+        continue;
+      }
+      for (rows = 0; rows < CK_QMR; rows += 4)
+        ck_qquarter_avx2(n, even + rows * CK_AVX2_KB, odd + rows * CK_AVX2_KB, bs + half * 4, s0 == 0,
+                         acc + rows * CK_QNR + half);
+    }
   }
 }
 
