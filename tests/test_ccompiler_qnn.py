@@ -52,7 +52,8 @@ class QParams(ctypes.Structure):
 
 
 class QConvParams(ctypes.Structure):
-    _fields_ = [("conv", ConvParams), ("q", QParams), ("im2col_columns", ctypes.c_int64), ("winograd", ctypes.c_int32)]
+    _fields_ = [("conv", ConvParams), ("q", QParams), ("im2col_columns", ctypes.c_int64), ("winograd", ctypes.c_int32),
+                ("pairs", ctypes.c_int32)]
 
 
 class QDenseParams(ctypes.Structure):
@@ -209,6 +210,53 @@ def test_qconv2d_kernels_equal_numpy(ck, case):
             assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
             out = np.zeros(want.shape, np.uint8)
             assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(weight), _ptr(folded), _ptr(scale),
+                                 _ptr(out), _ptr(ws)) == 0
+            np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
+    finally:
+        ck.byoc_set_num_threads(0)
+
+
+# (id, weight values): uniform int8 (a quarter of pairs share a sign, many of those sum past +-128) and only the
+# extremes (every same-sign pair passes: a correction entry on nearly every row and k-step, the bound's size)
+PAIR_WEIGHTS = [
+    ("uniform", lambda shape: _draw(shape, "int8")),
+    ("extremes", lambda shape: RNG.choice(np.array([-128, -127, 127], np.int8), size=shape)),
+]
+PAIR_CASES = [(c, w) for c in CONVS if not Q.is_depthwise(K.conv2d_params(*c[1:3], *c[3:5], (1, 1), c[5]))
+              for w in PAIR_WEIGHTS]
+
+
+@pytest.mark.parametrize("case,weights", PAIR_CASES, ids=[f"{c[0]}-{w[0]}" for c, w in PAIR_CASES])
+def test_qconv2d_pair_safe_weight_equals_numpy(ck, case, weights):
+    """.pairs = 1: the C pack equals qkernels.pack_weight_pairs (within the bound both give), every pair of its rows
+    sums to at most 128 in magnitude, and every kernel at every thread count computes the plain convolution."""
+    _, dshape, wshape, strides, padding, groups, in_dtype, *dilation = case
+    x, w = _draw(dshape, in_dtype), weights[1](wshape)
+    bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
+    scale = RNG.uniform(1e-4, 2e-3, size=wshape[0]).astype(np.float32)
+    xz = int(_draw((), in_dtype))
+    p = K.conv2d_params(dshape, wshape, strides, padding, dilation[0] if dilation else (1, 1), groups)
+    q = Q.qparams(in_dtype, "uint8", xz, 77, out_min=10)
+    params = QConvParams(ConvParams(**p), QParams(**q))
+    params.pairs = 1
+    want_packed = Q.pack_weight_pairs(groups, w)
+    bound = ck.ck_qconv2d_packed_weight_bytes(ctypes.byref(params))
+    assert bound == Q.pairs_packed_weight_bytes(p) >= want_packed.size
+    packed = np.zeros(bound, np.int8)
+    assert ck.ck_qconv2d_pack_weight(ctypes.byref(params), _ptr(w), _ptr(packed)) == 0
+    np.testing.assert_array_equal(packed[:want_packed.size], want_packed)
+    plain = Q.pack_weight(groups, w)
+    safe = packed[:plain.size - Q.QKB].astype(np.int64).reshape(-1, 2)
+    same_sign = (np.sign(safe[:, 0]) == np.sign(safe[:, 1]))
+    assert np.abs(safe.sum(1))[same_sign].max(initial=0) <= 128
+    folded = Q.fold_bias(w, bias, xz + (128 if in_dtype == "int8" else 0), np.zeros(wshape[0], np.int64))
+    want = _requant(_conv_int64(x.astype(np.int64) - xz, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
+    ws = np.zeros(Q.qconv2d_workspace_bytes(p) + 1, np.uint8)[1:]
+    try:
+        for kernel, threads in itertools.product(_kernels(ck), THREADS):
+            assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
+            out = np.zeros(want.shape, np.uint8)
+            assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(packed), _ptr(folded), _ptr(scale),
                                  _ptr(out), _ptr(ws)) == 0
             np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
     finally:
@@ -515,9 +563,9 @@ def _var(name, shape, dtype):
     return Var(name, TensorType(shape, dtype))
 
 
-def _chain(x, wshape, in_zp, out_dtype="uint8", bias=True, **conv):
-    """qnn.conv2d (+ bias) + requantize with per-channel scales, on `x`."""
-    w = Constant(_draw(wshape, "int8"))
+def _chain(x, wshape, in_zp, out_dtype="uint8", bias=True, weight=None, **conv):
+    """qnn.conv2d (+ bias) + requantize with per-channel scales, on `x` (weight: uniform int8 unless given)."""
+    w = Constant(_draw(wshape, "int8") if weight is None else weight)
     acc = make_call("qnn.conv2d", x, w, input_zero_point=in_zp, kernel_zero_point=[0] * wshape[0], **conv)
     if bias:
         acc = make_call("add", acc, Constant(RNG.integers(-2000, 2000, size=(wshape[0], 1, 1)).astype(np.int32)))
@@ -624,6 +672,43 @@ def test_codegen_asks_winograd_where_the_toolchains_cpu_has_no_int8_dot_product(
     if max_threads == 1 or (expected == 0 and features != WINOGRAD_CHOICES[1][1]):
         return
     x = RNG.standard_normal((1, 5, 16, 16)).astype(np.float32) * 2
+    (got,) = lib.run_runner([x])
+    np.testing.assert_array_equal(got, run_reference(mod, {"data": x})[0])
+
+
+def _pairs_graph():
+    """Two 1x1 convs over 96 channels at 9x9: the first's weight like a trained one's (most pairs small, a few
+    large: corrections on a few k-steps), the second's uniform (a quarter of its pairs pass +-128: too many)."""
+    data = _var("data", (1, 96, 9, 9), "float32")
+    x = make_call("qnn.quantize", data, scale=[0.03], zero_point=[120], out_dtype="uint8")
+    trained = np.clip(np.rint(RNG.laplace(0, 12, size=(96, 96, 1, 1))), -128, 127).astype(np.int8)
+    trained[:, 0, 0, 0] = 127    # every row at least one large weight: per-channel scales make the max 127
+    a = _chain(x, (96, 96, 1, 1), 120, weight=trained)
+    b = _chain(a, (24, 96, 1, 1), 7)
+    return Function([data], make_call("qnn.dequantize", b, scale=[0.02], zero_point=[7]))
+
+
+# (id, the toolchain's cpu_features, pair-safe convs expected)
+PAIRS_CHOICES = [("avx2", ["avx2", "fma"], 1), ("avx512-vnni", ["avx2", "avx512f", "avx512_vnni"], 0),
+                 ("sse2-only", ["sse2"], 0)]
+
+
+@pytest.mark.parametrize("features,expected", [c[1:] for c in PAIRS_CHOICES], ids=[c[0] for c in PAIRS_CHOICES])
+def test_codegen_asks_pair_safe_weights_where_the_toolchains_cpu_has_avx2_and_no_int8_dot_product(features,
+                                                                                                    expected, tmp_path):
+    """qkernels.pairs follows the declared CPU and the weight: a pair-safe weight (vpmaddubsw's tile) for AVX2
+    without an int8 dot product and only where its corrections are few (the trained-like weight, not the uniform
+    one); the plain one elsewhere. The runner gives the reference's bytes either way."""
+    config = tmp_path / "config.toml"
+    config.write_text((ROOT / "config.toml").read_text() + '\n[toolchains.gcc-declared]\ncc = "gcc"\n'
+                      'arch = "x86_64"\ncflags = ["-std=c99", "-fPIC"]\nldflags = ["-lm"]\n'
+                      f"cpu_features = {features!r}\n".replace("'", '"'))
+    mod = InferType()(IRModule({"main": _pairs_graph()}))
+    part = byoc.partition_for("ccompiler", mod)
+    assert byoc.partition.summarize(part).host_op_count == 0
+    lib = byoc.build(part, toolchain="gcc-declared", executor="aot", config=str(config))
+    assert lib.get_source("ccompiler").count(".pairs = 1") == expected
+    x = RNG.standard_normal((1, 96, 9, 9)).astype(np.float32) * 2
     (got,) = lib.run_runner([x])
     np.testing.assert_array_equal(got, run_reference(mod, {"data": x})[0])
 

@@ -54,9 +54,10 @@ def _init(fields, values) -> str:
 
 
 def qconv2d_initializer(conv_fields, conv: dict[str, int], q: dict[str, int], im2col_columns: int = 0,
-                        winograd: bool = False) -> str:
+                        winograd: bool = False, pairs: bool = False) -> str:
     return (f"{{.conv = {_init(conv_fields, conv)}, .q = {_init(QPARAM_FIELDS, q)}, "
-            f".im2col_columns = {int(im2col_columns)}{', .winograd = 1' if winograd else ''}}}")
+            f".im2col_columns = {int(im2col_columns)}{', .winograd = 1' if winograd else ''}"
+            f"{', .pairs = 1' if pairs else ''}}}")
 
 
 # ---- Winograd F(2x2, 3x3) (ck_qwinograd.c) -------------------------------------------------------------------
@@ -228,6 +229,66 @@ def pack_weight(groups: int, weight: np.ndarray) -> np.ndarray:
     w = np.zeros((groups, m8, k4), np.int8)
     w[:, :og, :k] = weight.reshape(groups, og, k)
     return np.concatenate([w.reshape(-1), np.zeros(QKB, np.int8)])
+
+
+# Most correction entries a pair-safe weight may have, per row and k-step, for the codegen to ask for one: the
+# vpmaddubsw tile runs about 30% faster than the widening one, and each entry costs its row more than a k-step of
+# the tile's work. ResNet-50's int8 1x1 convolutions, one thread, Zen 3,
+# pair-safe against plain (tmp-side ctypes timing of real weights, p10): 2.1% of entries 25% faster, 3.2% 18%,
+# 4.5% 13%, 6.6% 7%, 13% 31% slower.
+PAIRS_MAX_ENTRIES = 0.08
+
+
+def pairs(p: dict[str, int], im2col_columns: int, winograd_asked: bool, weight: np.ndarray) -> bool:
+    """Whether the codegen asks ck_qconv2d for a pair-safe weight (ck_qconv2d_params.pairs): where the CPU the build
+    is for (vendor.build_cpu_features) has AVX2 and no int8 dot product, the GEMM then sums two uint8 x int8
+    products in int16 with vpmaddubsw (three instructions per 32 products against the exact widening kernel's
+    four and its panel split), the products a pair-safe weight leaves out added back from its correction table.
+    Not where the CPU has an int8 dot product (vpdpbusd, AMX: the table would only cost), not with Winograd, not
+    for depthwise convolutions, hosted builds (im2col_columns <= 0) only, and only for a weight whose table has at
+    most PAIRS_MAX_ENTRIES entries per row and k-step."""
+    features = build_cpu_features()
+    if im2col_columns > 0 or winograd_asked or is_depthwise(p) or "avx2" not in features or \
+            INT8_DOT_FLAGS & features:
+        return False
+    _, taken = _safe_pairs(pack_weight(p["groups"], weight)[:-QKB].reshape(-1, 2))
+    return bool(taken.reshape(-1, 4).any(axis=1).mean() <= PAIRS_MAX_ENTRIES)
+
+
+def _safe_pairs(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pair-safe weight, what it took out) of an int8 [..., 2] array of pairs (ck_qsafe_pair): a same-sign pair
+    summing past +-128 loses the excess from its larger magnitude, the first on a tie."""
+    w = w.astype(np.int64)
+    total = w.sum(-1)
+    excess = np.where((w > 0).all(-1) & (total > 128), total - 128,
+                      np.where((w < 0).all(-1) & (total < -128), total + 128, 0))
+    larger = np.where(excess > 0, w[..., 1] > w[..., 0], w[..., 1] < w[..., 0]).astype(np.int64)
+    taken = np.zeros_like(w)
+    np.put_along_axis(taken, larger[..., None], excess[..., None], axis=-1)
+    return (w - taken).astype(np.int8), taken.astype(np.int8)
+
+
+def pack_weight_pairs(groups: int, weight: np.ndarray) -> np.ndarray:
+    """ck_qconv2d_pack_weight with .pairs = 1 in numpy: pack_weight's rows made pair-safe, then the correction
+    table (ck_qnn.h): little-endian int32 row_start[rows + 1], then per entry its k-step and the 4 bytes taken."""
+    plain = pack_weight(groups, weight)
+    body = plain[:-QKB].reshape(-1, 2)
+    safe, taken = _safe_pairs(body)
+    rows = groups * _round_up(weight.shape[0] // groups, QMR)
+    taken = taken.reshape(rows, -1, 4)
+    row, step = np.nonzero(taken.any(axis=-1))           # row-major: by row, then k-step
+    row_start = np.searchsorted(row, np.arange(rows + 1)).astype("<i4")
+    entries = np.zeros(len(row), np.dtype([("step", "<i4"), ("taken", "i1", 4)]))
+    entries["step"], entries["taken"] = step, taken[row, step]
+    return np.concatenate([safe.reshape(-1), plain[-QKB:], row_start.view(np.int8), entries.view(np.int8)])
+
+
+def pairs_packed_weight_bytes(p: dict[str, int]) -> int:
+    """ck_qconv2d_packed_weight_bytes with .pairs = 1: the most pack_weight_pairs can take (an entry per row and
+    k-step)."""
+    rows = p["groups"] * _round_up(p["out_channels"] // p["groups"], QMR)
+    k4 = _round_up(_depth(p), 4)
+    return rows * k4 + QKB + 4 * (rows + 1) + 8 * rows * (k4 // 4)
 
 
 def fold_bias(weight: np.ndarray, bias: np.ndarray | None, input_zero_point: int, requant_zero_points) -> np.ndarray:

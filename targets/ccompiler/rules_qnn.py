@@ -247,8 +247,9 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
         depthwise = qkernels.is_depthwise(conv)
         groups = conv["groups"]
         columns = qkernels.im2col_columns(workspace_budget())
-        attrs = {"conv": conv, "q": q, "im2col_columns": columns,
-                 "winograd": not depthwise and qkernels.winograd(conv, columns)}
+        winograd = not depthwise and qkernels.winograd(conv, columns)
+        attrs = {"conv": conv, "q": q, "im2col_columns": columns, "winograd": winograd,
+                 "pairs": qkernels.pairs(conv, columns, winograd, w)}
     else:
         depthwise, groups = False, 1
         attrs = {"batch": data.type.size // int(data.type.shape[-1]), "units": units, "depth": int(w.shape[1]),
@@ -266,6 +267,9 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
     elif attrs.get("winograd"):
         packed = lowering.derived_constant(qkernels.winograd_pack_weight(w),
                                            f"{producer.op.name} weight {shape} as Winograd F(2x2, 3x3) int16")
+    elif attrs.get("pairs"):
+        packed = lowering.derived_constant(qkernels.pack_weight_pairs(groups, w),
+                                           f"{producer.op.name} weight {shape} pair-safe, with its corrections")
     else:
         packed = lowering.derived_constant(qkernels.pack_weight(groups, w),
                                            f"{producer.op.name} weight {shape} packed for ck_q kernels")
@@ -289,7 +293,8 @@ def _scale_arg(scale) -> str:
 
 def _qconv2d_init(attrs) -> str:
     return qkernels.qconv2d_initializer(kernels.CONV2D_PARAM_FIELDS, attrs["conv"], attrs["q"],
-                                        attrs["im2col_columns"], attrs.get("winograd", False))
+                                        attrs["im2col_columns"], attrs.get("winograd", False),
+                                        attrs.get("pairs", False))
 
 
 def _weight_arg(weight) -> str:

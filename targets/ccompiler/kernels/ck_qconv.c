@@ -21,13 +21,15 @@
 #include <emmintrin.h>
 #endif
 
-static int ck_qconv_valid(const ck_qconv2d_params *p, int64_t *oh, int64_t *ow) {
-  return p != NULL && ck_conv2d_output_hw(&p->conv, oh, ow) == CK_OK && ck_qparams_valid(&p->q) &&
-         (p->winograd == 0 || (p->winograd == 1 && ck_qwinograd_takes(p)));
-}
-
 static int ck_qconv_is_depthwise(const ck_conv2d_params *c) {
   return c->groups == c->channels && c->groups == c->out_channels;
+}
+
+static int ck_qconv_valid(const ck_qconv2d_params *p, int64_t *oh, int64_t *ow) {
+  return p != NULL && ck_conv2d_output_hw(&p->conv, oh, ow) == CK_OK && ck_qparams_valid(&p->q) &&
+         (p->winograd == 0 || (p->winograd == 1 && ck_qwinograd_takes(p))) &&
+         (p->pairs == 0 || (p->pairs == 1 && p->winograd == 0 && p->im2col_columns <= 0 &&
+                            !ck_qconv_is_depthwise(&p->conv)));
 }
 
 static int ck_qconv_is_pointwise(const ck_conv2d_params *c) {
@@ -39,12 +41,63 @@ static int64_t ck_qconv_depth(const ck_conv2d_params *c) {
   return c->channels / c->groups * c->kernel_h * c->kernel_w;
 }
 
+/* Rows of the packed weight (every group's, padded to CK_QMR) and its bytes without a correction table */
+static int64_t ck_qpacked_rows(const ck_conv2d_params *c) {
+  return c->groups * ck_qround_up(c->out_channels / c->groups, CK_QMR);
+}
+
+static int64_t ck_qpacked_plain_bytes(const ck_conv2d_params *c) {
+  return ck_qpacked_rows(c) * ck_qround_up(ck_qconv_depth(c), 4) + CK_QKB;
+}
+
 size_t ck_qconv2d_packed_weight_bytes(const ck_qconv2d_params *p) {
   int64_t oh, ow;
   if (!ck_qconv_valid(p, &oh, &ow) || ck_qconv_is_depthwise(&p->conv)) return 0;
   if (p->winograd) return ck_qwinograd_weight_bytes(p);
-  return (size_t)(p->conv.groups * ck_qround_up(p->conv.out_channels / p->conv.groups, CK_QMR) *
-                  ck_qround_up(ck_qconv_depth(&p->conv), 4) + CK_QKB);
+  if (p->pairs) /* at most one entry per row and k-step */
+    return (size_t)(ck_qpacked_plain_bytes(&p->conv) + 4 * (ck_qpacked_rows(&p->conv) + 1) +
+                    8 * ck_qpacked_rows(&p->conv) * (ck_qround_up(ck_qconv_depth(&p->conv), 4) / 4));
+  return (size_t)ck_qpacked_plain_bytes(&p->conv);
+}
+
+static void ck_qput_le32(uint8_t *p, int32_t v) {
+  const uint32_t u = (uint32_t)v;
+  p[0] = (uint8_t)u;
+  p[1] = (uint8_t)(u >> 8);
+  p[2] = (uint8_t)(u >> 16);
+  p[3] = (uint8_t)(u >> 24);
+}
+
+/* The pair (w[0], w[1]) made pair-safe in place, what was taken out in r[0], r[1] (ck_qnn.h: same-sign pairs summing
+ * past +-128 lose the excess from the larger magnitude, the first on a tie) */
+static void ck_qsafe_pair(int8_t *w, int8_t *r) {
+  const int32_t sum = (int32_t)w[0] + (int32_t)w[1];
+  const int32_t excess = w[0] > 0 && w[1] > 0 && sum > 128 ? sum - 128 : w[0] < 0 && w[1] < 0 && sum < -128 ? sum + 128 : 0;
+  const int larger = excess > 0 ? (w[1] > w[0]) : (w[1] < w[0]);
+  r[0] = r[1] = 0;
+  if (excess == 0) return;
+  w[larger] = (int8_t)(w[larger] - excess);
+  r[larger] = (int8_t)excess;
+}
+
+/* Every row's k-steps made pair-safe, the correction table after the rows (ck_qnn.h's layout) */
+static void ck_qpack_pairs(const ck_conv2d_params *c, int8_t *packed) {
+  const int64_t rows = ck_qpacked_rows(c), steps = ck_qround_up(ck_qconv_depth(c), 4) / 4;
+  uint8_t *row_start = (uint8_t *)packed + ck_qpacked_plain_bytes(c), *entries = row_start + 4 * (rows + 1);
+  int64_t r, s, n = 0;
+  for (r = 0; r < rows; ++r) {
+    ck_qput_le32(row_start + 4 * r, (int32_t)n);
+    for (s = 0; s < steps; ++s) {
+      int8_t *w = packed + (r * steps + s) * 4, taken[4];
+      ck_qsafe_pair(w, taken);
+      ck_qsafe_pair(w + 2, taken + 2);
+      if ((taken[0] | taken[1] | taken[2] | taken[3]) == 0) continue;
+      ck_qput_le32(entries + 8 * n, (int32_t)s);
+      memcpy(entries + 8 * n + 4, taken, 4);
+      ++n;
+    }
+  }
+  ck_qput_le32(row_start + 4 * rows, (int32_t)n);
 }
 
 int32_t ck_qconv2d_pack_weight(const ck_qconv2d_params *p, const int8_t *weight, int8_t *packed) {
@@ -62,6 +115,7 @@ int32_t ck_qconv2d_pack_weight(const ck_qconv2d_params *p, const int8_t *weight,
     for (g = 0; g < p->conv.groups; ++g)
       for (r = 0; r < og; ++r) memcpy(packed + g * group_bytes + r * k4, weight + (g * og + r) * k, (size_t)k);
   }
+  if (p->pairs) ck_qpack_pairs(&p->conv, packed);
   return CK_OK;
 }
 
@@ -672,6 +726,7 @@ static void ck_qconv_gemms(const ck_qconv2d_params *p, int64_t oh, int64_t ow, c
   uint8_t *panel = ws, *rows = ws + ck_qgemm_slots(chunk) * ck_qgemm_panel_stride(k);
   ck_qb_source src;
   ck_qbordered bordered;
+  ck_qfix fix;
   int64_t b, g, q0;
   src.flip = p->q.input_signed ? 0x80 : 0;
   src.col_stride = 1;
@@ -713,9 +768,11 @@ static void ck_qconv_gemms(const ck_qconv2d_params *p, int64_t oh, int64_t ow, c
           part = *post;
           part.residual = post->residual + (o + q0 - out);
         }
+        fix.row_start = (const uint8_t *)weight + ck_qpacked_plain_bytes(c) + 4 * g * ck_qround_up(og, CK_QMR);
+        fix.entries = (const uint8_t *)weight + ck_qpacked_plain_bytes(c) + 4 * (ck_qpacked_rows(c) + 1);
         ck_qgemm_core_post(og, cols, k, weight + g * group_bytes, &src, bias + g * og,
                            ck_qchannel_scale(&p->q, scale, g * og), &p->q, o + q0, n, 1, panel,
-                           post != NULL ? &part : NULL);
+                           post != NULL ? &part : NULL, p->pairs ? &fix : NULL);
       }
     }
   }

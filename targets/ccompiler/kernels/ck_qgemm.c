@@ -136,6 +136,8 @@ typedef void (*ck_qtile_fn)(int64_t steps, const int8_t *a, const uint8_t *b, in
 typedef void (*ck_qrow_fn)(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q,
                            uint8_t *out);
 /* The tile and its requantization: rows x cols of out (row stride ldo, unit column stride). */
+typedef void (*ck_qfix_fn)(int64_t rows, const ck_qfix *fix, int64_t m0, const uint8_t *panel, int64_t cols,
+                           int32_t *acc);
 typedef void (*ck_qfused_fn)(int64_t steps, const int8_t *a, const uint8_t *b, int64_t rows, int64_t cols,
                              const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t ldo);
 
@@ -159,6 +161,22 @@ static void ck_qtile_portable(int64_t steps, const int8_t *a, const uint8_t *b, 
 
 static void ck_qrequant_row_portable(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q,
                                      uint8_t *out);
+
+/* A pair-safe weight's corrections added to a tile's sums: rows [m0, m0 + rows) of the GEMM (acc row stride
+ * CK_QNR), columns [0, cols) of the panel */
+static void ck_qfix_portable(int64_t rows, const ck_qfix *fix, int64_t m0, const uint8_t *panel, int64_t cols,
+                             int32_t *acc) {
+  int64_t i, e, j, t;
+  for (i = 0; i < rows; ++i) {
+    const int32_t e1 = ck_qle32(fix->row_start + 4 * (m0 + i + 1));
+    for (e = ck_qle32(fix->row_start + 4 * (m0 + i)); e < e1; ++e) {
+      const uint8_t *entry = fix->entries + 8 * e;
+      const uint8_t *b = panel + (int64_t)ck_qle32(entry) * 4 * CK_QNR;
+      for (j = 0; j < cols; ++j)
+        for (t = 0; t < 4; ++t) acc[i * CK_QNR + j] += (int32_t)(int8_t)entry[4 + t] * (int32_t)b[4 * j + t];
+    }
+  }
+}
 
 static void ck_qfused_portable(int64_t steps, const int8_t *a, const uint8_t *b, int64_t rows, int64_t cols,
                                const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out,
@@ -538,6 +556,135 @@ CK_AVX2_TARGET static void ck_qtile_avx2(int64_t steps, const int8_t *a, const u
         ck_qquarter_avx2(n, even + rows * CK_AVX2_KB, odd + rows * CK_AVX2_KB, bs + half * 4, s0 == 0,
                          acc + rows * CK_QNR + half);
     }
+  }
+}
+
+/* ---- AVX2 on pair-safe weights (ck_qconv2d_params.pairs): two products a pair in vpmaddubsw --------------
+ * vpmaddubsw sums each pair of uint8 x int8 products in int16; no pair of a pair-safe weight can pass 255 * 128 in
+ * magnitude (its same-sign pairs sum to at most 128), so nothing saturates and vpmaddwd by ones sums the two pairs
+ * of a 4-byte lane into int32 exactly: three instructions per 32 products, onnxruntime's sequence, where the
+ * widening kernel above takes four and splits the panel. The weights are read as they are packed (a row's 4 bytes
+ * of a k-step broadcast), the k-steps in blocks of CK_AVX2_KB so the panel's block stays in L1 for the tile's four
+ * quarters; the taken-out products come back through the correction table (ck_qfix_avx2). */
+#define CK_AVX2_UBS(ACC, X, W)                                                          \
+  do {                                                                                  \
+    ACC = _mm256_add_epi32(ACC, _mm256_madd_epi16(_mm256_maddubs_epi16(X, W), ones)); \
+    __asm__("" : "+x"(ACC));                                                            \
+  } while (0)
+#define CK_AVX2_WEIGHT(I) _mm256_set1_epi32(ck_qload32(a + (I) * lda + 4 * s))
+#define CK_AVX2_UBS_ROW(I)                        \
+  do {                                            \
+    const __m256i w##I = CK_AVX2_WEIGHT(I);       \
+    CK_AVX2_UBS(acc##I##0, v0, w##I);             \
+    CK_AVX2_UBS(acc##I##1, v1, w##I);             \
+  } while (0)
+
+static inline int32_t ck_qload32(const int8_t *p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+/* acc (+)= rows 0..3 of a (row stride lda bytes) x panel columns 0..15 of b over `steps` k-steps */
+CK_AVX2_TARGET static void ck_qquarter_pairs_avx2(int64_t steps, const int8_t *a, int64_t lda, const uint8_t *b,
+                                                  int first, int32_t *acc) {
+  const __m256i z = _mm256_setzero_si256(), ones = _mm256_set1_epi16(1);
+  __m256i acc00 = first ? z : CK_AVX2_ACC(0, 0), acc01 = first ? z : CK_AVX2_ACC(0, 1),
+          acc10 = first ? z : CK_AVX2_ACC(1, 0), acc11 = first ? z : CK_AVX2_ACC(1, 1),
+          acc20 = first ? z : CK_AVX2_ACC(2, 0), acc21 = first ? z : CK_AVX2_ACC(2, 1),
+          acc30 = first ? z : CK_AVX2_ACC(3, 0), acc31 = first ? z : CK_AVX2_ACC(3, 1);
+  int64_t s;
+  for (s = 0; s < steps; ++s, b += 4 * CK_QNR) {
+    const __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)b);
+    const __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 32));
+    CK_AVX2_UBS_ROW(0);
+    CK_AVX2_UBS_ROW(1);
+    CK_AVX2_UBS_ROW(2);
+    CK_AVX2_UBS_ROW(3);
+  }
+  CK_AVX2_STORE(0, 0);
+  CK_AVX2_STORE(0, 1);
+  CK_AVX2_STORE(1, 0);
+  CK_AVX2_STORE(1, 1);
+  CK_AVX2_STORE(2, 0);
+  CK_AVX2_STORE(2, 1);
+  CK_AVX2_STORE(3, 0);
+  CK_AVX2_STORE(3, 1);
+}
+
+#define CK_AVX2_UBS8(I) CK_AVX2_UBS(acc##I, v, CK_AVX2_WEIGHT(I))
+
+/* acc (+)= rows 0..7 of a x panel columns 0..7 of b: a panel's last 8 columns or fewer (as ck_qeighth_avx2) */
+CK_AVX2_TARGET static void ck_qeighth_pairs_avx2(int64_t steps, const int8_t *a, int64_t lda, const uint8_t *b,
+                                                 int first, int32_t *acc) {
+  const __m256i z = _mm256_setzero_si256(), ones = _mm256_set1_epi16(1);
+  __m256i acc0 = first ? z : CK_AVX2_ACC8(0), acc1 = first ? z : CK_AVX2_ACC8(1), acc2 = first ? z : CK_AVX2_ACC8(2),
+          acc3 = first ? z : CK_AVX2_ACC8(3), acc4 = first ? z : CK_AVX2_ACC8(4), acc5 = first ? z : CK_AVX2_ACC8(5),
+          acc6 = first ? z : CK_AVX2_ACC8(6), acc7 = first ? z : CK_AVX2_ACC8(7);
+  int64_t s;
+  for (s = 0; s < steps; ++s, b += 4 * CK_QNR) {
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)b);
+    CK_AVX2_UBS8(0);
+    CK_AVX2_UBS8(1);
+    CK_AVX2_UBS8(2);
+    CK_AVX2_UBS8(3);
+    CK_AVX2_UBS8(4);
+    CK_AVX2_UBS8(5);
+    CK_AVX2_UBS8(6);
+    CK_AVX2_UBS8(7);
+  }
+  CK_AVX2_STORE8(0);
+  CK_AVX2_STORE8(1);
+  CK_AVX2_STORE8(2);
+  CK_AVX2_STORE8(3);
+  CK_AVX2_STORE8(4);
+  CK_AVX2_STORE8(5);
+  CK_AVX2_STORE8(6);
+  CK_AVX2_STORE8(7);
+}
+
+/* ck_qtile_avx2's tile (same columns computed, same layout) on a pair-safe weight, without its corrections */
+CK_AVX2_TARGET static void ck_qtile_pairs_avx2(int64_t steps, const int8_t *a, const uint8_t *b, int64_t cols,
+                                               int32_t *acc) {
+  int64_t s0, rows, half;
+  if (steps <= 0) memset(acc, 0, sizeof(int32_t) * CK_QMR * CK_QNR);
+  for (s0 = 0; s0 < steps; s0 += CK_AVX2_KB) {
+    const int64_t n = steps - s0 < CK_AVX2_KB ? steps - s0 : CK_AVX2_KB;
+    const uint8_t *bs = b + s0 * 4 * CK_QNR;
+    for (half = 0; half < cols; half += 16) {
+      if (cols - half <= 8) {
+        ck_qeighth_pairs_avx2(n, a + 4 * s0, 4 * steps, bs + half * 4, s0 == 0, acc + half);
+        continue;
+      }
+      for (rows = 0; rows < CK_QMR; rows += 4)
+        ck_qquarter_pairs_avx2(n, a + rows * 4 * steps + 4 * s0, 4 * steps, bs + half * 4, s0 == 0,
+                               acc + rows * CK_QNR + half);
+    }
+  }
+}
+
+/* ck_qfix_portable in AVX2: an entry's 4 bytes broadcast against its k-step's column vectors (one nonzero a pair:
+ * exact in vpmaddubsw), a row's sums in registers over its entries */
+CK_AVX2_TARGET static void ck_qfix_avx2(int64_t rows, const ck_qfix *fix, int64_t m0, const uint8_t *panel,
+                                        int64_t cols, int32_t *acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int64_t vectors = (cols + 7) / 8;
+  int64_t i, e, j;
+  for (i = 0; i < rows; ++i) {
+    const int32_t e0 = ck_qle32(fix->row_start + 4 * (m0 + i)), e1 = ck_qle32(fix->row_start + 4 * (m0 + i + 1));
+    __m256i sums[4];
+    if (e0 == e1) continue;
+    for (j = 0; j < vectors; ++j) sums[j] = _mm256_loadu_si256((const __m256i *)(const void *)(acc + i * CK_QNR + 8 * j));
+    for (e = e0; e < e1; ++e) {
+      const uint8_t *entry = fix->entries + 8 * e;
+      const uint8_t *b = panel + (int64_t)ck_qle32(entry) * 4 * CK_QNR;
+      const __m256i w = _mm256_set1_epi32(ck_qle32(entry + 4));
+      for (j = 0; j < vectors; ++j)
+        sums[j] = _mm256_add_epi32(
+            sums[j], _mm256_madd_epi16(
+                         _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(b + 32 * j)), w), ones));
+    }
+    for (j = 0; j < vectors; ++j) _mm256_storeu_si256((__m256i *)(void *)(acc + i * CK_QNR + 8 * j), sums[j]);
   }
 }
 
@@ -1126,21 +1273,24 @@ typedef struct {
   ck_qtfl_row_fn tfl_row;   /* TFLite's requantization of a row of sums (q->rounding 1) */
   ck_qdw_sums_fn dw_sums;   /* a depthwise row's sums, requantized by tfl_row */
   ck_qtfl_tile_fn tfl_tile32; /* NULL, or tfl_row over whole 32-column rows of a tile at once */
+  ck_qtile_fn tile_pairs;   /* NULL, or `tile` for pair-safe weights only (faster there); NULL: `tile` */
+  ck_qfix_fn fix;           /* NULL, or ck_qfix_portable's corrections faster */
 } ck_qkernel;
 
 static const ck_qkernel ck_qkernels[] = {
 #if defined(CK_QAMX)
     {"amx-int8-32x32", ck_qblock_amx, ck_qfused_amx, ck_qtiles_amx, ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512,
-     ck_qdw_row_avx512, ck_cpu_has_amx, ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512, NULL},
+     ck_qdw_row_avx512, ck_cpu_has_amx, ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512, NULL, NULL, NULL},
 #endif
 #if defined(CK_QDISPATCH)
     {"avx512vnni-8x32", NULL, NULL, NULL, ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512, ck_qdw_row_avx512, ck_cpu_has_vnni,
-     ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512, NULL},
+     ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512, NULL, NULL, NULL},
     {"avx2-8x32", NULL, NULL, NULL, ck_qtile_avx2, ck_qfused_avx2, ck_qrequant_row_avx2, ck_qdw_row_avx2,
-     ck_cpu_has_avx2_int, ck_qrequant_row_tfl_avx2, ck_qdw_sums_avx2, ck_qrequant_tile32_tfl_avx2},
+     ck_cpu_has_avx2_int, ck_qrequant_row_tfl_avx2, ck_qdw_sums_avx2, ck_qrequant_tile32_tfl_avx2,
+     ck_qtile_pairs_avx2, ck_qfix_avx2},
 #endif
     {"portable-8x32", NULL, NULL, NULL, ck_qtile_portable, ck_qfused_portable, ck_qrequant_row_portable, ck_qdw_row_portable, NULL,
-     ck_qrequant_row_tfl_portable, ck_qdw_sums_portable, NULL},
+     ck_qrequant_row_tfl_portable, ck_qdw_sums_portable, NULL, NULL, NULL},
 };
 #define CK_NUM_QKERNELS ((int32_t)(sizeof ck_qkernels / sizeof ck_qkernels[0]))
 
@@ -1283,6 +1433,7 @@ typedef struct {
   int64_t out_row, out_col;
   uint8_t *panels;
   const ck_qpost *post;
+  const ck_qfix *fix;
 } ck_qgemm_job;
 
 /* The task's finished rows [m0, m1) x columns [n0, n1) through job->post, if any */
@@ -1331,7 +1482,9 @@ static void ck_qgemm_store(const ck_qkernel *kernel, const ck_qgemm_job *job, in
 static void ck_qgemm_rows_of_panel(const ck_qkernel *kernel, const ck_qgemm_job *job, int64_t m0, int64_t m1,
                                    int64_t n0, int64_t cols, const uint8_t *panel, int32_t *acc) {
   const int64_t k4 = ck_qround_up(job->k, 4), steps = k4 / 4, m8 = ck_qround_up(m1, CK_QMR);
-  const int fused = job->q->rounding == 0 && job->out_col == 1;
+  const int fused = job->q->rounding == 0 && job->out_col == 1 && job->fix == NULL;
+  const ck_qtile_fn tile = job->fix != NULL && kernel->tile_pairs != NULL ? kernel->tile_pairs : kernel->tile;
+  const ck_qfix_fn fix = kernel->fix != NULL ? kernel->fix : ck_qfix_portable;
   if (kernel->block != NULL)
     for (; m0 + CK_QBLOCK <= m8; m0 += CK_QBLOCK) {
       const int64_t rows = m1 - m0 < CK_QBLOCK ? m1 - m0 : CK_QBLOCK;
@@ -1341,6 +1494,7 @@ static void ck_qgemm_rows_of_panel(const ck_qkernel *kernel, const ck_qgemm_job 
         continue;
       }
       kernel->block(steps, job->packed_a + m0 * k4, panel, acc);
+      if (job->fix != NULL) fix(rows, job->fix, m0, panel, cols, acc);
       ck_qgemm_store(kernel, job, m0, rows, n0, cols, acc);
     }
   for (; m0 < m1; m0 += CK_QMR) {
@@ -1350,7 +1504,8 @@ static void ck_qgemm_rows_of_panel(const ck_qkernel *kernel, const ck_qgemm_job 
                     job->out + m0 * job->out_row + n0, job->out_row);
       continue;
     }
-    kernel->tile(steps, job->packed_a + m0 * k4, panel, cols, acc);
+    tile(steps, job->packed_a + m0 * k4, panel, cols, acc);
+    if (job->fix != NULL) fix(rows, job->fix, m0, panel, cols, acc);
     ck_qgemm_store(kernel, job, m0, rows, n0, cols, acc);
   }
 }
@@ -1444,12 +1599,12 @@ static void ck_qgemm_rows_task(int32_t task, int32_t n_tasks, void *ctx) {
 void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
                    const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
                    int64_t out_col, uint8_t *panels) {
-  ck_qgemm_core_post(m, n, k, packed_a, b, bias, scale, q, out, out_row, out_col, panels, NULL);
+  ck_qgemm_core_post(m, n, k, packed_a, b, bias, scale, q, out, out_row, out_col, panels, NULL, NULL);
 }
 
 void ck_qgemm_core_post(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
                         const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
-                        int64_t out_col, uint8_t *panels, const ck_qpost *post) {
+                        int64_t out_col, uint8_t *panels, const ck_qpost *post, const ck_qfix *fix) {
   ck_qgemm_job job;
   job.m = m;
   job.n = n;
@@ -1464,6 +1619,7 @@ void ck_qgemm_core_post(int64_t m, int64_t n, int64_t k, const int8_t *packed_a,
   job.out_col = out_col;
   job.panels = panels;
   job.post = out_col == 1 ? post : NULL;
+  job.fix = fix;
   if (ck_qgemm_by_rows(m, n)) {
     byoc_parallel_for((int32_t)ck_qgemm_panels(n), ck_qgemm_pack_task, &job);
     byoc_parallel_for((int32_t)((m + CK_QBLOCK - 1) / CK_QBLOCK), ck_qgemm_rows_task, &job);

@@ -117,6 +117,19 @@ typedef struct {
   int32_t conv_is_rhs;
 } ck_qpost;
 
+/* The little-endian int32 at p (a plain load on little-endian CPUs) */
+static inline int32_t ck_qle32(const uint8_t *p) {
+  return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+/* A pair-safe weight's correction table (ck_qconv2d_params.pairs): row r's entries are
+ * [row_start[r], row_start[r + 1]), each 8 bytes of `entries`: the k-step (int32) and the 4 int8 weights to add
+ * back at it, little-endian; row_start already offset to the GEMM's first row. NULL: a plain weight. */
+typedef struct {
+  const uint8_t *row_start;
+  const uint8_t *entries;
+} ck_qfix;
+
 /* ck_qadd's arithmetic on rows x n bytes at a row stride of `stride` in lhs, rhs and out, on the calling thread
  * (no validation: ck_qadd_params_valid was asked) */
 void ck_qadd_rows(const ck_qadd_params *p, int64_t rows, int64_t n, int64_t stride, const uint8_t *lhs,
@@ -133,10 +146,11 @@ int ck_qadd_params_valid(const ck_qadd_params *p);
 void ck_qgemm_core(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
                    const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
                    int64_t out_col, uint8_t *panels);
-/* ck_qgemm_core, then `post` on each task's rows x columns (NULL: nothing; unit column stride only) */
+/* ck_qgemm_core, then `post` on each task's rows x columns (NULL: nothing; unit column stride only); `fix`: A's
+ * correction table (NULL: A is a plain weight) */
 void ck_qgemm_core_post(int64_t m, int64_t n, int64_t k, const int8_t *packed_a, const ck_qb_source *b,
                         const int32_t *bias, const float *scale, const ck_qparams *q, uint8_t *out, int64_t out_row,
-                        int64_t out_col, uint8_t *panels, const ck_qpost *post);
+                        int64_t out_col, uint8_t *panels, const ck_qpost *post, const ck_qfix *fix);
 /* ck_qgemm_core's work on one B panel the caller packed (cols <= CK_QNR columns in ck_qpack_b's layout:
  * element (k, j) at (k / 4) * 4 * CK_QNR + j * 4 + k % 4, uint8, zeros past the ends), serially: the
  * bounded-scratch conv writes its im2col straight into it. */

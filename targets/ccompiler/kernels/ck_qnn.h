@@ -53,13 +53,24 @@ typedef struct {
    * the same bytes out (ck_qwinograd.c). For CPUs without an int8 dot product: the codegen asks for it on
    * hosted builds made on one (qkernels.winograd). */
   int32_t winograd;
+  /* 1: the packed weight is split into pair-safe weights and a correction table (ck_qconv2d_pack_weight), so that
+   * CPUs without an int8 dot product sum two uint8 x int8 products in int16 (vpmaddubsw) without saturating:
+   * the same bytes out. Not with winograd, not for depthwise convolutions, only with im2col_columns <= 0. The
+   * codegen asks for it where the toolchain's CPU has AVX2 and no int8 dot product (qkernels.pairs). */
+  int32_t pairs;
 } ck_qconv2d_params;
 
 /* Bytes of the packed weight: per group, round_up(out_channels/groups, CK_QMR) * round_up(K, 4)
  * (K = channels/groups * kernel_h * kernel_w), stored row-major: each output channel's K weights, zeros
  * up to round_up(K, 4), zero rows up to a multiple of CK_QMR; then 64 bytes of zeros (the AMX kernel's
  * last k-block reads up to 64 bytes past a row). Depthwise convolutions (one input and one output channel
- * per group) read the weight as it is: 0. */
+ * per group) read the weight as it is: 0.
+ * With .pairs = 1 the rows hold pair-safe weights: in each pair of k (0-1, 2-3 of a 4-k step) of the same sign
+ * whose sum passes +-128, the larger magnitude is reduced to bring the sum to +-128 (255 * 128 fits int16), and
+ * a correction table follows, little-endian int32: row_start[rows + 1] (rows = groups * round_up(og, CK_QMR),
+ * index into the entries), then per entry its k-step and the 4 bytes (int8) taken from that step's weights.
+ * Its size depends on the weights: ck_qconv2d_packed_weight_bytes gives the most it can take, the pack's own
+ * size is row_start[rows] * 8 past the table's start (qkernels.pack_weight_pairs mirrors it). */
 size_t ck_qconv2d_packed_weight_bytes(const ck_qconv2d_params *p);
 int32_t ck_qconv2d_pack_weight(const ck_qconv2d_params *p, const int8_t *weight, int8_t *packed);
 size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p);
