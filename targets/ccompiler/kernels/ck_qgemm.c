@@ -971,6 +971,8 @@ __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni"))
 #endif
 
 /* TFLite's requantization of rows [0, rows) of a tile's 32 columns: out[i * ldo + j] */
+typedef void (*ck_qtile32_fn)(int64_t rows, const int32_t *acc, const int32_t *bias, const float *scale,
+                              const ck_qparams *q, uint8_t *out, int64_t ldo);
 typedef void (*ck_qtfl_tile_fn)(int64_t rows, const int32_t *acc, const int32_t *bias, const int32_t *me,
                                 const ck_qparams *q, uint8_t *out, int64_t ldo);
 typedef void (*ck_qtfl_row_fn)(int64_t n, const int32_t *acc, int32_t bias, const int32_t *me, const ck_qparams *q,
@@ -1275,22 +1277,23 @@ typedef struct {
   ck_qtfl_tile_fn tfl_tile32; /* NULL, or tfl_row over whole 32-column rows of a tile at once */
   ck_qtile_fn tile_pairs;   /* NULL, or `tile` for pair-safe weights only (faster there); NULL: `tile` */
   ck_qfix_fn fix;           /* NULL, or ck_qfix_portable's corrections faster */
+  ck_qtile32_fn tile32;     /* NULL, or requant_row over whole 32-column rows of a tile at once */
 } ck_qkernel;
 
 static const ck_qkernel ck_qkernels[] = {
 #if defined(CK_QAMX)
     {"amx-int8-32x32", ck_qblock_amx, ck_qfused_amx, ck_qtiles_amx, ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512,
-     ck_qdw_row_avx512, ck_cpu_has_amx, ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512, NULL, NULL, NULL},
+     ck_qdw_row_avx512, ck_cpu_has_amx, ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512, NULL, NULL, NULL, NULL},
 #endif
 #if defined(CK_QDISPATCH)
     {"avx512vnni-8x32", NULL, NULL, NULL, ck_qtile_vnni, ck_qfused_vnni, ck_qrequant_row_avx512, ck_qdw_row_avx512, ck_cpu_has_vnni,
-     ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512, NULL, NULL, NULL},
+     ck_qrequant_row_tfl_avx512, ck_qdw_sums_avx512, NULL, NULL, NULL, NULL},
     {"avx2-8x32", NULL, NULL, NULL, ck_qtile_avx2, ck_qfused_avx2, ck_qrequant_row_avx2, ck_qdw_row_avx2,
      ck_cpu_has_avx2_int, ck_qrequant_row_tfl_avx2, ck_qdw_sums_avx2, ck_qrequant_tile32_tfl_avx2,
-     ck_qtile_pairs_avx2, ck_qfix_avx2},
+     ck_qtile_pairs_avx2, ck_qfix_avx2, ck_qrequant_tile32_avx2},
 #endif
     {"portable-8x32", NULL, NULL, NULL, ck_qtile_portable, ck_qfused_portable, ck_qrequant_row_portable, ck_qdw_row_portable, NULL,
-     ck_qrequant_row_tfl_portable, ck_qdw_sums_portable, NULL, NULL, NULL},
+     ck_qrequant_row_tfl_portable, ck_qdw_sums_portable, NULL, NULL, NULL, NULL},
 };
 #define CK_NUM_QKERNELS ((int32_t)(sizeof ck_qkernels / sizeof ck_qkernels[0]))
 
@@ -1462,6 +1465,11 @@ static void ck_qgemm_store(const ck_qkernel *kernel, const ck_qgemm_job *job, in
   if (job->q->rounding == 1 && kernel->tfl_tile32 != NULL && cols == CK_QNR && job->out_col == 1) {
     kernel->tfl_tile32(rows, acc, job->bias + m0, (const int32_t *)(const void *)job->scale + 2 * m0, job->q,
                        job->out + m0 * job->out_row + n0, job->out_row);
+    return;
+  }
+  if (job->q->rounding == 0 && kernel->tile32 != NULL && cols == CK_QNR && job->out_col == 1) {
+    kernel->tile32(rows, acc, job->bias + m0, job->scale + m0, job->q, job->out + m0 * job->out_row + n0,
+                   job->out_row);
     return;
   }
   for (i = 0; i < rows; ++i) {
