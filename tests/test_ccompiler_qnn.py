@@ -676,29 +676,38 @@ def test_codegen_asks_winograd_where_the_toolchains_cpu_has_no_int8_dot_product(
     np.testing.assert_array_equal(got, run_reference(mod, {"data": x})[0])
 
 
+def _trained_like(shape):
+    """Most weights small, a few large (most pairs safe: corrections on a few k-steps), every row's largest 127 as
+    per-channel scales make it."""
+    w = np.clip(np.rint(RNG.laplace(0, 12, size=shape)), -128, 127).astype(np.int8)
+    w.reshape(shape[0], -1)[:, 0] = 127
+    return w
+
+
 def _pairs_graph():
-    """Two 1x1 convs over 96 channels at 9x9: the first's weight like a trained one's (most pairs small, a few
-    large: corrections on a few k-steps), the second's uniform (a quarter of its pairs pass +-128: too many)."""
+    """Two 1x1 convs over 96 channels at 9x9, the first's weight trained-like, the second's uniform (a quarter of
+    its pairs pass +-128: too many corrections); then a trained-like 3x3 conv onto 7x7."""
     data = _var("data", (1, 96, 9, 9), "float32")
     x = make_call("qnn.quantize", data, scale=[0.03], zero_point=[120], out_dtype="uint8")
-    trained = np.clip(np.rint(RNG.laplace(0, 12, size=(96, 96, 1, 1))), -128, 127).astype(np.int8)
-    trained[:, 0, 0, 0] = 127    # every row at least one large weight: per-channel scales make the max 127
-    a = _chain(x, (96, 96, 1, 1), 120, weight=trained)
+    a = _chain(x, (96, 96, 1, 1), 120, weight=_trained_like((96, 96, 1, 1)))
     b = _chain(a, (24, 96, 1, 1), 7)
-    return Function([data], make_call("qnn.dequantize", b, scale=[0.02], zero_point=[7]))
+    c = _chain(b, (16, 24, 3, 3), 7, weight=_trained_like((16, 24, 3, 3)))
+    return Function([data], make_call("qnn.dequantize", c, scale=[0.02], zero_point=[7]))
 
 
-# (id, the toolchain's cpu_features, pair-safe convs expected)
-PAIRS_CHOICES = [("avx2", ["avx2", "fma"], 1), ("avx512-vnni", ["avx2", "avx512f", "avx512_vnni"], 0),
-                 ("sse2-only", ["sse2"], 0)]
+# (id, the toolchain's cpu_features, pair-safe convs expected, Winograd convs expected)
+PAIRS_CHOICES = [("avx2", ["avx2", "fma"], 2, 0), ("avx512-vnni", ["avx2", "avx512f", "avx512_vnni"], 0, 0),
+                 ("sse2-only", ["sse2"], 0, 1)]
 
 
-@pytest.mark.parametrize("features,expected", [c[1:] for c in PAIRS_CHOICES], ids=[c[0] for c in PAIRS_CHOICES])
-def test_codegen_asks_pair_safe_weights_where_the_toolchains_cpu_has_avx2_and_no_int8_dot_product(features,
-                                                                                                    expected, tmp_path):
+@pytest.mark.parametrize("features,expected,winograd", [c[1:] for c in PAIRS_CHOICES],
+                         ids=[c[0] for c in PAIRS_CHOICES])
+def test_codegen_asks_pair_safe_weights_where_the_toolchains_cpu_has_avx2_and_no_int8_dot_product(
+        features, expected, winograd, tmp_path):
     """qkernels.pairs follows the declared CPU and the weight: a pair-safe weight (vpmaddubsw's tile) for AVX2
-    without an int8 dot product and only where its corrections are few (the trained-like weight, not the uniform
-    one); the plain one elsewhere. The runner gives the reference's bytes either way."""
+    without an int8 dot product and only where its corrections are few (the trained-like weights, not the uniform
+    one); the plain one elsewhere. A 3x3 conv onto 7x7 takes it instead of Winograd where it can (Winograd
+    where the CPU has neither AVX2 nor an int8 dot product). The runner gives the reference's bytes either way."""
     config = tmp_path / "config.toml"
     config.write_text((ROOT / "config.toml").read_text() + '\n[toolchains.gcc-declared]\ncc = "gcc"\n'
                       'arch = "x86_64"\ncflags = ["-std=c99", "-fPIC"]\nldflags = ["-lm"]\n'
@@ -708,6 +717,7 @@ def test_codegen_asks_pair_safe_weights_where_the_toolchains_cpu_has_avx2_and_no
     assert byoc.partition.summarize(part).host_op_count == 0
     lib = byoc.build(part, toolchain="gcc-declared", executor="aot", config=str(config))
     assert lib.get_source("ccompiler").count(".pairs = 1") == expected
+    assert lib.get_source("ccompiler").count(".winograd = 1") == winograd
     x = RNG.standard_normal((1, 96, 9, 9)).astype(np.float32) * 2
     (got,) = lib.run_runner([x])
     np.testing.assert_array_equal(got, run_reference(mod, {"data": x})[0])

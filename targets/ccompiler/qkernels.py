@@ -70,6 +70,11 @@ WG_LANES = 16              # CK_QWG_LANES: the output transform reads a group of
 # ResNet-50's 512-channel 3x3 layers took 2.27-2.34 ms against the direct convolution's 2.69-2.91
 # (`python bench/ccompiler_layers.py --model int8:resnet50`, one thread, Zen 3, p10 of 20 runs)
 WG_MIN_PIXELS = 7 * 7
+# Where the pair-safe direct convolution is there (AVX2 without an int8 dot product: `pairs`), 7x7 keeps it instead:
+# ResNet-50's 512-channel 3x3 layers on real weights, three alternations, p10: one thread 1.74-1.83 ms against
+# Winograd's 1.69-2.05, two threads 0.89-1.06 against 0.93-0.94; it reads the 2.4 MB int8 weight, not the 8 MB
+# transformed one (a model's constants 17 MB smaller)
+WG_MIN_PIXELS_BESIDE_PAIRS = 8 * 8
 # G' = 2G of F(2x2, 3x3) (points 0, 1, -1): integer, so U = G' g G'^T = 4 G g G^T is exact in int16
 WG_G2 = np.array([[2, 0, 0], [1, 1, 1], [1, -1, 1], [0, 0, 2]], np.int64)
 # x86 flags of an int8 dot product (/proc/cpuinfo): the GEMM core's direct kernels run on them, faster than
@@ -84,20 +89,23 @@ def winograd_takes(p: dict[str, int]) -> bool:
         p["channels"] <= WG_MAX_CHANNELS
 
 
-def winograd(p: dict[str, int], im2col_columns: int) -> bool:
+def winograd(p: dict[str, int], im2col_columns: int, weight: np.ndarray) -> bool:
     """Whether the codegen asks ck_qconv2d for Winograd F(2x2, 3x3) (ck_qconv2d_params.winograd).
 
     Where the CPU lacks an int8 dot product it multiplies 2.25x less: 16 int16 products per 2x2 outputs and
     channel where the direct convolution takes 36 uint8 x int8 ones, each pair in one vpmaddwd either way. Only
     hosted builds planned for threads (the transformed weight is 3.6x the int8 one's bytes and the scratch holds
     the transformed input and products: not for a board's flash and RAM), output planes of at least
-    WG_MIN_PIXELS, and only when the CPU the build is for has no int8 dot product (x86 AVX512-VNNI, AVX-VNNI,
+    WG_MIN_PIXELS (WG_MIN_PIXELS_BESIDE_PAIRS where the weight takes the pair-safe direct convolution), and only
+    when the CPU the build is for has no int8 dot product (x86 AVX512-VNNI, AVX-VNNI,
     AMX; vendor.build_cpu_features: the toolchain's cpu_features, else the building machine's): where it has one,
     the runtime's direct kernels (vpdpbusd, AMX tiles) outrun int16 products. The bytes out are the same either
     way (tests/test_ccompiler_qnn.py)."""
     oh, ow = _output_hw(p)
-    return im2col_columns <= 0 and build_max_threads() >= 2 and winograd_takes(p) and \
-        oh * ow >= WG_MIN_PIXELS and not INT8_DOT_FLAGS & build_cpu_features()
+    if not (im2col_columns <= 0 and build_max_threads() >= 2 and winograd_takes(p) and oh * ow >= WG_MIN_PIXELS and
+            not INT8_DOT_FLAGS & build_cpu_features()):
+        return False
+    return oh * ow >= WG_MIN_PIXELS_BESIDE_PAIRS or not pairs(p, im2col_columns, False, weight)
 
 
 def winograd_pack_weight(weight: np.ndarray) -> np.ndarray:

@@ -247,7 +247,7 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
         depthwise = qkernels.is_depthwise(conv)
         groups = conv["groups"]
         columns = qkernels.im2col_columns(workspace_budget())
-        winograd = not depthwise and qkernels.winograd(conv, columns)
+        winograd = not depthwise and qkernels.winograd(conv, columns, w)
         attrs = {"conv": conv, "q": q, "im2col_columns": columns, "winograd": winograd,
                  "pairs": qkernels.pairs(conv, columns, winograd, w)}
     else:
