@@ -548,6 +548,13 @@ def test_qconv2d_winograd_sums_stay_exact_at_the_channel_limit(ck):
                          _ptr(ws)) != 0
 
 
+# (id, conv geometry's weight shape and groups, field changes): a pair-safe weight only where the GEMM takes it
+PAIRS_REFUSED = [("pairs-2", (4, 4, 1, 1), 1, {"pairs": 2}),
+                 ("pairs-with-winograd", (4, 4, 3, 3), 1, {"pairs": 1, "winograd": 1}),
+                 ("pairs-with-bounded-im2col", (4, 4, 3, 3), 1, {"pairs": 1, "im2col_columns": 32}),
+                 ("pairs-depthwise", (4, 1, 3, 3), 4, {"pairs": 1})]
+
+
 def test_bad_parameters_are_refused(ck):
     params = QConvParams(ConvParams(**K.conv2d_params((1, 4, 4, 4), (4, 4, 1, 1), (1, 1), (0,) * 4, (1, 1), 1)),
                          QParams(**Q.qparams("uint8", "uint8", 0, 0)))
@@ -555,6 +562,14 @@ def test_bad_parameters_are_refused(ck):
     buf = np.zeros(4096, np.uint8)
     assert ck.ck_qconv2d(ctypes.byref(params), _ptr(buf), _ptr(buf), _ptr(buf), _ptr(buf), _ptr(buf), _ptr(buf)) != 0
     assert ck.ck_qgemm_use_kernel(b"no-such-kernel") != 0
+    for name, wshape, groups, fields in PAIRS_REFUSED:
+        params = QConvParams(ConvParams(**K.conv2d_params((1, 4, 6, 6), wshape, (1, 1), (1,) * 4, (1, 1), groups)),
+                             QParams(**Q.qparams("uint8", "uint8", 0, 0)))
+        for field, value in fields.items():
+            setattr(params, field, value)
+        assert ck.ck_qconv2d_packed_weight_bytes(ctypes.byref(params)) == 0, name
+        assert ck.ck_qconv2d(ctypes.byref(params), _ptr(buf), _ptr(buf), _ptr(buf), _ptr(buf), _ptr(buf),
+                             _ptr(buf)) != 0, name
 
 
 # ---- small quantized graphs through the codegen ----------------------------------------------------
@@ -860,7 +875,8 @@ def _tflite_reals(n: int) -> np.ndarray:
 @pytest.mark.parametrize("case", CONVS, ids=[c[0] for c in CONVS])
 def test_qconv2d_tflite_rounding_equals_tflite_math(ck, case):
     """conv (grouped, depthwise, 1x1, strided) + bias with TFLite's per-channel multipliers and shifts
-    (from tflite_math.quantize_multiplier, the function the reference uses), every kernel this CPU runs."""
+    (from tflite_math.quantize_multiplier, the function the reference uses), every kernel this CPU runs, plain and
+    pair-safe weights."""
     _, dshape, wshape, strides, padding, groups, in_dtype, *dilation = case
     x, w = _draw(dshape, in_dtype), _draw(wshape, "int8")
     bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
@@ -874,14 +890,16 @@ def test_qconv2d_tflite_rounding_equals_tflite_math(ck, case):
     folded = Q.fold_bias(w, bias, xz + (0 if depthwise or in_dtype == "uint8" else 128), np.zeros(wshape[0], np.int64))
     want = _tflite_want(_conv_int64(x.astype(np.int64) - xz, w, p) + bias.reshape(1, -1, 1, 1), ms, es, q, 1)
     pairs = _tflite_pairs(ms, es)
-    for kernel, columns in itertools.product(_kernels(ck), (0, Q.QNR)):   # QNR: a board's im2col into the panel
-        params = QConvParams(ConvParams(**p), QParams(**q), columns)
+    # QNR: a board's im2col into the panel; "pair-safe": the whole image on a pair-safe weight (hosted only)
+    forms = [(0, weight, 0), (Q.QNR, weight, 0)] + ([] if depthwise else [(0, Q.pack_weight_pairs(groups, w), 1)])
+    for kernel, (columns, packed, pair_safe) in itertools.product(_kernels(ck), forms):
+        params = QConvParams(ConvParams(**p), QParams(**q), columns, 0, pair_safe)
         ws = np.zeros(Q.qconv2d_workspace_bytes(p, columns) + 1, np.uint8)[1:]
         assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
         out = np.zeros(want.shape, np.int8)
-        assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(weight), _ptr(folded), _ptr(pairs), _ptr(out),
+        assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(packed), _ptr(folded), _ptr(pairs), _ptr(out),
                              _ptr(ws)) == 0
-        np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {columns} columns")
+        np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {columns} columns, pair-safe {pair_safe}")
 
 
 # (id, multiplier, exponent): ties of the doubling high multiply (M = 2**30 halves odd values), ties of the
