@@ -204,7 +204,12 @@ def test_qconv2d_kernels_equal_numpy(ck, case):
     offset = 128 if in_dtype == "int8" and not depthwise else 0
     folded = Q.fold_bias(w, bias, xz + offset, np.zeros(wshape[0], np.int64))
     want = _requant(_conv_int64(x.astype(np.int64) - xz, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
-    ws = np.zeros(Q.qconv2d_workspace_bytes(p) + 1, np.uint8)[1:]       # one byte off alignment
+    _every_kernel_and_thread_count(ck, params, x, weight, folded, scale, want)
+
+
+def _every_kernel_and_thread_count(ck, params, x, weight, folded, scale, want):
+    """ck_qconv2d with every GEMM kernel this CPU runs at every THREADS count equals `want` (uint8 out)."""
+    ws = np.zeros(ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)) + 1, np.uint8)[1:]   # one byte off alignment
     try:
         for kernel, threads in itertools.product(_kernels(ck), THREADS):
             assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
@@ -251,16 +256,7 @@ def test_qconv2d_pair_safe_weight_equals_numpy(ck, case, weights):
     assert np.abs(safe.sum(1))[same_sign].max(initial=0) <= 128
     folded = Q.fold_bias(w, bias, xz + (128 if in_dtype == "int8" else 0), np.zeros(wshape[0], np.int64))
     want = _requant(_conv_int64(x.astype(np.int64) - xz, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
-    ws = np.zeros(Q.qconv2d_workspace_bytes(p) + 1, np.uint8)[1:]
-    try:
-        for kernel, threads in itertools.product(_kernels(ck), THREADS):
-            assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
-            out = np.zeros(want.shape, np.uint8)
-            assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(packed), _ptr(folded), _ptr(scale),
-                                 _ptr(out), _ptr(ws)) == 0
-            np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
-    finally:
-        ck.byoc_set_num_threads(0)
+    _every_kernel_and_thread_count(ck, params, x, packed, folded, scale, want)
 
 
 # (id, data shape, weight shape, strides, padding, dilation, groups, input dtype): chunks that start and end
@@ -659,6 +655,18 @@ def _winograd_graph():
     return Function([data], make_call("qnn.dequantize", c, scale=[0.03], zero_point=[5]))
 
 
+def _build_declared(func, features, tmp_path, **options):
+    """(module, AOT build wholly in ccompiler) of `func` for an x86-64 gcc toolchain declaring `features`."""
+    config = tmp_path / "config.toml"
+    config.write_text((ROOT / "config.toml").read_text() + '\n[toolchains.gcc-declared]\ncc = "gcc"\n'
+                      'arch = "x86_64"\ncflags = ["-std=c99", "-fPIC"]\nldflags = ["-lm"]\n'
+                      f"cpu_features = {features!r}\n".replace("'", '"'))
+    mod = InferType()(IRModule({"main": func}))
+    part = byoc.partition_for("ccompiler", mod)
+    assert byoc.partition.summarize(part).host_op_count == 0
+    return mod, byoc.build(part, toolchain="gcc-declared", executor="aot", config=str(config), **options)
+
+
 # (id, the toolchain's cpu_features, max_threads, Winograd convs expected)
 WINOGRAD_CHOICES = [("avx2", ["avx2", "fma"], 8, 2), ("avx512-vnni", ["avx2", "avx512f", "avx512_vnni"], 8, 0),
                     ("avx-vnni", ["avx2", "avx_vnni"], 8, 0), ("one-thread-plan", ["avx2"], 1, 0)]
@@ -673,14 +681,7 @@ def test_codegen_asks_winograd_where_the_toolchains_cpu_has_no_int8_dot_product(
     direct convolution otherwise. Either way the runner gives the reference's bytes (the one-thread plan is only
     generated: compiling every kernel again for -DBYOC_MAX_THREADS=1 took 10 s, and the direct convolution's
     bytes are the VNNI cases')."""
-    config = tmp_path / "config.toml"
-    config.write_text((ROOT / "config.toml").read_text() + '\n[toolchains.gcc-declared]\ncc = "gcc"\n'
-                      'arch = "x86_64"\ncflags = ["-std=c99", "-fPIC"]\nldflags = ["-lm"]\n'
-                      f"cpu_features = {features!r}\n".replace("'", '"'))
-    mod = InferType()(IRModule({"main": _winograd_graph()}))
-    part = byoc.partition_for("ccompiler", mod)
-    assert byoc.partition.summarize(part).host_op_count == 0
-    lib = byoc.build(part, toolchain="gcc-declared", executor="aot", max_threads=max_threads, config=str(config))
+    mod, lib = _build_declared(_winograd_graph(), features, tmp_path, max_threads=max_threads)
     source = lib.get_source("ccompiler")
     assert source.count(".winograd = 1") == expected
     assert ("ck_qconv2d_add(" in source) and source.count("(const int8_t *)(const void *)") == expected
@@ -723,14 +724,7 @@ def test_codegen_asks_pair_safe_weights_where_the_toolchains_cpu_has_avx2_and_no
     without an int8 dot product and only where its corrections are few (the trained-like weights, not the uniform
     one); the plain one elsewhere. A 3x3 conv onto 7x7 takes it instead of Winograd where it can (Winograd
     where the CPU has neither AVX2 nor an int8 dot product). The runner gives the reference's bytes either way."""
-    config = tmp_path / "config.toml"
-    config.write_text((ROOT / "config.toml").read_text() + '\n[toolchains.gcc-declared]\ncc = "gcc"\n'
-                      'arch = "x86_64"\ncflags = ["-std=c99", "-fPIC"]\nldflags = ["-lm"]\n'
-                      f"cpu_features = {features!r}\n".replace("'", '"'))
-    mod = InferType()(IRModule({"main": _pairs_graph()}))
-    part = byoc.partition_for("ccompiler", mod)
-    assert byoc.partition.summarize(part).host_op_count == 0
-    lib = byoc.build(part, toolchain="gcc-declared", executor="aot", config=str(config))
+    mod, lib = _build_declared(_pairs_graph(), features, tmp_path)
     assert lib.get_source("ccompiler").count(".pairs = 1") == expected
     assert lib.get_source("ccompiler").count(".winograd = 1") == winograd
     x = RNG.standard_normal((1, 96, 9, 9)).astype(np.float32) * 2

@@ -72,7 +72,9 @@ static void ck_qput_le32(uint8_t *p, int32_t v) {
  * past +-128 lose the excess from the larger magnitude, the first on a tie) */
 static void ck_qsafe_pair(int8_t *w, int8_t *r) {
   const int32_t sum = (int32_t)w[0] + (int32_t)w[1];
-  const int32_t excess = w[0] > 0 && w[1] > 0 && sum > 128 ? sum - 128 : w[0] < 0 && w[1] < 0 && sum < -128 ? sum + 128 : 0;
+  const int32_t excess = w[0] > 0 && w[1] > 0 && sum > 128     ? sum - 128
+                         : w[0] < 0 && w[1] < 0 && sum < -128 ? sum + 128
+                                                              : 0;
   const int larger = excess > 0 ? (w[1] > w[0]) : (w[1] < w[0]);
   r[0] = r[1] = 0;
   if (excess == 0) return;

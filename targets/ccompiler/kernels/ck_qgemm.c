@@ -460,17 +460,31 @@ CK_AVX2_TARGET static void ck_qsplit_weights_avx2(const int8_t *a, int64_t lda, 
   } while (0)
 #define CK_AVX2_ACC(I, J) _mm256_loadu_si256((const __m256i *)(const void *)(acc + (I) * CK_QNR + 8 * (J)))
 #define CK_AVX2_STORE(I, J) _mm256_storeu_si256((__m256i *)(void *)(acc + (I) * CK_QNR + 8 * (J)), acc##I##J)
+/* a quarter's 8 accumulators, from acc or (first) zero, and back to acc */
+#define CK_AVX2_QUARTER_SUMS                                                                        \
+  const __m256i z = _mm256_setzero_si256();                                                         \
+  __m256i acc00 = first ? z : CK_AVX2_ACC(0, 0), acc01 = first ? z : CK_AVX2_ACC(0, 1),             \
+          acc10 = first ? z : CK_AVX2_ACC(1, 0), acc11 = first ? z : CK_AVX2_ACC(1, 1),             \
+          acc20 = first ? z : CK_AVX2_ACC(2, 0), acc21 = first ? z : CK_AVX2_ACC(2, 1),             \
+          acc30 = first ? z : CK_AVX2_ACC(3, 0), acc31 = first ? z : CK_AVX2_ACC(3, 1)
+#define CK_AVX2_QUARTER_STORE \
+  do {                        \
+    CK_AVX2_STORE(0, 0);      \
+    CK_AVX2_STORE(0, 1);      \
+    CK_AVX2_STORE(1, 0);      \
+    CK_AVX2_STORE(1, 1);      \
+    CK_AVX2_STORE(2, 0);      \
+    CK_AVX2_STORE(2, 1);      \
+    CK_AVX2_STORE(3, 0);      \
+    CK_AVX2_STORE(3, 1);      \
+  } while (0)
 
 /* acc[i * CK_QNR + j] (+)= split weight rows 0..3 x panel columns 0..15 of b over `steps` k-steps (`first`: the
  * sums start at zero, acc not read): 8 accumulators, the two column vectors' even and odd halves, a broadcast
  * weight and a product: 14 of the 16 registers. */
 CK_AVX2_TARGET static void ck_qquarter_avx2(int64_t steps, const int32_t *even, const int32_t *odd, const uint8_t *b,
                                             int first, int32_t *acc) {
-  const __m256i z = _mm256_setzero_si256();
-  __m256i acc00 = first ? z : CK_AVX2_ACC(0, 0), acc01 = first ? z : CK_AVX2_ACC(0, 1),
-          acc10 = first ? z : CK_AVX2_ACC(1, 0), acc11 = first ? z : CK_AVX2_ACC(1, 1),
-          acc20 = first ? z : CK_AVX2_ACC(2, 0), acc21 = first ? z : CK_AVX2_ACC(2, 1),
-          acc30 = first ? z : CK_AVX2_ACC(3, 0), acc31 = first ? z : CK_AVX2_ACC(3, 1);
+  CK_AVX2_QUARTER_SUMS;
   int64_t s;
   for (s = 0; s < steps; ++s, b += 4 * CK_QNR) {
     const __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)b);
@@ -483,14 +497,7 @@ CK_AVX2_TARGET static void ck_qquarter_avx2(int64_t steps, const int32_t *even, 
     CK_AVX2_ROW(2);
     CK_AVX2_ROW(3);
   }
-  CK_AVX2_STORE(0, 0);
-  CK_AVX2_STORE(0, 1);
-  CK_AVX2_STORE(1, 0);
-  CK_AVX2_STORE(1, 1);
-  CK_AVX2_STORE(2, 0);
-  CK_AVX2_STORE(2, 1);
-  CK_AVX2_STORE(3, 0);
-  CK_AVX2_STORE(3, 1);
+  CK_AVX2_QUARTER_STORE;
 }
 
 #define CK_AVX2_MADD8(I)                                             \
@@ -500,6 +507,23 @@ CK_AVX2_TARGET static void ck_qquarter_avx2(int64_t steps, const int32_t *even, 
   } while (0)
 #define CK_AVX2_ACC8(I) _mm256_loadu_si256((const __m256i *)(const void *)(acc + (I) * CK_QNR))
 #define CK_AVX2_STORE8(I) _mm256_storeu_si256((__m256i *)(void *)(acc + (I) * CK_QNR), acc##I)
+/* an eighth's 8 accumulators (one a row), from acc or (first) zero, and back to acc */
+#define CK_AVX2_EIGHTH_SUMS                                                                                      \
+  const __m256i z = _mm256_setzero_si256();                                                                      \
+  __m256i acc0 = first ? z : CK_AVX2_ACC8(0), acc1 = first ? z : CK_AVX2_ACC8(1), acc2 = first ? z : CK_AVX2_ACC8(2), \
+          acc3 = first ? z : CK_AVX2_ACC8(3), acc4 = first ? z : CK_AVX2_ACC8(4), acc5 = first ? z : CK_AVX2_ACC8(5), \
+          acc6 = first ? z : CK_AVX2_ACC8(6), acc7 = first ? z : CK_AVX2_ACC8(7)
+#define CK_AVX2_EIGHTH_STORE \
+  do {                       \
+    CK_AVX2_STORE8(0);       \
+    CK_AVX2_STORE8(1);       \
+    CK_AVX2_STORE8(2);       \
+    CK_AVX2_STORE8(3);       \
+    CK_AVX2_STORE8(4);       \
+    CK_AVX2_STORE8(5);       \
+    CK_AVX2_STORE8(6);       \
+    CK_AVX2_STORE8(7);       \
+  } while (0)
 
 /* acc[i * CK_QNR + j] (+)= split weight rows 0..7 x panel columns 0..7 of b: a panel's last 8 columns or fewer
  * (ResNet's 7x7 planes are 49 columns, its 14x14 ones 196: a 16-column quarter for the last 1 or 4 computed 15
@@ -507,10 +531,7 @@ CK_AVX2_TARGET static void ck_qquarter_avx2(int64_t steps, const int32_t *even, 
  * k-step for 8 rows, 8 accumulators. */
 CK_AVX2_TARGET static void ck_qeighth_avx2(int64_t steps, const int32_t *even, const int32_t *odd, const uint8_t *b,
                                            int first, int32_t *acc) {
-  const __m256i z = _mm256_setzero_si256();
-  __m256i acc0 = first ? z : CK_AVX2_ACC8(0), acc1 = first ? z : CK_AVX2_ACC8(1), acc2 = first ? z : CK_AVX2_ACC8(2),
-          acc3 = first ? z : CK_AVX2_ACC8(3), acc4 = first ? z : CK_AVX2_ACC8(4), acc5 = first ? z : CK_AVX2_ACC8(5),
-          acc6 = first ? z : CK_AVX2_ACC8(6), acc7 = first ? z : CK_AVX2_ACC8(7);
+  CK_AVX2_EIGHTH_SUMS;
   int64_t s;
   for (s = 0; s < steps; ++s, b += 4 * CK_QNR) {
     const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)b);
@@ -524,14 +545,7 @@ CK_AVX2_TARGET static void ck_qeighth_avx2(int64_t steps, const int32_t *even, c
     CK_AVX2_MADD8(6);
     CK_AVX2_MADD8(7);
   }
-  CK_AVX2_STORE8(0);
-  CK_AVX2_STORE8(1);
-  CK_AVX2_STORE8(2);
-  CK_AVX2_STORE8(3);
-  CK_AVX2_STORE8(4);
-  CK_AVX2_STORE8(5);
-  CK_AVX2_STORE8(6);
-  CK_AVX2_STORE8(7);
+  CK_AVX2_EIGHTH_STORE;
 }
 
 /* the 8 x 32 tile as its 4 x 16 quarters, block by block of k, the columns past the last whole 16 (if any are
@@ -588,11 +602,8 @@ static inline int32_t ck_qload32(const int8_t *p) {
 /* acc (+)= rows 0..3 of a (row stride lda bytes) x panel columns 0..15 of b over `steps` k-steps */
 CK_AVX2_TARGET static void ck_qquarter_pairs_avx2(int64_t steps, const int8_t *a, int64_t lda, const uint8_t *b,
                                                   int first, int32_t *acc) {
-  const __m256i z = _mm256_setzero_si256(), ones = _mm256_set1_epi16(1);
-  __m256i acc00 = first ? z : CK_AVX2_ACC(0, 0), acc01 = first ? z : CK_AVX2_ACC(0, 1),
-          acc10 = first ? z : CK_AVX2_ACC(1, 0), acc11 = first ? z : CK_AVX2_ACC(1, 1),
-          acc20 = first ? z : CK_AVX2_ACC(2, 0), acc21 = first ? z : CK_AVX2_ACC(2, 1),
-          acc30 = first ? z : CK_AVX2_ACC(3, 0), acc31 = first ? z : CK_AVX2_ACC(3, 1);
+  const __m256i ones = _mm256_set1_epi16(1);
+  CK_AVX2_QUARTER_SUMS;
   int64_t s;
   for (s = 0; s < steps; ++s, b += 4 * CK_QNR) {
     const __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)b);
@@ -602,14 +613,7 @@ CK_AVX2_TARGET static void ck_qquarter_pairs_avx2(int64_t steps, const int8_t *a
     CK_AVX2_UBS_ROW(2);
     CK_AVX2_UBS_ROW(3);
   }
-  CK_AVX2_STORE(0, 0);
-  CK_AVX2_STORE(0, 1);
-  CK_AVX2_STORE(1, 0);
-  CK_AVX2_STORE(1, 1);
-  CK_AVX2_STORE(2, 0);
-  CK_AVX2_STORE(2, 1);
-  CK_AVX2_STORE(3, 0);
-  CK_AVX2_STORE(3, 1);
+  CK_AVX2_QUARTER_STORE;
 }
 
 #define CK_AVX2_UBS8(I) CK_AVX2_UBS(acc##I, v, CK_AVX2_WEIGHT(I))
@@ -617,10 +621,8 @@ CK_AVX2_TARGET static void ck_qquarter_pairs_avx2(int64_t steps, const int8_t *a
 /* acc (+)= rows 0..7 of a x panel columns 0..7 of b: a panel's last 8 columns or fewer (as ck_qeighth_avx2) */
 CK_AVX2_TARGET static void ck_qeighth_pairs_avx2(int64_t steps, const int8_t *a, int64_t lda, const uint8_t *b,
                                                  int first, int32_t *acc) {
-  const __m256i z = _mm256_setzero_si256(), ones = _mm256_set1_epi16(1);
-  __m256i acc0 = first ? z : CK_AVX2_ACC8(0), acc1 = first ? z : CK_AVX2_ACC8(1), acc2 = first ? z : CK_AVX2_ACC8(2),
-          acc3 = first ? z : CK_AVX2_ACC8(3), acc4 = first ? z : CK_AVX2_ACC8(4), acc5 = first ? z : CK_AVX2_ACC8(5),
-          acc6 = first ? z : CK_AVX2_ACC8(6), acc7 = first ? z : CK_AVX2_ACC8(7);
+  const __m256i ones = _mm256_set1_epi16(1);
+  CK_AVX2_EIGHTH_SUMS;
   int64_t s;
   for (s = 0; s < steps; ++s, b += 4 * CK_QNR) {
     const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)b);
@@ -633,14 +635,7 @@ CK_AVX2_TARGET static void ck_qeighth_pairs_avx2(int64_t steps, const int8_t *a,
     CK_AVX2_UBS8(6);
     CK_AVX2_UBS8(7);
   }
-  CK_AVX2_STORE8(0);
-  CK_AVX2_STORE8(1);
-  CK_AVX2_STORE8(2);
-  CK_AVX2_STORE8(3);
-  CK_AVX2_STORE8(4);
-  CK_AVX2_STORE8(5);
-  CK_AVX2_STORE8(6);
-  CK_AVX2_STORE8(7);
+  CK_AVX2_EIGHTH_STORE;
 }
 
 /* ck_qtile_avx2's tile (same columns computed, same layout) on a pair-safe weight, without its corrections */
@@ -674,15 +669,16 @@ CK_AVX2_TARGET static void ck_qfix_avx2(int64_t rows, const ck_qfix *fix, int64_
     const int32_t e0 = ck_qle32(fix->row_start + 4 * (m0 + i)), e1 = ck_qle32(fix->row_start + 4 * (m0 + i + 1));
     __m256i sums[4];
     if (e0 == e1) continue;
-    for (j = 0; j < vectors; ++j) sums[j] = _mm256_loadu_si256((const __m256i *)(const void *)(acc + i * CK_QNR + 8 * j));
+    for (j = 0; j < vectors; ++j)
+      sums[j] = _mm256_loadu_si256((const __m256i *)(const void *)(acc + i * CK_QNR + 8 * j));
     for (e = e0; e < e1; ++e) {
       const uint8_t *entry = fix->entries + 8 * e;
       const uint8_t *b = panel + (int64_t)ck_qle32(entry) * 4 * CK_QNR;
       const __m256i w = _mm256_set1_epi32(ck_qle32(entry + 4));
-      for (j = 0; j < vectors; ++j)
-        sums[j] = _mm256_add_epi32(
-            sums[j], _mm256_madd_epi16(
-                         _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(b + 32 * j)), w), ones));
+      for (j = 0; j < vectors; ++j) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(b + 32 * j));
+        sums[j] = _mm256_add_epi32(sums[j], _mm256_madd_epi16(_mm256_maddubs_epi16(v, w), ones));
+      }
     }
     for (j = 0; j < vectors; ++j) _mm256_storeu_si256((__m256i *)(void *)(acc + i * CK_QNR + 8 * j), sums[j]);
   }
