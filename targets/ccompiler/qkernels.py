@@ -241,10 +241,10 @@ def pack_weight(groups: int, weight: np.ndarray) -> np.ndarray:
 
 # Most correction entries a pair-safe weight may have, per row and k-step, for the codegen to ask for one: the
 # vpmaddubsw tile runs about 30% faster than the widening one, and each entry costs its row more than a k-step of
-# the tile's work. ResNet-50's int8 1x1 convolutions, one thread, Zen 3,
-# pair-safe against plain (tmp-side ctypes timing of real weights, p10): 2.1% of entries 25% faster, 3.2% 18%,
-# 4.5% 13%, 6.6% 7%, 13% 31% slower.
-PAIRS_MAX_ENTRIES = 0.08
+# the tile's work. int8 ResNet-50's convolutions, one thread, Zen 3, pair-safe time / plain time (`python
+# bench/int8_pairs.py`, two runs): 1.4-2.2% of entries 0.72-0.77, 3.2-4.7% 0.72-0.89, 6.2-6.7% 0.83-0.92, the 7x7
+# stem's 9.2% 0.87-0.88, 9.9% 0.79 and 0.97, 12.6% 0.95 and 0.98, 13.1% 1.03 and 1.05.
+PAIRS_MAX_ENTRIES = 0.10
 
 
 def pairs(p: dict[str, int], im2col_columns: int, winograd_asked: bool, weight: np.ndarray) -> bool:
