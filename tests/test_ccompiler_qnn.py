@@ -182,16 +182,25 @@ def _draw(shape, dtype):
     return RNG.integers(lo, hi + 1, size=shape).astype(dtype)
 
 
-@pytest.mark.parametrize("case", CONVS, ids=[c[0] for c in CONVS])
-def test_qconv2d_kernels_equal_numpy(ck, case):
+def _conv_case(case, w):
+    """(data, bias, scale, input zero point, geometry, ck_qconv2d_params, the output numpy computes) of a CONVS case
+    with weight w: uint8 out, float32 rounding, per-channel scales."""
     _, dshape, wshape, strides, padding, groups, in_dtype, *dilation = case
-    x, w = _draw(dshape, in_dtype), _draw(wshape, "int8")
+    x = _draw(dshape, in_dtype)
     bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
     scale = RNG.uniform(1e-4, 2e-3, size=wshape[0]).astype(np.float32)
     xz = int(_draw((), in_dtype))
     p = K.conv2d_params(dshape, wshape, strides, padding, dilation[0] if dilation else (1, 1), groups)
     q = Q.qparams(in_dtype, "uint8", xz, 77, out_min=10)
-    params = QConvParams(ConvParams(**p), QParams(**q))
+    want = _requant(_conv_int64(x.astype(np.int64) - xz, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
+    return x, bias, scale, xz, p, QConvParams(ConvParams(**p), QParams(**q)), want
+
+
+@pytest.mark.parametrize("case", CONVS, ids=[c[0] for c in CONVS])
+def test_qconv2d_kernels_equal_numpy(ck, case):
+    _, _, wshape, _, _, groups, in_dtype, *_ = case
+    w = _draw(wshape, "int8")
+    x, bias, scale, xz, p, params, want = _conv_case(case, w)
     depthwise = Q.is_depthwise(p)
     assert ck.ck_qconv2d_packed_weight_bytes(ctypes.byref(params)) == (0 if depthwise else Q.pack_weight(groups, w).size)
     assert ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)) == Q.qconv2d_workspace_bytes(p)
@@ -203,7 +212,6 @@ def test_qconv2d_kernels_equal_numpy(ck, case):
         np.testing.assert_array_equal(weight, Q.pack_weight(groups, w))
     offset = 128 if in_dtype == "int8" and not depthwise else 0
     folded = Q.fold_bias(w, bias, xz + offset, np.zeros(wshape[0], np.int64))
-    want = _requant(_conv_int64(x.astype(np.int64) - xz, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
     _every_kernel_and_thread_count(ck, params, x, weight, folded, scale, want)
 
 
@@ -235,14 +243,9 @@ PAIR_CASES = [(c, w) for c in CONVS if not Q.is_depthwise(K.conv2d_params(*c[1:3
 def test_qconv2d_pair_safe_weight_equals_numpy(ck, case, weights):
     """.pairs = 1: the C pack equals qkernels.pack_weight_pairs (within the bound both give), every pair of its rows
     sums to at most 128 in magnitude, and every kernel at every thread count computes the plain convolution."""
-    _, dshape, wshape, strides, padding, groups, in_dtype, *dilation = case
-    x, w = _draw(dshape, in_dtype), weights[1](wshape)
-    bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
-    scale = RNG.uniform(1e-4, 2e-3, size=wshape[0]).astype(np.float32)
-    xz = int(_draw((), in_dtype))
-    p = K.conv2d_params(dshape, wshape, strides, padding, dilation[0] if dilation else (1, 1), groups)
-    q = Q.qparams(in_dtype, "uint8", xz, 77, out_min=10)
-    params = QConvParams(ConvParams(**p), QParams(**q))
+    _, _, wshape, _, _, groups, in_dtype, *_ = case
+    w = weights[1](wshape)
+    x, bias, scale, xz, p, params, want = _conv_case(case, w)
     params.pairs = 1
     want_packed = Q.pack_weight_pairs(groups, w)
     bound = ck.ck_qconv2d_packed_weight_bytes(ctypes.byref(params))
@@ -255,7 +258,6 @@ def test_qconv2d_pair_safe_weight_equals_numpy(ck, case, weights):
     same_sign = (np.sign(safe[:, 0]) == np.sign(safe[:, 1]))
     assert np.abs(safe.sum(1))[same_sign].max(initial=0) <= 128
     folded = Q.fold_bias(w, bias, xz + (128 if in_dtype == "int8" else 0), np.zeros(wshape[0], np.int64))
-    want = _requant(_conv_int64(x.astype(np.int64) - xz, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
     _every_kernel_and_thread_count(ck, params, x, packed, folded, scale, want)
 
 
