@@ -240,10 +240,10 @@ def pack_weight(groups: int, weight: np.ndarray) -> np.ndarray:
 
 
 # Most correction entries a pair-safe weight may have, per row and k-step, for the codegen to ask for one: the
-# vpmaddubsw tile runs about 30% faster than the widening one, and each entry costs its row more than a k-step of
-# the tile's work. int8 ResNet-50's convolutions, one thread, Zen 3, pair-safe time / plain time (`python
-# bench/int8_pairs.py`, two runs): 1.4-2.2% of entries 0.72-0.77, 3.2-4.7% 0.72-0.89, 6.2-6.7% 0.83-0.92, the 7x7
-# stem's 9.2% 0.87-0.88, 9.9% 0.79 and 0.97, 12.6% 0.95 and 0.98, 13.1% 1.03 and 1.05.
+# vpmaddubsw tile runs about 30% faster than the widening one, and each entry costs its row about a k-step of the
+# tile's work. int8 ResNet-50's convolutions, one thread, Zen 3, pair-safe time / plain time (`python
+# bench/int8_pairs.py`, two runs): 1.4-2.2% of entries 0.71-0.81, 3.2-4.7% 0.78-0.92, 6.2-6.7% 0.84-0.91, 9.2-9.9%
+# 0.85-0.92; 12.6% and 13.1% about even (0.89-1.11: left plain).
 PAIRS_MAX_ENTRIES = 0.10
 
 
@@ -278,7 +278,8 @@ def _safe_pairs(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def pack_weight_pairs(groups: int, weight: np.ndarray) -> np.ndarray:
     """ck_qconv2d_pack_weight with .pairs = 1 in numpy: pack_weight's rows made pair-safe, then the correction
-    table (ck_qnn.h): little-endian int32 row_start[rows + 1], then per entry its k-step and the 4 bytes taken."""
+    table (ck_qnn.h): little-endian int32 row_start[rows + 1], then per entry k-step << 3 | row % 8 and the 4
+    bytes taken."""
     plain = pack_weight(groups, weight)
     body = plain[:-QKB].reshape(-1, 2)
     safe, taken = _safe_pairs(body)
@@ -286,8 +287,8 @@ def pack_weight_pairs(groups: int, weight: np.ndarray) -> np.ndarray:
     taken = taken.reshape(rows, -1, 4)
     row, step = np.nonzero(taken.any(axis=-1))           # row-major: by row, then k-step
     row_start = np.searchsorted(row, np.arange(rows + 1)).astype("<i4")
-    entries = np.zeros(len(row), np.dtype([("step", "<i4"), ("taken", "i1", 4)]))
-    entries["step"], entries["taken"] = step, taken[row, step]
+    entries = np.zeros(len(row), np.dtype([("where", "<i4"), ("taken", "i1", 4)]))
+    entries["where"], entries["taken"] = step << 3 | row % QMR, taken[row, step]
     return np.concatenate([safe.reshape(-1), plain[-QKB:], row_start.view(np.int8), entries.view(np.int8)])
 
 

@@ -94,7 +94,7 @@ static void ck_qpack_pairs(const ck_conv2d_params *c, int8_t *packed) {
       ck_qsafe_pair(w, taken);
       ck_qsafe_pair(w + 2, taken + 2);
       if ((taken[0] | taken[1] | taken[2] | taken[3]) == 0) continue;
-      ck_qput_le32(entries + 8 * n, (int32_t)s);
+      ck_qput_le32(entries + 8 * n, (int32_t)(s << 3 | (r & 7)));
       memcpy(entries + 8 * n + 4, taken, 4);
       ++n;
     }

@@ -162,19 +162,21 @@ static void ck_qtile_portable(int64_t steps, const int8_t *a, const uint8_t *b, 
 static void ck_qrequant_row_portable(int64_t n, const int32_t *acc, int32_t bias, float scale, const ck_qparams *q,
                                      uint8_t *out);
 
-/* A pair-safe weight's corrections added to a tile's sums: rows [m0, m0 + rows) of the GEMM (acc row stride
- * CK_QNR), columns [0, cols) of the panel */
+/* A pair-safe weight's corrections added to a tile's sums: rows [m0, m0 + rows) of the GEMM (at most CK_QMR, m0 a
+ * multiple of it; acc row stride CK_QNR), columns [0, cols) of the panel. The rows' entries are one run of the
+ * table, each naming its row in the tile (ck_qnn.h). */
 static void ck_qfix_portable(int64_t rows, const ck_qfix *fix, int64_t m0, const uint8_t *panel, int64_t cols,
                              int32_t *acc) {
-  int64_t i, e, j, t;
-  for (i = 0; i < rows; ++i) {
-    const int32_t e1 = ck_qle32(fix->row_start + 4 * (m0 + i + 1));
-    for (e = ck_qle32(fix->row_start + 4 * (m0 + i)); e < e1; ++e) {
-      const uint8_t *entry = fix->entries + 8 * e;
-      const uint8_t *b = panel + (int64_t)ck_qle32(entry) * 4 * CK_QNR;
-      for (j = 0; j < cols; ++j)
-        for (t = 0; t < 4; ++t) acc[i * CK_QNR + j] += (int32_t)(int8_t)entry[4 + t] * (int32_t)b[4 * j + t];
-    }
+  const int32_t e1 = ck_qle32(fix->row_start + 4 * (m0 + rows));
+  int32_t e;
+  int64_t j, t;
+  for (e = ck_qle32(fix->row_start + 4 * m0); e < e1; ++e) {
+    const uint8_t *entry = fix->entries + 8 * e;
+    const uint32_t where = (uint32_t)ck_qle32(entry);
+    const uint8_t *b = panel + (int64_t)(where >> 3) * 4 * CK_QNR;
+    int32_t *row = acc + (where & 7u) * CK_QNR;
+    for (j = 0; j < cols; ++j)
+      for (t = 0; t < 4; ++t) row[j] += (int32_t)(int8_t)entry[4 + t] * (int32_t)b[4 * j + t];
   }
 }
 
@@ -659,28 +661,27 @@ CK_AVX2_TARGET static void ck_qtile_pairs_avx2(int64_t steps, const int8_t *a, c
 }
 
 /* ck_qfix_portable in AVX2: an entry's 4 bytes broadcast against its k-step's column vectors (one nonzero a pair:
- * exact in vpmaddubsw), a row's sums in registers over its entries */
+ * exact in vpmaddubsw), added to its row's sums in memory. One loop over the tile's entries: a loop per row took
+ * a mispredicted branch or two per row, as long as a 64-deep row's tile work (ResNet-50's 56x56 1x1 layers). */
 CK_AVX2_TARGET static void ck_qfix_avx2(int64_t rows, const ck_qfix *fix, int64_t m0, const uint8_t *panel,
                                         int64_t cols, int32_t *acc) {
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t vectors = (cols + 7) / 8;
-  int64_t i, e, j;
-  for (i = 0; i < rows; ++i) {
-    const int32_t e0 = ck_qle32(fix->row_start + 4 * (m0 + i)), e1 = ck_qle32(fix->row_start + 4 * (m0 + i + 1));
-    __m256i sums[4];
-    if (e0 == e1) continue;
-    for (j = 0; j < vectors; ++j)
-      sums[j] = _mm256_loadu_si256((const __m256i *)(const void *)(acc + i * CK_QNR + 8 * j));
-    for (e = e0; e < e1; ++e) {
-      const uint8_t *entry = fix->entries + 8 * e;
-      const uint8_t *b = panel + (int64_t)ck_qle32(entry) * 4 * CK_QNR;
-      const __m256i w = _mm256_set1_epi32(ck_qle32(entry + 4));
-      for (j = 0; j < vectors; ++j) {
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(b + 32 * j));
-        sums[j] = _mm256_add_epi32(sums[j], _mm256_madd_epi16(_mm256_maddubs_epi16(v, w), ones));
-      }
+  const int32_t e1 = ck_qle32(fix->row_start + 4 * (m0 + rows));
+  int32_t e;
+  int64_t j;
+  for (e = ck_qle32(fix->row_start + 4 * m0); e < e1; ++e) {
+    const uint8_t *entry = fix->entries + 8 * e;
+    const uint32_t where = (uint32_t)ck_qle32(entry);
+    const uint8_t *b = panel + (int64_t)(where >> 3) * 4 * CK_QNR;
+    int32_t *row = acc + (where & 7u) * CK_QNR;
+    const __m256i w = _mm256_set1_epi32(ck_qle32(entry + 4));
+    for (j = 0; j < (cols > 24 ? 4 : vectors); ++j) {
+      const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(b + 32 * j));
+      __m256i *sum = (__m256i *)(void *)(row + 8 * j);
+      _mm256_storeu_si256(sum, _mm256_add_epi32(_mm256_loadu_si256(sum),
+                                                _mm256_madd_epi16(_mm256_maddubs_epi16(v, w), ones)));
     }
-    for (j = 0; j < vectors; ++j) _mm256_storeu_si256((__m256i *)(void *)(acc + i * CK_QNR + 8 * j), sums[j]);
   }
 }
 
@@ -1489,6 +1490,7 @@ static void ck_qgemm_rows_of_panel(const ck_qkernel *kernel, const ck_qgemm_job 
   const int fused = job->q->rounding == 0 && job->out_col == 1 && job->fix == NULL;
   const ck_qtile_fn tile = job->fix != NULL && kernel->tile_pairs != NULL ? kernel->tile_pairs : kernel->tile;
   const ck_qfix_fn fix = kernel->fix != NULL ? kernel->fix : ck_qfix_portable;
+  int64_t i;
   if (kernel->block != NULL)
     for (; m0 + CK_QBLOCK <= m8; m0 += CK_QBLOCK) {
       const int64_t rows = m1 - m0 < CK_QBLOCK ? m1 - m0 : CK_QBLOCK;
@@ -1498,7 +1500,9 @@ static void ck_qgemm_rows_of_panel(const ck_qkernel *kernel, const ck_qgemm_job 
         continue;
       }
       kernel->block(steps, job->packed_a + m0 * k4, panel, acc);
-      if (job->fix != NULL) fix(rows, job->fix, m0, panel, cols, acc);
+      if (job->fix != NULL) /* the table names rows within 8-row tiles */
+        for (i = 0; i < rows; i += CK_QMR)
+          fix(rows - i < CK_QMR ? rows - i : CK_QMR, job->fix, m0 + i, panel, cols, acc + i * CK_QNR);
       ck_qgemm_store(kernel, job, m0, rows, n0, cols, acc);
     }
   for (; m0 < m1; m0 += CK_QMR) {

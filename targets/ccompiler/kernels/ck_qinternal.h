@@ -123,8 +123,9 @@ static inline int32_t ck_qle32(const uint8_t *p) {
 }
 
 /* A pair-safe weight's correction table (ck_qconv2d_params.pairs): row r's entries are
- * [row_start[r], row_start[r + 1]), each 8 bytes of `entries`: the k-step (int32) and the 4 int8 weights to add
- * back at it, little-endian; row_start already offset to the GEMM's first row. NULL: a plain weight. */
+ * [row_start[r], row_start[r + 1]), each 8 bytes of `entries`: k-step << 3 | r % 8 (int32) and the 4 int8 weights
+ * to add back at that k-step, little-endian; row_start already offset to the GEMM's first row. NULL: a plain
+ * weight. */
 typedef struct {
   const uint8_t *row_start;
   const uint8_t *entries;

@@ -68,7 +68,8 @@ typedef struct {
  * With .pairs = 1 the rows hold pair-safe weights: in each pair of k (0-1, 2-3 of a 4-k step) of the same sign
  * whose sum passes +-128, the larger magnitude is reduced to bring the sum to +-128 (255 * 128 fits int16), and
  * a correction table follows, little-endian int32: row_start[rows + 1] (rows = groups * round_up(og, CK_QMR),
- * index into the entries), then per entry its k-step and the 4 bytes (int8) taken from that step's weights.
+ * index into the entries), then per entry (by row, then k-step) k-step << 3 | row % 8 and the 4 bytes (int8)
+ * taken from that step's weights.
  * Its size depends on the weights: ck_qconv2d_packed_weight_bytes gives the most it can take, the pack's own
  * size is row_start[rows] * 8 past the table's start (qkernels.pack_weight_pairs mirrors it). */
 size_t ck_qconv2d_packed_weight_bytes(const ck_qconv2d_params *p);
