@@ -35,14 +35,20 @@ static inline void ck_qfill(uint8_t *dst, uint8_t value, int64_t n) {
   }
 }
 
+/* memcpy of width <= n <= 2 * width bytes (width at most 8, a constant where inlined) as two overlapping
+ * fixed-size copies, both read before either is written */
+static inline void ck_qcopy_ends(uint8_t *dst, const uint8_t *src, int64_t n, size_t width) {
+  uint64_t a, b;
+  memcpy(&a, src, width);
+  memcpy(&b, src + n - (int64_t)width, width);
+  memcpy(dst, &a, width);
+  memcpy(dst + n - (int64_t)width, &b, width);
+}
+
 /* memcpy of n < 8 bytes (a vector's last lanes): two overlapping 4-byte copies or single bytes, inline */
 static inline void ck_qcopy_tail(uint8_t *dst, const uint8_t *src, int64_t n) {
   if (n >= 4) {
-    uint32_t a, b;
-    memcpy(&a, src, 4);
-    memcpy(&b, src + n - 4, 4);
-    memcpy(dst, &a, 4);
-    memcpy(dst + n - 4, &b, 4);
+    ck_qcopy_ends(dst, src, n, 4);
   } else {
     int64_t i;
     for (i = 0; i < n; ++i) dst[i] = src[i];
@@ -56,11 +62,7 @@ static inline void ck_qcopy_row(uint8_t *dst, const uint8_t *src, int64_t n) {
   if (n > 16) {
     memcpy(dst, src, (size_t)n);
   } else if (n >= 8) {
-    uint64_t a, b;
-    memcpy(&a, src, 8);
-    memcpy(&b, src + n - 8, 8);
-    memcpy(dst, &a, 8);
-    memcpy(dst + n - 8, &b, 8);
+    ck_qcopy_ends(dst, src, n, 8);
   } else {
     ck_qcopy_tail(dst, src, n);
   }
