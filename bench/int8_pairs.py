@@ -87,8 +87,7 @@ def _layer(lib, layer, repeat: int, rng) -> str:
         forms.append((params, weight, ws, np.zeros((1, w.shape[0], oh, ow), np.uint8)))
     plain, safe = _time(lib, forms, x, bias, scale, repeat)
     assert np.array_equal(forms[0][3], forms[1][3]), f"{name}: the pair-safe weight's output differs"
-    _, taken = Q._safe_pairs(Q.pack_weight(1, w)[:-Q.QKB].reshape(-1, 2))
-    entries = taken.reshape(-1, 4).any(axis=1).mean()
+    entries = Q.pair_entry_share(1, w)
     asked = "pair-safe" if entries <= Q.PAIRS_MAX_ENTRIES else "plain"
     return f"| {name} | {100 * entries:.1f}% | {plain:.0f} | {safe:.0f} | {safe / plain:.2f} | {asked} |"
 

@@ -259,21 +259,37 @@ def pairs(p: dict[str, int], im2col_columns: int, winograd_asked: bool, weight: 
     if im2col_columns > 0 or winograd_asked or is_depthwise(p) or "avx2" not in features or \
             INT8_DOT_FLAGS & features:
         return False
-    _, taken = _safe_pairs(pack_weight(p["groups"], weight)[:-QKB].reshape(-1, 2))
-    return bool(taken.reshape(-1, 4).any(axis=1).mean() <= PAIRS_MAX_ENTRIES)
+    return bool(pair_entry_share(p["groups"], weight) <= PAIRS_MAX_ENTRIES)
+
+
+def _excess(w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
+    """What pairs (w0, w1) must give up to be safe (ck_qsafe_pair): same-sign pairs' sum past +-128, else 0 (int16)."""
+    w0, w1 = w0.astype(np.int16), w1.astype(np.int16)
+    total = w0 + w1
+    return np.where((w0 > 0) & (w1 > 0) & (total > 128), total - 128,
+                    np.where((w0 < 0) & (w1 < 0) & (total < -128), total + 128, 0)).astype(np.int16)
+
+
+def pair_entry_share(groups: int, weight: np.ndarray) -> float:
+    """The share of pack_weight_pairs's row k-steps (padded rows and k included) that carry a correction entry,
+    without packing: what `pairs` decides on."""
+    o = weight.shape[0]
+    k = weight.size // o
+    k4, rows = _round_up(k, 4), groups * _round_up(o // groups, QMR)
+    w = np.zeros((o, k4), np.int8)
+    w[:, :k] = weight.reshape(o, k)
+    steps = _excess(w[:, 0::2], w[:, 1::2]).reshape(o, k4 // 4, 2).any(axis=-1)
+    return float(steps.sum()) / (rows * (k4 // 4))
 
 
 def _safe_pairs(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(pair-safe weight, what it took out) of an int8 [..., 2] array of pairs (ck_qsafe_pair): a same-sign pair
     summing past +-128 loses the excess from its larger magnitude, the first on a tie."""
-    w = w.astype(np.int64)
-    total = w.sum(-1)
-    excess = np.where((w > 0).all(-1) & (total > 128), total - 128,
-                      np.where((w < 0).all(-1) & (total < -128), total + 128, 0))
-    larger = np.where(excess > 0, w[..., 1] > w[..., 0], w[..., 1] < w[..., 0]).astype(np.int64)
-    taken = np.zeros_like(w)
-    np.put_along_axis(taken, larger[..., None], excess[..., None], axis=-1)
-    return (w - taken).astype(np.int8), taken.astype(np.int8)
+    w0, w1 = w[..., 0], w[..., 1]
+    excess = _excess(w0, w1)
+    second = np.where(excess > 0, w1 > w0, w1 < w0)
+    taken = np.stack([np.where(second, 0, excess), np.where(second, excess, 0)], axis=-1).astype(np.int16)
+    return (w.astype(np.int16) - taken).astype(np.int8), taken.astype(np.int8)
 
 
 def pack_weight_pairs(groups: int, weight: np.ndarray) -> np.ndarray:
