@@ -1,9 +1,9 @@
 """ccompiler's int8 convolutions on a pair-safe weight (vpmaddubsw + corrections) against the plain one, per layer.
 
-    python bench/int8_pairs.py [--repeat 9] [--cc gcc]
+    python bench/int8_pairs.py [--model resnet50|mobilenetv2] [--repeat 9] [--cc gcc]
 
-For every distinct convolution geometry of the quantized ResNet-50 (real weights: onnxruntime's
-static quantization of the zoo model, `testing.quantize.quantized_zoo_model`), this prints the share of the pair-safe
+For every distinct convolution geometry (depthwise ones aside) of the quantized ResNet-50 or MobileNetV2 (real
+weights: onnxruntime's static quantization of the zoo model, `testing.quantize.quantized_zoo_model`), this prints the share of the pair-safe
 weight's row k-steps that carry a correction entry (`qkernels.pack_weight_pairs`), the time of ck_qconv2d on the
 plain weight (`.pairs = 0`: the exact widening kernel on AVX2) and on the pair-safe one (`.pairs = 1`), medians of
 --repeat rounds of the calling thread's CPU time, one thread (both forms take their turn in each round), their ratio, and what
@@ -31,13 +31,13 @@ from byoc_compiler.contrib.ccompiler import qkernels as Q  # noqa: E402
 from qconv_chunks import _Conv, _library, _Params, _ptr, _Q  # noqa: E402
 
 
-def _resnet50_convs() -> list[tuple[str, tuple, np.ndarray, tuple, tuple]]:
-    """(name, data shape, int8 OIHW weight, stride, padding) of the int8 ResNet-50's convolutions, the first of each
-    distinct geometry."""
+def _convs(model_name: str) -> list[tuple[str, tuple, np.ndarray, tuple, tuple]]:
+    """(name, data shape, int8 OIHW weight, stride, padding) of the int8 zoo model's ungrouped convolutions, the first
+    of each distinct geometry."""
     import onnx
     from onnx import numpy_helper
     from byoc_compiler.testing.quantize import quantized_zoo_model
-    model = onnx.shape_inference.infer_shapes(onnx.load(str(quantized_zoo_model("resnet50", "qdq", True))))
+    model = onnx.shape_inference.infer_shapes(onnx.load(str(quantized_zoo_model(model_name, "qdq", True))))
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     shapes = {v.name: tuple(d.dim_value for d in v.type.tensor_type.shape.dim)
               for v in list(model.graph.value_info) + list(model.graph.input)}
@@ -94,15 +94,16 @@ def _layer(lib, layer, repeat: int, rng) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=("resnet50", "mobilenetv2"), default="resnet50")
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--cc", default="gcc")
     args = ap.parse_args()
-    convs = _resnet50_convs()
+    convs = _convs(args.model)
     with tempfile.TemporaryDirectory() as tmp:
         lib = _library(args.cc, Path(tmp) / "libck.so")     # the pool held at one thread
         lib.ck_qgemm_kernel_name.restype = ctypes.c_char_p
         rng = np.random.default_rng(2026)
-        print(f"int8 ResNet-50's convolutions, kernel {lib.ck_qgemm_kernel_name().decode()}, one thread, CPU time "
+        print(f"int8 {args.model}'s convolutions, kernel {lib.ck_qgemm_kernel_name().decode()}, one thread, CPU time "
               f"of the calling thread, medians of {args.repeat} alternated rounds")
         print("| conv | entries | plain us | pair-safe us | pair-safe / plain | codegen asks |")
         print("| --- | --- | --- | --- | --- | --- |")

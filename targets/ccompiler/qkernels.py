@@ -241,10 +241,11 @@ def pack_weight(groups: int, weight: np.ndarray) -> np.ndarray:
 
 # Most correction entries a pair-safe weight may have, per row and k-step, for the codegen to ask for one: the
 # vpmaddubsw tile runs about 30% faster than the widening one, and each entry costs its row about a k-step of the
-# tile's work. int8 ResNet-50's convolutions, one thread, Zen 3, pair-safe time / plain time (`python
-# bench/int8_pairs.py`, two runs): 1.4-2.2% of entries 0.71-0.81, 3.2-4.7% 0.78-0.92, 6.2-6.7% 0.84-0.91, 9.2-9.9%
-# 0.85-0.92; 12.6% and 13.1% about even (0.89-1.11: left plain).
-PAIRS_MAX_ENTRIES = 0.10
+# tile's work. Pair-safe time / plain time, one thread, Zen 3 (`python bench/int8_pairs.py --model resnet50` and
+# `--model mobilenetv2`, the corrections summed in registers row by row): 1.4-4.7% of entries 0.74-0.90, 5.3-9.9%
+# 0.80-0.97, 10.5-13.1% 0.82-0.97, 13.4% 1.00, 20.1-24.1% 1.01-1.11 (a 16-deep 1x1 at 29.9%: 0.85, the widening
+# kernel's per-tile cost).
+PAIRS_MAX_ENTRIES = 0.135
 
 
 def pairs(p: dict[str, int], im2col_columns: int, winograd_asked: bool, weight: np.ndarray) -> bool:

@@ -661,27 +661,45 @@ CK_AVX2_TARGET static void ck_qtile_pairs_avx2(int64_t steps, const int8_t *a, c
 }
 
 /* ck_qfix_portable in AVX2: an entry's 4 bytes broadcast against its k-step's column vectors (one nonzero a pair:
- * exact in vpmaddubsw), added to its row's sums in memory. One loop over the tile's entries: a loop per row took
- * a mispredicted branch or two per row, as long as a 64-deep row's tile work (ResNet-50's 56x56 1x1 layers). */
+ * exact in vpmaddubsw). A row's entries are summed in registers and added to its sums once: adding each entry to
+ * the sums in memory made every entry wait on the store of the one before (the same row's sums), and a layer's
+ * time fell to 0.92-0.99 of that (0.84 for a 64-deep one) with the sums in registers, whose loop per row costs
+ * a branch per row as well. */
+#define CK_AVX2_FIX(S, J)                                                                               \
+  S = _mm256_add_epi32(S, _mm256_madd_epi16(_mm256_maddubs_epi16(                                       \
+                              _mm256_loadu_si256((const __m256i *)(const void *)(b + 32 * (J))), w), ones))
+#define CK_AVX2_FIX_ADD(S, J)                                                                              \
+  _mm256_storeu_si256((__m256i *)(void *)(sums + 8 * (J)),                                                  \
+                      _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(sums + 8 * (J))), S))
 CK_AVX2_TARGET static void ck_qfix_avx2(int64_t rows, const ck_qfix *fix, int64_t m0, const uint8_t *panel,
                                         int64_t cols, int32_t *acc) {
   const __m256i ones = _mm256_set1_epi16(1);
-  const int64_t vectors = (cols + 7) / 8;
-  const int32_t e1 = ck_qle32(fix->row_start + 4 * (m0 + rows));
-  int32_t e;
-  int64_t j;
-  for (e = ck_qle32(fix->row_start + 4 * m0); e < e1; ++e) {
-    const uint8_t *entry = fix->entries + 8 * e;
-    const uint32_t where = (uint32_t)ck_qle32(entry);
-    const uint8_t *b = panel + (int64_t)(where >> 3) * 4 * CK_QNR;
-    int32_t *row = acc + (where & 7u) * CK_QNR;
-    const __m256i w = _mm256_set1_epi32(ck_qle32(entry + 4));
-    for (j = 0; j < (cols > 24 ? 4 : vectors); ++j) {
-      const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(b + 32 * j));
-      __m256i *sum = (__m256i *)(void *)(row + 8 * j);
-      _mm256_storeu_si256(sum, _mm256_add_epi32(_mm256_loadu_si256(sum),
-                                                _mm256_madd_epi16(_mm256_maddubs_epi16(v, w), ones)));
+  int64_t r;
+  for (r = 0; r < rows; ++r) {   /* m0 is a multiple of 8: row r's entries name r */
+    const int32_t e1 = ck_qle32(fix->row_start + 4 * (m0 + r + 1));
+    int32_t e = ck_qle32(fix->row_start + 4 * (m0 + r));
+    int32_t *sums = acc + r * CK_QNR;
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+    if (e == e1) continue;
+    for (; e < e1; ++e) {
+      const uint8_t *entry = fix->entries + 8 * e;
+      const uint8_t *b = panel + (int64_t)((uint32_t)ck_qle32(entry) >> 3) * 4 * CK_QNR;
+      const __m256i w = _mm256_set1_epi32(ck_qle32(entry + 4));
+      if (cols > 24) {
+        CK_AVX2_FIX(s0, 0);
+        CK_AVX2_FIX(s1, 1);
+        CK_AVX2_FIX(s2, 2);
+        CK_AVX2_FIX(s3, 3);
+      } else {   /* a panel's last columns: the vectors they need */
+        CK_AVX2_FIX(s0, 0);
+        if (cols > 8) CK_AVX2_FIX(s1, 1);
+        if (cols > 16) CK_AVX2_FIX(s2, 2);
+      }
     }
+    CK_AVX2_FIX_ADD(s0, 0);
+    if (cols > 8) CK_AVX2_FIX_ADD(s1, 1);
+    if (cols > 16) CK_AVX2_FIX_ADD(s2, 2);
+    if (cols > 24) CK_AVX2_FIX_ADD(s3, 3);
   }
 }
 
