@@ -182,18 +182,17 @@ def ort_layers(model: str, threads: int, repeat: int, inputs: dict) -> list[tupl
     return rows
 
 
-def _qconv_keys(model: str) -> dict[str, tuple]:
-    """Conv node name -> ('conv', ic, oc, oh, kh) from a quantized .onnx file's weights and inferred shapes:
-    onnxruntime's QLinearConv events keep the node's name but list no weight (it is packed at load)."""
-    if not model.endswith(".onnx"):
-        return {}
-    import onnx   # only for quantized files
+def quantized_convs(model: str) -> list[tuple]:
+    """(Conv node, its weight's dims, input dims, output dims) per convolution of an .onnx file, shapes inferred; a
+    QDQ weight is followed back through its DequantizeLinear to its int8 initializer. Convolutions whose shapes
+    are not all known are left out."""
+    import onnx   # only for .onnx files
 
     graph = onnx.shape_inference.infer_shapes(onnx.load(model)).graph
     dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in graph.value_info}
     dims.update({t.name: list(t.dims) for t in graph.initializer})
     made = {o: n for n in graph.node for o in n.output}
-    keys = {}
+    convs = []
     for node in graph.node:
         if node.op_type != "Conv":
             continue
@@ -202,8 +201,16 @@ def _qconv_keys(model: str) -> dict[str, tuple]:
             w = made[w].input[0]
         x, out = dims.get(node.input[0]), dims.get(node.output[0])
         if w in dims and x and out:
-            keys[node.name] = ("conv", x[1], dims[w][0], out[2], dims[w][2])
-    return keys
+            convs.append((node, dims[w], x, out))
+    return convs
+
+
+def _qconv_keys(model: str) -> dict[str, tuple]:
+    """Conv node name -> ('conv', ic, oc, oh, kh) from a quantized .onnx file's weights and inferred shapes:
+    onnxruntime's QLinearConv events keep the node's name but list no weight (it is packed at load)."""
+    if not model.endswith(".onnx"):
+        return {}
+    return {node.name: ("conv", x[1], w[0], out[2], w[2]) for node, w, x, out in quantized_convs(model)}
 
 
 def pair(ours: list[tuple], theirs: list[tuple]) -> tuple[list, list, list]:

@@ -58,29 +58,19 @@ def sequence_rates(rounds: int) -> dict[str, float]:
 
 
 def conv_layers(model: str) -> dict[str, dict]:
-    """Conv node name -> its geometry and multiply-adds, from the quantized .onnx file (shapes inferred)."""
+    """Conv node name -> its name in the table, multiply-adds and whether Winograd F(2x2, 3x3) takes it."""
     import onnx
+    from ccompiler_layers import quantized_convs
 
-    graph = onnx.shape_inference.infer_shapes(onnx.load(model)).graph
-    dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in graph.value_info}
-    dims.update({t.name: list(t.dims) for t in graph.initializer})
-    made = {o: n for n in graph.node for o in n.output}
     layers = {}
-    for node in graph.node:
-        if node.op_type != "Conv":
-            continue
-        w = node.input[1]
-        while w in made and made[w].op_type == "DequantizeLinear":
-            w = made[w].input[0]
+    for node, (o, i_per_group, kh, kw), _x, out in quantized_convs(model):
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-        o, i_per_group, kh, kw = dims[w]
-        out = dims[node.output[0]]
-        stride = tuple(attrs.get("strides", (1, 1)))
+        stride, group = tuple(attrs.get("strides", (1, 1))), attrs.get("group", 1)
         layers[node.name] = {
             "macs": o * i_per_group * kh * kw * out[2] * out[3],
-            "winograd": kh == kw == 3 and stride == (1, 1) and attrs.get("group", 1) == 1,
-            "name": f"{kh}x{kw}{'/' + str(stride[0]) if stride[0] != 1 else ''} {i_per_group * attrs.get('group', 1)}"
-                    f"->{o}{' dw' if attrs.get('group', 1) > 1 else ''} @{out[2]}"}
+            "winograd": kh == kw == 3 and stride == (1, 1) and group == 1,
+            "name": f"{kh}x{kw}{'/' + str(stride[0]) if stride[0] != 1 else ''} {i_per_group * group}->{o}"
+                    f"{' dw' if group > 1 else ''} @{out[2]}"}
     return layers
 
 
