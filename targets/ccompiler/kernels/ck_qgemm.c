@@ -662,9 +662,8 @@ CK_AVX2_TARGET static void ck_qtile_pairs_avx2(int64_t steps, const int8_t *a, c
 
 /* ck_qfix_portable in AVX2: an entry's 4 bytes broadcast against its k-step's column vectors (one nonzero a pair:
  * exact in vpmaddubsw). A row's entries are summed in registers and added to its sums once: adding each entry to
- * the sums in memory made every entry wait on the store of the one before (the same row's sums), and a layer's
- * time fell to 0.92-0.99 of that (0.84 for a 64-deep one) with the sums in registers, whose loop per row costs
- * a branch per row as well. */
+ * the sums in memory made every entry wait on the store of the one before (the same row's sums); with the sums in
+ * registers a layer takes 0.93-0.98 of that time (0.91 for a 64-deep one), the loop per row's branch included. */
 #define CK_AVX2_FIX(S, J)                                                                               \
   S = _mm256_add_epi32(S, _mm256_madd_epi16(_mm256_maddubs_epi16(                                       \
                               _mm256_loadu_si256((const __m256i *)(const void *)(b + 32 * (J))), w), ones))
