@@ -454,6 +454,7 @@ WINOGRAD = [
     ("valid-no-padding", (1, 6, 10, 7), (5, 6, 3, 3), (0, 0, 0, 0), "int8", "uint8", "tflite", None),
     ("asymmetric-padding", (1, 3, 7, 12), (20, 3, 3, 3), (2, 0, 1, 2), "uint8", "int8", "tflite", None),
     ("wide-rows-two-segments", (1, 4, 5, 140), (6, 4, 3, 3), (1, 1, 1, 1), "int8", "uint8", "float32", None),
+    ("bands-odd-last-row", (1, 3, 23, 100), (4, 3, 3, 3), (1, 1, 1, 1), "uint8", "uint8", "float32", "float32"),
     ("one-channel", (1, 1, 6, 6), (3, 1, 3, 3), (1, 1, 1, 1), "uint8", "uint8", "float32", None),
     ("residual-lhs", (1, 7, 14, 14), (9, 7, 3, 3), (1, 1, 1, 1), "uint8", "uint8", "float32", "float32"),
     ("residual-rhs-tflite", (2, 4, 7, 7), (6, 4, 3, 3), (1, 1, 1, 1), "int8", "uint8", "tflite", "tflite"),
