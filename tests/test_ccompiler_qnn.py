@@ -133,6 +133,11 @@ CONVS = [
     ("1x1-stride2-k-tail", (1, 6, 8, 8), (9, 6, 1, 1), (2, 2), (0, 0, 0, 0), 1, "uint8"),
     # 75 output columns a row: the stride-2 gather in a 64-byte step and a masked one
     ("1x1-stride2-wide", (1, 5, 4, 150), (8, 5, 1, 1), (2, 2), (0, 0, 0, 0), 1, "int8"),
+    # 49 and 1 output pixels: a panel's single last column (ck_qcolumn_pairs_avx2), its k in one block of steps
+    # and a tail (40), in two blocks (3x3 of 64 channels: 144 steps)
+    ("1x1-7x7-last-column", (1, 40, 7, 7), (16, 40, 1, 1), (1, 1), (0, 0, 0, 0), 1, "uint8"),
+    ("3x3-7x7-deep-int8", (1, 64, 7, 7), (8, 64, 3, 3), (1, 1), (1, 1, 1, 1), 1, "int8"),
+    ("1x1-one-pixel", (1, 20, 1, 1), (10, 20, 1, 1), (1, 1), (0, 0, 0, 0), 1, "uint8"),
     ("grouped", (1, 8, 6, 6), (12, 4, 3, 3), (1, 1), (1, 1, 1, 1), 2, "int8"),
     ("depthwise-3x3", (1, 6, 9, 9), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1), 6, "uint8"),
     ("depthwise-stride2-int8", (1, 5, 8, 8), (5, 1, 3, 3), (2, 2), (1, 1, 1, 1), 5, "int8"),

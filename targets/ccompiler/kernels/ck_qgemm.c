@@ -640,16 +640,61 @@ CK_AVX2_TARGET static void ck_qeighth_pairs_avx2(int64_t steps, const int8_t *a,
   CK_AVX2_EIGHTH_STORE;
 }
 
+/* acc[i * CK_QNR + col] = rows 0..7 of a (row stride 4 * steps) x panel column `col` alone, over all `steps`
+ * k-steps; the 7 columns after it in acc zeroed (the corrections add to all 8). A panel's single last column (a 7x7
+ * plane: 49 = 32 + 16 + 1) through the eighth kernel computed 8 columns for it; here its bytes are gathered once
+ * per block of k-steps and each row is a dot product over its contiguous k: the same pairs of k (0-1, 2-3 of a
+ * step) in vpmaddubsw, so a pair-safe weight stays exact. A row's last step may be read up to 28 bytes past its end
+ * (the next row, or the packed weight's CK_QKB slack) against zeros. */
+CK_AVX2_TARGET static void ck_qcolumn_pairs_avx2(int64_t steps, const int8_t *a, const uint8_t *b, int64_t col,
+                                                 int32_t *acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i r[CK_QMR], t0, t1, t2, t3, u0, u1, sums;
+  uint8_t x[4 * CK_AVX2_KB] __attribute__((aligned(32)));
+  int32_t out[CK_QMR];
+  int64_t s0, s, i;
+  for (i = 0; i < CK_QMR; ++i) r[i] = _mm256_setzero_si256();
+  for (s0 = 0; s0 < steps; s0 += CK_AVX2_KB) {
+    const int64_t n = steps - s0 < CK_AVX2_KB ? steps - s0 : CK_AVX2_KB, n8 = (n + 7) / 8 * 8;
+    for (s = 0; s < n; ++s) memcpy(x + 4 * s, b + (s0 + s) * 4 * CK_QNR + 4 * col, 4);
+    memset(x + 4 * n, 0, (size_t)(4 * (n8 - n)));
+    for (i = 0; i < CK_QMR; ++i) { /* the row's sum in a local: r[i] indexed in the loop stayed in memory */
+      const int8_t *w = a + i * 4 * steps + 4 * s0;
+      __m256i sum = r[i];
+      for (s = 0; s < n8; s += 8) {
+        const __m256i v = _mm256_load_si256((const __m256i *)(const void *)(x + 4 * s));
+        CK_AVX2_UBS(sum, v, _mm256_loadu_si256((const __m256i *)(const void *)(w + 4 * s)));
+      }
+      r[i] = sum;
+    }
+  }
+  /* the 8 rows' lanes summed: pairwise adds, then the two 128-bit halves */
+  t0 = _mm256_hadd_epi32(r[0], r[1]);
+  t1 = _mm256_hadd_epi32(r[2], r[3]);
+  t2 = _mm256_hadd_epi32(r[4], r[5]);
+  t3 = _mm256_hadd_epi32(r[6], r[7]);
+  u0 = _mm256_hadd_epi32(t0, t1);
+  u1 = _mm256_hadd_epi32(t2, t3);
+  sums = _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+  _mm256_storeu_si256((__m256i *)(void *)out, sums);
+  for (i = 0; i < CK_QMR; ++i) {
+    memset(acc + i * CK_QNR + col, 0, 8 * sizeof(int32_t));
+    acc[i * CK_QNR + col] = out[i];
+  }
+}
+
 /* ck_qtile_avx2's tile (same columns computed, same layout) on a pair-safe weight, without its corrections */
 CK_AVX2_TARGET static void ck_qtile_pairs_avx2(int64_t steps, const int8_t *a, const uint8_t *b, int64_t cols,
                                                int32_t *acc) {
+  const int64_t single = cols % 16 == 1 ? cols - 1 : -1; /* a last column alone: ck_qcolumn_pairs_avx2 */
+  const int64_t wide = single >= 0 ? single : cols;
   int64_t s0, rows, half;
   if (steps <= 0) memset(acc, 0, sizeof(int32_t) * CK_QMR * CK_QNR);
   for (s0 = 0; s0 < steps; s0 += CK_AVX2_KB) {
     const int64_t n = steps - s0 < CK_AVX2_KB ? steps - s0 : CK_AVX2_KB;
     const uint8_t *bs = b + s0 * 4 * CK_QNR;
-    for (half = 0; half < cols; half += 16) {
-      if (cols - half <= 8) {
+    for (half = 0; half < wide; half += 16) {
+      if (wide - half <= 8) {
         ck_qeighth_pairs_avx2(n, a + 4 * s0, 4 * steps, bs + half * 4, s0 == 0, acc + half);
         continue;
       }
@@ -658,6 +703,7 @@ CK_AVX2_TARGET static void ck_qtile_pairs_avx2(int64_t steps, const int8_t *a, c
                                acc + rows * CK_QNR + half);
     }
   }
+  if (single >= 0) ck_qcolumn_pairs_avx2(steps, a, b, single, acc);
 }
 
 /* ck_qfix_portable in AVX2: an entry's 4 bytes broadcast against its k-step's column vectors (one nonzero a pair:
