@@ -6,8 +6,10 @@ For every distinct convolution geometry (depthwise ones aside) of the quantized 
 weights: onnxruntime's static quantization of the zoo model, `testing.quantize.quantized_zoo_model`), this prints the share of the pair-safe
 weight's row k-steps that carry a correction entry (`qkernels.pack_weight_pairs`), the time of ck_qconv2d on the
 plain weight (`.pairs = 0`: the exact widening kernel on AVX2) and on the pair-safe one (`.pairs = 1`), medians of
---repeat rounds of the calling thread's CPU time, one thread (both forms take their turn in each round), their ratio, and what
-the codegen asks for that weight (`qkernels.pairs`, whose PAIRS_MAX_ENTRIES threshold this table sets). Outputs are
+--repeat rounds of the calling thread's CPU time, one thread (every form takes its turn in each round), their ratio, for
+a 1x1 convolution the same with its input channels in `pair_order.channel_order` (`.channel_order`: entries and time
+over the plain weight's), and what the codegen asks for that weight on an AVX2 CPU without an int8 dot product
+(`qkernels.pairs_plan`, whose PAIRS_MAX_ENTRIES threshold this table sets). Outputs are
 checked equal. The library is built with -O3 -march=native and runs the GEMM kernel this CPU picks (its name is
 printed); on a CPU with an int8 dot product both forms run vpdpbusd and the ratio shows what the corrections cost.
 """
@@ -20,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -28,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from byoc_compiler.contrib.ccompiler import kernels as K  # noqa: E402
 from byoc_compiler.contrib.ccompiler import qkernels as Q  # noqa: E402
+from byoc_compiler.contrib.ccompiler import pair_order  # noqa: E402
 from qconv_chunks import _Conv, _library, _Params, _ptr, _Q  # noqa: E402
 
 
@@ -80,16 +84,25 @@ def _layer(lib, layer, repeat: int, rng) -> str:
     bias = rng.integers(-1000, 1000, size=w.shape[0]).astype(np.int32)
     scale = rng.uniform(1e-4, 1e-3, size=w.shape[0]).astype(np.float32)
     oh, ow = Q._output_hw(p)
+    order = pair_order.channel_order(w) if w.shape[2:] == (1, 1) else None
     forms = []
-    for pairs, weight in ((0, Q.pack_weight(1, w)), (1, Q.pack_weight_pairs(1, w))):
+    for pairs, weight, channels in ((0, Q.pack_weight(1, w), None), (1, Q.pack_weight_pairs(1, w), None),
+                                    (1, Q.pack_weight_pairs(1, w, order), order)):
         params = _Params(_Conv(**p), _Q(**Q.qparams("uint8", "uint8", 3, 5)), 0, 0, pairs)
+        if channels is not None:
+            params.channel_order = channels.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
         ws = np.zeros(lib.ck_qconv2d_workspace_bytes(ctypes.byref(params)), np.uint8)
         forms.append((params, weight, ws, np.zeros((1, w.shape[0], oh, ow), np.uint8)))
-    plain, safe = _time(lib, forms, x, bias, scale, repeat)
-    assert np.array_equal(forms[0][3], forms[1][3]), f"{name}: the pair-safe weight's output differs"
+    plain, safe, ordered = _time(lib, forms, x, bias, scale, repeat)
+    assert all(np.array_equal(forms[0][3], f[3]) for f in forms[1:]), f"{name}: a pair-safe weight's output differs"
     entries = Q.pair_entry_share(1, w)
-    asked = "pair-safe" if entries <= Q.PAIRS_MAX_ENTRIES else "plain"
-    return f"| {name} | {100 * entries:.1f}% | {plain:.0f} | {safe:.0f} | {safe / plain:.2f} | {asked} |"
+    entries_ordered = entries if order is None else Q.pair_entry_share(1, w[:, order])
+    with mock.patch.object(Q, "build_cpu_features", lambda: frozenset({"avx2"})):   # the table's AVX2 CPU
+        asked, asked_order = Q.pairs_plan(p, 0, False, w)
+    asked_text = ("pair-safe, reordered" if asked_order is not None else "pair-safe") if asked else "plain"
+    ordered_cells = "- | -" if order is None else f"{100 * entries_ordered:.1f}% | {ordered / plain:.2f}"
+    return (f"| {name} | {100 * entries:.1f}% | {plain:.0f} | {safe:.0f} | {safe / plain:.2f} | {ordered_cells} | "
+            f"{asked_text} |")
 
 
 def main() -> None:
@@ -105,8 +118,9 @@ def main() -> None:
         rng = np.random.default_rng(2026)
         print(f"int8 {args.model}'s convolutions, kernel {lib.ck_qgemm_kernel_name().decode()}, one thread, CPU time "
               f"of the calling thread, medians of {args.repeat} alternated rounds")
-        print("| conv | entries | plain us | pair-safe us | pair-safe / plain | codegen asks |")
-        print("| --- | --- | --- | --- | --- | --- |")
+        print("| conv | entries | plain us | pair-safe us | pair-safe / plain | entries reordered | reordered / plain "
+              "| codegen asks |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for layer in convs:
             print(_layer(lib, layer, args.repeat, rng), flush=True)
 

@@ -51,7 +51,7 @@ class _Q(ctypes.Structure):
 
 class _Params(ctypes.Structure):
     _fields_ = [("conv", _Conv), ("q", _Q), ("im2col_columns", ctypes.c_int64), ("winograd", ctypes.c_int32),
-                ("pairs", ctypes.c_int32)]
+                ("pairs", ctypes.c_int32), ("channel_order", ctypes.POINTER(ctypes.c_int32))]
 
 
 def _library(cc: str, out: Path) -> ctypes.CDLL:

@@ -35,6 +35,7 @@ from byoc_compiler.testing.reference import run_reference
 from byoc_compiler.transform import InferType
 
 from byoc_compiler.contrib.ccompiler import kernels as K
+from byoc_compiler.contrib.ccompiler import pair_order
 from byoc_compiler.contrib.ccompiler import qkernels as Q
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +54,7 @@ class QParams(ctypes.Structure):
 
 class QConvParams(ctypes.Structure):
     _fields_ = [("conv", ConvParams), ("q", QParams), ("im2col_columns", ctypes.c_int64), ("winograd", ctypes.c_int32),
-                ("pairs", ctypes.c_int32)]
+                ("pairs", ctypes.c_int32), ("channel_order", ctypes.POINTER(ctypes.c_int32))]
 
 
 class QDenseParams(ctypes.Structure):
@@ -264,6 +265,85 @@ def test_qconv2d_pair_safe_weight_equals_numpy(ck, case, weights):
     assert np.abs(safe.sum(1))[same_sign].max(initial=0) <= 128
     folded = Q.fold_bias(w, bias, xz + (128 if in_dtype == "int8" else 0), np.zeros(wshape[0], np.int64))
     _every_kernel_and_thread_count(ck, params, x, packed, folded, scale, want)
+
+
+# ungrouped 1x1 convolutions of CONVS (pointwise, strided, one pixel, a 7x7 plane) x (id, order of the input channels
+# from the weight): reversed, a seeded shuffle, and pair_order's greedy pairs
+ORDERED_CASES = [(c, o) for c in CONVS if c[2][2:] == (1, 1) and c[5] == 1
+                 for o in [("reversed", lambda w: np.arange(w.shape[1] - 1, -1, -1, dtype=np.int32)),
+                           ("shuffled", lambda w: np.random.default_rng(3).permutation(w.shape[1]).astype(np.int32)),
+                           ("paired", pair_order.channel_order)]]
+
+
+@pytest.mark.parametrize("case,order", ORDERED_CASES, ids=[f"{c[0]}-{o[0]}" for c, o in ORDERED_CASES])
+def test_qconv2d_channel_order_equals_numpy(ck, case, order):
+    """.pairs = 1 with .channel_order: the C pack equals qkernels.pack_weight_pairs with the order, and every kernel
+    at every thread count, reading the input channels in that order, computes the plain convolution."""
+    _, _, wshape, _, _, groups, in_dtype, *_ = case
+    w = RNG.choice(np.array([-128, -127, -70, 3, 66, 127], np.int8), size=wshape)   # many same-sign pairs past 128
+    x, bias, scale, xz, p, params, want = _conv_case(case, w)
+    channel_order = np.ascontiguousarray(order[1](w), np.int32)
+    params.pairs = 1
+    params.channel_order = channel_order.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+    want_packed = Q.pack_weight_pairs(groups, w, channel_order)
+    packed = np.zeros(ck.ck_qconv2d_packed_weight_bytes(ctypes.byref(params)), np.int8)
+    assert ck.ck_qconv2d_pack_weight(ctypes.byref(params), _ptr(w), _ptr(packed)) == 0
+    np.testing.assert_array_equal(packed[:want_packed.size], want_packed)
+    folded = Q.fold_bias(w, bias, xz + (128 if in_dtype == "int8" else 0), np.zeros(wshape[0], np.int64))
+    _every_kernel_and_thread_count(ck, params, x, packed, folded, scale, want)
+
+
+# (id, conv case, params change, order): what ck_qconv2d_params.channel_order is refused with
+BAD_ORDERS = [
+    ("repeated-channel", "1x1", {"pairs": 1}, [0, 1, 2, 2] + list(range(4, 16))),
+    ("channel-past-the-end", "1x1", {"pairs": 1}, list(range(15)) + [16]),
+    ("negative-channel", "1x1", {"pairs": 1}, [-1] + list(range(1, 16))),
+    ("without-pairs", "1x1", {"pairs": 0}, list(range(16))),
+    ("3x3-kernel", "3x3-pad-odd-sizes", {"pairs": 1}, list(range(5))),
+]
+
+
+@pytest.mark.parametrize("case_id,change,order", [b[1:] for b in BAD_ORDERS], ids=[b[0] for b in BAD_ORDERS])
+def test_qconv2d_refuses_a_bad_channel_order(ck, case_id, change, order):
+    """An order that is not a permutation of the input channels fails the pack; one beside a plain weight or a
+    kernel larger than 1x1 (whose depth is not the channels) makes the parameters invalid: no size, no run."""
+    case = next(c for c in CONVS if c[0] == case_id)
+    w = _draw(case[2], "int8")
+    x, bias, scale, xz, p, params, want = _conv_case(case, w)
+    channel_order = np.asarray(order, np.int32)
+    for field, value in change.items():
+        setattr(params, field, value)
+    params.channel_order = channel_order.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+    packed = np.zeros(max(ck.ck_qconv2d_packed_weight_bytes(ctypes.byref(params)), 1), np.int8)
+    assert ck.ck_qconv2d_pack_weight(ctypes.byref(params), _ptr(w), _ptr(packed)) != 0
+    if not (change["pairs"] == 1 and case_id == "1x1"):   # the invalid parameters: no workspace, no run
+        assert ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)) == 0
+        out = np.zeros(want.shape, np.uint8)
+        ws = np.zeros(1 << 16, np.uint8)
+        assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(packed), _ptr(bias), _ptr(scale), _ptr(out),
+                             _ptr(ws)) != 0
+
+
+# (id, [out][in] weight, entry share in the identity order, after pair_order): same-sign weights past 128 together
+# in the given order, and partners to spare
+PAIR_ORDER_CASES = [
+    ("swap-partners", [[100, 90, -100, -90]], 1.0 / 8, 0.0),      # one row of 8 (padded): its one k-step
+    ("two-rows", [[127, 127, -2, -2, 0, 0, 0, 0], [-127, -127, 5, 5, 0, 0, 0, 0]], 2.0 / 16, 0.0),
+    ("odd-channels", [[127, 127, 127, -127, 1]], 1.0 / 16, 0.0),
+]
+
+
+@pytest.mark.parametrize("weight,identity,paired", [c[1:] for c in PAIR_ORDER_CASES],
+                         ids=[c[0] for c in PAIR_ORDER_CASES])
+def test_pair_order_leaves_fewer_corrections(weight, identity, paired):
+    """pair_order.channel_order is a permutation of the input channels, the same on every call, and in its order
+    the weight's correction entries (qkernels.pair_entry_share, an independent count) fall as worked out by hand."""
+    w = np.asarray(weight, np.int8)[:, :, None, None]
+    order = pair_order.channel_order(w)
+    assert sorted(order.tolist()) == list(range(w.shape[1]))
+    np.testing.assert_array_equal(order, pair_order.channel_order(w))
+    assert Q.pair_entry_share(1, w) == pytest.approx(identity)
+    assert Q.pair_entry_share(1, w[:, order]) == pytest.approx(paired)
 
 
 # (id, data shape, weight shape, strides, padding, dilation, groups, input dtype): chunks that start and end

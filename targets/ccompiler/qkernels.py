@@ -12,6 +12,8 @@ import numpy as np
 
 from byoc_compiler.vendor import build_cpu_features, build_max_threads
 
+from . import pair_order
+
 QMR, QNR, QALIGN, QKB = 8, 32, 64, 64   # CK_QMR, CK_QNR, CK_QALIGN, CK_QKB
 Q_DTYPES = ("int8", "uint8")
 TYPE_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -54,10 +56,12 @@ def _init(fields, values) -> str:
 
 
 def qconv2d_initializer(conv_fields, conv: dict[str, int], q: dict[str, int], im2col_columns: int = 0,
-                        winograd: bool = False, pairs: bool = False) -> str:
+                        winograd: bool = False, pairs: bool = False, channel_order: str | None = None) -> str:
+    """`channel_order`: the C name of the input channels' order (a static const int32_t array), or None."""
     return (f"{{.conv = {_init(conv_fields, conv)}, .q = {_init(QPARAM_FIELDS, q)}, "
             f".im2col_columns = {int(im2col_columns)}{', .winograd = 1' if winograd else ''}"
-            f"{', .pairs = 1' if pairs else ''}}}")
+            f"{', .pairs = 1' if pairs else ''}"
+            f"{f', .channel_order = {channel_order}' if channel_order else ''}}}")
 
 
 # ---- Winograd F(2x2, 3x3) (ck_qwinograd.c) -------------------------------------------------------------------
@@ -248,19 +252,36 @@ def pack_weight(groups: int, weight: np.ndarray) -> np.ndarray:
 PAIRS_MAX_ENTRIES = 0.135
 
 
-def pairs(p: dict[str, int], im2col_columns: int, winograd_asked: bool, weight: np.ndarray) -> bool:
-    """Whether the codegen asks ck_qconv2d for a pair-safe weight (ck_qconv2d_params.pairs): where the CPU the build
-    is for (vendor.build_cpu_features) has AVX2 and no int8 dot product, the GEMM then sums two uint8 x int8
-    products in int16 with vpmaddubsw (three instructions per 32 products against the exact widening kernel's
-    four and its panel split), the products a pair-safe weight leaves out added back from its correction table.
-    Not where the CPU has an int8 dot product (vpdpbusd, AMX: the table would only cost), not with Winograd, not
-    for depthwise convolutions, hosted builds (im2col_columns <= 0) only, and only for a weight whose table has at
-    most PAIRS_MAX_ENTRIES entries per row and k-step."""
+def pairs_plan(p: dict[str, int], im2col_columns: int, winograd_asked: bool,
+               weight: np.ndarray) -> tuple[bool, np.ndarray | None]:
+    """(whether the codegen asks ck_qconv2d for a pair-safe weight (ck_qconv2d_params.pairs), the input channels'
+    order it asks for with it (ck_qconv2d_params.channel_order), or None).
+
+    Pair-safe where the CPU the build is for (vendor.build_cpu_features) has AVX2 and no int8 dot product: the GEMM
+    then sums two uint8 x int8 products in int16 with vpmaddubsw (three instructions per 32 products against the
+    exact widening kernel's four and its panel split), the products a pair-safe weight leaves out added back from its
+    correction table. Not where the CPU has an int8 dot product (vpdpbusd, AMX: the table would only cost), not with
+    Winograd, not for depthwise convolutions, hosted builds (im2col_columns <= 0) only, and only for a weight whose
+    table has at most PAIRS_MAX_ENTRIES entries per row and k-step. A 1x1 convolution of one group reads its input
+    channels in the order of pair_order.channel_order where that leaves fewer entries."""
     features = build_cpu_features()
     if im2col_columns > 0 or winograd_asked or is_depthwise(p) or "avx2" not in features or \
             INT8_DOT_FLAGS & features:
-        return False
-    return bool(pair_entry_share(p["groups"], weight) <= PAIRS_MAX_ENTRIES)
+        return False, None
+    share, order = pair_entry_share(p["groups"], weight), None
+    if p["kernel_h"] == p["kernel_w"] == 1 and p["groups"] == 1 and weight.shape[1] > 2:
+        ordered = pair_order.channel_order(weight)
+        ordered_share = pair_entry_share(1, weight[:, ordered])
+        if ordered_share < share:
+            share, order = ordered_share, ordered
+    if share > PAIRS_MAX_ENTRIES:
+        return False, None
+    return True, order
+
+
+def pairs(p: dict[str, int], im2col_columns: int, winograd_asked: bool, weight: np.ndarray) -> bool:
+    """Whether the codegen asks ck_qconv2d for a pair-safe weight (pairs_plan)."""
+    return pairs_plan(p, im2col_columns, winograd_asked, weight)[0]
 
 
 def _excess(w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
@@ -293,10 +314,12 @@ def _safe_pairs(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (w.astype(np.int16) - taken).astype(np.int8), taken.astype(np.int8)
 
 
-def pack_weight_pairs(groups: int, weight: np.ndarray) -> np.ndarray:
-    """ck_qconv2d_pack_weight with .pairs = 1 in numpy: pack_weight's rows made pair-safe, then the correction
-    table (ck_qnn.h): little-endian int32 row_start[rows + 1], then per entry k-step << 3 | row % 8 and the 4
-    bytes taken."""
+def pack_weight_pairs(groups: int, weight: np.ndarray, channel_order: np.ndarray | None = None) -> np.ndarray:
+    """ck_qconv2d_pack_weight with .pairs = 1 (and .channel_order) in numpy: pack_weight's rows (their input
+    channels in channel_order) made pair-safe, then the correction table (ck_qnn.h): little-endian int32
+    row_start[rows + 1], then per entry k-step << 3 | row % 8 and the 4 bytes taken."""
+    if channel_order is not None:
+        weight = weight[:, channel_order]
     plain = pack_weight(groups, weight)
     body = plain[:-QKB].reshape(-1, 2)
     safe, taken = _safe_pairs(body)

@@ -248,8 +248,9 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
         groups = conv["groups"]
         columns = qkernels.im2col_columns(workspace_budget())
         winograd = not depthwise and qkernels.winograd(conv, columns, w)
-        attrs = {"conv": conv, "q": q, "im2col_columns": columns, "winograd": winograd,
-                 "pairs": qkernels.pairs(conv, columns, winograd, w)}
+        pairs, order = qkernels.pairs_plan(conv, columns, winograd, w)
+        attrs = {"conv": conv, "q": q, "im2col_columns": columns, "winograd": winograd, "pairs": pairs,
+                 "channel_order": None if order is None else tuple(int(c) for c in order)}
     else:
         depthwise, groups = False, 1
         attrs = {"batch": data.type.size // int(data.type.shape[-1]), "units": units, "depth": int(w.shape[1]),
@@ -260,19 +261,7 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
                                 int(a["input_zero_point"]) + offset,
                                 np.broadcast_to(np.asarray(r["input_zero_point"], np.int64), (units,)))
     shape = "x".join(str(d) for d in w.shape)
-    if depthwise and weight.type.dtype == "int8":
-        packed = weight
-    elif depthwise:
-        packed = lowering.derived_constant(w, f"{producer.op.name} weight {shape} as int8")
-    elif attrs.get("winograd"):
-        packed = lowering.derived_constant(qkernels.winograd_pack_weight(w),
-                                           f"{producer.op.name} weight {shape} as Winograd F(2x2, 3x3) int16")
-    elif attrs.get("pairs"):
-        packed = lowering.derived_constant(qkernels.pack_weight_pairs(groups, w),
-                                           f"{producer.op.name} weight {shape} pair-safe, with its corrections")
-    else:
-        packed = lowering.derived_constant(qkernels.pack_weight(groups, w),
-                                           f"{producer.op.name} weight {shape} packed for ck_q kernels")
+    packed = _packed_weight(lowering, producer.op.name, attrs, weight, w, groups, depthwise)
     ins = [data, packed,
            lowering.derived_constant(folded, f"bias of the {shape} weight, input zero point folded in"),
            lowering.derived_constant(qkernels.requantize_constants(rq.attrs, units, requantize_ratios,
@@ -284,6 +273,24 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
     return lowering.op(COMPOSITES[name], attrs, ins, out_types, title)
 
 
+def _packed_weight(lowering, op_name: str, attrs: dict, weight, w: np.ndarray, groups: int, depthwise: bool):
+    """The weight argument of the kernel call `attrs` describe: the int8 weight as is (depthwise) or packed."""
+    shape = "x".join(str(d) for d in w.shape)
+    if depthwise and weight.type.dtype == "int8":
+        return weight
+    if depthwise:
+        return lowering.derived_constant(w, f"{op_name} weight {shape} as int8")
+    if attrs.get("winograd"):
+        return lowering.derived_constant(qkernels.winograd_pack_weight(w),
+                                         f"{op_name} weight {shape} as Winograd F(2x2, 3x3) int16")
+    if attrs.get("pairs"):
+        order = attrs.get("channel_order")
+        return lowering.derived_constant(
+            qkernels.pack_weight_pairs(groups, w, None if order is None else np.asarray(order, np.int32)),
+            f"{op_name} weight {shape} pair-safe{', input channels reordered' if order else ''}, with its corrections")
+    return lowering.derived_constant(qkernels.pack_weight(groups, w), f"{op_name} weight {shape} packed for ck_q kernels")
+
+
 # ---- rules ---------------------------------------------------------------------------------------
 
 def _scale_arg(scale) -> str:
@@ -291,10 +298,13 @@ def _scale_arg(scale) -> str:
     return scale.ptr if scale.type.dtype == "float32" else f"(const float *)(const void *){scale.ptr}"
 
 
-def _qconv2d_init(attrs) -> str:
-    return qkernels.qconv2d_initializer(kernels.CONV2D_PARAM_FIELDS, attrs["conv"], attrs["q"],
-                                        attrs["im2col_columns"], attrs.get("winograd", False),
-                                        attrs.get("pairs", False))
+def _qconv2d_init(attrs) -> tuple[list[str], str]:
+    """(declarations, the ck_qconv2d_params initializer): the input channels' order, if any, is an array beside it."""
+    order = attrs.get("channel_order")
+    decls = [line_array("channel_order", "int32", order)] if order else []
+    return decls, qkernels.qconv2d_initializer(kernels.CONV2D_PARAM_FIELDS, attrs["conv"], attrs["q"],
+                                               attrs["im2col_columns"], attrs.get("winograd", False),
+                                               attrs.get("pairs", False), "channel_order" if order else None)
 
 
 def _weight_arg(weight) -> str:
@@ -308,9 +318,9 @@ def _qconv2d_scratch(step) -> int:
 
 
 def _qconv2d(step):
-    init = _qconv2d_init(step.attrs)
+    decls, init = _qconv2d_init(step.attrs)
     data, weight, bias, scale = step.ins
-    return ([f"static const ck_qconv2d_params params = {init};"],
+    return (decls + [f"static const ck_qconv2d_params params = {init};"],
             f"ck_qconv2d(&params, {data.ptr}, {_weight_arg(weight)}, {bias.ptr}, {_scale_arg(scale)}, "
             f"{step.outs[0].ptr}, {step.scratch_ptr})")
 
@@ -387,10 +397,10 @@ def _qadd(step):
 def _qconv2d_add(step):
     """qnn_conv2d with the residual qnn.add after it (fuse_qresidual.py): ins data, weight, bias, scale, residual."""
     a = step.attrs
-    init = _qconv2d_init(a)
+    decls, init = _qconv2d_init(a)
     add = _qadd_initializer(a["add"], a["lhs_dtype"], step.outs[0].type.dtype)
     data, weight, bias, scale, residual = step.ins
-    return ([f"static const ck_qconv2d_params params = {init};", f"static const ck_qadd_params add = {add};"],
+    return (decls + [f"static const ck_qconv2d_params params = {init};", f"static const ck_qadd_params add = {add};"],
             f"ck_qconv2d_add(&params, &add, {int(a['conv_is_rhs'])}, {data.ptr}, {_weight_arg(weight)}, {bias.ptr}, "
             f"{_scale_arg(scale)}, {residual.ptr}, {step.outs[0].ptr}, {step.scratch_ptr})")
 

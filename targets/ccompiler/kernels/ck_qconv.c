@@ -29,7 +29,9 @@ static int ck_qconv_valid(const ck_qconv2d_params *p, int64_t *oh, int64_t *ow) 
   return p != NULL && ck_conv2d_output_hw(&p->conv, oh, ow) == CK_OK && ck_qparams_valid(&p->q) &&
          (p->winograd == 0 || (p->winograd == 1 && ck_qwinograd_takes(p))) &&
          (p->pairs == 0 || (p->pairs == 1 && p->winograd == 0 && p->im2col_columns <= 0 &&
-                            !ck_qconv_is_depthwise(&p->conv)));
+                            !ck_qconv_is_depthwise(&p->conv))) &&
+         (p->channel_order == NULL || (p->pairs == 1 && p->conv.kernel_h == 1 && p->conv.kernel_w == 1 &&
+                                       p->conv.groups == 1));
 }
 
 static int ck_qconv_is_pointwise(const ck_conv2d_params *c) {
@@ -102,9 +104,20 @@ static void ck_qpack_pairs(const ck_conv2d_params *c, int8_t *packed) {
   ck_qput_le32(row_start + 4 * rows, (int32_t)n);
 }
 
+/* Whether order[0, n) is a permutation of [0, n), marked in seen[0, n) (zeroed first) */
+static int ck_qis_permutation(const int32_t *order, int64_t n, uint8_t *seen) {
+  int64_t i;
+  memset(seen, 0, (size_t)n);
+  for (i = 0; i < n; ++i) {
+    if (order[i] < 0 || order[i] >= n || seen[order[i]]) return 0;
+    seen[order[i]] = 1;
+  }
+  return 1;
+}
+
 int32_t ck_qconv2d_pack_weight(const ck_qconv2d_params *p, const int8_t *weight, int8_t *packed) {
   const size_t bytes = ck_qconv2d_packed_weight_bytes(p);
-  int64_t g, r;
+  int64_t g, r, c;
   if (bytes == 0 || weight == NULL || packed == NULL) return CK_EBADPARAM;
   if (p->winograd) {
     ck_qwinograd_pack_weight(p, weight, (int16_t *)(void *)packed);
@@ -113,9 +126,19 @@ int32_t ck_qconv2d_pack_weight(const ck_qconv2d_params *p, const int8_t *weight,
   {   /* per group [round_up(og, 8)][round_up(K, 4)] row-major, zeros past the ends; CK_QKB bytes of slack */
     const int64_t og = p->conv.out_channels / p->conv.groups, k = ck_qconv_depth(&p->conv);
     const int64_t k4 = ck_qround_up(k, 4), group_bytes = ck_qround_up(og, CK_QMR) * k4;
+    const int32_t *order = p->channel_order;
+    /* the packed rows (8 x k4 bytes at least) are the permutation check's scratch before they are written */
+    if (order != NULL && !ck_qis_permutation(order, k, (uint8_t *)packed)) return CK_EBADPARAM;
     memset(packed, 0, bytes);
     for (g = 0; g < p->conv.groups; ++g)
-      for (r = 0; r < og; ++r) memcpy(packed + g * group_bytes + r * k4, weight + (g * og + r) * k, (size_t)k);
+      for (r = 0; r < og; ++r) {
+        const int8_t *w = weight + (g * og + r) * k;
+        int8_t *dst = packed + g * group_bytes + r * k4;
+        if (order == NULL)
+          memcpy(dst, w, (size_t)k);
+        else /* one group, a 1x1 kernel: k is the input channel */
+          for (c = 0; c < k; ++c) dst[c] = w[order[c]];
+      }
   }
   if (p->pairs) ck_qpack_pairs(&p->conv, packed);
   return CK_OK;
@@ -202,20 +225,22 @@ static void ck_qgather(uint8_t *restrict dst, const uint8_t *restrict src, int64
 
 /* For output pixels q in [first, first + n) (q = y * ow + x) and channels [ch0, ch1):
  * rows[(c * kh + i) * kw + j][q - first] = input[c, y*sh - pt + i*dh, x*sw - pl + j*dw] or zp. */
-static void ck_qim2col_channels(const ck_conv2d_params *c, int64_t ch0, int64_t ch1, int64_t ow_n, int64_t first,
-                                int64_t n, const uint8_t *in, uint8_t zp, uint8_t *rows) {
+static void ck_qim2col_channels(const ck_conv2d_params *c, const int32_t *order, int64_t ch0, int64_t ch1,
+                                int64_t ow_n, int64_t first, int64_t n, const uint8_t *in, uint8_t zp,
+                                uint8_t *rows) {
   int64_t ch, i, j, q;
   if (c->kernel_h == 1 && c->kernel_w == 1 && c->pad_top == 0 && c->pad_left == 0 && c->pad_bottom == 0 &&
       c->pad_right == 0 && first % ow_n == 0 &&
       n % ow_n == 0) {   /* a strided 1x1 window over whole output rows: every tap inside, one gather per row */
     for (ch = ch0; ch < ch1; ++ch)
       for (q = 0; q < n; q += ow_n)
-        ck_qgather(rows + ch * n + q, in + (ch * c->height + (first + q) / ow_n * c->stride_h) * c->width, ow_n,
-                   c->stride_w);
+        ck_qgather(rows + ch * n + q,
+                   in + ((order != NULL ? order[ch] : ch) * c->height + (first + q) / ow_n * c->stride_h) * c->width,
+                   ow_n, c->stride_w);
     return;
   }
   for (ch = ch0; ch < ch1; ++ch) {
-    const uint8_t *plane = in + ch * c->height * c->width;
+    const uint8_t *plane = in + (order != NULL ? order[ch] : ch) * c->height * c->width;
     for (i = 0; i < c->kernel_h; ++i) {
       for (j = 0; j < c->kernel_w; ++j) {
         uint8_t *row = rows + ((ch * c->kernel_h + i) * c->kernel_w + j) * n;
@@ -274,6 +299,7 @@ static void ck_qim2col_panel(const ck_conv2d_params *c, int64_t cg, int64_t ow_n
 
 typedef struct {
   const ck_conv2d_params *c;
+  const int32_t *order; /* NULL, or the input channel of each im2col channel (ck_qconv2d_params.channel_order) */
   int64_t cg, ow_n, first, n;
   const uint8_t *in;
   uint8_t zp;
@@ -284,14 +310,15 @@ static void ck_qim2col_task(int32_t task, int32_t n_tasks, void *ctx) {
   const ck_qim2col_job *job = (const ck_qim2col_job *)ctx;
   const int64_t ch0 = (int64_t)task * CK_QIM2COL_CHANNELS;
   (void)n_tasks;
-  ck_qim2col_channels(job->c, ch0, ch0 + CK_QIM2COL_CHANNELS < job->cg ? ch0 + CK_QIM2COL_CHANNELS : job->cg,
+  ck_qim2col_channels(job->c, job->order, ch0, ch0 + CK_QIM2COL_CHANNELS < job->cg ? ch0 + CK_QIM2COL_CHANNELS : job->cg,
                       job->ow_n, job->first, job->n, job->in, job->zp, job->rows);
 }
 
-static void ck_qim2col(const ck_conv2d_params *c, int64_t cg, int64_t ow_n, int64_t first, int64_t n,
-                       const uint8_t *in, uint8_t zp, uint8_t *rows) {
+static void ck_qim2col(const ck_conv2d_params *c, const int32_t *order, int64_t cg, int64_t ow_n, int64_t first,
+                       int64_t n, const uint8_t *in, uint8_t zp, uint8_t *rows) {
   ck_qim2col_job job;
   job.c = c;
+  job.order = order;
   job.cg = cg;
   job.ow_n = ow_n;
   job.first = first;
@@ -732,6 +759,7 @@ static void ck_qconv_gemms(const ck_qconv2d_params *p, int64_t oh, int64_t ow, c
   int64_t b, g, q0;
   src.flip = p->q.input_signed ? 0x80 : 0;
   src.col_stride = 1;
+  src.rows = NULL;
   src.pack = NULL;
   src.ctx = NULL;
   bordered.c = c;
@@ -761,8 +789,9 @@ static void ck_qconv_gemms(const ck_qconv2d_params *p, int64_t oh, int64_t ow, c
         } else if (pointwise) {
           src.base = in;
           src.row_stride = c->height * c->width;
+          src.rows = p->channel_order;
         } else {
-          ck_qim2col(c, cg, ow, q0, cols, in, (uint8_t)p->q.input_zero_point, rows);
+          ck_qim2col(c, p->channel_order, cg, ow, q0, cols, in, (uint8_t)p->q.input_zero_point, rows);
           src.base = rows;
           src.row_stride = cols;
         }

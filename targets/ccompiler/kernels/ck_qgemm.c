@@ -88,6 +88,10 @@ static void ck_qrequant_row_tfl_portable(int64_t n, const int32_t *acc, int32_t 
 
 /* ---- B panels --------------------------------------------------------------------------------- */
 
+static const uint8_t *ck_qb_row(const ck_qb_source *b, int64_t k) {
+  return b->base + (b->rows != NULL ? (int64_t)b->rows[k] : k) * b->row_stride;
+}
+
 /* panel[(k / 4) * 128 + j * 4 + k % 4] = B[k, n0 + j] ^ flip for k < K, j < cols; 0 elsewhere. */
 static void ck_qpack_b(int64_t k, int64_t n0, int64_t cols, const ck_qb_source *b, uint8_t *panel) {
   const int64_t k4 = ck_qround_up(k, 4);
@@ -102,28 +106,28 @@ static void ck_qpack_b(int64_t k, int64_t n0, int64_t cols, const ck_qb_source *
      * padded with `flip`, which the interleave turns into the zeros past the columns: the same panel, vectorized */
     uint8_t tmp[4][CK_QNR];
     for (p = 0; p + 4 <= k; p += 4) {
-      const uint8_t *r = b->base + p * b->row_stride + n0;
+      const uint8_t *r0 = ck_qb_row(b, p) + n0, *r1 = ck_qb_row(b, p + 1) + n0;
+      const uint8_t *r2 = ck_qb_row(b, p + 2) + n0, *r3 = ck_qb_row(b, p + 3) + n0;
       if (cols < CK_QNR) {
-        int i;
-        for (i = 0; i < 4; ++i) {
-          memset(tmp[i], b->flip, sizeof tmp[i]);
-          memcpy(tmp[i], r + i * b->row_stride, (size_t)cols);
-        }
+        memset(tmp, b->flip, sizeof tmp);
+        memcpy(tmp[0], r0, (size_t)cols);
+        memcpy(tmp[1], r1, (size_t)cols);
+        memcpy(tmp[2], r2, (size_t)cols);
+        memcpy(tmp[3], r3, (size_t)cols);
         ck_qinterleave4(tmp[0], tmp[1], tmp[2], tmp[3], b->flip, panel + p * CK_QNR);
         continue;
       }
-      ck_qinterleave4(r, r + b->row_stride, r + 2 * b->row_stride, r + 3 * b->row_stride, b->flip,
-                      panel + p * CK_QNR);
+      ck_qinterleave4(r0, r1, r2, r3, b->flip, panel + p * CK_QNR);
     }
     for (; p < k; ++p) {
       int64_t j;
-      const uint8_t *r = b->base + p * b->row_stride + n0;
+      const uint8_t *r = ck_qb_row(b, p) + n0;
       for (j = 0; j < cols; ++j) panel[(p / 4) * 4 * CK_QNR + j * 4 + p % 4] = (uint8_t)(r[j] ^ b->flip);
     }
     return;
   }
   for (p = 0; p < k; ++p) {
-    const uint8_t *r = b->base + p * b->row_stride + n0 * b->col_stride;
+    const uint8_t *r = ck_qb_row(b, p) + n0 * b->col_stride;
     uint8_t *dst = panel + (p / 4) * 4 * CK_QNR + p % 4;
     int64_t j;
     for (j = 0; j < cols; ++j) dst[j * 4] = (uint8_t)(r[j * b->col_stride] ^ b->flip);
@@ -1781,6 +1785,7 @@ int32_t ck_qdense(const ck_qdense_params *p, const void *data, const int8_t *pac
   b.col_stride = p->depth;
   b.flip = p->q.input_signed ? 0x80 : 0;
   b.pack = NULL;
+  b.rows = NULL;
   b.ctx = NULL;
   ck_qgemm_core(p->units, p->batch, p->depth, packed_weight, &b, bias, scale, &p->q, (uint8_t *)out, 1, p->units,
                 panel);

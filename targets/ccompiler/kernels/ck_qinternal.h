@@ -73,6 +73,7 @@ static inline void ck_qcopy_row(uint8_t *dst, const uint8_t *src, int64_t n) {
 typedef struct ck_qb_source_ {
   const uint8_t *base;
   int64_t row_stride, col_stride;
+  const int32_t *rows; /* NULL, or B's row k starts at base + rows[k] * row_stride */
   uint8_t flip;
   /* NULL, or what packs a panel instead (columns n0..n0 + cols in ck_qpack_b's layout, zeros past the ends):
    * the convolution's panels read straight from its zero-point-bordered input (ck_qconv.c), with ctx */

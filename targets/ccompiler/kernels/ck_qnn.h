@@ -58,6 +58,12 @@ typedef struct {
    * the same bytes out. Not with winograd, not for depthwise convolutions, only with im2col_columns <= 0. The
    * codegen asks for it where the toolchain's CPU has AVX2 and no int8 dot product (qkernels.pairs). */
   int32_t pairs;
+  /* NULL, or (with .pairs = 1, a 1x1 kernel and one group) the order of the input channels along the GEMM's depth:
+   * the k-th channel it reads is channel_order[k], a permutation of [0, channels). The pairs of k that
+   * vpmaddubsw sums are then pairs of channels the codegen chose so that fewer of a row's weight pairs need a
+   * correction (qkernels.pair_channel_order); ck_qconv2d_pack_weight packs weight[o][channel_order[k]] at k. The
+   * same bytes out. */
+  const int32_t *channel_order;
 } ck_qconv2d_params;
 
 /* Bytes of the packed weight: per group, round_up(out_channels/groups, CK_QMR) * round_up(K, 4)
