@@ -464,13 +464,17 @@ def test_qadd_fixed_point_rounds_ties_to_even(ck, zps, mults, shift):
 
 # ---- a residual add in the convolution's tasks (ck_qconv2d_add) --------------------------------------------
 
-# (conv case of CONVS, im2col_columns, add form, conv output the add's rhs): the pointwise, bordered (two images),
-# im2col, grouped, rows-over-panels and wide-chunk GEMM paths, the bounded-scratch panel path and depthwise (added
-# after the planes), each form once with the conv on either side
+# (conv case of CONVS, im2col_columns, add form, conv output the add's rhs[, pair-safe weight, output dtype]): the
+# pointwise, bordered (two images), im2col, grouped, rows-over-panels and wide-chunk GEMM paths, the bounded-scratch
+# panel path and depthwise (added after the planes), each form once with the conv on either side; pair-safe weights
+# (their corrections added before the requantization the add reads), int8 outputs
 QCONV_ADDS = [("1x1", 0, "float32", False), ("3x3-pad-odd-sizes", 0, "tflite", True),
               ("7x7-stride2-wide", 0, "float32", True), ("grouped", 0, "tflite", False),
               ("rows-over-all-panels", 0, "float32", False), ("3x3-wide-chunks", 0, "tflite", True),
-              ("3x3-pad-odd-sizes", 32, "float32", True), ("depthwise-3x3", 0, "float32", False)]
+              ("3x3-pad-odd-sizes", 32, "float32", True), ("depthwise-3x3", 0, "float32", False),
+              ("1x1", 0, "float32", False, True), ("rows-over-all-panels", 0, "float32", True, True),
+              ("3x3-wide-chunks", 0, "float32", False, True, "int8"),
+              ("1x1-7x7-last-column", 0, "float32", True, True, "int8"), ("1x1-stride2-wide", 0, "tflite", False, True)]
 
 
 def _qadd_case(form: str, dtype: str):
@@ -494,30 +498,33 @@ def _qadd_case(form: str, dtype: str):
                                    lo, hi)
 
 
-@pytest.mark.parametrize("conv_id,columns,form,conv_is_rhs", QCONV_ADDS,
-                         ids=[f"{c[0]}-{c[1]}-{c[2]}{'-rhs' if c[3] else ''}" for c in QCONV_ADDS])
-def test_qconv2d_add_equals_conv_then_add(ck, conv_id, columns, form, conv_is_rhs):
+@pytest.mark.parametrize("conv_id,columns,form,conv_is_rhs,pairs,out_dtype",
+                         [c + (False, "uint8")[len(c) - 4:] for c in QCONV_ADDS],
+                         ids=[f"{c[0]}-{c[1]}-{c[2]}{'-rhs' if c[3] else ''}{'-pairs' if c[4:5] == (True,) else ''}"
+                              f"{'-' + c[5] if len(c) > 5 else ''}" for c in QCONV_ADDS])
+def test_qconv2d_add_equals_conv_then_add(ck, conv_id, columns, form, conv_is_rhs, pairs, out_dtype):
     """ck_qconv2d_add = the numpy convolution, requantized, then qnn.add with the residual (its float32 or TFLite
     form, from the reference's functions), on every int8 kernel and 1, 2, 3 and 8 threads."""
     _, dshape, wshape, strides, padding, groups, in_dtype = next(c for c in CONVS if c[0] == conv_id)
-    x, w = _draw(dshape, in_dtype), _draw(wshape, "int8")
+    x = _draw(dshape, in_dtype)
+    w = RNG.choice(np.array([-128, -127, -70, 3, 66, 127], np.int8), size=wshape) if pairs else _draw(wshape, "int8")
     bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
     scale = RNG.uniform(1e-4, 2e-3, size=wshape[0]).astype(np.float32)
     p = K.conv2d_params(dshape, wshape, strides, padding, (1, 1), groups)
-    q = Q.qparams(in_dtype, "uint8", 3, 77, out_min=10)
-    params = QConvParams(ConvParams(**p), QParams(**q), columns)
+    q = Q.qparams(in_dtype, out_dtype, 3, 77, out_min=10)
+    params = QConvParams(ConvParams(**p), QParams(**q), columns, 0, int(pairs))
     depthwise = Q.is_depthwise(p)
-    weight = w if depthwise else Q.pack_weight(groups, w)
+    weight = w if depthwise else Q.pack_weight_pairs(groups, w) if pairs else Q.pack_weight(groups, w)
     folded = Q.fold_bias(w, bias, 3 + (128 if in_dtype == "int8" and not depthwise else 0), np.zeros(wshape[0], np.int64))
     conv = _requant(_conv_int64(x.astype(np.int64) - 3, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
-    residual = _draw(conv.shape, "uint8")
-    add, add_numpy = _qadd_case(form, "uint8")
-    want = add_numpy(residual, conv) if conv_is_rhs else add_numpy(conv, residual)
+    residual = _draw(conv.shape, out_dtype)
+    add, add_numpy = _qadd_case(form, out_dtype)
+    want = (add_numpy(residual, conv) if conv_is_rhs else add_numpy(conv, residual)).astype(out_dtype)
     ws = np.zeros(ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)), np.uint8)
     try:
         for kernel, threads in itertools.product(_kernels(ck), THREADS):
             assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
-            out = np.zeros(conv.shape, np.uint8)
+            out = np.zeros(conv.shape, out_dtype)
             assert ck.ck_qconv2d_add(ctypes.byref(params), ctypes.byref(add), int(conv_is_rhs), _ptr(x), _ptr(weight),
                                      _ptr(folded), _ptr(scale), _ptr(residual), _ptr(out), _ptr(ws)) == 0
             np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
