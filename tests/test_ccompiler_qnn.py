@@ -405,29 +405,37 @@ def test_qconv2d_and_qdense_workspace_formulas_agree_with_c(ck):
     assert wrong == []
 
 
-@pytest.mark.parametrize("batch,units,depth", [(1, 10, 37), (3, 17, 64), (40, 9, 5), (37, 70, 131)])
+# (batch, units, depth, input dtype): a classifier's batch of one over tasks of 64 units and 32-k steps with a tail
+@pytest.mark.parametrize("batch,units,depth,in_dtype", [(1, 10, 37, "uint8"), (3, 17, 64, "uint8"),
+                                                        (40, 9, 5, "uint8"), (37, 70, 131, "uint8"),
+                                                        (1, 150, 2050, "int8")])
 @pytest.mark.parametrize("direct_rows", [0, 64], ids=["gemm", "direct"])
-def test_qdense_kernels_equal_numpy(ck, batch, units, depth, direct_rows):
-    """The GEMM core and (batch <= direct_rows) one dot product per output with no workspace."""
-    x, w = _draw((batch, depth), "uint8"), _draw((units, depth), "int8")
+def test_qdense_kernels_equal_numpy(ck, batch, units, depth, in_dtype, direct_rows):
+    """The GEMM core and (batch <= direct_rows) one dot product per output with no workspace, at every thread
+    count."""
+    x, w = _draw((batch, depth), in_dtype), _draw((units, depth), "int8")
     bias = RNG.integers(-3000, 3000, size=units).astype(np.int32)
     scale = RNG.uniform(1e-4, 1e-3, size=units).astype(np.float32)
-    q = Q.qparams("uint8", "int8", 131, -5)
+    q = Q.qparams(in_dtype, "int8", 131 if in_dtype == "uint8" else -7, -5)
     params = QDenseParams(batch, units, depth, QParams(**q), direct_rows)
     packed = np.zeros(Q.pack_weight(1, w).size, np.int8)
     assert ck.ck_qdense_pack_weight(ctypes.byref(params), _ptr(w), _ptr(packed)) == 0
     np.testing.assert_array_equal(packed, Q.pack_weight(1, w))
     nbytes = Q.qdense_workspace_bytes(depth, batch, direct_rows)
     assert ck.ck_qdense_workspace_bytes(ctypes.byref(params)) == nbytes and (nbytes == 0) == (batch <= direct_rows)
-    folded = Q.fold_bias(w, bias, 131, np.zeros(units, np.int64))
-    want = _requant((x.astype(np.int64) - 131) @ w.T.astype(np.int64) + bias, scale, q, 1)
+    zero_point = q["input_zero_point"]
+    folded = Q.fold_bias(w, bias, zero_point + (128 if in_dtype == "int8" else 0), np.zeros(units, np.int64))
+    want = _requant((x.astype(np.int64) - zero_point) @ w.T.astype(np.int64) + bias, scale, q, 1)
     ws = np.zeros(nbytes, np.uint8)
-    for kernel in _kernels(ck):
-        assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0
-        out = np.zeros((batch, units), np.int8)
-        assert ck.ck_qdense(ctypes.byref(params), _ptr(x), _ptr(packed), _ptr(folded), _ptr(scale), _ptr(out),
-                            _ptr(ws) if nbytes else None) == 0
-        np.testing.assert_array_equal(out, want, err_msg=kernel)
+    try:
+        for kernel, threads in itertools.product(_kernels(ck), THREADS):
+            assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
+            out = np.zeros((batch, units), np.int8)
+            assert ck.ck_qdense(ctypes.byref(params), _ptr(x), _ptr(packed), _ptr(folded), _ptr(scale), _ptr(out),
+                                _ptr(ws) if nbytes else None) == 0
+            np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
+    finally:
+        ck.byoc_set_num_threads(0)
 
 
 class QAddParams(ctypes.Structure):

@@ -154,9 +154,10 @@ def qdense_initializer(batch: int, units: int, depth: int, q: dict[str, int], di
 
 
 def dense_direct_rows(workspace_budget: int | None) -> int:
-    """ck_qdense_params.direct_rows the codegen asks: none on hosted toolchains (the GEMM core, VNNI where
+    """ck_qdense_params.direct_rows the codegen asks: a batch of one on hosted toolchains (a classifier: the GEMM
+    core would compute a panel's 8 columns for its one, as one task; larger batches take the GEMM core, VNNI where
     there is one), up to QMR rows when the board's pools are bounded (no 32-column panel of scratch)."""
-    return 0 if workspace_budget is None else QMR
+    return 1 if workspace_budget is None else QMR
 
 
 def is_depthwise(p: dict[str, int]) -> bool:

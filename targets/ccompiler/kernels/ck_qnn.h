@@ -91,7 +91,7 @@ typedef struct {
   ck_qparams q;
   /* batch <= direct_rows: one dot product per output over the packed weight, no B panel and no workspace
    * (the same sums and requantization: a microcontroller's dense, where a 32-column panel for one row
-   * is 32x the input); otherwise the GEMM core. */
+   * is 32x the input, and a hosted batch of one, in tasks of units); otherwise the GEMM core. */
   int64_t direct_rows;
 } ck_qdense_params;
 
