@@ -5,8 +5,9 @@ gives up what a same-sign pair has past +-128 in magnitude and keeps it in a cor
 time. Which channels share a pair is free to choose where the kernel reads the input channels in any order
 (ck_qconv2d_params.channel_order): this pairs channel i with a j such that few rows have both weights of one sign
 summing past 128. Greedy: the channel with the most such conflicts first, with its cheapest free partner. On int8
-ResNet-50's 1x1 weights the share of row k-steps with an entry falls from 2.1-6.6% to 0.02-1.2% where the layer
-narrows (more input channels than rows: partners to spare) and from 4.5-13% to 2.7-9.2% where it widens.
+ResNet-50's 1x1 weights the share of row k-steps with an entry falls from 2.1-6.6% to 0.0-1.2% where the layer
+narrows (more input channels than rows: partners to spare) and from 3.2-13.1% to 2.0-9.2% where it widens
+(`python bench/int8_pairs.py`).
 """
 from __future__ import annotations
 
