@@ -882,25 +882,14 @@ CK_AVX2_TARGET static void ck_qrequant_tile32_avx2(int64_t rows, const int32_t *
 }
 
 /* ck_qrequant_tile32_avx2 on a tile of cols < 32 columns (a panel's last: 16 of a 28x28 plane, 4 of a 14x14 one, 17 of
- * a 7x7 one), 8 lanes at a time with each row's constants made once (ck_qrequant8_bytes), the last lanes through a
- * copy: row by row through requant_row, each row's call and constants took as long as its arithmetic (1.4% of int8
- * ResNet-50's run). The tile kernels leave the lanes up to cols rounded up to 8 written. */
+ * a 7x7 one), in one call, each row's constants made once (ck_qrequant8_row): row by row through requant_row, each
+ * row's calls and constants took as long as its arithmetic (1.4% of int8 ResNet-50's run). */
 CK_AVX2_TARGET static void ck_qrequant_tile_avx2(int64_t rows, int64_t cols, const int32_t *acc, const int32_t *bias,
                                                  const float *scale, const ck_qparams *q, uint8_t *out, int64_t ldo) {
-  int64_t i, x;
+  int64_t i;
   for (i = 0; i < rows; ++i) {
     const ck_qrequant8 e = ck_qrequant8_of(bias[i], scale[i], q);
-    const int32_t *row = acc + i * CK_QNR;
-    uint8_t *o = out + i * ldo;
-    for (x = 0; x + 8 <= cols; x += 8)
-      _mm_storel_epi64((__m128i *)(void *)(o + x),
-                       ck_qrequant8_bytes(_mm256_loadu_si256((const __m256i *)(const void *)(row + x)), &e));
-    if (x < cols) {
-      uint8_t bytes[8];
-      _mm_storel_epi64((__m128i *)(void *)bytes,
-                       ck_qrequant8_bytes(_mm256_loadu_si256((const __m256i *)(const void *)(row + x)), &e));
-      ck_qcopy_tail(o + x, bytes, cols - x);
-    }
+    ck_qrequant8_row(cols, acc + i * CK_QNR, &e, out + i * ldo);
   }
 }
 
