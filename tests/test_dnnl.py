@@ -344,7 +344,8 @@ def test_op_runs_in_onednn_and_matches_reference(make, taken):
 # (on AVX-512, 16-channel blocks and nhwc 1x1 convolutions, which the per-group windows and the runtime's pooling
 # leave to oneDNN), so those runs cap its ISA at AVX2 (ONEDNN_MAX_CPU_ISA, read once at start-up) on every CPU.
 # The other dnnl tests run oneDNN's own choice for the CPU.
-ONEDNN_LOG_ENV = {**os.environ, "DNNL_VERBOSE": "1", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+def _onednn_log_env() -> dict:
+    return {**os.environ, "DNNL_VERBOSE": "1", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 
 
 def test_gemm_convolution_sums_in_a_binary_add(tmp_path):
@@ -354,7 +355,7 @@ def test_gemm_convolution_sums_in_a_binary_add(tmp_path):
     lib = byoc.build(byoc.partition_for("dnnl", mod))
     np.save(tmp_path / "x.npy", deterministic_inputs(mod, 0)["x"])
     run = subprocess.run([str(lib.runner()), "--out", str(tmp_path), str(tmp_path / "x.npy")], capture_output=True,
-                         text=True, env=ONEDNN_LOG_ENV, check=True)
+                         text=True, env=_onednn_log_env(), check=True)
     ran = [line.split(",") for line in run.stdout.splitlines() if line.startswith("onednn_verbose,exec,cpu,")]
     convs = [r for r in ran if r[3] == "convolution"]
     assert convs and all("gemm" in r[4] and "sum" not in ",".join(r) for r in convs), ran
@@ -366,7 +367,7 @@ def _onednn_log(lib, tmp_path, inputs, threads=1):
         np.save(tmp_path / f"{name}.npy", value)
     run = subprocess.run([str(lib.runner()), "--threads", str(threads), "--out", str(tmp_path),
                           *(str(tmp_path / f"{name}.npy") for name in inputs)], capture_output=True, text=True,
-                         env=ONEDNN_LOG_ENV, check=True)
+                         env=_onednn_log_env(), check=True)
     return [line.split(",") for line in run.stdout.splitlines() if line.startswith("onednn_verbose,exec,cpu,")]
 
 
@@ -490,7 +491,7 @@ def test_grouped_convolution_runs_one_primitive_per_group(tmp_path, source):
     inputs = deterministic_inputs(mod, 0)
     np.save(tmp_path / "x.npy", inputs["x"])
     run = subprocess.run([str(lib.runner()), "--out", str(tmp_path), str(tmp_path / "x.npy")], capture_output=True,
-                         text=True, env=ONEDNN_LOG_ENV, check=True)
+                         text=True, env=_onednn_log_env(), check=True)
     convs = [line for line in run.stdout.splitlines()
              if line.startswith("onednn_verbose,exec,cpu,convolution") and "ic16oc8_" in line]
     assert len(convs) == 3 and not any("g3mb" in c for c in convs), run.stdout
