@@ -54,7 +54,8 @@ class QParams(ctypes.Structure):
 
 class QConvParams(ctypes.Structure):
     _fields_ = [("conv", ConvParams), ("q", QParams), ("im2col_columns", ctypes.c_int64), ("winograd", ctypes.c_int32),
-                ("pairs", ctypes.c_int32), ("channel_order", ctypes.POINTER(ctypes.c_int32))]
+                ("pairs", ctypes.c_int32), ("channel_order", ctypes.POINTER(ctypes.c_int32)),
+                ("channels_last", ctypes.c_int32)]
 
 
 class QDenseParams(ctypes.Structure):
@@ -538,6 +539,71 @@ def test_qconv2d_add_equals_conv_then_add(ck, conv_id, columns, form, conv_is_rh
             np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
         assert ck.ck_qconv2d_add(ctypes.byref(params), ctypes.byref(add), 0, _ptr(x), _ptr(weight), _ptr(folded),
                                  _ptr(scale), _ptr(out), _ptr(out), _ptr(ws)) != 0   # the residual as the output
+    finally:
+        ck.byoc_set_num_threads(0)
+
+
+# ---- the channels-last direct convolution (ck_qdirect.c, ck_qconv2d_params.channels_last) ---------------------
+
+# every one-group case above, and: 130 output channels (two 64-channel blocks and one of 2), 400 output pixels (five
+# bands of 80), 7x7 and 14x14 outputs (one band of 54, three of 66, 66, 64: a last tile of repeated pixels), 20 input
+# channels (a 16-channel block of the copy's transposition and 4 more), 6 (padded to 8 in the copy), dilation, 2 images
+CHANNELS_LAST = [c for c in CONVS if c[5] == 1 and not Q.is_depthwise(K.conv2d_params(*c[1:3], *c[3:5], (1, 1), c[5]))] + [
+    ("cl-three-channel-blocks", (1, 20, 9, 9), (130, 20, 3, 3), (1, 1), (1, 1, 1, 1), 1, "int8"),
+    ("cl-five-bands", (1, 16, 20, 20), (16, 16, 3, 3), (1, 1), (1, 1, 1, 1), 1, "uint8"),
+    ("cl-7x7-one-band", (1, 32, 7, 7), (70, 32, 3, 3), (1, 1), (1, 1, 1, 1), 1, "int8"),
+    ("cl-14x14-stride2-three-bands", (2, 24, 28, 27), (64, 24, 1, 1), (2, 2), (0, 0, 0, 0), 1, "uint8"),
+    ("cl-six-channels-dilated", (1, 6, 12, 13), (10, 6, 3, 3), (1, 1), (2, 1, 2, 3), 1, "int8", (2, 2)),
+]
+
+
+@pytest.mark.parametrize("case", CHANNELS_LAST, ids=[c[0] for c in CHANNELS_LAST])
+def test_qconv2d_channels_last_equals_numpy(ck, case):
+    """.channels_last = 1: the C pack, its size and the scratch equal the codegen's mirrors; the bytes equal the
+    numpy convolution on every int8 kernel (the VNNI tiles, or portable C under the others) and 1, 2, 3 and 8
+    threads."""
+    w = _draw(case[2], "int8")
+    x, bias, scale, xz, p, params, want = _conv_case(case, w)
+    params.channels_last = 1
+    packed = Q.channels_last_pack_weight(w)
+    assert Q.channels_last_takes(p, 0, 0, False, False)
+    assert ck.ck_qconv2d_packed_weight_bytes(ctypes.byref(params)) == packed.size
+    assert ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)) == Q.qconv2d_workspace_bytes(p, channels_last=True)
+    weight = np.zeros(packed.size, np.int8)
+    assert ck.ck_qconv2d_pack_weight(ctypes.byref(params), _ptr(w), _ptr(weight)) == 0
+    np.testing.assert_array_equal(weight, packed)
+    folded = Q.fold_bias(w, bias, xz + (128 if case[6] == "int8" else 0), np.zeros(case[2][0], np.int64))
+    _every_kernel_and_thread_count(ck, params, x, weight, folded, scale, want)
+
+
+@pytest.mark.parametrize("conv_id,form,conv_is_rhs,out_dtype", [("cl-three-channel-blocks", "float32", False, "uint8"),
+                                                               ("cl-7x7-one-band", "tflite", True, "uint8")],
+                         ids=["lhs-float32", "rhs-tflite"])
+def test_qconv2d_channels_last_add_equals_conv_then_add(ck, conv_id, form, conv_is_rhs, out_dtype):
+    """ck_qconv2d_add on .channels_last = 1: each task's residual add after its rows, the bytes of the numpy
+    convolution then qnn.add, on every int8 kernel and thread count."""
+    _, dshape, wshape, strides, padding, groups, in_dtype = next(c for c in CHANNELS_LAST if c[0] == conv_id)
+    x, w = _draw(dshape, in_dtype), _draw(wshape, "int8")
+    bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
+    scale = RNG.uniform(1e-4, 2e-3, size=wshape[0]).astype(np.float32)
+    p = K.conv2d_params(dshape, wshape, strides, padding, (1, 1), groups)
+    q = Q.qparams(in_dtype, out_dtype, 3, 7, out_min=-100 if out_dtype == "int8" else 10)
+    params = QConvParams(ConvParams(**p), QParams(**q), 0)
+    params.channels_last = 1
+    weight = Q.channels_last_pack_weight(w)
+    folded = Q.fold_bias(w, bias, 3 + (128 if in_dtype == "int8" else 0), np.zeros(wshape[0], np.int64))
+    conv = _requant(_conv_int64(x.astype(np.int64) - 3, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
+    residual = _draw(conv.shape, out_dtype)
+    add, add_numpy = _qadd_case(form, out_dtype)
+    want = (add_numpy(residual, conv) if conv_is_rhs else add_numpy(conv, residual)).astype(out_dtype)
+    ws = np.zeros(ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)), np.uint8)
+    try:
+        for kernel, threads in itertools.product(_kernels(ck), THREADS):
+            assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
+            out = np.zeros(conv.shape, out_dtype)
+            assert ck.ck_qconv2d_add(ctypes.byref(params), ctypes.byref(add), int(conv_is_rhs), _ptr(x), _ptr(weight),
+                                     _ptr(folded), _ptr(scale), _ptr(residual), _ptr(out), _ptr(ws)) == 0
+            np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
     finally:
         ck.byoc_set_num_threads(0)
 

@@ -29,7 +29,7 @@ INCLUDE_DIR = KERNEL_DIR
 HEADER = "byoc_ck.h"
 SOURCES = tuple(KERNEL_DIR / name for name in (
     "ck_microkernel.c", "ck_gemm.c", "ck_dense.c", "ck_conv2d.c", "ck_elementwise.c", "ck_pool.c", "ck_shape.c",
-    "ck_transformer.c", "ck_reduce.c", "ck_resize.c", "ck_qgemm.c", "ck_qconv.c", "ck_qwinograd.c",
+    "ck_transformer.c", "ck_reduce.c", "ck_resize.c", "ck_qgemm.c", "ck_qconv.c", "ck_qwinograd.c", "ck_qdirect.c",
     "ck_qelementwise.c",
     "ck_activation.c", "ck_depthwise.c", "ck_dw_flat.c", "ck_stem.c", "ck_parallel.c", "ck_winograd.c"))
 HEADERS = (KERNEL_DIR / HEADER, KERNEL_DIR / "ck_internal.h", KERNEL_DIR / "ck_transformer.h",

@@ -56,12 +56,76 @@ def _init(fields, values) -> str:
 
 
 def qconv2d_initializer(conv_fields, conv: dict[str, int], q: dict[str, int], im2col_columns: int = 0,
-                        winograd: bool = False, pairs: bool = False, channel_order: str | None = None) -> str:
+                        winograd: bool = False, pairs: bool = False, channel_order: str | None = None,
+                        channels_last: bool = False) -> str:
     """`channel_order`: the C name of the input channels' order (a static const int32_t array), or None."""
     return (f"{{.conv = {_init(conv_fields, conv)}, .q = {_init(QPARAM_FIELDS, q)}, "
             f".im2col_columns = {int(im2col_columns)}{', .winograd = 1' if winograd else ''}"
             f"{', .pairs = 1' if pairs else ''}"
-            f"{f', .channel_order = {channel_order}' if channel_order else ''}}}")
+            f"{f', .channel_order = {channel_order}' if channel_order else ''}"
+            f"{', .channels_last = 1' if channels_last else ''}}}")
+
+
+# ---- the channels-last direct convolution (ck_qdirect.c) --------------------------------------------------------
+
+CL_OC, CL_PX, CL_BAND_MAX = 64, 6, 96   # CK_QDL_OC, CK_QDL_PX, CK_QDL_BAND_MAX
+# Depth from which the codegen asks for it. ResNet-50 int8 per layer, one thread, the Xeon above (p10 of 100 runs,
+# `python bench/ccompiler_layers.py --model int8:resnet50`), GEMM core -> channels-last: 3x3 layers 0.45-0.55 ->
+# 0.36-0.40 ms (depth 576-2304; 7x7 outputs 0.55 -> 0.53), 1x1 of 1024 and 2048 channels 0.21 -> 0.19 and 0.29 -> 0.25,
+# 1x1/2 of 512 and 1024 0.17 -> 0.12 and 0.22 -> 0.14; but 1x1 of 512 channels on 28x28 0.187 -> 0.20, of 256 on
+# 56x56 0.215 -> 0.26, of 64 0.245 -> 0.33 (with a residual add 0.39 -> 0.52): shallow sums leave the copy and
+# the epilogue's transposition to dominate.
+CL_MIN_DEPTH = 576
+# The CPU flags it is asked for on: AVX512-VNNI (vpdpbusd on 64-byte vectors), not where AMX's tiles run the GEMM
+CL_FLAGS, CL_NOT_FLAGS = frozenset(("avx512_vnni",)), frozenset(("amx_int8",))
+
+
+def channels_last_takes(p: dict[str, int], rounding: int, im2col_columns: int, winograd: bool, pairs: bool) -> bool:
+    """ck_qdirect_takes: one group (not a one-channel depthwise), byoc's float32 rounding, hosted, no other form."""
+    return p["groups"] == 1 and not (p["channels"] == p["out_channels"] == 1) and rounding == 0 and \
+        im2col_columns <= 0 and not winograd and not pairs
+
+
+def channels_last(p: dict[str, int], rounding: int, im2col_columns: int, winograd: bool, pairs: bool) -> bool:
+    """Whether the codegen asks ck_qconv2d for the channels-last direct convolution (ck_qconv2d_params.channels_last).
+
+    Where the CPU the build is for (vendor.build_cpu_features) has AVX512-VNNI and no AMX: 6 output pixels x 64
+    output channels a tile, read straight from a channels-last copy of the input, ran ResNet-50's layers at
+    330-370 G multiply-adds/s of one thread against the GEMM core's 8 x 32 tile on packed panels at 200-260 (a Xeon,
+    family 6 model 207; docs/quantization.md). Only convolutions at least CL_MIN_DEPTH deep (input channels x taps):
+    the copy into channels-last order and the transposition of the tile's bytes back into NCHW rows cost per output
+    what a shallow sum does not pay back. The bytes out are the same either way (tests/test_ccompiler_qnn.py)."""
+    features = build_cpu_features()
+    depth = p["channels"] * p["kernel_h"] * p["kernel_w"]
+    return channels_last_takes(p, rounding, im2col_columns, winograd, pairs) and depth >= CL_MIN_DEPTH and \
+        CL_FLAGS <= features and not CL_NOT_FLAGS & features
+
+
+def channels_last_pack_weight(weight: np.ndarray) -> np.ndarray:
+    """ck_qconv2d_pack_weight with .channels_last = 1 in numpy: [out / 64][tap][in / 4][64][4] int8, zeros past
+    the output and input channels."""
+    o, c, kh, kw = weight.shape
+    blocks, c4 = -(-o // CL_OC), _round_up(c, 4)
+    w = np.zeros((blocks * CL_OC, c4, kh * kw), np.int8)
+    w[:o, :c] = weight.reshape(o, c, kh * kw)
+    w = w.reshape(blocks, CL_OC, c4 // 4, 4, kh * kw).transpose(0, 4, 2, 1, 3)
+    return np.ascontiguousarray(w).reshape(-1)
+
+
+def _cl_band(n: int) -> int:
+    """ck_qdl_band: pixels per task, the image in as few bands of at most CL_BAND_MAX as can be, evened out."""
+    bands = -(-n // CL_BAND_MAX)
+    return _round_up(-(-n // bands), CL_PX)
+
+
+def channels_last_workspace_bytes(p: dict[str, int]) -> int:
+    """ck_qdirect_workspace_bytes: the bordered channels-last copy (+ 64 bytes) and per thread a band's int32 sums."""
+    oh, ow = _output_hw(p)
+    ph, pw = p["height"] + p["pad_top"] + p["pad_bottom"], p["width"] + p["pad_left"] + p["pad_right"]
+    copy = _round_up(ph * pw * _round_up(p["channels"], 4) + 64, QALIGN)
+    band = _cl_band(oh * ow)
+    tasks = -(-oh * ow // band) * -(-p["out_channels"] // CL_OC)
+    return QALIGN + copy + min(build_max_threads(), tasks) * _round_up(CL_BAND_MAX, CL_PX) * CL_OC * 4
 
 
 # ---- Winograd F(2x2, 3x3) (ck_qwinograd.c) -------------------------------------------------------------------
@@ -179,7 +243,8 @@ def _output_hw(p: dict[str, int]) -> tuple[int, int]:
     return span_h // p["stride_h"] + 1, span_w // p["stride_w"] + 1
 
 
-def qconv2d_workspace_bytes(p: dict[str, int], im2col_columns: int = 0, winograd: bool = False) -> int:
+def qconv2d_workspace_bytes(p: dict[str, int], im2col_columns: int = 0, winograd: bool = False,
+                            channels_last: bool = False) -> int:
     """ck_qconv2d_workspace_bytes: depthwise, per thread a zero-point-bordered plane, one int32 output row and
     the flat pass's output;
     im2col_columns 0 and a window wider than one pixel, a packed B panel per thread and a zero-point-bordered
@@ -188,6 +253,8 @@ def qconv2d_workspace_bytes(p: dict[str, int], im2col_columns: int = 0, winograd
     (im2col_columns > 0) a chunk of that many pixels rounded up to QNR."""
     if winograd:
         return winograd_workspace_bytes(p)
+    if channels_last:
+        return channels_last_workspace_bytes(p)
     oh, ow = _output_hw(p)
     chunk = oh * ow if im2col_columns <= 0 else min(_round_up(im2col_columns, QNR), oh * ow)
     if is_depthwise(p):   # per thread: the bordered plane (+ 64 bytes of vector reads), an int32 row, the flat pass

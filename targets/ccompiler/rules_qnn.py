@@ -249,8 +249,10 @@ def lower_composite(lowering, call, name: str, func, args) -> list:
         columns = qkernels.im2col_columns(workspace_budget())
         winograd = not depthwise and qkernels.winograd(conv, columns, w)
         pairs, order = qkernels.pairs_plan(conv, columns, winograd, w)
+        channels_last = not depthwise and qkernels.channels_last(conv, q["rounding"], columns, winograd, pairs)
         attrs = {"conv": conv, "q": q, "im2col_columns": columns, "winograd": winograd, "pairs": pairs,
-                 "channel_order": None if order is None else tuple(int(c) for c in order)}
+                 "channel_order": None if order is None else tuple(int(c) for c in order),
+                 "channels_last": channels_last}
     else:
         depthwise, groups = False, 1
         attrs = {"batch": data.type.size // int(data.type.shape[-1]), "units": units, "depth": int(w.shape[1]),
@@ -283,6 +285,9 @@ def _packed_weight(lowering, op_name: str, attrs: dict, weight, w: np.ndarray, g
     if attrs.get("winograd"):
         return lowering.derived_constant(qkernels.winograd_pack_weight(w),
                                          f"{op_name} weight {shape} as Winograd F(2x2, 3x3) int16")
+    if attrs.get("channels_last"):
+        return lowering.derived_constant(qkernels.channels_last_pack_weight(w),
+                                         f"{op_name} weight {shape} in 64-channel blocks for the channels-last conv")
     if attrs.get("pairs"):
         order = attrs.get("channel_order")
         return lowering.derived_constant(
@@ -304,7 +309,8 @@ def _qconv2d_init(attrs) -> tuple[list[str], str]:
     decls = [line_array("channel_order", "int32", order)] if order else []
     return decls, qkernels.qconv2d_initializer(kernels.CONV2D_PARAM_FIELDS, attrs["conv"], attrs["q"],
                                                attrs["im2col_columns"], attrs.get("winograd", False),
-                                               attrs.get("pairs", False), "channel_order" if order else None)
+                                               attrs.get("pairs", False), "channel_order" if order else None,
+                                               attrs.get("channels_last", False))
 
 
 def _weight_arg(weight) -> str:
@@ -314,7 +320,8 @@ def _weight_arg(weight) -> str:
 
 def _qconv2d_scratch(step) -> int:
     a = step.attrs
-    return qkernels.qconv2d_workspace_bytes(a["conv"], a["im2col_columns"], a.get("winograd", False))
+    return qkernels.qconv2d_workspace_bytes(a["conv"], a["im2col_columns"], a.get("winograd", False),
+                                            a.get("channels_last", False))
 
 
 def _qconv2d(step):

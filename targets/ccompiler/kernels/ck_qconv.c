@@ -28,6 +28,7 @@ static int ck_qconv_is_depthwise(const ck_conv2d_params *c) {
 static int ck_qconv_valid(const ck_qconv2d_params *p, int64_t *oh, int64_t *ow) {
   return p != NULL && ck_conv2d_output_hw(&p->conv, oh, ow) == CK_OK && ck_qparams_valid(&p->q) &&
          (p->winograd == 0 || (p->winograd == 1 && ck_qwinograd_takes(p))) &&
+         (p->channels_last == 0 || (p->channels_last == 1 && ck_qdirect_takes(p))) &&
          (p->pairs == 0 || (p->pairs == 1 && p->winograd == 0 && p->im2col_columns <= 0 &&
                             !ck_qconv_is_depthwise(&p->conv))) &&
          (p->channel_order == NULL || (p->pairs == 1 && p->conv.kernel_h == 1 && p->conv.kernel_w == 1 &&
@@ -56,6 +57,7 @@ size_t ck_qconv2d_packed_weight_bytes(const ck_qconv2d_params *p) {
   int64_t oh, ow;
   if (!ck_qconv_valid(p, &oh, &ow) || ck_qconv_is_depthwise(&p->conv)) return 0;
   if (p->winograd) return ck_qwinograd_weight_bytes(p);
+  if (p->channels_last) return ck_qdirect_weight_bytes(p);
   if (p->pairs) /* at most one entry per row and k-step */
     return (size_t)(ck_qpacked_plain_bytes(&p->conv) + 4 * (ck_qpacked_rows(&p->conv) + 1) +
                     8 * ck_qpacked_rows(&p->conv) * (ck_qround_up(ck_qconv_depth(&p->conv), 4) / 4));
@@ -123,6 +125,10 @@ int32_t ck_qconv2d_pack_weight(const ck_qconv2d_params *p, const int8_t *weight,
     ck_qwinograd_pack_weight(p, weight, (int16_t *)(void *)packed);
     return CK_OK;
   }
+  if (p->channels_last) {
+    ck_qdirect_pack_weight(p, weight, packed);
+    return CK_OK;
+  }
   {   /* per group [round_up(og, 8)][round_up(K, 4)] row-major, zeros past the ends; CK_QKB bytes of slack */
     const int64_t og = p->conv.out_channels / p->conv.groups, k = ck_qconv_depth(&p->conv);
     const int64_t k4 = ck_qround_up(k, 4), group_bytes = ck_qround_up(og, CK_QMR) * k4;
@@ -169,6 +175,7 @@ size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p) {
   int64_t oh, ow, k, chunk;
   if (!ck_qconv_valid(p, &oh, &ow)) return 0;
   if (p->winograd) return ck_qwinograd_workspace_bytes(p, oh, ow);
+  if (p->channels_last) return ck_qdirect_workspace_bytes(p, oh, ow);
   if (ck_qconv_is_depthwise(&p->conv))
     return (size_t)(CK_QALIGN + ck_qdw_slots(&p->conv) * ck_qdw_slot_bytes(&p->conv, oh, ow));
   k = ck_qconv_depth(&p->conv);
@@ -827,6 +834,10 @@ static int32_t ck_qconv2d_run(const ck_qconv2d_params *p, const void *data, cons
   if (p->winograd) {
     ck_qwinograd_run(p, oh, ow, (const uint8_t *)data, (const int16_t *)(const void *)weight, bias, scale,
                      (uint8_t *)out, ws, post);
+    return CK_OK;
+  }
+  if (p->channels_last) {
+    ck_qdirect_run(p, oh, ow, (const uint8_t *)data, weight, bias, scale, (uint8_t *)out, ws, post);
     return CK_OK;
   }
   ck_qconv_gemms(p, oh, ow, (const uint8_t *)data, weight, bias, scale, (uint8_t *)out, ws, post);

@@ -263,25 +263,26 @@ static void ck_qadd_portable(const ck_qadd_params *p, int64_t begin, int64_t n, 
 }
 
 #if defined(CK_QADD_DISPATCH)
-/* rounding 0 only: 16 lanes of the portable loop's float32 steps (fmadd is fmaf, one rounding) */
-CK_Q_AVX512 static int64_t ck_qadd_avx512(const ck_qadd_params *p,
-                                                                                   int64_t n, const void *lhs,
-                                                                                   const void *rhs, void *out) {
+/* rounding 0 only: 16 lanes of the portable loop's float32 steps (fmadd is fmaf, one rounding); a row's last lanes
+ * under a mask (a residual add's rows of 66 or 90 pixels left 2 or 10 a row to the scalar loop) */
+CK_Q_AVX512 static int64_t ck_qadd_avx512(const ck_qadd_params *p, int64_t n, const void *lhs, const void *rhs,
+                                          void *out) {
   const __m512 ra = _mm512_set1_ps(p->ratio_a), rb = _mm512_set1_ps(p->ratio_b), fixed = _mm512_set1_ps(p->fixed);
   const __m512 lo = _mm512_set1_ps(p->is_signed ? -128.0f : 0.0f), hi = _mm512_set1_ps(p->is_signed ? 127.0f : 255.0f);
   int64_t i;
-  for (i = 0; i + 16 <= n; i += 16) {
-    const __m128i a8 = _mm_loadu_si128((const __m128i *)(const void *)((const uint8_t *)lhs + i));
-    const __m128i b8 = _mm_loadu_si128((const __m128i *)(const void *)((const uint8_t *)rhs + i));
+  for (i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFFu : (__mmask16)((1u << (n - i)) - 1u);
+    const __m128i a8 = _mm_maskz_loadu_epi8(m, (const void *)((const uint8_t *)lhs + i));
+    const __m128i b8 = _mm_maskz_loadu_epi8(m, (const void *)((const uint8_t *)rhs + i));
     const __m512i a = p->is_signed ? _mm512_cvtepi8_epi32(a8) : _mm512_cvtepu8_epi32(a8);
     const __m512i b = p->is_signed ? _mm512_cvtepi8_epi32(b8) : _mm512_cvtepu8_epi32(b8);
     const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(b), rb, fixed);
     __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), ra, t);
     v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-    _mm_storeu_si128((__m128i *)(void *)((uint8_t *)out + i),
-                     _mm512_cvtepi32_epi8(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    _mm_mask_storeu_epi8((void *)((uint8_t *)out + i), m,
+                         _mm512_cvtepi32_epi8(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
   }
-  return i;
+  return n;
 }
 #endif
 

@@ -1427,6 +1427,14 @@ void ck_qdw_row_tfl(int64_t n, const uint8_t *base, int64_t row_step, int64_t st
   kernel->tfl_row(n, acc, bias, me, q, out);
 }
 
+int ck_qdirect_vnni(void) {
+#if defined(CK_QDISPATCH)
+  return ck_qkernel_current()->tile == ck_qtile_vnni;
+#else
+  return 0;
+#endif
+}
+
 int ck_qvbmi(void) {
 #if defined(CK_QDISPATCH)
   static int vbmi = -1;   /* written once on first use (the same value from any thread that races here) */

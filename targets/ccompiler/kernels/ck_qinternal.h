@@ -180,6 +180,17 @@ void ck_qwinograd_pack_weight(const ck_qconv2d_params *p, const int8_t *weight, 
 void ck_qwinograd_run(const ck_qconv2d_params *p, int64_t oh, int64_t ow, const uint8_t *data, const int16_t *weight,
                       const int32_t *bias, const float *scale, uint8_t *out, uint8_t *ws, const ck_qpost *post);
 
+/* ---- channels-last direct convolution (ck_qdirect.c): ck_qconv2d_params.channels_last ------------------------ */
+int ck_qdirect_takes(const ck_qconv2d_params *p); /* the convolutions it computes */
+size_t ck_qdirect_weight_bytes(const ck_qconv2d_params *p);
+void ck_qdirect_pack_weight(const ck_qconv2d_params *p, const int8_t *weight, int8_t *packed);
+size_t ck_qdirect_workspace_bytes(const ck_qconv2d_params *p, int64_t oh, int64_t ow);
+/* the convolution (+ post) of every image, on a CK_QALIGN-aligned workspace */
+void ck_qdirect_run(const ck_qconv2d_params *p, int64_t oh, int64_t ow, const uint8_t *data, const int8_t *weight,
+                    const int32_t *bias, const float *scale, uint8_t *out, uint8_t *ws, const ck_qpost *post);
+/* 1 when the GEMM kernel in use is the VNNI one (or AMX's, beside it): the direct convolution's tiles run on vpdpbusd */
+int ck_qdirect_vnni(void);
+
 /* One output row of a depthwise convolution over a zero-point-bordered plane:
  * out[x] = requant(bias + sum over taps (i, j) of w[i * kw + j] * base[i * row_step + x * stride + j * col_step])
  * for x < n, the input bytes int8 when q->input_signed, else uint8; acc: n int32 of scratch.

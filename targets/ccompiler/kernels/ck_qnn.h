@@ -64,6 +64,13 @@ typedef struct {
    * correction (qkernels.pair_channel_order); ck_qconv2d_pack_weight packs weight[o][channel_order[k]] at k. The
    * same bytes out. */
   const int32_t *channel_order;
+  /* 1: a convolution of one group, byoc's float32 rounding (q.rounding 0), hosted (im2col_columns <= 0), neither
+   * winograd nor pairs: summed directly over a channels-last copy of the input with the output channels in the
+   * vector lanes (ck_qdirect.c), on the weight ck_qconv2d_pack_weight lays out for it: per block of 64 output
+   * channels (zeros past the last), per tap (row-major), per 4 input channels (zeros past the last), 64 x 4 bytes,
+   * output channel-major. For CPUs with AVX512-VNNI and no AMX: the codegen asks for it on builds made on one
+   * (qkernels.channels_last). The same bytes out. */
+  int32_t channels_last;
 } ck_qconv2d_params;
 
 /* Bytes of the packed weight: per group, round_up(out_channels/groups, CK_QMR) * round_up(K, 4)
