@@ -557,14 +557,28 @@ CHANNELS_LAST = [c for c in CONVS if c[5] == 1 and not Q.is_depthwise(K.conv2d_p
 ]
 
 
+def _nhwc(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
+
+
+# ck_qconv2d_params.channels_last: the path alone (NCHW in and out), and with its layout bits: input channels-last
+# (2: copied into the bordered copy, or read in place when unpadded uint8 in whole 4-channel steps), output (4)
+CL_LAYOUTS = {"nchw": 1, "nhwc-in": 3, "nhwc-out": 5, "nhwc": 7}
+
+
+@pytest.mark.parametrize("layout", list(CL_LAYOUTS))
 @pytest.mark.parametrize("case", CHANNELS_LAST, ids=[c[0] for c in CHANNELS_LAST])
-def test_qconv2d_channels_last_equals_numpy(ck, case):
-    """.channels_last = 1: the C pack, its size and the scratch equal the codegen's mirrors; the bytes equal the
-    numpy convolution on every int8 kernel (the VNNI tiles, or portable C under the others) and 1, 2, 3 and 8
-    threads."""
+def test_qconv2d_channels_last_equals_numpy(ck, case, layout):
+    """.channels_last = 1 (+ layout bits): the C pack, its size and the scratch equal the codegen's mirrors; the bytes
+    equal the numpy convolution on every int8 kernel (the VNNI tiles, or portable C under the others) and 1, 2, 3
+    and 8 threads, in either layout of the input and the output."""
     w = _draw(case[2], "int8")
     x, bias, scale, xz, p, params, want = _conv_case(case, w)
-    params.channels_last = 1
+    params.channels_last = CL_LAYOUTS[layout]
+    if CL_LAYOUTS[layout] & 2:
+        x = _nhwc(x)
+    if CL_LAYOUTS[layout] & 4:
+        want = _nhwc(want)
     packed = Q.channels_last_pack_weight(w)
     assert Q.channels_last_takes(p, 0, 0, False, False)
     assert ck.ck_qconv2d_packed_weight_bytes(ctypes.byref(params)) == packed.size
@@ -576,12 +590,15 @@ def test_qconv2d_channels_last_equals_numpy(ck, case):
     _every_kernel_and_thread_count(ck, params, x, weight, folded, scale, want)
 
 
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 @pytest.mark.parametrize("conv_id,form,conv_is_rhs,out_dtype", [("cl-three-channel-blocks", "float32", False, "uint8"),
-                                                               ("cl-7x7-one-band", "tflite", True, "uint8")],
-                         ids=["lhs-float32", "rhs-tflite"])
-def test_qconv2d_channels_last_add_equals_conv_then_add(ck, conv_id, form, conv_is_rhs, out_dtype):
-    """ck_qconv2d_add on .channels_last = 1: each task's residual add after its rows, the bytes of the numpy
-    convolution then qnn.add, on every int8 kernel and thread count."""
+                                                               ("cl-7x7-one-band", "tflite", True, "uint8"),
+                                                               ("1x1", "float32", True, "uint8")],
+                         ids=["lhs-float32", "rhs-tflite", "1x1-rhs"])
+def test_qconv2d_channels_last_add_equals_conv_then_add(ck, conv_id, form, conv_is_rhs, out_dtype, layout):
+    """ck_qconv2d_add on .channels_last = 1 (NCHW) or 7 (input, output and residual channels-last): each task's
+    residual add after its part, the bytes of the numpy convolution then qnn.add, on every int8 kernel and thread
+    count."""
     _, dshape, wshape, strides, padding, groups, in_dtype = next(c for c in CHANNELS_LAST if c[0] == conv_id)
     x, w = _draw(dshape, in_dtype), _draw(wshape, "int8")
     bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
@@ -589,18 +606,20 @@ def test_qconv2d_channels_last_add_equals_conv_then_add(ck, conv_id, form, conv_
     p = K.conv2d_params(dshape, wshape, strides, padding, (1, 1), groups)
     q = Q.qparams(in_dtype, out_dtype, 3, 7, out_min=-100 if out_dtype == "int8" else 10)
     params = QConvParams(ConvParams(**p), QParams(**q), 0)
-    params.channels_last = 1
+    params.channels_last = CL_LAYOUTS[layout]
     weight = Q.channels_last_pack_weight(w)
     folded = Q.fold_bias(w, bias, 3 + (128 if in_dtype == "int8" else 0), np.zeros(wshape[0], np.int64))
     conv = _requant(_conv_int64(x.astype(np.int64) - 3, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
     residual = _draw(conv.shape, out_dtype)
     add, add_numpy = _qadd_case(form, out_dtype)
     want = (add_numpy(residual, conv) if conv_is_rhs else add_numpy(conv, residual)).astype(out_dtype)
+    if layout == "nhwc":
+        x, residual, want = _nhwc(x), _nhwc(residual), _nhwc(want)
     ws = np.zeros(ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)), np.uint8)
     try:
         for kernel, threads in itertools.product(_kernels(ck), THREADS):
             assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
-            out = np.zeros(conv.shape, out_dtype)
+            out = np.zeros(want.shape, out_dtype)
             assert ck.ck_qconv2d_add(ctypes.byref(params), ctypes.byref(add), int(conv_is_rhs), _ptr(x), _ptr(weight),
                                      _ptr(folded), _ptr(scale), _ptr(residual), _ptr(out), _ptr(ws)) == 0
             np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")

@@ -14,8 +14,8 @@ written by the vendor API's C text writers (byoc_compiler.ctext), like the host'
 Three modules do the work, one idea each: lowering.py walks the region into steps over abstract buffers
 (reshape is a view, a composite whose body is a fusable chain is one fused call, any other composite is
 its body op by op); passes.py (and fuse_residual.py) rewrite and place them (results computed straight
-into the outputs, constant weights packed once, residual adds fused into the conv before them,
-elementwise steps in place over a dead input, one workspace planned by lifetime, buffers named);
+into the outputs, constant weights packed once, residual adds fused into the conv before them, int8 tensors
+kept channels-last between the convolutions that take them so (channels_last_layout.py), elementwise steps in place over a dead input, one workspace planned by lifetime, buffers named);
 render.py writes the text. The workspace is not the region's own: its size is the artifact's
 workspace_bytes and the model instance that calls the region passes it, so the file keeps no mutable
 static state and two instances run concurrently.
@@ -25,6 +25,7 @@ from __future__ import annotations
 from byoc_compiler.vendor import ByocError, CSourceArtifact, Function, is_identifier, is_large
 
 from . import kernels
+from .channels_last_layout import place_channels_last
 from .fuse_qresidual import fuse_qresidual_adds
 from .fuse_residual import fuse_residual_adds
 from .lowering import Lowering, Step
@@ -46,6 +47,7 @@ def ccompiler_codegen(func: Function, symbol: str) -> CSourceArtifact:
     prepack_weights(lowering)
     fuse_residual_adds(lowering, Step)
     fuse_qresidual_adds(lowering, Step)
+    place_channels_last(lowering)
     run_in_place(lowering)
     workspace, lower_bound = plan(lowering)
     name_buffers(lowering, symbol)

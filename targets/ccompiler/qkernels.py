@@ -57,25 +57,26 @@ def _init(fields, values) -> str:
 
 def qconv2d_initializer(conv_fields, conv: dict[str, int], q: dict[str, int], im2col_columns: int = 0,
                         winograd: bool = False, pairs: bool = False, channel_order: str | None = None,
-                        channels_last: bool = False) -> str:
-    """`channel_order`: the C name of the input channels' order (a static const int32_t array), or None."""
+                        channels_last: int = 0) -> str:
+    """`channel_order`: the C name of the input channels' order (a static const int32_t array), or None;
+    `channels_last`: ck_qconv2d_params.channels_last (0, or 1 with its layout bits)."""
     return (f"{{.conv = {_init(conv_fields, conv)}, .q = {_init(QPARAM_FIELDS, q)}, "
             f".im2col_columns = {int(im2col_columns)}{', .winograd = 1' if winograd else ''}"
             f"{', .pairs = 1' if pairs else ''}"
             f"{f', .channel_order = {channel_order}' if channel_order else ''}"
-            f"{', .channels_last = 1' if channels_last else ''}}}")
+            f"{f', .channels_last = {int(channels_last)}' if channels_last else ''}}}")
 
 
 # ---- the channels-last direct convolution (ck_qdirect.c) --------------------------------------------------------
 
 CL_OC, CL_PX, CL_BAND_MAX = 64, 6, 96   # CK_QDL_OC, CK_QDL_PX, CK_QDL_BAND_MAX
-# Depth from which the codegen asks for it. ResNet-50 int8 per layer, one thread, the Xeon above (p10 of 100 runs,
-# `python bench/ccompiler_layers.py --model int8:resnet50`), GEMM core -> channels-last: 3x3 layers 0.45-0.55 ->
-# 0.36-0.40 ms (depth 576-2304; 7x7 outputs 0.55 -> 0.53), 1x1 of 1024 and 2048 channels 0.21 -> 0.19 and 0.29 -> 0.25,
-# 1x1/2 of 512 and 1024 0.17 -> 0.12 and 0.22 -> 0.14; but 1x1 of 512 channels on 28x28 0.187 -> 0.20, of 256 on
-# 56x56 0.215 -> 0.26, of 64 0.245 -> 0.33 (with a residual add 0.39 -> 0.52): shallow sums leave the copy and
-# the epilogue's transposition to dominate.
-CL_MIN_DEPTH = 576
+# Input channels from which the codegen asks for it: not a stem's 3 (padded to 4, each of 49 taps one k-step of 3
+# real bytes; the GEMM core's stem runs at twice onnxruntime's speed). Measured per layer on ResNet-50 (one thread,
+# the Xeon above, `python bench/ccompiler_layers.py --model int8:resnet50`) before the layout pass: with NCHW on both
+# sides the 3x3 layers went from the GEMM core's 0.45-0.55 ms to 0.36-0.40, but 1x1 layers of 64-512 channels lost
+# 5-35% (the transpositions into and out of channels-last order cost per output what a shallow sum does not pay
+# back); kept channels-last between convolutions (channels_last_layout.py) those transpositions are gone.
+CL_MIN_CHANNELS = 16
 # The CPU flags it is asked for on: AVX512-VNNI (vpdpbusd on 64-byte vectors), not where AMX's tiles run the GEMM
 CL_FLAGS, CL_NOT_FLAGS = frozenset(("avx512_vnni",)), frozenset(("amx_int8",))
 
@@ -92,12 +93,11 @@ def channels_last(p: dict[str, int], rounding: int, im2col_columns: int, winogra
     Where the CPU the build is for (vendor.build_cpu_features) has AVX512-VNNI and no AMX: 6 output pixels x 64
     output channels a tile, read straight from a channels-last copy of the input, ran ResNet-50's layers at
     330-370 G multiply-adds/s of one thread against the GEMM core's 8 x 32 tile on packed panels at 200-260 (a Xeon,
-    family 6 model 207; docs/quantization.md). Only convolutions at least CL_MIN_DEPTH deep (input channels x taps):
-    the copy into channels-last order and the transposition of the tile's bytes back into NCHW rows cost per output
-    what a shallow sum does not pay back. The bytes out are the same either way (tests/test_ccompiler_qnn.py)."""
+    family 6 model 207; docs/quantization.md). Convolutions of at least CL_MIN_CHANNELS input channels; the layout pass
+    then keeps their tensors channels-last between them. The bytes out are the same either way
+    (tests/test_ccompiler_qnn.py)."""
     features = build_cpu_features()
-    depth = p["channels"] * p["kernel_h"] * p["kernel_w"]
-    return channels_last_takes(p, rounding, im2col_columns, winograd, pairs) and depth >= CL_MIN_DEPTH and \
+    return channels_last_takes(p, rounding, im2col_columns, winograd, pairs) and p["channels"] >= CL_MIN_CHANNELS and \
         CL_FLAGS <= features and not CL_NOT_FLAGS & features
 
 

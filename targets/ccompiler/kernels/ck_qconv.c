@@ -28,7 +28,7 @@ static int ck_qconv_is_depthwise(const ck_conv2d_params *c) {
 static int ck_qconv_valid(const ck_qconv2d_params *p, int64_t *oh, int64_t *ow) {
   return p != NULL && ck_conv2d_output_hw(&p->conv, oh, ow) == CK_OK && ck_qparams_valid(&p->q) &&
          (p->winograd == 0 || (p->winograd == 1 && ck_qwinograd_takes(p))) &&
-         (p->channels_last == 0 || (p->channels_last == 1 && ck_qdirect_takes(p))) &&
+         (p->channels_last == 0 || ck_qdirect_takes(p)) &&
          (p->pairs == 0 || (p->pairs == 1 && p->winograd == 0 && p->im2col_columns <= 0 &&
                             !ck_qconv_is_depthwise(&p->conv))) &&
          (p->channel_order == NULL || (p->pairs == 1 && p->conv.kernel_h == 1 && p->conv.kernel_w == 1 &&

@@ -30,6 +30,10 @@
 #define CK_QDL_PX 6       /* output pixels per tile: 24 accumulators, the 4 weight vectors and a broadcast in registers */
 #define CK_QDL_BAND_MAX 96 /* output pixels per task at most (the image split into bands of whole tiles) */
 
+/* ck_qconv2d_params.channels_last's bits past the first: the input, the output (and the residual) channels-last */
+#define CK_QDL_IN_NHWC 2
+#define CK_QDL_OUT_NHWC 4
+
 static int64_t ck_qdl_cs(const ck_conv2d_params *c) { return ck_qround_up(c->channels, 4); }
 static int64_t ck_qdl_blocks(const ck_conv2d_params *c) { return (c->out_channels + CK_QDL_OC - 1) / CK_QDL_OC; }
 static int64_t ck_qdl_ph(const ck_conv2d_params *c) { return c->height + c->pad_top + c->pad_bottom; }
@@ -37,7 +41,8 @@ static int64_t ck_qdl_pw(const ck_conv2d_params *c) { return c->width + c->pad_l
 
 int ck_qdirect_takes(const ck_qconv2d_params *p) {
   const ck_conv2d_params *c = &p->conv;
-  return c->groups == 1 && !(c->channels == 1 && c->out_channels == 1) && p->q.rounding == 0 &&
+  return (p->channels_last & ~(CK_QDL_IN_NHWC | CK_QDL_OUT_NHWC)) == 1 && c->groups == 1 &&
+         !(c->channels == 1 && c->out_channels == 1) && p->q.rounding == 0 &&
          p->im2col_columns <= 0 && p->winograd == 0 && p->pairs == 0 && p->channel_order == NULL;
 }
 
@@ -94,6 +99,33 @@ typedef struct {
   uint8_t *copy;
   uint8_t zp, flip;  /* the border's byte (already in uint8), int8 -> uint8 */
 } ck_qdl_copy_job;
+
+/* An input already channels-last ([row][column][channel]): each row's pixels into the copy, channels flipped into
+ * uint8 (SSE2 16 bytes a step) */
+static void ck_qdl_copy_nhwc_rows(void *ctx, int64_t y0, int64_t y1) {
+  const ck_qdl_copy_job *j = (const ck_qdl_copy_job *)ctx;
+  const ck_conv2d_params *c = j->c;
+  const int64_t cs = ck_qdl_cs(c), row = c->width * c->channels;
+  int64_t y, x, i;
+  for (y = y0; y < y1; ++y) {
+    const uint8_t *src = j->in + y * row;
+    uint8_t *dst = j->copy + ((y + c->pad_top) * ck_qdl_pw(c) + c->pad_left) * cs;
+    if (cs == c->channels && j->flip == 0) {
+      memcpy(dst, src, (size_t)row);
+      continue;
+    }
+    for (x = 0; x < c->width; ++x, src += c->channels, dst += cs) {
+      i = 0;
+#if defined(__SSE2__)
+      for (; i + 16 <= c->channels; i += 16)
+        _mm_storeu_si128((__m128i *)(void *)(dst + i),
+                         _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(src + i)),
+                                       _mm_set1_epi8((char)j->flip)));
+#endif
+      for (; i < c->channels; ++i) dst[i] = (uint8_t)(src[i] ^ j->flip);
+    }
+  }
+}
 
 /* Where input pixel f (row-major over the image) lies in the copy */
 static uint8_t *ck_qdl_pixel(const ck_qdl_copy_job *j, int64_t f) {
@@ -282,7 +314,56 @@ CK_QDL_TARGET static void ck_qdl_store_vnni(const int32_t *sums, int64_t cnt, in
 }
 #endif
 
-/* The portable epilogue: channel o's sums gathered into a row, ck_qrequant_row */
+#if defined(CK_QDL_X86)
+/* The same requantization stored channels-last: each pixel's channels of the block one masked 16-byte store a group.
+ * add (or NULL): a residual qnn.add of rounding 0 (ck_qadd's float32 steps lane by lane, as ck_qadd_avx512) on the
+ * requantized values while they are in registers, res laid out as out; the conv's output is its rhs if conv_is_rhs */
+CK_QDL_TARGET static void ck_qdl_store_nhwc_vnni(const int32_t *sums, int64_t cnt, int64_t rows, const int32_t *bias,
+                                                 const float *scale, const ck_qparams *q, uint8_t *out, int64_t ldo,
+                                                 const ck_qadd_params *add, int conv_is_rhs, const uint8_t *res) {
+  const __m512i zp = _mm512_set1_epi32(q->output_zero_point);
+  const __m512 lo = _mm512_set1_ps((float)(q->out_min - q->output_zero_point));
+  const __m512 hi = _mm512_set1_ps((float)(q->out_max - q->output_zero_point));
+  const int sign = add != NULL && add->is_signed;
+  const __m512 r_conv = _mm512_set1_ps(add == NULL ? 0.0f : conv_is_rhs ? add->ratio_b : add->ratio_a);
+  const __m512 r_res = _mm512_set1_ps(add == NULL ? 0.0f : conv_is_rhs ? add->ratio_a : add->ratio_b);
+  const __m512 fixed = _mm512_set1_ps(add == NULL ? 0.0f : add->fixed);
+  const __m512 add_lo = _mm512_set1_ps(sign ? -128.0f : 0.0f), add_hi = _mm512_set1_ps(sign ? 127.0f : 255.0f);
+  int64_t g, p;
+  for (g = 0; g * 16 < rows; ++g) {
+    const int64_t chans = rows - g * 16 < 16 ? rows - g * 16 : 16;
+    const __mmask16 cmask = (__mmask16)(chans == 16 ? 0xFFFFu : (1u << chans) - 1u);
+    const __m512i vbias = _mm512_maskz_loadu_epi32(cmask, (const void *)(bias + g * 16));
+    const __m512 vscale = _mm512_maskz_loadu_ps(cmask, (const void *)(scale + g * 16));
+    for (p = 0; p < cnt; ++p) {
+      const __m512i v = _mm512_loadu_si512((const void *)(sums + p * CK_QDL_OC + g * 16));
+      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(v, vbias)), vscale);
+      __m512i r;
+      f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+      r = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);
+      if (add != NULL) { /* ck_qadd_avx512: fmaf(lhs, ratio_a, fmaf(rhs, ratio_b, fixed)), clamped, ties to even */
+        const __m128i b8 = _mm_maskz_loadu_epi8(cmask, (const void *)(res + p * ldo + g * 16));
+        const __m512 b = _mm512_cvtepi32_ps(sign ? _mm512_cvtepi8_epi32(b8) : _mm512_cvtepu8_epi32(b8));
+        const __m512 a = _mm512_cvtepi32_ps(r);
+        __m512 v = conv_is_rhs ? _mm512_fmadd_ps(b, r_res, _mm512_fmadd_ps(a, r_conv, fixed))
+                               : _mm512_fmadd_ps(a, r_conv, _mm512_fmadd_ps(b, r_res, fixed));
+        v = _mm512_min_ps(_mm512_max_ps(v, add_lo), add_hi);
+        r = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      }
+      _mm_mask_storeu_epi8((void *)(out + p * ldo + g * 16), cmask, _mm512_cvtepi32_epi8(r));
+    }
+  }
+}
+#endif
+
+/* The portable epilogues: ck_qrequant_row over channel o's sums gathered into a row (NCHW), or value by value */
+static void ck_qdl_store_nhwc_rows(const int32_t *sums, int64_t cnt, int64_t rows, const int32_t *bias,
+                                   const float *scale, const ck_qparams *q, uint8_t *out, int64_t ldo) {
+  int64_t o, p;
+  for (p = 0; p < cnt; ++p)
+    for (o = 0; o < rows; ++o) ck_qrequant_row(1, sums + p * CK_QDL_OC + o, bias[o], scale[o], q, out + p * ldo + o);
+}
+
 static void ck_qdl_store_rows(const int32_t *sums, int64_t cnt, int64_t rows, const int32_t *bias, const float *scale,
                               const ck_qparams *q, uint8_t *out, int64_t ldo) {
   int32_t row[CK_QDL_BAND_MAX + CK_QDL_PX];
@@ -299,6 +380,7 @@ typedef struct {
   const ck_qconv2d_params *p;
   int64_t oh, ow;
   const uint8_t *copy;
+  int64_t copy_pw; /* pixels per row of the copy (the input's own when read in place) */
   const int8_t *weight;
   const int32_t *bias;
   const float *scale;
@@ -306,7 +388,7 @@ typedef struct {
   uint8_t *slots;
   const ck_qpost *post;
   const uint8_t *out_base; /* the whole output (post->residual is laid out as it) */
-  int vnni;
+  int vnni, out_nhwc;
 } ck_qdl_job;
 
 static void ck_qdl_task(int32_t task, int32_t slot, void *ctx) {
@@ -315,21 +397,30 @@ static void ck_qdl_task(int32_t task, int32_t slot, void *ctx) {
   const int64_t blocks = ck_qdl_blocks(c), block = task % blocks, band = task / blocks;
   const int64_t n = j->oh * j->ow, size = ck_qdl_band(n), n0 = band * size, cnt = n - n0 < size ? n - n0 : size;
   const int64_t o0 = block * CK_QDL_OC, rows = c->out_channels - o0 < CK_QDL_OC ? c->out_channels - o0 : CK_QDL_OC;
-  const int64_t cs = ck_qdl_cs(c), pw = ck_qdl_pw(c), taps = c->kernel_h * c->kernel_w;
+  const int64_t cs = ck_qdl_cs(c), pw = j->copy_pw, taps = c->kernel_h * c->kernel_w;
   int32_t *sums = (int32_t *)(void *)(j->slots + (int64_t)slot * CK_QDL_SLOT_BYTES);
-  uint8_t *o = j->out + o0 * n + n0;
+  uint8_t *o = j->out_nhwc ? j->out + n0 * c->out_channels + o0 : j->out + o0 * n + n0;
   ck_qdl_tile_args a;
-  int64_t p0, i;
+  int64_t p0, i, y, x;
   a.kh = c->kernel_h;
   a.kw = c->kernel_w;
   a.row_step = c->dilation_h * pw * cs;
   a.col_step = c->dilation_w * cs;
   a.steps = cs / 4;
   a.w = j->weight + block * taps * cs * CK_QDL_OC;
+  y = n0 / j->ow;   /* the next pixel's row and column, stepped along (a division per pixel cost 4% of the run) */
+  x = n0 % j->ow;
   for (p0 = 0; p0 < cnt; p0 += CK_QDL_PX) {
     for (i = 0; i < CK_QDL_PX; ++i) { /* past the band's end: its last pixel again, never stored */
-      const int64_t q = n0 + (p0 + i < cnt ? p0 + i : cnt - 1), y = q / j->ow, x = q % j->ow;
-      a.px[i] = j->copy + (y * c->stride_h * pw + x * c->stride_w) * cs;
+      if (p0 + i < cnt) {
+        a.px[i] = j->copy + (y * c->stride_h * pw + x * c->stride_w) * cs;
+        if (++x == j->ow) {
+          x = 0;
+          ++y;
+        }
+      } else {
+        a.px[i] = a.px[i - 1];
+      }
     }
 #if defined(CK_QDL_X86)
     if (j->vnni) {
@@ -339,19 +430,43 @@ static void ck_qdl_task(int32_t task, int32_t slot, void *ctx) {
 #endif
     ck_qdl_tile_portable(&a, sums + p0 * CK_QDL_OC);
   }
+  if (j->out_nhwc) {
 #if defined(CK_QDL_X86)
-  if (j->vnni)
-    ck_qdl_store_vnni(sums, cnt, rows, j->bias + o0, j->scale + o0, &j->p->q, o, n);
-  else
-#endif
-    ck_qdl_store_rows(sums, cnt, rows, j->bias + o0, j->scale + o0, &j->p->q, o, n);
-  if (j->post != NULL) {
-    const uint8_t *r = j->post->residual + (o - j->out_base);
-    if (j->post->conv_is_rhs)
-      ck_qadd_rows(j->post->add, rows, cnt, n, r, o, o);
+    if (j->vnni && j->post != NULL && j->post->add->rounding == 0) { /* the add in the epilogue's registers */
+      ck_qdl_store_nhwc_vnni(sums, cnt, rows, j->bias + o0, j->scale + o0, &j->p->q, o, c->out_channels,
+                             j->post->add, j->post->conv_is_rhs, j->post->residual + (o - j->out_base));
+      return;
+    }
+    if (j->vnni)
+      ck_qdl_store_nhwc_vnni(sums, cnt, rows, j->bias + o0, j->scale + o0, &j->p->q, o, c->out_channels, NULL, 0,
+                             NULL);
     else
-      ck_qadd_rows(j->post->add, rows, cnt, n, o, r, o);
+#endif
+      ck_qdl_store_nhwc_rows(sums, cnt, rows, j->bias + o0, j->scale + o0, &j->p->q, o, c->out_channels);
+  } else {
+#if defined(CK_QDL_X86)
+    if (j->vnni)
+      ck_qdl_store_vnni(sums, cnt, rows, j->bias + o0, j->scale + o0, &j->p->q, o, n);
+    else
+#endif
+      ck_qdl_store_rows(sums, cnt, rows, j->bias + o0, j->scale + o0, &j->p->q, o, n);
   }
+  if (j->post != NULL) { /* the residual laid out as the output: rows of channels (NCHW) or of pixels */
+    const uint8_t *r = j->post->residual + (o - j->out_base);
+    const int64_t lines = j->out_nhwc ? cnt : rows, width = j->out_nhwc ? rows : cnt;
+    const int64_t stride = j->out_nhwc ? c->out_channels : n;
+    if (j->post->conv_is_rhs)
+      ck_qadd_rows(j->post->add, lines, width, stride, r, o, o);
+    else
+      ck_qadd_rows(j->post->add, lines, width, stride, o, r, o);
+  }
+}
+
+/* A channels-last uint8 input with no padding and channels in whole 4-byte steps is read where it is */
+static int ck_qdl_in_place(const ck_qconv2d_params *p) {
+  const ck_conv2d_params *c = &p->conv;
+  return (p->channels_last & CK_QDL_IN_NHWC) && !p->q.input_signed && ck_qdl_cs(c) == c->channels &&
+         c->pad_top == 0 && c->pad_left == 0 && c->pad_bottom == 0 && c->pad_right == 0;
 }
 
 void ck_qdirect_run(const ck_qconv2d_params *p, int64_t oh, int64_t ow, const uint8_t *data, const int8_t *weight,
@@ -377,10 +492,20 @@ void ck_qdirect_run(const ck_qconv2d_params *p, int64_t oh, int64_t ow, const ui
   job.post = post;
   job.out_base = out;
   job.vnni = ck_qdirect_vnni();
+  job.out_nhwc = (p->channels_last & CK_QDL_OUT_NHWC) != 0;
+  job.copy_pw = ck_qdl_pw(c);
   for (b = 0; b < c->batch; ++b) {
     copy.in = data + b * c->channels * c->height * c->width;
-    ck_parallel_range(ph, row_bytes >= 65536 ? 1 : 65536 / row_bytes, ck_qdl_border_rows, &copy);
-    ck_parallel_range(blocks, block_bytes >= 65536 ? 1 : 65536 / block_bytes, ck_qdl_copy_pixels, &copy);
+    if (!(p->channels_last & CK_QDL_IN_NHWC)) {
+      ck_parallel_range(ph, row_bytes >= 65536 ? 1 : 65536 / row_bytes, ck_qdl_border_rows, &copy);
+      ck_parallel_range(blocks, block_bytes >= 65536 ? 1 : 65536 / block_bytes, ck_qdl_copy_pixels, &copy);
+    } else if (ck_qdl_in_place(p)) { /* the input is the copy */
+      job.copy = copy.in;
+    } else {
+      const int64_t in_row = c->width * c->channels;
+      ck_parallel_range(ph, row_bytes >= 65536 ? 1 : 65536 / row_bytes, ck_qdl_border_rows, &copy);
+      ck_parallel_range(c->height, in_row >= 65536 ? 1 : 65536 / in_row, ck_qdl_copy_nhwc_rows, &copy);
+    }
     job.out = out + b * c->out_channels * n;
     byoc_parallel_chunks((int32_t)ck_qdl_tasks(c, oh, ow), (int32_t)ck_qdl_slots(c, oh, ow), ck_qdl_task, &job);
   }

@@ -69,7 +69,9 @@ typedef struct {
    * vector lanes (ck_qdirect.c), on the weight ck_qconv2d_pack_weight lays out for it: per block of 64 output
    * channels (zeros past the last), per tap (row-major), per 4 input channels (zeros past the last), 64 x 4 bytes,
    * output channel-major. For CPUs with AVX512-VNNI and no AMX: the codegen asks for it on builds made on one
-   * (qkernels.channels_last). The same bytes out. */
+   * (qkernels.channels_last). The same bytes out. Bits added to the 1: 2, the input tensor is laid out
+   * channels-last ([batch][row][column][channel]) instead of NCHW; 4, the output (and ck_qconv2d_add's residual) is.
+   * The codegen keeps a tensor channels-last between two such convolutions (channels_last_layout.py). */
   int32_t channels_last;
 } ck_qconv2d_params;
 

@@ -1,0 +1,60 @@
+"""int8 tensors kept channels-last between the convolutions that write and read them so
+(ck_qconv2d_params.channels_last's layout bits, kernels/ck_qdirect.c).
+
+The channels-last direct convolution sums over a [row][column][channel] copy of its input and produces its sums with
+the output channels in the vector lanes. Between two such convolutions an NCHW tensor costs a transposition on
+each side (the output's bytes into channel rows, the next input's back into pixels); laid out channels-last it costs
+neither: the output is stored pixel by pixel as it comes, and the next convolution reads it in place (unpadded, uint8)
+or copies whole rows into its bordered copy.
+
+A step-list pass after the residual adds are fused and before buffers are placed. A temp tensor is laid out
+channels-last when a channels-last convolution writes it and every step that reads it is one too, reading it through
+the same shape as its input, or as the residual of an add whose own output is channels-last (the library adds the
+two element by element, so a convolution's output and its residual share a layout: deciding one decides the other,
+hence the fixed point). Everything else keeps the model's NCHW: the region's inputs and outputs, and whatever max
+pooling, the global average pool or any other kernel reads.
+"""
+from __future__ import annotations
+
+CONVS = ("qnn_conv2d", "qnn_conv2d_add")
+IN_NHWC, OUT_NHWC = 2, 4   # the bits added to channels_last's 1 (ck_qnn.h)
+RESIDUAL = 4               # qnn_conv2d_add's ins: data, weight, bias, scale, residual
+
+
+def _channels_last(step) -> bool:
+    return step.op in CONVS and bool(step.attrs.get("channels_last"))
+
+
+def place_channels_last(lowering) -> None:
+    """Set each channels-last convolution's layout bits (lowering.steps rewritten in place)."""
+    steps = lowering.steps
+    readers: dict[int, list] = {}
+    producers: dict[int, tuple] = {}
+    for step in steps:
+        for index, value in enumerate(step.ins):
+            readers.setdefault(id(value.buffer), []).append((step, index, value))
+        for value in step.outs:
+            producers[id(value.buffer)] = (step, value)
+    candidates = [id(s.outs[0].buffer) for s in steps if _channels_last(s) and s.outs[0].buffer.kind == "temp"]
+    nhwc = dict.fromkeys(candidates)   # ordered: the same decisions in the same order on every run
+
+    def reads_nhwc(step, index, value, written) -> bool:
+        return _channels_last(step) and value.type.shape == written.type.shape and \
+            (index == 0 or (step.op == "qnn_conv2d_add" and index == RESIDUAL and id(step.outs[0].buffer) in nhwc))
+
+    changed = True
+    while changed:
+        changed = False
+        for buf in list(nhwc):
+            step, written = producers[buf]
+            keep = all(reads_nhwc(*read, written) for read in readers.get(buf, []))
+            if keep and step.op == "qnn_conv2d_add":
+                keep = id(step.ins[RESIDUAL].buffer) in nhwc
+            if not keep:
+                del nhwc[buf]
+                changed = True
+    for step in steps:
+        if _channels_last(step):
+            bits = 1 | (IN_NHWC if id(step.ins[0].buffer) in nhwc else 0) | \
+                (OUT_NHWC if id(step.outs[0].buffer) in nhwc else 0)
+            step.attrs = {**step.attrs, "channels_last": bits}
