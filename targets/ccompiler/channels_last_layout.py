@@ -12,9 +12,17 @@ channels-last when a channels-last convolution writes it and every step that rea
 the same shape as its input, or as the residual of an add whose own output is channels-last (the library adds the
 two element by element, so a convolution's output and its residual share a layout: deciding one decides the other,
 hence the fixed point). Everything else keeps the model's NCHW: the region's inputs and outputs, and whatever max
-pooling, the global average pool or any other kernel reads.
+pooling, the global average pool or any other kernel reads. A convolution shallower than qkernels.CL_MIN_DEPTH
+(input channels x taps) whose output stays NCHW goes back to the GEMM core (MobileNetV2's 1x1 convolutions beside
+its depthwise ones: the transposition back into NCHW rows costs more than a shallow sum gains), and the layouts are
+decided again without it.
 """
 from __future__ import annotations
+
+from . import qkernels
+from .lowering import Buffer
+from .passes import drop_unused_constants
+from .rules import RULES
 
 CONVS = ("qnn_conv2d", "qnn_conv2d_add")
 IN_NHWC, OUT_NHWC = 2, 4   # the bits added to channels_last's 1 (ck_qnn.h)
@@ -26,8 +34,45 @@ def _channels_last(step) -> bool:
 
 
 def place_channels_last(lowering) -> None:
-    """Set each channels-last convolution's layout bits (lowering.steps rewritten in place)."""
-    steps = lowering.steps
+    """Set each channels-last convolution's layout bits; a shallow one left with an NCHW output goes back to the
+    GEMM core (lowering.steps rewritten in place, its weight repacked)."""
+    moved = False
+    while True:
+        nhwc = _layouts(lowering.steps)
+        shallow = [s for s in lowering.steps if _channels_last(s) and id(s.outs[0].buffer) not in nhwc and
+                   _depth(s.attrs["conv"]) < qkernels.CL_MIN_DEPTH]
+        if not shallow:
+            break
+        for step in shallow:
+            _to_gemm_core(lowering, step)
+        moved = True
+    if moved:
+        drop_unused_constants(lowering, {})
+    for step in lowering.steps:
+        if _channels_last(step):
+            bits = 1 | (IN_NHWC if id(step.ins[0].buffer) in nhwc else 0) | \
+                (OUT_NHWC if id(step.outs[0].buffer) in nhwc else 0)
+            step.attrs = {**step.attrs, "channels_last": bits}
+
+
+def _depth(p: dict[str, int]) -> int:
+    return p["channels"] * p["kernel_h"] * p["kernel_w"]
+
+
+def _to_gemm_core(lowering, step) -> None:
+    """The step on the GEMM core instead: its weight unpacked from the channels-last layout and packed row-major (the
+    channels-last copy is then read by nothing and not written, passes.drop_unused_constants), its scratch re-sized."""
+    weight = step.ins[1]
+    w = qkernels.channels_last_unpack_weight(weight.buffer.data, step.attrs["conv"])
+    step.attrs = {**step.attrs, "channels_last": 0}
+    step.ins[1] = lowering.derived_constant(qkernels.pack_weight(1, w),
+                                            f"{weight.buffer.note.split(' in 64-channel')[0]} packed for ck_q kernels")
+    nbytes = RULES[step.op].scratch(step)
+    step.scratch = Buffer("scratch", int(nbytes)) if nbytes > 0 else None
+
+
+def _layouts(steps) -> dict:
+    """The temp buffers (ids) laid out channels-last: the fixed point of the rules in the module's docstring."""
     readers: dict[int, list] = {}
     producers: dict[int, tuple] = {}
     for step in steps:
@@ -53,8 +98,4 @@ def place_channels_last(lowering) -> None:
             if not keep:
                 del nhwc[buf]
                 changed = True
-    for step in steps:
-        if _channels_last(step):
-            bits = 1 | (IN_NHWC if id(step.ins[0].buffer) in nhwc else 0) | \
-                (OUT_NHWC if id(step.outs[0].buffer) in nhwc else 0)
-            step.attrs = {**step.attrs, "channels_last": bits}
+    return nhwc

@@ -41,10 +41,10 @@ def prepack_weights(lowering: Lowering) -> None:
             packed[key] = Buffer("const", data.nbytes, data=data, note=note, source=weight.buffer)
         step.op = rule.op
         step.ins[rule.weight] = Value(weight.type, packed[key])
-    _drop_unused_constants(lowering, packed)
+    drop_unused_constants(lowering, packed)
 
 
-def _drop_unused_constants(lowering: Lowering, packed: dict) -> None:
+def drop_unused_constants(lowering: Lowering, packed: dict) -> None:
     """Constants no step reads (weights replaced by packed copies) are not written; the packed copies
     follow their source in the numbering."""
     used = {id(v.buffer) for s in lowering.steps for v in s.ins}

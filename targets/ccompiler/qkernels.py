@@ -77,6 +77,9 @@ CL_OC, CL_PX, CL_BAND_MAX = 64, 6, 96   # CK_QDL_OC, CK_QDL_PX, CK_QDL_BAND_MAX
 # 5-35% (the transpositions into and out of channels-last order cost per output what a shallow sum does not pay
 # back); kept channels-last between convolutions (channels_last_layout.py) those transpositions are gone.
 CL_MIN_CHANNELS = 16
+# A convolution this deep (input channels x taps) or more keeps the path even with NCHW on both sides (the 3x3 layers
+# above); a shallower one whose output stays NCHW goes back to the GEMM core (channels_last_layout.py)
+CL_MIN_DEPTH = 576
 # The CPU flags it is asked for on: AVX512-VNNI (vpdpbusd on 64-byte vectors), not where AMX's tiles run the GEMM
 CL_FLAGS, CL_NOT_FLAGS = frozenset(("avx512_vnni",)), frozenset(("amx_int8",))
 
@@ -110,6 +113,14 @@ def channels_last_pack_weight(weight: np.ndarray) -> np.ndarray:
     w[:o, :c] = weight.reshape(o, c, kh * kw)
     w = w.reshape(blocks, CL_OC, c4 // 4, 4, kh * kw).transpose(0, 4, 2, 1, 3)
     return np.ascontiguousarray(w).reshape(-1)
+
+
+def channels_last_unpack_weight(packed: np.ndarray, p: dict[str, int]) -> np.ndarray:
+    """The OIHW int8 weight channels_last_pack_weight packed (for a step the codegen moves back to the GEMM core)."""
+    o, c, kh, kw = p["out_channels"], p["channels"], p["kernel_h"], p["kernel_w"]
+    blocks, c4 = -(-o // CL_OC), _round_up(c, 4)
+    w = packed.reshape(blocks, kh * kw, c4 // 4, CL_OC, 4).transpose(0, 3, 2, 4, 1).reshape(blocks * CL_OC, c4, kh * kw)
+    return np.ascontiguousarray(w[:o, :c].reshape(o, c, kh, kw))
 
 
 def _cl_band(n: int) -> int:

@@ -246,38 +246,127 @@ static void ck_qdl_tile_portable(const ck_qdl_tile_args *a, int32_t *acc) {
     _mm512_storeu_si512((void *)(acc + (I) * CK_QDL_OC + 48), c##I##3);              \
   } while (0)
 
-CK_QDL_TARGET static void ck_qdl_tile_vnni(const ck_qdl_tile_args *a, int32_t *acc) {
-  const __m512i z = _mm512_setzero_si512();
-  const int8_t *w = a->w;
-  int64_t ky, kx, s;
-  CK_QDL_DECL(0);
-  CK_QDL_DECL(1);
-  CK_QDL_DECL(2);
-  CK_QDL_DECL(3);
-  CK_QDL_DECL(4);
-  CK_QDL_DECL(5);
-  for (ky = 0; ky < a->kh; ++ky)
-    for (kx = 0; kx < a->kw; ++kx) {
-      const int64_t off = ky * a->row_step + kx * a->col_step;
-      const uint8_t *p0 = a->px[0] + off, *p1 = a->px[1] + off, *p2 = a->px[2] + off, *p3 = a->px[3] + off;
-      const uint8_t *p4 = a->px[4] + off, *p5 = a->px[5] + off;
-      for (s = 0; s < a->steps; ++s, w += CK_QDL_OC * 4) {
-        const __m512i w0 = _mm512_loadu_si512((const void *)w), w1 = _mm512_loadu_si512((const void *)(w + 64));
-        const __m512i w2 = _mm512_loadu_si512((const void *)(w + 128)), w3 = _mm512_loadu_si512((const void *)(w + 192));
-        CK_QDL_PIXEL(0);
-        CK_QDL_PIXEL(1);
-        CK_QDL_PIXEL(2);
-        CK_QDL_PIXEL(3);
-        CK_QDL_PIXEL(4);
-        CK_QDL_PIXEL(5);
-      }
+/* The k-loop of a tile: 6 pixels x 4 vectors of 16 channels summed into c00 .. c53 */
+#define CK_QDL_ACCUMULATE()                                                                                        \
+  const __m512i z = _mm512_setzero_si512();                                                                        \
+  const int8_t *w = a->w;                                                                                          \
+  int64_t ky, kx, s;                                                                                               \
+  CK_QDL_DECL(0);                                                                                                  \
+  CK_QDL_DECL(1);                                                                                                  \
+  CK_QDL_DECL(2);                                                                                                  \
+  CK_QDL_DECL(3);                                                                                                  \
+  CK_QDL_DECL(4);                                                                                                  \
+  CK_QDL_DECL(5);                                                                                                  \
+  for (ky = 0; ky < a->kh; ++ky)                                                                                   \
+    for (kx = 0; kx < a->kw; ++kx) {                                                                               \
+      const int64_t off = ky * a->row_step + kx * a->col_step;                                                     \
+      const uint8_t *p0 = a->px[0] + off, *p1 = a->px[1] + off, *p2 = a->px[2] + off, *p3 = a->px[3] + off;       \
+      const uint8_t *p4 = a->px[4] + off, *p5 = a->px[5] + off;                                                    \
+      for (s = 0; s < a->steps; ++s, w += CK_QDL_OC * 4) {                                                         \
+        const __m512i w0 = _mm512_loadu_si512((const void *)w), w1 = _mm512_loadu_si512((const void *)(w + 64));   \
+        const __m512i w2 = _mm512_loadu_si512((const void *)(w + 128));                                            \
+        const __m512i w3 = _mm512_loadu_si512((const void *)(w + 192));                                            \
+        CK_QDL_PIXEL(0);                                                                                           \
+        CK_QDL_PIXEL(1);                                                                                           \
+        CK_QDL_PIXEL(2);                                                                                           \
+        CK_QDL_PIXEL(3);                                                                                           \
+        CK_QDL_PIXEL(4);                                                                                           \
+        CK_QDL_PIXEL(5);                                                                                           \
+      }                                                                                                            \
     }
+
+CK_QDL_TARGET static void ck_qdl_tile_vnni(const ck_qdl_tile_args *a, int32_t *acc) {
+  CK_QDL_ACCUMULATE();
   CK_QDL_STORE(0);
   CK_QDL_STORE(1);
   CK_QDL_STORE(2);
   CK_QDL_STORE(3);
   CK_QDL_STORE(4);
   CK_QDL_STORE(5);
+}
+
+/* What the channels-last epilogue needs for a block of output channels: its constants and the output's layout */
+typedef struct {
+  const int32_t *bias;
+  const float *scale;
+  int64_t rows;      /* channels of the block (the last block's may be fewer than 64) */
+  int64_t ldo;       /* bytes from one output pixel to the next: the output's channels */
+  __m512i zp;
+  __m512 lo, hi;     /* the clamp, less the zero point */
+  const ck_qadd_params *add; /* NULL, or a residual add of rounding 0 */
+  int conv_is_rhs;
+  __m512 r_conv, r_res, fixed, add_lo, add_hi;
+} ck_qdl_epilogue;
+
+/* 16 channels of one pixel requantized (ck_requant1 lane by lane, rounding 0), the residual added if any
+ * (ck_qadd_avx512's float32 steps: fmaf(lhs, ratio_a, fmaf(rhs, ratio_b, fixed)), clamped, ties to even), stored */
+CK_QDL_TARGET static inline void ck_qdl_requant16(__m512i acc, const ck_qdl_epilogue *e, int64_t g, uint8_t *out,
+                                                  const uint8_t *res) {
+  const int64_t chans = e->rows - 16 * g < 16 ? e->rows - 16 * g : 16;
+  const __mmask16 cmask = (__mmask16)(chans == 16 ? 0xFFFFu : (1u << chans) - 1u);
+  const __m512i vbias = _mm512_maskz_loadu_epi32(cmask, (const void *)(e->bias + 16 * g));
+  const __m512 vscale = _mm512_maskz_loadu_ps(cmask, (const void *)(e->scale + 16 * g));
+  __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, vbias)), vscale);
+  __m512i r;
+  f = _mm512_min_ps(_mm512_max_ps(f, e->lo), e->hi);
+  r = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), e->zp);
+  if (e->add != NULL) {
+    const __m128i b8 = _mm_maskz_loadu_epi8(cmask, (const void *)(res + 16 * g));
+    const __m512 b = _mm512_cvtepi32_ps(e->add->is_signed ? _mm512_cvtepi8_epi32(b8) : _mm512_cvtepu8_epi32(b8));
+    const __m512 a = _mm512_cvtepi32_ps(r);
+    __m512 v = e->conv_is_rhs ? _mm512_fmadd_ps(b, e->r_res, _mm512_fmadd_ps(a, e->r_conv, e->fixed))
+                              : _mm512_fmadd_ps(a, e->r_conv, _mm512_fmadd_ps(b, e->r_res, e->fixed));
+    v = _mm512_min_ps(_mm512_max_ps(v, e->add_lo), e->add_hi);
+    r = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  _mm_mask_storeu_epi8((void *)(out + 16 * g), cmask, _mm512_cvtepi32_epi8(r));
+}
+
+#define CK_QDL_REQUANT(I)                                                                                 \
+  do {                                                                                                    \
+    if ((I) < npx) {                                                                                      \
+      uint8_t *o_ = out + (I) * e->ldo;                                                                   \
+      const uint8_t *r_ = res != NULL ? res + (I) * e->ldo : NULL;                                        \
+      ck_qdl_requant16(c##I##0, e, 0, o_, r_);                                                            \
+      if (e->rows > 16) ck_qdl_requant16(c##I##1, e, 1, o_, r_);                                          \
+      if (e->rows > 32) ck_qdl_requant16(c##I##2, e, 2, o_, r_);                                          \
+      if (e->rows > 48) ck_qdl_requant16(c##I##3, e, 3, o_, r_);                                          \
+    }                                                                                                     \
+  } while (0)
+
+/* The tile requantized from its registers into a channels-last output: pixel i of the first npx at out + i * ldo
+ * (the residual at res + i * ldo, when e->add) */
+CK_QDL_TARGET static void ck_qdl_tile_nhwc_vnni(const ck_qdl_tile_args *a, const ck_qdl_epilogue *e, int64_t npx,
+                                                uint8_t *out, const uint8_t *res) {
+  CK_QDL_ACCUMULATE();
+  CK_QDL_REQUANT(0);
+  CK_QDL_REQUANT(1);
+  CK_QDL_REQUANT(2);
+  CK_QDL_REQUANT(3);
+  CK_QDL_REQUANT(4);
+  CK_QDL_REQUANT(5);
+}
+
+/* The epilogue's constants for the block at o0 of a job's convolution (add: NULL or a rounding-0 residual add) */
+CK_QDL_TARGET static void ck_qdl_epilogue_init(ck_qdl_epilogue *e, const ck_qconv2d_params *p, const int32_t *bias,
+                                               const float *scale, int64_t rows, const ck_qadd_params *add,
+                                               int conv_is_rhs) {
+  const ck_qparams *q = &p->q;
+  const int sign = add != NULL && add->is_signed;
+  e->bias = bias;
+  e->scale = scale;
+  e->rows = rows;
+  e->ldo = p->conv.out_channels;
+  e->zp = _mm512_set1_epi32(q->output_zero_point);
+  e->lo = _mm512_set1_ps((float)(q->out_min - q->output_zero_point));
+  e->hi = _mm512_set1_ps((float)(q->out_max - q->output_zero_point));
+  e->add = add;
+  e->conv_is_rhs = conv_is_rhs;
+  e->r_conv = _mm512_set1_ps(add == NULL ? 0.0f : conv_is_rhs ? add->ratio_b : add->ratio_a);
+  e->r_res = _mm512_set1_ps(add == NULL ? 0.0f : conv_is_rhs ? add->ratio_a : add->ratio_b);
+  e->fixed = _mm512_set1_ps(add == NULL ? 0.0f : add->fixed);
+  e->add_lo = _mm512_set1_ps(sign ? -128.0f : 0.0f);
+  e->add_hi = _mm512_set1_ps(sign ? 127.0f : 255.0f);
 }
 
 /* rows x cnt outputs from the task's sums ([pixel][64 channels]): 16 pixels x 16 channels at a time requantized in
@@ -315,44 +404,13 @@ CK_QDL_TARGET static void ck_qdl_store_vnni(const int32_t *sums, int64_t cnt, in
 #endif
 
 #if defined(CK_QDL_X86)
-/* The same requantization stored channels-last: each pixel's channels of the block one masked 16-byte store a group.
- * add (or NULL): a residual qnn.add of rounding 0 (ck_qadd's float32 steps lane by lane, as ck_qadd_avx512) on the
- * requantized values while they are in registers, res laid out as out; the conv's output is its rhs if conv_is_rhs */
-CK_QDL_TARGET static void ck_qdl_store_nhwc_vnni(const int32_t *sums, int64_t cnt, int64_t rows, const int32_t *bias,
-                                                 const float *scale, const ck_qparams *q, uint8_t *out, int64_t ldo,
-                                                 const ck_qadd_params *add, int conv_is_rhs, const uint8_t *res) {
-  const __m512i zp = _mm512_set1_epi32(q->output_zero_point);
-  const __m512 lo = _mm512_set1_ps((float)(q->out_min - q->output_zero_point));
-  const __m512 hi = _mm512_set1_ps((float)(q->out_max - q->output_zero_point));
-  const int sign = add != NULL && add->is_signed;
-  const __m512 r_conv = _mm512_set1_ps(add == NULL ? 0.0f : conv_is_rhs ? add->ratio_b : add->ratio_a);
-  const __m512 r_res = _mm512_set1_ps(add == NULL ? 0.0f : conv_is_rhs ? add->ratio_a : add->ratio_b);
-  const __m512 fixed = _mm512_set1_ps(add == NULL ? 0.0f : add->fixed);
-  const __m512 add_lo = _mm512_set1_ps(sign ? -128.0f : 0.0f), add_hi = _mm512_set1_ps(sign ? 127.0f : 255.0f);
-  int64_t g, p;
-  for (g = 0; g * 16 < rows; ++g) {
-    const int64_t chans = rows - g * 16 < 16 ? rows - g * 16 : 16;
-    const __mmask16 cmask = (__mmask16)(chans == 16 ? 0xFFFFu : (1u << chans) - 1u);
-    const __m512i vbias = _mm512_maskz_loadu_epi32(cmask, (const void *)(bias + g * 16));
-    const __m512 vscale = _mm512_maskz_loadu_ps(cmask, (const void *)(scale + g * 16));
-    for (p = 0; p < cnt; ++p) {
-      const __m512i v = _mm512_loadu_si512((const void *)(sums + p * CK_QDL_OC + g * 16));
-      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(v, vbias)), vscale);
-      __m512i r;
-      f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-      r = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);
-      if (add != NULL) { /* ck_qadd_avx512: fmaf(lhs, ratio_a, fmaf(rhs, ratio_b, fixed)), clamped, ties to even */
-        const __m128i b8 = _mm_maskz_loadu_epi8(cmask, (const void *)(res + p * ldo + g * 16));
-        const __m512 b = _mm512_cvtepi32_ps(sign ? _mm512_cvtepi8_epi32(b8) : _mm512_cvtepu8_epi32(b8));
-        const __m512 a = _mm512_cvtepi32_ps(r);
-        __m512 v = conv_is_rhs ? _mm512_fmadd_ps(b, r_res, _mm512_fmadd_ps(a, r_conv, fixed))
-                               : _mm512_fmadd_ps(a, r_conv, _mm512_fmadd_ps(b, r_res, fixed));
-        v = _mm512_min_ps(_mm512_max_ps(v, add_lo), add_hi);
-        r = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      }
-      _mm_mask_storeu_epi8((void *)(out + p * ldo + g * 16), cmask, _mm512_cvtepi32_epi8(r));
-    }
-  }
+/* A task's sums ([pixel][64 channels]) requantized into a channels-last output (e->add NULL) */
+CK_QDL_TARGET static void ck_qdl_store_nhwc_vnni(const int32_t *sums, int64_t cnt, const ck_qdl_epilogue *e,
+                                                 uint8_t *out) {
+  int64_t p, g;
+  for (p = 0; p < cnt; ++p)
+    for (g = 0; 16 * g < e->rows; ++g)
+      ck_qdl_requant16(_mm512_loadu_si512((const void *)(sums + p * CK_QDL_OC + 16 * g)), e, g, out + p * e->ldo, NULL);
 }
 #endif
 
@@ -408,6 +466,33 @@ static void ck_qdl_task(int32_t task, int32_t slot, void *ctx) {
   a.col_step = c->dilation_w * cs;
   a.steps = cs / 4;
   a.w = j->weight + block * taps * cs * CK_QDL_OC;
+#if defined(CK_QDL_X86)
+  if (j->vnni && j->out_nhwc && (j->post == NULL || j->post->add->rounding == 0)) {
+    ck_qdl_epilogue e; /* the sums go from the tile's registers straight to the output: no scratch, no second pass */
+    ck_qdl_epilogue_init(&e, j->p, j->bias + o0, j->scale + o0, rows, j->post != NULL ? j->post->add : NULL,
+                         j->post != NULL && j->post->conv_is_rhs);
+    y = n0 / j->ow;
+    x = n0 % j->ow;
+    for (p0 = 0; p0 < cnt; p0 += CK_QDL_PX) {
+      const int64_t npx = cnt - p0 < CK_QDL_PX ? cnt - p0 : CK_QDL_PX;
+      uint8_t *out_px = o + p0 * c->out_channels;
+      for (i = 0; i < CK_QDL_PX; ++i) {
+        if (i < npx) {
+          a.px[i] = j->copy + (y * c->stride_h * pw + x * c->stride_w) * cs;
+          if (++x == j->ow) {
+            x = 0;
+            ++y;
+          }
+        } else {
+          a.px[i] = a.px[i - 1];
+        }
+      }
+      ck_qdl_tile_nhwc_vnni(&a, &e, npx, out_px,
+                            j->post != NULL ? j->post->residual + (out_px - j->out_base) : NULL);
+    }
+    return;
+  }
+#endif
   y = n0 / j->ow;   /* the next pixel's row and column, stepped along (a division per pixel cost 4% of the run) */
   x = n0 % j->ow;
   for (p0 = 0; p0 < cnt; p0 += CK_QDL_PX) {
@@ -432,15 +517,11 @@ static void ck_qdl_task(int32_t task, int32_t slot, void *ctx) {
   }
   if (j->out_nhwc) {
 #if defined(CK_QDL_X86)
-    if (j->vnni && j->post != NULL && j->post->add->rounding == 0) { /* the add in the epilogue's registers */
-      ck_qdl_store_nhwc_vnni(sums, cnt, rows, j->bias + o0, j->scale + o0, &j->p->q, o, c->out_channels,
-                             j->post->add, j->post->conv_is_rhs, j->post->residual + (o - j->out_base));
-      return;
-    }
-    if (j->vnni)
-      ck_qdl_store_nhwc_vnni(sums, cnt, rows, j->bias + o0, j->scale + o0, &j->p->q, o, c->out_channels, NULL, 0,
-                             NULL);
-    else
+    if (j->vnni) {
+      ck_qdl_epilogue e;
+      ck_qdl_epilogue_init(&e, j->p, j->bias + o0, j->scale + o0, rows, NULL, 0);
+      ck_qdl_store_nhwc_vnni(sums, cnt, &e, o);
+    } else
 #endif
       ck_qdl_store_nhwc_rows(sums, cnt, rows, j->bias + o0, j->scale + o0, &j->p->q, o, c->out_channels);
   } else {
