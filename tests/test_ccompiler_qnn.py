@@ -593,12 +593,14 @@ def test_qconv2d_channels_last_equals_numpy(ck, case, layout):
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 @pytest.mark.parametrize("conv_id,form,conv_is_rhs,out_dtype", [("cl-three-channel-blocks", "float32", False, "uint8"),
                                                                ("cl-7x7-one-band", "tflite", True, "uint8"),
-                                                               ("1x1", "float32", True, "uint8")],
-                         ids=["lhs-float32", "rhs-tflite", "1x1-rhs"])
+                                                               ("1x1", "float32", True, "uint8"),
+                                                               ("cl-7x7-one-band", "float32", False, "int8"),
+                                                               ("cl-7x7-one-band", None, False, "int8")],
+                         ids=["lhs-float32", "rhs-tflite", "1x1-rhs", "int8-out", "int8-out-no-add"])
 def test_qconv2d_channels_last_add_equals_conv_then_add(ck, conv_id, form, conv_is_rhs, out_dtype, layout):
     """ck_qconv2d_add on .channels_last = 1 (NCHW) or 7 (input, output and residual channels-last): each task's
     residual add after its part, the bytes of the numpy convolution then qnn.add, on every int8 kernel and thread
-    count."""
+    count (form None: ck_qconv2d alone, int8 out)."""
     _, dshape, wshape, strides, padding, groups, in_dtype = next(c for c in CHANNELS_LAST if c[0] == conv_id)
     x, w = _draw(dshape, in_dtype), _draw(wshape, "int8")
     bias = RNG.integers(-3000, 3000, size=wshape[0]).astype(np.int32)
@@ -611,8 +613,9 @@ def test_qconv2d_channels_last_add_equals_conv_then_add(ck, conv_id, form, conv_
     folded = Q.fold_bias(w, bias, 3 + (128 if in_dtype == "int8" else 0), np.zeros(wshape[0], np.int64))
     conv = _requant(_conv_int64(x.astype(np.int64) - 3, w, p) + bias.reshape(1, -1, 1, 1), scale, q, 1)
     residual = _draw(conv.shape, out_dtype)
-    add, add_numpy = _qadd_case(form, out_dtype)
-    want = (add_numpy(residual, conv) if conv_is_rhs else add_numpy(conv, residual)).astype(out_dtype)
+    add, add_numpy = _qadd_case(form or "float32", out_dtype)
+    want = conv.astype(out_dtype) if form is None else \
+        (add_numpy(residual, conv) if conv_is_rhs else add_numpy(conv, residual)).astype(out_dtype)
     if layout == "nhwc":
         x, residual, want = _nhwc(x), _nhwc(residual), _nhwc(want)
     ws = np.zeros(ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)), np.uint8)
@@ -620,8 +623,13 @@ def test_qconv2d_channels_last_add_equals_conv_then_add(ck, conv_id, form, conv_
         for kernel, threads in itertools.product(_kernels(ck), THREADS):
             assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
             out = np.zeros(want.shape, out_dtype)
-            assert ck.ck_qconv2d_add(ctypes.byref(params), ctypes.byref(add), int(conv_is_rhs), _ptr(x), _ptr(weight),
-                                     _ptr(folded), _ptr(scale), _ptr(residual), _ptr(out), _ptr(ws)) == 0
+            if form is None:
+                assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(weight), _ptr(folded), _ptr(scale),
+                                     _ptr(out), _ptr(ws)) == 0
+            else:
+                assert ck.ck_qconv2d_add(ctypes.byref(params), ctypes.byref(add), int(conv_is_rhs), _ptr(x),
+                                         _ptr(weight), _ptr(folded), _ptr(scale), _ptr(residual), _ptr(out),
+                                         _ptr(ws)) == 0
             np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
     finally:
         ck.byoc_set_num_threads(0)

@@ -291,6 +291,7 @@ typedef struct {
   const float *scale;
   int64_t rows;      /* channels of the block (the last block's may be fewer than 64) */
   int64_t ldo;       /* bytes from one output pixel to the next: the output's channels */
+  int out_signed;
   __m512i zp;
   __m512 lo, hi;     /* the clamp, less the zero point */
   const ck_qadd_params *add; /* NULL, or a residual add of rounding 0 */
@@ -298,20 +299,18 @@ typedef struct {
   __m512 r_conv, r_res, fixed, add_lo, add_hi;
 } ck_qdl_epilogue;
 
-/* 16 channels of one pixel requantized (ck_requant1 lane by lane, rounding 0), the residual added if any
- * (ck_qadd_avx512's float32 steps: fmaf(lhs, ratio_a, fmaf(rhs, ratio_b, fixed)), clamped, ties to even), stored */
-CK_QDL_TARGET static inline void ck_qdl_requant16(__m512i acc, const ck_qdl_epilogue *e, int64_t g, uint8_t *out,
-                                                  const uint8_t *res) {
-  const int64_t chans = e->rows - 16 * g < 16 ? e->rows - 16 * g : 16;
-  const __mmask16 cmask = (__mmask16)(chans == 16 ? 0xFFFFu : (1u << chans) - 1u);
-  const __m512i vbias = _mm512_maskz_loadu_epi32(cmask, (const void *)(e->bias + 16 * g));
-  const __m512 vscale = _mm512_maskz_loadu_ps(cmask, (const void *)(e->scale + 16 * g));
+/* 16 channels of one pixel requantized (ck_requant1 lane by lane, rounding 0: the block's constants vbias, vscale),
+ * the residual's 16 bytes at res added if e->add (ck_qadd_avx512's float32 steps: fmaf(lhs, ratio_a, fmaf(rhs,
+ * ratio_b, fixed)), clamped, ties to even): the bytes' values as int32 */
+CK_QDL_TARGET static inline __m512i ck_qdl_requant16(__m512i acc, __m512i vbias, __m512 vscale,
+                                                     const ck_qdl_epilogue *e, __mmask16 cmask, const uint8_t *res,
+                                                     int64_t at) {
   __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, vbias)), vscale);
   __m512i r;
   f = _mm512_min_ps(_mm512_max_ps(f, e->lo), e->hi);
   r = _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), e->zp);
   if (e->add != NULL) {
-    const __m128i b8 = _mm_maskz_loadu_epi8(cmask, (const void *)(res + 16 * g));
+    const __m128i b8 = _mm_maskz_loadu_epi8(cmask, (const void *)(res + at));
     const __m512 b = _mm512_cvtepi32_ps(e->add->is_signed ? _mm512_cvtepi8_epi32(b8) : _mm512_cvtepu8_epi32(b8));
     const __m512 a = _mm512_cvtepi32_ps(r);
     __m512 v = e->conv_is_rhs ? _mm512_fmadd_ps(b, e->r_res, _mm512_fmadd_ps(a, e->r_conv, e->fixed))
@@ -319,32 +318,70 @@ CK_QDL_TARGET static inline void ck_qdl_requant16(__m512i acc, const ck_qdl_epil
     v = _mm512_min_ps(_mm512_max_ps(v, e->add_lo), e->add_hi);
     r = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   }
-  _mm_mask_storeu_epi8((void *)(out + 16 * g), cmask, _mm512_cvtepi32_epi8(r));
+  return r;
 }
 
-#define CK_QDL_REQUANT(I)                                                                                 \
-  do {                                                                                                    \
-    if ((I) < npx) {                                                                                      \
-      uint8_t *o_ = out + (I) * e->ldo;                                                                   \
-      const uint8_t *r_ = res != NULL ? res + (I) * e->ldo : NULL;                                        \
-      ck_qdl_requant16(c##I##0, e, 0, o_, r_);                                                            \
-      if (e->rows > 16) ck_qdl_requant16(c##I##1, e, 1, o_, r_);                                          \
-      if (e->rows > 32) ck_qdl_requant16(c##I##2, e, 2, o_, r_);                                          \
-      if (e->rows > 48) ck_qdl_requant16(c##I##3, e, 3, o_, r_);                                          \
-    }                                                                                                     \
+/* A block's 4 groups of requantized values (each in its output type's range) as 64 bytes in channel order: the packs
+ * interleave 4-byte groups across the 128-bit lanes, the dword permutation puts them back */
+CK_QDL_TARGET static inline void ck_qdl_store64(__m512i r0, __m512i r1, __m512i r2, __m512i r3, int is_signed,
+                                                uint8_t *out) {
+  const __m512i w01 = _mm512_packs_epi32(r0, r1), w23 = _mm512_packs_epi32(r2, r3);
+  const __m512i b = is_signed ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
+  _mm512_storeu_si512((void *)out,
+                      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), b));
+}
+
+/* Pixel I's channels: a whole block as one 64-byte store, a last block's groups under masks */
+#define CK_QDL_REQUANT(I)                                                                                          \
+  do {                                                                                                             \
+    if ((I) < npx) {                                                                                               \
+      uint8_t *o_ = out + (I) * e->ldo;                                                                            \
+      const uint8_t *r_ = res != NULL ? res + (I) * e->ldo : NULL; /* read only with e->add */                    \
+      if (e->rows == CK_QDL_OC) {                                                                                  \
+        ck_qdl_store64(ck_qdl_requant16(c##I##0, vb0, vs0, e, 0xFFFF, r_, 0),                                     \
+                       ck_qdl_requant16(c##I##1, vb1, vs1, e, 0xFFFF, r_, 16),                                     \
+                       ck_qdl_requant16(c##I##2, vb2, vs2, e, 0xFFFF, r_, 32),                                     \
+                       ck_qdl_requant16(c##I##3, vb3, vs3, e, 0xFFFF, r_, 48), out_signed, o_);                    \
+      } else {                                                                                                     \
+        CK_QDL_GROUP(I, 0);                                                                                        \
+        if (e->rows > 16) CK_QDL_GROUP(I, 1);                                                                      \
+        if (e->rows > 32) CK_QDL_GROUP(I, 2);                                                                      \
+        if (e->rows > 48) CK_QDL_GROUP(I, 3);                                                                      \
+      }                                                                                                            \
+    }                                                                                                              \
   } while (0)
+#define CK_QDL_GROUP(I, G)                                                                                         \
+  _mm_mask_storeu_epi8((void *)(o_ + 16 * (G)), cm##G,                                                             \
+                       _mm512_cvtepi32_epi8(ck_qdl_requant16(c##I##G, vb##G, vs##G, e, cm##G, r_, 16 * (G))))
+#define CK_QDL_CONSTANTS(G)                                                                                        \
+  const __mmask16 cm##G = ck_qdl_group_mask(e->rows, G);                                                           \
+  const __m512i vb##G = _mm512_maskz_loadu_epi32(cm##G, (const void *)(e->bias + 16 * (G)));                       \
+  const __m512 vs##G = _mm512_maskz_loadu_ps(cm##G, (const void *)(e->scale + 16 * (G)))
+
+/* the lanes of group g (16 channels) among a block's first `rows` */
+static inline __mmask16 ck_qdl_group_mask(int64_t rows, int64_t g) {
+  const int64_t chans = rows - 16 * g;
+  return (__mmask16)(chans >= 16 ? 0xFFFFu : chans <= 0 ? 0u : (1u << chans) - 1u);
+}
 
 /* The tile requantized from its registers into a channels-last output: pixel i of the first npx at out + i * ldo
  * (the residual at res + i * ldo, when e->add) */
 CK_QDL_TARGET static void ck_qdl_tile_nhwc_vnni(const ck_qdl_tile_args *a, const ck_qdl_epilogue *e, int64_t npx,
                                                 uint8_t *out, const uint8_t *res) {
+  const int out_signed = e->add != NULL ? e->add->is_signed : e->out_signed;
   CK_QDL_ACCUMULATE();
-  CK_QDL_REQUANT(0);
+  {
+    CK_QDL_CONSTANTS(0);
+    CK_QDL_CONSTANTS(1);
+    CK_QDL_CONSTANTS(2);
+    CK_QDL_CONSTANTS(3);
+    CK_QDL_REQUANT(0);
   CK_QDL_REQUANT(1);
   CK_QDL_REQUANT(2);
   CK_QDL_REQUANT(3);
   CK_QDL_REQUANT(4);
-  CK_QDL_REQUANT(5);
+    CK_QDL_REQUANT(5);
+  }
 }
 
 /* The epilogue's constants for the block at o0 of a job's convolution (add: NULL or a rounding-0 residual add) */
@@ -357,6 +394,7 @@ CK_QDL_TARGET static void ck_qdl_epilogue_init(ck_qdl_epilogue *e, const ck_qcon
   e->scale = scale;
   e->rows = rows;
   e->ldo = p->conv.out_channels;
+  e->out_signed = q->output_signed;
   e->zp = _mm512_set1_epi32(q->output_zero_point);
   e->lo = _mm512_set1_ps((float)(q->out_min - q->output_zero_point));
   e->hi = _mm512_set1_ps((float)(q->out_max - q->output_zero_point));
@@ -408,9 +446,16 @@ CK_QDL_TARGET static void ck_qdl_store_vnni(const int32_t *sums, int64_t cnt, in
 CK_QDL_TARGET static void ck_qdl_store_nhwc_vnni(const int32_t *sums, int64_t cnt, const ck_qdl_epilogue *e,
                                                  uint8_t *out) {
   int64_t p, g;
-  for (p = 0; p < cnt; ++p)
-    for (g = 0; 16 * g < e->rows; ++g)
-      ck_qdl_requant16(_mm512_loadu_si512((const void *)(sums + p * CK_QDL_OC + 16 * g)), e, g, out + p * e->ldo, NULL);
+  for (g = 0; 16 * g < e->rows; ++g) {
+    const __mmask16 cm = ck_qdl_group_mask(e->rows, g);
+    const __m512i vb = _mm512_maskz_loadu_epi32(cm, (const void *)(e->bias + 16 * g));
+    const __m512 vs = _mm512_maskz_loadu_ps(cm, (const void *)(e->scale + 16 * g));
+    for (p = 0; p < cnt; ++p)
+      _mm_mask_storeu_epi8((void *)(out + p * e->ldo + 16 * g), cm,
+                           _mm512_cvtepi32_epi8(ck_qdl_requant16(
+                               _mm512_loadu_si512((const void *)(sums + p * CK_QDL_OC + 16 * g)), vb, vs, e, cm, NULL,
+                               0)));
+  }
 }
 #endif
 
