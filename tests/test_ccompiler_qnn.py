@@ -590,6 +590,25 @@ def test_qconv2d_channels_last_equals_numpy(ck, case, layout):
     _every_kernel_and_thread_count(ck, params, x, weight, folded, scale, want)
 
 
+@pytest.mark.parametrize("case", [c for c in CONVS if c[0].startswith("depthwise-whole-plane")] +
+                         [("global-pool-7x7", (2, 70, 7, 7), (70, 1, 7, 7), (1, 1), (0, 0, 0, 0), 70, "uint8")],
+                         ids=lambda c: c[0])
+def test_qconv2d_whole_plane_depthwise_reads_channels_last(ck, case):
+    """.channels_last = 2 on a depthwise window over the whole plane (the global average pool): the input
+    channels-last, the same bytes as numpy's NCHW convolution (one value per channel either way), every kernel and
+    thread count; refused on a depthwise convolution over part of the plane."""
+    w = _draw(case[2], "int8")
+    x, bias, scale, xz, p, params, want = _conv_case(case, w)
+    assert Q.whole_plane_depthwise(p, 0)
+    params.channels_last = 2
+    folded = Q.fold_bias(w, bias, xz, np.zeros(case[2][0], np.int64))
+    _every_kernel_and_thread_count(ck, params, _nhwc(x), w, folded, scale, want)
+    part = next(c for c in CONVS if c[0] == "depthwise-3x3")
+    params = _conv_case(part, _draw(part[2], "int8"))[5]
+    params.channels_last = 2
+    assert ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)) == 0
+
+
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 @pytest.mark.parametrize("conv_id,form,conv_is_rhs,out_dtype", [("cl-three-channel-blocks", "float32", False, "uint8"),
                                                                ("cl-7x7-one-band", "tflite", True, "uint8"),

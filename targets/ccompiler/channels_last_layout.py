@@ -11,8 +11,8 @@ A step-list pass after the residual adds are fused and before buffers are placed
 channels-last when a channels-last convolution writes it and every step that reads it is one too, reading it through
 the same shape as its input, or as the residual of an add whose own output is channels-last (the library adds the
 two element by element, so a convolution's output and its residual share a layout: deciding one decides the other,
-hence the fixed point). Everything else keeps the model's NCHW: the region's inputs and outputs, and whatever max
-pooling, the global average pool or any other kernel reads. A convolution shallower than qkernels.CL_MIN_DEPTH
+hence the fixed point). A depthwise sum over whole planes (the global average pool) reads either layout. Everything
+else keeps the model's NCHW: the region's inputs and outputs, and whatever max pooling or any other kernel reads. A convolution shallower than qkernels.CL_MIN_DEPTH
 (input channels x taps) whose output stays NCHW goes back to the GEMM core (MobileNetV2's 1x1 convolutions beside
 its depthwise ones: the transposition back into NCHW rows costs more than a shallow sum gains), and the layouts are
 decided again without it.
@@ -49,10 +49,17 @@ def place_channels_last(lowering) -> None:
     if moved:
         drop_unused_constants(lowering, {})
     for step in lowering.steps:
-        if _channels_last(step):
+        if _pools_planes(step) and id(step.ins[0].buffer) in nhwc:
+            step.attrs = {**step.attrs, "channels_last": IN_NHWC}
+        elif _channels_last(step):
             bits = 1 | (IN_NHWC if id(step.ins[0].buffer) in nhwc else 0) | \
                 (OUT_NHWC if id(step.outs[0].buffer) in nhwc else 0)
             step.attrs = {**step.attrs, "channels_last": bits}
+
+
+def _pools_planes(step) -> bool:
+    """A depthwise sum over whole planes (the global average pool): it reads a channels-last input too."""
+    return step.op == "qnn_conv2d" and qkernels.whole_plane_depthwise(step.attrs["conv"], step.attrs["q"]["rounding"])
 
 
 def _depth(p: dict[str, int]) -> int:
@@ -84,7 +91,11 @@ def _layouts(steps) -> dict:
     nhwc = dict.fromkeys(candidates)   # ordered: the same decisions in the same order on every run
 
     def reads_nhwc(step, index, value, written) -> bool:
-        return _channels_last(step) and value.type.shape == written.type.shape and \
+        if value.type.shape != written.type.shape:
+            return False
+        if _pools_planes(step):
+            return index == 0
+        return _channels_last(step) and \
             (index == 0 or (step.op == "qnn_conv2d_add" and index == RESIDUAL and id(step.outs[0].buffer) in nhwc))
 
     changed = True

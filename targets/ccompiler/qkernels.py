@@ -104,6 +104,14 @@ def channels_last(p: dict[str, int], rounding: int, im2col_columns: int, winogra
         CL_FLAGS <= features and not CL_NOT_FLAGS & features
 
 
+def whole_plane_depthwise(p: dict[str, int], rounding: int) -> bool:
+    """ck_qdw_whole_plane on a depthwise convolution: one output per plane (a global average pool), which reads a
+    channels-last input as well (ck_qconv2d_params.channels_last 2)."""
+    return is_depthwise(p) and rounding == 0 and (p["kernel_h"], p["kernel_w"]) == (p["height"], p["width"]) and \
+        not any(p[k] for k in ("pad_top", "pad_left", "pad_bottom", "pad_right")) and \
+        (p["dilation_h"], p["dilation_w"]) == (1, 1)
+
+
 def channels_last_pack_weight(weight: np.ndarray) -> np.ndarray:
     """ck_qconv2d_pack_weight with .channels_last = 1 in numpy: [out / 64][tap][in / 4][64][4] int8, zeros past
     the output and input channels."""

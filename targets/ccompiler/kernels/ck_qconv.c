@@ -25,10 +25,13 @@ static int ck_qconv_is_depthwise(const ck_conv2d_params *c) {
   return c->groups == c->channels && c->groups == c->out_channels;
 }
 
+static int ck_qdw_whole_plane(const ck_qconv2d_params *p);
+
 static int ck_qconv_valid(const ck_qconv2d_params *p, int64_t *oh, int64_t *ow) {
   return p != NULL && ck_conv2d_output_hw(&p->conv, oh, ow) == CK_OK && ck_qparams_valid(&p->q) &&
          (p->winograd == 0 || (p->winograd == 1 && ck_qwinograd_takes(p))) &&
-         (p->channels_last == 0 || ck_qdirect_takes(p)) &&
+         (p->channels_last == 0 || ck_qdirect_takes(p) ||
+          (p->channels_last == 2 && ck_qconv_is_depthwise(&p->conv) && ck_qdw_whole_plane(p))) &&
          (p->pairs == 0 || (p->pairs == 1 && p->winograd == 0 && p->im2col_columns <= 0 &&
                             !ck_qconv_is_depthwise(&p->conv))) &&
          (p->channel_order == NULL || (p->pairs == 1 && p->conv.kernel_h == 1 && p->conv.kernel_w == 1 &&
@@ -175,7 +178,7 @@ size_t ck_qconv2d_workspace_bytes(const ck_qconv2d_params *p) {
   int64_t oh, ow, k, chunk;
   if (!ck_qconv_valid(p, &oh, &ow)) return 0;
   if (p->winograd) return ck_qwinograd_workspace_bytes(p, oh, ow);
-  if (p->channels_last) return ck_qdirect_workspace_bytes(p, oh, ow);
+  if (p->channels_last && !ck_qconv_is_depthwise(&p->conv)) return ck_qdirect_workspace_bytes(p, oh, ow);
   if (ck_qconv_is_depthwise(&p->conv))
     return (size_t)(CK_QALIGN + ck_qdw_slots(&p->conv) * ck_qdw_slot_bytes(&p->conv, oh, ow));
   k = ck_qconv_depth(&p->conv);
@@ -686,7 +689,9 @@ static void ck_qdw_plane_task(int64_t task, int32_t slot, const ck_qdw_job *job)
 
 /* ---- a window over the whole plane (the global average pool the importer writes as a depthwise sum): one
  * output per plane, a dot product of its bytes with the weights, no bordered copy. ResNet-50's 2048 planes of
- * 7 x 7 took 0.2 ms through the plane tasks (a 113-byte border filled and copied per 49 bytes), 0.02 ms so. */
+ * 7 x 7 took 0.2 ms through the plane tasks (a 113-byte border filled and copied per 49 bytes), 0.02 ms so.
+ * Its input may be channels-last (channels_last 2: what the last channels-last convolution wrote), a plane's bytes
+ * then one per pixel at a stride of the channels; the output (one value per channel) is laid out alike either way. */
 
 static int ck_qdw_whole_plane(const ck_qconv2d_params *p) {
   const ck_conv2d_params *c = &p->conv;
@@ -700,14 +705,14 @@ static void ck_qdw_dot_planes(void *ctx, int64_t first, int64_t last) {
   const int64_t taps = c->height * c->width;
   int64_t t, plane;
   for (plane = first; plane < last; ++plane) {
-    const int64_t ch = plane % c->channels;
-    const uint8_t *x = job->data + plane * taps;
+    const int64_t ch = plane % c->channels, step = job->p->channels_last == 2 ? c->channels : 1;
+    const uint8_t *x = job->data + (step == 1 ? plane * taps : (plane - ch) * taps + ch);
     const int8_t *w = job->weight + ch * taps;
     int32_t acc = 0;
     if (job->p->q.input_signed)
-      for (t = 0; t < taps; ++t) acc += (int32_t)w[t] * (int32_t)(int8_t)x[t];
+      for (t = 0; t < taps; ++t) acc += (int32_t)w[t] * (int32_t)(int8_t)x[t * step];
     else
-      for (t = 0; t < taps; ++t) acc += (int32_t)w[t] * (int32_t)x[t];
+      for (t = 0; t < taps; ++t) acc += (int32_t)w[t] * (int32_t)x[t * step];
     ck_qrequant_row(1, &acc, job->bias[ch], job->scale[ch], &job->p->q, job->out + plane);
   }
 }

@@ -71,7 +71,9 @@ typedef struct {
    * output channel-major. For CPUs with AVX512-VNNI and no AMX: the codegen asks for it on builds made on one
    * (qkernels.channels_last). The same bytes out. Bits added to the 1: 2, the input tensor is laid out
    * channels-last ([batch][row][column][channel]) instead of NCHW; 4, the output (and ck_qconv2d_add's residual) is.
-   * The codegen keeps a tensor channels-last between two such convolutions (channels_last_layout.py). */
+   * The codegen keeps a tensor channels-last between two such convolutions (channels_last_layout.py). 2 alone, on a
+   * depthwise convolution whose window is its whole unpadded plane with rounding 0 (the global average pool the
+   * importer writes so): its input is channels-last (its output, one value per channel, is the same either way). */
   int32_t channels_last;
 } ck_qconv2d_params;
 
