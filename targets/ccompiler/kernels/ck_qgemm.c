@@ -1807,8 +1807,31 @@ CK_AVX2_TARGET static int32_t ck_qdot_avx2(int64_t n, const int8_t *w, const uin
 }
 #endif
 
+#if defined(CK_QDISPATCH)
+/* ck_qdot_portable 128 k at a time on vpdpbusd (uint8 x int8, four products a lane, exact), the tail under masks:
+ * ResNet-50's 2048 x 1000 classifier 0.25 -> 0.12 ms beside the AVX2 dot (one thread, the AVX512-VNNI Xeon) */
+CK_VNNI_TARGET static int32_t ck_qdot_vnni(int64_t n, const int8_t *w, const uint8_t *x, uint8_t flip) {
+  const __m512i f = _mm512_set1_epi8((char)flip);
+  __m512i s0 = _mm512_setzero_si512(), s1 = s0;
+  int64_t c;
+  for (c = 0; c + 128 <= n; c += 128) {
+    s0 = _mm512_dpbusd_epi32(s0, _mm512_xor_si512(_mm512_loadu_si512((const void *)(x + c)), f),
+                             _mm512_loadu_si512((const void *)(w + c)));
+    s1 = _mm512_dpbusd_epi32(s1, _mm512_xor_si512(_mm512_loadu_si512((const void *)(x + c + 64)), f),
+                             _mm512_loadu_si512((const void *)(w + c + 64)));
+  }
+  for (; c < n; c += 64) {
+    const __mmask64 m = ck_qbits(0, n - c < 64 ? n - c : 64);
+    s0 = _mm512_dpbusd_epi32(s0, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, x + c), f),   /* w's zeros past n */
+                             _mm512_maskz_loadu_epi8(m, w + c));
+  }
+  return _mm512_reduce_add_epi32(_mm512_add_epi32(s0, s1));
+}
+#endif
+
 static ck_qdot_fn ck_qdot(void) {
 #if defined(CK_QDISPATCH)
+  if (ck_qkernel_current()->tile == ck_qtile_vnni) return ck_qdot_vnni;
   if (ck_cpu_has_avx2_int() && strcmp(ck_qkernel_current()->name, "portable-8x32") != 0) return ck_qdot_avx2;
 #endif
   return ck_qdot_portable;
