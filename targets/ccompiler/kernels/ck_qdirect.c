@@ -226,7 +226,7 @@ static void ck_qdl_tile_portable(const ck_qdl_tile_args *a, int32_t *acc) {
 }
 
 #if defined(CK_QDL_X86)
-#define CK_QDL_DECL(I) __m512i c##I##0 = z, c##I##1 = z, c##I##2 = z, c##I##3 = z
+#define CK_QDL_DECL(I) __m512i c##I##0 = i0, c##I##1 = i1, c##I##2 = i2, c##I##3 = i3
 #define CK_QDL_PIXEL(I)                                                   \
   do {                                                                    \
     int32_t v_;                                                           \
@@ -246,9 +246,8 @@ static void ck_qdl_tile_portable(const ck_qdl_tile_args *a, int32_t *acc) {
     _mm512_storeu_si512((void *)(acc + (I) * CK_QDL_OC + 48), c##I##3);              \
   } while (0)
 
-/* The k-loop of a tile: 6 pixels x 4 vectors of 16 channels summed into c00 .. c53 */
+/* The k-loop of a tile: 6 pixels x 4 vectors of 16 channels summed into c00 .. c53, each pixel's from i0 .. i3 */
 #define CK_QDL_ACCUMULATE()                                                                                        \
-  const __m512i z = _mm512_setzero_si512();                                                                        \
   const int8_t *w = a->w;                                                                                          \
   int64_t ky, kx, s;                                                                                               \
   CK_QDL_DECL(0);                                                                                                  \
@@ -276,6 +275,7 @@ static void ck_qdl_tile_portable(const ck_qdl_tile_args *a, int32_t *acc) {
     }
 
 CK_QDL_TARGET static void ck_qdl_tile_vnni(const ck_qdl_tile_args *a, int32_t *acc) {
+  const __m512i i0 = _mm512_setzero_si512(), i1 = i0, i2 = i0, i3 = i0;
   CK_QDL_ACCUMULATE();
   CK_QDL_STORE(0);
   CK_QDL_STORE(1);
@@ -358,6 +358,12 @@ CK_QDL_TARGET static inline void ck_qdl_store64(__m512i r0, __m512i r1, __m512i 
   const __m512i vb##G = _mm512_maskz_loadu_epi32(cm##G, (const void *)(e->bias + 16 * (G)));                       \
   const __m512 vs##G = _mm512_maskz_loadu_ps(cm##G, (const void *)(e->scale + 16 * (G)))
 
+/* the same, the bias already in the sums */
+#define CK_QDL_SCALES(G)                                                                                           \
+  const __mmask16 cm##G = ck_qdl_group_mask(e->rows, G);                                                           \
+  const __m512i vb##G = _mm512_setzero_si512();                                                                    \
+  const __m512 vs##G = _mm512_maskz_loadu_ps(cm##G, (const void *)(e->scale + 16 * (G)))
+
 /* the lanes of group g (16 channels) among a block's first `rows` */
 static inline __mmask16 ck_qdl_group_mask(int64_t rows, int64_t g) {
   const int64_t chans = rows - 16 * g;
@@ -369,12 +375,16 @@ static inline __mmask16 ck_qdl_group_mask(int64_t rows, int64_t g) {
 CK_QDL_TARGET static void ck_qdl_tile_nhwc_vnni(const ck_qdl_tile_args *a, const ck_qdl_epilogue *e, int64_t npx,
                                                 uint8_t *out, const uint8_t *res) {
   const int out_signed = e->add != NULL ? e->add->is_signed : e->out_signed;
-  CK_QDL_ACCUMULATE();
+  const __m512i i0 = _mm512_maskz_loadu_epi32(ck_qdl_group_mask(e->rows, 0), (const void *)e->bias);
+  const __m512i i1 = _mm512_maskz_loadu_epi32(ck_qdl_group_mask(e->rows, 1), (const void *)(e->bias + 16));
+  const __m512i i2 = _mm512_maskz_loadu_epi32(ck_qdl_group_mask(e->rows, 2), (const void *)(e->bias + 32));
+  const __m512i i3 = _mm512_maskz_loadu_epi32(ck_qdl_group_mask(e->rows, 3), (const void *)(e->bias + 48));
+  CK_QDL_ACCUMULATE(); /* the sums start at the bias (int32 wrap-around either way, as ck_requant1's add) */
   {
-    CK_QDL_CONSTANTS(0);
-    CK_QDL_CONSTANTS(1);
-    CK_QDL_CONSTANTS(2);
-    CK_QDL_CONSTANTS(3);
+    CK_QDL_SCALES(0);
+    CK_QDL_SCALES(1);
+    CK_QDL_SCALES(2);
+    CK_QDL_SCALES(3);
     CK_QDL_REQUANT(0);
   CK_QDL_REQUANT(1);
   CK_QDL_REQUANT(2);
