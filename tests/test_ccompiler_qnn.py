@@ -638,16 +638,23 @@ def test_qconv2d_channels_last_add_equals_conv_then_add(ck, conv_id, form, conv_
     if layout == "nhwc":
         x, residual, want = _nhwc(x), _nhwc(residual), _nhwc(want)
     ws = np.zeros(ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)), np.uint8)
+    _conv_or_add_on_every_kernel(ck, params, None if form is None else (add, conv_is_rhs, residual), x, weight,
+                                 folded, scale, want, ws)
+
+
+def _conv_or_add_on_every_kernel(ck, params, add, x, weight, folded, scale, want, ws):
+    """ck_qconv2d, or (add = (ck_qadd_params, conv_is_rhs, residual)) ck_qconv2d_add, with every GEMM kernel this CPU
+    runs at every THREADS count equals `want`."""
     try:
         for kernel, threads in itertools.product(_kernels(ck), THREADS):
             assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
-            out = np.zeros(want.shape, out_dtype)
-            if form is None:
+            out = np.zeros(want.shape, want.dtype)
+            if add is None:
                 assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(weight), _ptr(folded), _ptr(scale),
                                      _ptr(out), _ptr(ws)) == 0
             else:
-                assert ck.ck_qconv2d_add(ctypes.byref(params), ctypes.byref(add), int(conv_is_rhs), _ptr(x),
-                                         _ptr(weight), _ptr(folded), _ptr(scale), _ptr(residual), _ptr(out),
+                assert ck.ck_qconv2d_add(ctypes.byref(params), ctypes.byref(add[0]), int(add[1]), _ptr(x),
+                                         _ptr(weight), _ptr(folded), _ptr(scale), _ptr(add[2]), _ptr(out),
                                          _ptr(ws)) == 0
             np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
     finally:
@@ -712,20 +719,8 @@ def test_qconv2d_winograd_equals_numpy(ck, case):
         conv_is_rhs = add_form == "tflite"
         want = (add_numpy(residual, want) if conv_is_rhs else add_numpy(want, residual)).astype(q_dtype)
     ws = np.zeros(Q.qconv2d_workspace_bytes(p, 0, winograd=True), np.uint8)
-    try:
-        for kernel, threads in itertools.product(_kernels(ck), THREADS):
-            assert ck.ck_qgemm_use_kernel(kernel.encode()) == 0 and ck.byoc_set_num_threads(threads) == 0
-            out = np.zeros(want.shape, want.dtype)
-            if add_form is None:
-                assert ck.ck_qconv2d(ctypes.byref(params), _ptr(x), _ptr(weight), _ptr(folded), _ptr(scale),
-                                     _ptr(out), _ptr(ws)) == 0
-            else:
-                assert ck.ck_qconv2d_add(ctypes.byref(params), ctypes.byref(add), int(conv_is_rhs), _ptr(x),
-                                         _ptr(weight), _ptr(folded), _ptr(scale), _ptr(residual), _ptr(out),
-                                         _ptr(ws)) == 0
-            np.testing.assert_array_equal(out, want, err_msg=f"{kernel}, {threads} threads")
-    finally:
-        ck.byoc_set_num_threads(0)
+    _conv_or_add_on_every_kernel(ck, params, None if add_form is None else (add, conv_is_rhs, residual), x, weight,
+                                 folded, scale, want, ws)
 
 
 def test_qconv2d_winograd_sums_stay_exact_at_the_channel_limit(ck):

@@ -126,6 +126,12 @@ def test_concurrent_runs_under_thread_sanitizer(tmp_path):
     # + a model whose every kernel splits its work on the pool (tests/parallel_models.py)
     libs.append(build(every_parallel_path()[0], toolchain="gcc-tsan", executor="aot", interface="unpacked",
                       config=str(config)).export_library(tmp_path / "parallel.so", werror=True))
+    # + an int8 model wholly in ccompiler's int8 kernels (the channels-last convolutions on an AVX512-VNNI CPU)
+    from byoc_compiler.frontend import from_onnx
+    from byoc_compiler.testing.quantize import quantized_zoo_model
+    int8 = from_onnx(str(quantized_zoo_model("resnet50_tiny", "qdq", True, tmp_path)))
+    libs.append(build(partition_for("ccompiler", int8), toolchain="gcc-tsan", executor="aot", interface="unpacked",
+                      config=str(config)).export_library(tmp_path / "int8.so", werror=True))
     driver = tmp_path / "concurrent_runs"
     from byoc_compiler.runtime import source_dir
 

@@ -504,6 +504,25 @@ typedef struct {
   int vnni, out_nhwc;
 } ck_qdl_job;
 
+/* The tile's pixels [p0, p0 + 6) of a band of cnt (past its end: its last pixel again, never stored); (y, x): the
+ * output row and column of pixel p0, stepped along (a division per pixel cost 4% of the run) */
+static void ck_qdl_pixels(const ck_qdl_job *j, ck_qdl_tile_args *a, int64_t p0, int64_t cnt, int64_t *y, int64_t *x) {
+  const ck_conv2d_params *c = &j->p->conv;
+  const int64_t cs = ck_qdl_cs(c);
+  int i;
+  for (i = 0; i < CK_QDL_PX; ++i) {
+    if (p0 + i >= cnt) {
+      a->px[i] = a->px[i - 1];
+      continue;
+    }
+    a->px[i] = j->copy + (*y * c->stride_h * j->copy_pw + *x * c->stride_w) * cs;
+    if (++*x == j->ow) {
+      *x = 0;
+      ++*y;
+    }
+  }
+}
+
 static void ck_qdl_task(int32_t task, int32_t slot, void *ctx) {
   const ck_qdl_job *j = (const ck_qdl_job *)ctx;
   const ck_conv2d_params *c = &j->p->conv;
@@ -514,7 +533,7 @@ static void ck_qdl_task(int32_t task, int32_t slot, void *ctx) {
   int32_t *sums = (int32_t *)(void *)(j->slots + (int64_t)slot * CK_QDL_SLOT_BYTES);
   uint8_t *o = j->out_nhwc ? j->out + n0 * c->out_channels + o0 : j->out + o0 * n + n0;
   ck_qdl_tile_args a;
-  int64_t p0, i, y, x;
+  int64_t p0, y, x;
   a.kh = c->kernel_h;
   a.kw = c->kernel_w;
   a.row_step = c->dilation_h * pw * cs;
@@ -531,37 +550,17 @@ static void ck_qdl_task(int32_t task, int32_t slot, void *ctx) {
     for (p0 = 0; p0 < cnt; p0 += CK_QDL_PX) {
       const int64_t npx = cnt - p0 < CK_QDL_PX ? cnt - p0 : CK_QDL_PX;
       uint8_t *out_px = o + p0 * c->out_channels;
-      for (i = 0; i < CK_QDL_PX; ++i) {
-        if (i < npx) {
-          a.px[i] = j->copy + (y * c->stride_h * pw + x * c->stride_w) * cs;
-          if (++x == j->ow) {
-            x = 0;
-            ++y;
-          }
-        } else {
-          a.px[i] = a.px[i - 1];
-        }
-      }
+      ck_qdl_pixels(j, &a, p0, cnt, &y, &x);
       ck_qdl_tile_nhwc_vnni(&a, &e, npx, out_px,
                             j->post != NULL ? j->post->residual + (out_px - j->out_base) : NULL);
     }
     return;
   }
 #endif
-  y = n0 / j->ow;   /* the next pixel's row and column, stepped along (a division per pixel cost 4% of the run) */
+  y = n0 / j->ow;
   x = n0 % j->ow;
   for (p0 = 0; p0 < cnt; p0 += CK_QDL_PX) {
-    for (i = 0; i < CK_QDL_PX; ++i) { /* past the band's end: its last pixel again, never stored */
-      if (p0 + i < cnt) {
-        a.px[i] = j->copy + (y * c->stride_h * pw + x * c->stride_w) * cs;
-        if (++x == j->ow) {
-          x = 0;
-          ++y;
-        }
-      } else {
-        a.px[i] = a.px[i - 1];
-      }
-    }
+    ck_qdl_pixels(j, &a, p0, cnt, &y, &x);
 #if defined(CK_QDL_X86)
     if (j->vnni) {
       ck_qdl_tile_vnni(&a, sums + p0 * CK_QDL_OC);
