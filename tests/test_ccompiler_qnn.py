@@ -547,8 +547,10 @@ def test_qconv2d_add_equals_conv_then_add(ck, conv_id, columns, form, conv_is_rh
 
 # every one-group case above, and: 130 output channels (two 64-channel blocks and one of 2), 400 output pixels (five
 # bands of 80), 7x7 and 14x14 outputs (one band of 54, three of 66, 66, 64: a last tile of repeated pixels), 20 input
-# channels (a 16-channel block of the copy's transposition and 4 more), 6 (padded to 8 in the copy), dilation, 2 images
-CHANNELS_LAST = [c for c in CONVS if c[5] == 1 and not Q.is_depthwise(K.conv2d_params(*c[1:3], *c[3:5], (1, 1), c[5]))] + [
+# channels (a 16-channel block of the copy's transposition and 4 more), 6 (padded to 8 in the copy), dilation,
+# 2 images
+CHANNELS_LAST = [c for c in CONVS
+                 if c[5] == 1 and not Q.is_depthwise(K.conv2d_params(*c[1:3], *c[3:5], (1, 1), c[5]))] + [
     ("cl-three-channel-blocks", (1, 20, 9, 9), (130, 20, 3, 3), (1, 1), (1, 1, 1, 1), 1, "int8"),
     ("cl-five-bands", (1, 16, 20, 20), (16, 16, 3, 3), (1, 1), (1, 1, 1, 1), 1, "uint8"),
     ("cl-7x7-one-band", (1, 32, 7, 7), (70, 32, 3, 3), (1, 1), (1, 1, 1, 1), 1, "int8"),
@@ -610,11 +612,10 @@ def test_qconv2d_whole_plane_depthwise_reads_channels_last(ck, case):
 
 
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
-@pytest.mark.parametrize("conv_id,form,conv_is_rhs,out_dtype", [("cl-three-channel-blocks", "float32", False, "uint8"),
-                                                               ("cl-7x7-one-band", "tflite", True, "uint8"),
-                                                               ("1x1", "float32", True, "uint8"),
-                                                               ("cl-7x7-one-band", "float32", False, "int8"),
-                                                               ("cl-7x7-one-band", None, False, "int8")],
+@pytest.mark.parametrize("conv_id,form,conv_is_rhs,out_dtype", [
+    ("cl-three-channel-blocks", "float32", False, "uint8"), ("cl-7x7-one-band", "tflite", True, "uint8"),
+    ("1x1", "float32", True, "uint8"), ("cl-7x7-one-band", "float32", False, "int8"),
+    ("cl-7x7-one-band", None, False, "int8")],
                          ids=["lhs-float32", "rhs-tflite", "1x1-rhs", "int8-out", "int8-out-no-add"])
 def test_qconv2d_channels_last_add_equals_conv_then_add(ck, conv_id, form, conv_is_rhs, out_dtype, layout):
     """ck_qconv2d_add on .channels_last = 1 (NCHW) or 7 (input, output and residual channels-last): each task's

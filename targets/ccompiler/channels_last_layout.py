@@ -12,10 +12,10 @@ channels-last when a channels-last convolution writes it and every step that rea
 the same shape as its input, or as the residual of an add whose own output is channels-last (the library adds the
 two element by element, so a convolution's output and its residual share a layout: deciding one decides the other,
 hence the fixed point). A depthwise sum over whole planes (the global average pool) reads either layout. Everything
-else keeps the model's NCHW: the region's inputs and outputs, and whatever max pooling or any other kernel reads. A convolution shallower than qkernels.CL_MIN_DEPTH
-(input channels x taps) whose output stays NCHW goes back to the GEMM core (MobileNetV2's 1x1 convolutions beside
-its depthwise ones: the transposition back into NCHW rows costs more than a shallow sum gains), and the layouts are
-decided again without it.
+else keeps the model's NCHW: the region's inputs and outputs, and whatever max pooling or any other kernel reads.
+A convolution shallower than qkernels.CL_MIN_DEPTH (input channels x taps) whose output stays NCHW goes back to the
+GEMM core (MobileNetV2's 1x1 convolutions beside its depthwise ones: the transposition back into NCHW rows costs
+more than a shallow sum gains), and the layouts are decided again without it.
 """
 from __future__ import annotations
 
@@ -69,11 +69,10 @@ def _depth(p: dict[str, int]) -> int:
 def _to_gemm_core(lowering, step) -> None:
     """The step on the GEMM core instead: its weight unpacked from the channels-last layout and packed row-major (the
     channels-last copy is then read by nothing and not written, passes.drop_unused_constants), its scratch re-sized."""
-    weight = step.ins[1]
-    w = qkernels.channels_last_unpack_weight(weight.buffer.data, step.attrs["conv"])
+    w = qkernels.channels_last_unpack_weight(step.ins[1].buffer.data, step.attrs["conv"])
     step.attrs = {**step.attrs, "channels_last": 0}
-    step.ins[1] = lowering.derived_constant(qkernels.pack_weight(1, w),
-                                            f"{weight.buffer.note.split(' in 64-channel')[0]} packed for ck_q kernels")
+    step.ins[1] = lowering.derived_constant(qkernels.pack_weight(1, w), f"qnn.conv2d weight "
+                                            f"{'x'.join(str(d) for d in w.shape)} packed for ck_q kernels")
     nbytes = RULES[step.op].scratch(step)
     step.scratch = Buffer("scratch", int(nbytes)) if nbytes > 0 else None
 

@@ -15,7 +15,8 @@ Three modules do the work, one idea each: lowering.py walks the region into step
 (reshape is a view, a composite whose body is a fusable chain is one fused call, any other composite is
 its body op by op); passes.py (and fuse_residual.py) rewrite and place them (results computed straight
 into the outputs, constant weights packed once, residual adds fused into the conv before them, int8 tensors
-kept channels-last between the convolutions that take them so (channels_last_layout.py), elementwise steps in place over a dead input, one workspace planned by lifetime, buffers named);
+kept channels-last between the convolutions that take them so (channels_last_layout.py), elementwise steps
+in place over a dead input, one workspace planned by lifetime, buffers named);
 render.py writes the text. The workspace is not the region's own: its size is the artifact's
 workspace_bytes and the model instance that calls the region passes it, so the file keeps no mutable
 static state and two instances run concurrently.

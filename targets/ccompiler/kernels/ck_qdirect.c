@@ -9,10 +9,13 @@
  * im2col, no packed panels, and 10 loads per 24 vpdpbusd where the 8 x 32 tile takes 10 per 16. On a Xeon with
  * AVX512-VNNI (family 6 model 207) ResNet-50's 3x3 layers ran at 330-340 G multiply-adds/s of one thread this way
  * against the panel tile's 220-245, measured outside the library in one process (docs/quantization.md).
- * The sums go to a task's int32 scratch as [pixel][channel]; the epilogue requantizes 16 pixels x 16 channels at a
- * time in the lanes' orientation (byoc's float32 rounding, ck_qparams.rounding 0), transposes the bytes and
- * stores NCHW rows. Without VNNI (or with the portable GEMM kernel forced) the same sums run in portable C and each
- * channel's row is requantized by ck_qrequant_row: the same bytes.
+ * Into a channels-last output (layout bit 4, what the codegen keeps between such convolutions) the tile requantizes
+ * from its registers (byoc's float32 rounding, ck_qparams.rounding 0; a residual add of rounding 0 in the same
+ * registers), a pixel's 64 channels one store. Into an NCHW output, or with another residual add, the sums go to a
+ * task's int32 scratch as [pixel][channel], requantized 16 pixels x 16 channels at a time and the bytes transposed
+ * into channel rows. A channels-last input (bit 2) is copied by rows into the bordered copy, or read where it is when
+ * unpadded uint8 in whole 4-channel steps. Without VNNI (or with the portable GEMM kernel forced) the same sums run in
+ * portable C and ck_qrequant_row requantizes them: the same bytes.
  * Weight: per block of 64 output channels, per tap, per 4 input channels, 64 x 4 bytes (channel-major within the
  * step), zeros past the channels of either side. */
 #include <string.h>
@@ -27,7 +30,7 @@
 #endif
 
 #define CK_QDL_OC 64   /* output channels per block: the lanes of a pixel's 4 accumulators */
-#define CK_QDL_PX 6       /* output pixels per tile: 24 accumulators, the 4 weight vectors and a broadcast in registers */
+#define CK_QDL_PX 6 /* output pixels per tile: 24 accumulators, the 4 weight vectors and a broadcast in registers */
 #define CK_QDL_BAND_MAX 96 /* output pixels per task at most (the image split into bands of whole tiles) */
 
 /* ck_qconv2d_params.channels_last's bits past the first: the input, the output (and the residual) channels-last */
@@ -149,7 +152,8 @@ static void ck_qdl_border_rows(void *ctx, int64_t y0, int64_t y1) {
     memset(row, j->zp, (size_t)(c->pad_left * cs));
     memset(row + (c->pad_left + c->width) * cs, j->zp, (size_t)(c->pad_right * cs));
     if (cs > c->channels)
-      for (x = 0; x < c->width; ++x) memset(row + (c->pad_left + x) * cs + c->channels, j->zp, (size_t)(cs - c->channels));
+      for (x = 0; x < c->width; ++x)
+        memset(row + (c->pad_left + x) * cs + c->channels, j->zp, (size_t)(cs - c->channels));
   }
 }
 
@@ -327,8 +331,8 @@ CK_QDL_TARGET static inline void ck_qdl_store64(__m512i r0, __m512i r1, __m512i 
                                                 uint8_t *out) {
   const __m512i w01 = _mm512_packs_epi32(r0, r1), w23 = _mm512_packs_epi32(r2, r3);
   const __m512i b = is_signed ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
-  _mm512_storeu_si512((void *)out,
-                      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), b));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm512_storeu_si512((void *)out, _mm512_permutexvar_epi32(order, b));
 }
 
 /* Pixel I's channels: a whole block as one 64-byte store, a last block's groups under masks */
