@@ -603,6 +603,7 @@ def test_qconv2d_whole_plane_depthwise_reads_channels_last(ck, case):
     x, bias, scale, xz, p, params, want = _conv_case(case, w)
     assert Q.whole_plane_depthwise(p, 0)
     params.channels_last = 2
+    assert ck.ck_qconv2d_workspace_bytes(ctypes.byref(params)) == Q.qconv2d_workspace_bytes(p, channels_last=True)
     folded = Q.fold_bias(w, bias, xz, np.zeros(case[2][0], np.int64))
     _every_kernel_and_thread_count(ck, params, _nhwc(x), w, folded, scale, want)
     part = next(c for c in CONVS if c[0] == "depthwise-3x3")

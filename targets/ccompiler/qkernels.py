@@ -127,7 +127,8 @@ def channels_last_unpack_weight(packed: np.ndarray, p: dict[str, int]) -> np.nda
     """The OIHW int8 weight channels_last_pack_weight packed (for a step the codegen moves back to the GEMM core)."""
     o, c, kh, kw = p["out_channels"], p["channels"], p["kernel_h"], p["kernel_w"]
     blocks, c4 = -(-o // CL_OC), _round_up(c, 4)
-    w = packed.reshape(blocks, kh * kw, c4 // 4, CL_OC, 4).transpose(0, 3, 2, 4, 1).reshape(blocks * CL_OC, c4, kh * kw)
+    w = packed.reshape(blocks, kh * kw, c4 // 4, CL_OC, 4).transpose(0, 3, 2, 4, 1)
+    w = w.reshape(blocks * CL_OC, c4, kh * kw)
     return np.ascontiguousarray(w[:o, :c].reshape(o, c, kh, kw))
 
 
@@ -272,7 +273,7 @@ def qconv2d_workspace_bytes(p: dict[str, int], im2col_columns: int = 0, winograd
     (im2col_columns > 0) a chunk of that many pixels rounded up to QNR."""
     if winograd:
         return winograd_workspace_bytes(p)
-    if channels_last:
+    if channels_last and not is_depthwise(p):   # a depthwise one's channels_last (2) only says how it reads
         return channels_last_workspace_bytes(p)
     oh, ow = _output_hw(p)
     chunk = oh * ow if im2col_columns <= 0 else min(_round_up(im2col_columns, QNR), oh * ow)
