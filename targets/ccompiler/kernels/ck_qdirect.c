@@ -421,35 +421,25 @@ CK_QDL_TARGET static void ck_qdl_epilogue_init(ck_qdl_epilogue *e, const ck_qcon
   e->add_hi = _mm512_set1_ps(sign ? 127.0f : 255.0f);
 }
 
-/* rows x cnt outputs from the task's sums ([pixel][64 channels]): 16 pixels x 16 channels at a time requantized in
- * the channels' lanes (ck_requant1 lane by lane, rounding 0), the bytes transposed to [channel][pixel], stored */
-CK_QDL_TARGET static void ck_qdl_store_vnni(const int32_t *sums, int64_t cnt, int64_t rows, const int32_t *bias,
-                                            const float *scale, const ck_qparams *q, uint8_t *out, int64_t ldo) {
-  const __m512i zp = _mm512_set1_epi32(q->output_zero_point);
-  const __m512 lo = _mm512_set1_ps((float)(q->out_min - q->output_zero_point));
-  const __m512 hi = _mm512_set1_ps((float)(q->out_max - q->output_zero_point));
-  int64_t g, p0;
-  for (g = 0; g * 16 < rows; ++g) {
-    const int64_t chans = rows - g * 16 < 16 ? rows - g * 16 : 16;
-    const __mmask16 cmask = (__mmask16)(chans == 16 ? 0xFFFFu : (1u << chans) - 1u);
-    const __m512i vbias = _mm512_maskz_loadu_epi32(cmask, (const void *)(bias + g * 16));
-    const __m512 vscale = _mm512_maskz_loadu_ps(cmask, (const void *)(scale + g * 16));
+/* cnt pixels of the task's sums ([pixel][64 channels]) into an NCHW output (rows of ldo bytes; e->add NULL):
+ * 16 pixels x 16 channels at a time requantized in the channels' lanes, the bytes transposed to [channel][pixel] */
+CK_QDL_TARGET static void ck_qdl_store_vnni(const int32_t *sums, int64_t cnt, const ck_qdl_epilogue *e, uint8_t *out,
+                                            int64_t ldo) {
+  int64_t g, p0, r;
+  for (g = 0; g * 16 < e->rows; ++g) {
+    const __mmask16 cm = ck_qdl_group_mask(e->rows, g);
+    const __m512i vb = _mm512_maskz_loadu_epi32(cm, (const void *)(e->bias + 16 * g));
+    const __m512 vs = _mm512_maskz_loadu_ps(cm, (const void *)(e->scale + 16 * g));
     for (p0 = 0; p0 < cnt; p0 += 16) {
       const int64_t pix = cnt - p0 < 16 ? cnt - p0 : 16;
-      const __mmask16 pmask = (__mmask16)(pix == 16 ? 0xFFFFu : (1u << pix) - 1u);
-      uint8_t *o = out + g * 16 * ldo + p0;
       __m128i block[16];
-      int64_t r;
-      for (r = 0; r < 16; ++r) {
-        const __m512i v = r < pix ? _mm512_loadu_si512((const void *)(sums + (p0 + r) * CK_QDL_OC + g * 16))
-                                  : _mm512_setzero_si512();
-        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(v, vbias)), vscale);
-        f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-        block[r] = _mm512_cvtepi32_epi8(
-            _mm512_add_epi32(_mm512_cvt_roundps_epi32(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp));
-      }
+      for (r = 0; r < 16; ++r)
+        block[r] = _mm512_cvtepi32_epi8(ck_qdl_requant16(
+            r < pix ? _mm512_loadu_si512((const void *)(sums + (p0 + r) * CK_QDL_OC + 16 * g)) : _mm512_setzero_si512(),
+            vb, vs, e, cm, NULL, 0));
       ck_qdl_transpose16(block);
-      for (r = 0; r < chans; ++r) _mm_mask_storeu_epi8((void *)(o + r * ldo), pmask, block[r]);
+      for (r = 0; 16 * g + r < e->rows && r < 16; ++r)
+        _mm_mask_storeu_epi8((void *)(out + (16 * g + r) * ldo + p0), ck_qdl_group_mask(pix, 0), block[r]);
     }
   }
 }
@@ -584,9 +574,11 @@ static void ck_qdl_task(int32_t task, int32_t slot, void *ctx) {
       ck_qdl_store_nhwc_rows(sums, cnt, rows, j->bias + o0, j->scale + o0, &j->p->q, o, c->out_channels);
   } else {
 #if defined(CK_QDL_X86)
-    if (j->vnni)
-      ck_qdl_store_vnni(sums, cnt, rows, j->bias + o0, j->scale + o0, &j->p->q, o, n);
-    else
+    if (j->vnni) {
+      ck_qdl_epilogue e;
+      ck_qdl_epilogue_init(&e, j->p, j->bias + o0, j->scale + o0, rows, NULL, 0);
+      ck_qdl_store_vnni(sums, cnt, &e, o, n);
+    } else
 #endif
       ck_qdl_store_rows(sums, cnt, rows, j->bias + o0, j->scale + o0, &j->p->q, o, n);
   }
